@@ -1,0 +1,413 @@
+package account
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base32"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+)
+
+// APIKeyPrefix starts every generated API key secret, so that a leaked key is
+// recognisable (and greppable by secret scanners).
+const APIKeyPrefix = "lk_"
+
+// MinBootstrapKeyLength is the shortest admin key accepted from configuration.
+const MinBootstrapKeyLength = 32
+
+// Token and key lifetimes.
+const (
+	DefaultTokenLifetime = time.Hour
+	MinTokenLifetime     = time.Minute
+	MaxTokenLifetime     = 24 * time.Hour
+	MinKeyLifetime       = time.Minute
+	MaxKeyLifetime       = 365 * 24 * time.Hour
+	maxScopes            = 32
+)
+
+var keyEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
+
+// NewAPIKeySecret returns a new secret: the prefix and 32 random bytes.
+func NewAPIKeySecret() string {
+	b := make([]byte, 32)
+	rand.Read(b) // never fails (crypto/rand documents it)
+	return APIKeyPrefix + strings.ToLower(keyEncoding.EncodeToString(b))
+}
+
+// HashAPIKey returns the SHA-256 of a secret: the only form ever stored.
+func HashAPIKey(secret string) []byte {
+	h := sha256.Sum256([]byte(secret))
+	return h[:]
+}
+
+func last4(secret string) string { return secret[len(secret)-4:] }
+
+var errUnauthorized = Errorf(CodeUnauthorized, "the credential is missing, malformed, unknown, expired or revoked")
+
+// looksLikeJWT tells an access token (three base64url segments) from an API key.
+func looksLikeJWT(s string) bool {
+	return strings.HasPrefix(s, "eyJ") && strings.Count(s, ".") == 2
+}
+
+// Authenticate resolves a bearer credential, API key or access token, to the
+// principal that presented it. The key is read from the store on every call,
+// so a deleted key stops working at once; a token's revocation entry and
+// issuing key are read in one round trip. CodeUnauthorized.
+func (s *Service) Authenticate(ctx context.Context, credential string) (Principal, error) {
+	if credential == "" {
+		return Principal{}, errUnauthorized
+	}
+	now := s.now()
+	if looksLikeJWT(credential) {
+		claims, err := s.parser.Parse(credential, now)
+		if err != nil {
+			return Principal{}, errUnauthorized
+		}
+		status, err := s.store.TokenStatus(ctx, claims.ID, claims.KeyID)
+		if err != nil {
+			return Principal{}, storeErr(err)
+		}
+		if reason := status.invalidReason(now); reason != "" {
+			return Principal{}, errUnauthorized
+		}
+		return Principal{KeyID: claims.KeyID, TokenID: claims.ID, Scopes: claims.Scopes, KeyExpiresAt: status.Key.ExpiresAt}, nil
+	}
+	hash := HashAPIKey(credential)
+	key, err := s.store.GetAPIKeyByHash(ctx, hash)
+	if IsCode(err, CodeNotFound) {
+		return Principal{}, errUnauthorized
+	}
+	if err != nil {
+		return Principal{}, storeErr(err)
+	}
+	if subtle.ConstantTimeCompare(key.Hash, hash) != 1 || key.Expired(now) {
+		return Principal{}, errUnauthorized
+	}
+	return Principal{KeyID: key.ID, Scopes: key.Scopes, KeyExpiresAt: key.ExpiresAt}, nil
+}
+
+// Reasons a token is not valid, as reported by VerifyToken.
+const (
+	ReasonRevoked = "revoked"
+	ReasonExpired = "expired"
+	ReasonInvalid = "invalid"
+)
+
+// invalidReason says why a well-signed, unexpired token is no longer valid:
+// it was revoked, or its key was deleted or has expired. "" if it is valid.
+func (st TokenStatus) invalidReason(now time.Time) string {
+	if !st.RevokedAt.IsZero() || st.Key == nil || st.Key.Expired(now) {
+		return ReasonRevoked
+	}
+	return ""
+}
+
+// Verification is the result of VerifyToken.
+type Verification struct {
+	Valid  bool
+	Reason string // when not valid: ReasonRevoked, ReasonExpired or ReasonInvalid
+	Claims TokenClaims
+}
+
+// VerifyToken checks an access token: signature, expiry, revocation entry and
+// issuing key. A forged or expired token costs no store read.
+func (s *Service) VerifyToken(ctx context.Context, token string) (Verification, error) {
+	now := s.now()
+	claims, err := s.parser.Parse(token, now)
+	switch {
+	case errors.Is(err, ErrTokenExpired):
+		return Verification{Reason: ReasonExpired}, nil
+	case err != nil:
+		return Verification{Reason: ReasonInvalid}, nil
+	}
+	status, err := s.store.TokenStatus(ctx, claims.ID, claims.KeyID)
+	if err != nil {
+		return Verification{}, storeErr(err)
+	}
+	if reason := status.invalidReason(now); reason != "" {
+		return Verification{Reason: reason}, nil
+	}
+	return Verification{Valid: true, Claims: claims}, nil
+}
+
+// TokenRequest asks for an access token.
+type TokenRequest struct {
+	Scopes    []string
+	ExpiresIn string // "" means DefaultTokenLifetime
+}
+
+// IssueToken issues an access token for the calling API key, with scopes
+// within the key's grants. The token never outlives the key.
+// CodeForbidden for an access token caller, CodeInvalidRequest,
+// CodeInsufficientScope.
+func (s *Service) IssueToken(ctx context.Context, p Principal, req TokenRequest) (string, TokenClaims, error) {
+	if p.IsToken() {
+		return "", TokenClaims{}, Errorf(CodeForbidden, "access tokens are issued for API keys only; present an API key")
+	}
+	var problems Problems
+	scopes := dedupe(req.Scopes)
+	checkScopes("scopes", scopes, maxScopes, &problems)
+	lifetime := DefaultTokenLifetime
+	if req.ExpiresIn != "" {
+		d, err := ParseDuration(req.ExpiresIn, MinTokenLifetime, MaxTokenLifetime)
+		if err != nil {
+			problems.Add("expires_in", err.Error())
+		}
+		lifetime = d
+	}
+	if err := problems.Err(); err != nil {
+		return "", TokenClaims{}, err
+	}
+	for _, scope := range scopes {
+		if err := p.Require(scope); err != nil {
+			return "", TokenClaims{}, err
+		}
+	}
+	if s.signer == nil {
+		return "", TokenClaims{}, Internal(errors.New("account: this process has no token signer"))
+	}
+	now := s.now()
+	claims := TokenClaims{
+		ID:        NewID(PrefixToken, now),
+		KeyID:     p.KeyID,
+		Scopes:    scopes,
+		IssuedAt:  now.Truncate(time.Second),
+		ExpiresAt: now.Truncate(time.Second).Add(lifetime),
+	}
+	if !p.KeyExpiresAt.IsZero() && p.KeyExpiresAt.Before(claims.ExpiresAt) {
+		claims.ExpiresAt = p.KeyExpiresAt.Truncate(time.Second)
+	}
+	token, err := s.signer.Sign(claims)
+	if err != nil {
+		return "", TokenClaims{}, Internal(err)
+	}
+	// Written after signing, before returning: a token the client receives
+	// always has its record.
+	err = s.store.CreateToken(ctx, TokenRecord{ID: claims.ID, KeyID: claims.KeyID, Scopes: claims.Scopes, IssuedAt: claims.IssuedAt, ExpiresAt: claims.ExpiresAt})
+	if err != nil {
+		return "", TokenClaims{}, storeErr(err)
+	}
+	return token, claims, nil
+}
+
+// RevokeToken makes a token invalid at once. A key may revoke the tokens it
+// issued; another key's token needs ScopeRevokeTokens. Revoking again returns
+// the first revocation time. CodeInvalidRequest if token is not one this
+// service signed; CodeInsufficientScope.
+func (s *Service) RevokeToken(ctx context.Context, p Principal, token string) (Revocation, error) {
+	if token == "" {
+		return Revocation{}, invalid("token", "is required")
+	}
+	claims, err := s.parser.Parse(token, s.now())
+	if err != nil && !errors.Is(err, ErrTokenExpired) {
+		return Revocation{}, invalid("token", "is not an access token issued by this service")
+	}
+	if claims.KeyID != p.KeyID {
+		if err := p.Require(ScopeRevokeTokens); err != nil {
+			return Revocation{}, err
+		}
+	}
+	r := Revocation{TokenID: claims.ID, KeyID: claims.KeyID, RevokedAt: s.now(), ExpiresAt: claims.ExpiresAt}
+	at, err := s.store.RevokeToken(ctx, r)
+	if err != nil {
+		return Revocation{}, storeErr(err)
+	}
+	r.RevokedAt = at
+	return r, nil
+}
+
+// NewAPIKey describes a key to create.
+type NewAPIKey struct {
+	Name      string
+	Scopes    []string
+	ExpiresIn string // "" means the key does not expire (unless its creator does)
+}
+
+// CreateAPIKey creates a key with grants within the caller's own, and returns
+// it with its secret, which is never shown again. A key never outlives the
+// key that created it. CodeForbidden for an access token caller,
+// CodeInsufficientScope, CodeInvalidRequest.
+func (s *Service) CreateAPIKey(ctx context.Context, p Principal, req NewAPIKey) (APIKey, string, error) {
+	if err := p.requireKey(ScopeWriteAPIKeys); err != nil {
+		return APIKey{}, "", err
+	}
+	var problems Problems
+	name := normalizeName("name", req.Name, &problems)
+	scopes := dedupe(req.Scopes)
+	checkScopes("scopes", scopes, maxScopes, &problems)
+	var lifetime time.Duration
+	if req.ExpiresIn != "" {
+		d, err := ParseDuration(req.ExpiresIn, MinKeyLifetime, MaxKeyLifetime)
+		if err != nil {
+			problems.Add("expires_in", err.Error())
+		}
+		lifetime = d
+	}
+	if err := problems.Err(); err != nil {
+		return APIKey{}, "", err
+	}
+	for _, scope := range scopes {
+		if err := p.Require(scope); err != nil {
+			return APIKey{}, "", err
+		}
+	}
+	now := s.now()
+	secret := NewAPIKeySecret()
+	key := APIKey{
+		ID:        NewID(PrefixAPIKey, now),
+		Name:      name,
+		Hash:      HashAPIKey(secret),
+		Last4:     last4(secret),
+		Scopes:    scopes,
+		CreatedBy: p.KeyID,
+		CreatedAt: now,
+	}
+	if lifetime > 0 {
+		key.ExpiresAt = now.Add(lifetime)
+	}
+	if !p.KeyExpiresAt.IsZero() && (key.ExpiresAt.IsZero() || p.KeyExpiresAt.Before(key.ExpiresAt)) {
+		key.ExpiresAt = p.KeyExpiresAt
+	}
+	if err := s.store.CreateAPIKey(ctx, key); err != nil {
+		return APIKey{}, "", storeErr(err)
+	}
+	return key, secret, nil
+}
+
+// GetAPIKey returns a key. CodeForbidden for an access token caller,
+// CodeInsufficientScope, CodeNotFound.
+func (s *Service) GetAPIKey(ctx context.Context, p Principal, id string) (APIKey, error) {
+	if err := p.requireKey(ScopeReadAPIKeys); err != nil {
+		return APIKey{}, err
+	}
+	if !ValidID(PrefixAPIKey, id) {
+		return APIKey{}, notFound("API key")
+	}
+	k, err := s.store.GetAPIKey(ctx, id)
+	return k, storeErr(err)
+}
+
+// ListAPIKeys lists keys, newest first. CodeForbidden, CodeInsufficientScope,
+// CodeInvalidRequest.
+func (s *Service) ListAPIKeys(ctx context.Context, p Principal, r PageRequest) (List[APIKey], error) {
+	if err := p.requireKey(ScopeReadAPIKeys); err != nil {
+		return List[APIKey]{}, err
+	}
+	params, err := s.cursors.params("api_keys", r)
+	if err != nil {
+		return List[APIKey]{}, err
+	}
+	page, err := s.store.ListAPIKeys(ctx, params)
+	if err != nil {
+		return List[APIKey]{}, storeErr(err)
+	}
+	return toList(s.cursors, "api_keys", page), nil
+}
+
+// DeleteAPIKey deletes a key; it and every token issued for it stop working
+// at once. The bootstrap admin key cannot be deleted through the API.
+// CodeForbidden, CodeInsufficientScope, CodeNotFound.
+func (s *Service) DeleteAPIKey(ctx context.Context, p Principal, id string) error {
+	if err := p.requireKey(ScopeWriteAPIKeys); err != nil {
+		return err
+	}
+	if !ValidID(PrefixAPIKey, id) {
+		return notFound("API key")
+	}
+	key, err := s.store.GetAPIKey(ctx, id)
+	if err != nil {
+		return storeErr(err)
+	}
+	if key.Bootstrap {
+		return Errorf(CodeForbidden, "the bootstrap admin key is managed by configuration and cannot be deleted through the API")
+	}
+	return storeErr(s.store.DeleteAPIKey(ctx, id))
+}
+
+// EnsureBootstrapKey makes secret the bootstrap admin key (grant "*:*"),
+// creating its record if needed and deleting any earlier bootstrap key, so
+// that changing the configured key retires the old one. Safe to call from
+// several processes at once.
+func (s *Service) EnsureBootstrapKey(ctx context.Context, secret string) error {
+	if len(secret) < MinBootstrapKeyLength {
+		return Errorf(CodeInvalidRequest, "the admin API key must be at least %d characters", MinBootstrapKeyLength)
+	}
+	hash := HashAPIKey(secret)
+	current, err := s.store.GetAPIKeyByHash(ctx, hash)
+	if IsCode(err, CodeNotFound) {
+		now := s.now()
+		current = APIKey{
+			ID:        NewID(PrefixAPIKey, now),
+			Name:      "bootstrap admin key",
+			Hash:      hash,
+			Last4:     last4(secret),
+			Scopes:    []string{ScopeAll},
+			Bootstrap: true,
+			CreatedAt: now,
+		}
+		if err := s.store.CreateAPIKey(ctx, current); err != nil {
+			// Another process may have won the race to create the same key.
+			if current, err = s.store.GetAPIKeyByHash(ctx, hash); err != nil {
+				return err
+			}
+		}
+	} else if err != nil {
+		return err
+	}
+	params := ListParams{Limit: maxPageSize}
+	for {
+		page, err := s.store.ListAPIKeys(ctx, params)
+		if err != nil {
+			return err
+		}
+		for _, k := range page.Items {
+			if k.Bootstrap && k.ID != current.ID {
+				if err := s.store.DeleteAPIKey(ctx, k.ID); err != nil && !IsCode(err, CodeNotFound) {
+					return err
+				}
+			}
+		}
+		if page.Next == "" {
+			return nil
+		}
+		params.After = page.Next
+	}
+}
+
+func dedupe(scopes []string) []string {
+	out := make([]string, 0, len(scopes))
+	for _, s := range scopes {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// EnsureGeneratedBootstrapKey creates a bootstrap admin key with a generated
+// secret unless one exists already. It returns the secret only when it
+// created the key: that is the one time it can be shown.
+func (s *Service) EnsureGeneratedBootstrapKey(ctx context.Context) (string, error) {
+	params := ListParams{Limit: maxPageSize}
+	for {
+		page, err := s.store.ListAPIKeys(ctx, params)
+		if err != nil {
+			return "", err
+		}
+		for _, k := range page.Items {
+			if k.Bootstrap {
+				return "", nil
+			}
+		}
+		if page.Next == "" {
+			break
+		}
+		params.After = page.Next
+	}
+	secret := NewAPIKeySecret()
+	return secret, s.EnsureBootstrapKey(ctx, secret)
+}

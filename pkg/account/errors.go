@@ -1,0 +1,113 @@
+package account
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code is a stable, machine-readable error code. Clients switch on it; it
+// never changes meaning once published.
+type Code string
+
+// The error codes of the API. pkg/httpapi maps each one to an HTTP status.
+const (
+	CodeInvalidRequest       Code = "invalid_request"
+	CodeUnauthorized         Code = "unauthorized"
+	CodeInsufficientScope    Code = "insufficient_scope"
+	CodeForbidden            Code = "forbidden"
+	CodeNotFound             Code = "not_found"
+	CodeMethodNotAllowed     Code = "method_not_allowed"
+	CodeEmailTaken           Code = "email_taken"
+	CodeSlugTaken            Code = "slug_taken"
+	CodeAlreadyMember        Code = "already_member"
+	CodePayloadTooLarge      Code = "payload_too_large"
+	CodeUnsupportedMediaType Code = "unsupported_media_type"
+	CodeUnavailable          Code = "unavailable"
+	CodeInternal             Code = "internal"
+)
+
+// FieldError names one invalid field of a request and says what is wrong.
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// Error is the one application error type. Its Message is safe to show to a
+// client; internal failures are wrapped with CodeInternal and a generic message.
+type Error struct {
+	Code    Code
+	Message string
+	// Fields lists field problems for CodeInvalidRequest.
+	Fields []FieldError
+	// Scope is the scope that was missing, for CodeInsufficientScope.
+	Scope string
+	// Err is the underlying cause, for logs only. Never shown to a client.
+	Err error
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%s: %s: %v", e.Code, e.Message, e.Err)
+	}
+	return fmt.Sprintf("%s: %s", e.Code, e.Message)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf returns an *Error with the given code and a client-safe message.
+func Errorf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Internal wraps an unexpected failure. The cause is kept for logs; clients
+// only ever see the generic message.
+func Internal(err error) *Error {
+	return &Error{Code: CodeInternal, Message: "an internal error occurred", Err: err}
+}
+
+// Unavailable wraps a failure of a dependency that is worth retrying
+// (throttling, a 5xx of the database after the SDK's own retries).
+func Unavailable(err error) *Error {
+	return &Error{Code: CodeUnavailable, Message: "the service is temporarily unavailable, retry shortly", Err: err}
+}
+
+// ErrorCode returns the code of err: the code of the first *Error in its
+// chain, CodeInternal for any other non-nil error, and "" for nil.
+func ErrorCode(err error) Code {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return CodeInternal
+}
+
+// IsCode reports whether err carries the given code.
+func IsCode(err error, code Code) bool { return ErrorCode(err) == code }
+
+func notFound(what string) *Error { return Errorf(CodeNotFound, "%s not found", what) }
+
+// invalid builds a CodeInvalidRequest error for one field.
+func invalid(field, message string) *Error {
+	return &Error{
+		Code:    CodeInvalidRequest,
+		Message: "the request is invalid",
+		Fields:  []FieldError{{Field: field, Message: message}},
+	}
+}
+
+// Problems collects field errors so that a client learns of all of them at once.
+type Problems []FieldError
+
+// Add records a problem with one field.
+func (p *Problems) Add(field, message string) { *p = append(*p, FieldError{field, message}) }
+
+// Err returns nil when there are no problems, and a CodeInvalidRequest error otherwise.
+func (p Problems) Err() error {
+	if len(p) == 0 {
+		return nil
+	}
+	return &Error{Code: CodeInvalidRequest, Message: "the request is invalid", Fields: p}
+}

@@ -1,0 +1,225 @@
+package account
+
+import "context"
+
+// NewOrganization describes an organization to create.
+type NewOrganization struct {
+	Name string
+	Slug string
+	Plan string // "" means DefaultPlan
+}
+
+// OrganizationUpdate holds the fields of an organization that can change;
+// nil leaves a field as it is.
+type OrganizationUpdate struct {
+	Name *string
+	Plan *string
+}
+
+// CreateOrganization creates an organization. CodeInsufficientScope,
+// CodeInvalidRequest, CodeSlugTaken.
+func (s *Service) CreateOrganization(ctx context.Context, p Principal, req NewOrganization) (Organization, error) {
+	if err := p.Require(ScopeWriteOrganizations); err != nil {
+		return Organization{}, err
+	}
+	var problems Problems
+	now := s.now()
+	o := Organization{
+		ID:        NewID(PrefixOrganization, now),
+		Name:      normalizeName("name", req.Name, &problems),
+		Slug:      req.Slug,
+		Plan:      normalizeChoice("plan", req.Plan, DefaultPlan, Plans, &problems),
+		CreatedAt: now,
+		UpdatedAt: now,
+	}
+	checkSlug("slug", req.Slug, &problems)
+	if err := problems.Err(); err != nil {
+		return Organization{}, err
+	}
+	if err := s.store.CreateOrganization(ctx, o); err != nil {
+		return Organization{}, storeErr(err)
+	}
+	return o, nil
+}
+
+// GetOrganization returns an organization. CodeInsufficientScope, CodeNotFound.
+func (s *Service) GetOrganization(ctx context.Context, p Principal, id string) (Organization, error) {
+	if err := p.Require(ScopeReadOrganizations); err != nil {
+		return Organization{}, err
+	}
+	if !ValidID(PrefixOrganization, id) {
+		return Organization{}, notFound("organization")
+	}
+	o, err := s.store.GetOrganization(ctx, id)
+	return o, storeErr(err)
+}
+
+// ListOrganizations lists organizations, newest first.
+// CodeInsufficientScope, CodeInvalidRequest.
+func (s *Service) ListOrganizations(ctx context.Context, p Principal, r PageRequest) (List[Organization], error) {
+	if err := p.Require(ScopeReadOrganizations); err != nil {
+		return List[Organization]{}, err
+	}
+	params, err := s.cursors.params("organizations", r)
+	if err != nil {
+		return List[Organization]{}, err
+	}
+	page, err := s.store.ListOrganizations(ctx, params)
+	if err != nil {
+		return List[Organization]{}, storeErr(err)
+	}
+	return toList(s.cursors, "organizations", page), nil
+}
+
+// UpdateOrganization changes an organization's name or plan.
+// CodeInsufficientScope, CodeNotFound, CodeInvalidRequest.
+func (s *Service) UpdateOrganization(ctx context.Context, p Principal, id string, req OrganizationUpdate) (Organization, error) {
+	if err := p.Require(ScopeWriteOrganizations); err != nil {
+		return Organization{}, err
+	}
+	if !ValidID(PrefixOrganization, id) {
+		return Organization{}, notFound("organization")
+	}
+	var problems Problems
+	var name, plan string
+	if req.Name == nil && req.Plan == nil {
+		problems.Add("name", "at least one of name and plan is required")
+	}
+	if req.Name != nil {
+		name = normalizeName("name", *req.Name, &problems)
+	}
+	if req.Plan != nil {
+		if *req.Plan == "" {
+			problems.Add("plan", "must be one of free, starter, pro, enterprise")
+		}
+		plan = normalizeChoice("plan", *req.Plan, DefaultPlan, Plans, &problems)
+	}
+	if err := problems.Err(); err != nil {
+		return Organization{}, err
+	}
+	o, err := s.store.GetOrganization(ctx, id)
+	if err != nil {
+		return Organization{}, storeErr(err)
+	}
+	if req.Name != nil {
+		o.Name = name
+	}
+	if req.Plan != nil {
+		o.Plan = plan
+	}
+	o.UpdatedAt = s.now()
+	if err := s.store.UpdateOrganization(ctx, o); err != nil {
+		return Organization{}, storeErr(err)
+	}
+	return o, nil
+}
+
+// DeleteOrganization deletes an organization and its memberships; its slug
+// is free again. CodeInsufficientScope, CodeNotFound.
+func (s *Service) DeleteOrganization(ctx context.Context, p Principal, id string) error {
+	if err := p.Require(ScopeDeleteOrganizations); err != nil {
+		return err
+	}
+	if !ValidID(PrefixOrganization, id) {
+		return notFound("organization")
+	}
+	return storeErr(s.store.DeleteOrganization(ctx, id))
+}
+
+// NewMember describes a membership to add.
+type NewMember struct {
+	UserID string
+	Role   string // "" means DefaultMemberRole
+}
+
+// AddMember adds a user to an organization. CodeInsufficientScope,
+// CodeNotFound (organization or user), CodeInvalidRequest, CodeAlreadyMember.
+func (s *Service) AddMember(ctx context.Context, p Principal, orgID string, req NewMember) (Membership, error) {
+	if err := p.Require(ScopeWriteOrganizations); err != nil {
+		return Membership{}, err
+	}
+	if !ValidID(PrefixOrganization, orgID) {
+		return Membership{}, notFound("organization")
+	}
+	var problems Problems
+	if req.UserID == "" {
+		problems.Add("user_id", "is required")
+	}
+	role := normalizeChoice("role", req.Role, DefaultMemberRole, MemberRoles, &problems)
+	if err := problems.Err(); err != nil {
+		return Membership{}, err
+	}
+	if !ValidID(PrefixUser, req.UserID) {
+		return Membership{}, notFound("user")
+	}
+	now := s.now()
+	m := Membership{OrganizationID: orgID, UserID: req.UserID, Role: role, CreatedAt: now, UpdatedAt: now}
+	if err := s.store.AddMember(ctx, m); err != nil {
+		return Membership{}, storeErr(err)
+	}
+	return m, nil
+}
+
+// ListMembers lists an organization's members, newest first.
+// CodeInsufficientScope, CodeNotFound, CodeInvalidRequest.
+func (s *Service) ListMembers(ctx context.Context, p Principal, orgID string, r PageRequest) (List[Membership], error) {
+	if err := p.Require(ScopeReadOrganizations); err != nil {
+		return List[Membership]{}, err
+	}
+	if !ValidID(PrefixOrganization, orgID) {
+		return List[Membership]{}, notFound("organization")
+	}
+	list := "members/" + orgID
+	params, err := s.cursors.params(list, r)
+	if err != nil {
+		return List[Membership]{}, err
+	}
+	if _, err := s.store.GetOrganization(ctx, orgID); err != nil {
+		return List[Membership]{}, storeErr(err)
+	}
+	page, err := s.store.ListMembers(ctx, orgID, params)
+	if err != nil {
+		return List[Membership]{}, storeErr(err)
+	}
+	return toList(s.cursors, list, page), nil
+}
+
+// UpdateMember changes a member's role. CodeInsufficientScope, CodeNotFound,
+// CodeInvalidRequest.
+func (s *Service) UpdateMember(ctx context.Context, p Principal, orgID, userID, role string) (Membership, error) {
+	if err := p.Require(ScopeWriteOrganizations); err != nil {
+		return Membership{}, err
+	}
+	if !ValidID(PrefixOrganization, orgID) || !ValidID(PrefixUser, userID) {
+		return Membership{}, notFound("membership")
+	}
+	var problems Problems
+	if role == "" {
+		problems.Add("role", "is required")
+	}
+	role = normalizeChoice("role", role, "", MemberRoles, &problems)
+	if err := problems.Err(); err != nil {
+		return Membership{}, err
+	}
+	m, err := s.store.GetMember(ctx, orgID, userID)
+	if err != nil {
+		return Membership{}, storeErr(err)
+	}
+	m.Role, m.UpdatedAt = role, s.now()
+	if err := s.store.UpdateMember(ctx, m); err != nil {
+		return Membership{}, storeErr(err)
+	}
+	return m, nil
+}
+
+// RemoveMember removes a user from an organization. CodeInsufficientScope,
+// CodeNotFound.
+func (s *Service) RemoveMember(ctx context.Context, p Principal, orgID, userID string) error {
+	if err := p.Require(ScopeWriteOrganizations); err != nil {
+		return err
+	}
+	if !ValidID(PrefixOrganization, orgID) || !ValidID(PrefixUser, userID) {
+		return notFound("membership")
+	}
+	return storeErr(s.store.RemoveMember(ctx, orgID, userID))
+}

@@ -1,0 +1,85 @@
+package account
+
+import (
+	"regexp"
+	"strings"
+	"time"
+)
+
+// The scopes that Latchkey itself checks. Any other well-formed scope may be
+// granted and requested too: services that call verify use them for their
+// own resources.
+const (
+	ScopeReadUsers           = "read:users"
+	ScopeWriteUsers          = "write:users"
+	ScopeDeleteUsers         = "delete:users"
+	ScopeReadOrganizations   = "read:organizations"
+	ScopeWriteOrganizations  = "write:organizations"
+	ScopeDeleteOrganizations = "delete:organizations"
+	ScopeReadAPIKeys         = "read:api_keys"
+	ScopeWriteAPIKeys        = "write:api_keys"
+	ScopeRevokeTokens        = "revoke:tokens"
+	ScopeAll                 = "*:*"
+)
+
+var (
+	scopeAction   = regexp.MustCompile(`^(?:\*|[a-z][a-z0-9_-]{0,31})$`)
+	scopeResource = regexp.MustCompile(`^(?:\*|[a-z][a-z0-9_.-]{0,63})$`)
+)
+
+// ValidScope reports whether s has the form <action>:<resource>.
+func ValidScope(s string) bool {
+	action, resource, ok := strings.Cut(s, ":")
+	return ok && scopeAction.MatchString(action) && scopeResource.MatchString(resource)
+}
+
+// scopeCovers reports whether grant permits want. A "*" part of the grant
+// matches anything; a "*" part of want is only covered by "*".
+func scopeCovers(grant, want string) bool {
+	ga, gr, _ := strings.Cut(grant, ":")
+	wa, wr, _ := strings.Cut(want, ":")
+	return (ga == "*" || ga == wa) && (gr == "*" || gr == wr)
+}
+
+// ScopesCover reports whether any of grants permits want.
+func ScopesCover(grants []string, want string) bool {
+	for _, g := range grants {
+		if scopeCovers(g, want) {
+			return true
+		}
+	}
+	return false
+}
+
+// Principal is the authenticated caller of a request: an API key, or an
+// access token issued for one.
+type Principal struct {
+	KeyID string
+	// TokenID is set when the caller presented an access token.
+	TokenID string
+	// Scopes are the key's grants, or the token's scopes.
+	Scopes []string
+	// KeyExpiresAt is the expiry of the key; zero if it never expires.
+	// Tokens and keys the principal creates never outlive it.
+	KeyExpiresAt time.Time
+}
+
+// IsToken reports whether the caller presented an access token.
+func (p Principal) IsToken() bool { return p.TokenID != "" }
+
+// Require returns CodeInsufficientScope unless the principal holds scope.
+func (p Principal) Require(scope string) error {
+	if ScopesCover(p.Scopes, scope) {
+		return nil
+	}
+	return &Error{Code: CodeInsufficientScope, Message: "this operation needs the scope " + scope, Scope: scope}
+}
+
+// requireKey returns CodeForbidden when the caller used an access token on an
+// operation that only API keys may call, and otherwise checks the scope.
+func (p Principal) requireKey(scope string) error {
+	if p.IsToken() {
+		return Errorf(CodeForbidden, "this operation needs an API key; access tokens are not accepted")
+	}
+	return p.Require(scope)
+}

@@ -1,0 +1,67 @@
+// Package account is Latchkey's domain: users, organizations, memberships,
+// API keys and access tokens, the rules that govern them, and the Store
+// interface that persists them. It imports nothing from AWS or net/http.
+package account
+
+import (
+	"errors"
+	"time"
+)
+
+// Options configure a Service.
+type Options struct {
+	// CursorKey signs list cursors. Required; at least 32 bytes.
+	CursorKey []byte
+	// Signer issues access tokens. Nil in processes that do not issue them;
+	// IssueToken then fails.
+	Signer TokenSigner
+	// Parser checks access tokens. Required.
+	Parser TokenParser
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// Service carries out every operation of the API for an authenticated
+// principal. Each method checks the principal's scope first, then validates
+// its input, then calls the store.
+type Service struct {
+	store   Store
+	signer  TokenSigner
+	parser  TokenParser
+	cursors cursorCodec
+	now     func() time.Time
+}
+
+// NewService returns a Service over store.
+func NewService(store Store, opts Options) (*Service, error) {
+	if len(opts.CursorKey) < 32 {
+		return nil, errors.New("account: cursor key must be at least 32 bytes")
+	}
+	if opts.Parser == nil {
+		return nil, errors.New("account: a token parser is required")
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Service{
+		store:   store,
+		signer:  opts.Signer,
+		parser:  opts.Parser,
+		cursors: cursorCodec{key: opts.CursorKey},
+		now:     func() time.Time { return now().UTC().Truncate(time.Millisecond) },
+	}, nil
+}
+
+// Now returns the service clock's current time.
+func (s *Service) Now() time.Time { return s.now() }
+
+// storeErr passes the store's domain errors through and wraps anything else
+// as internal, so that no store message reaches a client.
+func storeErr(err error) error {
+	var e *Error
+	if err == nil || errors.As(err, &e) {
+		return err
+	}
+	return Internal(err)
+}

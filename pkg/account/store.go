@@ -1,0 +1,104 @@
+package account
+
+import (
+	"context"
+	"time"
+)
+
+// ListParams asks a store for one page of a list, newest first.
+type ListParams struct {
+	// Limit is the most items to return, 1..100.
+	Limit int
+	// After is a position from a previous Page.Next; empty for the first page.
+	// Positions are the store's own strings; the service signs them into
+	// cursors, so a store may trust one it is given.
+	After string
+}
+
+// Page is one page of a list, newest first.
+type Page[T any] struct {
+	Items []T
+	// Next is the position after the last item, or empty when there are no
+	// more items. Items created after paging began sort before the first page,
+	// so following Next never repeats or skips an item that already existed.
+	Next string
+}
+
+// Store persists the domain. Implementations enforce uniqueness and the
+// atomicity of multi-item writes; every other rule lives in Service.
+//
+// Errors: methods return *Error with CodeNotFound, CodeEmailTaken,
+// CodeSlugTaken or CodeAlreadyMember as documented, CodeUnavailable when the
+// backend asks to retry later, and CodeInternal (or any other error) otherwise.
+type Store interface {
+	// CreateUser stores a new user and claims its e-mail. CodeEmailTaken if
+	// another user has the e-mail.
+	CreateUser(ctx context.Context, u User) error
+	// GetUser returns a user. CodeNotFound.
+	GetUser(ctx context.Context, id string) (User, error)
+	// GetUserByEmail returns the user with the (lower-cased) e-mail, read
+	// strongly consistently. CodeNotFound.
+	GetUserByEmail(ctx context.Context, email string) (User, error)
+	// UpdateUser replaces the name, role and updated_at of an existing user.
+	// CodeNotFound.
+	UpdateUser(ctx context.Context, u User) error
+	// DeleteUser deletes a user, its memberships and its e-mail claim.
+	// CodeNotFound.
+	DeleteUser(ctx context.Context, id string) error
+	// ListUsers lists users, newest first.
+	ListUsers(ctx context.Context, p ListParams) (Page[User], error)
+
+	// CreateOrganization stores a new organization and claims its slug.
+	// CodeSlugTaken.
+	CreateOrganization(ctx context.Context, o Organization) error
+	// GetOrganization returns an organization. CodeNotFound.
+	GetOrganization(ctx context.Context, id string) (Organization, error)
+	// UpdateOrganization replaces the name, plan and updated_at of an existing
+	// organization. CodeNotFound.
+	UpdateOrganization(ctx context.Context, o Organization) error
+	// DeleteOrganization deletes an organization, its memberships and its
+	// slug claim. CodeNotFound.
+	DeleteOrganization(ctx context.Context, id string) error
+	// ListOrganizations lists organizations, newest first.
+	ListOrganizations(ctx context.Context, p ListParams) (Page[Organization], error)
+
+	// AddMember stores a membership. CodeNotFound (with a message naming
+	// the organization or the user) if either does not exist at the time of
+	// the write; CodeAlreadyMember.
+	AddMember(ctx context.Context, m Membership) error
+	// GetMember returns a membership. CodeNotFound.
+	GetMember(ctx context.Context, orgID, userID string) (Membership, error)
+	// UpdateMember replaces the role and updated_at of a membership. CodeNotFound.
+	UpdateMember(ctx context.Context, m Membership) error
+	// RemoveMember deletes a membership. CodeNotFound.
+	RemoveMember(ctx context.Context, orgID, userID string) error
+	// ListMembers lists the memberships of an organization, newest first.
+	ListMembers(ctx context.Context, orgID string, p ListParams) (Page[Membership], error)
+	// ListUserMemberships lists the memberships of a user, newest first.
+	ListUserMemberships(ctx context.Context, userID string, p ListParams) (Page[Membership], error)
+
+	// CreateAPIKey stores a new API key.
+	CreateAPIKey(ctx context.Context, k APIKey) error
+	// GetAPIKey returns a key by ID. CodeNotFound.
+	GetAPIKey(ctx context.Context, id string) (APIKey, error)
+	// GetAPIKeyByHash returns the key whose secret hashes to hash, read
+	// strongly consistently. CodeNotFound.
+	GetAPIKeyByHash(ctx context.Context, hash []byte) (APIKey, error)
+	// DeleteAPIKey deletes a key; it stops authenticating at once. CodeNotFound.
+	DeleteAPIKey(ctx context.Context, id string) error
+	// ListAPIKeys lists keys, newest first.
+	ListAPIKeys(ctx context.Context, p ListParams) (Page[APIKey], error)
+
+	// CreateToken stores the record of an issued access token.
+	CreateToken(ctx context.Context, t TokenRecord) error
+	// RevokeToken writes a revocation entry unless one exists, and returns
+	// the time of the entry that is in force: r.RevokedAt, or the earlier
+	// one. Idempotent.
+	RevokeToken(ctx context.Context, r Revocation) (time.Time, error)
+	// TokenStatus reads the revocation entry of tokenID and the key keyID in
+	// one round trip, strongly consistently.
+	TokenStatus(ctx context.Context, tokenID, keyID string) (TokenStatus, error)
+
+	// Close releases the store's resources.
+	Close() error
+}

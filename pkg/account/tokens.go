@@ -1,0 +1,38 @@
+package account
+
+import (
+	"errors"
+	"time"
+)
+
+// TokenClaims is what a signed access token asserts.
+type TokenClaims struct {
+	ID        string // tok_…, the JWT's jti
+	KeyID     string // key_…, the JWT's sub: the API key the token was issued for
+	Scopes    []string
+	IssuedAt  time.Time
+	ExpiresAt time.Time
+}
+
+// Errors of TokenParser.Parse.
+var (
+	// ErrTokenInvalid: not a token, tampered with, signed by an unknown key
+	// or with an algorithm other than the pinned one.
+	ErrTokenInvalid = errors.New("token invalid")
+	// ErrTokenExpired: well signed, but past its expiry. Parse returns the
+	// claims along with it.
+	ErrTokenExpired = errors.New("token expired")
+)
+
+// TokenSigner signs access tokens. Only the function that issues tokens
+// holds one, because only it may read the private key.
+type TokenSigner interface {
+	Sign(c TokenClaims) (string, error)
+}
+
+// TokenParser checks the signature of access tokens with public keys only.
+type TokenParser interface {
+	// Parse verifies token at now and returns its claims. ErrTokenInvalid,
+	// or ErrTokenExpired together with the claims.
+	Parse(token string, now time.Time) (TokenClaims, error)
+}

@@ -1,0 +1,79 @@
+package account
+
+import "time"
+
+// User is a person with an account.
+type User struct {
+	ID        string
+	Email     string // lower-cased; unique
+	Name      string
+	Role      string // one of UserRoles
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// Organization groups users.
+type Organization struct {
+	ID        string
+	Name      string
+	Slug      string // unique
+	Plan      string // one of Plans
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// Membership says that a user belongs to an organization with a role.
+type Membership struct {
+	OrganizationID string
+	UserID         string
+	Role           string // one of MemberRoles
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+// APIKey is a long-lived secret credential. Only the SHA-256 hash of the
+// secret is stored; the secret itself is shown once, at creation.
+type APIKey struct {
+	ID        string
+	Name      string
+	Hash      []byte // SHA-256 of the secret
+	Last4     string // last four characters of the secret, for display
+	Scopes    []string
+	CreatedBy string // ID of the key that created it; empty for the bootstrap key
+	Bootstrap bool   // the admin key from configuration; cannot be deleted through the API
+	CreatedAt time.Time
+	ExpiresAt time.Time // zero: never expires
+}
+
+// Expired reports whether the key has an expiry that has passed at now.
+func (k APIKey) Expired(now time.Time) bool {
+	return !k.ExpiresAt.IsZero() && !now.Before(k.ExpiresAt)
+}
+
+// TokenRecord is written when an access token is issued. Stores may drop it
+// once ExpiresAt has passed.
+type TokenRecord struct {
+	ID        string
+	KeyID     string
+	Scopes    []string
+	IssuedAt  time.Time
+	ExpiresAt time.Time
+}
+
+// Revocation is the entry that makes a token invalid. Stores may drop it once
+// ExpiresAt (the token's own expiry) has passed: the token is invalid anyway.
+type Revocation struct {
+	TokenID   string
+	KeyID     string
+	RevokedAt time.Time
+	ExpiresAt time.Time
+}
+
+// TokenStatus is what a verify needs from the store, read in one round trip:
+// the revocation entry of the token and the key that issued it.
+type TokenStatus struct {
+	// RevokedAt is the time of the revocation entry; zero if there is none.
+	RevokedAt time.Time
+	// Key is the issuing key; nil if it has been deleted.
+	Key *APIKey
+}

@@ -1,0 +1,134 @@
+package account
+
+import (
+	"fmt"
+	"math"
+	"net/mail"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Allowed values of the enumerated fields.
+var (
+	UserRoles   = []string{"admin", "member", "viewer"}
+	MemberRoles = []string{"owner", "admin", "member"}
+	Plans       = []string{"free", "starter", "pro", "enterprise"}
+)
+
+// Defaults for omitted fields.
+const (
+	DefaultUserRole   = "member"
+	DefaultMemberRole = "member"
+	DefaultPlan       = "free"
+)
+
+const (
+	maxNameLength  = 200
+	maxEmailLength = 254
+)
+
+var slugPattern = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$`)
+
+// normalizeName trims a display name and checks it: 1..200 characters, no
+// control characters.
+func normalizeName(field, name string, problems *Problems) string {
+	name = strings.TrimSpace(name)
+	switch n := utf8.RuneCountInString(name); {
+	case !utf8.ValidString(name):
+		problems.Add(field, "must be valid UTF-8")
+	case n == 0:
+		problems.Add(field, "is required")
+	case n > maxNameLength:
+		problems.Add(field, fmt.Sprintf("must be at most %d characters", maxNameLength))
+	case strings.ContainsFunc(name, unicode.IsControl):
+		problems.Add(field, "must not contain control characters")
+	}
+	return name
+}
+
+// normalizeEmail checks a bare address (no display name) and lower-cases it.
+func normalizeEmail(field, email string, problems *Problems) string {
+	if email == "" {
+		problems.Add(field, "is required")
+		return email
+	}
+	addr, err := mail.ParseAddress(email)
+	if err != nil || addr.Name != "" || addr.Address != email || !strings.Contains(addr.Address[strings.LastIndexByte(addr.Address, '@')+1:], ".") {
+		problems.Add(field, "must be a valid e-mail address, like ada@example.com")
+		return email
+	}
+	if len(email) > maxEmailLength {
+		problems.Add(field, fmt.Sprintf("must be at most %d characters", maxEmailLength))
+	}
+	return strings.ToLower(email)
+}
+
+// normalizeChoice applies a default to an empty value and checks it against
+// the allowed values.
+func normalizeChoice(field, value, def string, allowed []string, problems *Problems) string {
+	if value == "" {
+		return def
+	}
+	if !slices.Contains(allowed, value) {
+		problems.Add(field, "must be one of "+strings.Join(allowed, ", "))
+	}
+	return value
+}
+
+func checkSlug(field, slug string, problems *Problems) {
+	if slug == "" {
+		problems.Add(field, "is required")
+	} else if !slugPattern.MatchString(slug) {
+		problems.Add(field, "must be 1 to 63 lower-case letters, digits and hyphens, not starting or ending with a hyphen")
+	}
+}
+
+func checkScopes(field string, scopes []string, max int, problems *Problems) {
+	if len(scopes) == 0 {
+		problems.Add(field, "must list at least one scope")
+		return
+	}
+	if len(scopes) > max {
+		problems.Add(field, fmt.Sprintf("must list at most %d scopes", max))
+		return
+	}
+	for i, s := range scopes {
+		if !ValidScope(s) {
+			problems.Add(fmt.Sprintf("%s[%d]", field, i), "must have the form <action>:<resource>, like read:users")
+		}
+	}
+}
+
+var durationPattern = regexp.MustCompile(`^([0-9]+)(s|m|h|d)$`)
+
+// ParseDuration parses a duration such as "90s", "15m", "1h" or "7d" and
+// checks it against [min, max].
+func ParseDuration(s string, min, max time.Duration) (time.Duration, error) {
+	m := durationPattern.FindStringSubmatch(s)
+	if m == nil {
+		return 0, fmt.Errorf("must be a number followed by s, m, h or d, like 15m")
+	}
+	n, err := strconv.ParseInt(m[1], 10, 64)
+	unit := map[string]time.Duration{"s": time.Second, "m": time.Minute, "h": time.Hour, "d": 24 * time.Hour}[m[2]]
+	if err != nil || n > math.MaxInt64/int64(unit) || time.Duration(n)*unit < min || time.Duration(n)*unit > max {
+		return 0, fmt.Errorf("must be between %s and %s", formatDuration(min), formatDuration(max))
+	}
+	return time.Duration(n) * unit, nil
+}
+
+func formatDuration(d time.Duration) string {
+	switch {
+	case d%(24*time.Hour) == 0:
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d%time.Minute == 0:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	}
+	return fmt.Sprintf("%ds", d/time.Second)
+}
