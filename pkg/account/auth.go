@@ -337,27 +337,27 @@ func (s *Service) EnsureBootstrapKey(ctx context.Context, secret string) error {
 		return Errorf(CodeInvalidRequest, "the admin API key must be at least %d characters", MinBootstrapKeyLength)
 	}
 	hash := HashAPIKey(secret)
-	current, err := s.store.GetAPIKeyByHash(ctx, hash)
-	if IsCode(err, CodeNotFound) {
-		now := s.now()
-		current = APIKey{
-			ID:        NewID(PrefixAPIKey, now),
-			Name:      "bootstrap admin key",
-			Hash:      hash,
-			Last4:     last4(secret),
-			Scopes:    []string{ScopeAll},
-			Bootstrap: true,
-			CreatedAt: now,
-		}
-		if err := s.store.CreateAPIKey(ctx, current); err != nil {
-			// Another process may have won the race to create the same key.
-			if current, err = s.store.GetAPIKeyByHash(ctx, hash); err != nil {
-				return err
-			}
-		}
-	} else if err != nil {
+	_, err := s.store.GetAPIKeyByHash(ctx, hash)
+	if err == nil || !IsCode(err, CodeNotFound) {
+		// Present already (the common cold start: one read), or a store failure.
 		return err
 	}
+	now := s.now()
+	current := APIKey{
+		ID:        NewID(PrefixAPIKey, now),
+		Name:      "bootstrap admin key",
+		Hash:      hash,
+		Last4:     last4(secret),
+		Scopes:    []string{ScopeAll},
+		Bootstrap: true,
+		CreatedAt: now,
+	}
+	if err := s.store.CreateAPIKey(ctx, current); err != nil {
+		// Another process may have won the race to create the same key.
+		_, err = s.store.GetAPIKeyByHash(ctx, hash)
+		return err
+	}
+	// A new key replaces the old one: retire every other bootstrap key.
 	params := ListParams{Limit: maxPageSize}
 	for {
 		page, err := s.store.ListAPIKeys(ctx, params)
