@@ -1,0 +1,227 @@
+// Package secrets loads Latchkey's secrets from AWS Secrets Manager, keeps
+// them in memory and refreshes them on a schedule, so that a rotated secret
+// reaches every warm Lambda within one refresh interval without a redeploy.
+//
+// The template creates each secret with GenerateSecretString, which yields a
+// random printable string. The functions here turn those strings into keys:
+// SigningKey derives the Ed25519 signing key from one (the seed is the
+// SHA-256 of the string), CursorKey derives the list-cursor HMAC key, and
+// the bootstrap admin API key is the string itself.
+//
+// Refresh policy. A value is fetched on first use and then again on the
+// first Get after RefreshInterval (DefaultRefreshInterval, 5 minutes) has
+// passed. A Lambda's background goroutines are frozen between invocations,
+// so the refresh happens on the request path, at most once per interval.
+// If a refresh fails, the last good value stays in use, the failure is
+// logged (the secret id and the error, never a value), and the next attempt
+// waits RetryAfterFailure (30 seconds), so that an outage of Secrets Manager
+// neither takes the API down nor adds a timed-out call to every request.
+// Only a secret that has never been fetched makes Get fail.
+package secrets
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
+)
+
+// DefaultRefreshInterval is how old a value may get before Get fetches it
+// again. Five minutes bounds how long a rotated admin key or signing key
+// takes to reach every warm function, while costing each warm container
+// only 12 GetSecretValue calls an hour per secret.
+const DefaultRefreshInterval = 5 * time.Minute
+
+// RetryAfterFailure is how long Get keeps serving the last good value after
+// a failed refresh before it tries Secrets Manager again.
+const RetryAfterFailure = 30 * time.Second
+
+// MinSecretLength is the shortest secret string accepted by SigningKey and
+// CursorKey: 32 characters of a generated string carry well over 128 bits.
+const MinSecretLength = 32
+
+// Client is the part of the Secrets Manager API that Cache calls.
+// *secretsmanager.Client satisfies it.
+type Client interface {
+	GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, optFns ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error)
+}
+
+var _ Client = (*secretsmanager.Client)(nil)
+
+// Version is one version of a secret.
+type Version struct {
+	// ID is Secrets Manager's version id; it changes when the secret is
+	// rotated, so callers compare it to know when to rebuild derived keys.
+	ID string
+	// Value is the SecretString.
+	Value string
+}
+
+// Value is what Cache holds of one secret.
+type Value struct {
+	// Current is the version labelled AWSCURRENT.
+	Current Version
+	// Previous is the version labelled AWSPREVIOUS, fetched only by
+	// GetWithPrevious; zero when the secret has never been rotated.
+	Previous Version
+}
+
+// Options configure a Cache.
+type Options struct {
+	// RefreshInterval is DefaultRefreshInterval when zero.
+	RefreshInterval time.Duration
+	// Logger receives failed refreshes; slog.Default() when nil.
+	Logger *slog.Logger
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// Cache holds secrets in memory and refreshes them. It is safe for
+// concurrent use.
+type Cache struct {
+	client   Client
+	interval time.Duration
+	logger   *slog.Logger
+	now      func() time.Time
+
+	mu      sync.Mutex
+	entries map[string]*entry
+}
+
+type entry struct {
+	// mu serialises fetches of one secret, so that concurrent requests that
+	// find it stale make one call, not one each.
+	mu          sync.Mutex
+	value       Value
+	loaded      bool
+	fetchedAt   time.Time
+	attemptedAt time.Time
+}
+
+// NewCache returns an empty Cache that reads through client.
+func NewCache(client Client, opts Options) *Cache {
+	c := &Cache{client: client, interval: opts.RefreshInterval, logger: opts.Logger, now: opts.Now, entries: map[string]*entry{}}
+	if c.interval <= 0 {
+		c.interval = DefaultRefreshInterval
+	}
+	if c.logger == nil {
+		c.logger = slog.Default()
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	return c
+}
+
+// Get returns the current version of the secret id (a name or an ARN),
+// fetching it on first use and when the cached value is older than the
+// refresh interval. After a failed refresh it returns the last good value
+// and a nil error; it fails only if the secret was never fetched.
+func (c *Cache) Get(ctx context.Context, id string) (Value, error) {
+	return c.get(ctx, id, false)
+}
+
+// GetWithPrevious is Get that also fetches the AWSPREVIOUS version, for a
+// signing key whose tokens must stay verifiable after a rotation. It keys
+// its cache entry apart from Get's, so mixing the two on one id is safe.
+func (c *Cache) GetWithPrevious(ctx context.Context, id string) (Value, error) {
+	return c.get(ctx, id, true)
+}
+
+func (c *Cache) get(ctx context.Context, id string, previous bool) (Value, error) {
+	key := id
+	if previous {
+		key = "previous\x00" + id
+	}
+	c.mu.Lock()
+	e := c.entries[key]
+	if e == nil {
+		e = &entry{}
+		c.entries[key] = e
+	}
+	c.mu.Unlock()
+
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := c.now()
+	if e.loaded && (now.Sub(e.fetchedAt) < c.interval || now.Sub(e.attemptedAt) < RetryAfterFailure) {
+		return e.value, nil
+	}
+	e.attemptedAt = now
+	v, err := c.fetch(ctx, id, previous)
+	if err != nil {
+		if !e.loaded {
+			return Value{}, err
+		}
+		c.logger.WarnContext(ctx, "secret refresh failed; keeping the last good value",
+			"secret", id, "age", now.Sub(e.fetchedAt).Round(time.Second).String(), "retry_in", RetryAfterFailure.String(), "error", err.Error())
+		return e.value, nil
+	}
+	e.value, e.loaded, e.fetchedAt = v, true, now
+	return v, nil
+}
+
+func (c *Cache) fetch(ctx context.Context, id string, previous bool) (Value, error) {
+	var v Value
+	cur, err := c.version(ctx, id, "AWSCURRENT")
+	if err != nil {
+		return Value{}, err
+	}
+	v.Current = cur
+	if previous {
+		prev, err := c.version(ctx, id, "AWSPREVIOUS")
+		var nf *types.ResourceNotFoundException
+		switch {
+		case errors.As(err, &nf):
+			// Never rotated: there is no previous version.
+		case err != nil:
+			return Value{}, err
+		default:
+			v.Previous = prev
+		}
+	}
+	return v, nil
+}
+
+func (c *Cache) version(ctx context.Context, id, stage string) (Version, error) {
+	out, err := c.client.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(id), VersionStage: aws.String(stage)})
+	if err != nil {
+		return Version{}, fmt.Errorf("secrets: get %s of %s: %w", stage, id, err)
+	}
+	if out.SecretString == nil {
+		return Version{}, fmt.Errorf("secrets: %s of %s has no SecretString; Latchkey's secrets are strings", stage, id)
+	}
+	return Version{ID: aws.ToString(out.VersionId), Value: *out.SecretString}, nil
+}
+
+// SigningKey derives the Ed25519 signing key from a secret string: the
+// private key's seed is SHA-256(secret). GenerateSecretString cannot make an
+// Ed25519 key, but it can make a long random string, and hashing it gives a
+// uniformly random 32-byte seed. The same string always gives the same key,
+// so every instance of the auth function signs with one key.
+func SigningKey(secret string) (ed25519.PrivateKey, error) {
+	if len(secret) < MinSecretLength {
+		return nil, fmt.Errorf("secrets: the signing key secret must be at least %d characters", MinSecretLength)
+	}
+	seed := sha256.Sum256([]byte(secret))
+	return ed25519.NewKeyFromSeed(seed[:]), nil
+}
+
+// CursorKey derives the HMAC key that signs list cursors from a secret
+// string: SHA-256(secret), 32 uniformly random bytes whatever the string's
+// alphabet.
+func CursorKey(secret string) ([]byte, error) {
+	if len(secret) < MinSecretLength {
+		return nil, fmt.Errorf("secrets: the cursor key secret must be at least %d characters", MinSecretLength)
+	}
+	sum := sha256.Sum256([]byte(secret))
+	return sum[:], nil
+}

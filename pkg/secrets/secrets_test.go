@@ -1,0 +1,271 @@
+package secrets_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+
+	"latchkey/pkg/secrets"
+)
+
+// EndpointEnv names the moto_server endpoint that scripts/moto.sh exports.
+const EndpointEnv = "LATCHKEY_TEST_SECRETSMANAGER_ENDPOINT"
+
+// newClient returns the real SDK client pointed at moto_server, or skips.
+func newClient(tb testing.TB) *secretsmanager.Client {
+	tb.Helper()
+	endpoint := os.Getenv(EndpointEnv)
+	if endpoint == "" {
+		tb.Skip(EndpointEnv + " is not set; run through scripts/moto.sh (make test does)")
+	}
+	return secretsmanager.New(secretsmanager.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(endpoint),
+		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
+	})
+}
+
+// createSecret creates a uniquely named secret and returns its ARN.
+func createSecret(tb testing.TB, c *secretsmanager.Client, value string) string {
+	tb.Helper()
+	b := make([]byte, 6)
+	rand.Read(b)
+	out, err := c.CreateSecret(context.Background(), &secretsmanager.CreateSecretInput{
+		Name:         aws.String("latchkey-test-" + hex.EncodeToString(b)),
+		SecretString: aws.String(value),
+	})
+	if err != nil {
+		tb.Fatalf("CreateSecret: %v", err)
+	}
+	return aws.ToString(out.ARN)
+}
+
+func putValue(tb testing.TB, c *secretsmanager.Client, id, value string) {
+	tb.Helper()
+	if _, err := c.PutSecretValue(context.Background(), &secretsmanager.PutSecretValueInput{SecretId: aws.String(id), SecretString: aws.String(value)}); err != nil {
+		tb.Fatalf("PutSecretValue: %v", err)
+	}
+}
+
+// clock is a settable clock for the refresh schedule.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// countingClient counts the calls that reach Secrets Manager.
+type countingClient struct {
+	secrets.Client
+	mu    sync.Mutex
+	calls int
+}
+
+func (c *countingClient) GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, optFns ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error) {
+	c.mu.Lock()
+	c.calls++
+	c.mu.Unlock()
+	return c.Client.GetSecretValue(ctx, in, optFns...)
+}
+
+func (c *countingClient) Calls() int { c.mu.Lock(); defer c.mu.Unlock(); return c.calls }
+
+func TestCache_Get(t *testing.T) {
+	sm := newClient(t)
+	ctx := context.Background()
+
+	t.Run("OK", func(t *testing.T) {
+		arn := createSecret(t, sm, "first-value-0123456789abcdefghijklmnop")
+		client := &countingClient{Client: sm}
+		clk := &clock{t: time.Unix(1_700_000_000, 0)}
+		cache := secrets.NewCache(client, secrets.Options{Now: clk.Now})
+		got, err := cache.Get(ctx, arn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := got.Current.Value, "first-value-0123456789abcdefghijklmnop"; got != want {
+			t.Fatalf("value: got %q, want %q", got, want)
+		}
+		if got.Current.ID == "" {
+			t.Fatal("version id is empty")
+		}
+		// Within the interval the value comes from memory.
+		clk.Add(secrets.DefaultRefreshInterval - time.Second)
+		if _, err := cache.Get(ctx, arn); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := client.Calls(), 1; got != want {
+			t.Fatalf("calls within the interval: got %d, want %d", got, want)
+		}
+	})
+
+	t.Run("RefreshAfterRotation", func(t *testing.T) {
+		arn := createSecret(t, sm, "old-value-0123456789abcdefghijklmnopqr")
+		clk := &clock{t: time.Unix(1_700_000_000, 0)}
+		cache := secrets.NewCache(sm, secrets.Options{Now: clk.Now})
+		before, err := cache.Get(ctx, arn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		putValue(t, sm, arn, "new-value-0123456789abcdefghijklmnopqr")
+		if got, _ := cache.Get(ctx, arn); got.Current.Value != before.Current.Value {
+			t.Fatalf("value changed before the interval: got %q", got.Current.Value)
+		}
+		clk.Add(secrets.DefaultRefreshInterval)
+		after, err := cache.Get(ctx, arn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := after.Current.Value, "new-value-0123456789abcdefghijklmnopqr"; got != want {
+			t.Fatalf("value after the interval: got %q, want %q", got, want)
+		}
+		if after.Current.ID == before.Current.ID {
+			t.Fatalf("version id did not change on rotation: %q", after.Current.ID)
+		}
+	})
+
+	t.Run("KeepsLastGoodValueOnFailure", func(t *testing.T) {
+		arn := createSecret(t, sm, "good-value-0123456789abcdefghijklmnopq")
+		client := &countingClient{Client: sm}
+		clk := &clock{t: time.Unix(1_700_000_000, 0)}
+		var logs bytes.Buffer
+		cache := secrets.NewCache(client, secrets.Options{Now: clk.Now, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+		if _, err := cache.Get(ctx, arn); err != nil {
+			t.Fatal(err)
+		}
+		// A real failure: the secret is gone, Secrets Manager answers
+		// ResourceNotFoundException.
+		if _, err := sm.DeleteSecret(ctx, &secretsmanager.DeleteSecretInput{SecretId: aws.String(arn), ForceDeleteWithoutRecovery: aws.Bool(true)}); err != nil {
+			t.Fatalf("DeleteSecret: %v", err)
+		}
+		clk.Add(secrets.DefaultRefreshInterval)
+		got, err := cache.Get(ctx, arn)
+		if err != nil {
+			t.Fatalf("Get after a failed refresh: %v", err)
+		}
+		if got, want := got.Current.Value, "good-value-0123456789abcdefghijklmnopq"; got != want {
+			t.Fatalf("value: got %q, want %q", got, want)
+		}
+		if !strings.Contains(logs.String(), "secret refresh failed") || !strings.Contains(logs.String(), arn) {
+			t.Fatalf("log does not report the failed refresh: %s", logs.String())
+		}
+		if strings.Contains(logs.String(), "good-value") {
+			t.Fatalf("log contains the secret value: %s", logs.String())
+		}
+		// The next attempt waits RetryAfterFailure, so an outage adds no
+		// call to every request.
+		calls := client.Calls()
+		clk.Add(secrets.RetryAfterFailure - time.Second)
+		if _, err := cache.Get(ctx, arn); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := client.Calls(), calls; got != want {
+			t.Fatalf("calls during the back-off: got %d, want %d", got, want)
+		}
+		clk.Add(time.Second)
+		if _, err := cache.Get(ctx, arn); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := client.Calls(), calls+1; got != want {
+			t.Fatalf("calls after the back-off: got %d, want %d", got, want)
+		}
+	})
+
+	t.Run("ErrNeverFetched", func(t *testing.T) {
+		cache := secrets.NewCache(sm, secrets.Options{})
+		if _, err := cache.Get(ctx, "arn:aws:secretsmanager:us-east-1:123456789012:secret:latchkey-missing-AbCdEf"); err == nil {
+			t.Fatal("Get of a missing secret: got nil error")
+		}
+	})
+}
+
+func TestCache_GetWithPrevious(t *testing.T) {
+	sm := newClient(t)
+	ctx := context.Background()
+
+	t.Run("NeverRotated", func(t *testing.T) {
+		arn := createSecret(t, sm, "only-value-0123456789abcdefghijklmnopq")
+		got, err := secrets.NewCache(sm, secrets.Options{}).GetWithPrevious(ctx, arn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Previous != (secrets.Version{}) {
+			t.Fatalf("previous of a never-rotated secret: got %+v, want zero", got.Previous)
+		}
+	})
+
+	t.Run("Rotated", func(t *testing.T) {
+		arn := createSecret(t, sm, "v1-value-0123456789abcdefghijklmnopqrs")
+		putValue(t, sm, arn, "v2-value-0123456789abcdefghijklmnopqrs")
+		got, err := secrets.NewCache(sm, secrets.Options{}).GetWithPrevious(ctx, arn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Current.Value != "v2-value-0123456789abcdefghijklmnopqrs" || got.Previous.Value != "v1-value-0123456789abcdefghijklmnopqrs" {
+			t.Fatalf("got current %q previous %q, want v2 and v1", got.Current.Value, got.Previous.Value)
+		}
+	})
+}
+
+func TestSigningKey(t *testing.T) {
+	t.Run("OK", func(t *testing.T) {
+		secret := "Zt9bKq2LmWx7YpR4sNvD8cFhJ3gT6uAe"
+		k1, err := secrets.SigningKey(secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k2, _ := secrets.SigningKey(secret)
+		if !k1.Equal(k2) {
+			t.Fatal("the same secret gave two keys")
+		}
+		// The documented derivation: the seed is SHA-256 of the string.
+		if got, want := k1.Seed(), sha256.Sum256([]byte(secret)); !bytes.Equal(got, want[:]) {
+			t.Fatalf("seed: got %x, want SHA-256 of the secret %x", got, want)
+		}
+		msg := []byte("latchkey")
+		if !ed25519.Verify(k1.Public().(ed25519.PublicKey), msg, ed25519.Sign(k1, msg)) {
+			t.Fatal("derived key does not sign and verify")
+		}
+		other, _ := secrets.SigningKey(secret + "x")
+		if k1.Equal(other) {
+			t.Fatal("different secrets gave the same key")
+		}
+	})
+	t.Run("ErrTooShort", func(t *testing.T) {
+		if _, err := secrets.SigningKey(strings.Repeat("a", secrets.MinSecretLength-1)); err == nil {
+			t.Fatal("got nil error for a short secret")
+		}
+	})
+}
+
+func TestCursorKey(t *testing.T) {
+	k, err := secrets.CursorKey(strings.Repeat("c", 40))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := len(k), 32; got != want {
+		t.Fatalf("length: got %d, want %d", got, want)
+	}
+	if _, err := secrets.CursorKey("short"); err == nil {
+		t.Fatal("got nil error for a short secret")
+	}
+}
