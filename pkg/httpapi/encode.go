@@ -1,0 +1,184 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"latchkey/pkg/account"
+)
+
+// writeJSON writes v with status. Marshalling the response types cannot
+// fail, so an error here would be a bug: it is logged, not hidden.
+func (s *server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
+	body, err := marshal(v)
+	if err != nil {
+		s.writeError(w, r, account.Internal(err))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
+// marshal encodes v as one line of JSON. HTML escaping is off: the API is
+// not HTML, and "\u003c" in a message only confuses a reader.
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(v)
+	return b.Bytes(), err
+}
+
+// timestamp formats t as RFC 3339 in UTC with millisecond precision, the
+// precision the service keeps.
+type timestamp time.Time
+
+func (t timestamp) MarshalJSON() ([]byte, error) {
+	return []byte(`"` + time.Time(t).UTC().Format("2006-01-02T15:04:05.000Z07:00") + `"`), nil
+}
+
+// optionalTime is a timestamp that may be absent: JSON null.
+func optionalTime(t time.Time) *timestamp {
+	if t.IsZero() {
+		return nil
+	}
+	ts := timestamp(t)
+	return &ts
+}
+
+// listResponse is the envelope of every list.
+type listResponse[T any] struct {
+	Data       []T     `json:"data"`
+	HasMore    bool    `json:"has_more"`
+	NextCursor *string `json:"next_cursor"`
+}
+
+func toListResponse[S, T any](l account.List[S], conv func(S) T) listResponse[T] {
+	out := listResponse[T]{Data: make([]T, len(l.Items)), HasMore: l.HasMore}
+	for i, item := range l.Items {
+		out.Data[i] = conv(item)
+	}
+	if l.NextCursor != "" {
+		out.NextCursor = &l.NextCursor
+	}
+	return out
+}
+
+type userResponse struct {
+	ID        string    `json:"id"`
+	Email     string    `json:"email"`
+	Name      string    `json:"name"`
+	Role      string    `json:"role"`
+	CreatedAt timestamp `json:"created_at"`
+	UpdatedAt timestamp `json:"updated_at"`
+}
+
+func toUser(u account.User) userResponse {
+	return userResponse{u.ID, u.Email, u.Name, u.Role, timestamp(u.CreatedAt), timestamp(u.UpdatedAt)}
+}
+
+type organizationResponse struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	Slug      string    `json:"slug"`
+	Plan      string    `json:"plan"`
+	CreatedAt timestamp `json:"created_at"`
+	UpdatedAt timestamp `json:"updated_at"`
+}
+
+func toOrganization(o account.Organization) organizationResponse {
+	return organizationResponse{o.ID, o.Name, o.Slug, o.Plan, timestamp(o.CreatedAt), timestamp(o.UpdatedAt)}
+}
+
+type membershipResponse struct {
+	OrganizationID string    `json:"organization_id"`
+	UserID         string    `json:"user_id"`
+	Role           string    `json:"role"`
+	CreatedAt      timestamp `json:"created_at"`
+	UpdatedAt      timestamp `json:"updated_at"`
+}
+
+func toMembership(m account.Membership) membershipResponse {
+	return membershipResponse{m.OrganizationID, m.UserID, m.Role, timestamp(m.CreatedAt), timestamp(m.UpdatedAt)}
+}
+
+// apiKeyResponse never carries the hash. The secret appears only in the
+// create response, in Key.
+type apiKeyResponse struct {
+	ID        string     `json:"id"`
+	Name      string     `json:"name"`
+	MaskedKey string     `json:"masked_key"`
+	Scopes    []string   `json:"scopes"`
+	CreatedBy *string    `json:"created_by"`
+	Bootstrap bool       `json:"bootstrap"`
+	CreatedAt timestamp  `json:"created_at"`
+	ExpiresAt *timestamp `json:"expires_at"`
+	Key       string     `json:"key,omitempty"`
+}
+
+func toAPIKey(k account.APIKey) apiKeyResponse {
+	out := apiKeyResponse{
+		ID:        k.ID,
+		Name:      k.Name,
+		MaskedKey: maskKey(k),
+		Scopes:    k.Scopes,
+		Bootstrap: k.Bootstrap,
+		CreatedAt: timestamp(k.CreatedAt),
+		ExpiresAt: optionalTime(k.ExpiresAt),
+	}
+	if out.Scopes == nil {
+		out.Scopes = []string{}
+	}
+	if k.CreatedBy != "" {
+		out.CreatedBy = &k.CreatedBy
+	}
+	return out
+}
+
+// maskKey shows enough of a key to recognise it and nothing to use. A
+// bootstrap key comes from configuration and need not carry our prefix.
+func maskKey(k account.APIKey) string {
+	if k.Bootstrap {
+		return "…" + k.Last4
+	}
+	return account.APIKeyPrefix + "…" + k.Last4
+}
+
+type tokenResponse struct {
+	AccessToken string    `json:"access_token"`
+	TokenType   string    `json:"token_type"`
+	TokenID     string    `json:"token_id"`
+	Scopes      []string  `json:"scopes"`
+	IssuedAt    timestamp `json:"issued_at"`
+	ExpiresAt   timestamp `json:"expires_at"`
+	ExpiresIn   int64     `json:"expires_in"`
+}
+
+type revocationResponse struct {
+	TokenID   string    `json:"token_id"`
+	Revoked   bool      `json:"revoked"`
+	RevokedAt timestamp `json:"revoked_at"`
+}
+
+type verifyValidResponse struct {
+	Valid     bool      `json:"valid"`
+	TokenID   string    `json:"token_id"`
+	KeyID     string    `json:"key_id"`
+	Scopes    []string  `json:"scopes"`
+	IssuedAt  timestamp `json:"issued_at"`
+	ExpiresAt timestamp `json:"expires_at"`
+	ExpiresIn int64     `json:"expires_in"`
+}
+
+type verifyInvalidResponse struct {
+	Valid  bool   `json:"valid"`
+	Reason string `json:"reason"`
+}
+
+// secondsUntil is the whole seconds from now to t, never negative.
+func secondsUntil(t, now time.Time) int64 {
+	return max(0, int64(t.Sub(now)/time.Second))
+}

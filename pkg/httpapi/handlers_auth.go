@@ -1,0 +1,155 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"latchkey/pkg/account"
+)
+
+type tokenRequest struct {
+	Scopes    []string `json:"scopes"`
+	ExpiresIn string   `json:"expires_in"`
+}
+
+func (s *server) issueToken(w http.ResponseWriter, r *http.Request, p account.Principal) error {
+	var req tokenRequest
+	if err := decode(w, r, &req); err != nil {
+		return err
+	}
+	token, c, err := s.svc.IssueToken(r.Context(), p, account.TokenRequest{Scopes: req.Scopes, ExpiresIn: req.ExpiresIn})
+	if err != nil {
+		return err
+	}
+	// A bearer credential must never sit in a cache (RFC 6749, section 5.1).
+	w.Header().Set("Cache-Control", "no-store")
+	s.writeJSON(w, r, http.StatusCreated, tokenResponse{
+		AccessToken: token,
+		TokenType:   "Bearer",
+		TokenID:     c.ID,
+		Scopes:      c.Scopes,
+		IssuedAt:    timestamp(c.IssuedAt),
+		ExpiresAt:   timestamp(c.ExpiresAt),
+		ExpiresIn:   secondsUntil(c.ExpiresAt, c.IssuedAt),
+	})
+	return nil
+}
+
+type revokeRequest struct {
+	Token string `json:"token"`
+}
+
+func (s *server) revokeToken(w http.ResponseWriter, r *http.Request, p account.Principal) error {
+	var req revokeRequest
+	if err := decode(w, r, &req); err != nil {
+		return err
+	}
+	rev, err := s.svc.RevokeToken(r.Context(), p, req.Token)
+	if err != nil {
+		return err
+	}
+	s.writeJSON(w, r, http.StatusOK, revocationResponse{TokenID: rev.TokenID, Revoked: true, RevokedAt: timestamp(rev.RevokedAt)})
+	return nil
+}
+
+// verifyToken checks the bearer token itself. An invalid token is a
+// successful answer (200, valid false), not a failed request: the caller is
+// a resource server asking about someone else's credential.
+func (s *server) verifyToken(w http.ResponseWriter, r *http.Request, _ account.Principal) error {
+	token, _ := bearer(r) // the route wrapper has checked that there is one
+	v, err := s.svc.VerifyToken(r.Context(), token)
+	if err != nil {
+		return err
+	}
+	// The answer changes the moment the token is revoked.
+	w.Header().Set("Cache-Control", "no-store")
+	if !v.Valid {
+		s.writeJSON(w, r, http.StatusOK, verifyInvalidResponse{Valid: false, Reason: v.Reason})
+		return nil
+	}
+	c := v.Claims
+	s.writeJSON(w, r, http.StatusOK, verifyValidResponse{
+		Valid:     true,
+		TokenID:   c.ID,
+		KeyID:     c.KeyID,
+		Scopes:    c.Scopes,
+		IssuedAt:  timestamp(c.IssuedAt),
+		ExpiresAt: timestamp(c.ExpiresAt),
+		ExpiresIn: secondsUntil(c.ExpiresAt, s.svc.Now()),
+	})
+	return nil
+}
+
+// jwksMaxAge lets resource servers cache the key set, while a new signing
+// key still reaches them within minutes.
+const jwksMaxAge = "public, max-age=300"
+
+func (s *server) serveJWKS(w http.ResponseWriter, r *http.Request, _ account.Principal) error {
+	if s.jwks == nil {
+		return account.Internal(errNoJWKS)
+	}
+	set, err := s.jwks(r.Context())
+	if err != nil {
+		return account.Internal(err)
+	}
+	w.Header().Set("Content-Type", "application/jwk-set+json")
+	w.Header().Set("Cache-Control", jwksMaxAge)
+	w.WriteHeader(http.StatusOK)
+	w.Write(set)
+	return nil
+}
+
+type apiKeyRequest struct {
+	Name      string   `json:"name"`
+	Scopes    []string `json:"scopes"`
+	ExpiresIn string   `json:"expires_in"`
+}
+
+func (s *server) createAPIKey(w http.ResponseWriter, r *http.Request, p account.Principal) error {
+	var req apiKeyRequest
+	if err := decode(w, r, &req); err != nil {
+		return err
+	}
+	key, secret, err := s.svc.CreateAPIKey(r.Context(), p, account.NewAPIKey{Name: req.Name, Scopes: req.Scopes, ExpiresIn: req.ExpiresIn})
+	if err != nil {
+		return err
+	}
+	out := toAPIKey(key)
+	out.Key = secret
+	w.Header().Set("Cache-Control", "no-store") // the secret is shown this once
+	w.Header().Set("Location", "/v1/api-keys/"+key.ID)
+	s.writeJSON(w, r, http.StatusCreated, out)
+	return nil
+}
+
+func (s *server) listAPIKeys(w http.ResponseWriter, r *http.Request, p account.Principal) error {
+	l, err := s.svc.ListAPIKeys(r.Context(), p, pageRequest(r))
+	if err != nil {
+		return err
+	}
+	s.writeJSON(w, r, http.StatusOK, toListResponse(l, toAPIKey))
+	return nil
+}
+
+func (s *server) getAPIKey(w http.ResponseWriter, r *http.Request, p account.Principal) error {
+	k, err := s.svc.GetAPIKey(r.Context(), p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	s.writeJSON(w, r, http.StatusOK, toAPIKey(k))
+	return nil
+}
+
+func (s *server) deleteAPIKey(w http.ResponseWriter, r *http.Request, p account.Principal) error {
+	if err := s.svc.DeleteAPIKey(r.Context(), p, r.PathValue("id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// pageRequest passes the paging parameters to the service as sent: it
+// validates them, so that every list behaves the same.
+func pageRequest(r *http.Request) account.PageRequest {
+	q := r.URL.Query()
+	return account.PageRequest{Limit: q.Get("limit"), Cursor: q.Get("cursor")}
+}

@@ -1,0 +1,232 @@
+// Package httpapi is Latchkey's HTTP interface: the routes, the bearer
+// authentication, JSON decoding and encoding, and problem+json errors. Every
+// business rule lives in account.Service; handlers decode, call the service
+// and encode. One router per endpoint group lets each Lambda function serve
+// only its own routes while the local server mounts them all.
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"time"
+
+	"latchkey/pkg/account"
+)
+
+// Config holds what the handlers depend on.
+type Config struct {
+	// Service carries out every operation. Required.
+	Service *account.Service
+	// JWKS returns the public key set served at GET /v1/auth/jwks (auth group).
+	JWKS func(ctx context.Context) ([]byte, error)
+	// Logger receives one line per request and the causes of internal
+	// errors. Nil means slog.Default().
+	Logger *slog.Logger
+	// RequestID returns the upstream request id (API Gateway's), so that the
+	// id in our logs and responses matches the gateway's. Nil, or an empty
+	// result, means that one is generated.
+	RequestID func(r *http.Request) string
+}
+
+// server is the state shared by the handlers of one New.
+type server struct {
+	svc       *account.Service
+	jwks      func(ctx context.Context) ([]byte, error)
+	log       *slog.Logger
+	requestID func(r *http.Request) string
+}
+
+// New returns a handler serving the routes of the named groups, or of every
+// group when none is named. The router is built once, here. Requests to a
+// known path with another method get 405 with Allow; unknown paths get 404.
+// New panics if cfg.Service is nil: that is a wiring bug to catch at start-up.
+func New(cfg Config, groups ...Group) http.Handler {
+	if cfg.Service == nil {
+		panic("httpapi: Config.Service is required")
+	}
+	s := &server{svc: cfg.Service, jwks: cfg.JWKS, log: cfg.Logger, requestID: cfg.RequestID}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	mux := http.NewServeMux()
+	allowed := map[string][]string{} // path -> methods, in table order
+	var paths []string
+	for _, d := range routeTable {
+		if len(groups) > 0 && !slices.Contains(groups, d.Group) {
+			continue
+		}
+		mux.Handle(d.Method+" "+d.Path, s.route(d))
+		if _, ok := allowed[d.Path]; !ok {
+			paths = append(paths, d.Path)
+		}
+		allowed[d.Path] = append(allowed[d.Path], d.Method)
+	}
+	// A pattern without a method is less specific than one with, so these
+	// catch only the methods a path does not serve. ServeMux would answer
+	// 405 itself, but in text/plain; the API speaks problem+json.
+	for _, path := range paths {
+		methods := allowed[path]
+		if slices.Contains(methods, http.MethodGet) {
+			methods = append(methods, http.MethodHead) // ServeMux serves HEAD with GET
+		}
+		mux.Handle(path, s.methodNotAllowed(path, strings.Join(methods, ", ")))
+	}
+	mux.Handle("/", s.notFound())
+	return s.outer(mux)
+}
+
+// reqInfo is the per-request state the outer middleware logs. Handlers fill
+// in the route; it lives in the context so that the log line does not depend
+// on ServeMux internals.
+type reqInfo struct {
+	id    string
+	route string
+}
+
+type ctxKey struct{}
+
+func info(ctx context.Context) *reqInfo {
+	if ri, ok := ctx.Value(ctxKey{}).(*reqInfo); ok {
+		return ri
+	}
+	return &reqInfo{}
+}
+
+// statusWriter records the status for the log line and whether a response
+// has begun, so that recovery knows whether it may still write one.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// outer assigns the request id, recovers from panics and logs one line per
+// request. The line never holds a header, a query or a body: they may carry
+// credentials.
+func (s *server) outer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		ri := &reqInfo{id: s.newRequestID(r)}
+		w.Header().Set("X-Request-Id", ri.id)
+		sw := &statusWriter{ResponseWriter: w}
+		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, ri))
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v) // the server's own signal to abort the response
+				}
+				s.log.ErrorContext(r.Context(), "panic serving request",
+					"request_id", ri.id, "route", ri.route, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+				if sw.status == 0 {
+					s.writeProblem(sw, r, &account.Error{Code: account.CodeInternal, Message: "an internal error occurred"})
+				}
+			}
+			status := sw.status
+			if status == 0 {
+				status = http.StatusOK
+			}
+			s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+				slog.String("method", r.Method),
+				slog.String("route", ri.route),
+				slog.Int("status", status),
+				slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
+				slog.String("request_id", ri.id),
+			)
+		}()
+		next.ServeHTTP(sw, r)
+	})
+}
+
+func (s *server) newRequestID(r *http.Request) string {
+	if s.requestID != nil {
+		if id := s.requestID(r); id != "" {
+			return id
+		}
+	}
+	b := make([]byte, 16)
+	rand.Read(b) // never fails (crypto/rand documents it)
+	return hex.EncodeToString(b)
+}
+
+// route wraps a route's handler with its authentication.
+func (s *server) route(d routeDef) http.Handler {
+	pattern := d.Method + " " + d.Path
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		info(r.Context()).route = pattern
+		var p account.Principal
+		if d.auth != authPublic {
+			credential, ok := bearer(r)
+			if !ok {
+				s.writeError(w, r, errNoCredential)
+				return
+			}
+			if d.auth == authPrincipal {
+				var err error
+				if p, err = s.svc.Authenticate(r.Context(), credential); err != nil {
+					s.writeError(w, r, err)
+					return
+				}
+			}
+		}
+		if err := d.handler(s, w, r, p); err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+}
+
+var errNoJWKS = errors.New("httpapi: Config.JWKS is nil; the auth group needs it to serve GET /v1/auth/jwks")
+
+var errNoCredential = account.Errorf(account.CodeUnauthorized, "send a credential as Authorization: Bearer <credential>")
+
+// bearer returns the credential of an "Authorization: Bearer <credential>"
+// header. The scheme is case-insensitive (RFC 9110, section 11.1).
+func bearer(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	scheme, credential, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	credential = strings.TrimLeft(credential, " ")
+	if credential == "" || strings.ContainsAny(credential, " \t") {
+		return "", false
+	}
+	return credential, true
+}
+
+func (s *server) methodNotAllowed(path, allow string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		info(r.Context()).route = path
+		w.Header().Set("Allow", allow)
+		s.writeError(w, r, account.Errorf(account.CodeMethodNotAllowed, "%s is not allowed on this resource; allowed: %s", r.Method, allow))
+	})
+}
+
+func (s *server) notFound() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, account.Errorf(account.CodeNotFound, "no such resource; see the API description for the routes"))
+	})
+}

@@ -1,0 +1,113 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"latchkey/pkg/account"
+)
+
+// problemTypeBase prefixes the code to form a problem's type URI.
+const problemTypeBase = "https://latchkey.dev/problems/"
+
+// retryAfterSeconds is the Retry-After sent with 503: long enough for a
+// throttled table to recover, short enough for an interactive client.
+const retryAfterSeconds = 2
+
+// codes maps every error code to its HTTP status and title. It is the one
+// place where the two meet.
+var codes = map[account.Code]struct {
+	status int
+	title  string
+}{
+	account.CodeInvalidRequest:       {http.StatusBadRequest, "Invalid request"},
+	account.CodeUnauthorized:         {http.StatusUnauthorized, "Unauthorized"},
+	account.CodeInsufficientScope:    {http.StatusForbidden, "Insufficient scope"},
+	account.CodeForbidden:            {http.StatusForbidden, "Forbidden"},
+	account.CodeNotFound:             {http.StatusNotFound, "Not found"},
+	account.CodeMethodNotAllowed:     {http.StatusMethodNotAllowed, "Method not allowed"},
+	account.CodeEmailTaken:           {http.StatusConflict, "E-mail taken"},
+	account.CodeSlugTaken:            {http.StatusConflict, "Slug taken"},
+	account.CodeAlreadyMember:        {http.StatusConflict, "Already a member"},
+	account.CodePayloadTooLarge:      {http.StatusRequestEntityTooLarge, "Payload too large"},
+	account.CodeUnsupportedMediaType: {http.StatusUnsupportedMediaType, "Unsupported media type"},
+	account.CodeUnavailable:          {http.StatusServiceUnavailable, "Service unavailable"},
+	account.CodeInternal:             {http.StatusInternalServerError, "Internal error"},
+}
+
+// problem is an RFC 9457 problem details body.
+type problem struct {
+	Type      string               `json:"type"`
+	Title     string               `json:"title"`
+	Status    int                  `json:"status"`
+	Detail    string               `json:"detail"`
+	Code      account.Code         `json:"code"`
+	RequestID string               `json:"request_id"`
+	Errors    []account.FieldError `json:"errors,omitempty"`
+}
+
+// writeError writes err as problem+json. Errors that are not *account.Error,
+// and internal ones, are logged with the request id and shown to the client
+// only as a generic message.
+func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var e *account.Error
+	if !errors.As(err, &e) {
+		e = account.Internal(err)
+	}
+	switch e.Code {
+	case account.CodeInternal, account.CodeUnavailable:
+		s.log.ErrorContext(r.Context(), "request failed",
+			"request_id", info(r.Context()).id, "route", info(r.Context()).route, "code", string(e.Code), "error", err.Error())
+	}
+	s.writeProblem(w, r, e)
+}
+
+// writeProblem writes e, with the headers its code calls for. It is the one
+// function that writes an error response.
+func (s *server) writeProblem(w http.ResponseWriter, r *http.Request, e *account.Error) {
+	c, ok := codes[e.Code]
+	if !ok {
+		// A code without a status is a bug in this package: answer as internal.
+		s.log.ErrorContext(r.Context(), "error code without an HTTP status", "request_id", info(r.Context()).id, "code", string(e.Code))
+		e = &account.Error{Code: account.CodeInternal}
+		c = codes[account.CodeInternal]
+	}
+	detail := e.Message
+	switch e.Code {
+	case account.CodeInternal:
+		detail = "an internal error occurred; quote the request id if you report it"
+	case account.CodeUnavailable:
+		detail = "the service is temporarily unavailable; retry shortly"
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
+	case account.CodeUnauthorized:
+		// RFC 6750, section 3: no error attribute when no credential was sent.
+		challenge := `Bearer realm="latchkey"`
+		if _, sent := bearer(r); sent {
+			challenge += `, error="invalid_token"`
+		}
+		w.Header().Set("WWW-Authenticate", challenge)
+	case account.CodeInsufficientScope:
+		w.Header().Set("WWW-Authenticate", `Bearer realm="latchkey", error="insufficient_scope", scope="`+quoteSafe(e.Scope)+`"`)
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(c.status)
+	body, _ := marshal(problem{ // cannot fail: strings, ints and a slice of them
+		Type:      problemTypeBase + string(e.Code),
+		Title:     c.title,
+		Status:    c.status,
+		Detail:    detail,
+		Code:      e.Code,
+		RequestID: info(r.Context()).id,
+		Errors:    e.Fields,
+	})
+	w.Write(body)
+}
+
+// quoteSafe drops the characters that would end a quoted-string early.
+// Scopes are well formed by construction; this is defence in depth.
+func quoteSafe(s string) string {
+	return strings.NewReplacer(`"`, "", `\`, "").Replace(s)
+}

@@ -1,0 +1,96 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"latchkey/pkg/account"
+)
+
+// Group names a set of routes served together: each Lambda function serves
+// one group, the local server serves them all.
+type Group string
+
+// The endpoint groups.
+const (
+	GroupAuth          Group = "auth"
+	GroupOrganizations Group = "organizations"
+	GroupUsers         Group = "users"
+)
+
+// Route describes one operation of the API.
+type Route struct {
+	Group  Group
+	Method string
+	// Path is in OpenAPI and API Gateway form, e.g. /v1/users/{id}; it is
+	// also a valid net/http ServeMux pattern.
+	Path string
+	// Scope is the scope an API key or access token needs to call the route.
+	// It is empty for routes whose authorization depends on the request: the
+	// public JWKS, verify (the token is the subject, not the caller), token
+	// issuance (the requested scopes must be within the key's grants) and
+	// revocation (a key may revoke its own tokens; others need revoke:tokens).
+	Scope string
+}
+
+// auth says how a route authenticates its caller.
+type auth int
+
+const (
+	// authPrincipal: an API key or access token, resolved to a Principal.
+	authPrincipal auth = iota
+	// authBearer: the bearer credential is the subject of the request
+	// (verify), so any syntactically valid Bearer header is passed on as is.
+	authBearer
+	// authPublic: no credential at all.
+	authPublic
+)
+
+// handlerFunc serves one route. A returned error is written as problem+json;
+// handlers that succeed write their own response.
+type handlerFunc func(s *server, w http.ResponseWriter, r *http.Request, p account.Principal) error
+
+type routeDef struct {
+	Route
+	auth    auth
+	handler handlerFunc
+}
+
+// routeTable is the single list of routes: Routes exposes it, New builds the
+// router from it, and the tests walk it, so none of them can drift.
+var routeTable = []routeDef{
+	{Route{GroupAuth, http.MethodPost, "/v1/auth/token", ""}, authPrincipal, (*server).issueToken},
+	{Route{GroupAuth, http.MethodPost, "/v1/auth/revoke", ""}, authPrincipal, (*server).revokeToken},
+	{Route{GroupAuth, http.MethodGet, "/v1/auth/verify", ""}, authBearer, (*server).verifyToken},
+	{Route{GroupAuth, http.MethodGet, "/v1/auth/jwks", ""}, authPublic, (*server).serveJWKS},
+	{Route{GroupAuth, http.MethodPost, "/v1/api-keys", account.ScopeWriteAPIKeys}, authPrincipal, (*server).createAPIKey},
+	{Route{GroupAuth, http.MethodGet, "/v1/api-keys", account.ScopeReadAPIKeys}, authPrincipal, (*server).listAPIKeys},
+	{Route{GroupAuth, http.MethodGet, "/v1/api-keys/{id}", account.ScopeReadAPIKeys}, authPrincipal, (*server).getAPIKey},
+	{Route{GroupAuth, http.MethodDelete, "/v1/api-keys/{id}", account.ScopeWriteAPIKeys}, authPrincipal, (*server).deleteAPIKey},
+
+	{Route{GroupOrganizations, http.MethodGet, "/v1/organizations", account.ScopeReadOrganizations}, authPrincipal, (*server).listOrganizations},
+	{Route{GroupOrganizations, http.MethodPost, "/v1/organizations", account.ScopeWriteOrganizations}, authPrincipal, (*server).createOrganization},
+	{Route{GroupOrganizations, http.MethodGet, "/v1/organizations/{id}", account.ScopeReadOrganizations}, authPrincipal, (*server).getOrganization},
+	{Route{GroupOrganizations, http.MethodPatch, "/v1/organizations/{id}", account.ScopeWriteOrganizations}, authPrincipal, (*server).updateOrganization},
+	{Route{GroupOrganizations, http.MethodDelete, "/v1/organizations/{id}", account.ScopeDeleteOrganizations}, authPrincipal, (*server).deleteOrganization},
+	{Route{GroupOrganizations, http.MethodGet, "/v1/organizations/{id}/members", account.ScopeReadOrganizations}, authPrincipal, (*server).listMembers},
+	{Route{GroupOrganizations, http.MethodPost, "/v1/organizations/{id}/members", account.ScopeWriteOrganizations}, authPrincipal, (*server).addMember},
+	{Route{GroupOrganizations, http.MethodPatch, "/v1/organizations/{id}/members/{user_id}", account.ScopeWriteOrganizations}, authPrincipal, (*server).updateMember},
+	{Route{GroupOrganizations, http.MethodDelete, "/v1/organizations/{id}/members/{user_id}", account.ScopeWriteOrganizations}, authPrincipal, (*server).removeMember},
+
+	{Route{GroupUsers, http.MethodGet, "/v1/users", account.ScopeReadUsers}, authPrincipal, (*server).listUsers},
+	{Route{GroupUsers, http.MethodPost, "/v1/users", account.ScopeWriteUsers}, authPrincipal, (*server).createUser},
+	{Route{GroupUsers, http.MethodGet, "/v1/users/{id}", account.ScopeReadUsers}, authPrincipal, (*server).getUser},
+	{Route{GroupUsers, http.MethodPut, "/v1/users/{id}", account.ScopeWriteUsers}, authPrincipal, (*server).updateUser},
+	{Route{GroupUsers, http.MethodDelete, "/v1/users/{id}", account.ScopeDeleteUsers}, authPrincipal, (*server).deleteUser},
+	{Route{GroupUsers, http.MethodGet, "/v1/users/{id}/organizations", account.ScopeReadUsers}, authPrincipal, (*server).listUserOrganizations},
+}
+
+// Routes returns every route of the API, in a stable order. It is the single
+// list that New builds its router from; a fresh copy on every call.
+func Routes() []Route {
+	out := make([]Route, len(routeTable))
+	for i, d := range routeTable {
+		out[i] = d.Route
+	}
+	return out
+}
