@@ -1,0 +1,101 @@
+package lambdaapp
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"latchkey/pkg/httpapi"
+)
+
+// Function names one of the three Lambda functions.
+type Function string
+
+// The functions, one per endpoint group. Each serves only its group's routes.
+const (
+	Auth          Function = "auth"
+	Organizations Function = "organizations"
+	Users         Function = "users"
+)
+
+// Functions lists every function, in template order.
+func Functions() []Function { return []Function{Auth, Organizations, Users} }
+
+// Group is the httpapi group the function serves.
+func (f Function) Group() httpapi.Group {
+	switch f {
+	case Auth:
+		return httpapi.GroupAuth
+	case Organizations:
+		return httpapi.GroupOrganizations
+	default:
+		return httpapi.GroupUsers
+	}
+}
+
+// SignsTokens reports whether the function holds the private signing key.
+// Only auth does: it is the only one that issues tokens, so it is the only
+// one whose role may read the signing secret.
+func (f Function) SignsTokens() bool { return f == Auth }
+
+// Environment variables, set by template.yaml.
+const (
+	EnvTableName        = "TABLE_NAME"
+	EnvIssuer           = "ISSUER"
+	EnvSigningKeySecret = "SIGNING_KEY_SECRET_ARN"
+	EnvAdminKeySecret   = "ADMIN_KEY_SECRET_ARN"
+	EnvCursorKeySecret  = "CURSOR_KEY_SECRET_ARN"
+)
+
+// Config is a function's configuration, read once at init.
+type Config struct {
+	Function Function
+	// TableName is the DynamoDB table.
+	TableName string
+	// Issuer is the iss claim of access tokens.
+	Issuer string
+	// SigningKeySecret is the ARN of the signing key secret; auth only.
+	SigningKeySecret string
+	// AdminKeySecret is the ARN of the bootstrap admin API key secret.
+	AdminKeySecret string
+	// CursorKeySecret is the ARN of the list-cursor HMAC key secret.
+	CursorKeySecret string
+}
+
+// ConfigFromEnv reads fn's configuration with getenv (os.Getenv in main).
+// The error names every missing variable at once, so a misconfigured
+// deployment is fixed in one go.
+func ConfigFromEnv(fn Function, getenv func(string) string) (Config, error) {
+	switch fn {
+	case Auth, Organizations, Users:
+	default:
+		return Config{}, fmt.Errorf("lambdaapp: unknown function %q", fn)
+	}
+	cfg := Config{
+		Function:        fn,
+		TableName:       getenv(EnvTableName),
+		Issuer:          getenv(EnvIssuer),
+		AdminKeySecret:  getenv(EnvAdminKeySecret),
+		CursorKeySecret: getenv(EnvCursorKeySecret),
+	}
+	required := []struct{ name, value string }{
+		{EnvTableName, cfg.TableName},
+		{EnvIssuer, cfg.Issuer},
+		{EnvAdminKeySecret, cfg.AdminKeySecret},
+		{EnvCursorKeySecret, cfg.CursorKeySecret},
+	}
+	if fn.SignsTokens() {
+		cfg.SigningKeySecret = getenv(EnvSigningKeySecret)
+		required = append(required, struct{ name, value string }{EnvSigningKeySecret, cfg.SigningKeySecret})
+	}
+	var missing []string
+	for _, r := range required {
+		if strings.TrimSpace(r.value) == "" {
+			missing = append(missing, r.name)
+		}
+	}
+	if len(missing) > 0 {
+		return Config{}, errors.New("missing environment variables: " + strings.Join(missing, ", "))
+	}
+	return cfg, nil
+}
