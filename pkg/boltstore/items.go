@@ -1,0 +1,106 @@
+package boltstore
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"latchkey/pkg/account"
+)
+
+// The items below are the stored form of the domain types. They are
+// converted to and from account types here and nowhere else, so that a
+// change to the domain cannot silently change the file format.
+
+type userItem struct {
+	ID        string    `json:"id"`
+	Email     string    `json:"email"`
+	Name      string    `json:"name"`
+	Role      string    `json:"role"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+func toUserItem(u account.User) userItem { return userItem(u) }
+
+func (it userItem) domain() account.User { return account.User(it) }
+
+type orgItem struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	Slug      string    `json:"slug"`
+	Plan      string    `json:"plan"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+func toOrgItem(o account.Organization) orgItem { return orgItem(o) }
+
+func (it orgItem) domain() account.Organization { return account.Organization(it) }
+
+type memberItem struct {
+	OrganizationID string    `json:"organization_id"`
+	UserID         string    `json:"user_id"`
+	Role           string    `json:"role"`
+	CreatedAt      time.Time `json:"created_at"`
+	UpdatedAt      time.Time `json:"updated_at"`
+}
+
+func toMemberItem(m account.Membership) memberItem { return memberItem(m) }
+
+func (it memberItem) domain() account.Membership { return account.Membership(it) }
+
+type apiKeyItem struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	Hash      []byte    `json:"hash"`
+	Last4     string    `json:"last4"`
+	Scopes    []string  `json:"scopes"`
+	CreatedBy string    `json:"created_by,omitempty"`
+	Bootstrap bool      `json:"bootstrap,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+func toAPIKeyItem(k account.APIKey) apiKeyItem { return apiKeyItem(k) }
+
+func (it apiKeyItem) domain() account.APIKey { return account.APIKey(it) }
+
+type tokenItem struct {
+	ID        string    `json:"id"`
+	KeyID     string    `json:"key_id"`
+	Scopes    []string  `json:"scopes"`
+	IssuedAt  time.Time `json:"issued_at"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+func toTokenItem(t account.TokenRecord) tokenItem { return tokenItem(t) }
+
+type revocationItem struct {
+	TokenID   string    `json:"token_id"`
+	KeyID     string    `json:"key_id"`
+	RevokedAt time.Time `json:"revoked_at"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+func toRevocationItem(r account.Revocation) revocationItem { return revocationItem(r) }
+
+// encode marshals an item. The item types hold only strings, times, bools
+// and byte slices, so a failure here is a programming error; it is still
+// reported rather than ignored.
+func encode(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, account.Internal(fmt.Errorf("boltstore: encode %T: %w", v, err))
+	}
+	return b, nil
+}
+
+// decode unmarshals an item; a corrupt record is an internal error.
+func decode[T any](b []byte) (T, error) {
+	var v T
+	if err := json.Unmarshal(b, &v); err != nil {
+		return v, account.Internal(fmt.Errorf("boltstore: decode %T: %w", v, err))
+	}
+	return v, nil
+}

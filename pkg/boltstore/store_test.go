@@ -1,0 +1,175 @@
+package boltstore_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"latchkey/pkg/account"
+	"latchkey/pkg/boltstore"
+	"latchkey/pkg/storetest"
+)
+
+func open(tb testing.TB, path string) *boltstore.Store {
+	tb.Helper()
+	s, err := boltstore.Open(path)
+	if err != nil {
+		tb.Fatalf("Open: %v", err)
+	}
+	return s
+}
+
+// newStore opens a store in a fresh file that is closed when tb ends.
+func newStore(tb testing.TB) *boltstore.Store {
+	tb.Helper()
+	s := open(tb, filepath.Join(tb.TempDir(), "latchkey.db"))
+	tb.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			tb.Errorf("Close: %v", err)
+		}
+	})
+	return s
+}
+
+func TestStore(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) account.Store { return newStore(t) })
+}
+
+func TestOpen_KeepsDataAcrossReopen(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "latchkey.db")
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	u := account.User{ID: account.NewID(account.PrefixUser, now), Email: "ada@example.com", Name: "Ada", Role: "admin", CreatedAt: now, UpdatedAt: now}
+	o := account.Organization{ID: account.NewID(account.PrefixOrganization, now), Name: "Engines", Slug: "engines", Plan: "free", CreatedAt: now, UpdatedAt: now}
+	m := account.Membership{OrganizationID: o.ID, UserID: u.ID, Role: "owner", CreatedAt: now, UpdatedAt: now}
+	k := account.APIKey{ID: account.NewID(account.PrefixAPIKey, now), Name: "admin", Hash: account.HashAPIKey("secret"), Last4: "cret", Scopes: []string{"*:*"}, CreatedAt: now}
+	r := account.Revocation{TokenID: account.NewID(account.PrefixToken, now), KeyID: k.ID, RevokedAt: now, ExpiresAt: now.Add(time.Hour)}
+
+	s := open(t, path)
+	for _, err := range []error{
+		s.CreateUser(ctx, u),
+		s.CreateOrganization(ctx, o),
+		s.AddMember(ctx, m),
+		s.CreateAPIKey(ctx, k),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.RevokeToken(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+
+	s = open(t, path)
+	defer s.Close()
+	if got, err := s.GetUserByEmail(ctx, u.Email); err != nil || got.ID != u.ID {
+		t.Errorf("GetUserByEmail after reopen: got %+v, %v; want user %s", got, err, u.ID)
+	}
+	if got, err := s.GetOrganization(ctx, o.ID); err != nil || got.Slug != o.Slug {
+		t.Errorf("GetOrganization after reopen: got %+v, %v; want slug %s", got, err, o.Slug)
+	}
+	if got, err := s.GetMember(ctx, o.ID, u.ID); err != nil || got.Role != m.Role {
+		t.Errorf("GetMember after reopen: got %+v, %v; want role %s", got, err, m.Role)
+	}
+	st, err := s.TokenStatus(ctx, r.TokenID, k.ID)
+	if err != nil || !st.RevokedAt.Equal(r.RevokedAt) || st.Key == nil || st.Key.Last4 != k.Last4 {
+		t.Errorf("TokenStatus after reopen: got %+v, %v; want revoked at %v with key %s", st, err, r.RevokedAt, k.ID)
+	}
+	if err := s.CreateUser(ctx, u); !account.IsCode(err, account.CodeEmailTaken) {
+		t.Errorf("CreateUser of the same e-mail after reopen: got %v, want email_taken", err)
+	}
+}
+
+func TestOpen_ErrLockedByAnotherStore(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "latchkey.db")
+	s := open(t, path)
+	defer s.Close()
+	if other, err := boltstore.Open(path); err == nil {
+		other.Close()
+		t.Fatal("second Open of a file in use: got no error")
+	}
+}
+
+func TestStore_Prune(t *testing.T) {
+	ctx := t.Context()
+	s := newStore(t)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	k := account.APIKey{ID: account.NewID(account.PrefixAPIKey, now), Name: "k", Hash: account.HashAPIKey("prune"), Last4: "rune", Scopes: []string{"*:*"}, CreatedAt: now}
+	if err := s.CreateAPIKey(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	revoke := func(expires time.Time) account.Revocation {
+		tr := account.TokenRecord{ID: account.NewID(account.PrefixToken, now), KeyID: k.ID, Scopes: []string{"read:users"}, IssuedAt: now, ExpiresAt: expires}
+		if err := s.CreateToken(ctx, tr); err != nil {
+			t.Fatal(err)
+		}
+		r := account.Revocation{TokenID: tr.ID, KeyID: k.ID, RevokedAt: now, ExpiresAt: expires}
+		if _, err := s.RevokeToken(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	expired := revoke(now.Add(time.Minute))
+	live := revoke(now.Add(time.Hour))
+
+	n, err := s.Prune(now.Add(2 * time.Minute))
+	if err != nil {
+		t.Fatalf("Prune: %v", err)
+	}
+	if n != 2 {
+		t.Errorf("Prune: got %d entries deleted, want 2 (one token record, one revocation)", n)
+	}
+	if st, err := s.TokenStatus(ctx, expired.TokenID, k.ID); err != nil || !st.RevokedAt.IsZero() {
+		t.Errorf("TokenStatus of the pruned token: got %+v, %v; want no revocation", st, err)
+	}
+	if st, err := s.TokenStatus(ctx, live.TokenID, k.ID); err != nil || !st.RevokedAt.Equal(now) {
+		t.Errorf("TokenStatus of the live token: got %+v, %v; want revoked at %v", st, err, now)
+	}
+	if n, err := s.Prune(now.Add(2 * time.Minute)); err != nil || n != 0 {
+		t.Errorf("second Prune: got %d, %v; want 0, nil", n, err)
+	}
+}
+
+func BenchmarkCreateUser(b *testing.B) {
+	s := newStore(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			now := time.Now().UTC().Truncate(time.Millisecond)
+			id := account.NewID(account.PrefixUser, now)
+			u := account.User{ID: id, Email: strings.ToLower(id) + "@example.com", Name: "Bench", Role: "member", CreatedAt: now, UpdatedAt: now}
+			if err := s.CreateUser(ctx, u); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func BenchmarkTokenStatus(b *testing.B) {
+	s := newStore(b)
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	k := account.APIKey{ID: account.NewID(account.PrefixAPIKey, now), Name: "bench", Hash: account.HashAPIKey("bench"), Last4: "ench", Scopes: []string{"*:*"}, CreatedAt: now}
+	tr := account.TokenRecord{ID: account.NewID(account.PrefixToken, now), KeyID: k.ID, Scopes: []string{"read:users"}, IssuedAt: now, ExpiresAt: now.Add(time.Hour)}
+	if err := s.CreateAPIKey(ctx, k); err != nil {
+		b.Fatal(err)
+	}
+	if err := s.CreateToken(ctx, tr); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			st, err := s.TokenStatus(ctx, tr.ID, k.ID)
+			if err != nil || st.Key == nil {
+				b.Fatalf("TokenStatus: %+v, %v", st, err)
+			}
+		}
+	})
+}

@@ -1,0 +1,277 @@
+// Package storetest is the contract suite that every account.Store must
+// pass: the embedded store runs it always, the DynamoDB store against
+// DynamoDB Local. The Store interface says what a store promises; this
+// package checks each promise, including uniqueness under concurrency,
+// cascades, and paging while items are created.
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"latchkey/pkg/account"
+)
+
+// Run runs the contract suite against the stores that newStore returns.
+// Call it from a test named TestStore so that subtests read like
+// TestStore/CreateUser/ErrEmailTaken.
+//
+// newStore is called once per subtest and must return a new, empty store
+// that shares no data with any other store it returns: subtests run in
+// parallel, and list tests count every item in the store. newStore owns the
+// store's lifetime (close it with t.Cleanup).
+func Run(t *testing.T, newStore func(t *testing.T) account.Store) {
+	s := suite{newStore: newStore}
+	t.Run("CreateUser", s.createUser)
+	t.Run("GetUser", s.getUser)
+	t.Run("GetUserByEmail", s.getUserByEmail)
+	t.Run("UpdateUser", s.updateUser)
+	t.Run("DeleteUser", s.deleteUser)
+	t.Run("ListUsers", func(t *testing.T) { runList(t, s, usersList) })
+
+	t.Run("CreateOrganization", s.createOrganization)
+	t.Run("GetOrganization", s.getOrganization)
+	t.Run("UpdateOrganization", s.updateOrganization)
+	t.Run("DeleteOrganization", s.deleteOrganization)
+	t.Run("ListOrganizations", func(t *testing.T) { runList(t, s, organizationsList) })
+
+	t.Run("AddMember", s.addMember)
+	t.Run("GetMember", s.getMember)
+	t.Run("UpdateMember", s.updateMember)
+	t.Run("RemoveMember", s.removeMember)
+	t.Run("ListMembers", func(t *testing.T) { runList(t, s, membersList) })
+	t.Run("ListUserMemberships", func(t *testing.T) { runList(t, s, userMembershipsList) })
+
+	t.Run("CreateAPIKey", s.createAPIKey)
+	t.Run("GetAPIKey", s.getAPIKey)
+	t.Run("GetAPIKeyByHash", s.getAPIKeyByHash)
+	t.Run("DeleteAPIKey", s.deleteAPIKey)
+	t.Run("ListAPIKeys", func(t *testing.T) { runList(t, s, apiKeysList) })
+
+	t.Run("CreateToken", s.createToken)
+	t.Run("RevokeToken", s.revokeToken)
+	t.Run("TokenStatus", s.tokenStatus)
+}
+
+// concurrency is how many goroutines race in the uniqueness tests.
+const concurrency = 50
+
+type suite struct {
+	newStore func(t *testing.T) account.Store
+}
+
+// fixture is one subtest's store with a clock. Every item a fixture makes
+// gets a later time than the one before, at millisecond precision like the
+// service's clock, so "newest first" has one right answer.
+type fixture struct {
+	t     *testing.T
+	s     account.Store
+	ctx   context.Context
+	mu    sync.Mutex
+	base  time.Time
+	ticks int
+}
+
+// fix starts a parallel subtest with a fresh store.
+func (s suite) fix(t *testing.T) *fixture {
+	t.Helper()
+	t.Parallel()
+	return &fixture{
+		t:    t,
+		s:    s.newStore(t),
+		ctx:  t.Context(),
+		base: time.Now().UTC().Truncate(time.Millisecond),
+	}
+}
+
+// now returns the fixture's next time, one millisecond after the last.
+func (f *fixture) now() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ticks++
+	return f.base.Add(time.Duration(f.ticks) * time.Millisecond)
+}
+
+func (f *fixture) newUser() account.User {
+	at := f.now()
+	id := account.NewID(account.PrefixUser, at)
+	return account.User{
+		ID:        id,
+		Email:     strings.ToLower(id) + "@example.com",
+		Name:      "Ada Lovelace ✓",
+		Role:      "member",
+		CreatedAt: at,
+		UpdatedAt: at,
+	}
+}
+
+func (f *fixture) user() account.User {
+	f.t.Helper()
+	u := f.newUser()
+	f.ok(f.s.CreateUser(f.ctx, u), "CreateUser")
+	return u
+}
+
+func (f *fixture) newOrg() account.Organization {
+	at := f.now()
+	id := account.NewID(account.PrefixOrganization, at)
+	return account.Organization{
+		ID:        id,
+		Name:      "Analytical Engines Ltd",
+		Slug:      "org-" + strings.ToLower(id[len(id)-12:]),
+		Plan:      "pro",
+		CreatedAt: at,
+		UpdatedAt: at,
+	}
+}
+
+func (f *fixture) org() account.Organization {
+	f.t.Helper()
+	o := f.newOrg()
+	f.ok(f.s.CreateOrganization(f.ctx, o), "CreateOrganization")
+	return o
+}
+
+func (f *fixture) member(orgID, userID string) account.Membership {
+	f.t.Helper()
+	at := f.now()
+	m := account.Membership{OrganizationID: orgID, UserID: userID, Role: "admin", CreatedAt: at, UpdatedAt: at}
+	f.ok(f.s.AddMember(f.ctx, m), "AddMember")
+	return m
+}
+
+func (f *fixture) newKey() account.APIKey {
+	at := f.now()
+	id := account.NewID(account.PrefixAPIKey, at)
+	secret := account.NewAPIKeySecret()
+	return account.APIKey{
+		ID:        id,
+		Name:      "ci deploys",
+		Hash:      account.HashAPIKey(secret),
+		Last4:     secret[len(secret)-4:],
+		Scopes:    []string{"read:users", "write:*", "*:*"},
+		CreatedBy: account.NewID(account.PrefixAPIKey, at),
+		CreatedAt: at,
+		ExpiresAt: at.Add(90 * 24 * time.Hour),
+	}
+}
+
+func (f *fixture) key() account.APIKey {
+	f.t.Helper()
+	k := f.newKey()
+	f.ok(f.s.CreateAPIKey(f.ctx, k), "CreateAPIKey")
+	return k
+}
+
+func (f *fixture) token(keyID string) account.TokenRecord {
+	f.t.Helper()
+	at := f.now()
+	tr := account.TokenRecord{
+		ID:        account.NewID(account.PrefixToken, at),
+		KeyID:     keyID,
+		Scopes:    []string{"read:users"},
+		IssuedAt:  at,
+		ExpiresAt: at.Add(time.Hour),
+	}
+	f.ok(f.s.CreateToken(f.ctx, tr), "CreateToken")
+	return tr
+}
+
+// ok fails the test at once if err is not nil.
+func (f *fixture) ok(err error, op string) {
+	f.t.Helper()
+	if err != nil {
+		f.t.Fatalf("%s: %v", op, err)
+	}
+}
+
+// wantCode fails the test unless err carries code.
+func wantCode(tb testing.TB, op string, err error, code account.Code) {
+	tb.Helper()
+	if !account.IsCode(err, code) {
+		tb.Fatalf("%s: got error %v (code %q), want code %q", op, err, account.ErrorCode(err), code)
+	}
+}
+
+// assertSame fails unless got and want agree field by field: times with
+// time.Time.Equal (a store may return another location or drop the
+// monotonic reading), slices by content (nil and empty are the same).
+func assertSame[T any](tb testing.TB, what string, got, want T) {
+	tb.Helper()
+	if d := diff(got, want); d != "" {
+		tb.Errorf("%s differs from what was stored:%s", what, d)
+	}
+}
+
+func diff(got, want any) string {
+	gv, wv := reflect.ValueOf(got), reflect.ValueOf(want)
+	var b strings.Builder
+	for i := range wv.NumField() {
+		g, w := gv.Field(i).Interface(), wv.Field(i).Interface()
+		if !fieldEqual(g, w) {
+			fmt.Fprintf(&b, "\n\t%s: got %v, want %v", wv.Type().Field(i).Name, g, w)
+		}
+	}
+	return b.String()
+}
+
+func fieldEqual(got, want any) bool {
+	switch w := want.(type) {
+	case time.Time:
+		return got.(time.Time).Equal(w)
+	case []byte:
+		return bytes.Equal(got.([]byte), w)
+	case []string:
+		return slices.Equal(got.([]string), w)
+	}
+	return got == want
+}
+
+// race runs fn in n goroutines released at once and returns their errors.
+func race(n int, fn func(i int) error) []error {
+	errs := make([]error, n)
+	var ready, done sync.WaitGroup
+	start := make(chan struct{})
+	ready.Add(n)
+	done.Add(n)
+	for i := range n {
+		go func() {
+			defer done.Done()
+			ready.Done()
+			<-start
+			errs[i] = fn(i)
+		}()
+	}
+	ready.Wait()
+	close(start)
+	done.Wait()
+	return errs
+}
+
+// wantOneWinner checks that exactly one error is nil and all others carry
+// code.
+func wantOneWinner(tb testing.TB, op string, errs []error, code account.Code) int {
+	tb.Helper()
+	winner := -1
+	for i, err := range errs {
+		switch {
+		case err == nil && winner >= 0:
+			tb.Errorf("%s: calls %d and %d both succeeded", op, winner, i)
+		case err == nil:
+			winner = i
+		case !account.IsCode(err, code):
+			tb.Errorf("%s: call %d: got error %v, want code %q", op, i, err, code)
+		}
+	}
+	if winner < 0 {
+		tb.Fatalf("%s: no call succeeded", op)
+	}
+	return winner
+}
