@@ -1,0 +1,122 @@
+package dynamostore
+
+import (
+	"context"
+	"errors"
+
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"latchkey/pkg/account"
+)
+
+// Cancellation reason codes of TransactionCanceledException, as documented
+// for TransactWriteItems. The SDK has no constants for them.
+const (
+	reasonNone                  = "None"
+	reasonConditionalCheck      = "ConditionalCheckFailed"
+	reasonTransactionConflict   = "TransactionConflict"
+	reasonThrottling            = "ThrottlingError"
+	reasonProvisionedThroughput = "ProvisionedThroughputExceeded"
+	reasonRequestLimit          = "RequestLimitExceeded"
+)
+
+// throttleCodes are the error codes DynamoDB uses to ask a caller to slow
+// down. The SDK has retried them already by the time they reach the store.
+var throttleCodes = map[string]bool{
+	"ProvisionedThroughputExceededException": true,
+	"ThrottlingException":                    true,
+	"RequestLimitExceeded":                   true,
+}
+
+// storeErr turns an SDK failure into a domain error: CodeUnavailable when a
+// retry later can succeed (throttling, a 5xx, a connection failure, all after
+// the SDK's own retries), CodeInternal otherwise. The AWS error is kept as
+// the cause for logs; its message never becomes the client-visible message.
+func storeErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var domain *account.Error
+	if errors.As(err, &domain) {
+		return err
+	}
+	if retryable(err) {
+		return account.Unavailable(err)
+	}
+	return account.Internal(err)
+}
+
+func retryable(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		// The database did not answer within the caller's deadline.
+		return true
+	}
+	var apiErr smithy.APIError
+	if errors.As(err, &apiErr) {
+		if throttleCodes[apiErr.ErrorCode()] || apiErr.ErrorFault() == smithy.FaultServer {
+			return true
+		}
+	}
+	var respErr *awshttp.ResponseError
+	if errors.As(err, &respErr) && respErr.HTTPStatusCode() >= 500 {
+		return true
+	}
+	var sendErr *smithyhttp.RequestSendError
+	return errors.As(err, &sendErr)
+}
+
+// errTransactionConflict marks a transaction cancelled only because another
+// transaction held one of its items; transact retries it.
+var errTransactionConflict = errors.New("dynamostore: transaction conflict")
+
+// cancellation maps a TransactionCanceledException to a domain error.
+// onCheckFailed[i] is the error for a failed condition on item i, in the
+// order the items were sent; the first failed condition wins, so callers
+// order items by which error should be reported first. A failed condition
+// without an entry (or with a nil one) is a bug in the store: internal.
+// Returns nil when err is not a cancellation.
+func cancellation(err error, onCheckFailed []error) error {
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) {
+		return nil
+	}
+	conflict, throttled := false, false
+	for i, r := range tce.CancellationReasons {
+		code := ""
+		if r.Code != nil {
+			code = *r.Code
+		}
+		switch code {
+		case "", reasonNone:
+		case reasonConditionalCheck:
+			if i < len(onCheckFailed) && onCheckFailed[i] != nil {
+				return onCheckFailed[i]
+			}
+			return account.Internal(err)
+		case reasonTransactionConflict:
+			conflict = true
+		case reasonThrottling, reasonProvisionedThroughput, reasonRequestLimit:
+			throttled = true
+		default:
+			return account.Internal(err)
+		}
+	}
+	switch {
+	case throttled:
+		return account.Unavailable(err)
+	case conflict:
+		return errTransactionConflict
+	}
+	return account.Internal(err)
+}
+
+// conditionFailed reports whether a single-item write failed its condition,
+// and returns the exception, which holds the old item when it was asked for.
+func conditionFailed(err error) (*types.ConditionalCheckFailedException, bool) {
+	var ccf *types.ConditionalCheckFailedException
+	ok := errors.As(err, &ccf)
+	return ccf, ok
+}

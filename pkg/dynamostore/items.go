@@ -1,0 +1,248 @@
+package dynamostore
+
+import (
+	"strings"
+	"time"
+
+	"latchkey/pkg/account"
+)
+
+// The items of the table. They are private so that the attribute layout can
+// change without touching the domain; every conversion between an item and a
+// domain type is in this file. Times are stored as RFC 3339 strings (the
+// attributevalue default), which keeps items readable in the console;
+// expire_at is epoch seconds because that is what DynamoDB TTL reads.
+
+type userItem struct {
+	key
+	GSI1PK    string    `dynamodbav:"gsi1pk"`
+	GSI1SK    string    `dynamodbav:"gsi1sk"`
+	Email     string    `dynamodbav:"email"`
+	Name      string    `dynamodbav:"name"`
+	Role      string    `dynamodbav:"role"`
+	CreatedAt time.Time `dynamodbav:"created_at"`
+	UpdatedAt time.Time `dynamodbav:"updated_at"`
+	// Deleting is set by the first step of DeleteUser; AddMember refuses a
+	// user that has it, so the cascade sees every membership.
+	Deleting bool `dynamodbav:"deleting,omitempty"`
+}
+
+func newUserItem(u account.User) userItem {
+	return userItem{
+		key:       userKey(u.ID),
+		GSI1PK:    listUsers,
+		GSI1SK:    u.ID,
+		Email:     u.Email,
+		Name:      u.Name,
+		Role:      u.Role,
+		CreatedAt: u.CreatedAt.UTC(),
+		UpdatedAt: u.UpdatedAt.UTC(),
+	}
+}
+
+func (it userItem) user() account.User {
+	return account.User{
+		ID:        idFrom(it.PK, prefixUser),
+		Email:     it.Email,
+		Name:      it.Name,
+		Role:      it.Role,
+		CreatedAt: it.CreatedAt,
+		UpdatedAt: it.UpdatedAt,
+	}
+}
+
+// guardItem claims a unique value (an e-mail or a slug) for its owner.
+type guardItem struct {
+	key
+	OwnerID string `dynamodbav:"owner_id"`
+}
+
+type orgItem struct {
+	key
+	GSI1PK    string    `dynamodbav:"gsi1pk"`
+	GSI1SK    string    `dynamodbav:"gsi1sk"`
+	Name      string    `dynamodbav:"name"`
+	Slug      string    `dynamodbav:"slug"`
+	Plan      string    `dynamodbav:"plan"`
+	CreatedAt time.Time `dynamodbav:"created_at"`
+	UpdatedAt time.Time `dynamodbav:"updated_at"`
+	// Deleting: as for userItem.
+	Deleting bool `dynamodbav:"deleting,omitempty"`
+}
+
+func newOrgItem(o account.Organization) orgItem {
+	return orgItem{
+		key:       orgKey(o.ID),
+		GSI1PK:    listOrgs,
+		GSI1SK:    o.ID,
+		Name:      o.Name,
+		Slug:      o.Slug,
+		Plan:      o.Plan,
+		CreatedAt: o.CreatedAt.UTC(),
+		UpdatedAt: o.UpdatedAt.UTC(),
+	}
+}
+
+func (it orgItem) organization() account.Organization {
+	return account.Organization{
+		ID:        idFrom(it.PK, prefixOrg),
+		Name:      it.Name,
+		Slug:      it.Slug,
+		Plan:      it.Plan,
+		CreatedAt: it.CreatedAt,
+		UpdatedAt: it.UpdatedAt,
+	}
+}
+
+// memberItem is one side of a membership: stored once in the organization's
+// partition and once in the user's, so that either side can be listed in
+// order and cascaded with a strongly consistent Query.
+type memberItem struct {
+	key
+	GSI1PK    string    `dynamodbav:"gsi1pk"`
+	GSI1SK    string    `dynamodbav:"gsi1sk"`
+	Role      string    `dynamodbav:"role"`
+	CreatedAt time.Time `dynamodbav:"created_at"`
+	UpdatedAt time.Time `dynamodbav:"updated_at"`
+}
+
+// newMemberItems returns the organization's side and the user's side.
+func newMemberItems(m account.Membership) (orgSide, userSide memberItem) {
+	orgSide = memberItem{
+		key:       orgMemberKey(m.OrganizationID, m.UserID),
+		GSI1PK:    membersList(m.OrganizationID),
+		GSI1SK:    memberSort(m.CreatedAt, m.UserID),
+		Role:      m.Role,
+		CreatedAt: m.CreatedAt.UTC(),
+		UpdatedAt: m.UpdatedAt.UTC(),
+	}
+	userSide = orgSide
+	userSide.key = userMemberKey(m.UserID, m.OrganizationID)
+	userSide.GSI1PK = memberOfList(m.UserID)
+	userSide.GSI1SK = memberSort(m.CreatedAt, m.OrganizationID)
+	return orgSide, userSide
+}
+
+func (it memberItem) membership() account.Membership {
+	m := account.Membership{Role: it.Role, CreatedAt: it.CreatedAt, UpdatedAt: it.UpdatedAt}
+	if strings.HasPrefix(it.PK, prefixOrg) {
+		m.OrganizationID, m.UserID = idFrom(it.PK, prefixOrg), idFrom(it.SK, prefixMember)
+	} else {
+		m.UserID, m.OrganizationID = idFrom(it.PK, prefixUser), idFrom(it.SK, prefixMember)
+	}
+	return m
+}
+
+// apiKeyItem is stored twice with the same attributes: under its ID (listed,
+// read by TokenStatus) and under its hash (read on every API-key request).
+// Keys never change after creation, so the copies cannot diverge.
+type apiKeyItem struct {
+	key
+	GSI1PK    string    `dynamodbav:"gsi1pk,omitempty"`
+	GSI1SK    string    `dynamodbav:"gsi1sk,omitempty"`
+	KeyID     string    `dynamodbav:"key_id"`
+	Name      string    `dynamodbav:"name"`
+	Hash      []byte    `dynamodbav:"hash"`
+	Last4     string    `dynamodbav:"last4"`
+	Scopes    []string  `dynamodbav:"scopes"`
+	CreatedBy string    `dynamodbav:"created_by,omitempty"`
+	Bootstrap bool      `dynamodbav:"bootstrap,omitempty"`
+	CreatedAt time.Time `dynamodbav:"created_at"`
+	ExpiresAt time.Time `dynamodbav:"expires_at"`
+}
+
+// newAPIKeyItems returns the item under the ID and the copy under the hash.
+// Only the first is in the gsi1 list.
+func newAPIKeyItems(k account.APIKey) (byID, byHash apiKeyItem) {
+	scopes := k.Scopes
+	if scopes == nil {
+		scopes = []string{}
+	}
+	byID = apiKeyItem{
+		key:       apiKeyKey(k.ID),
+		GSI1PK:    listKeys,
+		GSI1SK:    k.ID,
+		KeyID:     k.ID,
+		Name:      k.Name,
+		Hash:      k.Hash,
+		Last4:     k.Last4,
+		Scopes:    scopes,
+		CreatedBy: k.CreatedBy,
+		Bootstrap: k.Bootstrap,
+		CreatedAt: k.CreatedAt.UTC(),
+		ExpiresAt: k.ExpiresAt.UTC(),
+	}
+	byHash = byID
+	byHash.key = keyHashKey(k.Hash)
+	byHash.GSI1PK, byHash.GSI1SK = "", ""
+	return byID, byHash
+}
+
+func (it apiKeyItem) apiKey() account.APIKey {
+	k := account.APIKey{
+		ID:        it.KeyID,
+		Name:      it.Name,
+		Hash:      it.Hash,
+		Last4:     it.Last4,
+		Scopes:    it.Scopes,
+		CreatedBy: it.CreatedBy,
+		Bootstrap: it.Bootstrap,
+		CreatedAt: it.CreatedAt,
+		ExpiresAt: it.ExpiresAt,
+	}
+	if k.Scopes == nil {
+		k.Scopes = []string{}
+	}
+	return k
+}
+
+type tokenItem struct {
+	key
+	KeyID     string    `dynamodbav:"key_id"`
+	Scopes    []string  `dynamodbav:"scopes"`
+	IssuedAt  time.Time `dynamodbav:"issued_at"`
+	ExpiresAt time.Time `dynamodbav:"expires_at"`
+	// ExpireAt is the TTL attribute: DynamoDB deletes the record, for free,
+	// some time after the token has expired.
+	ExpireAt time.Time `dynamodbav:"expire_at,unixtime"`
+}
+
+func newTokenItem(t account.TokenRecord) tokenItem {
+	scopes := t.Scopes
+	if scopes == nil {
+		scopes = []string{}
+	}
+	return tokenItem{
+		key:       tokenKey(t.ID),
+		KeyID:     t.KeyID,
+		Scopes:    scopes,
+		IssuedAt:  t.IssuedAt.UTC(),
+		ExpiresAt: t.ExpiresAt.UTC(),
+		ExpireAt:  t.ExpiresAt,
+	}
+}
+
+type revocationItem struct {
+	key
+	KeyID     string    `dynamodbav:"key_id"`
+	RevokedAt time.Time `dynamodbav:"revoked_at"`
+	ExpiresAt time.Time `dynamodbav:"expires_at"`
+	// ExpireAt is the TTL attribute: once the token has expired it is
+	// refused for that reason, and its revocation entry is no longer needed.
+	ExpireAt time.Time `dynamodbav:"expire_at,unixtime"`
+}
+
+func newRevocationItem(r account.Revocation) revocationItem {
+	return revocationItem{
+		key:       revocationKey(r.TokenID),
+		KeyID:     r.KeyID,
+		RevokedAt: r.RevokedAt.UTC(),
+		ExpiresAt: r.ExpiresAt.UTC(),
+		ExpireAt:  r.ExpiresAt,
+	}
+}
+
+type jwksItem struct {
+	key
+	JWKS []byte `dynamodbav:"jwks"`
+}

@@ -1,0 +1,90 @@
+package dynamostore
+
+import (
+	"encoding/hex"
+	"strings"
+	"time"
+)
+
+// Every key of the table is built here, and only here, so that the layout in
+// docs/dynamodb.md can be checked against one file.
+//
+//	item                 pk                   sk                  gsi1pk               gsi1sk
+//	user                 USER#<usr_id>        USER                USERS                <usr_id>
+//	e-mail guard         EMAIL#<email>        EMAIL               -                    -
+//	organization         ORG#<org_id>         ORG                 ORGS                 <org_id>
+//	slug guard           SLUG#<slug>          SLUG                -                    -
+//	membership (org)     ORG#<org_id>         MEMBER#<usr_id>     MEMBERS#<org_id>     <created>#<usr_id>
+//	membership (user)    USER#<usr_id>        MEMBER#<org_id>     MEMBERSHIPS#<usr_id> <created>#<org_id>
+//	API key by id        KEY#<key_id>         KEY                 KEYS                 <key_id>
+//	API key by hash      KEYHASH#<hex sha256> KEYHASH             -                    -
+//	token record         TOKEN#<tok_id>       TOKEN               -                    -
+//	revocation entry     TOKEN#<tok_id>       REVOKED             -                    -
+//	public signing keys  CONFIG               JWKS                -                    -
+//
+// IDs are ULIDs, so sorting gsi1sk descending lists users, organizations and
+// keys newest first. Memberships have no ID of their own; their gsi1sk starts
+// with the fixed-width creation time and ends with the other side's ID, which
+// keeps it unique within the partition and lets a position be "gsi1sk < last".
+const (
+	prefixUser       = "USER#"
+	prefixEmail      = "EMAIL#"
+	prefixOrg        = "ORG#"
+	prefixSlug       = "SLUG#"
+	prefixMember     = "MEMBER#"
+	prefixMembers    = "MEMBERS#"
+	prefixMemberOf   = "MEMBERSHIPS#"
+	prefixKey        = "KEY#"
+	prefixKeyHash    = "KEYHASH#"
+	prefixToken      = "TOKEN#"
+	sortUser         = "USER"
+	sortEmail        = "EMAIL"
+	sortOrg          = "ORG"
+	sortSlug         = "SLUG"
+	sortKey          = "KEY"
+	sortKeyHash      = "KEYHASH"
+	sortToken        = "TOKEN"
+	sortRevoked      = "REVOKED"
+	pkConfig         = "CONFIG"
+	sortJWKS         = "JWKS"
+	listUsers        = "USERS"
+	listOrgs         = "ORGS"
+	listKeys         = "KEYS"
+	memberTimeLayout = "20060102T150405.000000000Z"
+)
+
+// key is the primary key of one item.
+type key struct {
+	PK string `dynamodbav:"pk"`
+	SK string `dynamodbav:"sk"`
+}
+
+func userKey(id string) key                 { return key{prefixUser + id, sortUser} }
+func emailKey(email string) key             { return key{prefixEmail + email, sortEmail} }
+func orgKey(id string) key                  { return key{prefixOrg + id, sortOrg} }
+func slugKey(slug string) key               { return key{prefixSlug + slug, sortSlug} }
+func apiKeyKey(id string) key               { return key{prefixKey + id, sortKey} }
+func keyHashKey(hash []byte) key            { return key{prefixKeyHash + hex.EncodeToString(hash), sortKeyHash} }
+func tokenKey(id string) key                { return key{prefixToken + id, sortToken} }
+func revocationKey(id string) key           { return key{prefixToken + id, sortRevoked} }
+func jwksKey() key                          { return key{pkConfig, sortJWKS} }
+func orgMemberKey(orgID, userID string) key { return key{prefixOrg + orgID, prefixMember + userID} }
+func userMemberKey(userID, orgID string) key {
+	return key{prefixUser + userID, prefixMember + orgID}
+}
+
+// membersList and memberOfList name the gsi1 partitions that list an
+// organization's members and a user's memberships.
+func membersList(orgID string) string   { return prefixMembers + orgID }
+func memberOfList(userID string) string { return prefixMemberOf + userID }
+
+// memberSort is the gsi1sk of a membership seen from one side: creation time
+// in a fixed-width UTC layout (so that strings sort like times), then the
+// other side's ID as a tie-breaker.
+func memberSort(created time.Time, otherID string) string {
+	return created.UTC().Format(memberTimeLayout) + "#" + otherID
+}
+
+// idFrom strips a key prefix. TrimPrefix, not TrimLeft: the prefix is a
+// string, not a set of characters.
+func idFrom(s, prefix string) string { return strings.TrimPrefix(s, prefix) }

@@ -1,0 +1,861 @@
+// Package dynamostore implements account.Store on one DynamoDB table.
+//
+// The layout (keys in keys.go, items in items.go, table in table.go) and the
+// cost of every operation are described in docs/dynamodb.md. In short:
+// uniqueness is enforced by guard items written in the same
+// TransactWriteItems as the item they guard; every read that decides
+// security or uniqueness is strongly consistent; a verify is one BatchGetItem.
+package dynamostore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"latchkey/pkg/account"
+)
+
+// maxTransactItems is DynamoDB's limit on the items of one transaction.
+const maxTransactItems = 100
+
+// Store is an account.Store on one DynamoDB table. It is safe for concurrent
+// use; it holds no state besides the client.
+type Store struct {
+	client          *dynamodb.Client
+	table           *string
+	conflictRetries int
+}
+
+var _ account.Store = (*Store)(nil)
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithConflictRetries sets how many times a transaction cancelled by a
+// TransactionConflict (another transaction holding one of its items, e.g.
+// two clients claiming the same e-mail at once) is retried before the store
+// reports CodeUnavailable. The default is 8. The SDK does not retry these
+// itself because the cancellation is not a transport failure.
+func WithConflictRetries(n int) Option {
+	return func(s *Store) { s.conflictRetries = max(n, 0) }
+}
+
+// New returns a Store over table. The client is the caller's: build it once
+// at cold start and share it.
+func New(client *dynamodb.Client, table string, opts ...Option) *Store {
+	s := &Store{client: client, table: aws.String(table), conflictRetries: 8}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// Close does nothing: the DynamoDB client holds no resources that need
+// releasing, and it belongs to the caller.
+func (s *Store) Close() error { return nil }
+
+// Conditions used throughout. Every item has a pk, so attribute_exists(pk)
+// means "the item exists".
+var (
+	condAbsent  = expression.AttributeNotExists(expression.Name("pk"))
+	condPresent = expression.AttributeExists(expression.Name("pk"))
+	// condLive is condPresent for a user or organization that is not being
+	// deleted: AddMember requires it of both sides.
+	condLive = condPresent.And(expression.AttributeNotExists(expression.Name("deleting")))
+)
+
+func notFound(what string) error { return account.Errorf(account.CodeNotFound, "%s not found", what) }
+
+var (
+	errEmailTaken    = account.Errorf(account.CodeEmailTaken, "a user with this e-mail address exists already")
+	errSlugTaken     = account.Errorf(account.CodeSlugTaken, "an organization with this slug exists already")
+	errAlreadyMember = account.Errorf(account.CodeAlreadyMember, "the user is a member of the organization already")
+)
+
+// ---- building blocks ----
+
+func marshalKey(k key) (map[string]types.AttributeValue, error) {
+	m, err := attributevalue.MarshalMap(k)
+	if err != nil {
+		return nil, account.Internal(err)
+	}
+	return m, nil
+}
+
+func condition(c expression.ConditionBuilder) (expression.Expression, error) {
+	e, err := expression.NewBuilder().WithCondition(c).Build()
+	if err != nil {
+		return e, account.Internal(err)
+	}
+	return e, nil
+}
+
+func (s *Store) put(item any, c expression.ConditionBuilder) (types.TransactWriteItem, error) {
+	av, err := attributevalue.MarshalMap(item)
+	if err != nil {
+		return types.TransactWriteItem{}, account.Internal(err)
+	}
+	e, err := condition(c)
+	if err != nil {
+		return types.TransactWriteItem{}, err
+	}
+	return types.TransactWriteItem{Put: &types.Put{
+		TableName: s.table, Item: av,
+		ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+	}}, nil
+}
+
+func (s *Store) check(k key, c expression.ConditionBuilder) (types.TransactWriteItem, error) {
+	av, err := marshalKey(k)
+	if err != nil {
+		return types.TransactWriteItem{}, err
+	}
+	e, err := condition(c)
+	if err != nil {
+		return types.TransactWriteItem{}, err
+	}
+	return types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+		TableName: s.table, Key: av,
+		ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+	}}, nil
+}
+
+// del deletes k; with a condition unless c is nil.
+func (s *Store) del(k key, c *expression.ConditionBuilder) (types.TransactWriteItem, error) {
+	av, err := marshalKey(k)
+	if err != nil {
+		return types.TransactWriteItem{}, err
+	}
+	d := &types.Delete{TableName: s.table, Key: av}
+	if c != nil {
+		e, err := condition(*c)
+		if err != nil {
+			return types.TransactWriteItem{}, err
+		}
+		d.ConditionExpression, d.ExpressionAttributeNames, d.ExpressionAttributeValues = e.Condition(), e.Names(), e.Values()
+	}
+	return types.TransactWriteItem{Delete: d}, nil
+}
+
+func (s *Store) update(k key, u expression.UpdateBuilder, c expression.ConditionBuilder) (types.TransactWriteItem, error) {
+	av, err := marshalKey(k)
+	if err != nil {
+		return types.TransactWriteItem{}, err
+	}
+	e, err := expression.NewBuilder().WithUpdate(u).WithCondition(c).Build()
+	if err != nil {
+		return types.TransactWriteItem{}, account.Internal(err)
+	}
+	return types.TransactWriteItem{Update: &types.Update{
+		TableName: s.table, Key: av, UpdateExpression: e.Update(),
+		ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+	}}, nil
+}
+
+// build collects transaction items, stopping at the first error.
+func build(items ...func() (types.TransactWriteItem, error)) ([]types.TransactWriteItem, error) {
+	out := make([]types.TransactWriteItem, 0, len(items))
+	for _, f := range items {
+		it, err := f()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, it)
+	}
+	return out, nil
+}
+
+// transact runs one TransactWriteItems and maps a cancellation to
+// onCheckFailed (see cancellation). A cancellation caused only by a
+// concurrent transaction is retried with jittered backoff: once the other
+// transaction has committed, the retry fails its condition (e.g. email_taken)
+// or succeeds, which is the answer a serial execution would have given.
+func (s *Store) transact(ctx context.Context, items []types.TransactWriteItem, onCheckFailed ...error) error {
+	for attempt := 0; ; attempt++ {
+		_, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+		if err == nil {
+			return nil
+		}
+		mapped := cancellation(err, onCheckFailed)
+		if mapped == nil {
+			return storeErr(err)
+		}
+		if !errors.Is(mapped, errTransactionConflict) {
+			return mapped
+		}
+		if attempt >= s.conflictRetries {
+			return account.Unavailable(err)
+		}
+		backoff := time.Duration(5<<min(attempt, 5)) * time.Millisecond
+		select {
+		case <-ctx.Done():
+			return storeErr(ctx.Err())
+		case <-time.After(backoff/2 + rand.N(backoff/2+1)):
+		}
+	}
+}
+
+// getItem reads one item strongly consistently into out. found is false when
+// there is no such item.
+func (s *Store) getItem(ctx context.Context, k key, out any) (found bool, err error) {
+	av, err := marshalKey(k)
+	if err != nil {
+		return false, err
+	}
+	res, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: s.table, Key: av, ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return false, storeErr(err)
+	}
+	if res.Item == nil {
+		return false, nil
+	}
+	if err := attributevalue.UnmarshalMap(res.Item, out); err != nil {
+		return false, account.Internal(err)
+	}
+	return true, nil
+}
+
+// list reads one page of a gsi1 partition, newest first. It asks for one
+// item more than the page holds to learn whether there is a next page
+// without a second request. The position is the gsi1sk of the last item
+// returned: unique within the partition, so "gsi1sk < position" resumes
+// exactly after it, and items created since sort before the first page.
+func list[T any](ctx context.Context, s *Store, partition string, p account.ListParams) ([]T, string, error) {
+	if p.Limit < 1 {
+		return nil, "", account.Internal(fmt.Errorf("dynamostore: list limit %d", p.Limit))
+	}
+	kc := expression.Key("gsi1pk").Equal(expression.Value(partition))
+	if p.After != "" {
+		kc = kc.And(expression.Key("gsi1sk").LessThan(expression.Value(p.After)))
+	}
+	e, err := expression.NewBuilder().WithKeyCondition(kc).Build()
+	if err != nil {
+		return nil, "", account.Internal(err)
+	}
+	want := p.Limit + 1
+	in := &dynamodb.QueryInput{
+		TableName: s.table, IndexName: aws.String(GSI1),
+		KeyConditionExpression: e.KeyCondition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+		ScanIndexForward: aws.Bool(false), Limit: aws.Int32(int32(want)),
+	}
+	// A page stops early only at DynamoDB's 1 MB response limit, far above
+	// 101 items of this table; the paginator covers that case anyway.
+	var raw []map[string]types.AttributeValue
+	pages := dynamodb.NewQueryPaginator(s.client, in)
+	for pages.HasMorePages() && len(raw) < want {
+		out, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, "", storeErr(err)
+		}
+		raw = append(raw, out.Items...)
+	}
+	next := ""
+	if len(raw) > p.Limit {
+		raw = raw[:p.Limit]
+		var last struct {
+			GSI1SK string `dynamodbav:"gsi1sk"`
+		}
+		if err := attributevalue.UnmarshalMap(raw[len(raw)-1], &last); err != nil {
+			return nil, "", account.Internal(err)
+		}
+		next = last.GSI1SK
+	}
+	items := make([]T, 0, len(raw))
+	if err := attributevalue.UnmarshalListOfMaps(raw, &items); err != nil {
+		return nil, "", account.Internal(err)
+	}
+	return items, next, nil
+}
+
+// ---- users ----
+
+// CreateUser writes the user and its e-mail guard in one transaction.
+// CodeEmailTaken.
+func (s *Store) CreateUser(ctx context.Context, u account.User) error {
+	items, err := build(
+		func() (types.TransactWriteItem, error) { return s.put(newUserItem(u), condAbsent) },
+		func() (types.TransactWriteItem, error) {
+			return s.put(guardItem{key: emailKey(u.Email), OwnerID: u.ID}, condAbsent)
+		},
+	)
+	if err != nil {
+		return err
+	}
+	return s.transact(ctx, items, nil, errEmailTaken)
+}
+
+// GetUser reads the user strongly consistently, so that a client reads its
+// own writes. CodeNotFound.
+func (s *Store) GetUser(ctx context.Context, id string) (account.User, error) {
+	var it userItem
+	found, err := s.getItem(ctx, userKey(id), &it)
+	if err != nil {
+		return account.User{}, err
+	}
+	if !found {
+		return account.User{}, notFound("user")
+	}
+	return it.user(), nil
+}
+
+// GetUserByEmail reads the e-mail guard, then the user it names, both
+// strongly consistently. CodeNotFound.
+func (s *Store) GetUserByEmail(ctx context.Context, email string) (account.User, error) {
+	var g guardItem
+	found, err := s.getItem(ctx, emailKey(email), &g)
+	if err != nil {
+		return account.User{}, err
+	}
+	if !found {
+		return account.User{}, notFound("user")
+	}
+	return s.GetUser(ctx, g.OwnerID)
+}
+
+// UpdateUser sets name, role and updated_at of an existing user. CodeNotFound.
+func (s *Store) UpdateUser(ctx context.Context, u account.User) error {
+	upd := expression.Set(expression.Name("name"), expression.Value(u.Name)).
+		Set(expression.Name("role"), expression.Value(u.Role)).
+		Set(expression.Name("updated_at"), expression.Value(u.UpdatedAt.UTC()))
+	return s.updateOne(ctx, userKey(u.ID), upd, "user")
+}
+
+// updateOne updates an existing item. CodeNotFound naming what.
+func (s *Store) updateOne(ctx context.Context, k key, upd expression.UpdateBuilder, what string) error {
+	it, err := s.update(k, upd, condPresent)
+	if err != nil {
+		return err
+	}
+	u := it.Update
+	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: s.table, Key: u.Key, UpdateExpression: u.UpdateExpression,
+		ConditionExpression: u.ConditionExpression, ExpressionAttributeNames: u.ExpressionAttributeNames,
+		ExpressionAttributeValues: u.ExpressionAttributeValues,
+	})
+	if _, ok := conditionFailed(err); ok {
+		return notFound(what)
+	}
+	return storeErr(err)
+}
+
+// markDeleting sets the deleting flag on an existing user or organization
+// and returns the item as it now is. From then on AddMember refuses it, so
+// the membership Query that follows sees every membership there will be.
+func (s *Store) markDeleting(ctx context.Context, k key, out any, what string) error {
+	it, err := s.update(k, expression.Set(expression.Name("deleting"), expression.Value(true)), condPresent)
+	if err != nil {
+		return err
+	}
+	u := it.Update
+	res, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: s.table, Key: u.Key, UpdateExpression: u.UpdateExpression,
+		ConditionExpression: u.ConditionExpression, ExpressionAttributeNames: u.ExpressionAttributeNames,
+		ExpressionAttributeValues: u.ExpressionAttributeValues, ReturnValues: types.ReturnValueAllNew,
+	})
+	if _, ok := conditionFailed(err); ok {
+		return notFound(what)
+	}
+	if err != nil {
+		return storeErr(err)
+	}
+	if err := attributevalue.UnmarshalMap(res.Attributes, out); err != nil {
+		return account.Internal(err)
+	}
+	return nil
+}
+
+// memberSides returns the IDs on the other side of every membership in the
+// partition pk (an organization's or a user's), read strongly consistently.
+func (s *Store) memberSides(ctx context.Context, pk string) ([]string, error) {
+	kc := expression.Key("pk").Equal(expression.Value(pk)).And(expression.Key("sk").BeginsWith(prefixMember))
+	e, err := expression.NewBuilder().WithKeyCondition(kc).
+		WithProjection(expression.NamesList(expression.Name("sk"))).Build()
+	if err != nil {
+		return nil, account.Internal(err)
+	}
+	pages := dynamodb.NewQueryPaginator(s.client, &dynamodb.QueryInput{
+		TableName: s.table, ConsistentRead: aws.Bool(true),
+		KeyConditionExpression: e.KeyCondition(), ProjectionExpression: e.Projection(),
+		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+	})
+	var ids []string
+	for pages.HasMorePages() {
+		out, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, storeErr(err)
+		}
+		var keys []key
+		if err := attributevalue.UnmarshalListOfMaps(out.Items, &keys); err != nil {
+			return nil, account.Internal(err)
+		}
+		for _, k := range keys {
+			ids = append(ids, idFrom(k.SK, prefixMember))
+		}
+	}
+	return ids, nil
+}
+
+// cascade deletes the memberships pairs (both sides of each) and then the
+// final items. When everything fits in one transaction it is one
+// transaction. Otherwise the pairs go first, 50 to a transaction (each pair
+// atomically), and the final transaction (the owner and its guard, with the
+// last pairs) comes last: the guard disappears together with its owner,
+// never before and never without it. A failure in between leaves the owner
+// in place, marked deleting, with fewer memberships; retrying the delete
+// finishes the job. final must hold the owner first; onCheckFailed applies
+// to final's items.
+func (s *Store) cascade(ctx context.Context, pairs [][2]key, final []types.TransactWriteItem, onCheckFailed ...error) error {
+	var items []types.TransactWriteItem
+	for _, p := range pairs {
+		a, err := s.del(p[0], nil)
+		if err != nil {
+			return err
+		}
+		b, err := s.del(p[1], nil)
+		if err != nil {
+			return err
+		}
+		items = append(items, a, b)
+	}
+	for len(final)+len(items) > maxTransactItems {
+		chunk := items[:maxTransactItems]
+		if err := s.transact(ctx, chunk); err != nil {
+			return err
+		}
+		items = items[maxTransactItems:]
+	}
+	return s.transact(ctx, append(final, items...), onCheckFailed...)
+}
+
+// DeleteUser deletes the user, both sides of each of its memberships and its
+// e-mail guard; see cascade for users with more than 49 memberships.
+// CodeNotFound.
+func (s *Store) DeleteUser(ctx context.Context, id string) error {
+	var u userItem
+	if err := s.markDeleting(ctx, userKey(id), &u, "user"); err != nil {
+		return err
+	}
+	orgIDs, err := s.memberSides(ctx, prefixUser+id)
+	if err != nil {
+		return err
+	}
+	pairs := make([][2]key, len(orgIDs))
+	for i, orgID := range orgIDs {
+		pairs[i] = [2]key{orgMemberKey(orgID, id), userMemberKey(id, orgID)}
+	}
+	ownedBy := expression.Name("owner_id").Equal(expression.Value(id))
+	final, err := build(
+		func() (types.TransactWriteItem, error) { return s.del(userKey(id), &condPresent) },
+		func() (types.TransactWriteItem, error) { return s.del(emailKey(u.Email), &ownedBy) },
+	)
+	if err != nil {
+		return err
+	}
+	return s.cascade(ctx, pairs, final, notFound("user"))
+}
+
+// ListUsers lists users newest first from the USERS partition of gsi1.
+func (s *Store) ListUsers(ctx context.Context, p account.ListParams) (account.Page[account.User], error) {
+	items, next, err := list[userItem](ctx, s, listUsers, p)
+	if err != nil {
+		return account.Page[account.User]{}, err
+	}
+	page := account.Page[account.User]{Items: make([]account.User, len(items)), Next: next}
+	for i, it := range items {
+		page.Items[i] = it.user()
+	}
+	return page, nil
+}
+
+// ---- organizations ----
+
+// CreateOrganization writes the organization and its slug guard in one
+// transaction. CodeSlugTaken.
+func (s *Store) CreateOrganization(ctx context.Context, o account.Organization) error {
+	items, err := build(
+		func() (types.TransactWriteItem, error) { return s.put(newOrgItem(o), condAbsent) },
+		func() (types.TransactWriteItem, error) {
+			return s.put(guardItem{key: slugKey(o.Slug), OwnerID: o.ID}, condAbsent)
+		},
+	)
+	if err != nil {
+		return err
+	}
+	return s.transact(ctx, items, nil, errSlugTaken)
+}
+
+// GetOrganization reads the organization strongly consistently. CodeNotFound.
+func (s *Store) GetOrganization(ctx context.Context, id string) (account.Organization, error) {
+	var it orgItem
+	found, err := s.getItem(ctx, orgKey(id), &it)
+	if err != nil {
+		return account.Organization{}, err
+	}
+	if !found {
+		return account.Organization{}, notFound("organization")
+	}
+	return it.organization(), nil
+}
+
+// UpdateOrganization sets name, plan and updated_at of an existing
+// organization. CodeNotFound.
+func (s *Store) UpdateOrganization(ctx context.Context, o account.Organization) error {
+	upd := expression.Set(expression.Name("name"), expression.Value(o.Name)).
+		Set(expression.Name("plan"), expression.Value(o.Plan)).
+		Set(expression.Name("updated_at"), expression.Value(o.UpdatedAt.UTC()))
+	return s.updateOne(ctx, orgKey(o.ID), upd, "organization")
+}
+
+// DeleteOrganization deletes the organization, both sides of each of its
+// memberships and its slug guard; see cascade for organizations with more
+// than 49 members. CodeNotFound.
+func (s *Store) DeleteOrganization(ctx context.Context, id string) error {
+	var o orgItem
+	if err := s.markDeleting(ctx, orgKey(id), &o, "organization"); err != nil {
+		return err
+	}
+	userIDs, err := s.memberSides(ctx, prefixOrg+id)
+	if err != nil {
+		return err
+	}
+	pairs := make([][2]key, len(userIDs))
+	for i, userID := range userIDs {
+		pairs[i] = [2]key{orgMemberKey(id, userID), userMemberKey(userID, id)}
+	}
+	ownedBy := expression.Name("owner_id").Equal(expression.Value(id))
+	final, err := build(
+		func() (types.TransactWriteItem, error) { return s.del(orgKey(id), &condPresent) },
+		func() (types.TransactWriteItem, error) { return s.del(slugKey(o.Slug), &ownedBy) },
+	)
+	if err != nil {
+		return err
+	}
+	return s.cascade(ctx, pairs, final, notFound("organization"))
+}
+
+// ListOrganizations lists organizations newest first from the ORGS
+// partition of gsi1.
+func (s *Store) ListOrganizations(ctx context.Context, p account.ListParams) (account.Page[account.Organization], error) {
+	items, next, err := list[orgItem](ctx, s, listOrgs, p)
+	if err != nil {
+		return account.Page[account.Organization]{}, err
+	}
+	page := account.Page[account.Organization]{Items: make([]account.Organization, len(items)), Next: next}
+	for i, it := range items {
+		page.Items[i] = it.organization()
+	}
+	return page, nil
+}
+
+// ---- memberships ----
+
+// AddMember checks that the organization and the user exist (and are not
+// being deleted) and writes both sides of the membership, in one
+// transaction. CodeNotFound naming the organization or the user;
+// CodeAlreadyMember.
+func (s *Store) AddMember(ctx context.Context, m account.Membership) error {
+	orgSide, userSide := newMemberItems(m)
+	items, err := build(
+		func() (types.TransactWriteItem, error) { return s.check(orgKey(m.OrganizationID), condLive) },
+		func() (types.TransactWriteItem, error) { return s.check(userKey(m.UserID), condLive) },
+		func() (types.TransactWriteItem, error) { return s.put(orgSide, condAbsent) },
+		func() (types.TransactWriteItem, error) { return s.put(userSide, condAbsent) },
+	)
+	if err != nil {
+		return err
+	}
+	return s.transact(ctx, items, notFound("organization"), notFound("user"), errAlreadyMember, errAlreadyMember)
+}
+
+// GetMember reads the organization's side of the membership strongly
+// consistently. CodeNotFound.
+func (s *Store) GetMember(ctx context.Context, orgID, userID string) (account.Membership, error) {
+	var it memberItem
+	found, err := s.getItem(ctx, orgMemberKey(orgID, userID), &it)
+	if err != nil {
+		return account.Membership{}, err
+	}
+	if !found {
+		return account.Membership{}, notFound("membership")
+	}
+	return it.membership(), nil
+}
+
+// UpdateMember sets role and updated_at on both sides in one transaction.
+// CodeNotFound.
+func (s *Store) UpdateMember(ctx context.Context, m account.Membership) error {
+	upd := expression.Set(expression.Name("role"), expression.Value(m.Role)).
+		Set(expression.Name("updated_at"), expression.Value(m.UpdatedAt.UTC()))
+	items, err := build(
+		func() (types.TransactWriteItem, error) {
+			return s.update(orgMemberKey(m.OrganizationID, m.UserID), upd, condPresent)
+		},
+		func() (types.TransactWriteItem, error) {
+			return s.update(userMemberKey(m.UserID, m.OrganizationID), upd, condPresent)
+		},
+	)
+	if err != nil {
+		return err
+	}
+	return s.transact(ctx, items, notFound("membership"), notFound("membership"))
+}
+
+// RemoveMember deletes both sides in one transaction. CodeNotFound.
+func (s *Store) RemoveMember(ctx context.Context, orgID, userID string) error {
+	items, err := build(
+		func() (types.TransactWriteItem, error) { return s.del(orgMemberKey(orgID, userID), &condPresent) },
+		func() (types.TransactWriteItem, error) { return s.del(userMemberKey(userID, orgID), &condPresent) },
+	)
+	if err != nil {
+		return err
+	}
+	return s.transact(ctx, items, notFound("membership"), notFound("membership"))
+}
+
+// ListMembers lists an organization's memberships, newest first.
+func (s *Store) ListMembers(ctx context.Context, orgID string, p account.ListParams) (account.Page[account.Membership], error) {
+	return s.listMemberships(ctx, membersList(orgID), p)
+}
+
+// ListUserMemberships lists a user's memberships, newest first.
+func (s *Store) ListUserMemberships(ctx context.Context, userID string, p account.ListParams) (account.Page[account.Membership], error) {
+	return s.listMemberships(ctx, memberOfList(userID), p)
+}
+
+func (s *Store) listMemberships(ctx context.Context, partition string, p account.ListParams) (account.Page[account.Membership], error) {
+	items, next, err := list[memberItem](ctx, s, partition, p)
+	if err != nil {
+		return account.Page[account.Membership]{}, err
+	}
+	page := account.Page[account.Membership]{Items: make([]account.Membership, len(items)), Next: next}
+	for i, it := range items {
+		page.Items[i] = it.membership()
+	}
+	return page, nil
+}
+
+// ---- API keys ----
+
+// CreateAPIKey writes the key under its ID and under its hash in one
+// transaction. A second key with the same hash (two processes installing the
+// same bootstrap key at once) fails with CodeInternal; the caller re-reads.
+func (s *Store) CreateAPIKey(ctx context.Context, k account.APIKey) error {
+	byID, byHash := newAPIKeyItems(k)
+	items, err := build(
+		func() (types.TransactWriteItem, error) { return s.put(byID, condAbsent) },
+		func() (types.TransactWriteItem, error) { return s.put(byHash, condAbsent) },
+	)
+	if err != nil {
+		return err
+	}
+	return s.transact(ctx, items,
+		account.Internal(errors.New("dynamostore: an API key with this ID exists already")),
+		account.Internal(errors.New("dynamostore: an API key with this hash exists already")))
+}
+
+// GetAPIKey reads a key by ID, strongly consistently. CodeNotFound.
+func (s *Store) GetAPIKey(ctx context.Context, id string) (account.APIKey, error) {
+	return s.getAPIKey(ctx, apiKeyKey(id))
+}
+
+// GetAPIKeyByHash reads the copy of the key stored under its hash, strongly
+// consistently: one GetItem on every request authenticated by an API key.
+// CodeNotFound.
+func (s *Store) GetAPIKeyByHash(ctx context.Context, hash []byte) (account.APIKey, error) {
+	return s.getAPIKey(ctx, keyHashKey(hash))
+}
+
+func (s *Store) getAPIKey(ctx context.Context, k key) (account.APIKey, error) {
+	var it apiKeyItem
+	found, err := s.getItem(ctx, k, &it)
+	if err != nil {
+		return account.APIKey{}, err
+	}
+	if !found {
+		return account.APIKey{}, notFound("API key")
+	}
+	return it.apiKey(), nil
+}
+
+// DeleteAPIKey reads the key to learn its hash, then deletes both copies in
+// one transaction. CodeNotFound.
+func (s *Store) DeleteAPIKey(ctx context.Context, id string) error {
+	k, err := s.GetAPIKey(ctx, id)
+	if err != nil {
+		return err
+	}
+	ownedBy := expression.Name("key_id").Equal(expression.Value(id))
+	items, err := build(
+		func() (types.TransactWriteItem, error) { return s.del(apiKeyKey(id), &condPresent) },
+		func() (types.TransactWriteItem, error) { return s.del(keyHashKey(k.Hash), &ownedBy) },
+	)
+	if err != nil {
+		return err
+	}
+	return s.transact(ctx, items, notFound("API key"), notFound("API key"))
+}
+
+// ListAPIKeys lists keys newest first from the KEYS partition of gsi1.
+func (s *Store) ListAPIKeys(ctx context.Context, p account.ListParams) (account.Page[account.APIKey], error) {
+	items, next, err := list[apiKeyItem](ctx, s, listKeys, p)
+	if err != nil {
+		return account.Page[account.APIKey]{}, err
+	}
+	page := account.Page[account.APIKey]{Items: make([]account.APIKey, len(items)), Next: next}
+	for i, it := range items {
+		page.Items[i] = it.apiKey()
+	}
+	return page, nil
+}
+
+// ---- tokens ----
+
+// CreateToken writes the token record with one PutItem; TTL removes it after
+// the token expires. Token IDs are fresh ULIDs, so there is nothing to guard.
+func (s *Store) CreateToken(ctx context.Context, t account.TokenRecord) error {
+	av, err := attributevalue.MarshalMap(newTokenItem(t))
+	if err != nil {
+		return account.Internal(err)
+	}
+	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: s.table, Item: av})
+	return storeErr(err)
+}
+
+// RevokeToken writes the revocation entry unless one exists, in one
+// conditional PutItem. When one exists, DynamoDB returns it with the
+// failure (ReturnValuesOnConditionCheckFailure), so the first revocation
+// time is known without a second request.
+func (s *Store) RevokeToken(ctx context.Context, r account.Revocation) (time.Time, error) {
+	it, err := s.put(newRevocationItem(r), condAbsent)
+	if err != nil {
+		return time.Time{}, err
+	}
+	p := it.Put
+	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: s.table, Item: p.Item,
+		ConditionExpression: p.ConditionExpression, ExpressionAttributeNames: p.ExpressionAttributeNames,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if err == nil {
+		return r.RevokedAt, nil
+	}
+	ccf, ok := conditionFailed(err)
+	if !ok {
+		return time.Time{}, storeErr(err)
+	}
+	var old revocationItem
+	if ccf.Item != nil {
+		if err := attributevalue.UnmarshalMap(ccf.Item, &old); err != nil {
+			return time.Time{}, account.Internal(err)
+		}
+		return old.RevokedAt, nil
+	}
+	// An endpoint that does not return the old item: read it.
+	found, err := s.getItem(ctx, revocationKey(r.TokenID), &old)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if !found {
+		return time.Time{}, account.Internal(errors.New("dynamostore: revocation entry vanished after a failed condition"))
+	}
+	return old.RevokedAt, nil
+}
+
+// unprocessedRetries bounds the re-requests of keys that BatchGetItem left
+// unprocessed, which it does only when the table is throttled.
+const unprocessedRetries = 4
+
+// TokenStatus reads the revocation entry and the issuing key's item in one
+// strongly consistent BatchGetItem: 1 request and 2 RCU (a TransactGetItems
+// would cost 4). Only under throttling does DynamoDB leave keys unprocessed;
+// they are re-requested a few times, then the store reports CodeUnavailable.
+func (s *Store) TokenStatus(ctx context.Context, tokenID, keyID string) (account.TokenStatus, error) {
+	revKey, err := marshalKey(revocationKey(tokenID))
+	if err != nil {
+		return account.TokenStatus{}, err
+	}
+	keyKey, err := marshalKey(apiKeyKey(keyID))
+	if err != nil {
+		return account.TokenStatus{}, err
+	}
+	request := map[string]types.KeysAndAttributes{
+		*s.table: {Keys: []map[string]types.AttributeValue{revKey, keyKey}, ConsistentRead: aws.Bool(true)},
+	}
+	var st account.TokenStatus
+	for attempt := 0; ; attempt++ {
+		out, err := s.client.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: request})
+		if err != nil {
+			return account.TokenStatus{}, storeErr(err)
+		}
+		for _, av := range out.Responses[*s.table] {
+			var k key
+			if err := attributevalue.UnmarshalMap(av, &k); err != nil {
+				return account.TokenStatus{}, account.Internal(err)
+			}
+			switch k.SK {
+			case sortRevoked:
+				var r revocationItem
+				if err := attributevalue.UnmarshalMap(av, &r); err != nil {
+					return account.TokenStatus{}, account.Internal(err)
+				}
+				st.RevokedAt = r.RevokedAt
+			case sortKey:
+				var it apiKeyItem
+				if err := attributevalue.UnmarshalMap(av, &it); err != nil {
+					return account.TokenStatus{}, account.Internal(err)
+				}
+				issuer := it.apiKey()
+				st.Key = &issuer
+			}
+		}
+		if len(out.UnprocessedKeys) == 0 {
+			return st, nil
+		}
+		if attempt >= unprocessedRetries {
+			return account.TokenStatus{}, account.Unavailable(errors.New("dynamostore: BatchGetItem left keys unprocessed"))
+		}
+		request = out.UnprocessedKeys
+		select {
+		case <-ctx.Done():
+			return account.TokenStatus{}, storeErr(ctx.Err())
+		case <-time.After(time.Duration(10<<attempt) * time.Millisecond):
+		}
+	}
+}
+
+// ---- public signing keys ----
+
+// PutPublicKeys stores the JSON Web Key Set of the token signing keys, so
+// that the functions that only verify tokens get the public keys from the
+// table and never need access to the private key.
+func (s *Store) PutPublicKeys(ctx context.Context, jwks []byte) error {
+	av, err := attributevalue.MarshalMap(jwksItem{key: jwksKey(), JWKS: jwks})
+	if err != nil {
+		return account.Internal(err)
+	}
+	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: s.table, Item: av})
+	return storeErr(err)
+}
+
+// PublicKeys returns the JSON Web Key Set stored by PutPublicKeys, read
+// strongly consistently so that a rotation is seen at once. CodeNotFound
+// when none has been stored.
+func (s *Store) PublicKeys(ctx context.Context) ([]byte, error) {
+	var it jwksItem
+	found, err := s.getItem(ctx, jwksKey(), &it)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, notFound("public signing keys")
+	}
+	return it.JWKS, nil
+}

