@@ -1,0 +1,8 @@
+// Command organizations is the Lambda function serving Latchkey's organizations routes behind
+// the HTTP API. All wiring is in lambdaapp, shared by the three functions;
+// see template.yaml for its environment and permissions.
+package main
+
+import "latchkey/pkg/lambdaapp"
+
+func main() { lambdaapp.Main(lambdaapp.Organizations) }
