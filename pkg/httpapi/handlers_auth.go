@@ -89,7 +89,7 @@ func (s *server) serveJWKS(w http.ResponseWriter, r *http.Request, _ account.Pri
 	}
 	set, err := s.jwks(r.Context())
 	if err != nil {
-		return account.Internal(err)
+		return err // an *account.Error (unavailable) keeps its code; anything else is internal
 	}
 	w.Header().Set("Content-Type", "application/jwk-set+json")
 	w.Header().Set("Cache-Control", jwksMaxAge)

@@ -1,0 +1,160 @@
+package httpapitest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/legacy"
+
+	"latchkey"
+)
+
+type spec struct {
+	doc    *openapi3.T
+	router routers.Router
+}
+
+var (
+	specOnce sync.Once
+	specVal  *spec
+	specErr  error
+)
+
+// loadSpec parses openapi.yaml once per test binary: it is the same
+// document for every Env.
+func loadSpec(tb testing.TB) *spec {
+	tb.Helper()
+	specOnce.Do(func() {
+		doc, err := openapi3.NewLoader().LoadFromData(latchkey.OpenAPI)
+		if err != nil {
+			specErr = err
+			return
+		}
+		if err = doc.Validate(context.Background()); err != nil {
+			specErr = err
+			return
+		}
+		// Route on the path alone: test requests go to example.com, Lambda
+		// events to the gateway's host. The legacy router needs no
+		// dependency beyond kin-openapi itself.
+		doc.Servers = nil
+		router, err := legacy.NewRouter(doc)
+		specVal, specErr = &spec{doc: doc, router: router}, err
+	})
+	if specErr != nil {
+		tb.Fatalf("openapi.yaml: %v", specErr)
+	}
+	return specVal
+}
+
+// CheckResponse fails tb unless res is a response that openapi.yaml
+// describes for its request: a documented status, headers and a body that
+// match their schemas. Responses that no operation can describe (404 for an
+// unknown path, 405) are checked against the Problem schema instead. When
+// the response is a success, the request too must match the document: a
+// request the server accepts must be one the document allows.
+func (e *Env) CheckResponse(tb testing.TB, res *Response) {
+	tb.Helper()
+	if err := e.spec.check(res); err != nil {
+		tb.Errorf("%s %s -> %d %s\nviolates openapi.yaml: %v", res.Request.Method, res.Request.URL.Path, res.StatusCode, res.Body, err)
+	}
+}
+
+func (s *spec) check(res *Response) error {
+	ctx := context.Background()
+	route, params, err := s.router.FindRoute(res.Request)
+	var routeErr *routers.RouteError
+	if errors.As(err, &routeErr) {
+		return s.checkUnrouted(res)
+	}
+	if err != nil {
+		return err
+	}
+	opts := &openapi3filter.Options{
+		IncludeResponseStatus: true,
+		MultiError:            true,
+		AuthenticationFunc:    openapi3filter.NoopAuthenticationFunc,
+	}
+	in := &openapi3filter.RequestValidationInput{Request: res.Request, PathParams: params, Route: route, Options: opts}
+	if res.StatusCode < 300 {
+		if err := openapi3filter.ValidateRequest(ctx, in); err != nil {
+			return errors.New("the server accepted a request the document does not allow: " + err.Error())
+		}
+	}
+	out := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: in,
+		Status:                 res.StatusCode,
+		Header:                 res.Header,
+		Options:                opts,
+	}
+	out.SetBodyBytes(res.Body)
+	if err := openapi3filter.ValidateResponse(ctx, out); err != nil {
+		return err
+	}
+	return checkCommon(res)
+}
+
+// checkUnrouted checks 404 for an unknown path and 405 for a known path
+// with another method: no operation describes them, so the Problem schema
+// and the conventions of the document's description do.
+func (s *spec) checkUnrouted(res *Response) error {
+	switch res.StatusCode {
+	case http.StatusNotFound:
+	case http.StatusMethodNotAllowed:
+		if res.Header.Get("Allow") == "" {
+			return errors.New("405 without Allow")
+		}
+	default:
+		return errors.New("the document has no operation for this request, so the status must be 404 or 405")
+	}
+	if ct := res.Header.Get("Content-Type"); ct != "application/problem+json" {
+		return errors.New("content type " + ct + ", want application/problem+json")
+	}
+	var v any
+	if err := jsonUnmarshal(res.Body, &v); err != nil {
+		return err
+	}
+	if err := s.doc.Components.Schemas["Problem"].Value.VisitJSON(v, openapi3.EnableJSONSchema2020()); err != nil {
+		return err
+	}
+	return checkCommon(res)
+}
+
+// checkCommon checks what the document states for every response.
+func checkCommon(res *Response) error {
+	if res.Header.Get("X-Request-Id") == "" {
+		return errors.New("no X-Request-Id")
+	}
+	if res.StatusCode >= 400 {
+		var p struct {
+			Code      string `json:"code"`
+			Type      string `json:"type"`
+			RequestID string `json:"request_id"`
+			Status    int    `json:"status"`
+		}
+		if err := jsonUnmarshal(res.Body, &p); err != nil {
+			return err
+		}
+		switch {
+		case p.Status != res.StatusCode:
+			return errors.New("problem status differs from the HTTP status")
+		case p.RequestID != res.Header.Get("X-Request-Id"):
+			return errors.New("problem request_id differs from X-Request-Id")
+		case p.Type != "https://latchkey.dev/problems/"+p.Code:
+			return errors.New("problem type does not name its code")
+		case res.StatusCode == http.StatusUnauthorized && !strings.HasPrefix(res.Header.Get("WWW-Authenticate"), "Bearer"):
+			return errors.New("401 without WWW-Authenticate: Bearer")
+		}
+	}
+	return nil
+}
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
