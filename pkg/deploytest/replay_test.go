@@ -1,0 +1,278 @@
+package deploytest_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/legacy"
+
+	"latchkey"
+	"latchkey/pkg/httpapi"
+	"latchkey/pkg/lambdaapp"
+	"latchkey/pkg/lambdaapp/replay"
+)
+
+// TestReplay feeds every event in events/manifest.json to the handler its
+// function passes to lambda.Start, over a freshly seeded store, and checks
+// the status the manifest names, X-Request-Id, the body against
+// openapi.yaml, and that the logs carry the request id and no secret.
+func TestReplay(t *testing.T) {
+	entries, err := replay.Manifest(eventsDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := loadSpec(t)
+	for _, e := range entries {
+		t.Run(strings.TrimSuffix(e.Event, ".json"), func(t *testing.T) {
+			ev, err := replay.LoadEvent(filepath.Join(eventsDir, e.Event))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := newBackend(t)
+			var logs bytes.Buffer
+			logger := slog.New(slog.NewJSONHandler(&syncWriter{w: &logs}, nil))
+			app, err := lambdaapp.New(context.Background(), replay.Config(e.Function, "latchkey"), lambdaapp.Deps{
+				Store: b.store, Keys: b.keys, Secrets: replay.NewSecrets(), Logger: logger,
+			})
+			if err != nil {
+				t.Fatalf("init %s: %v", e.Function, err)
+			}
+			logs.Reset() // init lines carry no request id; the request's lines must
+			res, err := app.Lambda()(context.Background(), ev)
+			if err != nil {
+				t.Fatalf("handler error: %v", err)
+			}
+			body := responseBody(t, res)
+			if res.StatusCode != e.Status {
+				t.Fatalf("status: got %d, want %d\n%s", res.StatusCode, e.Status, body)
+			}
+			header := responseHeader(res)
+			if got, want := header.Get("X-Request-Id"), ev.RequestContext.RequestID; got != want {
+				t.Errorf("X-Request-Id: got %q, want API Gateway's %q", got, want)
+			}
+			if err := spec.check(eventRequest(t, ev), res.StatusCode, header, body); err != nil {
+				t.Errorf("response violates openapi.yaml: %v\n%s", err, body)
+			}
+			checkLogs(t, logs.String(), ev)
+		})
+	}
+}
+
+// TestManifest checks that the events cover every route with a success, that
+// each event is served by the function the manifest names, and that every
+// file in events/ is in the manifest.
+func TestManifest(t *testing.T) {
+	entries, err := replay.Manifest(eventsDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	succeeded := map[string]bool{}
+	for _, e := range entries {
+		listed[e.Event] = true
+		ev, err := replay.LoadEvent(filepath.Join(eventsDir, e.Event))
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		route := routeOf(e.Function.Group(), ev.RouteKey)
+		if route == nil {
+			t.Errorf("%s: route %q is not served by %s", e.Event, ev.RouteKey, e.Function)
+			continue
+		}
+		if ev.RequestContext.HTTP.Method != route.Method || ev.RequestContext.Stage != "$default" || ev.RawPath != ev.RequestContext.HTTP.Path {
+			t.Errorf("%s: requestContext disagrees with routeKey %q", e.Event, ev.RouteKey)
+		}
+		if e.Status < 300 {
+			succeeded[ev.RouteKey] = true
+		}
+	}
+	for _, r := range httpapi.Routes() {
+		if key := r.Method + " " + r.Path; !succeeded[key] {
+			t.Errorf("no event shows %s succeeding", key)
+		}
+	}
+	files, err := filepath.Glob(filepath.Join(eventsDir, "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if name := filepath.Base(f); name != "manifest.json" && !listed[name] {
+			t.Errorf("events/%s is not in manifest.json", name)
+		}
+	}
+}
+
+func routeOf(g httpapi.Group, routeKey string) *httpapi.Route {
+	for _, r := range httpapi.Routes() {
+		if r.Group == g && r.Method+" "+r.Path == routeKey {
+			return &r
+		}
+	}
+	return nil
+}
+
+// checkLogs fails unless every log line of the request carries its API
+// Gateway request id and none holds a credential, a secret or the body.
+func checkLogs(t *testing.T, logs string, ev events.APIGatewayV2HTTPRequest) {
+	t.Helper()
+	if strings.TrimSpace(logs) == "" {
+		t.Error("the request wrote no log line")
+	}
+	secret := []string{replay.KeySecret, replay.Token(), replay.AdminSecret, replay.SigningSecret, replay.CursorSecret}
+	if len(ev.Body) > 16 {
+		secret = append(secret, ev.Body)
+	}
+	sc := bufio.NewScanner(strings.NewReader(logs))
+	for sc.Scan() {
+		line := sc.Text()
+		var l struct {
+			RequestID string `json:"request_id"`
+		}
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Errorf("log line is not JSON: %s", line)
+			continue
+		}
+		if l.RequestID != ev.RequestContext.RequestID {
+			t.Errorf("log line without the request id %q: %s", ev.RequestContext.RequestID, line)
+		}
+		for _, s := range secret {
+			if strings.Contains(line, s) {
+				t.Errorf("log line contains a credential, secret or body: %s", line)
+			}
+		}
+	}
+}
+
+func responseBody(t *testing.T, res events.APIGatewayV2HTTPResponse) []byte {
+	t.Helper()
+	if !res.IsBase64Encoded {
+		return []byte(res.Body)
+	}
+	b, err := base64.StdEncoding.DecodeString(res.Body)
+	if err != nil {
+		t.Fatalf("base64 body: %v", err)
+	}
+	return b
+}
+
+func responseHeader(res events.APIGatewayV2HTTPResponse) http.Header {
+	h := http.Header{}
+	for k, v := range res.Headers {
+		h.Set(k, v)
+	}
+	for k, vs := range res.MultiValueHeaders {
+		for _, v := range vs {
+			h.Add(k, v)
+		}
+	}
+	return h
+}
+
+// eventRequest is the HTTP request an event stands for, as API Gateway
+// received it: what openapi.yaml describes.
+func eventRequest(t *testing.T, ev events.APIGatewayV2HTTPRequest) *http.Request {
+	t.Helper()
+	url := "https://" + ev.RequestContext.DomainName + ev.RawPath
+	if ev.RawQueryString != "" {
+		url += "?" + ev.RawQueryString
+	}
+	body := ev.Body
+	if ev.IsBase64Encoded {
+		b, err := base64.StdEncoding.DecodeString(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body = string(b)
+	}
+	req, err := http.NewRequest(ev.RequestContext.HTTP.Method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range ev.Headers {
+		req.Header.Set(k, v)
+	}
+	return req
+}
+
+// spec is openapi.yaml with a router on paths alone.
+type spec struct {
+	doc    *openapi3.T
+	router routers.Router
+}
+
+var (
+	specOnce sync.Once
+	specVal  *spec
+	specErr  error
+)
+
+func loadSpec(tb testing.TB) *spec {
+	tb.Helper()
+	specOnce.Do(func() {
+		doc, err := openapi3.NewLoader().LoadFromData(latchkey.OpenAPI)
+		if err == nil {
+			err = doc.Validate(context.Background())
+		}
+		if err != nil {
+			specErr = err
+			return
+		}
+		// The events' host is the gateway's, not a server of the document.
+		doc.Servers = nil
+		router, err := legacy.NewRouter(doc)
+		specVal, specErr = &spec{doc: doc, router: router}, err
+	})
+	if specErr != nil {
+		tb.Fatalf("openapi.yaml: %v", specErr)
+	}
+	return specVal
+}
+
+// check validates a response, and for a success the request too, against
+// the document.
+func (s *spec) check(req *http.Request, status int, header http.Header, body []byte) error {
+	ctx := context.Background()
+	route, params, err := s.router.FindRoute(req)
+	if err != nil {
+		return err
+	}
+	opts := &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true, AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}
+	in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route, Options: opts}
+	if status < 300 {
+		if err := openapi3filter.ValidateRequest(ctx, in); err != nil {
+			return errors.New("the function accepted a request the document does not allow: " + err.Error())
+		}
+	}
+	out := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: status, Header: header, Options: opts}
+	out.SetBodyBytes(body)
+	return openapi3filter.ValidateResponse(ctx, out)
+}
+
+// syncWriter serialises writes to a buffer shared by the handler's logger.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
