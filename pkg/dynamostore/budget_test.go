@@ -1,0 +1,416 @@
+package dynamostore_test
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/middleware"
+
+	"latchkey/pkg/account"
+	"latchkey/pkg/dynamostore"
+)
+
+// meter records every DynamoDB call a client makes, with the capacity
+// DynamoDB reports for it. It asks for ReturnConsumedCapacity=TOTAL on every
+// call that accepts it, so the figures are DynamoDB's own, not estimates.
+type meter struct {
+	mu    sync.Mutex
+	calls []call
+}
+
+type call struct {
+	op       string
+	capacity float64 // read + write capacity units, as DynamoDB reports them
+}
+
+// option installs the meter on a client.
+func (m *meter) option(o *dynamodb.Options) {
+	o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
+		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("latchkey-meter",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				askForCapacity(in.Parameters)
+				out, md, err := next.HandleInitialize(ctx, in)
+				c := call{op: awsmiddleware.GetOperationName(ctx)}
+				if err == nil {
+					c.capacity = consumed(out.Result)
+				}
+				m.mu.Lock()
+				m.calls = append(m.calls, c)
+				m.mu.Unlock()
+				return out, md, err
+			}), middleware.Before)
+	})
+}
+
+// measure runs fn and returns the calls it made.
+func (m *meter) measure(fn func()) []call {
+	m.mu.Lock()
+	m.calls = nil
+	m.mu.Unlock()
+	fn()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.calls)
+}
+
+// askForCapacity sets ReturnConsumedCapacity=TOTAL on any input that has it.
+func askForCapacity(params any) {
+	v := reflect.ValueOf(params)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		return
+	}
+	f := v.Elem().FieldByName("ReturnConsumedCapacity")
+	if f.IsValid() && f.CanSet() && f.Type() == reflect.TypeFor[types.ReturnConsumedCapacity]() {
+		f.Set(reflect.ValueOf(types.ReturnConsumedCapacityTotal))
+	}
+}
+
+// consumed sums the ConsumedCapacity of an output: one value for single-item
+// calls, one per table for batches and transactions.
+func consumed(result any) float64 {
+	v := reflect.ValueOf(result)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		return 0
+	}
+	sum := func(c types.ConsumedCapacity) float64 {
+		if c.CapacityUnits != nil {
+			return *c.CapacityUnits
+		}
+		var n float64
+		if c.ReadCapacityUnits != nil {
+			n += *c.ReadCapacityUnits
+		}
+		if c.WriteCapacityUnits != nil {
+			n += *c.WriteCapacityUnits
+		}
+		return n
+	}
+	switch c := v.Elem().FieldByName("ConsumedCapacity"); {
+	case !c.IsValid():
+		return 0
+	case c.Type() == reflect.TypeFor[*types.ConsumedCapacity]():
+		if p := c.Interface().(*types.ConsumedCapacity); p != nil {
+			return sum(*p)
+		}
+	case c.Type() == reflect.TypeFor[[]types.ConsumedCapacity]():
+		var n float64
+		for _, cc := range c.Interface().([]types.ConsumedCapacity) {
+			n += sum(cc)
+		}
+		return n
+	}
+	return 0
+}
+
+// budget is what one store operation may cost, as docs/dynamodb.md states.
+type budget struct {
+	op string
+	// maxCalls is the most DynamoDB requests the operation may make.
+	maxCalls int
+	// calls, when set, are the exact DynamoDB operations expected (e.g. one
+	// TransactWriteItems, not several PutItems).
+	calls []string
+	// prepare sets up what the operation needs (unmeasured) and returns
+	// the operation itself, which is measured.
+	prepare func(t *testing.T, f *budgetFixture) func()
+}
+
+// budgetFixture holds the items that budgeted operations act on, created
+// before measuring.
+type budgetFixture struct {
+	ctx   context.Context
+	s     *dynamostore.Store
+	now   time.Time
+	user  account.User
+	loner account.User // a member of nothing
+	org   account.Organization
+	key   account.APIKey
+	tok   account.TokenRecord
+	extra int
+}
+
+func (f *budgetFixture) tick() time.Time {
+	f.extra++
+	return f.now.Add(time.Duration(f.extra) * time.Millisecond)
+}
+
+func must(t *testing.T, err error, op string) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", op, err)
+	}
+}
+
+// TestRequestBudgets measures, against DynamoDB Local, the requests and the
+// capacity units of every store operation, and fails if one exceeds its
+// budget. The table it logs is the one in docs/dynamodb.md.
+func TestRequestBudgets(t *testing.T) {
+	var m meter
+	client := newClient(t, m.option)
+	page := account.ListParams{Limit: 20}
+	budgets := []budget{
+		{"TokenStatus (verify)", 1, []string{"BatchGetItem"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				st, err := f.s.TokenStatus(f.ctx, f.tok.ID, f.key.ID)
+				must(t, err, "TokenStatus")
+				if st.Key == nil {
+					t.Fatal("TokenStatus: key not found")
+				}
+			}
+		}},
+		{"GetAPIKeyByHash (issuance step 1, every API-key request)", 1, []string{"GetItem"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				_, err := f.s.GetAPIKeyByHash(f.ctx, f.key.Hash)
+				must(t, err, "GetAPIKeyByHash")
+			}
+		}},
+		{"CreateToken (issuance step 2)", 1, []string{"PutItem"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				at := f.tick()
+				must(t, f.s.CreateToken(f.ctx, account.TokenRecord{ID: account.NewID(account.PrefixToken, at), KeyID: f.key.ID, Scopes: []string{"read:users"}, IssuedAt: at, ExpiresAt: at.Add(time.Hour)}), "CreateToken")
+			}
+		}},
+		{"RevokeToken", 1, []string{"PutItem"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				_, err := f.s.RevokeToken(f.ctx, account.Revocation{TokenID: f.tok.ID, KeyID: f.key.ID, RevokedAt: f.tick(), ExpiresAt: f.tok.ExpiresAt})
+				must(t, err, "RevokeToken")
+			}
+		}},
+		{"RevokeToken (again)", 1, []string{"PutItem"}, func(t *testing.T, f *budgetFixture) func() {
+			r := account.Revocation{TokenID: f.tok.ID, KeyID: f.key.ID, RevokedAt: f.tick(), ExpiresAt: f.tok.ExpiresAt}
+			_, err := f.s.RevokeToken(f.ctx, r)
+			must(t, err, "first RevokeToken")
+			r.RevokedAt = f.tick()
+			return func() {
+				at, err := f.s.RevokeToken(f.ctx, r)
+				must(t, err, "RevokeToken")
+				if at.Equal(r.RevokedAt) {
+					t.Error("RevokeToken again: got the new time, want the first")
+				}
+			}
+		}},
+		{"CreateAPIKey", 1, []string{"TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				k := f.key
+				k.ID, k.Hash = account.NewID(account.PrefixAPIKey, f.tick()), account.HashAPIKey(account.NewAPIKeySecret())
+				must(t, f.s.CreateAPIKey(f.ctx, k), "CreateAPIKey")
+			}
+		}},
+		{"GetAPIKey", 1, []string{"GetItem"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				_, err := f.s.GetAPIKey(f.ctx, f.key.ID)
+				must(t, err, "GetAPIKey")
+			}
+		}},
+		{"ListAPIKeys (page of 20)", 1, []string{"Query"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				_, err := f.s.ListAPIKeys(f.ctx, page)
+				must(t, err, "ListAPIKeys")
+			}
+		}},
+		{"CreateUser", 1, []string{"TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				must(t, f.s.CreateUser(f.ctx, newUser(f.tick())), "CreateUser")
+			}
+		}},
+		{"CreateUser (email_taken)", 1, []string{"TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				u := newUser(f.tick())
+				u.Email = f.user.Email
+				if err := f.s.CreateUser(f.ctx, u); !account.IsCode(err, account.CodeEmailTaken) {
+					t.Fatalf("CreateUser: got %v, want email_taken", err)
+				}
+			}
+		}},
+		{"GetUser", 1, []string{"GetItem"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				_, err := f.s.GetUser(f.ctx, f.user.ID)
+				must(t, err, "GetUser")
+			}
+		}},
+		{"GetUserByEmail", 2, []string{"GetItem", "GetItem"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				_, err := f.s.GetUserByEmail(f.ctx, f.user.Email)
+				must(t, err, "GetUserByEmail")
+			}
+		}},
+		{"UpdateUser", 1, []string{"UpdateItem"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				u := f.user
+				u.Name, u.UpdatedAt = "Renamed", f.tick()
+				must(t, f.s.UpdateUser(f.ctx, u), "UpdateUser")
+			}
+		}},
+		{"ListUsers (page of 20)", 1, []string{"Query"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				_, err := f.s.ListUsers(f.ctx, page)
+				must(t, err, "ListUsers")
+			}
+		}},
+		{"CreateOrganization", 1, []string{"TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				must(t, f.s.CreateOrganization(f.ctx, newOrg(f.tick())), "CreateOrganization")
+			}
+		}},
+		{"GetOrganization", 1, []string{"GetItem"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				_, err := f.s.GetOrganization(f.ctx, f.org.ID)
+				must(t, err, "GetOrganization")
+			}
+		}},
+		{"UpdateOrganization", 1, []string{"UpdateItem"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				o := f.org
+				o.Plan, o.UpdatedAt = "enterprise", f.tick()
+				must(t, f.s.UpdateOrganization(f.ctx, o), "UpdateOrganization")
+			}
+		}},
+		{"ListOrganizations (page of 20)", 1, []string{"Query"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				_, err := f.s.ListOrganizations(f.ctx, page)
+				must(t, err, "ListOrganizations")
+			}
+		}},
+		{"AddMember", 1, []string{"TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				at := f.tick()
+				must(t, f.s.AddMember(f.ctx, account.Membership{OrganizationID: f.org.ID, UserID: f.loner.ID, Role: "admin", CreatedAt: at, UpdatedAt: at}), "AddMember")
+			}
+		}},
+		{"GetMember", 1, []string{"GetItem"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				_, err := f.s.GetMember(f.ctx, f.org.ID, f.user.ID)
+				must(t, err, "GetMember")
+			}
+		}},
+		{"UpdateMember", 1, []string{"TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+			m, err := f.s.GetMember(f.ctx, f.org.ID, f.user.ID)
+			must(t, err, "GetMember")
+			m.Role, m.UpdatedAt = "owner", f.tick()
+			return func() { must(t, f.s.UpdateMember(f.ctx, m), "UpdateMember") }
+		}},
+		{"ListMembers (page of 20)", 1, []string{"Query"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				_, err := f.s.ListMembers(f.ctx, f.org.ID, page)
+				must(t, err, "ListMembers")
+			}
+		}},
+		{"ListUserMemberships (page of 20)", 1, []string{"Query"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				_, err := f.s.ListUserMemberships(f.ctx, f.user.ID, page)
+				must(t, err, "ListUserMemberships")
+			}
+		}},
+		{"RemoveMember", 1, []string{"TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				must(t, f.s.RemoveMember(f.ctx, f.org.ID, f.user.ID), "RemoveMember")
+			}
+		}},
+		{"DeleteAPIKey", 2, []string{"GetItem", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				must(t, f.s.DeleteAPIKey(f.ctx, f.key.ID), "DeleteAPIKey")
+			}
+		}},
+		{"DeleteUser (3 memberships)", 3, []string{"UpdateItem", "Query", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				must(t, f.s.DeleteUser(f.ctx, f.user.ID), "DeleteUser")
+			}
+		}},
+		{"DeleteOrganization (3 members)", 3, []string{"UpdateItem", "Query", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				must(t, f.s.DeleteOrganization(f.ctx, f.org.ID), "DeleteOrganization")
+			}
+		}},
+		{"PublicKeys", 1, []string{"GetItem"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				_, err := f.s.PublicKeys(f.ctx)
+				must(t, err, "PublicKeys")
+			}
+		}},
+	}
+	var report strings.Builder
+	fmt.Fprintf(&report, "\n| operation | DynamoDB requests | capacity units (DynamoDB Local) |\n|---|---|---|\n")
+	for _, b := range budgets {
+		t.Run(b.op, func(t *testing.T) {
+			f := newBudgetFixture(t, client)
+			run := b.prepare(t, f)
+			calls := m.measure(run)
+			var ops []string
+			var units float64
+			for _, c := range calls {
+				ops = append(ops, c.op)
+				units += c.capacity
+			}
+			if len(calls) > b.maxCalls {
+				t.Errorf("%s made %d DynamoDB requests %v, budget %d", b.op, len(calls), ops, b.maxCalls)
+			}
+			if b.calls != nil && !slices.Equal(ops, b.calls) {
+				t.Errorf("%s made requests %v, want %v", b.op, ops, b.calls)
+			}
+			fmt.Fprintf(&report, "| %s | %d (%s) | %g |\n", b.op, len(calls), strings.Join(ops, ", "), units)
+		})
+	}
+	t.Log(report.String())
+}
+
+// newBudgetFixture makes a table holding 25 users, organizations and keys
+// (so that list pages are full), a user in 3 organizations and an
+// organization with 3 members, a token and the public keys.
+func newBudgetFixture(t *testing.T, client *dynamodb.Client) *budgetFixture {
+	t.Helper()
+	f := &budgetFixture{ctx: t.Context(), s: dynamostore.New(client, newTable(t, client)), now: time.Now().UTC().Truncate(time.Millisecond)}
+	for range 25 {
+		must(t, f.s.CreateUser(f.ctx, newUser(f.tick())), "CreateUser")
+		must(t, f.s.CreateOrganization(f.ctx, newOrg(f.tick())), "CreateOrganization")
+		must(t, f.s.CreateAPIKey(f.ctx, newKey(f.tick())), "CreateAPIKey")
+	}
+	f.user, f.org, f.key = newUser(f.tick()), newOrg(f.tick()), newKey(f.tick())
+	must(t, f.s.CreateUser(f.ctx, f.user), "CreateUser")
+	f.loner = newUser(f.tick())
+	must(t, f.s.CreateUser(f.ctx, f.loner), "CreateUser")
+	must(t, f.s.CreateOrganization(f.ctx, f.org), "CreateOrganization")
+	must(t, f.s.CreateAPIKey(f.ctx, f.key), "CreateAPIKey")
+	for range 2 {
+		o, u := newOrg(f.tick()), newUser(f.tick())
+		must(t, f.s.CreateOrganization(f.ctx, o), "CreateOrganization")
+		must(t, f.s.CreateUser(f.ctx, u), "CreateUser")
+		at := f.tick()
+		must(t, f.s.AddMember(f.ctx, account.Membership{OrganizationID: o.ID, UserID: f.user.ID, Role: "member", CreatedAt: at, UpdatedAt: at}), "AddMember")
+		must(t, f.s.AddMember(f.ctx, account.Membership{OrganizationID: f.org.ID, UserID: u.ID, Role: "member", CreatedAt: at, UpdatedAt: at}), "AddMember")
+	}
+	at := f.tick()
+	if err := f.s.AddMember(f.ctx, account.Membership{OrganizationID: f.org.ID, UserID: f.user.ID, Role: "member", CreatedAt: at, UpdatedAt: at}); err != nil {
+		t.Fatalf("AddMember: %v", err)
+	}
+	f.tok = account.TokenRecord{ID: account.NewID(account.PrefixToken, at), KeyID: f.key.ID, Scopes: []string{"read:users"}, IssuedAt: at, ExpiresAt: at.Add(time.Hour)}
+	must(t, f.s.CreateToken(f.ctx, f.tok), "CreateToken")
+	must(t, f.s.PutPublicKeys(f.ctx, []byte(`{"keys":[]}`)), "PutPublicKeys")
+	return f
+}
+
+func newUser(at time.Time) account.User {
+	id := account.NewID(account.PrefixUser, at)
+	return account.User{ID: id, Email: strings.ToLower(id) + "@example.com", Name: "Grace Hopper", Role: "member", CreatedAt: at, UpdatedAt: at}
+}
+
+func newOrg(at time.Time) account.Organization {
+	id := account.NewID(account.PrefixOrganization, at)
+	return account.Organization{ID: id, Name: "Harvard Mark I", Slug: "org-" + strings.ToLower(id[len(id)-16:]), Plan: "free", CreatedAt: at, UpdatedAt: at}
+}
+
+func newKey(at time.Time) account.APIKey {
+	secret := account.NewAPIKeySecret()
+	return account.APIKey{
+		ID: account.NewID(account.PrefixAPIKey, at), Name: "ci", Hash: account.HashAPIKey(secret),
+		Last4: secret[len(secret)-4:], Scopes: []string{"read:users", "write:users"}, CreatedAt: at,
+	}
+}
