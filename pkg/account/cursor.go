@@ -49,7 +49,9 @@ func (c cursorCodec) encode(list, pos string) string {
 }
 
 func (c cursorCodec) decode(list, cursor string) (string, bool) {
-	enc := base64.RawURLEncoding
+	// Strict: the lenient decoder ignores the unused low bits of the last
+	// character, so an altered cursor would decode to the issued one.
+	enc := base64.RawURLEncoding.Strict()
 	p, m, ok := strings.Cut(cursor, ".")
 	pos, err1 := enc.DecodeString(p)
 	mac, err2 := enc.DecodeString(m)
