@@ -1,0 +1,415 @@
+package account_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"latchkey/pkg/account"
+)
+
+// bootstrapKeys returns the bootstrap keys in the store.
+func bootstrapKeys(t *testing.T, e *env) []account.APIKey {
+	t.Helper()
+	list, err := e.svc.ListAPIKeys(e.ctx, e.admin, account.PageRequest{Limit: "100"})
+	if err != nil {
+		t.Fatalf("ListAPIKeys: %v", err)
+	}
+	var out []account.APIKey
+	for _, k := range list.Items {
+		if k.Bootstrap {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func TestService_EnsureBootstrapKey(t *testing.T) {
+	t.Run("OK", func(t *testing.T) {
+		e := newEnv(t) // calls EnsureBootstrapKey once
+		keys := bootstrapKeys(t, e)
+		if len(keys) != 1 {
+			t.Fatalf("got %d bootstrap keys, want 1", len(keys))
+		}
+		k := keys[0]
+		if !slices.Equal(k.Scopes, []string{account.ScopeAll}) || k.CreatedBy != "" || !k.ExpiresAt.IsZero() {
+			t.Errorf("got %+v; want grant *:*, no creator, no expiry", k)
+		}
+		if k.Last4 != e.secret[len(e.secret)-4:] {
+			t.Errorf("Last4: got %q, want the secret's last four characters", k.Last4)
+		}
+		if e.admin.KeyID != k.ID {
+			t.Errorf("the secret authenticates as %s, want %s", e.admin.KeyID, k.ID)
+		}
+	})
+	t.Run("Idempotent", func(t *testing.T) {
+		e := newEnv(t)
+		before := bootstrapKeys(t, e)
+		for range 2 {
+			if err := e.svc.EnsureBootstrapKey(e.ctx, e.secret); err != nil {
+				t.Fatalf("EnsureBootstrapKey again: %v", err)
+			}
+		}
+		after := bootstrapKeys(t, e)
+		if len(after) != 1 || after[0].ID != before[0].ID {
+			t.Errorf("got bootstrap keys %v, want only %s", after, before[0].ID)
+		}
+	})
+	t.Run("NewSecretRetiresOld", func(t *testing.T) {
+		e := newEnv(t)
+		old := e.admin.KeyID
+		secret := strings.Repeat("x", account.MinBootstrapKeyLength)
+		if err := e.svc.EnsureBootstrapKey(e.ctx, secret); err != nil {
+			t.Fatalf("EnsureBootstrapKey with a new secret: %v", err)
+		}
+		_, err := e.svc.Authenticate(e.ctx, e.secret)
+		wantCode(t, err, account.CodeUnauthorized)
+		p := e.auth(t, secret)
+		if p.KeyID == old {
+			t.Errorf("the new secret authenticates as the old key %s", old)
+		}
+		keys := bootstrapKeys(t, e)
+		if len(keys) != 1 || keys[0].ID != p.KeyID {
+			t.Errorf("got bootstrap keys %v, want only %s", keys, p.KeyID)
+		}
+	})
+	t.Run("KeepsOtherKeys", func(t *testing.T) {
+		e := newEnv(t)
+		_, other := e.key(t, "", account.ScopeReadUsers)
+		if err := e.svc.EnsureBootstrapKey(e.ctx, account.NewAPIKeySecret()); err != nil {
+			t.Fatalf("EnsureBootstrapKey: %v", err)
+		}
+		e.auth(t, other)
+	})
+	t.Run("ErrShortSecret", func(t *testing.T) {
+		e := newEnv(t)
+		err := e.svc.EnsureBootstrapKey(e.ctx, strings.Repeat("x", account.MinBootstrapKeyLength-1))
+		wantCode(t, err, account.CodeInvalidRequest)
+	})
+	t.Run("Generated", func(t *testing.T) {
+		e := newEnv(t)
+		// newEnv made a bootstrap key already, so nothing is generated.
+		secret, err := e.svc.EnsureGeneratedBootstrapKey(e.ctx)
+		if err != nil || secret != "" {
+			t.Fatalf("EnsureGeneratedBootstrapKey with a key present: got %q, %v; want \"\", nil", secret, err)
+		}
+	})
+}
+
+func TestService_CreateAPIKey(t *testing.T) {
+	t.Run("OK", func(t *testing.T) {
+		e := newEnv(t)
+		k, secret, err := e.svc.CreateAPIKey(e.ctx, e.admin, account.NewAPIKey{Name: "ci", Scopes: []string{"read:users", "read:users", "deploy:widgets"}, ExpiresIn: "30d"})
+		if err != nil {
+			t.Fatalf("CreateAPIKey: %v", err)
+		}
+		if !strings.HasPrefix(secret, account.APIKeyPrefix) || k.Last4 != secret[len(secret)-4:] {
+			t.Errorf("secret %q, Last4 %q: want the lk_ prefix and its last four characters", secret, k.Last4)
+		}
+		if !slices.Equal(k.Scopes, []string{"read:users", "deploy:widgets"}) {
+			t.Errorf("Scopes: got %q, want duplicates removed", k.Scopes)
+		}
+		if want := e.svc.Now().Add(30 * 24 * time.Hour); !k.ExpiresAt.Equal(want) {
+			t.Errorf("ExpiresAt: got %v, want %v", k.ExpiresAt, want)
+		}
+		if k.CreatedBy != e.admin.KeyID {
+			t.Errorf("CreatedBy: got %q, want %q", k.CreatedBy, e.admin.KeyID)
+		}
+		if p := e.auth(t, secret); p.KeyID != k.ID {
+			t.Errorf("the secret authenticates as %s, want %s", p.KeyID, k.ID)
+		}
+	})
+	t.Run("NeverOutlivesCreator", func(t *testing.T) {
+		e := newEnv(t)
+		creator, _ := e.key(t, "1h", account.ScopeWriteAPIKeys, "read:users")
+		k, _, err := e.svc.CreateAPIKey(e.ctx, creator, account.NewAPIKey{Name: "child", Scopes: []string{"read:users"}})
+		if err != nil {
+			t.Fatalf("CreateAPIKey: %v", err)
+		}
+		if !k.ExpiresAt.Equal(creator.KeyExpiresAt) {
+			t.Errorf("ExpiresAt: got %v, want the creator's %v", k.ExpiresAt, creator.KeyExpiresAt)
+		}
+	})
+	t.Run("ErrInsufficientScope", func(t *testing.T) {
+		// A key cannot grant what it does not hold.
+		e := newEnv(t)
+		p, _ := e.key(t, "", account.ScopeWriteAPIKeys, "read:*")
+		_, _, err := e.svc.CreateAPIKey(e.ctx, p, account.NewAPIKey{Name: "wider", Scopes: []string{"write:users"}})
+		wantCode(t, err, account.CodeInsufficientScope)
+		_, _, err = e.svc.CreateAPIKey(e.ctx, p, account.NewAPIKey{Name: "wider", Scopes: []string{"*:users"}})
+		wantCode(t, err, account.CodeInsufficientScope)
+	})
+	t.Run("ErrForbiddenForTokens", func(t *testing.T) {
+		e := newEnv(t)
+		tok, _, err := e.svc.IssueToken(e.ctx, e.admin, account.TokenRequest{Scopes: []string{account.ScopeAll}})
+		if err != nil {
+			t.Fatalf("IssueToken: %v", err)
+		}
+		_, _, err = e.svc.CreateAPIKey(e.ctx, e.auth(t, tok), account.NewAPIKey{Name: "k", Scopes: []string{"read:users"}})
+		wantCode(t, err, account.CodeForbidden)
+	})
+	t.Run("ErrInvalidRequest", func(t *testing.T) {
+		e := newEnv(t)
+		_, _, err := e.svc.CreateAPIKey(e.ctx, e.admin, account.NewAPIKey{Name: "", Scopes: nil, ExpiresIn: "30s"})
+		wantFields(t, err, "name", "scopes", "expires_in")
+		_, _, err = e.svc.CreateAPIKey(e.ctx, e.admin, account.NewAPIKey{Name: "k", Scopes: []string{"read:users", "bad"}})
+		wantFields(t, err, "scopes[1]")
+	})
+}
+
+func TestService_DeleteAPIKey(t *testing.T) {
+	t.Run("OK", func(t *testing.T) {
+		e := newEnv(t)
+		p, secret := e.key(t, "", "read:users")
+		tok, _, err := e.svc.IssueToken(e.ctx, p, account.TokenRequest{Scopes: []string{"read:users"}})
+		if err != nil {
+			t.Fatalf("IssueToken: %v", err)
+		}
+		if err := e.svc.DeleteAPIKey(e.ctx, e.admin, p.KeyID); err != nil {
+			t.Fatalf("DeleteAPIKey: %v", err)
+		}
+		_, err = e.svc.Authenticate(e.ctx, secret)
+		wantCode(t, err, account.CodeUnauthorized)
+		_, err = e.svc.Authenticate(e.ctx, tok)
+		wantCode(t, err, account.CodeUnauthorized)
+		v, err := e.svc.VerifyToken(e.ctx, tok)
+		if err != nil || v.Valid || v.Reason != account.ReasonRevoked {
+			t.Errorf("VerifyToken of a deleted key's token: got %+v, %v; want revoked", v, err)
+		}
+	})
+	t.Run("ErrForbiddenBootstrap", func(t *testing.T) {
+		e := newEnv(t)
+		wantCode(t, e.svc.DeleteAPIKey(e.ctx, e.admin, e.admin.KeyID), account.CodeForbidden)
+		e.auth(t, e.secret)
+	})
+	t.Run("ErrNotFound", func(t *testing.T) {
+		e := newEnv(t)
+		wantCode(t, e.svc.DeleteAPIKey(e.ctx, e.admin, account.NewID(account.PrefixAPIKey, e.svc.Now())), account.CodeNotFound)
+		wantCode(t, e.svc.DeleteAPIKey(e.ctx, e.admin, "key_bogus"), account.CodeNotFound)
+	})
+}
+
+func TestService_Authenticate(t *testing.T) {
+	t.Run("ErrUnauthorized", func(t *testing.T) {
+		e := newEnv(t)
+		for _, c := range []string{"", "lk_unknown", e.secret + "x", "eyJ.eyJ.sig", strings.ToUpper(e.secret)} {
+			_, err := e.svc.Authenticate(e.ctx, c)
+			if !account.IsCode(err, account.CodeUnauthorized) {
+				t.Errorf("Authenticate(%q): got %v, want unauthorized", c, err)
+			}
+		}
+	})
+	t.Run("ErrExpiredKey", func(t *testing.T) {
+		e := newEnv(t)
+		_, secret := e.key(t, "1h", "read:users")
+		e.clock.Advance(time.Hour)
+		_, err := e.svc.Authenticate(e.ctx, secret)
+		wantCode(t, err, account.CodeUnauthorized)
+	})
+}
+
+func TestService_IssueToken(t *testing.T) {
+	t.Run("OK", func(t *testing.T) {
+		e := newEnv(t)
+		p, _ := e.key(t, "", "read:*")
+		tok, c, err := e.svc.IssueToken(e.ctx, p, account.TokenRequest{Scopes: []string{"read:users", "read:users", "read:widgets"}, ExpiresIn: "15m"})
+		if err != nil {
+			t.Fatalf("IssueToken: %v", err)
+		}
+		if !account.ValidID(account.PrefixToken, c.ID) || c.KeyID != p.KeyID || !slices.Equal(c.Scopes, []string{"read:users", "read:widgets"}) {
+			t.Errorf("claims: got %+v", c)
+		}
+		if got := c.ExpiresAt.Sub(c.IssuedAt); got != 15*time.Minute {
+			t.Errorf("lifetime: got %v, want 15m", got)
+		}
+		v, err := e.svc.VerifyToken(e.ctx, tok)
+		if err != nil || !v.Valid || v.Claims.ID != c.ID {
+			t.Errorf("VerifyToken: got %+v, %v; want valid", v, err)
+		}
+		tp := e.auth(t, tok)
+		if err := tp.Require("read:users"); err != nil {
+			t.Errorf("the token's principal: %v", err)
+		}
+		wantCode(t, tp.Require("read:organizations"), account.CodeInsufficientScope)
+	})
+	t.Run("DefaultLifetime", func(t *testing.T) {
+		e := newEnv(t)
+		_, c, err := e.svc.IssueToken(e.ctx, e.admin, account.TokenRequest{Scopes: []string{"read:users"}})
+		if err != nil {
+			t.Fatalf("IssueToken: %v", err)
+		}
+		if got := c.ExpiresAt.Sub(c.IssuedAt); got != account.DefaultTokenLifetime {
+			t.Errorf("lifetime: got %v, want %v", got, account.DefaultTokenLifetime)
+		}
+	})
+	t.Run("CappedAtKeyExpiry", func(t *testing.T) {
+		e := newEnv(t)
+		p, _ := e.key(t, "10m", "read:users")
+		_, c, err := e.svc.IssueToken(e.ctx, p, account.TokenRequest{Scopes: []string{"read:users"}, ExpiresIn: "24h"})
+		if err != nil {
+			t.Fatalf("IssueToken: %v", err)
+		}
+		if want := p.KeyExpiresAt.Truncate(time.Second); !c.ExpiresAt.Equal(want) {
+			t.Errorf("ExpiresAt: got %v, want the key's expiry %v", c.ExpiresAt, want)
+		}
+		if c.ExpiresAt.After(p.KeyExpiresAt) {
+			t.Errorf("the token (%v) outlives its key (%v)", c.ExpiresAt, p.KeyExpiresAt)
+		}
+	})
+	t.Run("ErrInsufficientScope", func(t *testing.T) {
+		e := newEnv(t)
+		p, _ := e.key(t, "", "read:users")
+		for _, scope := range []string{"write:users", "read:*", "*:*"} {
+			_, _, err := e.svc.IssueToken(e.ctx, p, account.TokenRequest{Scopes: []string{"read:users", scope}})
+			if !account.IsCode(err, account.CodeInsufficientScope) {
+				t.Errorf("IssueToken(%q): got %v, want insufficient_scope", scope, err)
+			}
+		}
+	})
+	t.Run("ErrInvalidRequest", func(t *testing.T) {
+		e := newEnv(t)
+		tooMany := make([]string, 33)
+		for i := range tooMany {
+			tooMany[i] = "read:r" + itoa(int64(i))
+		}
+		for _, req := range []account.TokenRequest{
+			{Scopes: nil},
+			{Scopes: []string{}},
+			{Scopes: tooMany},
+			{Scopes: []string{"read users"}},
+			{Scopes: []string{"read:users"}, ExpiresIn: "59s"},
+			{Scopes: []string{"read:users"}, ExpiresIn: "25h"},
+			{Scopes: []string{"read:users"}, ExpiresIn: "1h30m"},
+		} {
+			_, _, err := e.svc.IssueToken(e.ctx, e.admin, req)
+			if !account.IsCode(err, account.CodeInvalidRequest) {
+				t.Errorf("IssueToken(%+v): got %v, want invalid_request", req, err)
+			}
+		}
+	})
+	t.Run("ErrForbiddenForTokens", func(t *testing.T) {
+		e := newEnv(t)
+		tok, _, err := e.svc.IssueToken(e.ctx, e.admin, account.TokenRequest{Scopes: []string{"*:*"}})
+		if err != nil {
+			t.Fatalf("IssueToken: %v", err)
+		}
+		_, _, err = e.svc.IssueToken(e.ctx, e.auth(t, tok), account.TokenRequest{Scopes: []string{"read:users"}})
+		wantCode(t, err, account.CodeForbidden)
+	})
+}
+
+func TestService_RevokeToken(t *testing.T) {
+	t.Run("OK", func(t *testing.T) {
+		e := newEnv(t)
+		p, _ := e.key(t, "", "read:users")
+		tok, c, err := e.svc.IssueToken(e.ctx, p, account.TokenRequest{Scopes: []string{"read:users"}})
+		if err != nil {
+			t.Fatalf("IssueToken: %v", err)
+		}
+		r, err := e.svc.RevokeToken(e.ctx, p, tok)
+		if err != nil {
+			t.Fatalf("RevokeToken: %v", err)
+		}
+		if r.TokenID != c.ID || !r.RevokedAt.Equal(e.svc.Now()) {
+			t.Errorf("got %+v; want token %s revoked now", r, c.ID)
+		}
+		v, err := e.svc.VerifyToken(e.ctx, tok)
+		if err != nil || v.Valid || v.Reason != account.ReasonRevoked {
+			t.Errorf("VerifyToken: got %+v, %v; want revoked", v, err)
+		}
+		_, err = e.svc.Authenticate(e.ctx, tok)
+		wantCode(t, err, account.CodeUnauthorized)
+	})
+	t.Run("Idempotent", func(t *testing.T) {
+		e := newEnv(t)
+		tok, _, err := e.svc.IssueToken(e.ctx, e.admin, account.TokenRequest{Scopes: []string{"read:users"}})
+		if err != nil {
+			t.Fatalf("IssueToken: %v", err)
+		}
+		first, err := e.svc.RevokeToken(e.ctx, e.admin, tok)
+		if err != nil {
+			t.Fatalf("RevokeToken: %v", err)
+		}
+		e.clock.Advance(time.Minute)
+		again, err := e.svc.RevokeToken(e.ctx, e.admin, tok)
+		if err != nil || !again.RevokedAt.Equal(first.RevokedAt) {
+			t.Errorf("RevokeToken again: got %+v, %v; want the first time %v", again, err, first.RevokedAt)
+		}
+	})
+	t.Run("ExpiredToken", func(t *testing.T) {
+		// Revoking an expired token is allowed: a client cleaning up should
+		// not have to race the clock.
+		e := newEnv(t)
+		tok, _, err := e.svc.IssueToken(e.ctx, e.admin, account.TokenRequest{Scopes: []string{"read:users"}, ExpiresIn: "1m"})
+		if err != nil {
+			t.Fatalf("IssueToken: %v", err)
+		}
+		e.clock.Advance(2 * time.Minute)
+		if _, err := e.svc.RevokeToken(e.ctx, e.admin, tok); err != nil {
+			t.Errorf("RevokeToken of an expired token: %v", err)
+		}
+		v, err := e.svc.VerifyToken(e.ctx, tok)
+		if err != nil || v.Reason != account.ReasonExpired {
+			t.Errorf("VerifyToken: got %+v, %v; want expired", v, err)
+		}
+	})
+	t.Run("ErrAnotherKeysToken", func(t *testing.T) {
+		e := newEnv(t)
+		owner, _ := e.key(t, "", "read:users")
+		other, _ := e.key(t, "", "read:users")
+		revoker, _ := e.key(t, "", account.ScopeRevokeTokens)
+		tok, _, err := e.svc.IssueToken(e.ctx, owner, account.TokenRequest{Scopes: []string{"read:users"}})
+		if err != nil {
+			t.Fatalf("IssueToken: %v", err)
+		}
+		_, err = e.svc.RevokeToken(e.ctx, other, tok)
+		wantCode(t, err, account.CodeInsufficientScope)
+		if v, _ := e.svc.VerifyToken(e.ctx, tok); !v.Valid {
+			t.Fatalf("the refused revocation revoked the token: %+v", v)
+		}
+		if _, err := e.svc.RevokeToken(e.ctx, revoker, tok); err != nil {
+			t.Fatalf("RevokeToken with revoke:tokens: %v", err)
+		}
+		if v, _ := e.svc.VerifyToken(e.ctx, tok); v.Valid {
+			t.Error("VerifyToken after revocation: got valid")
+		}
+	})
+	t.Run("ErrNotAToken", func(t *testing.T) {
+		e := newEnv(t)
+		tok, _, err := e.svc.IssueToken(e.ctx, e.admin, account.TokenRequest{Scopes: []string{"read:users"}})
+		if err != nil {
+			t.Fatalf("IssueToken: %v", err)
+		}
+		for _, s := range []string{"", "abc", e.secret, tok[:len(tok)-2] + "AA", "eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0."} {
+			_, err := e.svc.RevokeToken(e.ctx, e.admin, s)
+			if !account.IsCode(err, account.CodeInvalidRequest) {
+				t.Errorf("RevokeToken(%q): got %v, want invalid_request", s, err)
+			}
+		}
+	})
+}
+
+func TestService_VerifyToken(t *testing.T) {
+	t.Run("Expired", func(t *testing.T) {
+		e := newEnv(t)
+		tok, _, err := e.svc.IssueToken(e.ctx, e.admin, account.TokenRequest{Scopes: []string{"read:users"}, ExpiresIn: "1m"})
+		if err != nil {
+			t.Fatalf("IssueToken: %v", err)
+		}
+		e.clock.Advance(time.Minute)
+		v, err := e.svc.VerifyToken(e.ctx, tok)
+		if err != nil || v.Valid || v.Reason != account.ReasonExpired {
+			t.Errorf("VerifyToken: got %+v, %v; want expired", v, err)
+		}
+	})
+	t.Run("Invalid", func(t *testing.T) {
+		e := newEnv(t)
+		for _, s := range []string{"", "abc", e.secret} {
+			v, err := e.svc.VerifyToken(e.ctx, s)
+			if err != nil || v.Valid || v.Reason != account.ReasonInvalid {
+				t.Errorf("VerifyToken(%q): got %+v, %v; want invalid", s, v, err)
+			}
+		}
+	})
+}

@@ -1,0 +1,161 @@
+package account_test
+
+import (
+	"strings"
+	"testing"
+
+	"latchkey/pkg/account"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func TestService_CreateOrganization(t *testing.T) {
+	t.Run("OK", func(t *testing.T) {
+		e := newEnv(t)
+		o, err := e.svc.CreateOrganization(e.ctx, e.admin, account.NewOrganization{Name: " Engines ", Slug: "engines"})
+		if err != nil {
+			t.Fatalf("CreateOrganization: %v", err)
+		}
+		if !account.ValidID(account.PrefixOrganization, o.ID) || o.Name != "Engines" || o.Plan != account.DefaultPlan {
+			t.Errorf("got %+v; want an org_ ID, the trimmed name and the default plan", o)
+		}
+	})
+	t.Run("Slugs", func(t *testing.T) {
+		e := newEnv(t)
+		for _, slug := range []string{"a", "0", "a-b", "a--b", "0day", strings.Repeat("a", 63)} {
+			if _, err := e.svc.CreateOrganization(e.ctx, e.admin, account.NewOrganization{Name: "Org", Slug: slug}); err != nil {
+				t.Errorf("CreateOrganization(slug %q): %v", slug, err)
+			}
+		}
+	})
+	t.Run("ErrInvalidSlug", func(t *testing.T) {
+		e := newEnv(t)
+		for _, slug := range []string{"", "-a", "a-", "-", "A", "Engines", "a_b", "a b", "a.b", "é", strings.Repeat("a", 64)} {
+			_, err := e.svc.CreateOrganization(e.ctx, e.admin, account.NewOrganization{Name: "Org", Slug: slug})
+			if !account.IsCode(err, account.CodeInvalidRequest) {
+				t.Errorf("CreateOrganization(slug %q): got %v, want invalid_request", slug, err)
+				continue
+			}
+			wantFields(t, err, "slug")
+		}
+	})
+	t.Run("ErrSlugTaken", func(t *testing.T) {
+		e := newEnv(t)
+		e.org(t, "engines")
+		_, err := e.svc.CreateOrganization(e.ctx, e.admin, account.NewOrganization{Name: "Other", Slug: "engines"})
+		wantCode(t, err, account.CodeSlugTaken)
+	})
+	t.Run("ErrInvalidPlan", func(t *testing.T) {
+		e := newEnv(t)
+		_, err := e.svc.CreateOrganization(e.ctx, e.admin, account.NewOrganization{Name: "Org", Slug: "org", Plan: "gold"})
+		wantFields(t, err, "plan")
+	})
+	t.Run("ErrInsufficientScope", func(t *testing.T) {
+		e := newEnv(t)
+		p, _ := e.key(t, "", account.ScopeReadOrganizations, account.ScopeWriteUsers)
+		_, err := e.svc.CreateOrganization(e.ctx, p, account.NewOrganization{Name: "Org", Slug: "org"})
+		wantCode(t, err, account.CodeInsufficientScope)
+	})
+}
+
+func TestService_UpdateOrganization(t *testing.T) {
+	t.Run("OK", func(t *testing.T) {
+		e := newEnv(t)
+		o := e.org(t, "engines")
+		got, err := e.svc.UpdateOrganization(e.ctx, e.admin, o.ID, account.OrganizationUpdate{Plan: ptr("pro")})
+		if err != nil {
+			t.Fatalf("UpdateOrganization: %v", err)
+		}
+		if got.Plan != "pro" || got.Name != o.Name || got.Slug != o.Slug {
+			t.Errorf("got %+v; want only the plan changed", got)
+		}
+	})
+	t.Run("ErrNothingToChange", func(t *testing.T) {
+		e := newEnv(t)
+		o := e.org(t, "engines")
+		_, err := e.svc.UpdateOrganization(e.ctx, e.admin, o.ID, account.OrganizationUpdate{})
+		wantCode(t, err, account.CodeInvalidRequest)
+	})
+	t.Run("ErrEmptyPlan", func(t *testing.T) {
+		// An explicit empty plan is a mistake, not a request for the default.
+		e := newEnv(t)
+		o := e.org(t, "engines")
+		_, err := e.svc.UpdateOrganization(e.ctx, e.admin, o.ID, account.OrganizationUpdate{Plan: ptr("")})
+		wantCode(t, err, account.CodeInvalidRequest)
+	})
+	t.Run("ErrNotFound", func(t *testing.T) {
+		e := newEnv(t)
+		_, err := e.svc.UpdateOrganization(e.ctx, e.admin, account.NewID(account.PrefixOrganization, e.svc.Now()), account.OrganizationUpdate{Name: ptr("X")})
+		wantCode(t, err, account.CodeNotFound)
+	})
+}
+
+func TestService_AddMember(t *testing.T) {
+	t.Run("OK", func(t *testing.T) {
+		e := newEnv(t)
+		o, u := e.org(t, "engines"), e.user(t, "ada@example.com")
+		m, err := e.svc.AddMember(e.ctx, e.admin, o.ID, account.NewMember{UserID: u.ID})
+		if err != nil {
+			t.Fatalf("AddMember: %v", err)
+		}
+		if m.Role != account.DefaultMemberRole || m.OrganizationID != o.ID || m.UserID != u.ID {
+			t.Errorf("got %+v; want the default role", m)
+		}
+	})
+	t.Run("ErrAlreadyMember", func(t *testing.T) {
+		e := newEnv(t)
+		o, u := e.org(t, "engines"), e.user(t, "ada@example.com")
+		if _, err := e.svc.AddMember(e.ctx, e.admin, o.ID, account.NewMember{UserID: u.ID}); err != nil {
+			t.Fatalf("AddMember: %v", err)
+		}
+		_, err := e.svc.AddMember(e.ctx, e.admin, o.ID, account.NewMember{UserID: u.ID, Role: "owner"})
+		wantCode(t, err, account.CodeAlreadyMember)
+	})
+	t.Run("ErrNotFound", func(t *testing.T) {
+		e := newEnv(t)
+		o, u := e.org(t, "engines"), e.user(t, "ada@example.com")
+		for _, tt := range []struct{ org, user string }{
+			{account.NewID(account.PrefixOrganization, e.svc.Now()), u.ID},
+			{o.ID, account.NewID(account.PrefixUser, e.svc.Now())},
+			{"org_bogus", u.ID},
+			{o.ID, "usr_bogus"},
+			{o.ID, o.ID},
+		} {
+			_, err := e.svc.AddMember(e.ctx, e.admin, tt.org, account.NewMember{UserID: tt.user})
+			if !account.IsCode(err, account.CodeNotFound) {
+				t.Errorf("AddMember(%s, %s): got %v, want not_found", tt.org, tt.user, err)
+			}
+		}
+	})
+	t.Run("ErrInvalidRequest", func(t *testing.T) {
+		e := newEnv(t)
+		o, u := e.org(t, "engines"), e.user(t, "ada@example.com")
+		_, err := e.svc.AddMember(e.ctx, e.admin, o.ID, account.NewMember{})
+		wantFields(t, err, "user_id")
+		_, err = e.svc.AddMember(e.ctx, e.admin, o.ID, account.NewMember{UserID: u.ID, Role: "viewer"})
+		wantFields(t, err, "role")
+	})
+}
+
+func TestService_UpdateMember(t *testing.T) {
+	t.Run("OK", func(t *testing.T) {
+		e := newEnv(t)
+		o, u := e.org(t, "engines"), e.user(t, "ada@example.com")
+		if _, err := e.svc.AddMember(e.ctx, e.admin, o.ID, account.NewMember{UserID: u.ID}); err != nil {
+			t.Fatalf("AddMember: %v", err)
+		}
+		m, err := e.svc.UpdateMember(e.ctx, e.admin, o.ID, u.ID, "owner")
+		if err != nil || m.Role != "owner" {
+			t.Fatalf("UpdateMember: got %+v, %v; want role owner", m, err)
+		}
+		_, err = e.svc.UpdateMember(e.ctx, e.admin, o.ID, u.ID, "")
+		wantFields(t, err, "role")
+	})
+	t.Run("ErrNotFound", func(t *testing.T) {
+		e := newEnv(t)
+		o, u := e.org(t, "engines"), e.user(t, "ada@example.com")
+		_, err := e.svc.UpdateMember(e.ctx, e.admin, o.ID, u.ID, "owner")
+		wantCode(t, err, account.CodeNotFound)
+		wantCode(t, e.svc.RemoveMember(e.ctx, e.admin, o.ID, u.ID), account.CodeNotFound)
+	})
+}
