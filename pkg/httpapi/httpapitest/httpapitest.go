@@ -73,7 +73,9 @@ func NewServer(tb testing.TB) *Env {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	clock := NewClock(time.Now())
+	// A whole second, so that lifetimes computed from truncated token times
+	// come out exact.
+	clock := NewClock(time.Now().Truncate(time.Second))
 	signer := token.NewSigner(priv, Issuer)
 	svc, err := account.NewService(store, account.Options{
 		CursorKey: bytes.Repeat([]byte("k"), 32),

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -20,7 +21,13 @@ import (
 type spec struct {
 	doc    *openapi3.T
 	router routers.Router
+	// templates holds a regular expression per path template, to tell an
+	// unknown path (404) from a known path with another method (405).
+	templates map[string]*regexp.Regexp
 }
+
+// pathParam matches a quoted {param} in a path template.
+var pathParam = regexp.MustCompile(`\\\{[^/]+?\\\}`)
 
 var (
 	specOnce sync.Once
@@ -47,7 +54,11 @@ func loadSpec(tb testing.TB) *spec {
 		// dependency beyond kin-openapi itself.
 		doc.Servers = nil
 		router, err := legacy.NewRouter(doc)
-		specVal, specErr = &spec{doc: doc, router: router}, err
+		templates := map[string]*regexp.Regexp{}
+		for tmpl := range doc.Paths.Map() {
+			templates[tmpl] = regexp.MustCompile("^" + pathParam.ReplaceAllString(regexp.QuoteMeta(tmpl), "[^/]+") + "$")
+		}
+		specVal, specErr = &spec{doc: doc, router: router, templates: templates}, err
 	})
 	if specErr != nil {
 		tb.Fatalf("openapi.yaml: %v", specErr)
@@ -58,7 +69,8 @@ func loadSpec(tb testing.TB) *spec {
 // CheckResponse fails tb unless res is a response that openapi.yaml
 // describes for its request: a documented status, headers and a body that
 // match their schemas. Responses that no operation can describe (404 for an
-// unknown path, 405) are checked against the Problem schema instead. When
+// unknown path, 405 for a known path with another method) are checked
+// against the Problem schema instead. When
 // the response is a success, the request too must match the document: a
 // request the server accepts must be one the document allows.
 func (e *Env) CheckResponse(tb testing.TB, res *Response) {
@@ -70,11 +82,20 @@ func (e *Env) CheckResponse(tb testing.TB, res *Response) {
 
 func (s *spec) check(res *Response) error {
 	ctx := context.Background()
-	route, params, err := s.router.FindRoute(res.Request)
-	var routeErr *routers.RouteError
-	if errors.As(err, &routeErr) {
-		return s.checkUnrouted(res)
+	item := s.pathItem(res.Request.URL.Path)
+	switch {
+	case item == nil:
+		if res.StatusCode != http.StatusNotFound {
+			return errors.New("the document has no such path, so the status must be 404")
+		}
+		return s.checkProblem(res)
+	case item.GetOperation(res.Request.Method) == nil && res.Request.Method != http.MethodHead:
+		if res.StatusCode != http.StatusMethodNotAllowed || res.Header.Get("Allow") == "" {
+			return errors.New("the path has no such operation, so the status must be 405 with Allow")
+		}
+		return s.checkProblem(res)
 	}
+	route, params, err := s.router.FindRoute(res.Request)
 	if err != nil {
 		return err
 	}
@@ -102,24 +123,25 @@ func (s *spec) check(res *Response) error {
 	return checkCommon(res)
 }
 
-// checkUnrouted checks 404 for an unknown path and 405 for a known path
-// with another method: no operation describes them, so the Problem schema
-// and the conventions of the document's description do.
-func (s *spec) checkUnrouted(res *Response) error {
-	switch res.StatusCode {
-	case http.StatusNotFound:
-	case http.StatusMethodNotAllowed:
-		if res.Header.Get("Allow") == "" {
-			return errors.New("405 without Allow")
+// pathItem returns the path item whose template matches path, or nil.
+func (s *spec) pathItem(path string) *openapi3.PathItem {
+	for _, tmpl := range s.doc.Paths.InMatchingOrder() {
+		if s.templates[tmpl].MatchString(path) {
+			return s.doc.Paths.Value(tmpl)
 		}
-	default:
-		return errors.New("the document has no operation for this request, so the status must be 404 or 405")
 	}
+	return nil
+}
+
+// checkProblem checks 404 for an unknown path and 405 for a known path with
+// another method: no operation describes them, so the Problem schema and the
+// conventions stated in the document's description do.
+func (s *spec) checkProblem(res *Response) error {
 	if ct := res.Header.Get("Content-Type"); ct != "application/problem+json" {
 		return errors.New("content type " + ct + ", want application/problem+json")
 	}
 	var v any
-	if err := jsonUnmarshal(res.Body, &v); err != nil {
+	if err := json.Unmarshal(res.Body, &v); err != nil {
 		return err
 	}
 	if err := s.doc.Components.Schemas["Problem"].Value.VisitJSON(v, openapi3.EnableJSONSchema2020()); err != nil {
@@ -140,7 +162,7 @@ func checkCommon(res *Response) error {
 			RequestID string `json:"request_id"`
 			Status    int    `json:"status"`
 		}
-		if err := jsonUnmarshal(res.Body, &p); err != nil {
+		if err := json.Unmarshal(res.Body, &p); err != nil {
 			return err
 		}
 		switch {
@@ -156,5 +178,3 @@ func checkCommon(res *Response) error {
 	}
 	return nil
 }
-
-func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
