@@ -1,0 +1,105 @@
+package httpapi_test
+
+import (
+	"net/http"
+	"net/url"
+	"sync"
+	"testing"
+)
+
+// TestConcurrentCreateUser sends 50 creates of one e-mail at once: exactly
+// one may win.
+func TestConcurrentCreateUser(t *testing.T) {
+	a := newAPI(t)
+	const n = 50
+	statuses := make([]int, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			res := a.do(http.MethodPost, "/v1/users", a.AdminKey, map[string]any{"email": "race@example.com", "name": "Racer"})
+			statuses[i] = res.StatusCode
+			if res.StatusCode == http.StatusConflict {
+				wantProblem(t, res, http.StatusConflict, "email_taken")
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	count := map[int]int{}
+	for _, s := range statuses {
+		count[s]++
+	}
+	if count[http.StatusCreated] != 1 || count[http.StatusConflict] != n-1 {
+		t.Fatalf("got statuses %v, want one 201 and %d 409", count, n-1)
+	}
+	var list struct {
+		Data []map[string]any `json:"data"`
+	}
+	a.do(http.MethodGet, "/v1/users?email=race@example.com", a.AdminKey, nil).Decode(t, &list)
+	if len(list.Data) != 1 {
+		t.Errorf("users with the e-mail: got %d, want 1", len(list.Data))
+	}
+}
+
+// TestPagingWhileCreating pages through users while others are created
+// between pages: every user that existed when paging began is seen exactly
+// once.
+func TestPagingWhileCreating(t *testing.T) {
+	a := newAPI(t)
+	existing := map[string]bool{}
+	for range 23 {
+		existing[a.CreateUser(t, uniqueEmail()).ID] = true
+	}
+	seen := map[string]int{}
+	cursor := ""
+	for pages := 0; ; pages++ {
+		if pages > 10 {
+			t.Fatal("paging does not end")
+		}
+		path := "/v1/users?limit=5"
+		if cursor != "" {
+			path += "&cursor=" + url.QueryEscape(cursor)
+		}
+		var page struct {
+			Data []struct {
+				ID string `json:"id"`
+			} `json:"data"`
+			HasMore    bool    `json:"has_more"`
+			NextCursor *string `json:"next_cursor"`
+		}
+		res := a.do(http.MethodGet, path, a.AdminKey, nil)
+		want(t, res, http.StatusOK)
+		res.Decode(t, &page)
+		if len(page.Data) > 5 {
+			t.Fatalf("page of %d, want at most 5", len(page.Data))
+		}
+		for _, u := range page.Data {
+			seen[u.ID]++
+		}
+		// Created mid-paging: newer than every page, so never part of this walk.
+		a.CreateUser(t, uniqueEmail())
+		a.CreateUser(t, uniqueEmail())
+		if !page.HasMore {
+			if page.NextCursor != nil {
+				t.Errorf("last page has next_cursor %q", *page.NextCursor)
+			}
+			break
+		}
+		if page.NextCursor == nil {
+			t.Fatal("has_more without next_cursor")
+		}
+		cursor = *page.NextCursor
+	}
+	for id := range existing {
+		if seen[id] != 1 {
+			t.Errorf("user %s seen %d times, want once", id, seen[id])
+		}
+	}
+	for id, n := range seen {
+		if !existing[id] || n != 1 {
+			t.Errorf("user %s seen %d times; existed before paging: %v", id, n, existing[id])
+		}
+	}
+}
