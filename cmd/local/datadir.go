@@ -1,0 +1,97 @@
+package main
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// dataDir holds the local server's state: the database and the secrets that
+// Secrets Manager holds in the cloud. Files are created 0600 in a 0700
+// directory, once, so restarting keeps tokens and cursors valid.
+type dataDir string
+
+func openDataDir(path string) (dataDir, error) {
+	if err := os.MkdirAll(path, 0o700); err != nil {
+		return "", fmt.Errorf("create data directory %s: %w", path, err)
+	}
+	return dataDir(path), nil
+}
+
+func (d dataDir) path(name string) string { return filepath.Join(string(d), name) }
+
+// signingKey loads the Ed25519 signing key, generating it on first start.
+func (d dataDir) signingKey() (ed25519.PrivateKey, error) {
+	raw, err := d.secretFile("signing-key.pem", func() ([]byte, error) {
+		_, priv, err := ed25519.GenerateKey(rand.Reader)
+		if err != nil {
+			return nil, err
+		}
+		der, err := x509.MarshalPKCS8PrivateKey(priv)
+		if err != nil {
+			return nil, err
+		}
+		return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	block, _ := pem.Decode(raw)
+	if block == nil || block.Type != "PRIVATE KEY" {
+		return nil, fmt.Errorf("%s is not a PEM private key", d.path("signing-key.pem"))
+	}
+	key, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("parse %s: %w", d.path("signing-key.pem"), err)
+	}
+	priv, ok := key.(ed25519.PrivateKey)
+	if !ok {
+		return nil, fmt.Errorf("%s is not an Ed25519 key", d.path("signing-key.pem"))
+	}
+	return priv, nil
+}
+
+// cursorKey loads the HMAC key that signs list cursors, generating it on first start.
+func (d dataDir) cursorKey() ([]byte, error) {
+	key, err := d.secretFile("cursor.key", func() ([]byte, error) {
+		b := make([]byte, 32)
+		_, err := rand.Read(b)
+		return b, err
+	})
+	if err == nil && len(key) < 32 {
+		err = fmt.Errorf("%s is shorter than 32 bytes", d.path("cursor.key"))
+	}
+	return key, err
+}
+
+// secretFile reads a file, creating it with generate on first use. O_EXCL
+// makes two servers started at once agree on one value.
+func (d dataDir) secretFile(name string, generate func() ([]byte, error)) ([]byte, error) {
+	path := d.path(name)
+	if b, err := os.ReadFile(path); err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return b, err
+	}
+	b, err := generate()
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return os.ReadFile(path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		os.Remove(path)
+		return nil, err
+	}
+	return b, f.Close()
+}

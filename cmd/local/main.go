@@ -1,0 +1,167 @@
+// Command local serves the whole Latchkey API (every endpoint group, the
+// same routes as template.yaml) from one process over the embedded bbolt
+// store: no AWS account, no Docker, no network.
+//
+// Configuration (environment):
+//
+//	ADDR               listen address (default 127.0.0.1:8080)
+//	DATA_DIR           database and secrets (default ./.data)
+//	ADMIN_API_KEY      bootstrap admin key, 32+ characters (default: generated once and printed)
+//	ISSUER             the iss claim of access tokens (default latchkey)
+package main
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"latchkey/pkg/account"
+	"latchkey/pkg/boltstore"
+	"latchkey/pkg/httpapi"
+	"latchkey/pkg/token"
+)
+
+func main() {
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	if err := run(logger); err != nil {
+		logger.Error("latchkey stopped", "error", err.Error())
+		os.Exit(1)
+	}
+}
+
+type config struct {
+	addr, dataDir, adminKey, issuer string
+}
+
+func configFromEnv() (config, error) {
+	c := config{
+		addr:     envOr("ADDR", "127.0.0.1:8080"),
+		dataDir:  envOr("DATA_DIR", ".data"),
+		adminKey: os.Getenv("ADMIN_API_KEY"),
+		issuer:   envOr("ISSUER", "latchkey"),
+	}
+	if c.adminKey != "" && len(c.adminKey) < account.MinBootstrapKeyLength {
+		return c, fmt.Errorf("ADMIN_API_KEY must be at least %d characters", account.MinBootstrapKeyLength)
+	}
+	return c, nil
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func run(logger *slog.Logger) error {
+	cfg, err := configFromEnv()
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	dir, err := openDataDir(cfg.dataDir)
+	if err != nil {
+		return err
+	}
+	signingKey, err := dir.signingKey()
+	if err != nil {
+		return err
+	}
+	cursorKey, err := dir.cursorKey()
+	if err != nil {
+		return err
+	}
+	store, err := openStore(ctx, cfg, dir)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+
+	signer := token.NewSigner(signingKey, cfg.issuer)
+	svc, err := account.NewService(store, account.Options{
+		CursorKey: cursorKey,
+		Signer:    signer,
+		Parser:    token.NewParser(cfg.issuer, signer.PublicKey()),
+	})
+	if err != nil {
+		return err
+	}
+	if err := bootstrapAdminKey(ctx, svc, cfg.adminKey); err != nil {
+		return fmt.Errorf("bootstrap admin key: %w", err)
+	}
+
+	jwks := token.JWKS(signingKey.Public().(ed25519.PublicKey))
+	handler := httpapi.New(httpapi.Config{
+		Service: svc,
+		JWKS:    func(context.Context) ([]byte, error) { return jwks, nil },
+		Logger:  logger,
+	})
+	return serve(ctx, logger, cfg.addr, handler)
+}
+
+// openStore opens the embedded store in the data directory.
+func openStore(_ context.Context, _ config, dir dataDir) (account.Store, error) {
+	return boltstore.Open(filepath.Join(string(dir), "latchkey.db"))
+}
+
+// bootstrapAdminKey installs the configured admin key, or generates one on
+// first start and prints it: the only time it is ever shown.
+func bootstrapAdminKey(ctx context.Context, svc *account.Service, configured string) error {
+	if configured != "" {
+		return svc.EnsureBootstrapKey(ctx, configured)
+	}
+	secret, err := svc.EnsureGeneratedBootstrapKey(ctx)
+	if err != nil || secret == "" {
+		return err
+	}
+	fmt.Fprintf(os.Stdout, "\nLatchkey admin API key (shown once, store it now):\n\n    %s\n\n"+
+		"It holds the grant *:*. Use it as: Authorization: Bearer <key>\n\n", secret)
+	return nil
+}
+
+// serve runs the HTTP server until ctx ends, then lets in-flight requests
+// finish before returning, so the store is closed only after them.
+func serve(ctx context.Context, logger *slog.Logger, addr string, handler http.Handler) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       15 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	logger.Info("latchkey listening", "addr", "http://"+ln.Addr().String())
+
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down: waiting for in-flight requests")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return err
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
