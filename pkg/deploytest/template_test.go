@@ -133,7 +133,7 @@ func refOf(v any) string {
 func (t template) functionEnv(tb testing.TB, id string) map[string]any {
 	tb.Helper()
 	env := map[string]any{}
-	if g, ok := path(t, "Globals", "Function", "Environment", "Variables").(map[string]any); ok {
+	if g, ok := path(map[string]any(t), "Globals", "Function", "Environment", "Variables").(map[string]any); ok {
 		for k, v := range g {
 			env[k] = v
 		}
