@@ -2,6 +2,7 @@ package boltstore_test
 
 import (
 	"context"
+	"runtime"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -135,19 +136,34 @@ func TestStore_Prune(t *testing.T) {
 	}
 }
 
+// BenchmarkCreateUser measures a lone writer, who pays the batch delay and
+// an fsync per write, and 32 concurrent writers, who share them.
 func BenchmarkCreateUser(b *testing.B) {
-	s := newStore(b)
-	ctx := context.Background()
-	b.ReportAllocs()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			now := time.Now().UTC().Truncate(time.Millisecond)
-			id := account.NewID(account.PrefixUser, now)
-			u := account.User{ID: id, Email: strings.ToLower(id) + "@example.com", Name: "Bench", Role: "member", CreatedAt: now, UpdatedAt: now}
-			if err := s.CreateUser(ctx, u); err != nil {
-				b.Fatal(err)
-			}
+	create := func(b *testing.B, s *boltstore.Store) {
+		now := time.Now().UTC().Truncate(time.Millisecond)
+		id := account.NewID(account.PrefixUser, now)
+		u := account.User{ID: id, Email: strings.ToLower(id) + "@example.com", Name: "Bench", Role: "member", CreatedAt: now, UpdatedAt: now}
+		if err := s.CreateUser(context.Background(), u); err != nil {
+			b.Fatal(err)
 		}
+	}
+	b.Run("Writers1", func(b *testing.B) {
+		s := newStore(b)
+		b.ReportAllocs()
+		for b.Loop() {
+			create(b, s)
+		}
+	})
+	b.Run("Writers32", func(b *testing.B) {
+		s := newStore(b)
+		b.ReportAllocs()
+		// RunParallel starts parallelism × GOMAXPROCS goroutines.
+		b.SetParallelism(max(1, 32/runtime.GOMAXPROCS(0)))
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				create(b, s)
+			}
+		})
 	})
 }
 
