@@ -255,6 +255,47 @@ func (s suite) addMember(t *testing.T) {
 			t.Errorf("ListMembers: got %d memberships of deleted users, want 0", len(page.Items))
 		}
 	})
+	t.Run("ConcurrentWithDeleteOrganization", func(t *testing.T) {
+		// Whichever comes first, no membership may outlive its organization.
+		f := s.fix(t)
+		u := f.user()
+		const n = concurrency / 2
+		orgs := make([]account.Organization, n)
+		for i := range orgs {
+			orgs[i] = f.org()
+		}
+		at := f.now()
+		errs := race(2*n, func(i int) error {
+			o := orgs[i/2]
+			if i%2 == 0 {
+				return f.s.DeleteOrganization(f.ctx, o.ID)
+			}
+			err := f.s.AddMember(f.ctx, account.Membership{OrganizationID: o.ID, UserID: u.ID, Role: "member", CreatedAt: at, UpdatedAt: at})
+			if account.IsCode(err, account.CodeNotFound) {
+				return nil // the delete came first: a correct outcome
+			}
+			return err
+		})
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("call %d: %v", i, err)
+			}
+		}
+		for _, o := range orgs {
+			_, err := f.s.GetMember(f.ctx, o.ID, u.ID)
+			wantCode(t, "GetMember of a deleted organization", err, account.CodeNotFound)
+			page, err := f.s.ListMembers(f.ctx, o.ID, account.ListParams{Limit: 100})
+			f.ok(err, "ListMembers")
+			if len(page.Items) != 0 {
+				t.Errorf("ListMembers of deleted organization %s: got %d, want 0", o.ID, len(page.Items))
+			}
+		}
+		page, err := f.s.ListUserMemberships(f.ctx, u.ID, account.ListParams{Limit: 100})
+		f.ok(err, "ListUserMemberships")
+		if len(page.Items) != 0 {
+			t.Errorf("ListUserMemberships: got %d memberships in deleted organizations, want 0", len(page.Items))
+		}
+	})
 }
 
 func (s suite) getMember(t *testing.T) {
