@@ -8,6 +8,8 @@
 //	DATA_DIR           database and secrets (default ./.data)
 //	ADMIN_API_KEY      bootstrap admin key, 32+ characters (default: generated once and printed)
 //	ISSUER             the iss claim of access tokens (default latchkey)
+//	DYNAMODB_ENDPOINT  use DynamoDB at this endpoint (e.g. DynamoDB Local) instead of the embedded store
+//	TABLE_NAME         the DynamoDB table, created if missing (default latchkey)
 package main
 
 import (
@@ -24,8 +26,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"latchkey/pkg/account"
 	"latchkey/pkg/boltstore"
+	"latchkey/pkg/dynamostore"
 	"latchkey/pkg/httpapi"
 	"latchkey/pkg/token"
 )
@@ -40,6 +47,7 @@ func main() {
 
 type config struct {
 	addr, dataDir, adminKey, issuer string
+	dynamoEndpoint, tableName       string
 }
 
 func configFromEnv() (config, error) {
@@ -48,6 +56,9 @@ func configFromEnv() (config, error) {
 		dataDir:  envOr("DATA_DIR", ".data"),
 		adminKey: os.Getenv("ADMIN_API_KEY"),
 		issuer:   envOr("ISSUER", "latchkey"),
+
+		dynamoEndpoint: os.Getenv("DYNAMODB_ENDPOINT"),
+		tableName:      envOr("TABLE_NAME", "latchkey"),
 	}
 	if c.adminKey != "" && len(c.adminKey) < account.MinBootstrapKeyLength {
 		return c, fmt.Errorf("ADMIN_API_KEY must be at least %d characters", account.MinBootstrapKeyLength)
@@ -107,12 +118,30 @@ func run(logger *slog.Logger) error {
 		JWKS:    func(context.Context) ([]byte, error) { return jwks, nil },
 		Logger:  logger,
 	})
-	return serve(ctx, logger, cfg.addr, handler)
+	storeName := "bbolt:" + filepath.Join(cfg.dataDir, "latchkey.db")
+	if cfg.dynamoEndpoint != "" {
+		storeName = "dynamodb:" + cfg.dynamoEndpoint + "/" + cfg.tableName
+	}
+	return serve(ctx, logger, cfg.addr, storeName, handler)
 }
 
-// openStore opens the embedded store in the data directory.
-func openStore(_ context.Context, _ config, dir dataDir) (account.Store, error) {
-	return boltstore.Open(filepath.Join(string(dir), "latchkey.db"))
+// openStore opens the embedded store in the data directory, or DynamoDB
+// when DYNAMODB_ENDPOINT is set.
+func openStore(ctx context.Context, cfg config, dir dataDir) (account.Store, error) {
+	if cfg.dynamoEndpoint == "" {
+		return boltstore.Open(filepath.Join(string(dir), "latchkey.db"))
+	}
+	// Built without the shared AWS configuration: a local endpoint needs no
+	// real credentials, and a developer's profile must not redirect it.
+	client := dynamodb.New(dynamodb.Options{
+		Region:       envOr("AWS_REGION", "us-east-1"),
+		BaseEndpoint: aws.String(cfg.dynamoEndpoint),
+		Credentials:  credentials.NewStaticCredentialsProvider("local", "local", ""),
+	})
+	if err := dynamostore.CreateTable(ctx, client, cfg.tableName); err != nil {
+		return nil, fmt.Errorf("create table %s at %s: %w", cfg.tableName, cfg.dynamoEndpoint, err)
+	}
+	return dynamostore.New(client, cfg.tableName), nil
 }
 
 // bootstrapAdminKey installs the configured admin key, or generates one on
@@ -132,7 +161,7 @@ func bootstrapAdminKey(ctx context.Context, svc *account.Service, configured str
 
 // serve runs the HTTP server until ctx ends, then lets in-flight requests
 // finish before returning, so the store is closed only after them.
-func serve(ctx context.Context, logger *slog.Logger, addr string, handler http.Handler) error {
+func serve(ctx context.Context, logger *slog.Logger, addr, storeName string, handler http.Handler) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
@@ -147,7 +176,7 @@ func serve(ctx context.Context, logger *slog.Logger, addr string, handler http.H
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	logger.Info("latchkey listening", "addr", "http://"+ln.Addr().String())
+	logger.Info("latchkey listening", "addr", "http://"+ln.Addr().String(), "store", storeName)
 
 	select {
 	case err := <-errc:

@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# `make run-dynamodb`: DynamoDB Local (in memory) and the local server on it,
+# together; Ctrl-C stops both. Secrets still come from DATA_DIR.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+exec scripts/dynamodb-local.sh bash -c 'DYNAMODB_ENDPOINT="$LATCHKEY_TEST_DYNAMODB_ENDPOINT" exec go run ./cmd/local'
