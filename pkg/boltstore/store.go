@@ -6,6 +6,21 @@
 // bbolt transaction, submitted through DB.Batch so that concurrent writers
 // share an fsync. Batch may run a function more than once, so every write
 // function here only reads and writes the transaction it is given.
+//
+// Lists are newest first because every list is keyed in creation order:
+// users, organizations and API keys by their ULID, memberships by
+// "<owner id>/<created_at>/<other id>" in an index per direction. A page
+// is read with a cursor walking backwards from just below the position,
+// which is the key without its prefix; a deleted position still works.
+//
+// Token records and revocation entries may be dropped once their token has
+// expired, since an expired token fails its signature check before any
+// store read. An expiry index (expiry time/kind/token id) lets Prune delete
+// them oldest first without a scan; it runs on Open and then every ten
+// minutes, each pass in its own transaction.
+//
+// Methods do not consult their context: every operation is a short local
+// transaction that cannot be usefully abandoned halfway.
 package boltstore
 
 import (
