@@ -2,8 +2,8 @@ package boltstore_test
 
 import (
 	"context"
-	"runtime"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
