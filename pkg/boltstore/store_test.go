@@ -86,6 +86,29 @@ func TestOpen_KeepsDataAcrossReopen(t *testing.T) {
 	}
 }
 
+func TestOpen_PrunesExpired(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "latchkey.db")
+	past := time.Now().UTC().Add(-time.Hour).Truncate(time.Millisecond)
+	r := account.Revocation{TokenID: account.NewID(account.PrefixToken, past), KeyID: account.NewID(account.PrefixAPIKey, past), RevokedAt: past, ExpiresAt: past.Add(time.Minute)}
+	s := open(t, path)
+	if _, err := s.RevokeToken(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, path)
+	defer s.Close()
+	st, err := s.TokenStatus(ctx, r.TokenID, r.KeyID)
+	if err != nil || !st.RevokedAt.IsZero() {
+		t.Errorf("TokenStatus of a token expired before Open: got %+v, %v; want the revocation pruned", st, err)
+	}
+	if n, err := s.Prune(time.Now()); err != nil || n != 0 {
+		t.Errorf("Prune after Open: got %d, %v; want 0, nil (Open pruned already)", n, err)
+	}
+}
+
 func TestOpen_ErrLockedByAnotherStore(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "latchkey.db")
 	s := open(t, path)
