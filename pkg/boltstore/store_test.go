@@ -39,6 +39,7 @@ func TestStore(t *testing.T) {
 }
 
 func TestOpen_KeepsDataAcrossReopen(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "latchkey.db")
 	now := time.Now().UTC().Truncate(time.Millisecond)
@@ -87,6 +88,7 @@ func TestOpen_KeepsDataAcrossReopen(t *testing.T) {
 }
 
 func TestOpen_PrunesExpired(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "latchkey.db")
 	past := time.Now().UTC().Add(-time.Hour).Truncate(time.Millisecond)
@@ -110,6 +112,7 @@ func TestOpen_PrunesExpired(t *testing.T) {
 }
 
 func TestOpen_ErrLockedByAnotherStore(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "latchkey.db")
 	s := open(t, path)
 	defer s.Close()
@@ -120,6 +123,7 @@ func TestOpen_ErrLockedByAnotherStore(t *testing.T) {
 }
 
 func TestStore_Prune(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	s := newStore(t)
 	now := time.Now().UTC().Truncate(time.Millisecond)
