@@ -8,7 +8,7 @@ GO ?= go
 FUZZTIME ?= 10s
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.6.1
 
-.PHONY: run run-dynamodb test test-go fuzz lint-go lint bench bench-go load
+.PHONY: run run-dynamodb test test-go fuzz readme-check lint-go lint bench bench-go load
 
 run:
 	$(GO) run ./cmd/local
@@ -17,12 +17,16 @@ run:
 run-dynamodb:
 	scripts/run-dynamodb.sh
 
-test: lint-go test-go fuzz lint-template
+test: lint-go test-go fuzz lint-template readme-check
 
 # Every Go test, with DynamoDB Local and moto_server started around it (and
 # stopped afterwards, pass or fail), so that no store test skips.
 test-go:
 	scripts/dynamodb-local.sh scripts/moto.sh $(GO) test -count=1 ./...
+
+# The README's quick start, run as written against a fresh local server.
+readme-check:
+	scripts/readme-check.sh
 
 # A short run of the request-decoding fuzz target.
 fuzz:
