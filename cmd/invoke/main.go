@@ -1,0 +1,80 @@
+// Command invoke runs one API Gateway HTTP API (payload 2.0) event through a
+// function's Lambda handler and prints the response, as `sam local invoke -e`
+// does, without Docker or AWS:
+//
+//	go run ./cmd/invoke -function auth -event events/auth-verify.json
+//
+// The handler is the one the function's main passes to lambda.Start, over a
+// throwaway embedded store seeded with the fixture the events refer to (see
+// pkg/lambdaapp/replay), and secrets held in memory. The function's log
+// lines go to stderr; the response, as Lambda would return it, to stdout.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"latchkey/pkg/boltstore"
+	"latchkey/pkg/lambdaapp"
+	"latchkey/pkg/lambdaapp/replay"
+)
+
+func main() {
+	fn := flag.String("function", "", "the function: auth, organizations or users")
+	event := flag.String("event", "", "path of an event file, e.g. events/auth-verify.json")
+	flag.Parse()
+	if err := run(context.Background(), lambdaapp.Function(*fn), *event); err != nil {
+		fmt.Fprintln(os.Stderr, "invoke:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, fn lambdaapp.Function, eventPath string) error {
+	if eventPath == "" {
+		return errors.New("-event is required")
+	}
+	if _, err := lambdaapp.ConfigFromEnv(fn, func(string) string { return "set" }); err != nil {
+		return errors.New("-function must be auth, organizations or users")
+	}
+	ev, err := replay.LoadEvent(eventPath)
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "latchkey-invoke-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	store, err := boltstore.Open(filepath.Join(dir, "latchkey.db"))
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	keys := &replay.MemoryKeys{}
+	if err := replay.Seed(ctx, store); err != nil {
+		return err
+	}
+	if err := replay.PublishKeys(ctx, keys); err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("function", string(fn))
+	app, err := lambdaapp.New(ctx, replay.Config(fn, "latchkey"), lambdaapp.Deps{
+		Store: store, Keys: keys, Secrets: replay.NewSecrets(), Logger: logger,
+	})
+	if err != nil {
+		return fmt.Errorf("init %s: %w", fn, err)
+	}
+	res, err := app.Lambda()(ctx, ev)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(res)
+}
