@@ -336,6 +336,10 @@ func (s *Service) EnsureBootstrapKey(ctx context.Context, secret string) error {
 	if len(secret) < MinBootstrapKeyLength {
 		return Errorf(CodeInvalidRequest, "the admin API key must be at least %d characters", MinBootstrapKeyLength)
 	}
+	if looksLikeJWT(secret) {
+		// Authenticate would take it for an access token and never find it.
+		return Errorf(CodeInvalidRequest, "the admin API key must not have the shape of a JWT (eyJ….….…)")
+	}
 	hash := HashAPIKey(secret)
 	_, err := s.store.GetAPIKeyByHash(ctx, hash)
 	if err == nil || !IsCode(err, CodeNotFound) {
@@ -390,7 +394,9 @@ func dedupe(scopes []string) []string {
 
 // EnsureGeneratedBootstrapKey creates a bootstrap admin key with a generated
 // secret unless one exists already. It returns the secret only when it
-// created the key: that is the one time it can be shown.
+// created the key: that is the one time it can be shown. It is meant for one
+// process (the local server); processes that share a store use a configured
+// secret with EnsureBootstrapKey instead.
 func (s *Service) EnsureGeneratedBootstrapKey(ctx context.Context) (string, error) {
 	params := ListParams{Limit: maxPageSize}
 	for {

@@ -77,7 +77,9 @@ type Store interface {
 	// ListUserMemberships lists the memberships of a user, newest first.
 	ListUserMemberships(ctx context.Context, userID string, p ListParams) (Page[Membership], error)
 
-	// CreateAPIKey stores a new API key.
+	// CreateAPIKey stores a new API key. It fails (with any error) if a key
+	// with the same hash exists: EnsureBootstrapKey relies on that when
+	// several processes race to install the same admin key.
 	CreateAPIKey(ctx context.Context, k APIKey) error
 	// GetAPIKey returns a key by ID. CodeNotFound.
 	GetAPIKey(ctx context.Context, id string) (APIKey, error)
