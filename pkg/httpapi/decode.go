@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"reflect"
 	"strings"
 
 	"latchkey/pkg/account"
@@ -51,23 +52,72 @@ func checkContentType(contentType string) error {
 }
 
 // decodeJSON unmarshals one JSON object into dst and turns the decoder's
-// errors into messages a client can act on.
+// errors into messages a client can act on. encoding/json matches keys
+// case-insensitively and lets a repeated key win silently; a first pass over
+// the object's keys refuses both, so that only the documented spelling of
+// each field, once, gets through.
 func decodeJSON(body []byte, dst any) error {
-	if len(bytes.TrimSpace(body)) == 0 {
+	if body = bytes.TrimSpace(body); len(body) == 0 {
 		return badBody("", "the request body is empty; send a JSON object")
 	}
-	if body = bytes.TrimSpace(body); body[0] != '{' {
+	if body[0] != '{' {
 		return badBody("", "the request body must be a JSON object")
 	}
+	if err := checkKeys(body, fieldNames(dst)); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(body, dst); err != nil {
+		return decodeError(err)
+	}
+	return nil
+}
+
+// checkKeys walks the top-level object: valid JSON, known keys spelled
+// exactly, none repeated, nothing after it.
+func checkKeys(body []byte, known map[string]bool) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
+	if _, err := dec.Token(); err != nil { // the opening brace
+		return decodeError(err)
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return decodeError(err)
+		}
+		key, _ := tok.(string) // object keys are always strings
+		switch {
+		case !known[key]:
+			return badBody(key, "is not a field of this request")
+		case seen[key]:
+			return badBody(key, "appears more than once")
+		}
+		seen[key] = true
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			return decodeError(err)
+		}
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
 		return decodeError(err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return badBody("", "the request body must hold a single JSON object and nothing after it")
 	}
 	return nil
+}
+
+// fieldNames returns the JSON names of the fields of the struct dst points
+// to. Request types are few and small; reflection per request costs less
+// than a cache would complicate.
+func fieldNames(dst any) map[string]bool {
+	t := reflect.TypeOf(dst).Elem()
+	names := make(map[string]bool, t.NumField())
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		names[name] = true
+	}
+	return names
 }
 
 func decodeError(err error) error {
@@ -82,29 +132,24 @@ func decodeError(err error) error {
 		if typ.Field == "" {
 			return badBody("", "the request body must be a JSON object")
 		}
-		return badBody(typ.Field, "must be "+jsonType(typ.Type.Kind().String()))
-	}
-	// encoding/json reports unknown fields only in the message.
-	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		name = strings.Trim(name, `"`)
-		return badBody(name, "is not a field of this request")
+		// For an element of an array, Type is the element's type: the
+		// "not ..." part tells the client which value was wrong.
+		return badBody(typ.Field, "must be "+jsonType(typ.Type.Kind())+", not "+typ.Value)
 	}
 	return badBody("", "the request body is not valid JSON")
 }
 
 // jsonType names a Go kind the way a JSON client thinks of it.
-func jsonType(kind string) string {
+func jsonType(kind reflect.Kind) string {
 	switch kind {
-	case "string":
+	case reflect.String:
 		return "a string"
-	case "slice", "array":
+	case reflect.Slice, reflect.Array:
 		return "an array"
-	case "bool":
+	case reflect.Bool:
 		return "a boolean"
-	case "struct", "map":
+	case reflect.Struct, reflect.Map:
 		return "an object"
-	case "ptr":
-		return "a string" // the only pointers in request bodies are *string
 	}
 	return "a number"
 }
