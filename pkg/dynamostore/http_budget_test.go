@@ -1,0 +1,167 @@
+package dynamostore_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+
+	"latchkey/pkg/account"
+	"latchkey/pkg/dynamostore"
+	"latchkey/pkg/httpapi"
+	"latchkey/pkg/token"
+)
+
+// TestHTTPRequestBudgets measures whole API requests, authentication
+// included, through the real handler over the DynamoDB store: the figures a
+// Lambda function pays per request. It fails if a request makes other
+// DynamoDB calls than docs/dynamodb.md says, in particular if verify is not
+// exactly one BatchGetItem or token issuance more than two requests.
+func TestHTTPRequestBudgets(t *testing.T) {
+	var m meter
+	client := newClient(t, m.option)
+	store := dynamostore.New(client, newTable(t, client))
+	pub, priv, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const issuer = "https://latchkey.test"
+	svc, err := account.NewService(store, account.Options{
+		CursorKey: bytes.Repeat([]byte("c"), 32),
+		Signer:    token.NewSigner(priv, issuer),
+		Parser:    token.NewParser(issuer, pub),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := account.NewAPIKeySecret()
+	if err := svc.EnsureBootstrapKey(t.Context(), admin); err != nil {
+		t.Fatalf("EnsureBootstrapKey: %v", err)
+	}
+	jwks := token.JWKS(pub)
+	h := httpapi.New(httpapi.Config{
+		Service: svc,
+		JWKS:    func(context.Context) ([]byte, error) { return jwks, nil },
+		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+
+	var report strings.Builder
+	fmt.Fprintf(&report, "\n| request | status | DynamoDB requests | capacity units (DynamoDB Local) |\n|---|---|---|---|\n")
+	// do sends one request, checks its status and its DynamoDB calls
+	// (exactly want, in order), and returns the decoded JSON body.
+	do := func(method, path, credential string, body any, status int, want ...string) map[string]any {
+		t.Helper()
+		var rd io.Reader
+		if body != nil {
+			b, err := json.Marshal(body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rd = bytes.NewReader(b)
+		}
+		req := httptest.NewRequest(method, path, rd)
+		if body != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		if credential != "" {
+			req.Header.Set("Authorization", "Bearer "+credential)
+		}
+		rec := httptest.NewRecorder()
+		calls := m.measure(func() { h.ServeHTTP(rec, req) })
+		if rec.Code != status {
+			t.Fatalf("%s %s: got status %d, want %d: %s", method, path, rec.Code, status, rec.Body)
+		}
+		var ops []string
+		var units float64
+		for _, c := range calls {
+			ops = append(ops, c.op)
+			units += c.capacity
+		}
+		if !slices.Equal(ops, want) {
+			t.Errorf("%s %s made DynamoDB requests %v, want %v", method, path, ops, want)
+		}
+		fmt.Fprintf(&report, "| %s %s | %d | %d (%s) | %g |\n", method, route(path), rec.Code, len(ops), strings.Join(ops, ", "), units)
+		out := map[string]any{}
+		if rec.Body.Len() > 0 {
+			if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil {
+				t.Fatalf("%s %s: body is not JSON: %v", method, path, err)
+			}
+		}
+		return out
+	}
+	const (
+		get   = "GetItem"
+		batch = "BatchGetItem"
+		put   = "PutItem"
+		upd   = "UpdateItem"
+		query = "Query"
+		tx    = "TransactWriteItems"
+	)
+	str := func(m map[string]any, k string) string { s, _ := m[k].(string); return s }
+
+	key := do("POST", "/v1/api-keys", admin, map[string]any{"name": "svc", "scopes": []string{"read:users", "write:users"}}, 201, get, tx)
+	secret := str(key, "key")
+	tok := do("POST", "/v1/auth/token", secret, map[string]any{"scopes": []string{"read:users"}}, 201, get, put)
+	access := str(tok, "access_token")
+	do("GET", "/v1/auth/verify", access, nil, 200, batch)
+
+	u := do("POST", "/v1/users", admin, map[string]any{"email": "Ada@Example.com", "name": "Ada"}, 201, get, tx)
+	uid := str(u, "id")
+	do("POST", "/v1/users", admin, map[string]any{"email": "ada@example.com", "name": "Ada"}, 409, get, tx)
+	do("GET", "/v1/users/"+uid, admin, nil, 200, get, get)
+	do("GET", "/v1/users/"+uid, access, nil, 200, batch, get)
+	do("GET", "/v1/users?limit=20", admin, nil, 200, get, query)
+	do("GET", "/v1/users?email=ada@example.com", admin, nil, 200, get, get, get)
+	do("PUT", "/v1/users/"+uid, admin, map[string]any{"name": "Ada L."}, 200, get, get, upd)
+
+	o := do("POST", "/v1/organizations", admin, map[string]any{"name": "Engines", "slug": "engines"}, 201, get, tx)
+	oid := str(o, "id")
+	do("GET", "/v1/organizations?limit=20", admin, nil, 200, get, query)
+	do("GET", "/v1/organizations/"+oid, admin, nil, 200, get, get)
+	do("PATCH", "/v1/organizations/"+oid, admin, map[string]any{"plan": "pro"}, 200, get, get, upd)
+	do("POST", "/v1/organizations/"+oid+"/members", admin, map[string]any{"user_id": uid, "role": "admin"}, 201, get, tx)
+	do("POST", "/v1/organizations/"+oid+"/members", admin, map[string]any{"user_id": uid}, 409, get, tx)
+	do("GET", "/v1/organizations/"+oid+"/members?limit=20", admin, nil, 200, get, get, query)
+	do("GET", "/v1/users/"+uid+"/organizations?limit=20", admin, nil, 200, get, get, query)
+	do("PATCH", "/v1/organizations/"+oid+"/members/"+uid, admin, map[string]any{"role": "owner"}, 200, get, get, tx)
+	do("DELETE", "/v1/organizations/"+oid+"/members/"+uid, admin, nil, 204, get, tx)
+
+	do("GET", "/v1/api-keys?limit=20", admin, nil, 200, get, query)
+	do("GET", "/v1/api-keys/"+str(key, "id"), admin, nil, 200, get, get)
+	do("POST", "/v1/auth/revoke", secret, map[string]any{"token": access}, 200, get, put)
+	do("POST", "/v1/auth/revoke", secret, map[string]any{"token": access}, 200, get, put)
+	if v := do("GET", "/v1/auth/verify", access, nil, 200, batch); v["valid"] != false {
+		t.Errorf("verify after revoke: got %v, want valid false", v)
+	}
+	do("DELETE", "/v1/api-keys/"+str(key, "id"), admin, nil, 204, get, get, get, tx)
+	do("DELETE", "/v1/users/"+uid, admin, nil, 204, get, upd, query, tx)
+	do("DELETE", "/v1/organizations/"+oid, admin, nil, 204, get, upd, query, tx)
+	do("GET", "/v1/auth/jwks", "", nil, 200)
+	t.Log(report.String())
+}
+
+// route turns a request path back into its route, for the report.
+func route(path string) string {
+	path, query, _ := strings.Cut(path, "?")
+	suffix := ""
+	if strings.Contains(query, "email=") {
+		suffix = "?email="
+	}
+	parts := strings.Split(path, "/")
+	for i, p := range parts {
+		switch {
+		case strings.HasPrefix(p, account.PrefixUser) && i == len(parts)-1 && parts[i-1] == "members":
+			parts[i] = "{user_id}"
+		case strings.HasPrefix(p, account.PrefixUser), strings.HasPrefix(p, account.PrefixOrganization), strings.HasPrefix(p, account.PrefixAPIKey):
+			parts[i] = "{id}"
+		}
+	}
+	return strings.Join(parts, "/") + suffix
+}
