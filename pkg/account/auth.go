@@ -145,8 +145,8 @@ type TokenRequest struct {
 // CodeForbidden for an access token caller, CodeInvalidRequest,
 // CodeInsufficientScope.
 func (s *Service) IssueToken(ctx context.Context, p Principal, req TokenRequest) (string, TokenClaims, error) {
-	if p.IsToken() {
-		return "", TokenClaims{}, Errorf(CodeForbidden, "access tokens are issued for API keys only; present an API key")
+	if err := p.RequireKey(""); err != nil {
+		return "", TokenClaims{}, err
 	}
 	var problems Problems
 	scopes := dedupe(req.Scopes)
@@ -232,7 +232,7 @@ type NewAPIKey struct {
 // key that created it. CodeForbidden for an access token caller,
 // CodeInsufficientScope, CodeInvalidRequest.
 func (s *Service) CreateAPIKey(ctx context.Context, p Principal, req NewAPIKey) (APIKey, string, error) {
-	if err := p.requireKey(ScopeWriteAPIKeys); err != nil {
+	if err := p.RequireKey(ScopeWriteAPIKeys); err != nil {
 		return APIKey{}, "", err
 	}
 	var problems Problems
@@ -281,7 +281,7 @@ func (s *Service) CreateAPIKey(ctx context.Context, p Principal, req NewAPIKey) 
 // GetAPIKey returns a key. CodeForbidden for an access token caller,
 // CodeInsufficientScope, CodeNotFound.
 func (s *Service) GetAPIKey(ctx context.Context, p Principal, id string) (APIKey, error) {
-	if err := p.requireKey(ScopeReadAPIKeys); err != nil {
+	if err := p.RequireKey(ScopeReadAPIKeys); err != nil {
 		return APIKey{}, err
 	}
 	if !ValidID(PrefixAPIKey, id) {
@@ -294,7 +294,7 @@ func (s *Service) GetAPIKey(ctx context.Context, p Principal, id string) (APIKey
 // ListAPIKeys lists keys, newest first. CodeForbidden, CodeInsufficientScope,
 // CodeInvalidRequest.
 func (s *Service) ListAPIKeys(ctx context.Context, p Principal, r PageRequest) (List[APIKey], error) {
-	if err := p.requireKey(ScopeReadAPIKeys); err != nil {
+	if err := p.RequireKey(ScopeReadAPIKeys); err != nil {
 		return List[APIKey]{}, err
 	}
 	params, err := s.cursors.params("api_keys", r)
@@ -312,7 +312,7 @@ func (s *Service) ListAPIKeys(ctx context.Context, p Principal, r PageRequest) (
 // at once. The bootstrap admin key cannot be deleted through the API.
 // CodeForbidden, CodeInsufficientScope, CodeNotFound.
 func (s *Service) DeleteAPIKey(ctx context.Context, p Principal, id string) error {
-	if err := p.requireKey(ScopeWriteAPIKeys); err != nil {
+	if err := p.RequireKey(ScopeWriteAPIKeys); err != nil {
 		return err
 	}
 	if !ValidID(PrefixAPIKey, id) {

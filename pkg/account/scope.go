@@ -75,11 +75,15 @@ func (p Principal) Require(scope string) error {
 	return &Error{Code: CodeInsufficientScope, Message: "this operation needs the scope " + scope, Scope: scope}
 }
 
-// requireKey returns CodeForbidden when the caller used an access token on an
-// operation that only API keys may call, and otherwise checks the scope.
-func (p Principal) requireKey(scope string) error {
+// RequireKey returns CodeForbidden when the caller used an access token on an
+// operation that only API keys may call (token issuance, API key
+// management), and otherwise checks scope, if one is given.
+func (p Principal) RequireKey(scope string) error {
 	if p.IsToken() {
 		return Errorf(CodeForbidden, "this operation needs an API key; access tokens are not accepted")
+	}
+	if scope == "" {
+		return nil
 	}
 	return p.Require(scope)
 }

@@ -339,3 +339,26 @@ func TestRequestIDAndLogs(t *testing.T) {
 		t.Errorf("an empty upstream id must be replaced by a generated one, got %q", res.Header.Get("X-Request-Id"))
 	}
 }
+
+// TestAuthorizationBeforeValidation: a caller without the route's scope is
+// refused before its body is read, so a 403 is all it learns.
+func TestAuthorizationBeforeValidation(t *testing.T) {
+	a := newAPI(t)
+	_, readOnly := a.CreateAPIKey(t, account.ScopeReadUsers)
+	token, _ := a.IssueToken(t, readOnly, "15m", account.ScopeReadUsers)
+
+	for _, tc := range []struct {
+		name, method, path, credential string
+		body                           any
+		code                           string
+	}{
+		{"malformed body, key without the scope", http.MethodPost, "/v1/users", readOnly, `{"email":`, "insufficient_scope"},
+		{"invalid body, key without the scope", http.MethodPost, "/v1/organizations", readOnly, `{"slug":"-"}`, "insufficient_scope"},
+		{"malformed body, token on a key-only route", http.MethodPost, "/v1/api-keys", token, `{"name":`, "forbidden"},
+		{"malformed body, token on token issuance", http.MethodPost, "/v1/auth/token", token, `[`, "forbidden"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wantProblem(t, a.do(tc.method, tc.path, tc.credential, tc.body), http.StatusForbidden, tc.code)
+		})
+	}
+}

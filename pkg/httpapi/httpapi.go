@@ -184,11 +184,25 @@ func (s *server) route(d routeDef) http.Handler {
 				s.writeError(w, r, errNoCredential)
 				return
 			}
-			if d.auth == authPrincipal {
+			if d.auth == authPrincipal || d.auth == authKeyOnly {
 				var err error
 				if p, err = s.svc.Authenticate(r.Context(), credential); err != nil {
 					s.writeError(w, r, err)
 					return
+				}
+				// Authorize before reading the body: a caller without the
+				// scope learns nothing about what a valid request looks
+				// like. The service checks again; this only moves the 403
+				// ahead of a 400 or 415.
+				authorize := p.Require
+				if d.auth == authKeyOnly {
+					authorize = p.RequireKey
+				}
+				if d.Scope != "" || d.auth == authKeyOnly {
+					if err := authorize(d.Scope); err != nil {
+						s.writeError(w, r, err)
+						return
+					}
 				}
 			}
 		}

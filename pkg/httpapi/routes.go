@@ -38,6 +38,8 @@ type auth int
 const (
 	// authPrincipal: an API key or access token, resolved to a Principal.
 	authPrincipal auth = iota
+	// authKeyOnly: an API key; an access token is refused (403 forbidden).
+	authKeyOnly
 	// authBearer: the bearer credential is the subject of the request
 	// (verify), so any syntactically valid Bearer header is passed on as is.
 	authBearer
@@ -58,14 +60,14 @@ type routeDef struct {
 // routeTable is the single list of routes: Routes exposes it, New builds the
 // router from it, and the tests walk it, so none of them can drift.
 var routeTable = []routeDef{
-	{Route{GroupAuth, http.MethodPost, "/v1/auth/token", ""}, authPrincipal, (*server).issueToken},
+	{Route{GroupAuth, http.MethodPost, "/v1/auth/token", ""}, authKeyOnly, (*server).issueToken},
 	{Route{GroupAuth, http.MethodPost, "/v1/auth/revoke", ""}, authPrincipal, (*server).revokeToken},
 	{Route{GroupAuth, http.MethodGet, "/v1/auth/verify", ""}, authBearer, (*server).verifyToken},
 	{Route{GroupAuth, http.MethodGet, "/v1/auth/jwks", ""}, authPublic, (*server).serveJWKS},
-	{Route{GroupAuth, http.MethodPost, "/v1/api-keys", account.ScopeWriteAPIKeys}, authPrincipal, (*server).createAPIKey},
-	{Route{GroupAuth, http.MethodGet, "/v1/api-keys", account.ScopeReadAPIKeys}, authPrincipal, (*server).listAPIKeys},
-	{Route{GroupAuth, http.MethodGet, "/v1/api-keys/{id}", account.ScopeReadAPIKeys}, authPrincipal, (*server).getAPIKey},
-	{Route{GroupAuth, http.MethodDelete, "/v1/api-keys/{id}", account.ScopeWriteAPIKeys}, authPrincipal, (*server).deleteAPIKey},
+	{Route{GroupAuth, http.MethodPost, "/v1/api-keys", account.ScopeWriteAPIKeys}, authKeyOnly, (*server).createAPIKey},
+	{Route{GroupAuth, http.MethodGet, "/v1/api-keys", account.ScopeReadAPIKeys}, authKeyOnly, (*server).listAPIKeys},
+	{Route{GroupAuth, http.MethodGet, "/v1/api-keys/{id}", account.ScopeReadAPIKeys}, authKeyOnly, (*server).getAPIKey},
+	{Route{GroupAuth, http.MethodDelete, "/v1/api-keys/{id}", account.ScopeWriteAPIKeys}, authKeyOnly, (*server).deleteAPIKey},
 
 	{Route{GroupOrganizations, http.MethodGet, "/v1/organizations", account.ScopeReadOrganizations}, authPrincipal, (*server).listOrganizations},
 	{Route{GroupOrganizations, http.MethodPost, "/v1/organizations", account.ScopeWriteOrganizations}, authPrincipal, (*server).createOrganization},
