@@ -59,7 +59,7 @@ load:
 # ARTIFACTS_DIR set; each target writes that function's bootstrap for
 # provided.al2023 on arm64.
 LAMBDA_BUILD := CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w'
-ARTIFACTS_DIR ?= .build/lambda
+ARTIFACTS_DIR ?= bin/lambda
 FUNCTION ?= auth
 EVENT ?= events/auth-verify.json
 
@@ -74,10 +74,10 @@ build-OrganizationsFunction:
 build-UsersFunction:
 	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/users
 
-# All three, without sam, into .build/lambda/<function>/bootstrap, with sizes.
+# All three, without sam, into bin/lambda/<function>/bootstrap, with sizes.
 build-lambdas:
-	for fn in auth organizations users; do $(LAMBDA_BUILD) -o .build/lambda/$$fn/bootstrap ./functions/$$fn; done
-	@for fn in auth organizations users; do printf '%-14s %6.2f MB\n' $$fn "$$(echo "$$(stat -c %s .build/lambda/$$fn/bootstrap) / 1048576" | bc -l)"; done
+	for fn in auth organizations users; do $(LAMBDA_BUILD) -o bin/lambda/$$fn/bootstrap ./functions/$$fn; done
+	@for fn in auth organizations users; do printf '%-14s %6.2f MiB\n' $$fn "$$(echo "$$(stat -c %s bin/lambda/$$fn/bootstrap) / 1048576" | bc -l)"; done
 
 # One event through one function, like `sam local invoke -e`, without Docker:
 #   make invoke FUNCTION=users EVENT=events/users-get.json
