@@ -1,0 +1,198 @@
+package lambdaapp_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"latchkey/pkg/boltstore"
+	"latchkey/pkg/lambdaapp"
+	"latchkey/pkg/lambdaapp/replay"
+	"latchkey/pkg/secrets"
+)
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// env is one store and one Secrets Manager shared by the functions, as in
+// a deployment.
+type env struct {
+	store   *boltstore.Store
+	keys    *replay.MemoryKeys
+	secrets *replay.Secrets
+}
+
+func newEnv(t *testing.T) env {
+	t.Helper()
+	s, err := boltstore.Open(filepath.Join(t.TempDir(), "latchkey.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := replay.Seed(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	return env{store: s, keys: &replay.MemoryKeys{}, secrets: replay.NewSecrets()}
+}
+
+func (e env) app(t *testing.T, fn lambdaapp.Function, c *clock) *lambdaapp.App {
+	t.Helper()
+	a, err := lambdaapp.New(context.Background(), replay.Config(fn, "latchkey"), lambdaapp.Deps{
+		Store: e.store, Keys: e.keys, Secrets: e.secrets, Now: c.Now,
+	})
+	if err != nil {
+		t.Fatalf("init %s: %v", fn, err)
+	}
+	return a
+}
+
+func do(t *testing.T, h http.Handler, method, path, credential, body string) (int, map[string]any) {
+	t.Helper()
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	if credential != "" {
+		req.Header.Set("Authorization", "Bearer "+credential)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	var m map[string]any
+	json.Unmarshal(rec.Body.Bytes(), &m)
+	return rec.Code, m
+}
+
+func TestConfigFromEnv(t *testing.T) {
+	full := map[string]string{
+		lambdaapp.EnvTableName: "latchkey", lambdaapp.EnvIssuer: "latchkey",
+		lambdaapp.EnvAdminKeySecret: "arn:a", lambdaapp.EnvCursorKeySecret: "arn:c", lambdaapp.EnvSigningKeySecret: "arn:s",
+	}
+	t.Run("OK", func(t *testing.T) {
+		cfg, err := lambdaapp.ConfigFromEnv(lambdaapp.Auth, func(k string) string { return full[k] })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.SigningKeySecret != "arn:s" || cfg.TableName != "latchkey" {
+			t.Fatalf("got %+v", cfg)
+		}
+		// Only auth reads the signing secret, even when it is set.
+		cfg, err = lambdaapp.ConfigFromEnv(lambdaapp.Users, func(k string) string { return full[k] })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.SigningKeySecret != "" {
+			t.Fatalf("users got the signing secret %q", cfg.SigningKeySecret)
+		}
+	})
+	t.Run("ErrMissing", func(t *testing.T) {
+		_, err := lambdaapp.ConfigFromEnv(lambdaapp.Auth, func(k string) string {
+			if k == lambdaapp.EnvSigningKeySecret || k == lambdaapp.EnvTableName {
+				return ""
+			}
+			return full[k]
+		})
+		if err == nil || !strings.Contains(err.Error(), "TABLE_NAME") || !strings.Contains(err.Error(), "SIGNING_KEY_SECRET_ARN") {
+			t.Fatalf("got %v, want both missing variables named", err)
+		}
+	})
+	t.Run("ErrUnknownFunction", func(t *testing.T) {
+		if _, err := lambdaapp.ConfigFromEnv("billing", func(k string) string { return full[k] }); err == nil {
+			t.Fatal("got nil error")
+		}
+	})
+}
+
+// TestApp_SigningKeyRotation: after the signing secret is rotated, auth
+// signs with the new key once its refresh is due, tokens signed with the
+// old key stay valid, and the users function, which never reads the
+// secret, accepts the new tokens at once by reloading the published keys
+// on the unknown kid.
+func TestApp_SigningKeyRotation(t *testing.T) {
+	e := newEnv(t)
+	c := &clock{t: time.Now()}
+	auth := e.app(t, lambdaapp.Auth, c)
+	users := e.app(t, lambdaapp.Users, c)
+	oldToken := replay.Token()
+	if code, _ := do(t, users, "GET", "/v1/users/"+replay.UserID, oldToken, ""); code != http.StatusOK {
+		t.Fatalf("old token before rotation: got %d, want 200", code)
+	}
+
+	e.secrets.Put(replay.SigningARN, replay.SigningSecret+"-rotated")
+	c.Add(secrets.DefaultRefreshInterval)
+	code, body := do(t, auth, "POST", "/v1/auth/token", replay.KeySecret, `{"scopes":["read:users"]}`)
+	if code != http.StatusCreated {
+		t.Fatalf("issue after rotation: got %d, want 201: %v", code, body)
+	}
+	newToken, _ := body["access_token"].(string)
+	if newToken == "" || strings.Split(newToken, ".")[0] == strings.Split(oldToken, ".")[0] {
+		t.Fatal("the token after rotation has the old key's header")
+	}
+	_, jwks := do(t, auth, "GET", "/v1/auth/jwks", "", "")
+	if keys, _ := jwks["keys"].([]any); len(keys) != 2 {
+		t.Fatalf("JWKS after rotation: got %d keys, want the new and the previous", len(keys))
+	}
+	if code, _ := do(t, users, "GET", "/v1/users/"+replay.UserID, newToken, ""); code != http.StatusOK {
+		t.Fatalf("users with the new token: got %d, want 200", code)
+	}
+	if code, _ := do(t, users, "GET", "/v1/users/"+replay.UserID, oldToken, ""); code != http.StatusOK {
+		t.Fatalf("users with the old token: got %d, want 200", code)
+	}
+	if code, body := do(t, auth, "GET", "/v1/auth/verify", oldToken, ""); code != http.StatusOK || body["valid"] != true {
+		t.Fatalf("verify the old token: got %d %v, want valid", code, body)
+	}
+}
+
+// TestApp_AdminKeyRotation: a new admin key works once the refresh is due,
+// and the old one stops working.
+func TestApp_AdminKeyRotation(t *testing.T) {
+	e := newEnv(t)
+	c := &clock{t: time.Now()}
+	users := e.app(t, lambdaapp.Users, c)
+	if code, _ := do(t, users, "GET", "/v1/users", replay.AdminSecret, ""); code != http.StatusOK {
+		t.Fatalf("admin key: got %d, want 200", code)
+	}
+	rotated := replay.AdminSecret + "-rotated"
+	e.secrets.Put(replay.AdminARN, rotated)
+	if code, _ := do(t, users, "GET", "/v1/users", rotated, ""); code != http.StatusUnauthorized {
+		t.Fatalf("new admin key before the refresh: got %d, want 401", code)
+	}
+	c.Add(secrets.DefaultRefreshInterval)
+	if code, _ := do(t, users, "GET", "/v1/users", rotated, ""); code != http.StatusOK {
+		t.Fatalf("new admin key after the refresh: got %d, want 200", code)
+	}
+	if code, _ := do(t, users, "GET", "/v1/users", replay.AdminSecret, ""); code != http.StatusUnauthorized {
+		t.Fatalf("old admin key after the refresh: got %d, want 401", code)
+	}
+}
+
+// TestApp_NoPublishedKeys: a function that starts before auth ever ran
+// refuses tokens (none can exist) and starts accepting them as soon as
+// auth publishes its keys.
+func TestApp_NoPublishedKeys(t *testing.T) {
+	e := newEnv(t)
+	c := &clock{t: time.Now()}
+	users := e.app(t, lambdaapp.Users, c)
+	if code, _ := do(t, users, "GET", "/v1/users/"+replay.UserID, replay.Token(), ""); code != http.StatusUnauthorized {
+		t.Fatalf("token before auth started: got %d, want 401", code)
+	}
+	e.app(t, lambdaapp.Auth, c) // publishes at init
+	c.Add(15 * time.Second)     // past the unknown-kid reload interval
+	if code, _ := do(t, users, "GET", "/v1/users/"+replay.UserID, replay.Token(), ""); code != http.StatusOK {
+		t.Fatalf("token after auth started: got %d, want 200", code)
+	}
+}
