@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -164,9 +165,9 @@ func (rt *runtimeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // coldStart starts bin as Lambda would, gives it the event through the fake
-// Runtime API and returns the time from process start to the response, and
-// the response.
-func coldStart(tb testing.TB, bin string, env []string, event []byte) (time.Duration, events.APIGatewayV2HTTPResponse) {
+// Runtime API and returns the time from process start to the response, the
+// response, and the process's peak resident memory in KiB.
+func coldStart(tb testing.TB, bin string, env []string, event []byte) (time.Duration, events.APIGatewayV2HTTPResponse, int64) {
 	tb.Helper()
 	rt := &runtimeAPI{event: event, done: make(chan result, 1)}
 	srv := httptest.NewServer(rt)
@@ -199,6 +200,10 @@ func coldStart(tb testing.TB, bin string, env []string, event []byte) (time.Dura
 	elapsed := time.Since(start)
 	cmd.Process.Kill()
 	<-exited
+	var maxRSS int64
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		maxRSS = ru.Maxrss // KiB on Linux
+	}
 	if res.err != "" {
 		tb.Fatalf("the function reported an error: %s\n%s", res.err, logBuf.String())
 	}
@@ -206,7 +211,7 @@ func coldStart(tb testing.TB, bin string, env []string, event []byte) (time.Dura
 	if err := json.Unmarshal(res.body, &out); err != nil {
 		tb.Fatalf("response: %v: %s", err, res.body)
 	}
-	return elapsed, out
+	return elapsed, out, maxRSS
 }
 
 // coldStartEvents is the event each function answers in the binary tests.
@@ -228,11 +233,11 @@ func TestBinary_Lambda(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			elapsed, res := coldStart(t, buildFunction(t, fn), env, event)
+			elapsed, res, rss := coldStart(t, buildFunction(t, fn), env, event)
 			if res.StatusCode != http.StatusOK {
 				t.Fatalf("status: got %d, want 200: %s", res.StatusCode, res.Body)
 			}
-			t.Logf("%s: process start to first response %v", fn, elapsed.Round(time.Millisecond))
+			t.Logf("%s: process start to first response %v, peak RSS %d KiB", fn, elapsed.Round(time.Millisecond), rss)
 		})
 	}
 }
@@ -252,7 +257,7 @@ func BenchmarkColdStart(b *testing.B) {
 			var total time.Duration
 			b.ResetTimer()
 			for b.Loop() {
-				elapsed, res := coldStart(b, bin, env, event)
+				elapsed, res, _ := coldStart(b, bin, env, event)
 				if res.StatusCode != http.StatusOK {
 					b.Fatalf("status %d: %s", res.StatusCode, res.Body)
 				}
