@@ -94,6 +94,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (*App, error) {
 	if deps.Logger == nil {
 		deps.Logger = slog.Default()
 	}
+	deps.Logger = slog.New(requestIDHandler{deps.Logger.Handler()})
 	if deps.Now == nil {
 		deps.Now = time.Now
 	}

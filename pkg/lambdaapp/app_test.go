@@ -3,6 +3,8 @@ package lambdaapp_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -10,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"latchkey/pkg/boltstore"
 	"latchkey/pkg/lambdaapp"
@@ -198,3 +202,76 @@ func TestApp_NoPublishedKeys(t *testing.T) {
 		t.Fatalf("token after auth started: got %d, want 200", code)
 	}
 }
+
+// flakySecrets fails every read once down is set, like Secrets Manager in
+// an outage.
+type flakySecrets struct {
+	*replay.Secrets
+	mu   sync.Mutex
+	down bool
+}
+
+func (f *flakySecrets) GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, opts ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error) {
+	f.mu.Lock()
+	down := f.down
+	f.mu.Unlock()
+	if down {
+		return nil, errors.New("connect: connection refused")
+	}
+	return f.Secrets.GetSecretValue(ctx, in, opts...)
+}
+
+// TestApp_RefreshFailure: when Secrets Manager fails at a refresh, the
+// function keeps serving with the keys it has and logs the failure once,
+// with the request id of the request that hit it.
+func TestApp_RefreshFailure(t *testing.T) {
+	e := newEnv(t)
+	c := &clock{t: time.Now()}
+	sm := &flakySecrets{Secrets: e.secrets}
+	if err := replay.PublishKeys(context.Background(), e.keys); err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	var mu sync.Mutex
+	logger := slog.New(slog.NewJSONHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return logs.Write(p)
+	}), nil))
+	app, err := lambdaapp.New(context.Background(), replay.Config(lambdaapp.Users, "latchkey"), lambdaapp.Deps{
+		Store: e.store, Keys: e.keys, Secrets: sm, Now: c.Now, Logger: logger,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sm.mu.Lock()
+	sm.down = true
+	sm.mu.Unlock()
+	c.Add(secrets.DefaultRefreshInterval)
+	ev, err := replay.LoadEvent("../../events/users-get.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := app.Lambda()(context.Background(), ev)
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("during the outage: got %d %v, want 200", res.StatusCode, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var found bool
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		if strings.Contains(line, "secret refresh failed") {
+			found = true
+			if !strings.Contains(line, `"request_id":"`+ev.RequestContext.RequestID+`"`) {
+				t.Errorf("refresh failure logged without the request id: %s", line)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no refresh failure logged:\n%s", logs.String())
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
