@@ -20,9 +20,13 @@ run-dynamodb:
 test: lint-go test-go fuzz lint-template readme-check
 
 # Every Go test, with DynamoDB Local and moto_server started around it (and
-# stopped afterwards, pass or fail), so that no store test skips.
+# stopped afterwards, pass or fail), so that no store test skips; then the
+# HTTP suite again, unchanged, over DynamoDB Local instead of bbolt.
 test-go:
-	scripts/dynamodb-local.sh scripts/moto.sh $(GO) test -count=1 ./...
+	scripts/dynamodb-local.sh scripts/moto.sh bash -c '\
+	  $(GO) test -count=1 ./... && \
+	  echo "HTTP suite over DynamoDB Local (LATCHKEY_TEST_STORE=dynamodb):" && \
+	  LATCHKEY_TEST_STORE=dynamodb $(GO) test -count=1 ./pkg/httpapi/...'
 
 # The README's quick start, run as written against a fresh local server.
 readme-check:

@@ -1,7 +1,11 @@
 // Package httpapitest builds a complete Latchkey HTTP stack for tests: the
-// real handler over a real bbolt store in a temporary directory, a real
-// Ed25519 signer, a controllable clock and a bootstrap admin key; and it
-// checks responses against openapi.yaml.
+// real handler over a real store, a real Ed25519 signer, a controllable
+// clock and a bootstrap admin key; and it checks responses against
+// openapi.yaml.
+//
+// The store is bbolt in a temporary directory, or, with
+// LATCHKEY_TEST_STORE=dynamodb, a fresh table in the DynamoDB Local at
+// LATCHKEY_TEST_DYNAMODB_ENDPOINT: `make test` runs the HTTP suite both ways.
 //
 // Use it from any package that needs the API end to end, for instance to
 // replay API Gateway events against a seeded store:
@@ -22,6 +26,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -30,6 +35,7 @@ import (
 
 	"latchkey/pkg/account"
 	"latchkey/pkg/boltstore"
+	"latchkey/pkg/dynamostore/dynamotest"
 	"latchkey/pkg/httpapi"
 	"latchkey/pkg/token"
 )
@@ -45,7 +51,7 @@ type Env struct {
 	// Config is what Handler was built from, to build group handlers.
 	Config  httpapi.Config
 	Service *account.Service
-	Store   *boltstore.Store
+	Store   account.Store
 	// Clock is the service's clock; advance it to expire tokens.
 	Clock *Clock
 	// Signer signs access tokens; PublicKey verifies them.
@@ -63,10 +69,7 @@ type Env struct {
 // bootstrap admin key.
 func NewServer(tb testing.TB) *Env {
 	tb.Helper()
-	store, err := boltstore.Open(filepath.Join(tb.TempDir(), "latchkey.db"))
-	if err != nil {
-		tb.Fatalf("boltstore.Open: %v", err)
-	}
+	store := newStore(tb)
 	tb.Cleanup(func() { store.Close() })
 
 	pub, priv, err := ed25519.GenerateKey(nil)
@@ -108,6 +111,31 @@ func NewServer(tb testing.TB) *Env {
 		AdminKey:  admin,
 		Logs:      logs,
 		spec:      loadSpec(tb),
+	}
+}
+
+// StoreEnv names the variable that chooses the store: "bbolt" (the
+// default) or "dynamodb".
+const StoreEnv = "LATCHKEY_TEST_STORE"
+
+func newStore(tb testing.TB) account.Store {
+	tb.Helper()
+	switch kind := os.Getenv(StoreEnv); kind {
+	case "", "bbolt":
+		store, err := boltstore.Open(filepath.Join(tb.TempDir(), "latchkey.db"))
+		if err != nil {
+			tb.Fatalf("boltstore.Open: %v", err)
+		}
+		return store
+	case "dynamodb":
+		// Asked for by name, so a missing DynamoDB Local is a failure, not a skip.
+		if os.Getenv(dynamotest.EndpointEnv) == "" {
+			tb.Fatalf("%s=dynamodb needs %s (run under scripts/dynamodb-local.sh)", StoreEnv, dynamotest.EndpointEnv)
+		}
+		return dynamotest.NewStore(tb)
+	default:
+		tb.Fatalf("%s=%q: want bbolt or dynamodb", StoreEnv, kind)
+		return nil
 	}
 }
 
