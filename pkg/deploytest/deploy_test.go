@@ -212,6 +212,7 @@ func TestTemplate_LeastPrivilege(t *testing.T) {
 	}
 	for _, fn := range lambdaapp.Functions() {
 		t.Run(string(fn), func(t *testing.T) {
+			t.Parallel() // each function records into its own maps and stores
 			actions := map[string]bool{}
 			usedIndex := false
 			read := map[string]bool{}

@@ -39,6 +39,7 @@ func TestReplay(t *testing.T) {
 	spec := loadSpec(t)
 	for _, e := range entries {
 		t.Run(strings.TrimSuffix(e.Event, ".json"), func(t *testing.T) {
+			t.Parallel() // each event has its own store
 			ev, err := replay.LoadEvent(filepath.Join(eventsDir, e.Event))
 			if err != nil {
 				t.Fatal(err)
