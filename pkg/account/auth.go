@@ -325,7 +325,9 @@ func (s *Service) DeleteAPIKey(ctx context.Context, p Principal, id string) erro
 	if key.Bootstrap {
 		return Errorf(CodeForbidden, "the bootstrap admin key is managed by configuration and cannot be deleted through the API")
 	}
-	return storeErr(s.store.DeleteAPIKey(ctx, id))
+	// Pass the key as read: the store deletes it by ID and hash without
+	// reading it again.
+	return storeErr(s.store.DeleteAPIKey(ctx, key))
 }
 
 // EnsureBootstrapKey makes secret the bootstrap admin key (grant "*:*"),
@@ -370,7 +372,7 @@ func (s *Service) EnsureBootstrapKey(ctx context.Context, secret string) error {
 		}
 		for _, k := range page.Items {
 			if k.Bootstrap && k.ID != current.ID {
-				if err := s.store.DeleteAPIKey(ctx, k.ID); err != nil && !IsCode(err, CodeNotFound) {
+				if err := s.store.DeleteAPIKey(ctx, k); err != nil && !IsCode(err, CodeNotFound) {
 					return err
 				}
 			}

@@ -97,18 +97,17 @@ func (s *Service) UpdateOrganization(ctx context.Context, p Principal, id string
 	if err := problems.Err(); err != nil {
 		return Organization{}, err
 	}
-	o, err := s.store.GetOrganization(ctx, id)
-	if err != nil {
-		return Organization{}, storeErr(err)
-	}
+	// The store applies the patch atomically: a concurrent PATCH of the
+	// other field cannot be overwritten with a value read before it.
+	patch := OrganizationPatch{UpdatedAt: s.now()}
 	if req.Name != nil {
-		o.Name = name
+		patch.Name = &name
 	}
 	if req.Plan != nil {
-		o.Plan = plan
+		patch.Plan = &plan
 	}
-	o.UpdatedAt = s.now()
-	if err := s.store.UpdateOrganization(ctx, o); err != nil {
+	o, err := s.store.UpdateOrganization(ctx, id, patch)
+	if err != nil {
 		return Organization{}, storeErr(err)
 	}
 	return o, nil
@@ -201,12 +200,8 @@ func (s *Service) UpdateMember(ctx context.Context, p Principal, orgID, userID, 
 	if err := problems.Err(); err != nil {
 		return Membership{}, err
 	}
-	m, err := s.store.GetMember(ctx, orgID, userID)
+	m, err := s.store.UpdateMember(ctx, orgID, userID, MemberPatch{Role: role, UpdatedAt: s.now()})
 	if err != nil {
-		return Membership{}, storeErr(err)
-	}
-	m.Role, m.UpdatedAt = role, s.now()
-	if err := s.store.UpdateMember(ctx, m); err != nil {
 		return Membership{}, storeErr(err)
 	}
 	return m, nil

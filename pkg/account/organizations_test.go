@@ -1,7 +1,9 @@
 package account_test
 
 import (
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"latchkey/pkg/account"
@@ -68,6 +70,41 @@ func TestService_UpdateOrganization(t *testing.T) {
 		}
 		if got.Plan != "pro" || got.Name != o.Name || got.Slug != o.Slug {
 			t.Errorf("got %+v; want only the plan changed", got)
+		}
+	})
+	t.Run("ConcurrentNameAndPlan", func(t *testing.T) {
+		// A PATCH of the name and a PATCH of the plan at the same moment
+		// must both take effect: the service hands the store a patch
+		// instead of writing back an organization it read earlier.
+		e := newEnv(t)
+		o := e.org(t, "engines")
+		for round := range 10 {
+			name, plan := fmt.Sprintf("Engines %d", round), account.Plans[round%len(account.Plans)]
+			var wg sync.WaitGroup
+			errs := make([]error, 2)
+			start := make(chan struct{})
+			wg.Go(func() {
+				<-start
+				_, errs[0] = e.svc.UpdateOrganization(e.ctx, e.admin, o.ID, account.OrganizationUpdate{Name: &name})
+			})
+			wg.Go(func() {
+				<-start
+				_, errs[1] = e.svc.UpdateOrganization(e.ctx, e.admin, o.ID, account.OrganizationUpdate{Plan: &plan})
+			})
+			close(start)
+			wg.Wait()
+			for _, err := range errs {
+				if err != nil {
+					t.Fatalf("UpdateOrganization: %v", err)
+				}
+			}
+			got, err := e.svc.GetOrganization(e.ctx, e.admin, o.ID)
+			if err != nil {
+				t.Fatalf("GetOrganization: %v", err)
+			}
+			if got.Name != name || got.Plan != plan {
+				t.Fatalf("round %d: got name %q and plan %q, want %q and %q", round, got.Name, got.Plan, name, plan)
+			}
 		}
 	})
 	t.Run("ErrNothingToChange", func(t *testing.T) {

@@ -24,6 +24,32 @@ type Page[T any] struct {
 	Next string
 }
 
+// OrganizationPatch is a change to an organization that a store applies to
+// the stored item in one atomic step. Nil fields are left as they are, so
+// two concurrent patches of different fields both take effect; a read,
+// modify and write in the service would lose one of them.
+type OrganizationPatch struct {
+	Name *string
+	Plan *string
+	// UpdatedAt is always written.
+	UpdatedAt time.Time
+}
+
+// UserPatch is a change to a user, applied as OrganizationPatch is. The
+// role is left out: the API cannot change it.
+type UserPatch struct {
+	Name *string
+	// UpdatedAt is always written.
+	UpdatedAt time.Time
+}
+
+// MemberPatch is a change to a membership, applied as OrganizationPatch is.
+// The role is the only field the API can change, so it is always set.
+type MemberPatch struct {
+	Role      string
+	UpdatedAt time.Time
+}
+
 // Store persists the domain. Implementations enforce uniqueness and the
 // atomicity of multi-item writes; every other rule lives in Service.
 //
@@ -39,9 +65,9 @@ type Store interface {
 	// GetUserByEmail returns the user with the (lower-cased) e-mail, read
 	// strongly consistently. CodeNotFound.
 	GetUserByEmail(ctx context.Context, email string) (User, error)
-	// UpdateUser replaces the name, role and updated_at of an existing user.
-	// CodeNotFound.
-	UpdateUser(ctx context.Context, u User) error
+	// UpdateUser applies patch to the user with the given id atomically, in
+	// the store, and returns the user as the patch left it. CodeNotFound.
+	UpdateUser(ctx context.Context, id string, patch UserPatch) (User, error)
 	// DeleteUser deletes a user, its memberships and its e-mail claim.
 	// CodeNotFound.
 	DeleteUser(ctx context.Context, id string) error
@@ -53,9 +79,11 @@ type Store interface {
 	CreateOrganization(ctx context.Context, o Organization) error
 	// GetOrganization returns an organization. CodeNotFound.
 	GetOrganization(ctx context.Context, id string) (Organization, error)
-	// UpdateOrganization replaces the name, plan and updated_at of an existing
-	// organization. CodeNotFound.
-	UpdateOrganization(ctx context.Context, o Organization) error
+	// UpdateOrganization applies patch to the organization with the given id
+	// atomically, in the store, and returns the organization as the patch
+	// left it. CodeNotFound, also for an organization whose deletion has
+	// begun.
+	UpdateOrganization(ctx context.Context, id string, patch OrganizationPatch) (Organization, error)
 	// DeleteOrganization deletes an organization, its memberships and its
 	// slug claim. CodeNotFound.
 	DeleteOrganization(ctx context.Context, id string) error
@@ -68,8 +96,10 @@ type Store interface {
 	AddMember(ctx context.Context, m Membership) error
 	// GetMember returns a membership. CodeNotFound.
 	GetMember(ctx context.Context, orgID, userID string) (Membership, error)
-	// UpdateMember replaces the role and updated_at of a membership. CodeNotFound.
-	UpdateMember(ctx context.Context, m Membership) error
+	// UpdateMember applies patch to the membership of userID in orgID
+	// atomically, in the store, and returns the membership as the patch left
+	// it. CodeNotFound.
+	UpdateMember(ctx context.Context, orgID, userID string, patch MemberPatch) (Membership, error)
 	// RemoveMember deletes a membership. CodeNotFound.
 	RemoveMember(ctx context.Context, orgID, userID string) error
 	// ListMembers lists the memberships of an organization, newest first.
@@ -86,8 +116,12 @@ type Store interface {
 	// GetAPIKeyByHash returns the key whose secret hashes to hash, read
 	// strongly consistently. CodeNotFound.
 	GetAPIKeyByHash(ctx context.Context, hash []byte) (APIKey, error)
-	// DeleteAPIKey deletes a key; it stops authenticating at once. CodeNotFound.
-	DeleteAPIKey(ctx context.Context, id string) error
+	// DeleteAPIKey deletes k, a key the caller has just read from the store:
+	// its ID and Hash name every record of the key, so the store need not
+	// read it again. The key stops authenticating at once. CodeNotFound if no
+	// key with k.ID exists (it was deleted already); CodeInternal, deleting
+	// nothing, if k.Hash is not the stored key's hash.
+	DeleteAPIKey(ctx context.Context, k APIKey) error
 	// ListAPIKeys lists keys, newest first.
 	ListAPIKeys(ctx context.Context, p ListParams) (Page[APIKey], error)
 

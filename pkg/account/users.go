@@ -104,12 +104,8 @@ func (s *Service) UpdateUser(ctx context.Context, p Principal, id string, req Us
 	if err := problems.Err(); err != nil {
 		return User{}, err
 	}
-	u, err := s.store.GetUser(ctx, id)
+	u, err := s.store.UpdateUser(ctx, id, UserPatch{Name: &name, UpdatedAt: s.now()})
 	if err != nil {
-		return User{}, storeErr(err)
-	}
-	u.Name, u.UpdatedAt = name, s.now()
-	if err := s.store.UpdateUser(ctx, u); err != nil {
 		return User{}, storeErr(err)
 	}
 	return u, nil

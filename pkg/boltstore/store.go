@@ -286,18 +286,31 @@ func (s *Store) GetUserByEmail(_ context.Context, email string) (account.User, e
 	return u, err
 }
 
-// UpdateUser implements account.Store. Only name, role and updated_at
-// change; the e-mail and its guard stay as they are.
-func (s *Store) UpdateUser(_ context.Context, u account.User) error {
-	return s.write(func(tx *bolt.Tx) error {
+// UpdateUser implements account.Store: the read, the patch and the write
+// share one transaction, so a concurrent update cannot slip in between.
+// The e-mail and its guard stay as they are.
+func (s *Store) UpdateUser(_ context.Context, id string, p account.UserPatch) (account.User, error) {
+	var u account.User
+	err := s.write(func(tx *bolt.Tx) error {
 		users := tx.Bucket(bucketUsers)
-		it, ok, err := get[userItem](users, []byte(u.ID))
+		it, ok, err := get[userItem](users, []byte(id))
 		if err != nil || !ok {
 			return orNotFound(err, errUserNotFound())
 		}
-		it.Name, it.Role, it.UpdatedAt = u.Name, u.Role, u.UpdatedAt
-		return put(users, []byte(u.ID), it)
+		if p.Name != nil {
+			it.Name = *p.Name
+		}
+		it.UpdatedAt = p.UpdatedAt
+		if err := put(users, []byte(id), it); err != nil {
+			return err
+		}
+		u = it.domain()
+		return nil
 	})
+	if err != nil {
+		return account.User{}, err
+	}
+	return u, nil
 }
 
 // DeleteUser implements account.Store: the user, its e-mail guard and all
@@ -394,18 +407,33 @@ func (s *Store) GetOrganization(_ context.Context, id string) (account.Organizat
 	return o, err
 }
 
-// UpdateOrganization implements account.Store. Only name, plan and
-// updated_at change; the slug and its guard stay as they are.
-func (s *Store) UpdateOrganization(_ context.Context, o account.Organization) error {
-	return s.write(func(tx *bolt.Tx) error {
+// UpdateOrganization implements account.Store as UpdateUser does. The slug
+// and its guard stay as they are.
+func (s *Store) UpdateOrganization(_ context.Context, id string, p account.OrganizationPatch) (account.Organization, error) {
+	var o account.Organization
+	err := s.write(func(tx *bolt.Tx) error {
 		orgs := tx.Bucket(bucketOrgs)
-		it, ok, err := get[orgItem](orgs, []byte(o.ID))
+		it, ok, err := get[orgItem](orgs, []byte(id))
 		if err != nil || !ok {
 			return orNotFound(err, errOrgNotFound())
 		}
-		it.Name, it.Plan, it.UpdatedAt = o.Name, o.Plan, o.UpdatedAt
-		return put(orgs, []byte(o.ID), it)
+		if p.Name != nil {
+			it.Name = *p.Name
+		}
+		if p.Plan != nil {
+			it.Plan = *p.Plan
+		}
+		it.UpdatedAt = p.UpdatedAt
+		if err := put(orgs, []byte(id), it); err != nil {
+			return err
+		}
+		o = it.domain()
+		return nil
 	})
+	if err != nil {
+		return account.Organization{}, err
+	}
+	return o, nil
 }
 
 // DeleteOrganization implements account.Store: the organization, its slug
@@ -485,19 +513,28 @@ func (s *Store) GetMember(_ context.Context, orgID, userID string) (account.Memb
 	return m, err
 }
 
-// UpdateMember implements account.Store. Only role and updated_at change:
-// created_at is part of the list index keys.
-func (s *Store) UpdateMember(_ context.Context, m account.Membership) error {
-	return s.write(func(tx *bolt.Tx) error {
+// UpdateMember implements account.Store as UpdateUser does. Only role and
+// updated_at change: created_at is part of the list index keys.
+func (s *Store) UpdateMember(_ context.Context, orgID, userID string, p account.MemberPatch) (account.Membership, error) {
+	var m account.Membership
+	err := s.write(func(tx *bolt.Tx) error {
 		members := tx.Bucket(bucketMembers)
-		key := join(m.OrganizationID, m.UserID)
+		key := join(orgID, userID)
 		it, ok, err := get[memberItem](members, key)
 		if err != nil || !ok {
 			return orNotFound(err, errMemberNotFound())
 		}
-		it.Role, it.UpdatedAt = m.Role, m.UpdatedAt
-		return put(members, key, it)
+		it.Role, it.UpdatedAt = p.Role, p.UpdatedAt
+		if err := put(members, key, it); err != nil {
+			return err
+		}
+		m = it.domain()
+		return nil
 	})
+	if err != nil {
+		return account.Membership{}, err
+	}
+	return m, nil
 }
 
 // RemoveMember implements account.Store.
@@ -614,19 +651,24 @@ func (s *Store) GetAPIKeyByHash(_ context.Context, hash []byte) (account.APIKey,
 }
 
 // DeleteAPIKey implements account.Store: the key and its hash guard go
-// together, so the secret stops authenticating with this commit.
-func (s *Store) DeleteAPIKey(_ context.Context, id string) error {
+// together, so the secret stops authenticating with this commit. The stored
+// record is at hand in the transaction anyway; it is checked against k so
+// that this store refuses a wrong hash exactly as the DynamoDB store must.
+func (s *Store) DeleteAPIKey(_ context.Context, k account.APIKey) error {
 	return s.write(func(tx *bolt.Tx) error {
 		keys := tx.Bucket(bucketKeys)
-		it, ok, err := get[apiKeyItem](keys, []byte(id))
+		it, ok, err := get[apiKeyItem](keys, []byte(k.ID))
 		if err != nil || !ok {
 			return orNotFound(err, errKeyNotFound())
 		}
-		if err := keys.Delete([]byte(id)); err != nil {
+		if !bytes.Equal(it.Hash, k.Hash) {
+			return account.Internal(fmt.Errorf("boltstore: DeleteAPIKey: the hash given for %s is not the stored one", k.ID))
+		}
+		if err := keys.Delete([]byte(k.ID)); err != nil {
 			return err
 		}
 		hashes := tx.Bucket(bucketKeyHashes)
-		if bytes.Equal(hashes.Get(it.Hash), []byte(id)) {
+		if bytes.Equal(hashes.Get(it.Hash), []byte(k.ID)) {
 			return hashes.Delete(it.Hash)
 		}
 		return nil

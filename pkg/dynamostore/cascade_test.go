@@ -83,6 +83,15 @@ func TestDeleteUser_BeyondOneTransaction(t *testing.T) {
 	if err := s.AddMember(ctx, late); !account.IsCode(err, account.CodeNotFound) {
 		t.Errorf("AddMember to a user being deleted: got %v, want not_found", err)
 	}
+	// An update of a user being deleted is refused too: UpdateItem would
+	// otherwise succeed on an item the retry is about to remove.
+	name := "Late Rename"
+	if _, err := s.UpdateUser(ctx, u.ID, account.UserPatch{Name: &name, UpdatedAt: tick()}); !account.IsCode(err, account.CodeNotFound) {
+		t.Errorf("UpdateUser of a user being deleted: got %v, want not_found", err)
+	}
+	if got, err := s.GetUser(ctx, u.ID); err != nil || got.Name != u.Name {
+		t.Errorf("GetUser after a refused update: got %+v, %v; want the name unchanged", got, err)
+	}
 
 	must(t, s.DeleteUser(ctx, u.ID), "DeleteUser (retry)")
 	if _, err := s.GetUser(ctx, u.ID); !account.IsCode(err, account.CodeNotFound) {

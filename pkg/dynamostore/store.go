@@ -320,37 +320,28 @@ func (s *Store) GetUserByEmail(ctx context.Context, email string) (account.User,
 	return s.GetUser(ctx, g.OwnerID)
 }
 
-// UpdateUser sets name, role and updated_at of an existing user. CodeNotFound.
-func (s *Store) UpdateUser(ctx context.Context, u account.User) error {
-	upd := expression.Set(expression.Name("name"), expression.Value(u.Name)).
-		Set(expression.Name("role"), expression.Value(u.Role)).
-		Set(expression.Name("updated_at"), expression.Value(u.UpdatedAt.UTC()))
-	return s.updateOne(ctx, userKey(u.ID), upd, "user")
+// UpdateUser applies the patch with one UpdateItem that sets only the
+// fields it holds, so a concurrent update of another field is kept, and
+// returns the item as written (ReturnValues ALL_NEW): no read before or
+// after. A user whose deletion has begun is not found. CodeNotFound.
+func (s *Store) UpdateUser(ctx context.Context, id string, p account.UserPatch) (account.User, error) {
+	upd := expression.Set(expression.Name("updated_at"), expression.Value(p.UpdatedAt.UTC()))
+	if p.Name != nil {
+		upd = upd.Set(expression.Name("name"), expression.Value(*p.Name))
+	}
+	var it userItem
+	if err := s.updateItem(ctx, userKey(id), upd, condLive, &it, "user"); err != nil {
+		return account.User{}, err
+	}
+	return it.user(), nil
 }
 
-// updateOne updates an existing item. CodeNotFound naming what.
-func (s *Store) updateOne(ctx context.Context, k key, upd expression.UpdateBuilder, what string) error {
-	it, err := s.update(k, upd, condPresent)
-	if err != nil {
-		return err
-	}
-	u := it.Update
-	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: s.table, Key: u.Key, UpdateExpression: u.UpdateExpression,
-		ConditionExpression: u.ConditionExpression, ExpressionAttributeNames: u.ExpressionAttributeNames,
-		ExpressionAttributeValues: u.ExpressionAttributeValues,
-	})
-	if _, ok := conditionFailed(err); ok {
-		return notFound(what)
-	}
-	return storeErr(err)
-}
-
-// markDeleting sets the deleting flag on an existing user or organization
-// and returns the item as it now is. From then on AddMember refuses it, so
-// the membership Query that follows sees every membership there will be.
-func (s *Store) markDeleting(ctx context.Context, k key, out any, what string) error {
-	it, err := s.update(k, expression.Set(expression.Name("deleting"), expression.Value(true)), condPresent)
+// updateItem applies upd to the item k if it meets cond, in one UpdateItem,
+// and decodes the item as written into out. CodeNotFound naming what when
+// cond fails: every condition here requires at least that the item exists,
+// and without one UpdateItem would create an item from nothing.
+func (s *Store) updateItem(ctx context.Context, k key, upd expression.UpdateBuilder, cond expression.ConditionBuilder, out any, what string) error {
+	it, err := s.update(k, upd, cond)
 	if err != nil {
 		return err
 	}
@@ -370,6 +361,13 @@ func (s *Store) markDeleting(ctx context.Context, k key, out any, what string) e
 		return account.Internal(err)
 	}
 	return nil
+}
+
+// markDeleting sets the deleting flag on an existing user or organization
+// and returns the item as it now is. From then on AddMember refuses it, so
+// the membership Query that follows sees every membership there will be.
+func (s *Store) markDeleting(ctx context.Context, k key, out any, what string) error {
+	return s.updateItem(ctx, k, expression.Set(expression.Name("deleting"), expression.Value(true)), condPresent, out, what)
 }
 
 // memberSides returns the IDs on the other side of every membership in the
@@ -505,13 +503,21 @@ func (s *Store) GetOrganization(ctx context.Context, id string) (account.Organiz
 	return it.organization(), nil
 }
 
-// UpdateOrganization sets name, plan and updated_at of an existing
-// organization. CodeNotFound.
-func (s *Store) UpdateOrganization(ctx context.Context, o account.Organization) error {
-	upd := expression.Set(expression.Name("name"), expression.Value(o.Name)).
-		Set(expression.Name("plan"), expression.Value(o.Plan)).
-		Set(expression.Name("updated_at"), expression.Value(o.UpdatedAt.UTC()))
-	return s.updateOne(ctx, orgKey(o.ID), upd, "organization")
+// UpdateOrganization applies the patch as UpdateUser does: one UpdateItem,
+// no read. CodeNotFound, also while the organization is being deleted.
+func (s *Store) UpdateOrganization(ctx context.Context, id string, p account.OrganizationPatch) (account.Organization, error) {
+	upd := expression.Set(expression.Name("updated_at"), expression.Value(p.UpdatedAt.UTC()))
+	if p.Name != nil {
+		upd = upd.Set(expression.Name("name"), expression.Value(*p.Name))
+	}
+	if p.Plan != nil {
+		upd = upd.Set(expression.Name("plan"), expression.Value(*p.Plan))
+	}
+	var it orgItem
+	if err := s.updateItem(ctx, orgKey(id), upd, condLive, &it, "organization"); err != nil {
+		return account.Organization{}, err
+	}
+	return it.organization(), nil
 }
 
 // DeleteOrganization deletes the organization, both sides of each of its
@@ -589,23 +595,42 @@ func (s *Store) GetMember(ctx context.Context, orgID, userID string) (account.Me
 	return it.membership(), nil
 }
 
-// UpdateMember sets role and updated_at on both sides in one transaction.
-// CodeNotFound.
-func (s *Store) UpdateMember(ctx context.Context, m account.Membership) error {
-	upd := expression.Set(expression.Name("role"), expression.Value(m.Role)).
-		Set(expression.Name("updated_at"), expression.Value(m.UpdatedAt.UTC()))
+// UpdateMember sets role and updated_at on both sides in one transaction,
+// then reads the organization's side strongly consistently for the one
+// thing the patch does not say, created_at (a transaction returns no
+// items): 2 requests. Role and updated_at come from the patch, so the
+// result is the membership as this update left it even if another update
+// lands between the two requests. A membership removed in that instant is
+// reported not found, as if the removal had come first. CodeNotFound.
+func (s *Store) UpdateMember(ctx context.Context, orgID, userID string, p account.MemberPatch) (account.Membership, error) {
+	updatedAt := p.UpdatedAt.UTC()
+	upd := expression.Set(expression.Name("role"), expression.Value(p.Role)).
+		Set(expression.Name("updated_at"), expression.Value(updatedAt))
 	items, err := build(
 		func() (types.TransactWriteItem, error) {
-			return s.update(orgMemberKey(m.OrganizationID, m.UserID), upd, condPresent)
+			return s.update(orgMemberKey(orgID, userID), upd, condPresent)
 		},
 		func() (types.TransactWriteItem, error) {
-			return s.update(userMemberKey(m.UserID, m.OrganizationID), upd, condPresent)
+			return s.update(userMemberKey(userID, orgID), upd, condPresent)
 		},
 	)
 	if err != nil {
-		return err
+		return account.Membership{}, err
 	}
-	return s.transact(ctx, items, notFound("membership"), notFound("membership"))
+	if err := s.transact(ctx, items, notFound("membership"), notFound("membership")); err != nil {
+		return account.Membership{}, err
+	}
+	var it memberItem
+	found, err := s.getItem(ctx, orgMemberKey(orgID, userID), &it)
+	if err != nil {
+		return account.Membership{}, err
+	}
+	if !found {
+		return account.Membership{}, notFound("membership")
+	}
+	m := it.membership()
+	m.Role, m.UpdatedAt = p.Role, updatedAt
+	return m, nil
 }
 
 // RemoveMember deletes both sides in one transaction. CodeNotFound.
@@ -685,23 +710,41 @@ func (s *Store) getAPIKey(ctx context.Context, k key) (account.APIKey, error) {
 	return it.apiKey(), nil
 }
 
-// DeleteAPIKey reads the key to learn its hash, then deletes both copies in
-// one transaction. CodeNotFound.
-func (s *Store) DeleteAPIKey(ctx context.Context, id string) error {
-	k, err := s.GetAPIKey(ctx, id)
-	if err != nil {
-		return err
-	}
-	ownedBy := expression.Name("key_id").Equal(expression.Value(id))
+// DeleteAPIKey deletes both copies of k in one transaction, without reading
+// it again: k.Hash names the copy. The copy is deleted only if it belongs to
+// k.ID, so a wrong hash cancels the whole transaction rather than leaving a
+// copy that still authenticates. CodeNotFound if the key is gone;
+// CodeInternal if the key exists but k.Hash is not its hash.
+func (s *Store) DeleteAPIKey(ctx context.Context, k account.APIKey) error {
+	ownedBy := expression.Name("key_id").Equal(expression.Value(k.ID))
 	items, err := build(
-		func() (types.TransactWriteItem, error) { return s.del(apiKeyKey(id), &condPresent) },
+		func() (types.TransactWriteItem, error) { return s.del(apiKeyKey(k.ID), &condPresent) },
 		func() (types.TransactWriteItem, error) { return s.del(keyHashKey(k.Hash), &ownedBy) },
 	)
 	if err != nil {
 		return err
 	}
-	return s.transact(ctx, items, notFound("API key"), notFound("API key"))
+	err = s.transact(ctx, items, notFound("API key"), errHashNotOwned)
+	if !errors.Is(err, errHashNotOwned) {
+		return err
+	}
+	// DynamoDB need not report every failed condition of a cancelled
+	// transaction, so a failure of the copy's alone does not prove that
+	// the key exists: only on this path, read it to tell which it is.
+	var it apiKeyItem
+	found, err := s.getItem(ctx, apiKeyKey(k.ID), &it)
+	switch {
+	case err != nil:
+		return err
+	case !found:
+		return notFound("API key")
+	}
+	return account.Internal(fmt.Errorf("dynamostore: DeleteAPIKey: the hash given for %s is not the stored one", k.ID))
 }
+
+// errHashNotOwned is the failed condition of the by-hash copy in
+// DeleteAPIKey: the copy is missing or belongs to another key.
+var errHashNotOwned = errors.New("dynamostore: the API key copy under this hash is not the key's")
 
 // ListAPIKeys lists keys newest first from the KEYS partition of gsi1.
 func (s *Store) ListAPIKeys(ctx context.Context, p account.ListParams) (account.Page[account.APIKey], error) {

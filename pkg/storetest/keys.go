@@ -73,7 +73,7 @@ func (s suite) deleteAPIKey(t *testing.T) {
 	t.Run("OK", func(t *testing.T) {
 		f := s.fix(t)
 		k, other := f.key(), f.key()
-		f.ok(f.s.DeleteAPIKey(f.ctx, k.ID), "DeleteAPIKey")
+		f.ok(f.s.DeleteAPIKey(f.ctx, k), "DeleteAPIKey")
 		_, err := f.s.GetAPIKey(f.ctx, k.ID)
 		wantCode(t, "GetAPIKey", err, account.CodeNotFound)
 		_, err = f.s.GetAPIKeyByHash(f.ctx, k.Hash)
@@ -85,9 +85,29 @@ func (s suite) deleteAPIKey(t *testing.T) {
 	t.Run("ErrNotFound", func(t *testing.T) {
 		f := s.fix(t)
 		k := f.key()
-		wantCode(t, "DeleteAPIKey of a missing key", f.s.DeleteAPIKey(f.ctx, account.NewID(account.PrefixAPIKey, f.now())), account.CodeNotFound)
-		f.ok(f.s.DeleteAPIKey(f.ctx, k.ID), "DeleteAPIKey")
-		wantCode(t, "DeleteAPIKey again", f.s.DeleteAPIKey(f.ctx, k.ID), account.CodeNotFound)
+		wantCode(t, "DeleteAPIKey of a key never stored", f.s.DeleteAPIKey(f.ctx, f.newKey()), account.CodeNotFound)
+		f.ok(f.s.DeleteAPIKey(f.ctx, k), "DeleteAPIKey")
+		wantCode(t, "DeleteAPIKey of a deleted key", f.s.DeleteAPIKey(f.ctx, k), account.CodeNotFound)
+	})
+	t.Run("ErrWrongHash", func(t *testing.T) {
+		// The hash names the record that authenticates a secret; a hash
+		// that is not the key's must delete nothing, least of all another
+		// key's record, rather than leave the key's secret working.
+		f := s.fix(t)
+		k, other := f.key(), f.key()
+		wrong := k
+		wrong.Hash = other.Hash
+		wantCode(t, "DeleteAPIKey with another key's hash", f.s.DeleteAPIKey(f.ctx, wrong), account.CodeInternal)
+		wrong.Hash = account.HashAPIKey(account.NewAPIKeySecret())
+		wantCode(t, "DeleteAPIKey with an unknown hash", f.s.DeleteAPIKey(f.ctx, wrong), account.CodeInternal)
+		for _, want := range []account.APIKey{k, other} {
+			got, err := f.s.GetAPIKeyByHash(f.ctx, want.Hash)
+			f.ok(err, "GetAPIKeyByHash after a refused DeleteAPIKey")
+			assertSame(t, "the key by hash", got, want)
+			got, err = f.s.GetAPIKey(f.ctx, want.ID)
+			f.ok(err, "GetAPIKey after a refused DeleteAPIKey")
+			assertSame(t, "the key by ID", got, want)
+		}
 	})
 }
 
@@ -220,7 +240,7 @@ func (s suite) tokenStatus(t *testing.T) {
 		f := s.fix(t)
 		k := f.key()
 		tr := f.token(k.ID)
-		f.ok(f.s.DeleteAPIKey(f.ctx, k.ID), "DeleteAPIKey")
+		f.ok(f.s.DeleteAPIKey(f.ctx, k), "DeleteAPIKey")
 		st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID)
 		f.ok(err, "TokenStatus")
 		if st.Key != nil {

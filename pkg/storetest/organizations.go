@@ -1,8 +1,9 @@
 package storetest
 
 import (
+	"fmt"
+	"slices"
 	"testing"
-	"time"
 
 	"latchkey/pkg/account"
 )
@@ -57,35 +58,130 @@ func (s suite) updateOrganization(t *testing.T) {
 		old := f.org()
 		want := old
 		want.Name, want.Plan, want.UpdatedAt = "Difference Engines plc", "enterprise", f.now()
-		f.ok(f.s.UpdateOrganization(f.ctx, want), "UpdateOrganization")
-		got, err := f.s.GetOrganization(f.ctx, old.ID)
+		got, err := f.s.UpdateOrganization(f.ctx, old.ID, account.OrganizationPatch{Name: &want.Name, Plan: &want.Plan, UpdatedAt: want.UpdatedAt})
+		f.ok(err, "UpdateOrganization")
+		assertSame(t, "the organization UpdateOrganization returned", got, want)
+		fresh, err := f.s.GetOrganization(f.ctx, old.ID)
 		f.ok(err, "GetOrganization")
-		assertSame(t, "the updated organization", got, want)
+		assertSame(t, "the organization GetOrganization returned", fresh, got)
 	})
-	t.Run("KeepsSlugAndCreatedAt", func(t *testing.T) {
-		// UpdateOrganization replaces name, plan and updated_at only: the
-		// slug guard must keep matching the stored slug.
+	t.Run("OnlyPatchedFieldsChange", func(t *testing.T) {
+		// A nil field is left as stored; slug and created_at are never
+		// patched, so the slug guard keeps matching the stored slug.
 		f := s.fix(t)
 		old := f.org()
-		upd := old
-		upd.Plan, upd.UpdatedAt = "starter", f.now()
-		upd.Slug, upd.CreatedAt = "renamed", old.CreatedAt.Add(-time.Hour)
-		f.ok(f.s.UpdateOrganization(f.ctx, upd), "UpdateOrganization")
 		want := old
-		want.Plan, want.UpdatedAt = upd.Plan, upd.UpdatedAt
-		got, err := f.s.GetOrganization(f.ctx, old.ID)
+		want.Plan, want.UpdatedAt = "starter", f.now()
+		got, err := f.s.UpdateOrganization(f.ctx, old.ID, account.OrganizationPatch{Plan: &want.Plan, UpdatedAt: want.UpdatedAt})
+		f.ok(err, "UpdateOrganization of the plan")
+		assertSame(t, "the organization after a plan patch", got, want)
+		want.Name, want.UpdatedAt = "Difference Engines plc", f.now()
+		got, err = f.s.UpdateOrganization(f.ctx, old.ID, account.OrganizationPatch{Name: &want.Name, UpdatedAt: want.UpdatedAt})
+		f.ok(err, "UpdateOrganization of the name")
+		assertSame(t, "the organization after a name patch", got, want)
+		want.UpdatedAt = f.now()
+		got, err = f.s.UpdateOrganization(f.ctx, old.ID, account.OrganizationPatch{UpdatedAt: want.UpdatedAt})
+		f.ok(err, "UpdateOrganization of updated_at alone")
+		assertSame(t, "the organization after an empty patch", got, want)
+		fresh, err := f.s.GetOrganization(f.ctx, old.ID)
 		f.ok(err, "GetOrganization")
-		assertSame(t, "the updated organization", got, want)
+		assertSame(t, "the organization GetOrganization returned", fresh, want)
 		taken := f.newOrg()
 		taken.Slug = old.Slug
 		wantCode(t, "CreateOrganization with the kept slug", f.s.CreateOrganization(f.ctx, taken), account.CodeSlugTaken)
 	})
+	t.Run("NameAndPlanConcurrently", func(t *testing.T) {
+		// One call patches only the name, another only the plan, released
+		// at once: both values must survive, whichever commits first. A
+		// store that rewrote the whole item would lose one of them in
+		// some rounds.
+		f := s.fix(t)
+		o := f.org()
+		for round := range 10 {
+			name, plan := fmt.Sprintf("Name %d", round), fmt.Sprintf("plan-%d", round)
+			errs := race(2, func(i int) error {
+				p := account.OrganizationPatch{UpdatedAt: f.now()}
+				if i == 0 {
+					p.Name = &name
+				} else {
+					p.Plan = &plan
+				}
+				_, err := f.s.UpdateOrganization(f.ctx, o.ID, p)
+				return err
+			})
+			for _, err := range errs {
+				f.ok(err, "UpdateOrganization")
+			}
+			got, err := f.s.GetOrganization(f.ctx, o.ID)
+			f.ok(err, "GetOrganization")
+			if got.Name != name || got.Plan != plan {
+				t.Fatalf("round %d: got name %q and plan %q, want %q and %q: a concurrent patch was lost", round, got.Name, got.Plan, name, plan)
+			}
+		}
+	})
+	t.Run("ManyConcurrentPatches", func(t *testing.T) {
+		// 20 calls set the name while 20 set the plan. Each must return its
+		// own value (the organization as its patch left it), and at the
+		// end the name is one of the written names and the plan one of the
+		// written plans: neither is the original, which a lost update of
+		// every patch of one field would leave.
+		f := s.fix(t)
+		o := f.org()
+		const n = 20
+		names, plans := make([]string, n), make([]string, n)
+		for i := range n {
+			names[i], plans[i] = fmt.Sprintf("Name %02d", i), fmt.Sprintf("plan-%02d", i)
+		}
+		errs := race(2*n, func(i int) error {
+			p := account.OrganizationPatch{UpdatedAt: f.now()}
+			if i < n {
+				p.Name = &names[i]
+			} else {
+				p.Plan = &plans[i-n]
+			}
+			got, err := f.s.UpdateOrganization(f.ctx, o.ID, p)
+			switch {
+			case err != nil:
+				return err
+			case p.Name != nil && got.Name != *p.Name:
+				return fmt.Errorf("call %d returned name %q, want its own %q", i, got.Name, *p.Name)
+			case p.Plan != nil && got.Plan != *p.Plan:
+				return fmt.Errorf("call %d returned plan %q, want its own %q", i, got.Plan, *p.Plan)
+			}
+			return nil
+		})
+		for _, err := range errs {
+			if err != nil {
+				t.Error(err)
+			}
+		}
+		got, err := f.s.GetOrganization(f.ctx, o.ID)
+		f.ok(err, "GetOrganization")
+		if !slices.Contains(names, got.Name) {
+			t.Errorf("name: got %q, want one of the written names", got.Name)
+		}
+		if !slices.Contains(plans, got.Plan) {
+			t.Errorf("plan: got %q, want one of the written plans", got.Plan)
+		}
+		if got.Slug != o.Slug || !got.CreatedAt.Equal(o.CreatedAt) {
+			t.Errorf("slug and created_at: got %q and %v, want %q and %v", got.Slug, got.CreatedAt, o.Slug, o.CreatedAt)
+		}
+	})
 	t.Run("ErrNotFound", func(t *testing.T) {
 		f := s.fix(t)
+		f.org()
 		o := f.newOrg()
-		wantCode(t, "UpdateOrganization", f.s.UpdateOrganization(f.ctx, o), account.CodeNotFound)
-		_, err := f.s.GetOrganization(f.ctx, o.ID)
+		name := "Nobody's"
+		_, err := f.s.UpdateOrganization(f.ctx, o.ID, account.OrganizationPatch{Name: &name, UpdatedAt: f.now()})
+		wantCode(t, "UpdateOrganization of a missing organization", err, account.CodeNotFound)
+		_, err = f.s.GetOrganization(f.ctx, o.ID)
 		wantCode(t, "GetOrganization after UpdateOrganization of a missing organization", err, account.CodeNotFound)
+		deleted := f.org()
+		f.ok(f.s.DeleteOrganization(f.ctx, deleted.ID), "DeleteOrganization")
+		_, err = f.s.UpdateOrganization(f.ctx, deleted.ID, account.OrganizationPatch{Name: &name, UpdatedAt: f.now()})
+		wantCode(t, "UpdateOrganization of a deleted organization", err, account.CodeNotFound)
+		_, err = f.s.GetOrganization(f.ctx, deleted.ID)
+		wantCode(t, "GetOrganization after UpdateOrganization of a deleted organization", err, account.CodeNotFound)
 	})
 }
 
@@ -319,11 +415,14 @@ func (s suite) updateMember(t *testing.T) {
 		second := f.member(o.ID, b.ID)
 		want := first
 		want.Role, want.UpdatedAt = "owner", f.now()
-		f.ok(f.s.UpdateMember(f.ctx, want), "UpdateMember")
-		got, err := f.s.GetMember(f.ctx, o.ID, a.ID)
+		got, err := f.s.UpdateMember(f.ctx, o.ID, a.ID, account.MemberPatch{Role: want.Role, UpdatedAt: want.UpdatedAt})
+		f.ok(err, "UpdateMember")
+		assertSame(t, "the membership UpdateMember returned", got, want)
+		fresh, err := f.s.GetMember(f.ctx, o.ID, a.ID)
 		f.ok(err, "GetMember")
-		assertSame(t, "the updated membership", got, want)
-		// The update must not move the membership in either list.
+		assertSame(t, "the membership GetMember returned", fresh, got)
+		// The update must not move the membership in either list, and it
+		// must change the other one on neither.
 		page, err := f.s.ListMembers(f.ctx, o.ID, account.ListParams{Limit: 100})
 		f.ok(err, "ListMembers")
 		if len(page.Items) != 2 {
@@ -338,27 +437,65 @@ func (s suite) updateMember(t *testing.T) {
 		}
 		assertSame(t, "ListUserMemberships[0]", byUser.Items[0], want)
 	})
-	t.Run("KeepsCreatedAt", func(t *testing.T) {
+	t.Run("ConcurrentPatches", func(t *testing.T) {
+		// Each call returns its own role, and at the end the role is one of
+		// those written and the same on both sides of the membership: a
+		// store that keeps two copies must not let them diverge.
 		f := s.fix(t)
 		o, u := f.org(), f.user()
 		first := f.member(o.ID, u.ID)
-		upd := first
-		upd.Role, upd.UpdatedAt, upd.CreatedAt = "member", f.now(), first.CreatedAt.Add(-time.Hour)
-		f.ok(f.s.UpdateMember(f.ctx, upd), "UpdateMember")
-		want := first
-		want.Role, want.UpdatedAt = upd.Role, upd.UpdatedAt
+		const n = 20
+		roles := make([]string, n)
+		for i := range n {
+			roles[i] = fmt.Sprintf("role-%02d", i)
+		}
+		errs := race(n, func(i int) error {
+			got, err := f.s.UpdateMember(f.ctx, o.ID, u.ID, account.MemberPatch{Role: roles[i], UpdatedAt: f.now()})
+			switch {
+			case err != nil:
+				return err
+			case got.Role != roles[i]:
+				return fmt.Errorf("call %d returned role %q, want its own %q", i, got.Role, roles[i])
+			case !got.CreatedAt.Equal(first.CreatedAt):
+				return fmt.Errorf("call %d returned created_at %v, want %v", i, got.CreatedAt, first.CreatedAt)
+			}
+			return nil
+		})
+		for _, err := range errs {
+			if err != nil {
+				t.Error(err)
+			}
+		}
 		got, err := f.s.GetMember(f.ctx, o.ID, u.ID)
 		f.ok(err, "GetMember")
-		assertSame(t, "the updated membership", got, want)
+		if !slices.Contains(roles, got.Role) {
+			t.Errorf("role: got %q, want one of the written roles", got.Role)
+		}
+		byUser, err := f.s.ListUserMemberships(f.ctx, u.ID, account.ListParams{Limit: 100})
+		f.ok(err, "ListUserMemberships")
+		if len(byUser.Items) != 1 {
+			t.Fatalf("ListUserMemberships: got %d, want 1", len(byUser.Items))
+		}
+		assertSame(t, "the user's side of the membership", byUser.Items[0], got)
 	})
 	t.Run("ErrNotFound", func(t *testing.T) {
 		f := s.fix(t)
-		o, u := f.org(), f.user()
-		at := f.now()
-		m := account.Membership{OrganizationID: o.ID, UserID: u.ID, Role: "owner", CreatedAt: at, UpdatedAt: at}
-		wantCode(t, "UpdateMember", f.s.UpdateMember(f.ctx, m), account.CodeNotFound)
-		_, err := f.s.GetMember(f.ctx, o.ID, u.ID)
+		o, u, other := f.org(), f.user(), f.user()
+		f.member(o.ID, other.ID)
+		_, err := f.s.UpdateMember(f.ctx, o.ID, u.ID, account.MemberPatch{Role: "owner", UpdatedAt: f.now()})
+		wantCode(t, "UpdateMember of a user who is not a member", err, account.CodeNotFound)
+		_, err = f.s.GetMember(f.ctx, o.ID, u.ID)
 		wantCode(t, "GetMember after UpdateMember of a missing membership", err, account.CodeNotFound)
+		byUser, err := f.s.ListUserMemberships(f.ctx, u.ID, account.ListParams{Limit: 100})
+		f.ok(err, "ListUserMemberships")
+		if len(byUser.Items) != 0 {
+			t.Errorf("ListUserMemberships after UpdateMember of a missing membership: got %d, want 0", len(byUser.Items))
+		}
+		_, err = f.s.UpdateMember(f.ctx, account.NewID(account.PrefixOrganization, f.now()), other.ID, account.MemberPatch{Role: "owner", UpdatedAt: f.now()})
+		wantCode(t, "UpdateMember in a missing organization", err, account.CodeNotFound)
+		f.ok(f.s.RemoveMember(f.ctx, o.ID, other.ID), "RemoveMember")
+		_, err = f.s.UpdateMember(f.ctx, o.ID, other.ID, account.MemberPatch{Role: "owner", UpdatedAt: f.now()})
+		wantCode(t, "UpdateMember of a removed membership", err, account.CodeNotFound)
 	})
 }
 

@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"testing"
-	"time"
 
 	"latchkey/pkg/account"
 )
@@ -78,35 +77,48 @@ func (s suite) updateUser(t *testing.T) {
 		f := s.fix(t)
 		old := f.user()
 		want := old
-		want.Name, want.Role, want.UpdatedAt = "Ada King", "admin", f.now()
-		f.ok(f.s.UpdateUser(f.ctx, want), "UpdateUser")
-		got, err := f.s.GetUser(f.ctx, old.ID)
+		want.Name, want.UpdatedAt = "Ada King", f.now()
+		got, err := f.s.UpdateUser(f.ctx, old.ID, account.UserPatch{Name: &want.Name, UpdatedAt: want.UpdatedAt})
+		f.ok(err, "UpdateUser")
+		assertSame(t, "the user UpdateUser returned", got, want)
+		fresh, err := f.s.GetUser(f.ctx, old.ID)
 		f.ok(err, "GetUser")
-		assertSame(t, "the updated user", got, want)
+		assertSame(t, "the user GetUser returned", fresh, got)
 	})
-	t.Run("KeepsEmailAndCreatedAt", func(t *testing.T) {
-		// UpdateUser replaces name, role and updated_at only: the e-mail
-		// guard must keep matching the stored e-mail.
+	t.Run("OnlyPatchedFieldsChange", func(t *testing.T) {
+		// E-mail, role and created_at are never patched, so the e-mail
+		// guard keeps matching the stored e-mail; a nil name is kept.
 		f := s.fix(t)
 		old := f.user()
-		upd := old
-		upd.Name, upd.UpdatedAt = "Ada King", f.now()
-		upd.Email, upd.CreatedAt = "other@example.com", old.CreatedAt.Add(-time.Hour)
-		f.ok(f.s.UpdateUser(f.ctx, upd), "UpdateUser")
 		want := old
-		want.Name, want.UpdatedAt = upd.Name, upd.UpdatedAt
-		got, err := f.s.GetUserByEmail(f.ctx, old.Email)
-		f.ok(err, "GetUserByEmail of the old e-mail")
-		assertSame(t, "the updated user", got, want)
-		_, err = f.s.GetUserByEmail(f.ctx, "other@example.com")
-		wantCode(t, "GetUserByEmail of the ignored e-mail", err, account.CodeNotFound)
+		want.Name, want.UpdatedAt = "Ada King", f.now()
+		_, err := f.s.UpdateUser(f.ctx, old.ID, account.UserPatch{Name: &want.Name, UpdatedAt: want.UpdatedAt})
+		f.ok(err, "UpdateUser of the name")
+		want.UpdatedAt = f.now()
+		got, err := f.s.UpdateUser(f.ctx, old.ID, account.UserPatch{UpdatedAt: want.UpdatedAt})
+		f.ok(err, "UpdateUser of updated_at alone")
+		assertSame(t, "the user after an empty patch", got, want)
+		fresh, err := f.s.GetUserByEmail(f.ctx, old.Email)
+		f.ok(err, "GetUserByEmail")
+		assertSame(t, "the user GetUserByEmail returned", fresh, want)
+		taken := f.newUser()
+		taken.Email = old.Email
+		wantCode(t, "CreateUser with the kept e-mail", f.s.CreateUser(f.ctx, taken), account.CodeEmailTaken)
 	})
 	t.Run("ErrNotFound", func(t *testing.T) {
 		f := s.fix(t)
+		f.user()
 		u := f.newUser()
-		wantCode(t, "UpdateUser", f.s.UpdateUser(f.ctx, u), account.CodeNotFound)
-		_, err := f.s.GetUser(f.ctx, u.ID)
+		_, err := f.s.UpdateUser(f.ctx, u.ID, account.UserPatch{Name: &u.Name, UpdatedAt: f.now()})
+		wantCode(t, "UpdateUser of a missing user", err, account.CodeNotFound)
+		_, err = f.s.GetUser(f.ctx, u.ID)
 		wantCode(t, "GetUser after UpdateUser of a missing user", err, account.CodeNotFound)
+		deleted := f.user()
+		f.ok(f.s.DeleteUser(f.ctx, deleted.ID), "DeleteUser")
+		_, err = f.s.UpdateUser(f.ctx, deleted.ID, account.UserPatch{Name: &u.Name, UpdatedAt: f.now()})
+		wantCode(t, "UpdateUser of a deleted user", err, account.CodeNotFound)
+		_, err = f.s.GetUser(f.ctx, deleted.ID)
+		wantCode(t, "GetUser after UpdateUser of a deleted user", err, account.CodeNotFound)
 	})
 }
 
