@@ -381,7 +381,7 @@ func TestService_RevokeToken(t *testing.T) {
 		if err != nil {
 			t.Fatalf("IssueToken: %v", err)
 		}
-		for _, s := range []string{"", "abc", e.secret, tok[:len(tok)-2] + "AA", "eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0."} {
+		for _, s := range []string{"", "abc", e.secret, flipSignatureChar(tok), "eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0."} {
 			_, err := e.svc.RevokeToken(e.ctx, e.admin, s)
 			if !account.IsCode(err, account.CodeInvalidRequest) {
 				t.Errorf("RevokeToken(%q): got %v, want invalid_request", s, err)
@@ -412,4 +412,15 @@ func TestService_VerifyToken(t *testing.T) {
 			}
 		}
 	})
+}
+
+// flipSignatureChar changes one character in the middle of a token's
+// signature, so that the signature is always wrong (never a no-op).
+func flipSignatureChar(tok string) string {
+	i := strings.LastIndexByte(tok, '.') + 10
+	c := byte('A')
+	if tok[i] == 'A' {
+		c = 'B'
+	}
+	return tok[:i] + string(c) + tok[i+1:]
 }

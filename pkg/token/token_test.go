@@ -93,6 +93,7 @@ func TestParser_Parse(t *testing.T) {
 		"NotAJWT":        "lk_notatoken",
 		"Tampered":       tamperPayload(t, tok),
 		"TruncatedSig":   tok[:len(tok)-4],
+		"LastCharBits":   lastCharVariant(tok),
 		"AlgNone":        forge(t, jwt.SigningMethodNone, jwt.UnsafeAllowNoneSignatureType, signer.KeyID(), want),
 		"HMACWithPubKey": forge(t, jwt.SigningMethodHS256, []byte(signer.PublicKey()), signer.KeyID(), want),
 		"OtherKey":       sign(t, token.NewSigner(newKey(t), issuer), want),
@@ -209,4 +210,14 @@ func BenchmarkParse(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// lastCharVariant re-encodes the signature's last character with different
+// unused low bits: the same bytes, a different string. Strict decoding must
+// refuse it, so that a token has exactly one valid encoding.
+func lastCharVariant(tok string) string {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	last := strings.IndexByte(alphabet, tok[len(tok)-1])
+	// 64 bytes encode to 86 characters; the last one carries 2 bits, 4 unused.
+	return tok[:len(tok)-1] + string(alphabet[last^1])
 }
