@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -23,10 +21,10 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"latchkey/pkg/dynamostore"
+	"latchkey/pkg/dynamostore/dynamotest"
 	"latchkey/pkg/lambdaapp"
 	"latchkey/pkg/lambdaapp/replay"
 )
@@ -83,21 +81,15 @@ func TestBinary_InitFailure(t *testing.T) {
 // and the environment a function gets from the template, pointing at them.
 func liveEnv(tb testing.TB) []string {
 	tb.Helper()
-	dynamoURL, smURL := os.Getenv(dynamoEndpointEnv), os.Getenv(secretsEndpointEnv)
+	dynamoURL, smURL := os.Getenv(dynamotest.EndpointEnv), os.Getenv(secretsEndpointEnv)
 	if dynamoURL == "" || smURL == "" {
-		tb.Skip(dynamoEndpointEnv + " and " + secretsEndpointEnv + " are not both set; run through scripts/dynamodb-local.sh scripts/moto.sh (make test does)")
+		tb.Skip(dynamotest.EndpointEnv + " and " + secretsEndpointEnv + " are not both set; run through scripts/dynamodb-local.sh scripts/moto.sh (make test does)")
 	}
 	ctx := context.Background()
 	creds := credentials.NewStaticCredentialsProvider("local", "local", "")
-	db := dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String(dynamoURL), Credentials: creds})
+	db := dynamotest.NewClient(tb)
 	sm := secretsmanager.New(secretsmanager.Options{Region: "us-east-1", BaseEndpoint: aws.String(smURL), Credentials: creds})
-	suffix := make([]byte, 6)
-	rand.Read(suffix)
-	name := "binary-" + hex.EncodeToString(suffix)
-	if err := dynamostore.CreateTable(ctx, db, name); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)}) })
+	name := dynamotest.NewTable(tb, db)
 	store := dynamostore.New(db, name)
 	if err := replay.Seed(ctx, store); err != nil {
 		tb.Fatal(err)

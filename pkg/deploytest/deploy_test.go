@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"latchkey/pkg/dynamostore"
+	"latchkey/pkg/dynamostore/dynamotest"
 	"latchkey/pkg/httpapi"
 	"latchkey/pkg/lambdaapp"
 	"latchkey/pkg/lambdaapp/replay"
@@ -202,8 +203,8 @@ func TestTemplate_Environment(t *testing.T) {
 // policy grants exactly those actions (on the table, and its index only if
 // a Query used one) and exactly the secrets it read.
 func TestTemplate_LeastPrivilege(t *testing.T) {
-	if os.Getenv(dynamoEndpointEnv) == "" {
-		t.Skip(dynamoEndpointEnv + " is not set; run through scripts/dynamodb-local.sh (make test does)")
+	if os.Getenv(dynamotest.EndpointEnv) == "" {
+		t.Skip(dynamotest.EndpointEnv + " is not set; run through scripts/dynamodb-local.sh (make test does)")
 	}
 	tpl := loadTemplate(t)
 	entries, err := replay.Manifest(eventsDir)

@@ -2,8 +2,6 @@ package deploytest_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -11,22 +9,17 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/smithy-go/middleware"
 
 	"latchkey/pkg/account"
 	"latchkey/pkg/boltstore"
 	"latchkey/pkg/dynamostore"
+	"latchkey/pkg/dynamostore/dynamotest"
 	"latchkey/pkg/lambdaapp"
 	"latchkey/pkg/lambdaapp/replay"
 )
-
-// dynamoEndpointEnv names the DynamoDB Local endpoint that
-// scripts/dynamodb-local.sh exports.
-const dynamoEndpointEnv = "LATCHKEY_TEST_DYNAMODB_ENDPOINT"
 
 // eventsDir is events/ at the repository root.
 const eventsDir = "../../events"
@@ -47,8 +40,8 @@ func newBackend(tb testing.TB) backend {
 	tb.Helper()
 	ctx := context.Background()
 	var b backend
-	if endpoint := os.Getenv(dynamoEndpointEnv); endpoint != "" {
-		b = dynamoBackend(tb, endpoint)
+	if os.Getenv(dynamotest.EndpointEnv) != "" {
+		b = dynamoBackend(tb)
 	} else {
 		s, err := boltstore.Open(filepath.Join(tb.TempDir(), "latchkey.db"))
 		if err != nil {
@@ -71,26 +64,11 @@ func newBackend(tb testing.TB) backend {
 
 // dynamoBackend creates a table from dynamostore.TableDefinition with an
 // unrecorded client and returns a store over a recording one.
-func dynamoBackend(tb testing.TB, endpoint string) backend {
+func dynamoBackend(tb testing.TB) backend {
 	tb.Helper()
-	ctx := context.Background()
-	opts := func(o *dynamodb.Options) {
-		o.Region = "us-east-1"
-		o.BaseEndpoint = aws.String(endpoint)
-		o.Credentials = credentials.NewStaticCredentialsProvider("local", "local", "")
-	}
-	admin := dynamodb.New(dynamodb.Options{}, opts)
-	suffix := make([]byte, 6)
-	rand.Read(suffix)
-	table := "replay-" + hex.EncodeToString(suffix)
-	if err := dynamostore.CreateTable(ctx, admin, table); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		admin.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
-	})
+	table := dynamotest.NewTable(tb, dynamotest.NewClient(tb))
 	rec := &callRecorder{}
-	client := dynamodb.New(dynamodb.Options{APIOptions: []func(*middleware.Stack) error{rec.register}}, opts)
+	client := dynamotest.NewClient(tb, func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, rec.register) })
 	s := dynamostore.New(client, table)
 	return backend{store: s, keys: s, calls: rec}
 }

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -16,13 +15,9 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/getkin/kin-openapi/openapi3filter"
-	"github.com/getkin/kin-openapi/routers"
-	"github.com/getkin/kin-openapi/routers/legacy"
 
-	"latchkey"
 	"latchkey/pkg/httpapi"
+	"latchkey/pkg/httpapi/httpapitest"
 	"latchkey/pkg/lambdaapp"
 	"latchkey/pkg/lambdaapp/replay"
 )
@@ -36,7 +31,6 @@ func TestReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec := loadSpec(t)
 	for _, e := range entries {
 		t.Run(strings.TrimSuffix(e.Event, ".json"), func(t *testing.T) {
 			t.Parallel() // each event has its own store
@@ -66,9 +60,11 @@ func TestReplay(t *testing.T) {
 			if got, want := header.Get("X-Request-Id"), ev.RequestContext.RequestID; got != want {
 				t.Errorf("X-Request-Id: got %q, want API Gateway's %q", got, want)
 			}
-			if err := spec.check(eventRequest(t, ev), res.StatusCode, header, body); err != nil {
-				t.Errorf("response violates openapi.yaml: %v\n%s", err, body)
-			}
+			httpapitest.CheckResponse(t, &httpapitest.Response{
+				Response: &http.Response{StatusCode: res.StatusCode, Header: header},
+				Body:     body,
+				Request:  eventRequest(t, ev),
+			})
 			checkLogs(t, logs.String(), ev)
 		})
 	}
@@ -209,60 +205,6 @@ func eventRequest(t *testing.T, ev events.APIGatewayV2HTTPRequest) *http.Request
 		req.Header.Set(k, v)
 	}
 	return req
-}
-
-// spec is openapi.yaml with a router on paths alone.
-type spec struct {
-	doc    *openapi3.T
-	router routers.Router
-}
-
-var (
-	specOnce sync.Once
-	specVal  *spec
-	specErr  error
-)
-
-func loadSpec(tb testing.TB) *spec {
-	tb.Helper()
-	specOnce.Do(func() {
-		doc, err := openapi3.NewLoader().LoadFromData(latchkey.OpenAPI)
-		if err == nil {
-			err = doc.Validate(context.Background())
-		}
-		if err != nil {
-			specErr = err
-			return
-		}
-		// The events' host is the gateway's, not a server of the document.
-		doc.Servers = nil
-		router, err := legacy.NewRouter(doc)
-		specVal, specErr = &spec{doc: doc, router: router}, err
-	})
-	if specErr != nil {
-		tb.Fatalf("openapi.yaml: %v", specErr)
-	}
-	return specVal
-}
-
-// check validates a response, and for a success the request too, against
-// the document.
-func (s *spec) check(req *http.Request, status int, header http.Header, body []byte) error {
-	ctx := context.Background()
-	route, params, err := s.router.FindRoute(req)
-	if err != nil {
-		return err
-	}
-	opts := &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true, AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}
-	in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route, Options: opts}
-	if status < 300 {
-		if err := openapi3filter.ValidateRequest(ctx, in); err != nil {
-			return errors.New("the function accepted a request the document does not allow: " + err.Error())
-		}
-	}
-	out := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: status, Header: header, Options: opts}
-	out.SetBodyBytes(body)
-	return openapi3filter.ValidateResponse(ctx, out)
 }
 
 // syncWriter serialises writes to a buffer shared by the handler's logger.

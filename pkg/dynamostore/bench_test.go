@@ -8,6 +8,7 @@ import (
 
 	"latchkey/pkg/account"
 	"latchkey/pkg/dynamostore"
+	"latchkey/pkg/dynamostore/dynamotest"
 )
 
 // BenchmarkTokenStatus measures the store side of a verify (one strongly
@@ -15,8 +16,8 @@ import (
 // Lambda fleet would call it. Latency against DynamoDB Local over loopback
 // is a floor for the code path, not a prediction of AWS latency.
 func BenchmarkTokenStatus(b *testing.B) {
-	client := newClient(b)
-	s := dynamostore.New(client, newTable(b, client))
+	client := dynamotest.NewClient(b)
+	s := dynamostore.New(client, dynamotest.NewTable(b, client))
 	ctx := b.Context()
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	k := newKey(now)
@@ -43,8 +44,8 @@ func BenchmarkTokenStatus(b *testing.B) {
 // BenchmarkCreateUser measures one TransactWriteItems of a user and its
 // e-mail guard against DynamoDB Local.
 func BenchmarkCreateUser(b *testing.B) {
-	client := newClient(b)
-	s := dynamostore.New(client, newTable(b, client))
+	client := dynamotest.NewClient(b)
+	s := dynamostore.New(client, dynamotest.NewTable(b, client))
 	ctx := b.Context()
 	var n atomic.Int64
 	base := time.Now().UTC().Truncate(time.Millisecond)

@@ -17,6 +17,7 @@ import (
 
 	"latchkey/pkg/account"
 	"latchkey/pkg/dynamostore"
+	"latchkey/pkg/dynamostore/dynamotest"
 )
 
 // meter records every DynamoDB call a client makes, with the capacity
@@ -155,7 +156,7 @@ func must(t *testing.T, err error, op string) {
 // budget. The table it logs is the one in docs/dynamodb.md.
 func TestRequestBudgets(t *testing.T) {
 	var m meter
-	client := newClient(t, m.option)
+	client := dynamotest.NewClient(t, m.option)
 	page := account.ListParams{Limit: 20}
 	budgets := []budget{
 		{"TokenStatus (verify)", 1, []string{"BatchGetItem"}, func(t *testing.T, f *budgetFixture) func() {
@@ -367,7 +368,7 @@ func TestRequestBudgets(t *testing.T) {
 // organization with 3 members, a token and the public keys.
 func newBudgetFixture(t *testing.T, client *dynamodb.Client) *budgetFixture {
 	t.Helper()
-	f := &budgetFixture{ctx: t.Context(), s: dynamostore.New(client, newTable(t, client)), now: time.Now().UTC().Truncate(time.Millisecond)}
+	f := &budgetFixture{ctx: t.Context(), s: dynamostore.New(client, dynamotest.NewTable(t, client)), now: time.Now().UTC().Truncate(time.Millisecond)}
 	for range 25 {
 		must(t, f.s.CreateUser(f.ctx, newUser(f.tick())), "CreateUser")
 		must(t, f.s.CreateOrganization(f.ctx, newOrg(f.tick())), "CreateOrganization")

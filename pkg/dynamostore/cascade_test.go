@@ -18,6 +18,7 @@ import (
 
 	"latchkey/pkg/account"
 	"latchkey/pkg/dynamostore"
+	"latchkey/pkg/dynamostore/dynamotest"
 )
 
 // failNth makes the nth call of operation op fail before it is sent, as if
@@ -50,8 +51,8 @@ func (f *failNth) option(o *dynamodb.Options) {
 func TestDeleteUser_BeyondOneTransaction(t *testing.T) {
 	const memberships = 120
 	fail := &failNth{op: "TransactWriteItems"}
-	client := newClient(t, fail.option)
-	s := dynamostore.New(client, newTable(t, client))
+	client := dynamotest.NewClient(t, fail.option)
+	s := dynamostore.New(client, dynamotest.NewTable(t, client))
 	ctx := t.Context()
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	tick := func() time.Time { now = now.Add(time.Millisecond); return now }
@@ -115,8 +116,8 @@ func TestDeleteUser_BeyondOneTransaction(t *testing.T) {
 // TestDeleteOrganization_BeyondOneTransaction: the same for an organization
 // with 60 members (122 items), without a failure.
 func TestDeleteOrganization_BeyondOneTransaction(t *testing.T) {
-	client := newClient(t)
-	s := dynamostore.New(client, newTable(t, client))
+	client := dynamotest.NewClient(t)
+	s := dynamostore.New(client, dynamotest.NewTable(t, client))
 	ctx := t.Context()
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	tick := func() time.Time { now = now.Add(time.Millisecond); return now }

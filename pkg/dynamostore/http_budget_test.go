@@ -15,6 +15,7 @@ import (
 
 	"latchkey/pkg/account"
 	"latchkey/pkg/dynamostore"
+	"latchkey/pkg/dynamostore/dynamotest"
 	"latchkey/pkg/httpapi"
 	"latchkey/pkg/token"
 )
@@ -26,8 +27,8 @@ import (
 // exactly one BatchGetItem or token issuance more than two requests.
 func TestHTTPRequestBudgets(t *testing.T) {
 	var m meter
-	client := newClient(t, m.option)
-	store := dynamostore.New(client, newTable(t, client))
+	client := dynamotest.NewClient(t, m.option)
+	store := dynamostore.New(client, dynamotest.NewTable(t, client))
 	pub, priv, err := ed25519.GenerateKey(nil)
 	if err != nil {
 		t.Fatal(err)

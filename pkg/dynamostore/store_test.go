@@ -1,74 +1,23 @@
 package dynamostore_test
 
 import (
-	"context"
-	"fmt"
-	"os"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"latchkey/pkg/account"
 	"latchkey/pkg/dynamostore"
+	"latchkey/pkg/dynamostore/dynamotest"
 	"latchkey/pkg/storetest"
 )
-
-// endpointEnv names the DynamoDB Local endpoint that scripts/dynamodb-local.sh
-// exports; make test runs the tests under that script.
-const endpointEnv = "LATCHKEY_TEST_DYNAMODB_ENDPOINT"
-
-// endpoint returns the DynamoDB Local endpoint or skips the test.
-func endpoint(tb testing.TB) string {
-	tb.Helper()
-	ep := os.Getenv(endpointEnv)
-	if ep == "" {
-		tb.Skip("set LATCHKEY_TEST_DYNAMODB_ENDPOINT or run make test")
-	}
-	return ep
-}
-
-// newClient returns a client for DynamoDB Local, built without the shared
-// AWS configuration so that a developer's profile cannot point a test at a
-// real account. optFns may add middleware (see meter).
-func newClient(tb testing.TB, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
-	tb.Helper()
-	opts := dynamodb.Options{
-		Region:       "us-east-1",
-		BaseEndpoint: aws.String(endpoint(tb)),
-		Credentials:  credentials.NewStaticCredentialsProvider("local", "local", ""),
-	}
-	return dynamodb.New(opts, optFns...)
-}
-
-var tableSeq atomic.Int64
-
-// newTable creates a fresh table from dynamostore.TableDefinition, deleted
-// when the test ends, and returns its name.
-func newTable(tb testing.TB, client *dynamodb.Client) string {
-	tb.Helper()
-	name := fmt.Sprintf("latchkey-test-%d-%d", time.Now().UnixNano(), tableSeq.Add(1))
-	ctx := context.Background()
-	if err := dynamostore.CreateTable(ctx, client, name); err != nil {
-		tb.Fatalf("CreateTable: %v", err)
-	}
-	tb.Cleanup(func() {
-		if _, err := client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)}); err != nil {
-			tb.Errorf("DeleteTable %s: %v", name, err)
-		}
-	})
-	return name
-}
 
 // TestStore runs the contract suite that every account.Store passes, each
 // subtest on a table of its own.
 func TestStore(t *testing.T) {
-	client := newClient(t)
+	client := dynamotest.NewClient(t)
 	storetest.Run(t, func(t *testing.T) account.Store {
-		s := dynamostore.New(client, newTable(t, client))
+		s := dynamostore.New(client, dynamotest.NewTable(t, client))
 		t.Cleanup(func() { _ = s.Close() })
 		return s
 	})
@@ -77,8 +26,8 @@ func TestStore(t *testing.T) {
 func TestCreateTable(t *testing.T) {
 	t.Run("Idempotent", func(t *testing.T) {
 		// The local server calls CreateTable on every start.
-		client := newClient(t)
-		name := newTable(t, client)
+		client := dynamotest.NewClient(t)
+		name := dynamotest.NewTable(t, client)
 		if err := dynamostore.CreateTable(t.Context(), client, name); err != nil {
 			t.Fatalf("CreateTable of an existing table: %v", err)
 		}
@@ -91,8 +40,8 @@ func TestCreateTable(t *testing.T) {
 		}
 	})
 	t.Run("MatchesDefinition", func(t *testing.T) {
-		client := newClient(t)
-		name := newTable(t, client)
+		client := dynamotest.NewClient(t)
+		name := dynamotest.NewTable(t, client)
 		out, err := client.DescribeTable(t.Context(), &dynamodb.DescribeTableInput{TableName: aws.String(name)})
 		if err != nil {
 			t.Fatalf("DescribeTable: %v", err)
@@ -111,8 +60,8 @@ func TestCreateTable(t *testing.T) {
 }
 
 func TestPublicKeys(t *testing.T) {
-	client := newClient(t)
-	s := dynamostore.New(client, newTable(t, client))
+	client := dynamotest.NewClient(t)
+	s := dynamostore.New(client, dynamotest.NewTable(t, client))
 	ctx := t.Context()
 	_, err := s.PublicKeys(ctx)
 	if !account.IsCode(err, account.CodeNotFound) {

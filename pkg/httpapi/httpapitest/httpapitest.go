@@ -61,8 +61,6 @@ type Env struct {
 	AdminKey string
 	// Logs holds every line the handler logged, JSON, one per line.
 	Logs *SyncBuffer
-
-	spec *spec
 }
 
 // NewServer returns a fresh stack with an empty store apart from the
@@ -110,7 +108,6 @@ func NewServer(tb testing.TB) *Env {
 		PublicKey: pub,
 		AdminKey:  admin,
 		Logs:      logs,
-		spec:      loadSpec(tb),
 	}
 }
 
