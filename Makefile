@@ -17,7 +17,7 @@ run:
 run-dynamodb:
 	scripts/run-dynamodb.sh
 
-test: lint-go test-go fuzz lint-template readme-check
+test: lint test-go fuzz readme-check
 
 # Every Go test, with DynamoDB Local and moto_server started around it (and
 # stopped afterwards, pass or fail), so that no store test skips; then the

@@ -187,7 +187,7 @@ func (s *Service) IssueToken(ctx context.Context, p Principal, req TokenRequest)
 	}
 	// Written after signing, before returning: a token the client receives
 	// always has its record.
-	err = s.store.CreateToken(ctx, TokenRecord{ID: claims.ID, KeyID: claims.KeyID, Scopes: claims.Scopes, IssuedAt: claims.IssuedAt, ExpiresAt: claims.ExpiresAt})
+	err = s.store.CreateToken(ctx, TokenRecord(claims))
 	if err != nil {
 		return "", TokenClaims{}, storeErr(err)
 	}

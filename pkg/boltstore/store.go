@@ -202,7 +202,8 @@ func list[T any](b *bolt.Bucket, prefix string, p account.ListParams, item func(
 		start = prefix + p.After
 	}
 	c := b.Cursor()
-	k, v := c.Seek([]byte(start))
+	k, _ := c.Seek([]byte(start))
+	var v []byte
 	if k == nil {
 		k, v = c.Last()
 	} else {
