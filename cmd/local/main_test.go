@@ -1,0 +1,328 @@
+package main_test
+
+// These tests run the built server as a user does: a process with an
+// environment, a data directory, signals and a terminal.
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "latchkey-local")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "latchkey")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "go build ./cmd/local: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// server is one running process of the local server.
+type server struct {
+	cmd    *exec.Cmd
+	base   string // http://127.0.0.1:PORT
+	stdout *syncBuffer
+	stderr *syncBuffer
+	done   chan error
+}
+
+// start runs the server on a free port with env added to a minimal
+// environment, and waits until it listens.
+func start(t *testing.T, dataDir string, env ...string) *server {
+	t.Helper()
+	s := &server{stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan error, 1)}
+	s.cmd = exec.Command(binary)
+	s.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "ADDR=127.0.0.1:0", "DATA_DIR=" + dataDir}, env...)
+	s.cmd.Stdout, s.cmd.Stderr = s.stdout, s.stderr
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { s.done <- s.cmd.Wait() }()
+	t.Cleanup(func() {
+		s.cmd.Process.Kill()
+		<-s.done
+	})
+	line := s.waitLog(t, "latchkey listening")
+	var l struct{ Addr string }
+	json.Unmarshal([]byte(line), &l)
+	if !strings.HasPrefix(l.Addr, "http://127.0.0.1:") {
+		t.Fatalf("listening line has no loopback address: %s", line)
+	}
+	s.base = l.Addr
+	return s
+}
+
+// waitLog returns the first log line containing msg, failing the test if
+// the process exits first or nothing comes within 30 s (a generous bound for
+// a loaded machine; the wait normally ends within milliseconds).
+func (s *server) waitLog(t *testing.T, msg string) string {
+	t.Helper()
+	find := func() string {
+		for _, line := range strings.Split(s.stderr.String(), "\n") {
+			if strings.Contains(line, msg) {
+				return line
+			}
+		}
+		return ""
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if line := find(); line != "" {
+			return line
+		}
+		select {
+		case err := <-s.done:
+			s.done <- err
+			if line := find(); line != "" { // logged just before exiting
+				return line
+			}
+			t.Fatalf("server exited (%v) before logging %q:\n%s", err, msg, s.stderr.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	t.Fatalf("no %q in the log within 30 s:\n%s", msg, s.stderr.String())
+	return ""
+}
+
+// stop sends SIGTERM and returns the process's exit error.
+func (s *server) stop(t *testing.T) error {
+	t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-s.done:
+		s.done <- err
+		return err
+	case <-time.After(30 * time.Second):
+		t.Fatal("server still running 30 s after SIGTERM")
+		return nil
+	}
+}
+
+func (s *server) call(t *testing.T, method, path, credential, body string) (int, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(method, s.base+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if credential != "" {
+		req.Header.Set("Authorization", "Bearer "+credential)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var out map[string]any
+	if b, _ := io.ReadAll(res.Body); len(b) > 0 {
+		if err := json.Unmarshal(b, &out); err != nil {
+			t.Fatalf("%s %s: body is not JSON: %s", method, path, b)
+		}
+	}
+	return res.StatusCode, out
+}
+
+var printedKey = regexp.MustCompile(`(?m)^\s+(lk_[a-z2-7]{52})$`)
+
+// TestServer_FirstStartAndRestart: the first start creates the data
+// directory and prints a generated admin key once; a restart prints nothing,
+// and the key, an access token and the data from before all still work.
+func TestServer_FirstStartAndRestart(t *testing.T) {
+	dataDir := filepath.Join(t.TempDir(), "data")
+	first := start(t, dataDir)
+	m := printedKey.FindStringSubmatch(first.stdout.String())
+	if m == nil {
+		t.Fatalf("first start printed no admin key:\n%s", first.stdout.String())
+	}
+	admin := m[1]
+
+	status, tok := first.call(t, "POST", "/v1/auth/token", admin, `{"scopes":["read:users"],"expires_in":"1h"}`)
+	if status != http.StatusCreated {
+		t.Fatalf("issue token: %d %v", status, tok)
+	}
+	token := tok["access_token"].(string)
+	status, user := first.call(t, "POST", "/v1/users", admin, `{"email":"ada@example.com","name":"Ada"}`)
+	if status != http.StatusCreated {
+		t.Fatalf("create user: %d %v", status, user)
+	}
+	if err := first.stop(t); err != nil {
+		t.Fatalf("exit after SIGTERM: %v\n%s", err, first.stderr.String())
+	}
+
+	// Secrets and database: owner-only, so another local user cannot read them.
+	if fi, err := os.Stat(dataDir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("data directory: %v, mode %v; want 0700", err, fi.Mode().Perm())
+	}
+	for _, name := range []string{"latchkey.db", "signing-key.pem", "cursor.key"} {
+		fi, err := os.Stat(filepath.Join(dataDir, name))
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %v, want 0600", name, fi.Mode().Perm())
+		}
+	}
+
+	second := start(t, dataDir)
+	if strings.Contains(second.stdout.String(), "lk_") {
+		t.Fatalf("restart printed a key again:\n%s", second.stdout.String())
+	}
+	status, v := second.call(t, "GET", "/v1/auth/verify", token, "")
+	if status != http.StatusOK || v["valid"] != true {
+		t.Fatalf("token from before the restart: %d %v", status, v)
+	}
+	if status, got := second.call(t, "GET", "/v1/users/"+user["id"].(string), token, ""); status != http.StatusOK || got["email"] != "ada@example.com" {
+		t.Fatalf("user from before the restart, read with the old token: %d %v", status, got)
+	}
+	if err := second.stop(t); err != nil {
+		t.Fatalf("exit after SIGTERM: %v", err)
+	}
+
+	// One JSON line per request with the documented fields, and never a
+	// credential, in either run's output.
+	requests := 0
+	for _, s := range []*server{first, second} {
+		out := s.stdout.String() + s.stderr.String()
+		if strings.Contains(s.stderr.String(), admin) || strings.Contains(out, token) {
+			t.Errorf("a credential reached the output:\n%s", out)
+		}
+		sc := bufio.NewScanner(strings.NewReader(s.stderr.String()))
+		for sc.Scan() {
+			var l map[string]any
+			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+				t.Errorf("log line is not JSON: %s", sc.Text())
+				continue
+			}
+			if l["msg"] != "request" {
+				continue
+			}
+			requests++
+			for _, field := range []string{"method", "route", "status", "duration_ms", "request_id"} {
+				if _, ok := l[field]; !ok {
+					t.Errorf("request log line without %s: %s", field, sc.Text())
+				}
+			}
+		}
+	}
+	if requests != 4 {
+		t.Errorf("request log lines: got %d, want 4 (one per request)", requests)
+	}
+}
+
+// TestServer_GracefulShutdown: a request whose body is being read when
+// SIGTERM arrives is still answered, the process then exits 0, and new
+// connections are refused meanwhile.
+func TestServer_GracefulShutdown(t *testing.T) {
+	admin := "lk_test_" + strings.Repeat("a", 40)
+	s := start(t, t.TempDir(), "ADMIN_API_KEY="+admin)
+
+	body := `{"email":"grace@example.com","name":"Grace Hopper"}`
+	conn, err := net.Dial("tcp", strings.TrimPrefix(s.base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// net/http sends 100 Continue when the handler starts reading the body:
+	// from then on the request is certainly in flight, not in a backlog.
+	fmt.Fprintf(conn, "POST /v1/users HTTP/1.1\r\nHost: local\r\nAuthorization: Bearer %s\r\n"+
+		"Content-Type: application/json\r\nContent-Length: %d\r\nExpect: 100-continue\r\n\r\n", admin, len(body))
+	responses := bufio.NewReader(conn)
+	if res, err := http.ReadResponse(responses, nil); err != nil || res.StatusCode != http.StatusContinue {
+		t.Fatalf("want 100 Continue, got %v %v", res, err)
+	}
+
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	s.waitLog(t, "shutting down")
+	if c, err := net.DialTimeout("tcp", strings.TrimPrefix(s.base, "http://"), 5*time.Second); err == nil {
+		c.Close()
+		t.Error("a new connection was accepted after shutdown began")
+	}
+
+	io.WriteString(conn, body)
+	res, err := http.ReadResponse(responses, nil)
+	if err != nil {
+		t.Fatalf("in-flight request got no response: %v\n%s", err, s.stderr.String())
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusCreated {
+		t.Fatalf("in-flight request: got %d, want 201", res.StatusCode)
+	}
+	select {
+	case err := <-s.done:
+		s.done <- err
+		if err != nil {
+			t.Fatalf("exit: %v\n%s", err, s.stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("server still running 30 s after its last request")
+	}
+}
+
+// TestServer_BadConfiguration: a configured admin key that is too short
+// stops the server before it listens, with one log line naming the variable.
+func TestServer_BadConfiguration(t *testing.T) {
+	cmd := exec.Command(binary)
+	cmd.Env = []string{"ADDR=127.0.0.1:0", "DATA_DIR=" + t.TempDir(), "ADMIN_API_KEY=short"}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 1 {
+		t.Fatalf("exit: got %v, want status 1", err)
+	}
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	if len(lines) != 1 || !strings.Contains(lines[0], "ADMIN_API_KEY") || strings.Contains(stderr.String(), "short") {
+		t.Fatalf("want one log line naming ADMIN_API_KEY (without its value); got:\n%s", stderr.String())
+	}
+	if stdout.Len() != 0 {
+		t.Fatalf("nothing should be printed to stdout: %s", stdout.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer that the process's output goroutine and the
+// test can use at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
