@@ -375,6 +375,40 @@ func TestService_RevokeToken(t *testing.T) {
 			t.Error("VerifyToken after revocation: got valid")
 		}
 	})
+	t.Run("ByAccessToken", func(t *testing.T) {
+		// A token may sign itself out, or revoke a sibling (a token of the
+		// same key), without a scope; another key's token needs
+		// revoke:tokens, as it does for a key.
+		e := newEnv(t)
+		owner, _ := e.key(t, "", "read:users")
+		other, _ := e.key(t, "", "read:users")
+		issue := func(p account.Principal) string {
+			t.Helper()
+			tok, _, err := e.svc.IssueToken(e.ctx, p, account.TokenRequest{Scopes: []string{"read:users"}})
+			if err != nil {
+				t.Fatalf("IssueToken: %v", err)
+			}
+			return tok
+		}
+		self, sibling, foreign := issue(owner), issue(owner), issue(other)
+		caller, err := e.svc.Authenticate(e.ctx, self)
+		if err != nil {
+			t.Fatalf("Authenticate: %v", err)
+		}
+		_, err = e.svc.RevokeToken(e.ctx, caller, foreign)
+		wantCode(t, err, account.CodeInsufficientScope)
+		for _, tok := range []string{sibling, self} {
+			if _, err := e.svc.RevokeToken(e.ctx, caller, tok); err != nil {
+				t.Fatalf("RevokeToken by a token of the same key: %v", err)
+			}
+			if v, _ := e.svc.VerifyToken(e.ctx, tok); v.Valid {
+				t.Error("VerifyToken after revocation: got valid")
+			}
+		}
+		if v, _ := e.svc.VerifyToken(e.ctx, foreign); !v.Valid {
+			t.Errorf("the refused revocation revoked another key's token: %+v", v)
+		}
+	})
 	t.Run("ErrNotAToken", func(t *testing.T) {
 		e := newEnv(t)
 		tok, _, err := e.svc.IssueToken(e.ctx, e.admin, account.TokenRequest{Scopes: []string{"read:users"}})
