@@ -2,8 +2,10 @@ package deploytest_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"latchkey/pkg/dynamostore"
@@ -352,3 +355,101 @@ type fakeClock struct{ t time.Time }
 
 func (c *fakeClock) Now() time.Time      { return c.t }
 func (c *fakeClock) Add(d time.Duration) { c.t = c.t.Add(d) }
+
+// TestFunctions_RouteParity sends every route of the API, without a
+// credential, to each function's Lambda handler (the value passed to
+// lambda.Start) as an API Gateway HTTP API event. The function's own routes
+// must answer 401 (the JWKS, which is public, 200) and every other group's
+// route 404: each function serves its group, all of it and nothing else,
+// whatever the template routes to it.
+func TestFunctions_RouteParity(t *testing.T) {
+	for _, fn := range lambdaapp.Functions() {
+		t.Run(string(fn), func(t *testing.T) {
+			t.Parallel() // each function has its own store
+			b := newBackend(t)
+			app, err := lambdaapp.New(context.Background(), replay.Config(fn, "latchkey"), lambdaapp.Deps{
+				Store: b.store, Keys: b.keys, Secrets: replay.NewSecrets(), Logger: discard,
+			})
+			if err != nil {
+				t.Fatalf("init %s: %v", fn, err)
+			}
+			handler := app.Lambda()
+			for _, r := range httpapi.Routes() {
+				key := r.Method + " " + r.Path
+				wantStatus, wantCode := http.StatusNotFound, "not_found"
+				switch {
+				case r.Group != fn.Group():
+				case key == "GET /v1/auth/jwks":
+					wantStatus, wantCode = http.StatusOK, ""
+				default:
+					wantStatus, wantCode = http.StatusUnauthorized, "unauthorized"
+				}
+				res, err := handler(context.Background(), routeEvent(r))
+				if err != nil {
+					t.Errorf("%s: handler error: %v", key, err)
+					continue
+				}
+				// The JWKS has no code member, so it decodes to "".
+				var problem struct {
+					Code string `json:"code"`
+				}
+				if err := json.Unmarshal(responseBody(t, res), &problem); err != nil {
+					t.Errorf("%s: body is not JSON: %v", key, err)
+				}
+				if res.StatusCode != wantStatus || problem.Code != wantCode {
+					t.Errorf("%s (group %s): got %d %q, want %d %q", key, r.Group, res.StatusCode, problem.Code, wantStatus, wantCode)
+				}
+			}
+		})
+	}
+}
+
+// routeEvent is the event API Gateway would send for r with no credential:
+// path parameters filled with fixture ids, a JSON body for the methods that
+// take one.
+func routeEvent(r httpapi.Route) events.APIGatewayV2HTTPRequest {
+	params := map[string]string{}
+	rawPath := r.Path
+	for name, id := range map[string]string{"{id}": pathID(r.Path), "{user_id}": replay.OtherUser} {
+		if strings.Contains(rawPath, name) {
+			params[strings.Trim(name, "{}")] = id
+			rawPath = strings.ReplaceAll(rawPath, name, id)
+		}
+	}
+	ev := events.APIGatewayV2HTTPRequest{
+		Version:        "2.0",
+		RouteKey:       r.Method + " " + r.Path,
+		RawPath:        rawPath,
+		Headers:        map[string]string{"accept": "application/json", "host": "a1b2c3d4e5.execute-api.us-east-1.amazonaws.com"},
+		PathParameters: params,
+		RequestContext: events.APIGatewayV2HTTPRequestContext{
+			AccountID:  "123456789012",
+			APIID:      "a1b2c3d4e5",
+			DomainName: "a1b2c3d4e5.execute-api.us-east-1.amazonaws.com",
+			RequestID:  "RouteParity" + strings.NewReplacer("/", "-", "{", "", "}", "").Replace(r.Path) + "=",
+			RouteKey:   r.Method + " " + r.Path,
+			Stage:      "$default",
+			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{
+				Method: r.Method, Path: rawPath, Protocol: "HTTP/1.1", SourceIP: "203.0.113.10",
+			},
+		},
+	}
+	switch r.Method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch:
+		ev.Headers["content-type"] = "application/json"
+		ev.Body = "{}"
+	}
+	return ev
+}
+
+// pathID is a fixture id of the kind the path's {id} names.
+func pathID(p string) string {
+	switch {
+	case strings.HasPrefix(p, "/v1/api-keys/"):
+		return replay.OtherKeyID
+	case strings.HasPrefix(p, "/v1/organizations/"):
+		return replay.OrgID
+	default:
+		return replay.UserID
+	}
+}
