@@ -63,7 +63,7 @@ func (s *Service) Authenticate(ctx context.Context, credential string) (Principa
 	}
 	now := s.now()
 	if looksLikeJWT(credential) {
-		claims, err := s.parser.Parse(credential, now)
+		claims, err := s.parser.Parse(ctx, credential, now)
 		if err != nil {
 			return Principal{}, errUnauthorized
 		}
@@ -117,7 +117,7 @@ type Verification struct {
 // issuing key. A forged or expired token costs no store read.
 func (s *Service) VerifyToken(ctx context.Context, token string) (Verification, error) {
 	now := s.now()
-	claims, err := s.parser.Parse(token, now)
+	claims, err := s.parser.Parse(ctx, token, now)
 	switch {
 	case errors.Is(err, ErrTokenExpired):
 		return Verification{Reason: ReasonExpired}, nil
@@ -202,7 +202,7 @@ func (s *Service) RevokeToken(ctx context.Context, p Principal, token string) (R
 	if token == "" {
 		return Revocation{}, invalid("token", "is required")
 	}
-	claims, err := s.parser.Parse(token, s.now())
+	claims, err := s.parser.Parse(ctx, token, s.now())
 	if err != nil && !errors.Is(err, ErrTokenExpired) {
 		return Revocation{}, invalid("token", "is not an access token issued by this service")
 	}

@@ -1,6 +1,7 @@
 package account
 
 import (
+	"context"
 	"errors"
 	"time"
 )
@@ -33,6 +34,8 @@ type TokenSigner interface {
 // TokenParser checks the signature of access tokens with public keys only.
 type TokenParser interface {
 	// Parse verifies token at now and returns its claims. ErrTokenInvalid,
-	// or ErrTokenExpired together with the claims.
-	Parse(token string, now time.Time) (TokenClaims, error)
+	// or ErrTokenExpired together with the claims. ctx is the request's: a
+	// parser that has to fetch keys (for a kid it does not know yet) does so,
+	// and logs, with the request's values, such as its id.
+	Parse(ctx context.Context, token string, now time.Time) (TokenClaims, error)
 }

@@ -2,6 +2,8 @@ package lambdaapp_test
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -15,10 +17,12 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
+	"latchkey/pkg/account"
 	"latchkey/pkg/boltstore"
 	"latchkey/pkg/lambdaapp"
 	"latchkey/pkg/lambdaapp/replay"
 	"latchkey/pkg/secrets"
+	"latchkey/pkg/token"
 )
 
 type clock struct {
@@ -275,3 +279,127 @@ func TestApp_RefreshFailure(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// downKeys fails every read once down is set, like a table that cannot be
+// reached.
+type downKeys struct {
+	*replay.MemoryKeys
+	mu   sync.Mutex
+	down bool
+}
+
+func (d *downKeys) PublicKeys(ctx context.Context) ([]byte, error) {
+	d.mu.Lock()
+	down := d.down
+	d.mu.Unlock()
+	if down {
+		return nil, errors.New("connect: connection refused")
+	}
+	return d.MemoryKeys.PublicKeys(ctx)
+}
+
+// TestApp_UnknownKidLogsRequestID: a token signed by a key the verifying
+// function does not know makes it reload the published keys on the request
+// path; every line that request logs, the reload's included, carries API
+// Gateway's request id.
+func TestApp_UnknownKidLogsRequestID(t *testing.T) {
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged, err := token.NewSigner(priv, replay.Issuer).Sign(account.TokenClaims{
+		ID: replay.TokenID, KeyID: replay.KeyID, Scopes: []string{"*:*"},
+		IssuedAt: time.Now().Add(-time.Minute), ExpiresAt: time.Now().Add(time.Hour),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		published bool // whether auth has published its keys
+		down      bool // whether the reload fails
+		wantLine  string
+	}{
+		{"NoKeysPublished", false, false, "no public keys published yet"},
+		{"ReloadFails", true, true, "public key reload for an unknown kid failed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			keys := &downKeys{MemoryKeys: e.keys}
+			if tc.published {
+				if err := replay.PublishKeys(context.Background(), keys); err != nil {
+					t.Fatal(err)
+				}
+			}
+			logs := &logBuffer{}
+			for _, fn := range []lambdaapp.Function{lambdaapp.Organizations, lambdaapp.Users} {
+				keys.mu.Lock()
+				keys.down = false // the keys are read at init
+				keys.mu.Unlock()
+				app, err := lambdaapp.New(context.Background(), replay.Config(fn, "latchkey"), lambdaapp.Deps{
+					Store: e.store, Keys: keys, Secrets: e.secrets, Logger: slog.New(slog.NewJSONHandler(logs, nil)),
+				})
+				if err != nil {
+					t.Fatalf("init %s: %v", fn, err)
+				}
+				keys.mu.Lock()
+				keys.down = tc.down
+				keys.mu.Unlock()
+				logs.Reset() // init lines belong to no request
+				ev, err := replay.LoadEvent("../../events/" + string(fn) + "-get.json")
+				if err != nil {
+					t.Fatal(err)
+				}
+				ev.Headers["authorization"] = "Bearer " + forged
+				res, err := app.Lambda()(context.Background(), ev)
+				if err != nil || res.StatusCode != http.StatusUnauthorized {
+					t.Fatalf("%s: got %d %v, want 401", fn, res.StatusCode, err)
+				}
+				lines := logs.Lines()
+				var found bool
+				for _, line := range lines {
+					var l struct {
+						Msg       string `json:"msg"`
+						RequestID string `json:"request_id"`
+					}
+					if err := json.Unmarshal([]byte(line), &l); err != nil {
+						t.Fatalf("%s: log line is not JSON: %s", fn, line)
+					}
+					found = found || strings.Contains(l.Msg, tc.wantLine)
+					if got, want := l.RequestID, ev.RequestContext.RequestID; got != want {
+						t.Errorf("%s: request_id: got %q, want %q in %s", fn, got, want, line)
+					}
+				}
+				if !found {
+					t.Errorf("%s: no %q line; the logs:\n%s", fn, tc.wantLine, strings.Join(lines, "\n"))
+				}
+			}
+		})
+	}
+}
+
+// logBuffer collects the JSON lines of a logger shared by concurrent
+// requests.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) Reset() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b.Reset()
+}
+
+// Lines returns the lines written since the last Reset.
+func (l *logBuffer) Lines() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Split(strings.TrimSpace(l.b.String()), "\n")
+}

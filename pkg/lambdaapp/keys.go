@@ -102,19 +102,23 @@ func (p *jwksParser) refreshIfStale(ctx context.Context) {
 	}
 }
 
-// Parse implements account.TokenParser.
-func (p *jwksParser) Parse(tok string, now time.Time) (account.TokenClaims, error) {
+// Parse implements account.TokenParser. ctx is the request's, so that the
+// lines a reload logs carry its request id.
+func (p *jwksParser) Parse(ctx context.Context, tok string, now time.Time) (account.TokenClaims, error) {
 	st := p.state.Load()
 	if kid := kidOf(tok); kid != "" && !st.kids[kid] && p.mayReloadForUnknownKid() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		if err := p.reload(ctx); err != nil {
-			p.logger.Warn("public key reload for an unknown kid failed", "error", err.Error())
+		// The reload serves every later request too, so the client that
+		// triggered it must not cancel it by going away; it keeps the
+		// request's values (the request id) and its own deadline.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		if err := p.reload(rctx); err != nil {
+			p.logger.WarnContext(rctx, "public key reload for an unknown kid failed", "error", err.Error())
 		}
 		cancel()
 		p.mu.Unlock()
 		st = p.state.Load()
 	}
-	return st.parser.Parse(tok, now)
+	return st.parser.Parse(ctx, tok, now)
 }
 
 // mayReloadForUnknownKid takes mu (the caller unlocks) if a reload for an

@@ -56,7 +56,7 @@ func TestParser_Parse(t *testing.T) {
 	tok := sign(t, signer, want)
 
 	t.Run("OK", func(t *testing.T) {
-		got, err := parser.Parse(tok, now.Add(time.Minute))
+		got, err := parser.Parse(t.Context(), tok, now.Add(time.Minute))
 		if err != nil {
 			t.Fatalf("Parse: %v", err)
 		}
@@ -79,7 +79,7 @@ func TestParser_Parse(t *testing.T) {
 	})
 
 	t.Run("ErrTokenExpired", func(t *testing.T) {
-		got, err := parser.Parse(tok, want.ExpiresAt.Add(time.Second))
+		got, err := parser.Parse(t.Context(), tok, want.ExpiresAt.Add(time.Second))
 		if !errors.Is(err, account.ErrTokenExpired) {
 			t.Fatalf("got %v, want ErrTokenExpired", err)
 		}
@@ -103,11 +103,11 @@ func TestParser_Parse(t *testing.T) {
 	}
 	for name, tok := range invalid {
 		t.Run("ErrTokenInvalid/"+name, func(t *testing.T) {
-			if _, err := parser.Parse(tok, now); !errors.Is(err, account.ErrTokenInvalid) {
+			if _, err := parser.Parse(t.Context(), tok, now); !errors.Is(err, account.ErrTokenInvalid) {
 				t.Fatalf("got %v, want ErrTokenInvalid", err)
 			}
 			// An invalid token is invalid however late: never "expired".
-			if _, err := parser.Parse(tok, now.Add(48*time.Hour)); !errors.Is(err, account.ErrTokenInvalid) {
+			if _, err := parser.Parse(t.Context(), tok, now.Add(48*time.Hour)); !errors.Is(err, account.ErrTokenInvalid) {
 				t.Fatalf("later: got %v, want ErrTokenInvalid", err)
 			}
 		})
@@ -159,7 +159,7 @@ func TestParserFromJWKS(t *testing.T) {
 		}
 		// Both keys of a rotation verify.
 		for _, k := range []ed25519.PrivateKey{oldKey, newKey} {
-			if _, err := p.Parse(sign(t, token.NewSigner(k, issuer), sampleClaims(now)), now); err != nil {
+			if _, err := p.Parse(t.Context(), sign(t, token.NewSigner(k, issuer), sampleClaims(now)), now); err != nil {
 				t.Fatalf("Parse: %v", err)
 			}
 		}
@@ -206,7 +206,7 @@ func BenchmarkParse(b *testing.B) {
 	now := time.Now()
 	tok := sign(b, s, sampleClaims(now))
 	for b.Loop() {
-		if _, err := p.Parse(tok, now); err != nil {
+		if _, err := p.Parse(b.Context(), tok, now); err != nil {
 			b.Fatal(err)
 		}
 	}
