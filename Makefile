@@ -8,7 +8,7 @@ GO ?= go
 FUZZTIME ?= 10s
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.6.1
 
-.PHONY: run run-dynamodb test test-go fuzz readme-check lint-go lint bench bench-go load
+.PHONY: run run-dynamodb test test-go fuzz readme-check lint-go lint bench bench-go load docs-dynamodb
 
 run:
 	$(GO) run ./cmd/local
@@ -47,12 +47,21 @@ lint: lint-go lint-template
 	$(GO) run $(STATICCHECK) ./...
 	$(GO) mod tidy -diff
 
-# Go benchmarks (handlers over bbolt; stores over DynamoDB Local), then the
-# load script against the local server on each store.
+# Go benchmarks (handlers over bbolt; stores over DynamoDB Local; the
+# handlers again over DynamoDB Local), then the load script against the
+# local server on each store.
 bench: bench-go load
 
 bench-go:
-	scripts/dynamodb-local.sh $(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./pkg/...
+	scripts/dynamodb-local.sh bash -c '\
+	  $(GO) test -run "^$$" -bench . -benchmem -benchtime 2s ./pkg/... && \
+	  echo "Handler benchmarks over DynamoDB Local (LATCHKEY_TEST_STORE=dynamodb):" && \
+	  LATCHKEY_TEST_STORE=dynamodb $(GO) test -run "^$$" -bench . -benchmem -benchtime 2s ./pkg/httpapi'
+
+# Rewrite the measured tables of docs/dynamodb.md from a fresh run of the
+# budget tests against DynamoDB Local (make test fails while they differ).
+docs-dynamodb:
+	scripts/dynamodb-local.sh bash -c 'LATCHKEY_UPDATE_DOCS=1 $(GO) test -count=1 -run "^TestRequestBudgets$$|^TestHTTPRequestBudgets$$" ./pkg/dynamostore'
 
 load:
 	scripts/load.sh

@@ -122,7 +122,8 @@ type Store interface {
 	// key with k.ID exists (it was deleted already); CodeInternal, deleting
 	// nothing, if k.Hash is not the stored key's hash.
 	DeleteAPIKey(ctx context.Context, k APIKey) error
-	// ListAPIKeys lists keys, newest first.
+	// ListAPIKeys lists keys, newest first. A store may drop a key
+	// ExpiredKeyRetention after it has expired.
 	ListAPIKeys(ctx context.Context, p ListParams) (Page[APIKey], error)
 
 	// CreateToken stores the record of an issued access token.

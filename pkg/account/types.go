@@ -45,6 +45,13 @@ type APIKey struct {
 	ExpiresAt time.Time // zero: never expires
 }
 
+// ExpiredKeyRetention is how long stores keep an API key after it has
+// expired: long enough for an operator to see in the list why a caller is
+// refused, then the key is dropped like other expired records (DynamoDB TTL,
+// bbolt pruning). An expired key authenticates nothing meanwhile, and no
+// token outlives its key, so dropping it changes no answer but GET.
+const ExpiredKeyRetention = 30 * 24 * time.Hour
+
 // Expired reports whether the key has an expiry that has passed at now.
 func (k APIKey) Expired(now time.Time) bool {
 	return !k.ExpiresAt.IsZero() && !now.Before(k.ExpiresAt)

@@ -612,6 +612,12 @@ func (s *Store) CreateAPIKey(_ context.Context, k account.APIKey) error {
 		if err := put(keys, []byte(k.ID), toAPIKeyItem(k)); err != nil {
 			return err
 		}
+		if !k.ExpiresAt.IsZero() {
+			drop := k.ExpiresAt.Add(account.ExpiredKeyRetention)
+			if err := tx.Bucket(bucketExpiries).Put(join(sortTime(drop), expiryAPIKey, k.ID), nil); err != nil {
+				return err
+			}
+		}
 		return hashes.Put(k.Hash, []byte(k.ID))
 	})
 }
@@ -665,15 +671,25 @@ func (s *Store) DeleteAPIKey(_ context.Context, k account.APIKey) error {
 		if !bytes.Equal(it.Hash, k.Hash) {
 			return account.Internal(fmt.Errorf("boltstore: DeleteAPIKey: the hash given for %s is not the stored one", k.ID))
 		}
-		if err := keys.Delete([]byte(k.ID)); err != nil {
-			return err
-		}
-		hashes := tx.Bucket(bucketKeyHashes)
-		if bytes.Equal(hashes.Get(it.Hash), []byte(k.ID)) {
-			return hashes.Delete(it.Hash)
-		}
-		return nil
+		return deleteAPIKey(tx, k.ID)
 	})
+}
+
+// deleteAPIKey removes the key id and its hash entry, if the key is there.
+func deleteAPIKey(tx *bolt.Tx, id string) error {
+	keys := tx.Bucket(bucketKeys)
+	it, ok, err := get[apiKeyItem](keys, []byte(id))
+	if err != nil || !ok {
+		return err
+	}
+	if err := keys.Delete([]byte(id)); err != nil {
+		return err
+	}
+	hashes := tx.Bucket(bucketKeyHashes)
+	if bytes.Equal(hashes.Get(it.Hash), []byte(id)) {
+		return hashes.Delete(it.Hash)
+	}
+	return nil
 }
 
 // ListAPIKeys implements account.Store, in ULID (creation) order.
@@ -694,6 +710,10 @@ func (s *Store) ListAPIKeys(_ context.Context, p account.ListParams) (account.Pa
 const (
 	expiryToken      = "t"
 	expiryRevocation = "r"
+	// expiryAPIKey entries fall due account.ExpiredKeyRetention after the
+	// key expires; a key deleted before then leaves an entry that pruning
+	// simply drops.
+	expiryAPIKey = "k"
 )
 
 // CreateToken implements account.Store. The record is also entered in the
@@ -755,7 +775,7 @@ func (s *Store) TokenStatus(_ context.Context, tokenID, keyID string) (account.T
 }
 
 // Prune deletes token records and revocation entries whose ExpiresAt is
-// before now, at most pruneMax of them, and returns how many entries it
+// before now, and API keys expired for account.ExpiredKeyRetention, at most pruneMax of them, and returns how many entries it
 // deleted. It walks the expiry index from its oldest end, so its cost is
 // proportional to what it deletes, not to what the store holds. Open calls
 // it, and then a background loop every ten minutes.
@@ -779,11 +799,18 @@ func (s *Store) Prune(now time.Time) (int, error) {
 			if len(parts) != 3 {
 				return fmt.Errorf("malformed expiry index key %q", k)
 			}
-			bucket := bucketTokens
-			if parts[1] == expiryRevocation {
-				bucket = bucketRevoked
+			var err error
+			switch parts[1] {
+			case expiryToken:
+				err = tx.Bucket(bucketTokens).Delete([]byte(parts[2]))
+			case expiryRevocation:
+				err = tx.Bucket(bucketRevoked).Delete([]byte(parts[2]))
+			case expiryAPIKey:
+				err = deleteAPIKey(tx, parts[2])
+			default:
+				err = fmt.Errorf("malformed expiry index key %q", k)
 			}
-			if err := tx.Bucket(bucket).Delete([]byte(parts[2])); err != nil {
+			if err != nil {
 				return err
 			}
 			if err := expiries.Delete(k); err != nil {

@@ -163,6 +163,54 @@ func TestStore_Prune(t *testing.T) {
 	}
 }
 
+// TestStore_PruneExpiredAPIKeys: a key that expires is kept, expired, for
+// account.ExpiredKeyRetention, then pruned with its hash entry; a key that
+// never expires stays, and a key deleted before then leaves nothing behind.
+func TestStore_PruneExpiredAPIKeys(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := newStore(t)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	key := func(name string, expires time.Time) account.APIKey {
+		t.Helper()
+		k := account.APIKey{ID: account.NewID(account.PrefixAPIKey, now), Name: name, Hash: account.HashAPIKey(name), Last4: "xxxx", Scopes: []string{"read:users"}, CreatedAt: now, ExpiresAt: expires}
+		if err := s.CreateAPIKey(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	expiring := key("expiring", now.Add(time.Hour))
+	forever := key("forever", time.Time{})
+	deleted := key("deleted", now.Add(time.Hour))
+	if err := s.DeleteAPIKey(ctx, deleted); err != nil {
+		t.Fatal(err)
+	}
+
+	dropAt := expiring.ExpiresAt.Add(account.ExpiredKeyRetention)
+	if _, err := s.Prune(dropAt.Add(-time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.GetAPIKey(ctx, expiring.ID); err != nil || !got.Expired(dropAt) {
+		t.Fatalf("expired key within the retention: got %+v, %v; want it kept", got, err)
+	}
+	n, err := s.Prune(dropAt.Add(time.Minute))
+	if err != nil {
+		t.Fatalf("Prune: %v", err)
+	}
+	if n != 2 {
+		t.Errorf("Prune: got %d entries, want 2 (the expired key, the deleted key's leftover index entry)", n)
+	}
+	if _, err := s.GetAPIKey(ctx, expiring.ID); !account.IsCode(err, account.CodeNotFound) {
+		t.Errorf("GetAPIKey after the retention: got %v, want not_found", err)
+	}
+	if _, err := s.GetAPIKeyByHash(ctx, expiring.Hash); !account.IsCode(err, account.CodeNotFound) {
+		t.Errorf("GetAPIKeyByHash after the retention: got %v, want not_found", err)
+	}
+	if _, err := s.GetAPIKey(ctx, forever.ID); err != nil {
+		t.Errorf("a key without expiry was pruned: %v", err)
+	}
+}
+
 // BenchmarkCreateUser measures a lone writer, who pays the batch delay and
 // an fsync per write, and 32 concurrent writers, who share them.
 func BenchmarkCreateUser(b *testing.B) {

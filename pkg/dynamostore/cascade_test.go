@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -43,101 +44,198 @@ func (f *failNth) option(o *dynamodb.Options) {
 	})
 }
 
-// TestDeleteUser_BeyondOneTransaction deletes a user with 120 memberships
-// (242 items: more than two transactions' worth), first with a failure
-// injected into the last transaction, then again: the first attempt must
-// leave the user and its e-mail guard in place (never the guard alone), and
-// the retry must remove everything and free the e-mail.
-func TestDeleteUser_BeyondOneTransaction(t *testing.T) {
-	const memberships = 120
+// cascadeFixture is a store whose TransactWriteItems can be made to fail,
+// with a clock for distinct creation times.
+type cascadeFixture struct {
+	t    *testing.T
+	s    *dynamostore.Store
+	fail *failNth
+	now  time.Time
+}
+
+func newCascadeFixture(t *testing.T) *cascadeFixture {
 	fail := &failNth{op: "TransactWriteItems"}
 	client := dynamotest.NewClient(t, fail.option)
-	s := dynamostore.New(client, dynamotest.NewTable(t, client))
-	ctx := t.Context()
-	now := time.Now().UTC().Truncate(time.Millisecond)
-	tick := func() time.Time { now = now.Add(time.Millisecond); return now }
+	return &cascadeFixture{t: t, s: dynamostore.New(client, dynamotest.NewTable(t, client)), fail: fail, now: time.Now().UTC().Truncate(time.Millisecond)}
+}
 
-	u := newUser(tick())
-	must(t, s.CreateUser(ctx, u), "CreateUser")
-	orgs := make([]account.Organization, memberships)
+func (f *cascadeFixture) tick() time.Time { f.now = f.now.Add(time.Millisecond); return f.now }
+
+// failTransaction makes the nth TransactWriteItems from now fail.
+func (f *cascadeFixture) failTransaction(n int64) { f.fail.n = f.fail.calls.Load() + n }
+
+// userWithMemberships creates a user who is a member of n new organizations.
+func (f *cascadeFixture) userWithMemberships(n int) (account.User, []account.Organization) {
+	f.t.Helper()
+	ctx := f.t.Context()
+	u := newUser(f.tick())
+	must(f.t, f.s.CreateUser(ctx, u), "CreateUser")
+	orgs := make([]account.Organization, n)
 	for i := range orgs {
-		orgs[i] = newOrg(tick())
-		must(t, s.CreateOrganization(ctx, orgs[i]), "CreateOrganization")
-		at := tick()
-		must(t, s.AddMember(ctx, account.Membership{OrganizationID: orgs[i].ID, UserID: u.ID, Role: "member", CreatedAt: at, UpdatedAt: at}), "AddMember")
+		orgs[i] = newOrg(f.tick())
+		must(f.t, f.s.CreateOrganization(ctx, orgs[i]), "CreateOrganization")
+		at := f.tick()
+		must(f.t, f.s.AddMember(ctx, account.Membership{OrganizationID: orgs[i].ID, UserID: u.ID, Role: "member", CreatedAt: at, UpdatedAt: at}), "AddMember")
 	}
+	return u, orgs
+}
 
-	// 240 membership items + user + guard: chunks of 100 and 100, then the
-	// final transaction with the last 40. Fail the final one.
-	fail.n = fail.calls.Load() + 3
-	if err := s.DeleteUser(ctx, u.ID); !errors.Is(err, errInjected) {
-		t.Fatalf("DeleteUser with a failing final transaction: got %v, want the injected failure", err)
+// orgWithMembers creates an organization with n new members.
+func (f *cascadeFixture) orgWithMembers(n int) (account.Organization, []account.User) {
+	f.t.Helper()
+	ctx := f.t.Context()
+	o := newOrg(f.tick())
+	must(f.t, f.s.CreateOrganization(ctx, o), "CreateOrganization")
+	users := make([]account.User, n)
+	for i := range users {
+		users[i] = newUser(f.tick())
+		must(f.t, f.s.CreateUser(ctx, users[i]), "CreateUser")
+		at := f.tick()
+		must(f.t, f.s.AddMember(ctx, account.Membership{OrganizationID: o.ID, UserID: users[i].ID, Role: "member", CreatedAt: at, UpdatedAt: at}), "AddMember")
 	}
-	if _, err := s.GetUser(ctx, u.ID); err != nil {
-		t.Fatalf("GetUser after a half-done delete: %v (the user must stay until the final transaction)", err)
-	}
-	if _, err := s.GetUserByEmail(ctx, u.Email); err != nil {
-		t.Fatalf("GetUserByEmail after a half-done delete: %v (guard and user go together)", err)
-	}
-	at := tick()
-	late := account.Membership{OrganizationID: orgs[0].ID, UserID: u.ID, Role: "member", CreatedAt: at, UpdatedAt: at}
-	if err := s.AddMember(ctx, late); !account.IsCode(err, account.CodeNotFound) {
-		t.Errorf("AddMember to a user being deleted: got %v, want not_found", err)
-	}
-	// An update of a user being deleted is refused too: UpdateItem would
-	// otherwise succeed on an item the retry is about to remove.
-	name := "Late Rename"
-	if _, err := s.UpdateUser(ctx, u.ID, account.UserPatch{Name: &name, UpdatedAt: tick()}); !account.IsCode(err, account.CodeNotFound) {
-		t.Errorf("UpdateUser of a user being deleted: got %v, want not_found", err)
-	}
-	if got, err := s.GetUser(ctx, u.ID); err != nil || got.Name != u.Name {
-		t.Errorf("GetUser after a refused update: got %+v, %v; want the name unchanged", got, err)
-	}
+	return o, users
+}
 
-	must(t, s.DeleteUser(ctx, u.ID), "DeleteUser (retry)")
-	if _, err := s.GetUser(ctx, u.ID); !account.IsCode(err, account.CodeNotFound) {
-		t.Errorf("GetUser after delete: got %v, want not_found", err)
-	}
-	page, err := s.ListUserMemberships(ctx, u.ID, account.ListParams{Limit: 100})
-	must(t, err, "ListUserMemberships")
-	if len(page.Items) != 0 {
-		t.Errorf("ListUserMemberships after delete: got %d, want 0", len(page.Items))
-	}
+// sides counts, with strongly consistent reads, the membership items left
+// in a user's partition and in the organizations' partitions for that user.
+func (f *cascadeFixture) sides(userID string, orgs []account.Organization) (userSide, orgSide int) {
+	f.t.Helper()
+	ctx := f.t.Context()
+	ids, err := f.s.UserMembershipSides(ctx, userID)
+	must(f.t, err, "UserMembershipSides")
 	for _, o := range orgs {
-		if _, err := s.GetMember(ctx, o.ID, u.ID); !account.IsCode(err, account.CodeNotFound) {
-			t.Fatalf("GetMember %s after delete: got %v, want not_found", o.ID, err)
+		members, err := f.s.OrgMembershipSides(ctx, o.ID)
+		must(f.t, err, "OrgMembershipSides")
+		if slices.Contains(members, userID) {
+			orgSide++
 		}
 	}
-	again := newUser(tick())
+	return len(ids), orgSide
+}
+
+// TestDeleteUser_BeyondOneTransaction deletes a user with 120 memberships
+// (242 items: three transactions), first with a failure injected into the
+// second transaction, then again. In between, the user is gone to readers
+// and writers, and every membership has both sides or neither. The retry removes the
+// rest, checked with strongly consistent reads of both sides.
+func TestDeleteUser_BeyondOneTransaction(t *testing.T) {
+	f := newCascadeFixture(t)
+	ctx := t.Context()
+	u, orgs := f.userWithMemberships(120)
+
+	// Chunks: 50 memberships (100 items), 50, then the last 20 with the user
+	// and its guard. The second chunk fails.
+	f.failTransaction(2)
+	if err := f.s.DeleteUser(ctx, u.ID); !errors.Is(err, errInjected) {
+		t.Fatalf("DeleteUser with a failing transaction: got %v, want the injected failure", err)
+	}
+	if userSide, orgSide := f.sides(u.ID, orgs); userSide != 70 || orgSide != 70 {
+		t.Fatalf("after the first chunk: %d user-side and %d organization-side memberships, want 70 and 70", userSide, orgSide)
+	}
+	if _, err := f.s.GetUser(ctx, u.ID); !account.IsCode(err, account.CodeNotFound) {
+		t.Errorf("GetUser of a user being deleted: got %v, want not_found", err)
+	}
+	if _, err := f.s.GetUserByEmail(ctx, u.Email); !account.IsCode(err, account.CodeNotFound) {
+		t.Errorf("GetUserByEmail of a user being deleted: got %v, want not_found", err)
+	}
+	page, err := f.s.ListUsers(ctx, account.ListParams{Limit: 100})
+	must(t, err, "ListUsers")
+	for _, got := range page.Items {
+		if got.ID == u.ID {
+			t.Error("ListUsers shows a user being deleted")
+		}
+	}
+	at := f.tick()
+	late := account.Membership{OrganizationID: orgs[0].ID, UserID: u.ID, Role: "member", CreatedAt: at, UpdatedAt: at}
+	if err := f.s.AddMember(ctx, late); !account.IsCode(err, account.CodeNotFound) {
+		t.Errorf("AddMember to a user being deleted: got %v, want not_found", err)
+	}
+	// UpdateItem would otherwise succeed on an item the retry is about to remove.
+	name := "Late Rename"
+	if _, err := f.s.UpdateUser(ctx, u.ID, account.UserPatch{Name: &name, UpdatedAt: f.tick()}); !account.IsCode(err, account.CodeNotFound) {
+		t.Errorf("UpdateUser of a user being deleted: got %v, want not_found", err)
+	}
+
+	must(t, f.s.DeleteUser(ctx, u.ID), "DeleteUser (retry)")
+	if userSide, orgSide := f.sides(u.ID, orgs); userSide != 0 || orgSide != 0 {
+		t.Errorf("after the retry: %d user-side and %d organization-side memberships left, want none", userSide, orgSide)
+	}
+	if err := f.s.DeleteUser(ctx, u.ID); !account.IsCode(err, account.CodeNotFound) {
+		t.Errorf("DeleteUser after the retry: got %v, want not_found", err)
+	}
+	other := newUser(f.tick())
+	other.Email = u.Email
+	must(t, f.s.CreateUser(ctx, other), "CreateUser with the freed e-mail")
+}
+
+// TestDeleteUser_FinishedByNextClaim: a delete cut off before its final
+// transaction is never retried by its client. The next user to claim the
+// e-mail finishes it and gets the e-mail; the old user and every one of its
+// memberships are gone.
+func TestDeleteUser_FinishedByNextClaim(t *testing.T) {
+	f := newCascadeFixture(t)
+	ctx := t.Context()
+	u, orgs := f.userWithMemberships(60)
+	f.failTransaction(2) // 60 memberships: one chunk of 50, then the final transaction
+	if err := f.s.DeleteUser(ctx, u.ID); !errors.Is(err, errInjected) {
+		t.Fatalf("DeleteUser with a failing final transaction: got %v, want the injected failure", err)
+	}
+
+	next := newUser(f.tick())
+	next.Email = u.Email
+	must(t, f.s.CreateUser(ctx, next), "CreateUser with the e-mail of an abandoned delete")
+	if got, err := f.s.GetUserByEmail(ctx, u.Email); err != nil || got.ID != next.ID {
+		t.Fatalf("GetUserByEmail: got %+v, %v; want the new user %s", got, err, next.ID)
+	}
+	if userSide, orgSide := f.sides(u.ID, orgs); userSide != 0 || orgSide != 0 {
+		t.Errorf("old user: %d user-side and %d organization-side memberships left, want none", userSide, orgSide)
+	}
+	if err := f.s.DeleteUser(ctx, u.ID); !account.IsCode(err, account.CodeNotFound) {
+		t.Errorf("DeleteUser of the old user: got %v, want not_found (finished by the claim)", err)
+	}
+
+	// A live holder is a plain conflict: nothing is deleted.
+	again := newUser(f.tick())
 	again.Email = u.Email
-	must(t, s.CreateUser(ctx, again), "CreateUser with the freed e-mail")
+	if err := f.s.CreateUser(ctx, again); !account.IsCode(err, account.CodeEmailTaken) {
+		t.Fatalf("CreateUser with a live user's e-mail: got %v, want email_taken", err)
+	}
+	if _, err := f.s.GetUser(ctx, next.ID); err != nil {
+		t.Errorf("the live holder after a refused claim: %v", err)
+	}
 }
 
 // TestDeleteOrganization_BeyondOneTransaction: the same for an organization
-// with 60 members (122 items), without a failure.
+// with 60 members (122 items), whose final transaction fails; the next
+// organization to claim the slug finishes the delete.
 func TestDeleteOrganization_BeyondOneTransaction(t *testing.T) {
-	client := dynamotest.NewClient(t)
-	s := dynamostore.New(client, dynamotest.NewTable(t, client))
+	f := newCascadeFixture(t)
 	ctx := t.Context()
-	now := time.Now().UTC().Truncate(time.Millisecond)
-	tick := func() time.Time { now = now.Add(time.Millisecond); return now }
-	o := newOrg(tick())
-	must(t, s.CreateOrganization(ctx, o), "CreateOrganization")
-	for range 60 {
-		u := newUser(tick())
-		must(t, s.CreateUser(ctx, u), "CreateUser")
-		at := tick()
-		must(t, s.AddMember(ctx, account.Membership{OrganizationID: o.ID, UserID: u.ID, Role: "member", CreatedAt: at, UpdatedAt: at}), "AddMember")
+	o, users := f.orgWithMembers(60)
+	f.failTransaction(2)
+	if err := f.s.DeleteOrganization(ctx, o.ID); !errors.Is(err, errInjected) {
+		t.Fatalf("DeleteOrganization with a failing final transaction: got %v, want the injected failure", err)
 	}
-	must(t, s.DeleteOrganization(ctx, o.ID), "DeleteOrganization")
-	page, err := s.ListMembers(ctx, o.ID, account.ListParams{Limit: 100})
-	must(t, err, "ListMembers")
-	if len(page.Items) != 0 {
-		t.Errorf("ListMembers after delete: got %d, want 0", len(page.Items))
+	if _, err := f.s.GetOrganization(ctx, o.ID); !account.IsCode(err, account.CodeNotFound) {
+		t.Errorf("GetOrganization of an organization being deleted: got %v, want not_found", err)
 	}
-	again := newOrg(tick())
-	again.Slug = o.Slug
-	must(t, s.CreateOrganization(ctx, again), "CreateOrganization with the freed slug")
+	left, err := f.s.OrgMembershipSides(ctx, o.ID)
+	must(t, err, "OrgMembershipSides")
+	if len(left) != 10 {
+		t.Fatalf("after the first chunk: %d members left, want 10", len(left))
+	}
+
+	next := newOrg(f.tick())
+	next.Slug = o.Slug
+	must(t, f.s.CreateOrganization(ctx, next), "CreateOrganization with the slug of an abandoned delete")
+	for _, u := range users {
+		if userSide, orgSide := f.sides(u.ID, []account.Organization{o}); userSide != 0 || orgSide != 0 {
+			t.Fatalf("member %s: %d user-side and %d organization-side memberships left, want none", u.ID, userSide, orgSide)
+		}
+	}
+	if err := f.s.DeleteOrganization(ctx, o.ID); !account.IsCode(err, account.CodeNotFound) {
+		t.Errorf("DeleteOrganization of the old organization: got %v, want not_found", err)
+	}
 }
 
 // fakeDynamoDB answers every request with one canned response.
@@ -200,6 +298,47 @@ func TestErrorMapping(t *testing.T) {
 			}
 			if tc.name == "ConflictEveryTime" && fake.calls.Load() != 3 {
 				t.Errorf("conflicting transaction sent %d times, want 1 + 2 retries", fake.calls.Load())
+			}
+		})
+	}
+}
+
+// TestErrorMapping_SingleItemConflict: a single-item write refused because a
+// transaction in progress holds its item (TransactionConflictException,
+// which the SDK does not retry) is retried by the store and, if the conflict
+// persists, reported as unavailable (503), never as an internal error.
+func TestErrorMapping_SingleItemConflict(t *testing.T) {
+	const body = `{"__type":"com.amazonaws.dynamodb.v20120810#TransactionConflictException","message":"secret AWS detail"}`
+	now := time.Now().UTC()
+	name := "Ada"
+	for _, tc := range []struct {
+		name  string
+		write func(s *dynamostore.Store) error
+	}{
+		{"UpdateUser", func(s *dynamostore.Store) error {
+			_, err := s.UpdateUser(t.Context(), newUser(now).ID, account.UserPatch{Name: &name, UpdatedAt: now})
+			return err
+		}},
+		{"RevokeToken", func(s *dynamostore.Store) error {
+			_, err := s.RevokeToken(t.Context(), account.Revocation{TokenID: "tok_x", KeyID: "key_x", RevokedAt: now, ExpiresAt: now.Add(time.Hour)})
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := &fakeDynamoDB{status: 400, body: body}
+			client := dynamodb.New(dynamodb.Options{
+				Region:           "us-east-1",
+				BaseEndpoint:     aws.String("http://127.0.0.1:1"),
+				Credentials:      credentials.NewStaticCredentialsProvider("fake", "fake", ""),
+				HTTPClient:       fake,
+				RetryMaxAttempts: 1,
+			})
+			err := tc.write(dynamostore.New(client, "latchkey", dynamostore.WithConflictRetries(2)))
+			if got := account.ErrorCode(err); got != account.CodeUnavailable {
+				t.Fatalf("got code %q (%v), want unavailable", got, err)
+			}
+			if got := fake.calls.Load(); got != 3 {
+				t.Errorf("write sent %d times, want 1 + 2 retries", got)
 			}
 		})
 	}

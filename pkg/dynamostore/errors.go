@@ -3,6 +3,7 @@ package dynamostore
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -68,22 +69,37 @@ func retryable(err error) bool {
 	return errors.As(err, &sendErr)
 }
 
-// errTransactionConflict marks a transaction cancelled only because another
-// transaction held one of its items; transact retries it.
+// errTransactionConflict marks a write refused only because a transaction
+// in progress held one of its items: TransactionConflict as a cancellation
+// reason of a transaction, or TransactionConflictException for a single-item
+// write (an UpdateItem racing AddMember's ConditionCheck on the same user,
+// say). The SDK retries neither; retryConflicts does.
 var errTransactionConflict = errors.New("dynamostore: transaction conflict")
+
+// conflict returns err marked as errTransactionConflict when it is a
+// single-item write's TransactionConflictException, and err otherwise.
+func conflict(err error) error {
+	var tce *types.TransactionConflictException
+	if errors.As(err, &tce) {
+		return fmt.Errorf("%w: %w", errTransactionConflict, err)
+	}
+	return err
+}
 
 // cancellation maps a TransactionCanceledException to a domain error.
 // onCheckFailed[i] is the error for a failed condition on item i, in the
 // order the items were sent; the first failed condition wins, so callers
 // order items by which error should be reported first. A failed condition
 // without an entry (or with a nil one) is a bug in the store: internal.
-// Returns nil when err is not a cancellation.
-func cancellation(err error, onCheckFailed []error) error {
+// For a failed condition it also returns old, the item as it was, when the item
+// asked for it (ReturnValuesOnConditionCheckFailure ALL_OLD), else nil.
+// mapped is nil when err is not a cancellation.
+func cancellation(err error, onCheckFailed []error) (old map[string]types.AttributeValue, mapped error) {
 	var tce *types.TransactionCanceledException
 	if !errors.As(err, &tce) {
-		return nil
+		return nil, nil
 	}
-	conflict, throttled := false, false
+	conflicted, throttled := false, false
 	for i, r := range tce.CancellationReasons {
 		code := ""
 		if r.Code != nil {
@@ -93,24 +109,24 @@ func cancellation(err error, onCheckFailed []error) error {
 		case "", reasonNone:
 		case reasonConditionalCheck:
 			if i < len(onCheckFailed) && onCheckFailed[i] != nil {
-				return onCheckFailed[i]
+				return r.Item, onCheckFailed[i]
 			}
-			return account.Internal(err)
+			return nil, account.Internal(err)
 		case reasonTransactionConflict:
-			conflict = true
+			conflicted = true
 		case reasonThrottling, reasonProvisionedThroughput, reasonRequestLimit:
 			throttled = true
 		default:
-			return account.Internal(err)
+			return nil, account.Internal(err)
 		}
 	}
 	switch {
 	case throttled:
-		return account.Unavailable(err)
-	case conflict:
-		return errTransactionConflict
+		return nil, account.Unavailable(err)
+	case conflicted:
+		return nil, fmt.Errorf("%w: %w", errTransactionConflict, err)
 	}
-	return account.Internal(err)
+	return nil, account.Internal(err)
 }
 
 // conditionFailed reports whether a single-item write failed its condition,

@@ -54,10 +54,11 @@ func TestHTTPRequestBudgets(t *testing.T) {
 	})
 
 	var report strings.Builder
-	fmt.Fprintf(&report, "\n| request | status | DynamoDB requests | capacity units (DynamoDB Local) |\n|---|---|---|---|\n")
+	fmt.Fprintf(&report, "| request | status | DynamoDB requests | capacity units (DynamoDB Local) |\n|---|---|---|---|\n")
 	// do sends one request, checks its status and its DynamoDB calls
-	// (exactly want, in order), and returns the decoded JSON body.
-	do := func(method, path, credential string, body any, status int, want ...string) map[string]any {
+	// (exactly want, in order), adds a row to the report (the route, and
+	// the case when label says one), and returns the decoded JSON body.
+	do := func(label, method, path, credential string, body any, status int, want ...string) map[string]any {
 		t.Helper()
 		var rd io.Reader
 		if body != nil {
@@ -88,7 +89,11 @@ func TestHTTPRequestBudgets(t *testing.T) {
 		if !slices.Equal(ops, want) {
 			t.Errorf("%s %s made DynamoDB requests %v, want %v", method, path, ops, want)
 		}
-		fmt.Fprintf(&report, "| %s %s | %d | %d (%s) | %g |\n", method, route(path), rec.Code, len(ops), strings.Join(ops, ", "), units)
+		request := method + " " + route(path)
+		if label != "" {
+			request += " (" + label + ")"
+		}
+		fmt.Fprintf(&report, "| %s | %d | %d (%s) | %g |\n", request, rec.Code, len(ops), strings.Join(ops, ", "), units)
 		out := map[string]any{}
 		if rec.Body.Len() > 0 {
 			if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil {
@@ -107,45 +112,48 @@ func TestHTTPRequestBudgets(t *testing.T) {
 	)
 	str := func(m map[string]any, k string) string { s, _ := m[k].(string); return s }
 
-	key := do("POST", "/v1/api-keys", admin, map[string]any{"name": "svc", "scopes": []string{"read:users", "write:users"}}, 201, get, tx)
+	key := do("", "POST", "/v1/api-keys", admin, map[string]any{"name": "svc", "scopes": []string{"read:users", "write:users"}}, 201, get, tx)
 	secret := str(key, "key")
-	tok := do("POST", "/v1/auth/token", secret, map[string]any{"scopes": []string{"read:users"}}, 201, get, put)
+	tok := do("", "POST", "/v1/auth/token", secret, map[string]any{"scopes": []string{"read:users"}}, 201, get, put)
 	access := str(tok, "access_token")
-	do("GET", "/v1/auth/verify", access, nil, 200, batch)
+	do("token valid", "GET", "/v1/auth/verify", access, nil, 200, batch)
 
-	u := do("POST", "/v1/users", admin, map[string]any{"email": "Ada@Example.com", "name": "Ada"}, 201, get, tx)
+	u := do("", "POST", "/v1/users", admin, map[string]any{"email": "Ada@Example.com", "name": "Ada"}, 201, get, tx)
 	uid := str(u, "id")
-	do("POST", "/v1/users", admin, map[string]any{"email": "ada@example.com", "name": "Ada"}, 409, get, tx)
-	do("GET", "/v1/users/"+uid, admin, nil, 200, get, get)
-	do("GET", "/v1/users/"+uid, access, nil, 200, batch, get)
-	do("GET", "/v1/users?limit=20", admin, nil, 200, get, query)
-	do("GET", "/v1/users?email=ada@example.com", admin, nil, 200, get, get, get)
-	do("PUT", "/v1/users/"+uid, admin, map[string]any{"name": "Ada L."}, 200, get, upd)
+	do("email_taken", "POST", "/v1/users", admin, map[string]any{"email": "ada@example.com", "name": "Ada"}, 409, get, tx, get)
+	do("", "GET", "/v1/users/"+uid, admin, nil, 200, get, get)
+	do("with an access token", "GET", "/v1/users/"+uid, access, nil, 200, batch, get)
+	do("", "GET", "/v1/users?limit=20", admin, nil, 200, get, query)
+	do("", "GET", "/v1/users?email=ada@example.com", admin, nil, 200, get, get, get)
+	do("", "PUT", "/v1/users/"+uid, admin, map[string]any{"name": "Ada L."}, 200, get, upd)
 
-	o := do("POST", "/v1/organizations", admin, map[string]any{"name": "Engines", "slug": "engines"}, 201, get, tx)
+	o := do("", "POST", "/v1/organizations", admin, map[string]any{"name": "Engines", "slug": "engines"}, 201, get, tx)
 	oid := str(o, "id")
-	do("GET", "/v1/organizations?limit=20", admin, nil, 200, get, query)
-	do("GET", "/v1/organizations/"+oid, admin, nil, 200, get, get)
-	do("PATCH", "/v1/organizations/"+oid, admin, map[string]any{"plan": "pro"}, 200, get, upd)
-	do("POST", "/v1/organizations/"+oid+"/members", admin, map[string]any{"user_id": uid, "role": "admin"}, 201, get, tx)
-	do("POST", "/v1/organizations/"+oid+"/members", admin, map[string]any{"user_id": uid}, 409, get, tx)
-	do("GET", "/v1/organizations/"+oid+"/members?limit=20", admin, nil, 200, get, get, query)
-	do("GET", "/v1/users/"+uid+"/organizations?limit=20", admin, nil, 200, get, get, query)
-	do("PATCH", "/v1/organizations/"+oid+"/members/"+uid, admin, map[string]any{"role": "owner"}, 200, get, tx, get)
-	do("DELETE", "/v1/organizations/"+oid+"/members/"+uid, admin, nil, 204, get, tx)
+	do("slug_taken", "POST", "/v1/organizations", admin, map[string]any{"name": "Engines", "slug": "engines"}, 409, get, tx, get)
+	do("", "GET", "/v1/organizations?limit=20", admin, nil, 200, get, query)
+	do("", "GET", "/v1/organizations/"+oid, admin, nil, 200, get, get)
+	do("", "PATCH", "/v1/organizations/"+oid, admin, map[string]any{"plan": "pro"}, 200, get, upd)
+	do("", "POST", "/v1/organizations/"+oid+"/members", admin, map[string]any{"user_id": uid, "role": "admin"}, 201, get, tx)
+	do("already_member", "POST", "/v1/organizations/"+oid+"/members", admin, map[string]any{"user_id": uid}, 409, get, tx)
+	do("", "GET", "/v1/organizations/"+oid+"/members?limit=20", admin, nil, 200, get, get, query)
+	do("", "GET", "/v1/users/"+uid+"/organizations?limit=20", admin, nil, 200, get, get, query)
+	do("", "PATCH", "/v1/organizations/"+oid+"/members/"+uid, admin, map[string]any{"role": "owner"}, 200, get, tx, get)
+	do("", "DELETE", "/v1/organizations/"+oid+"/members/"+uid, admin, nil, 204, get, tx)
 
-	do("GET", "/v1/api-keys?limit=20", admin, nil, 200, get, query)
-	do("GET", "/v1/api-keys/"+str(key, "id"), admin, nil, 200, get, get)
-	do("POST", "/v1/auth/revoke", secret, map[string]any{"token": access}, 200, get, put)
-	do("POST", "/v1/auth/revoke", secret, map[string]any{"token": access}, 200, get, put)
-	if v := do("GET", "/v1/auth/verify", access, nil, 200, batch); v["valid"] != false {
+	do("", "GET", "/v1/api-keys?limit=20", admin, nil, 200, get, query)
+	do("", "GET", "/v1/api-keys/"+str(key, "id"), admin, nil, 200, get, get)
+	do("", "POST", "/v1/auth/revoke", secret, map[string]any{"token": access}, 200, get, put)
+	do("already revoked", "POST", "/v1/auth/revoke", secret, map[string]any{"token": access}, 200, get, put)
+	if v := do("token revoked", "GET", "/v1/auth/verify", access, nil, 200, batch); v["valid"] != false {
 		t.Errorf("verify after revoke: got %v, want valid false", v)
 	}
-	do("DELETE", "/v1/api-keys/"+str(key, "id"), admin, nil, 204, get, get, tx)
-	do("DELETE", "/v1/users/"+uid, admin, nil, 204, get, upd, query, tx)
-	do("DELETE", "/v1/organizations/"+oid, admin, nil, 204, get, upd, query, tx)
-	do("GET", "/v1/auth/jwks", "", nil, 200)
-	t.Log(report.String())
+	do("", "DELETE", "/v1/api-keys/"+str(key, "id"), admin, nil, 204, get, get, tx)
+	do("", "DELETE", "/v1/users/"+uid, admin, nil, 204, get, upd, query, tx)
+	do("", "DELETE", "/v1/organizations/"+oid, admin, nil, 204, get, upd, query, tx)
+	do("", "GET", "/v1/auth/jwks", "", nil, 200)
+	if !t.Failed() {
+		checkDocTable(t, "http", report.String())
+	}
 }
 
 // route turns a request path back into its route, for the report.

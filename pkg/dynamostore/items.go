@@ -149,6 +149,9 @@ type apiKeyItem struct {
 	Bootstrap bool      `dynamodbav:"bootstrap,omitempty"`
 	CreatedAt time.Time `dynamodbav:"created_at"`
 	ExpiresAt time.Time `dynamodbav:"expires_at"`
+	// ExpireAt is the TTL attribute (epoch seconds), on keys that expire:
+	// DynamoDB drops both copies account.ExpiredKeyRetention after expiry.
+	ExpireAt int64 `dynamodbav:"expire_at,omitempty"`
 }
 
 // newAPIKeyItems returns the item under the ID and the copy under the hash.
@@ -171,6 +174,9 @@ func newAPIKeyItems(k account.APIKey) (byID, byHash apiKeyItem) {
 		Bootstrap: k.Bootstrap,
 		CreatedAt: k.CreatedAt.UTC(),
 		ExpiresAt: k.ExpiresAt.UTC(),
+	}
+	if !k.ExpiresAt.IsZero() {
+		byID.ExpireAt = k.ExpiresAt.Add(account.ExpiredKeyRetention).Unix()
 	}
 	byHash = byID
 	byHash.key = keyHashKey(k.Hash)

@@ -174,22 +174,42 @@ func build(items ...func() (types.TransactWriteItem, error)) ([]types.TransactWr
 }
 
 // transact runs one TransactWriteItems and maps a cancellation to
-// onCheckFailed (see cancellation). A cancellation caused only by a
-// concurrent transaction is retried with jittered backoff: once the other
-// transaction has committed, the retry fails its condition (e.g. email_taken)
-// or succeeds, which is the answer a serial execution would have given.
+// onCheckFailed (see cancellation), retrying conflicts (see retryConflicts).
 func (s *Store) transact(ctx context.Context, items []types.TransactWriteItem, onCheckFailed ...error) error {
-	for attempt := 0; ; attempt++ {
+	_, err := s.transactReturningOld(ctx, items, onCheckFailed...)
+	return err
+}
+
+// transactReturningOld is transact that also returns, when a condition
+// fails, the item as it was if that item asked for it
+// (ReturnValuesOnConditionCheckFailure ALL_OLD); nil otherwise.
+func (s *Store) transactReturningOld(ctx context.Context, items []types.TransactWriteItem, onCheckFailed ...error) (map[string]types.AttributeValue, error) {
+	var old map[string]types.AttributeValue
+	err := s.retryConflicts(ctx, func() error {
 		_, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 		if err == nil {
 			return nil
 		}
-		mapped := cancellation(err, onCheckFailed)
-		if mapped == nil {
-			return storeErr(err)
-		}
-		if !errors.Is(mapped, errTransactionConflict) {
+		var mapped error
+		if old, mapped = cancellation(err, onCheckFailed); mapped != nil {
 			return mapped
+		}
+		return storeErr(err)
+	})
+	return old, err
+}
+
+// retryConflicts runs write until it returns anything but a conflict (see
+// errTransactionConflict), with jittered backoff in between, at most
+// s.conflictRetries more times; then the store reports CodeUnavailable.
+// Once the other transaction has committed, the retry fails its condition
+// (e.g. email_taken) or succeeds, which is the answer a serial execution
+// would have given.
+func (s *Store) retryConflicts(ctx context.Context, write func() error) error {
+	for attempt := 0; ; attempt++ {
+		err := write()
+		if !errors.Is(err, errTransactionConflict) {
+			return err
 		}
 		if attempt >= s.conflictRetries {
 			return account.Unavailable(err)
@@ -277,7 +297,8 @@ func list[T any](ctx context.Context, s *Store, partition string, p account.List
 
 // ---- users ----
 
-// CreateUser writes the user and its e-mail guard in one transaction.
+// CreateUser writes the user and its e-mail guard in one transaction; see
+// claim for an e-mail held by a user whose delete was cut off.
 // CodeEmailTaken.
 func (s *Store) CreateUser(ctx context.Context, u account.User) error {
 	items, err := build(
@@ -289,18 +310,51 @@ func (s *Store) CreateUser(ctx context.Context, u account.User) error {
 	if err != nil {
 		return err
 	}
-	return s.transact(ctx, items, nil, errEmailTaken)
+	return s.claim(ctx, items, errEmailTaken, userKey, s.DeleteUser)
+}
+
+// claim runs a create transaction whose second item is the guard that
+// claims a unique value (an e-mail or a slug), and whose first item is the
+// new owner. If the guard is taken by an owner flagged deleting (a delete
+// cut off between its transactions, see cascade), claim finishes that delete
+// and tries once more: an abandoned delete holds its e-mail or slug only
+// until the next attempt to claim it, never forever. That costs one GetItem
+// of the holder on a conflict, nothing otherwise: the guard's old item,
+// which names the holder, comes back with the failed condition. If the
+// holder cannot be read, the conflict stands.
+func (s *Store) claim(ctx context.Context, items []types.TransactWriteItem, taken error, holderKey func(id string) key, finishDelete func(context.Context, string) error) error {
+	items[1].Put.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
+	old, err := s.transactReturningOld(ctx, items, nil, taken)
+	if !errors.Is(err, taken) {
+		return err
+	}
+	var g guardItem
+	if old == nil || attributevalue.UnmarshalMap(old, &g) != nil || g.OwnerID == "" {
+		return err
+	}
+	var holder struct {
+		Deleting bool `dynamodbav:"deleting"`
+	}
+	if found, rerr := s.getItem(ctx, holderKey(g.OwnerID), &holder); rerr != nil || !found || !holder.Deleting {
+		return err
+	}
+	if ferr := finishDelete(ctx, g.OwnerID); ferr != nil && !account.IsCode(ferr, account.CodeNotFound) {
+		return ferr
+	}
+	return s.transact(ctx, items, nil, taken)
 }
 
 // GetUser reads the user strongly consistently, so that a client reads its
-// own writes. CodeNotFound.
+// own writes. CodeNotFound, also for a user whose delete has begun.
 func (s *Store) GetUser(ctx context.Context, id string) (account.User, error) {
 	var it userItem
 	found, err := s.getItem(ctx, userKey(id), &it)
 	if err != nil {
 		return account.User{}, err
 	}
-	if !found {
+	if !found || it.Deleting {
+		// A user whose delete has begun is gone to readers, as it is to
+		// updates and AddMember; the delete's retry still finds it.
 		return account.User{}, notFound("user")
 	}
 	return it.user(), nil
@@ -346,10 +400,14 @@ func (s *Store) updateItem(ctx context.Context, k key, upd expression.UpdateBuil
 		return err
 	}
 	u := it.Update
-	res, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: s.table, Key: u.Key, UpdateExpression: u.UpdateExpression,
-		ConditionExpression: u.ConditionExpression, ExpressionAttributeNames: u.ExpressionAttributeNames,
-		ExpressionAttributeValues: u.ExpressionAttributeValues, ReturnValues: types.ReturnValueAllNew,
+	var res *dynamodb.UpdateItemOutput
+	err = s.retryConflicts(ctx, func() (err error) {
+		res, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: s.table, Key: u.Key, UpdateExpression: u.UpdateExpression,
+			ConditionExpression: u.ConditionExpression, ExpressionAttributeNames: u.ExpressionAttributeNames,
+			ExpressionAttributeValues: u.ExpressionAttributeValues, ReturnValues: types.ReturnValueAllNew,
+		})
+		return conflict(err)
 	})
 	if _, ok := conditionFailed(err); ok {
 		return notFound(what)
@@ -371,9 +429,9 @@ func (s *Store) markDeleting(ctx context.Context, k key, out any, what string) e
 }
 
 // memberSides returns the IDs on the other side of every membership in the
-// partition pk (an organization's or a user's), read strongly consistently.
-func (s *Store) memberSides(ctx context.Context, pk string) ([]string, error) {
-	kc := expression.Key("pk").Equal(expression.Value(pk)).And(expression.Key("sk").BeginsWith(prefixMember))
+// partition of owner (an organization or a user), read strongly consistently.
+func (s *Store) memberSides(ctx context.Context, owner key) ([]string, error) {
+	kc := expression.Key("pk").Equal(expression.Value(owner.PK)).And(expression.Key("sk").BeginsWith(prefixMember))
 	e, err := expression.NewBuilder().WithKeyCondition(kc).
 		WithProjection(expression.NamesList(expression.Name("sk"))).Build()
 	if err != nil {
@@ -441,23 +499,33 @@ func (s *Store) DeleteUser(ctx context.Context, id string) error {
 	if err := s.markDeleting(ctx, userKey(id), &u, "user"); err != nil {
 		return err
 	}
-	orgIDs, err := s.memberSides(ctx, prefixUser+id)
+	return s.deleteWithMemberships(ctx, id, userKey(id), emailKey(u.Email), func(orgID string) [2]key {
+		return [2]key{orgMemberKey(orgID, id), userMemberKey(id, orgID)}
+	}, "user")
+}
+
+// deleteWithMemberships is the rest of a delete after markDeleting: it finds
+// the memberships in the partition of owner (a user or an organization) and
+// deletes both sides of each (pair gives them from the other side's ID),
+// then owner and its guard, which must still belong to id.
+func (s *Store) deleteWithMemberships(ctx context.Context, id string, owner, guard key, pair func(otherID string) [2]key, what string) error {
+	otherIDs, err := s.memberSides(ctx, owner)
 	if err != nil {
 		return err
 	}
-	pairs := make([][2]key, len(orgIDs))
-	for i, orgID := range orgIDs {
-		pairs[i] = [2]key{orgMemberKey(orgID, id), userMemberKey(id, orgID)}
+	pairs := make([][2]key, len(otherIDs))
+	for i, otherID := range otherIDs {
+		pairs[i] = pair(otherID)
 	}
 	ownedBy := expression.Name("owner_id").Equal(expression.Value(id))
 	final, err := build(
-		func() (types.TransactWriteItem, error) { return s.del(userKey(id), &condPresent) },
-		func() (types.TransactWriteItem, error) { return s.del(emailKey(u.Email), &ownedBy) },
+		func() (types.TransactWriteItem, error) { return s.del(owner, &condPresent) },
+		func() (types.TransactWriteItem, error) { return s.del(guard, &ownedBy) },
 	)
 	if err != nil {
 		return err
 	}
-	return s.cascade(ctx, pairs, final, notFound("user"))
+	return s.cascade(ctx, pairs, final, notFound(what))
 }
 
 // ListUsers lists users newest first from the USERS partition of gsi1.
@@ -466,9 +534,11 @@ func (s *Store) ListUsers(ctx context.Context, p account.ListParams) (account.Pa
 	if err != nil {
 		return account.Page[account.User]{}, err
 	}
-	page := account.Page[account.User]{Items: make([]account.User, len(items)), Next: next}
-	for i, it := range items {
-		page.Items[i] = it.user()
+	page := account.Page[account.User]{Items: make([]account.User, 0, len(items)), Next: next}
+	for _, it := range items {
+		if !it.Deleting { // gone to readers, as in GetUser
+			page.Items = append(page.Items, it.user())
+		}
 	}
 	return page, nil
 }
@@ -476,7 +546,7 @@ func (s *Store) ListUsers(ctx context.Context, p account.ListParams) (account.Pa
 // ---- organizations ----
 
 // CreateOrganization writes the organization and its slug guard in one
-// transaction. CodeSlugTaken.
+// transaction; see claim. CodeSlugTaken.
 func (s *Store) CreateOrganization(ctx context.Context, o account.Organization) error {
 	items, err := build(
 		func() (types.TransactWriteItem, error) { return s.put(newOrgItem(o), condAbsent) },
@@ -487,17 +557,18 @@ func (s *Store) CreateOrganization(ctx context.Context, o account.Organization) 
 	if err != nil {
 		return err
 	}
-	return s.transact(ctx, items, nil, errSlugTaken)
+	return s.claim(ctx, items, errSlugTaken, orgKey, s.DeleteOrganization)
 }
 
-// GetOrganization reads the organization strongly consistently. CodeNotFound.
+// GetOrganization reads the organization strongly consistently.
+// CodeNotFound, also for an organization whose delete has begun.
 func (s *Store) GetOrganization(ctx context.Context, id string) (account.Organization, error) {
 	var it orgItem
 	found, err := s.getItem(ctx, orgKey(id), &it)
 	if err != nil {
 		return account.Organization{}, err
 	}
-	if !found {
+	if !found || it.Deleting {
 		return account.Organization{}, notFound("organization")
 	}
 	return it.organization(), nil
@@ -528,23 +599,9 @@ func (s *Store) DeleteOrganization(ctx context.Context, id string) error {
 	if err := s.markDeleting(ctx, orgKey(id), &o, "organization"); err != nil {
 		return err
 	}
-	userIDs, err := s.memberSides(ctx, prefixOrg+id)
-	if err != nil {
-		return err
-	}
-	pairs := make([][2]key, len(userIDs))
-	for i, userID := range userIDs {
-		pairs[i] = [2]key{orgMemberKey(id, userID), userMemberKey(userID, id)}
-	}
-	ownedBy := expression.Name("owner_id").Equal(expression.Value(id))
-	final, err := build(
-		func() (types.TransactWriteItem, error) { return s.del(orgKey(id), &condPresent) },
-		func() (types.TransactWriteItem, error) { return s.del(slugKey(o.Slug), &ownedBy) },
-	)
-	if err != nil {
-		return err
-	}
-	return s.cascade(ctx, pairs, final, notFound("organization"))
+	return s.deleteWithMemberships(ctx, id, orgKey(id), slugKey(o.Slug), func(userID string) [2]key {
+		return [2]key{orgMemberKey(id, userID), userMemberKey(userID, id)}
+	}, "organization")
 }
 
 // ListOrganizations lists organizations newest first from the ORGS
@@ -554,9 +611,11 @@ func (s *Store) ListOrganizations(ctx context.Context, p account.ListParams) (ac
 	if err != nil {
 		return account.Page[account.Organization]{}, err
 	}
-	page := account.Page[account.Organization]{Items: make([]account.Organization, len(items)), Next: next}
-	for i, it := range items {
-		page.Items[i] = it.organization()
+	page := account.Page[account.Organization]{Items: make([]account.Organization, 0, len(items)), Next: next}
+	for _, it := range items {
+		if !it.Deleting { // gone to readers, as in GetOrganization
+			page.Items = append(page.Items, it.organization())
+		}
 	}
 	return page, nil
 }
@@ -782,10 +841,13 @@ func (s *Store) RevokeToken(ctx context.Context, r account.Revocation) (time.Tim
 		return time.Time{}, err
 	}
 	p := it.Put
-	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName: s.table, Item: p.Item,
-		ConditionExpression: p.ConditionExpression, ExpressionAttributeNames: p.ExpressionAttributeNames,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	err = s.retryConflicts(ctx, func() error {
+		_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName: s.table, Item: p.Item,
+			ConditionExpression: p.ConditionExpression, ExpressionAttributeNames: p.ExpressionAttributeNames,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		})
+		return conflict(err)
 	})
 	if err == nil {
 		return r.RevokedAt, nil

@@ -1,0 +1,32 @@
+package dynamostore
+
+import "context"
+
+// Test-only views of the table, so the external tests can check both sides
+// of every membership with strongly consistent reads rather than the
+// eventually consistent list index.
+
+// UserMembershipSides returns the organization IDs of the membership items
+// in the user's partition.
+func (s *Store) UserMembershipSides(ctx context.Context, userID string) ([]string, error) {
+	return s.memberSides(ctx, userKey(userID))
+}
+
+// OrgMembershipSides returns the user IDs of the membership items in the
+// organization's partition.
+func (s *Store) OrgMembershipSides(ctx context.Context, orgID string) ([]string, error) {
+	return s.memberSides(ctx, orgKey(orgID))
+}
+
+// APIKeyExpireAt returns the TTL attribute of the two copies of a key: the
+// item under its ID and the one under its hash.
+func (s *Store) APIKeyExpireAt(ctx context.Context, id string, hash []byte) (byID, byHash int64, err error) {
+	var a, b apiKeyItem
+	if _, err := s.getItem(ctx, apiKeyKey(id), &a); err != nil {
+		return 0, 0, err
+	}
+	if _, err := s.getItem(ctx, keyHashKey(hash), &b); err != nil {
+		return 0, 0, err
+	}
+	return a.ExpireAt, b.ExpireAt, nil
+}
