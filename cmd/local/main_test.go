@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"latchkey/pkg/httpapi"
 )
 
 var binary string
@@ -285,6 +287,27 @@ func TestServer_GracefulShutdown(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("server still running 30 s after its last request")
+	}
+}
+
+// TestServer_ServesEveryRoute: the local server mounts every group, so each
+// route of the API answers as a protected (401) or public (200) route, not
+// as an unknown path (404); template.yaml is held to the same list by
+// pkg/deploytest.
+func TestServer_ServesEveryRoute(t *testing.T) {
+	s := start(t, t.TempDir(), "ADMIN_API_KEY=lk_test_"+strings.Repeat("b", 40))
+	fill := strings.NewReplacer("{id}", "x", "{user_id}", "y")
+	for _, r := range httpapi.Routes() {
+		want := http.StatusUnauthorized
+		if r.Path == "/v1/auth/jwks" {
+			want = http.StatusOK
+		}
+		if status, body := s.call(t, r.Method, fill.Replace(r.Path), "", ""); status != want {
+			t.Errorf("%s %s: got %d %v, want %d", r.Method, r.Path, status, body, want)
+		}
+	}
+	if status, _ := s.call(t, "GET", "/v1/nothing-here", "", ""); status != http.StatusNotFound {
+		t.Errorf("unknown path: got %d, want 404", status)
 	}
 }
 
