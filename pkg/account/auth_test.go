@@ -3,6 +3,7 @@ package account_test
 import (
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -72,6 +73,66 @@ func TestService_EnsureBootstrapKey(t *testing.T) {
 		keys := bootstrapKeys(t, e)
 		if len(keys) != 1 || keys[0].ID != p.KeyID {
 			t.Errorf("got bootstrap keys %v, want only %s", keys, p.KeyID)
+		}
+	})
+	t.Run("OlderSecretNeverReplacesNewer", func(t *testing.T) {
+		// During a rotation an instance may still hold the old secret: it
+		// must neither bring the old key back nor retire the new one.
+		e := newEnv(t) // e.secret's key was created at e.clock.Now()
+		oldCreated := e.clock.Now()
+		newer := account.NewAPIKeySecret()
+		if err := e.svc.EnsureBootstrapKeyAt(e.ctx, newer, oldCreated.Add(time.Hour)); err != nil {
+			t.Fatalf("EnsureBootstrapKeyAt with the newer secret: %v", err)
+		}
+		neverSeen := account.NewAPIKeySecret() // older still, and never a key
+		for _, old := range []struct {
+			secret  string
+			created time.Time
+		}{{e.secret, oldCreated}, {neverSeen, oldCreated.Add(-time.Hour)}} {
+			if err := e.svc.EnsureBootstrapKeyAt(e.ctx, old.secret, old.created); err != nil {
+				t.Fatalf("EnsureBootstrapKeyAt with an older secret: %v", err)
+			}
+			_, err := e.svc.Authenticate(e.ctx, old.secret)
+			wantCode(t, err, account.CodeUnauthorized)
+		}
+		p := e.auth(t, newer)
+		if keys := bootstrapKeys(t, e); len(keys) != 1 || keys[0].ID != p.KeyID {
+			t.Errorf("got bootstrap keys %v, want only the newer %s", keys, p.KeyID)
+		}
+	})
+	t.Run("ConcurrentRotation", func(t *testing.T) {
+		// Two instances ensure two new secrets at once, in whatever order
+		// the scheduler picks: only the newer secret's key remains.
+		for i := range 20 {
+			e := newEnv(t)
+			at := e.clock.Now()
+			older, newer := account.NewAPIKeySecret(), account.NewAPIKeySecret()
+			var wg sync.WaitGroup
+			errs := make([]error, 2)
+			wg.Go(func() { errs[0] = e.svc.EnsureBootstrapKeyAt(e.ctx, older, at.Add(time.Minute)) })
+			wg.Go(func() { errs[1] = e.svc.EnsureBootstrapKeyAt(e.ctx, newer, at.Add(2*time.Minute)) })
+			wg.Wait()
+			for _, err := range errs {
+				if err != nil {
+					t.Fatalf("run %d: EnsureBootstrapKeyAt: %v", i, err)
+				}
+			}
+			p := e.auth(t, newer)
+			if keys := bootstrapKeys(t, e); len(keys) != 1 || keys[0].ID != p.KeyID {
+				t.Fatalf("run %d: got bootstrap keys %v, want only the newer %s", i, keys, p.KeyID)
+			}
+		}
+	})
+	t.Run("CreatedAtIsTheSecrets", func(t *testing.T) {
+		e := newEnv(t)
+		secret := account.NewAPIKeySecret()
+		created := e.clock.Now().Add(time.Hour).Truncate(time.Millisecond)
+		if err := e.svc.EnsureBootstrapKeyAt(e.ctx, secret, created); err != nil {
+			t.Fatalf("EnsureBootstrapKeyAt: %v", err)
+		}
+		keys := bootstrapKeys(t, e)
+		if len(keys) != 1 || !keys[0].CreatedAt.Equal(created) {
+			t.Errorf("got bootstrap keys %v, want one created at %v", keys, created)
 		}
 	})
 	t.Run("KeepsOtherKeys", func(t *testing.T) {

@@ -2,6 +2,7 @@ package dynamostore_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -67,8 +68,8 @@ func TestPublicKeys(t *testing.T) {
 	if !account.IsCode(err, account.CodeNotFound) {
 		t.Fatalf("PublicKeys before any put: got %v, want code not_found", err)
 	}
-	for _, jwks := range []string{`{"keys":[{"kid":"a"}]}`, `{"keys":[{"kid":"b"}]}`} {
-		if err := s.PutPublicKeys(ctx, []byte(jwks)); err != nil {
+	for i, jwks := range []string{`{"keys":[{"kid":"a"}]}`, `{"keys":[{"kid":"b"}]}`} {
+		if err := s.PutPublicKeys(ctx, []byte(jwks), time.UnixMilli(int64(i))); err != nil {
 			t.Fatalf("PutPublicKeys: %v", err)
 		}
 		got, err := s.PublicKeys(ctx)

@@ -194,7 +194,7 @@ func (a *App) build(ctx context.Context, prev *built) (*built, error) {
 		// Published before the new signer serves a request, so that the
 		// other functions can verify its first token.
 		if prev == nil || prev.versions.signing != v.signing || prev.versions.signingPrevious != v.signingPrevious {
-			if err := a.deps.Keys.PutPublicKeys(ctx, set); err != nil {
+			if err := a.deps.Keys.PutPublicKeys(ctx, set, signing.Current.CreatedAt); err != nil {
 				return nil, fmt.Errorf("publish the public keys: %w", err)
 			}
 		}
@@ -207,7 +207,9 @@ func (a *App) build(ctx context.Context, prev *built) (*built, error) {
 		return nil, err
 	}
 	if prev == nil || prev.versions.admin != v.admin {
-		if err := svc.EnsureBootstrapKey(ctx, admin.Current.Value); err != nil {
+		// Ordered by the secret version's creation time, so that an instance
+		// holding the admin key from before a rotation cannot undo it.
+		if err := svc.EnsureBootstrapKeyAt(ctx, admin.Current.Value, admin.Current.CreatedAt); err != nil {
 			return nil, fmt.Errorf("ensure the bootstrap admin key: %w", err)
 		}
 	}

@@ -190,6 +190,42 @@ func TestApp_AdminKeyRotation(t *testing.T) {
 	}
 }
 
+// TestApp_StaleInstanceDuringRotation: an auth instance that cold-starts
+// with secrets read just before a rotation neither publishes the old keys
+// over the new ones nor brings the old admin key back, so a function that
+// starts afterwards accepts the new token and admin key and refuses the old
+// admin key.
+func TestApp_StaleInstanceDuringRotation(t *testing.T) {
+	e := newEnv(t)
+	c := &clock{t: time.Now()}
+	e.app(t, lambdaapp.Auth, c) // before the rotation
+	rotatedAdmin := replay.AdminSecret + "-rotated"
+	e.secrets.Put(replay.SigningARN, replay.SigningSecret+"-rotated")
+	e.secrets.Put(replay.AdminARN, rotatedAdmin)
+	fresh := e.app(t, lambdaapp.Auth, c)
+	_, err := lambdaapp.New(context.Background(), replay.Config(lambdaapp.Auth, "latchkey"), lambdaapp.Deps{
+		Store: e.store, Keys: e.keys, Secrets: replay.NewSecrets(), Now: c.Now, // holds only the old versions
+	})
+	if err != nil {
+		t.Fatalf("init the stale auth instance: %v", err)
+	}
+	code, body := do(t, fresh, "POST", "/v1/auth/token", replay.KeySecret, `{"scopes":["read:users"]}`)
+	if code != http.StatusCreated {
+		t.Fatalf("issue: got %d, want 201: %v", code, body)
+	}
+	newToken, _ := body["access_token"].(string)
+	users := e.app(t, lambdaapp.Users, c)
+	if code, _ := do(t, users, "GET", "/v1/users/"+replay.UserID, newToken, ""); code != http.StatusOK {
+		t.Errorf("users with the new token: got %d, want 200", code)
+	}
+	if code, _ := do(t, users, "GET", "/v1/users", rotatedAdmin, ""); code != http.StatusOK {
+		t.Errorf("users with the new admin key: got %d, want 200", code)
+	}
+	if code, _ := do(t, users, "GET", "/v1/users", replay.AdminSecret, ""); code != http.StatusUnauthorized {
+		t.Errorf("users with the old admin key: got %d, want 401", code)
+	}
+}
+
 // TestApp_NoPublishedKeys: a function that starts before auth ever ran
 // refuses tokens (none can exist) and starts accepting them as soon as
 // auth publishes its keys.

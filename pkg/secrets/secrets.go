@@ -63,6 +63,11 @@ type Version struct {
 	ID string
 	// Value is the SecretString.
 	Value string
+	// CreatedAt is when Secrets Manager created the version. Unlike ID it
+	// orders versions, so that what is derived from a secret (the published
+	// public keys, the bootstrap admin key) is never replaced by what an
+	// instance still holding an older version derives.
+	CreatedAt time.Time
 }
 
 // Value is what Cache holds of one secret.
@@ -199,7 +204,7 @@ func (c *Cache) version(ctx context.Context, id, stage string) (Version, error) 
 	if out.SecretString == nil {
 		return Version{}, fmt.Errorf("secrets: %s of %s has no SecretString; Latchkey's secrets are strings", stage, id)
 	}
-	return Version{ID: aws.ToString(out.VersionId), Value: *out.SecretString}, nil
+	return Version{ID: aws.ToString(out.VersionId), Value: *out.SecretString, CreatedAt: aws.ToTime(out.CreatedDate)}, nil
 }
 
 // SigningKey derives the Ed25519 signing key from a secret string: the

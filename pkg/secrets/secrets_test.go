@@ -141,6 +141,11 @@ func TestCache_Get(t *testing.T) {
 		if after.Current.ID == before.Current.ID {
 			t.Fatalf("version id did not change on rotation: %q", after.Current.ID)
 		}
+		// moto records creation times to the second, so the two versions
+		// may share one; the new one is never older.
+		if before.Current.CreatedAt.IsZero() || after.Current.CreatedAt.Before(before.Current.CreatedAt) {
+			t.Fatalf("CreatedAt: got %v after rotation, %v before; want set and not older", after.Current.CreatedAt, before.Current.CreatedAt)
+		}
 	})
 
 	t.Run("KeepsLastGoodValueOnFailure", func(t *testing.T) {

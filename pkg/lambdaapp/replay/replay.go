@@ -218,23 +218,39 @@ func (s *Secrets) GetSecretValue(_ context.Context, in *secretsmanager.GetSecret
 		return nil, &types.ResourceNotFoundException{Message: aws.String("Secrets Manager can't find the specified secret value for staging label")}
 	}
 	s.reads[id] = true
-	return &secretsmanager.GetSecretValueOutput{ARN: aws.String(id), SecretString: aws.String(vs[i]), VersionId: aws.String(fmt.Sprintf("v%d", i+1))}, nil
+	return &secretsmanager.GetSecretValueOutput{
+		ARN: aws.String(id), SecretString: aws.String(vs[i]),
+		VersionId: aws.String(fmt.Sprintf("v%d", i+1)), CreatedDate: aws.Time(versionCreated(i)),
+	}, nil
+}
+
+// versionCreated is the CreatedDate of the version at index i of every
+// fixture secret: the first at fixtureTime, each later one a minute after
+// the one before, so that versions are ordered as Secrets Manager orders
+// them.
+func versionCreated(i int) time.Time {
+	return fixtureTime.Add(time.Duration(i) * time.Minute)
 }
 
 // MemoryKeys is a PublicKeyStore in memory, for replays over the embedded
 // store, which has no place for the JWKS item that the table holds.
 type MemoryKeys struct {
-	mu   sync.Mutex
-	jwks []byte
+	mu      sync.Mutex
+	jwks    []byte
+	version time.Time
 }
 
 var _ lambdaapp.PublicKeyStore = (*MemoryKeys)(nil)
 
-// PutPublicKeys implements lambdaapp.PublicKeyStore.
-func (m *MemoryKeys) PutPublicKeys(_ context.Context, jwks []byte) error {
+// PutPublicKeys implements lambdaapp.PublicKeyStore: like the table, it
+// keeps a set derived from a newer version.
+func (m *MemoryKeys) PutPublicKeys(_ context.Context, jwks []byte, version time.Time) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.jwks = append([]byte(nil), jwks...)
+	if m.jwks != nil && version.Before(m.version) {
+		return nil
+	}
+	m.jwks, m.version = append([]byte(nil), jwks...), version
 	return nil
 }
 
@@ -250,11 +266,12 @@ func (m *MemoryKeys) PublicKeys(context.Context) ([]byte, error) {
 
 // PublishKeys publishes the public key of SigningSecret into keys, as the
 // auth function does at its init, so that a replay of the organizations or
-// users function alone can verify the fixture token.
+// users function alone can verify the fixture token. The version is that of
+// the signing secret's first version in Secrets.
 func PublishKeys(ctx context.Context, keys lambdaapp.PublicKeyStore) error {
 	priv, err := secrets.SigningKey(SigningSecret)
 	if err != nil {
 		return err
 	}
-	return keys.PutPublicKeys(ctx, token.JWKS(token.NewSigner(priv, Issuer).PublicKey()))
+	return keys.PutPublicKeys(ctx, token.JWKS(token.NewSigner(priv, Issuer).PublicKey()), versionCreated(0))
 }
