@@ -265,3 +265,81 @@ func BenchmarkColdStart(b *testing.B) {
 		})
 	}
 }
+
+// maxBinaryBytes is the issue's size target for each function's binary,
+// "under 10 MB", in decimal megabytes: 10,000,000 bytes (9.54 MiB).
+const maxBinaryBytes = 10_000_000
+
+// lambdaBuild returns the environment and arguments of the Makefile's
+// LAMBDA_BUILD, so that the size test builds exactly what `sam build` and
+// `make build-lambdas` ship, and follows the Makefile if its flags change.
+func lambdaBuild(tb testing.TB) (env, args []string) {
+	tb.Helper()
+	b, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var line string
+	for l := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(l, "LAMBDA_BUILD :="); ok {
+			line = strings.TrimSpace(v)
+		}
+	}
+	if line == "" {
+		tb.Fatal("Makefile: no LAMBDA_BUILD := line")
+	}
+	// Words split on spaces outside single quotes, the only quoting it uses.
+	var words []string
+	var word strings.Builder
+	quoted, inWord := false, false
+	for _, r := range line {
+		switch {
+		case r == '\'':
+			quoted, inWord = !quoted, true
+		case r == ' ' && !quoted:
+			if inWord {
+				words = append(words, word.String())
+				word.Reset()
+			}
+			inWord = false
+		default:
+			word.WriteRune(r)
+			inWord = true
+		}
+	}
+	if inWord {
+		words = append(words, word.String())
+	}
+	for len(words) > 0 && strings.Contains(words[0], "=") {
+		env, words = append(env, words[0]), words[1:]
+	}
+	if len(words) < 2 || words[0] != "$(GO)" || words[1] != "build" || quoted {
+		tb.Fatalf("Makefile: LAMBDA_BUILD is not [VAR=value ...] $(GO) build ...: %s", line)
+	}
+	return env, words[1:]
+}
+
+// TestBinary_Size builds each function as the Makefile's LAMBDA_BUILD does
+// (linux/arm64, lambda.norpc, -trimpath, -s -w) and fails if a binary is
+// not under the issue's 10 MB target.
+func TestBinary_Size(t *testing.T) {
+	env, args := lambdaBuild(t)
+	dir := t.TempDir()
+	for _, fn := range lambdaapp.Functions() {
+		out := filepath.Join(dir, string(fn), "bootstrap")
+		cmd := exec.Command("go", append(args, "-o", out, "./functions/"+string(fn))...)
+		cmd.Dir = "../.."
+		cmd.Env = append(os.Environ(), env...)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s %s: %v\n%s", strings.Join(env, " "), strings.Join(cmd.Args, " "), err, b)
+		}
+		fi, err := os.Stat(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%-13s %d bytes (%.2f MiB)", fn, fi.Size(), float64(fi.Size())/(1<<20))
+		if fi.Size() >= maxBinaryBytes {
+			t.Errorf("%s: %d bytes, want under %d (10 MB)", fn, fi.Size(), maxBinaryBytes)
+		}
+	}
+}
