@@ -331,11 +331,14 @@ func logicalFromARN(arn string) string {
 }
 
 // TestTemplate_CfnLint runs AWS's linter, which applies the real SAM
-// transform offline. Warnings fail the test as errors do.
+// transform offline. Warnings fail the test as errors do. Without cfn-lint
+// it skips, as plain `go test ./...` does for every test that needs a tool;
+// make test runs cfn-lint through lint-template, which fails if it is
+// missing.
 func TestTemplate_CfnLint(t *testing.T) {
 	bin, err := exec.LookPath("cfn-lint")
 	if err != nil {
-		t.Fatal("cfn-lint is not installed; install it with: pip install cfn-lint")
+		t.Skip("cfn-lint is not on PATH; install it with: pip install cfn-lint (make test requires it)")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
