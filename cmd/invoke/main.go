@@ -8,6 +8,8 @@
 // throwaway embedded store seeded with the fixture the events refer to (see
 // pkg/lambdaapp/replay), and secrets held in memory. The function's log
 // lines go to stderr; the response, as Lambda would return it, to stdout.
+// An event whose route another function serves still gets this function's
+// answer (404), with a line on stderr naming the function to invoke instead.
 package main
 
 import (
@@ -16,11 +18,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 
 	"latchkey/pkg/boltstore"
+	"latchkey/pkg/httpapi"
 	"latchkey/pkg/lambdaapp"
 	"latchkey/pkg/lambdaapp/replay"
 )
@@ -29,13 +33,13 @@ func main() {
 	fn := flag.String("function", "", "the function: auth, organizations or users")
 	event := flag.String("event", "", "path of an event file, e.g. events/auth-verify.json")
 	flag.Parse()
-	if err := run(context.Background(), lambdaapp.Function(*fn), *event); err != nil {
+	if err := run(context.Background(), lambdaapp.Function(*fn), *event, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "invoke:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, fn lambdaapp.Function, eventPath string) error {
+func run(ctx context.Context, fn lambdaapp.Function, eventPath string, stdout, stderr io.Writer) error {
 	if eventPath == "" {
 		return errors.New("-event is required")
 	}
@@ -45,6 +49,15 @@ func run(ctx context.Context, fn lambdaapp.Function, eventPath string) error {
 	ev, err := replay.LoadEvent(eventPath)
 	if err != nil {
 		return err
+	}
+	// In AWS, API Gateway never sends this event to fn: say which function
+	// it would, rather than leave a bare 404 to be puzzled over.
+	switch owner, ok := servedBy(ev.RouteKey); {
+	case !ok:
+		fmt.Fprintf(stderr, "invoke: no function serves the route %q; %s will answer 404\n", ev.RouteKey, fn)
+	case owner != fn:
+		fmt.Fprintf(stderr, "invoke: the route %q is served by the %s function, not %s, which will answer 404; run: go run ./cmd/invoke -function %s -event %s\n",
+			ev.RouteKey, owner, fn, owner, eventPath)
 	}
 	dir, err := os.MkdirTemp("", "latchkey-invoke-")
 	if err != nil {
@@ -63,7 +76,7 @@ func run(ctx context.Context, fn lambdaapp.Function, eventPath string) error {
 	if err := replay.PublishKeys(ctx, keys); err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("function", string(fn))
+	logger := slog.New(slog.NewJSONHandler(stderr, nil)).With("function", string(fn))
 	app, err := lambdaapp.New(ctx, replay.Config(fn, "latchkey"), lambdaapp.Deps{
 		Store: store, Keys: keys, Secrets: replay.NewSecrets(), Logger: logger,
 	})
@@ -74,7 +87,23 @@ func run(ctx context.Context, fn lambdaapp.Function, eventPath string) error {
 	if err != nil {
 		return err
 	}
-	enc := json.NewEncoder(os.Stdout)
+	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(res)
+}
+
+// servedBy returns the function whose group has the route "METHOD /path"
+// (an event's routeKey), and false if none has.
+func servedBy(routeKey string) (lambdaapp.Function, bool) {
+	for _, r := range httpapi.Routes() {
+		if r.Method+" "+r.Path != routeKey {
+			continue
+		}
+		for _, fn := range lambdaapp.Functions() {
+			if fn.Group() == r.Group {
+				return fn, true
+			}
+		}
+	}
+	return "", false
 }
