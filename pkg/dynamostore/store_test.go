@@ -40,24 +40,6 @@ func TestCreateTable(t *testing.T) {
 			t.Errorf("TTL attribute: got %q, want %q", got, dynamostore.TTLAttribute)
 		}
 	})
-	t.Run("MatchesDefinition", func(t *testing.T) {
-		client := dynamotest.NewClient(t)
-		name := dynamotest.NewTable(t, client)
-		out, err := client.DescribeTable(t.Context(), &dynamodb.DescribeTableInput{TableName: aws.String(name)})
-		if err != nil {
-			t.Fatalf("DescribeTable: %v", err)
-		}
-		def := dynamostore.TableDefinition(name)
-		if got, want := len(out.Table.GlobalSecondaryIndexes), len(def.GlobalSecondaryIndexes); got != want {
-			t.Fatalf("GSIs: got %d, want %d", got, want)
-		}
-		if got, want := aws.ToString(out.Table.GlobalSecondaryIndexes[0].IndexName), dynamostore.GSI1; got != want {
-			t.Errorf("GSI name: got %q, want %q", got, want)
-		}
-		if got, want := len(out.Table.AttributeDefinitions), len(def.AttributeDefinitions); got != want {
-			t.Errorf("attribute definitions: got %d, want %d", got, want)
-		}
-	})
 }
 
 func TestPublicKeys(t *testing.T) {
