@@ -16,12 +16,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"latchkey/pkg/httpapi"
+	"latchkey/pkg/httpapi/httpapitest"
 )
 
 var binary string
@@ -46,8 +46,8 @@ func TestMain(m *testing.M) {
 type server struct {
 	cmd    *exec.Cmd
 	base   string // http://127.0.0.1:PORT
-	stdout *syncBuffer
-	stderr *syncBuffer
+	stdout *httpapitest.SyncBuffer
+	stderr *httpapitest.SyncBuffer
 	done   chan error
 }
 
@@ -55,7 +55,7 @@ type server struct {
 // environment, and waits until it listens.
 func start(t *testing.T, dataDir string, env ...string) *server {
 	t.Helper()
-	s := &server{stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan error, 1)}
+	s := &server{stdout: &httpapitest.SyncBuffer{}, stderr: &httpapitest.SyncBuffer{}, done: make(chan error, 1)}
 	s.cmd = exec.Command(binary)
 	s.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "ADDR=127.0.0.1:0", "DATA_DIR=" + dataDir}, env...)
 	s.cmd.Stdout, s.cmd.Stderr = s.stdout, s.stderr
@@ -329,23 +329,4 @@ func TestServer_BadConfiguration(t *testing.T) {
 	if stdout.Len() != 0 {
 		t.Fatalf("nothing should be printed to stdout: %s", stdout.String())
 	}
-}
-
-// syncBuffer is a bytes.Buffer that the process's output goroutine and the
-// test can use at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

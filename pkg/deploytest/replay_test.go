@@ -2,16 +2,13 @@ package deploytest_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -39,8 +36,8 @@ func TestReplay(t *testing.T) {
 				t.Fatal(err)
 			}
 			b := newBackend(t)
-			var logs bytes.Buffer
-			logger := slog.New(slog.NewJSONHandler(&syncWriter{w: &logs}, nil))
+			var logs httpapitest.SyncBuffer
+			logger := slog.New(slog.NewJSONHandler(&logs, nil))
 			app, err := lambdaapp.New(context.Background(), replay.Config(e.Function, "latchkey"), lambdaapp.Deps{
 				Store: b.store, Keys: b.keys, Secrets: replay.NewSecrets(), Logger: logger,
 			})
@@ -205,16 +202,4 @@ func eventRequest(t *testing.T, ev events.APIGatewayV2HTTPRequest) *http.Request
 		req.Header.Set(k, v)
 	}
 	return req
-}
-
-// syncWriter serialises writes to a buffer shared by the handler's logger.
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
 }

@@ -19,6 +19,7 @@ import (
 
 	"latchkey/pkg/account"
 	"latchkey/pkg/boltstore"
+	"latchkey/pkg/httpapi/httpapitest"
 	"latchkey/pkg/lambdaapp"
 	"latchkey/pkg/lambdaapp/replay"
 	"latchkey/pkg/secrets"
@@ -367,7 +368,7 @@ func TestApp_UnknownKidLogsRequestID(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			logs := &logBuffer{}
+			logs := &httpapitest.SyncBuffer{}
 			for _, fn := range []lambdaapp.Function{lambdaapp.Organizations, lambdaapp.Users} {
 				keys.mu.Lock()
 				keys.down = false // the keys are read at init
@@ -412,30 +413,4 @@ func TestApp_UnknownKidLogsRequestID(t *testing.T) {
 			}
 		})
 	}
-}
-
-// logBuffer collects the JSON lines of a logger shared by concurrent
-// requests.
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) Reset() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.b.Reset()
-}
-
-// Lines returns the lines written since the last Reset.
-func (l *logBuffer) Lines() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Split(strings.TrimSpace(l.b.String()), "\n")
 }

@@ -297,8 +297,8 @@ func (c *Clock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-// SyncBuffer is a bytes.Buffer safe for concurrent writers: the handler logs
-// from every request goroutine.
+// SyncBuffer is a bytes.Buffer safe for concurrent writers: a handler logs
+// from every request goroutine, a child process from its output goroutines.
 type SyncBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
@@ -311,9 +311,21 @@ func (b *SyncBuffer) Write(p []byte) (int, error) {
 	return b.buf.Write(p)
 }
 
-// String returns everything written so far.
+// String returns everything written since the last Reset.
 func (b *SyncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// Lines returns the lines written since the last Reset.
+func (b *SyncBuffer) Lines() []string {
+	return strings.Split(strings.TrimSpace(b.String()), "\n")
+}
+
+// Reset discards everything written so far.
+func (b *SyncBuffer) Reset() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf.Reset()
 }
