@@ -10,8 +10,11 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.6.1
 
 .PHONY: run run-dynamodb test test-go fuzz readme-check lint-go lint bench bench-go load docs-dynamodb
 
+# Built, then run, rather than `go run`: on Ctrl-C the go tool exits 1 even
+# when the server shuts down cleanly, which would read as a failure.
 run:
-	$(GO) run ./cmd/local
+	$(GO) build -o bin/latchkey-local ./cmd/local
+	bin/latchkey-local
 
 # DynamoDB Local (in memory, free loopback port) and the local server on it.
 run-dynamodb:

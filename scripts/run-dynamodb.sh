@@ -3,4 +3,5 @@
 # together; Ctrl-C stops both. Secrets still come from DATA_DIR.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec scripts/dynamodb-local.sh bash -c 'DYNAMODB_ENDPOINT="$LATCHKEY_TEST_DYNAMODB_ENDPOINT" exec go run ./cmd/local'
+go build -o bin/latchkey-local ./cmd/local  # built, not go run: see make run
+exec scripts/dynamodb-local.sh bash -c 'DYNAMODB_ENDPOINT="$LATCHKEY_TEST_DYNAMODB_ENDPOINT" exec bin/latchkey-local'
