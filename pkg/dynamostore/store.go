@@ -248,9 +248,11 @@ func (s *Store) getItem(ctx context.Context, k key, out any) (found bool, err er
 // without a second request. The position is the gsi1sk of the last item
 // returned: unique within the partition, so "gsi1sk < position" resumes
 // exactly after it, and items created since sort before the first page.
-func list[T any](ctx context.Context, s *Store, partition string, p account.ListParams) ([]T, string, error) {
+// conv turns each item of type I into the domain's T; it drops an item by
+// returning false (a user or organization whose delete has begun).
+func list[I, T any](ctx context.Context, s *Store, partition string, p account.ListParams, conv func(I) (T, bool)) (account.Page[T], error) {
 	if p.Limit < 1 {
-		return nil, "", account.Internal(fmt.Errorf("dynamostore: list limit %d", p.Limit))
+		return account.Page[T]{}, account.Internal(fmt.Errorf("dynamostore: list limit %d", p.Limit))
 	}
 	kc := expression.Key("gsi1pk").Equal(expression.Value(partition))
 	if p.After != "" {
@@ -258,7 +260,7 @@ func list[T any](ctx context.Context, s *Store, partition string, p account.List
 	}
 	e, err := expression.NewBuilder().WithKeyCondition(kc).Build()
 	if err != nil {
-		return nil, "", account.Internal(err)
+		return account.Page[T]{}, account.Internal(err)
 	}
 	want := p.Limit + 1
 	in := &dynamodb.QueryInput{
@@ -273,7 +275,7 @@ func list[T any](ctx context.Context, s *Store, partition string, p account.List
 	for pages.HasMorePages() && len(raw) < want {
 		out, err := pages.NextPage(ctx)
 		if err != nil {
-			return nil, "", storeErr(err)
+			return account.Page[T]{}, storeErr(err)
 		}
 		raw = append(raw, out.Items...)
 	}
@@ -284,15 +286,21 @@ func list[T any](ctx context.Context, s *Store, partition string, p account.List
 			GSI1SK string `dynamodbav:"gsi1sk"`
 		}
 		if err := attributevalue.UnmarshalMap(raw[len(raw)-1], &last); err != nil {
-			return nil, "", account.Internal(err)
+			return account.Page[T]{}, account.Internal(err)
 		}
 		next = last.GSI1SK
 	}
-	items := make([]T, 0, len(raw))
+	items := make([]I, 0, len(raw))
 	if err := attributevalue.UnmarshalListOfMaps(raw, &items); err != nil {
-		return nil, "", account.Internal(err)
+		return account.Page[T]{}, account.Internal(err)
 	}
-	return items, next, nil
+	page := account.Page[T]{Items: make([]T, 0, len(items)), Next: next}
+	for _, it := range items {
+		if t, ok := conv(it); ok {
+			page.Items = append(page.Items, t)
+		}
+	}
+	return page, nil
 }
 
 // ---- users ----
@@ -530,17 +538,9 @@ func (s *Store) deleteWithMemberships(ctx context.Context, id string, owner, gua
 
 // ListUsers lists users newest first from the USERS partition of gsi1.
 func (s *Store) ListUsers(ctx context.Context, p account.ListParams) (account.Page[account.User], error) {
-	items, next, err := list[userItem](ctx, s, listUsers, p)
-	if err != nil {
-		return account.Page[account.User]{}, err
-	}
-	page := account.Page[account.User]{Items: make([]account.User, 0, len(items)), Next: next}
-	for _, it := range items {
-		if !it.Deleting { // gone to readers, as in GetUser
-			page.Items = append(page.Items, it.user())
-		}
-	}
-	return page, nil
+	return list(ctx, s, listUsers, p, func(it userItem) (account.User, bool) {
+		return it.user(), !it.Deleting // as in GetUser
+	})
 }
 
 // ---- organizations ----
@@ -607,17 +607,9 @@ func (s *Store) DeleteOrganization(ctx context.Context, id string) error {
 // ListOrganizations lists organizations newest first from the ORGS
 // partition of gsi1.
 func (s *Store) ListOrganizations(ctx context.Context, p account.ListParams) (account.Page[account.Organization], error) {
-	items, next, err := list[orgItem](ctx, s, listOrgs, p)
-	if err != nil {
-		return account.Page[account.Organization]{}, err
-	}
-	page := account.Page[account.Organization]{Items: make([]account.Organization, 0, len(items)), Next: next}
-	for _, it := range items {
-		if !it.Deleting { // gone to readers, as in GetOrganization
-			page.Items = append(page.Items, it.organization())
-		}
-	}
-	return page, nil
+	return list(ctx, s, listOrgs, p, func(it orgItem) (account.Organization, bool) {
+		return it.organization(), !it.Deleting // as in GetOrganization
+	})
 }
 
 // ---- memberships ----
@@ -715,15 +707,7 @@ func (s *Store) ListUserMemberships(ctx context.Context, userID string, p accoun
 }
 
 func (s *Store) listMemberships(ctx context.Context, partition string, p account.ListParams) (account.Page[account.Membership], error) {
-	items, next, err := list[memberItem](ctx, s, partition, p)
-	if err != nil {
-		return account.Page[account.Membership]{}, err
-	}
-	page := account.Page[account.Membership]{Items: make([]account.Membership, len(items)), Next: next}
-	for i, it := range items {
-		page.Items[i] = it.membership()
-	}
-	return page, nil
+	return list(ctx, s, partition, p, func(it memberItem) (account.Membership, bool) { return it.membership(), true })
 }
 
 // ---- API keys ----
@@ -807,15 +791,7 @@ var errHashNotOwned = errors.New("dynamostore: the API key copy under this hash 
 
 // ListAPIKeys lists keys newest first from the KEYS partition of gsi1.
 func (s *Store) ListAPIKeys(ctx context.Context, p account.ListParams) (account.Page[account.APIKey], error) {
-	items, next, err := list[apiKeyItem](ctx, s, listKeys, p)
-	if err != nil {
-		return account.Page[account.APIKey]{}, err
-	}
-	page := account.Page[account.APIKey]{Items: make([]account.APIKey, len(items)), Next: next}
-	for i, it := range items {
-		page.Items[i] = it.apiKey()
-	}
-	return page, nil
+	return list(ctx, s, listKeys, p, func(it apiKeyItem) (account.APIKey, bool) { return it.apiKey(), true })
 }
 
 // ---- tokens ----
