@@ -9,8 +9,8 @@
 //     the Ed25519 key, and publishes the public keys (current and, after a
 //     rotation, previous) as a JWKS item in the table.
 //   - organizations and users never see the private key: they verify tokens
-//     with the JWKS read from the table, reloaded every refresh interval and
-//     whenever a token names a kid they do not know.
+//     with a token.KeySet over the JWKS read from the table, reloaded every
+//     refresh interval and whenever a token names a kid they do not know.
 //   - all three read the bootstrap admin API key secret, so that whichever
 //     starts first makes sure the key exists (EnsureBootstrapKey), and the
 //     cursor key secret, because every function serves a list.
@@ -68,7 +68,7 @@ type App struct {
 	cfg      Config
 	deps     Deps
 	cache    *secrets.Cache
-	parser   *jwksParser // nil in auth, which parses with its own keys
+	parser   *token.KeySet // nil in auth, which parses with its own keys
 	interval time.Duration
 
 	current atomic.Pointer[built]
@@ -104,7 +104,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (*App, error) {
 	}
 	a.cache = secrets.NewCache(deps.Secrets, secrets.Options{RefreshInterval: a.interval, Logger: deps.Logger, Now: deps.Now})
 	if !cfg.Function.SignsTokens() {
-		p, err := newJWKSParser(ctx, cfg.Issuer, deps.Keys, deps.Logger, deps.Now, a.interval)
+		p, err := token.NewKeySet(ctx, cfg.Issuer, deps.Keys, token.KeySetOptions{Logger: deps.Logger, Now: deps.Now, RefreshInterval: a.interval})
 		if err != nil {
 			return nil, fmt.Errorf("read the public keys from the table: %w", err)
 		}
@@ -133,7 +133,7 @@ func (a *App) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (a *App) refresh(ctx context.Context) {
 	if a.parser != nil {
-		a.parser.refreshIfStale(ctx)
+		a.parser.RefreshIfStale(ctx)
 	}
 	// One rebuild at a time; a concurrent request serves the current handler.
 	if !a.mu.TryLock() {

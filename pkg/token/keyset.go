@@ -1,0 +1,194 @@
+package token
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"latchkey/pkg/account"
+)
+
+// KeySource reads a published JSON Web Key Set: the only way a process
+// that may not read the signing secret (the organizations and users
+// functions, the gateway authorizer) learns the public keys.
+// dynamostore.Store implements it.
+type KeySource interface {
+	// PublicKeys returns the published key set; account.CodeNotFound before
+	// the issuer has ever published one.
+	PublicKeys(ctx context.Context) ([]byte, error)
+}
+
+// UnknownKidReloadInterval is the least time between two reloads of a
+// KeySet caused by a token with an unknown kid. A rotation makes the issuer
+// publish a new key before it signs with it, so the first token signed with
+// the new key triggers one reload; a flood of forged kids costs at most one
+// read of the source per process per interval.
+const UnknownKidReloadInterval = 10 * time.Second
+
+// KeySetOptions tune a KeySet. The zero value is usable.
+type KeySetOptions struct {
+	// Logger; slog.Default() when nil.
+	Logger *slog.Logger
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+	// RefreshInterval is the age after which RefreshIfStale reloads the
+	// set; DefaultKeySetRefresh when zero.
+	RefreshInterval time.Duration
+}
+
+// DefaultKeySetRefresh is the RefreshInterval of a KeySet when none is set.
+const DefaultKeySetRefresh = 5 * time.Minute
+
+// KeySet is an account.TokenParser over the key set read from a KeySource:
+// a Parser (EdDSA only, known kids only) rebuilt from the source every
+// refresh interval, and when a token names a kid it does not know.
+type KeySet struct {
+	issuer   string
+	src      KeySource
+	logger   *slog.Logger
+	now      func() time.Time
+	interval time.Duration
+
+	state atomic.Pointer[keySetState]
+	// mu serialises reloads; Parse never waits on it for a known kid.
+	mu             sync.Mutex
+	lastUnknownKid time.Time
+}
+
+type keySetState struct {
+	parser    *Parser
+	kids      map[string]bool
+	fetchedAt time.Time
+}
+
+var _ account.TokenParser = (*KeySet)(nil)
+
+// NewKeySet reads the key set from src once and returns a KeySet that
+// accepts tokens from issuer signed by its keys. An error reading or
+// decoding the set is returned; a set not yet published is not an error
+// (see reload).
+func NewKeySet(ctx context.Context, issuer string, src KeySource, opts KeySetOptions) (*KeySet, error) {
+	k := &KeySet{issuer: issuer, src: src, logger: opts.Logger, now: opts.Now, interval: opts.RefreshInterval}
+	if k.logger == nil {
+		k.logger = slog.Default()
+	}
+	if k.now == nil {
+		k.now = time.Now
+	}
+	if k.interval <= 0 {
+		k.interval = DefaultKeySetRefresh
+	}
+	if err := k.reload(ctx); err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+// reload reads the key set. Before the issuer has published one there is
+// none; then no token is valid, which is true: none was issued.
+func (k *KeySet) reload(ctx context.Context) error {
+	set, err := k.src.PublicKeys(ctx)
+	switch {
+	case account.IsCode(err, account.CodeNotFound):
+		k.logger.InfoContext(ctx, "no public keys published yet; tokens are refused until the auth function starts")
+		k.state.Store(&keySetState{parser: NewParser(k.issuer), kids: map[string]bool{}, fetchedAt: k.now()})
+		return nil
+	case err != nil:
+		return err
+	}
+	parser, err := ParserFromJWKS(k.issuer, set)
+	if err != nil {
+		return err
+	}
+	k.state.Store(&keySetState{parser: parser, kids: kidsOf(set), fetchedAt: k.now()})
+	return nil
+}
+
+// RefreshIfStale reloads the key set when it is older than the refresh
+// interval. A failure keeps the keys in use and is logged: verifying with a
+// key set a few minutes old is better than refusing every token. A Lambda
+// calls it on the request path, because its background goroutines are
+// frozen between invocations.
+func (k *KeySet) RefreshIfStale(ctx context.Context) {
+	if k.now().Sub(k.state.Load().fetchedAt) < k.interval || !k.mu.TryLock() {
+		return
+	}
+	defer k.mu.Unlock()
+	if err := k.reload(ctx); err != nil {
+		k.logger.WarnContext(ctx, "public key refresh failed; keeping the keys in use", "error", err.Error())
+		// Try again after the unknown-kid interval rather than on every request.
+		st := *k.state.Load()
+		st.fetchedAt = k.now().Add(UnknownKidReloadInterval - k.interval)
+		k.state.Store(&st)
+	}
+}
+
+// Parse implements account.TokenParser. ctx is the request's, so that the
+// lines a reload logs carry its request id.
+func (k *KeySet) Parse(ctx context.Context, tok string, now time.Time) (account.TokenClaims, error) {
+	st := k.state.Load()
+	if kid := kidOf(tok); kid != "" && !st.kids[kid] && k.mayReloadForUnknownKid() {
+		// The reload serves every later request too, so the client that
+		// triggered it must not cancel it by going away; it keeps the
+		// request's values (the request id) and its own deadline.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		if err := k.reload(rctx); err != nil {
+			k.logger.WarnContext(rctx, "public key reload for an unknown kid failed", "error", err.Error())
+		}
+		cancel()
+		k.mu.Unlock()
+		st = k.state.Load()
+	}
+	return st.parser.Parse(ctx, tok, now)
+}
+
+// mayReloadForUnknownKid takes mu (the caller unlocks) if a reload for an
+// unknown kid is due.
+func (k *KeySet) mayReloadForUnknownKid() bool {
+	k.mu.Lock()
+	if k.now().Sub(k.lastUnknownKid) < UnknownKidReloadInterval {
+		k.mu.Unlock()
+		return false
+	}
+	k.lastUnknownKid = k.now()
+	return true
+}
+
+// kidOf returns the kid in a compact JWS header, or "" if tok is not one.
+// Only the header is decoded; the signature is checked by Parser.
+func kidOf(tok string) string {
+	header, _, ok := strings.Cut(tok, ".")
+	if !ok {
+		return ""
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(header)
+	if err != nil {
+		return ""
+	}
+	var h struct {
+		Kid string `json:"kid"`
+	}
+	if json.Unmarshal(raw, &h) != nil {
+		return ""
+	}
+	return h.Kid
+}
+
+// kidsOf returns the kids of a JSON Web Key Set.
+func kidsOf(set []byte) map[string]bool {
+	var s struct {
+		Keys []jwk `json:"keys"`
+	}
+	kids := map[string]bool{}
+	if json.Unmarshal(set, &s) == nil {
+		for _, k := range s.Keys {
+			kids[k.Kid] = true
+		}
+	}
+	return kids
+}
