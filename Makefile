@@ -1,5 +1,7 @@
 # Latchkey.
 #   make run    the local API on 127.0.0.1:8080 over the embedded store
+#   make check  the fast loop, needing only Go: gofmt, vet, go test ./...
+#               (the DynamoDB Local, moto and cfn-lint tests skip)
 #   make test   the whole suite: unit, contract (bbolt and DynamoDB Local),
 #               HTTP, Lambda event replay, Secrets Manager (moto), cfn-lint
 SHELL := /bin/bash
@@ -8,7 +10,7 @@ GO ?= go
 FUZZTIME ?= 10s
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.6.1
 
-.PHONY: run run-dynamodb test test-go fuzz readme-check lint-go lint bench bench-go load docs-dynamodb
+.PHONY: run run-dynamodb check test test-go fuzz readme-check lint-go lint bench bench-go load docs-dynamodb
 
 # Built, then run, rather than `go run`: on Ctrl-C the go tool exits 1 even
 # when the server shuts down cleanly, which would read as a failure.
@@ -19,6 +21,16 @@ run:
 # DynamoDB Local (in memory, free loopback port) and the local server on it.
 run-dynamodb:
 	scripts/run-dynamodb.sh
+
+# The fast loop: needs Go, git and make, nothing else. Tests that need
+# DynamoDB Local, moto_server or cfn-lint skip, each with a one-line reason
+# (go test -v shows it), unless their endpoints are already set; make test
+# runs them all, and is what CI runs.
+check: lint-go
+	$(GO) test ./...
+	@if [[ -z "$${LATCHKEY_TEST_DYNAMODB_ENDPOINT:-}" || -z "$${LATCHKEY_TEST_SECRETSMANAGER_ENDPOINT:-}" ]] || ! command -v cfn-lint >/dev/null; then \
+	  echo "make check: OK. Tests that need DynamoDB Local, moto_server or cfn-lint skipped (go test -v ./... | grep -B1 -- '--- SKIP' says which and why); make test runs them all."; \
+	fi
 
 test: lint test-go fuzz readme-check
 
