@@ -53,6 +53,7 @@ expect=(
   '"slug":"analytical-engines"'
   '"role":"owner"'
   '"code":"email_taken"'
+  '"plan":"enterprise"'
   '"has_more":true'
 )
 for e in "${expect[@]}"; do
@@ -62,6 +63,14 @@ done
 if grep -qE '"code":"(unauthorized|insufficient_scope|invalid_request|internal|not_found)"' "$work/out.txt"; then
   echo "readme-check: unexpected error in the output:" >&2; cat "$work/out.txt" >&2; exit 1
 fi
-# The token used in step 4 must have listed users before it was revoked.
-grep -q '"data":\[' "$work/out.txt" || { echo "readme-check: no list in the output" >&2; exit 1; }
+# Step 4: the token lists the user the key just created (not an empty list),
+# before step 5 revokes it.
+listed=$(grep -n -m1 -F '"data":[{"id":"usr_' "$work/out.txt" | cut -d: -f1)
+revoked=$(grep -n -m1 -F '"revoked":true' "$work/out.txt" | cut -d: -f1)
+[ -n "$listed" ] && [ "$listed" -lt "$revoked" ] || {
+  echo "readme-check: step 4 listed no user before the token was revoked:" >&2; cat "$work/out.txt" >&2; exit 1; }
+# Keys and tokens stay in shell variables: the walk-through writes no file
+# into the directory it runs in, which for a reader is the checkout.
+written=$(cd "$work" && ls -A | grep -vxE 'quickstart\.sh|latchkey|data|server\.log|out\.txt' || true)
+[ -z "$written" ] || { echo "readme-check: the quick start wrote files into the checkout: $written" >&2; exit 1; }
 echo "readme-check: quick start OK (${#expect[@]} checks)"
