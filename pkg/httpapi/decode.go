@@ -9,7 +9,9 @@ import (
 	"mime"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"latchkey/pkg/account"
 )
@@ -63,6 +65,9 @@ func decodeJSON(body []byte, dst any) error {
 	if body[0] != '{' {
 		return badBody("", "the request body must be a JSON object")
 	}
+	if err := checkText(body); err != nil {
+		return err
+	}
 	if err := checkKeys(body, fieldNames(dst)); err != nil {
 		return err
 	}
@@ -105,6 +110,156 @@ func checkKeys(body []byte, known map[string]bool) error {
 		return badBody("", "the request body must hold a single JSON object and nothing after it")
 	}
 	return nil
+}
+
+// checkText refuses a JSON string, key or value, that is not Unicode text:
+// invalid UTF-8, or a \u escape of half a surrogate pair. encoding/json
+// replaces either with U+FFFD and carries on, so the service would store a
+// character the client never sent. The problem names the string's field
+// (e.g. "name", "scopes[1]"). Valid bodies, nearly all, cost one pass of
+// utf8.Valid and a search for "\u"; only the others are walked token by
+// token.
+func checkText(body []byte) error {
+	valid := utf8.Valid(body)
+	if valid && !maySurrogateEscape(body) {
+		return nil
+	}
+	// The decoder hands back strings already repaired, so each string token
+	// is checked in the raw bytes it came from. Between two tokens there is
+	// only whitespace, a comma or a colon: ASCII.
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var stack []jsonFrame
+	for {
+		start := dec.InputOffset()
+		tok, err := dec.Token()
+		if err != nil {
+			break // the end, or a syntax error that checkKeys reports
+		}
+		top := len(stack) - 1
+		switch tok := tok.(type) {
+		case json.Delim:
+			switch tok {
+			case '{':
+				stack = append(stack, jsonFrame{wantKey: true})
+				continue
+			case '[':
+				stack = append(stack, jsonFrame{array: true})
+				continue
+			}
+			stack = stack[:top] // '}' or ']' ends a value of the enclosing frame
+		case string:
+			isKey := top >= 0 && !stack[top].array && stack[top].wantKey
+			if isKey {
+				stack[top].key = tok
+			}
+			if msg := invalidText(body[start:dec.InputOffset()]); msg != "" {
+				return badBody(jsonPath(stack), msg)
+			}
+			if isKey {
+				stack[top].wantKey = false
+				continue
+			}
+		}
+		if n := len(stack) - 1; n >= 0 { // a value ended
+			if stack[n].array {
+				stack[n].index++
+			} else {
+				stack[n].wantKey = true
+			}
+		}
+	}
+	if !valid { // outside any string, or after a syntax error
+		at := 0
+		for at < len(body) {
+			r, size := utf8.DecodeRune(body[at:])
+			if r == utf8.RuneError && size <= 1 {
+				break
+			}
+			at += size
+		}
+		return badBody("", fmt.Sprintf("the request body is not valid UTF-8 (at byte %d)", at))
+	}
+	return nil
+}
+
+// jsonFrame is one open object or array while checkText walks a body.
+type jsonFrame struct {
+	array   bool
+	key     string // object: the key of the current member
+	wantKey bool   // object: the next string is a key
+	index   int    // array: the index of the current element
+}
+
+// jsonPath names the current value the way field errors do: name,
+// scopes[1], a.b.
+func jsonPath(stack []jsonFrame) string {
+	var b strings.Builder
+	for _, f := range stack {
+		if f.array {
+			fmt.Fprintf(&b, "[%d]", f.index)
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(f.key)
+	}
+	return b.String()
+}
+
+// maySurrogateEscape reports whether b holds \uD800 to \uDFFF in any case.
+// A false positive (an escaped backslash before "ud800") only costs the
+// walk, which reads escapes properly.
+func maySurrogateEscape(b []byte) bool {
+	for {
+		i := bytes.Index(b, []byte(`\u`))
+		if i < 0 || i+3 >= len(b) {
+			return false
+		}
+		if b[i+2]|0x20 == 'd' && strings.IndexByte("89abcdefABCDEF", b[i+3]) >= 0 {
+			return true
+		}
+		b = b[i+2:]
+	}
+}
+
+// invalidText returns what is wrong with the JSON string literal in raw
+// (possibly preceded by whitespace, a comma or a colon), or "". The literal
+// has passed the decoder, so its escapes are complete.
+func invalidText(raw []byte) string {
+	if !utf8.Valid(raw) {
+		return "is not valid UTF-8"
+	}
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		i++
+		if raw[i] != 'u' {
+			continue
+		}
+		r := hex4(raw[i+1 : i+5])
+		i += 4
+		switch {
+		case r >= 0xD800 && r <= 0xDBFF: // high half: a low half must follow
+			if i+6 < len(raw) && raw[i+1] == '\\' && raw[i+2] == 'u' {
+				if low := hex4(raw[i+3 : i+7]); low >= 0xDC00 && low <= 0xDFFF {
+					i += 6
+					continue
+				}
+			}
+			return "holds an unpaired UTF-16 surrogate escape, which is not a character"
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return "holds an unpaired UTF-16 surrogate escape, which is not a character"
+		}
+	}
+	return ""
+}
+
+// hex4 reads the four hex digits of a \u escape.
+func hex4(b []byte) rune {
+	n, _ := strconv.ParseUint(string(b), 16, 32) // the decoder has checked the digits
+	return rune(n)
 }
 
 // fieldNames returns the JSON names of the fields of the struct dst points

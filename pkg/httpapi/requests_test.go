@@ -1,0 +1,72 @@
+package httpapi_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestInvalidUTF8: a JSON string that is not valid UTF-8, raw or through an
+// unpaired surrogate escape, is refused with 400 naming the field, instead
+// of reaching the store with U+FFFD in its place.
+func TestInvalidUTF8(t *testing.T) {
+	a := newAPI(t)
+	admin := a.AdminKey
+	user := a.CreateUser(t, uniqueEmail())
+
+	t.Run("Refused", func(t *testing.T) {
+		for _, tc := range []struct {
+			name, method, path, body, field string
+		}{
+			{"raw byte in a value", http.MethodPost, "/v1/users", "{\"email\":\"utf8-a@example.com\",\"name\":\"A\xffda\"}", "name"},
+			{"truncated sequence in a value", http.MethodPost, "/v1/users", "{\"email\":\"utf8-b@example.com\",\"name\":\"Zo\xc3\"}", "name"},
+			{"overlong encoding", http.MethodPost, "/v1/users", "{\"email\":\"utf8-c@example.com\",\"name\":\"\xc0\xaf\"}", "name"},
+			{"encoded surrogate", http.MethodPost, "/v1/users", "{\"email\":\"utf8-d@example.com\",\"name\":\"\xed\xa0\x80\"}", "name"},
+			{"array element", http.MethodPost, "/v1/auth/token", "{\"scopes\":[\"read:users\",\"read:\xfe\"]}", "scopes[1]"},
+			{"nested value", http.MethodPost, "/v1/users", "{\"meta\":{\"tags\":[\"x\",{\"k\":\"\xff\"}]}}", "meta.tags[1].k"},
+			{"key", http.MethodPost, "/v1/users", "{\"email\":\"utf8-e@example.com\",\"na\xffme\":\"Ada\"}", "na\uFFFDme"},
+			{"unpaired high surrogate escape", http.MethodPost, "/v1/users", `{"email":"utf8-f@example.com","name":"A\ud800da"}`, "name"},
+			{"unpaired low surrogate escape", http.MethodPut, "/v1/users/" + user.ID, `{"name":"\uDC00"}`, "name"},
+			{"high surrogate escape then a character", http.MethodPost, "/v1/organizations", `{"name":"\ud83d\u0041","slug":"utf8"}`, "name"},
+			{"after a valid field", http.MethodPatch, "/v1/organizations/" + a.CreateOrganization(t, uniqueSlug()).ID, "{\"plan\":\"pro\",\"name\":\"\x80\"}", "name"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				p := wantProblem(t, a.do(tc.method, tc.path, admin, tc.body), http.StatusBadRequest, "invalid_request")
+				wantField(t, p, tc.field)
+			})
+		}
+		// Nothing was stored: the e-mail addresses of the refused creates are free.
+		var list struct {
+			Data []struct{ Name string } `json:"data"`
+		}
+		a.do(http.MethodGet, "/v1/users?limit=100", admin, nil).Decode(t, &list)
+		for _, u := range list.Data {
+			if strings.ContainsRune(u.Name, '\uFFFD') {
+				t.Errorf("a user named %q was stored", u.Name)
+			}
+		}
+	})
+
+	t.Run("OutsideStrings", func(t *testing.T) {
+		p := wantProblem(t, a.do(http.MethodPost, "/v1/users", admin, "{\"email\":\"utf8-g@example.com\",\"name\":\"Ada\"}\xff"), http.StatusBadRequest, "invalid_request")
+		if !strings.Contains(p.Detail, "UTF-8") {
+			t.Errorf("detail %q does not say what is wrong", p.Detail)
+		}
+	})
+
+	t.Run("Accepted", func(t *testing.T) {
+		for _, tc := range []struct{ body, name string }{
+			{`{"email":"` + uniqueEmail() + `","name":"Zoë Ångström 李"}`, "Zoë Ångström 李"},
+			{`{"email":"` + uniqueEmail() + `","name":"Ada \ud83d\ude00"}`, "Ada 😀"},
+			{`{"email":"` + uniqueEmail() + `","name":"back\\ud800slash"}`, `back\ud800slash`},
+		} {
+			res := a.do(http.MethodPost, "/v1/users", admin, tc.body)
+			want(t, res, http.StatusCreated)
+			if got := res.Map(t)["name"]; got != tc.name {
+				t.Errorf("name: got %q, want %q", got, tc.name)
+			}
+		}
+	})
+}
+
+// routePath returns r's path with its parameters filled in from ids
