@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -206,6 +207,11 @@ func (s *server) route(d routeDef) http.Handler {
 				}
 			}
 		}
+		// Like the body, the query is checked after authorization.
+		if err := checkQuery(r.URL.RawQuery, d.Query); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 		if err := d.handler(s, w, r, p); err != nil {
 			s.writeError(w, r, err)
 		}
@@ -229,6 +235,50 @@ func bearer(r *http.Request) (string, bool) {
 		return "", false
 	}
 	return credential, true
+}
+
+// checkQuery refuses a query string with a parameter the route does not
+// take, with one of its parameters twice, or with anything url.ParseQuery
+// would drop without a word (a bad escape, a semicolon, a value without a
+// name). Every parameter at fault is named.
+func checkQuery(raw string, takes []string) error {
+	if raw == "" {
+		return nil
+	}
+	var fields []account.FieldError
+	seen := map[string]bool{}
+	reported := map[string]bool{}
+	for pair := range strings.SplitSeq(raw, "&") {
+		if pair == "" {
+			continue
+		}
+		escaped, value, _ := strings.Cut(pair, "=")
+		name, err := url.QueryUnescape(escaped)
+		if err == nil {
+			_, err = url.QueryUnescape(value)
+		}
+		if err != nil || name == "" || strings.Contains(pair, ";") {
+			return account.Errorf(account.CodeInvalidRequest, "the query string is malformed: it must be name=value pairs joined by &, percent-encoded")
+		}
+		switch {
+		case reported[name]:
+		case !slices.Contains(takes, name):
+			msg := "is not a query parameter of this request, which takes none"
+			if len(takes) > 0 {
+				msg = "is not a query parameter of this request, which takes " + strings.Join(takes, ", ")
+			}
+			fields = append(fields, account.FieldError{Field: name, Message: msg})
+			reported[name] = true
+		case seen[name]:
+			fields = append(fields, account.FieldError{Field: name, Message: "appears more than once"})
+			reported[name] = true
+		}
+		seen[name] = true
+	}
+	if len(fields) > 0 {
+		return &account.Error{Code: account.CodeInvalidRequest, Message: "the query string is invalid", Fields: fields}
+	}
+	return nil
 }
 
 func (s *server) methodNotAllowed(path, allow string) http.Handler {

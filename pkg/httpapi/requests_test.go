@@ -2,8 +2,11 @@ package httpapi_test
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
+
+	"latchkey/pkg/httpapi"
 )
 
 // TestInvalidUTF8: a JSON string that is not valid UTF-8, raw or through an
@@ -70,3 +73,78 @@ func TestInvalidUTF8(t *testing.T) {
 }
 
 // routePath returns r's path with its parameters filled in from ids
+// (parameter name in braces -> value, per path prefix where names repeat).
+func routePath(r httpapi.Route, ids map[string]string) string {
+	out := r.Path
+	for _, prefix := range []string{"/v1/users/", "/v1/organizations/", "/v1/api-keys/"} {
+		if strings.HasPrefix(out, prefix+"{id}") {
+			out = prefix + ids[prefix] + strings.TrimPrefix(out, prefix+"{id}")
+		}
+	}
+	return strings.ReplaceAll(out, "{user_id}", ids["{user_id}"])
+}
+
+// seedAll seeds one of everything a path can name and returns the ids by
+// routePath's keys.
+func seedAll(t *testing.T, a api) map[string]string {
+	t.Helper()
+	u := a.CreateUser(t, uniqueEmail())
+	o := a.CreateOrganization(t, uniqueSlug())
+	a.AddMember(t, o.ID, u.ID, "member")
+	k, _ := a.CreateAPIKey(t, "read:users")
+	return map[string]string{"/v1/users/": u.ID, "/v1/organizations/": o.ID, "/v1/api-keys/": k.ID, "{user_id}": u.ID}
+}
+
+// TestQueryParameters: every route refuses a query parameter it does not
+// take, as it refuses an unknown body field, before doing anything.
+func TestQueryParameters(t *testing.T) {
+	a := newAPI(t)
+	admin := a.AdminKey
+	ids := seedAll(t, a)
+
+	t.Run("Unknown", func(t *testing.T) {
+		for _, r := range httpapi.Routes() {
+			t.Run(r.Method+" "+r.Path, func(t *testing.T) {
+				p := wantProblem(t, a.do(r.Method, routePath(r, ids)+"?limit=5&slug=x", admin, nil), http.StatusBadRequest, "invalid_request")
+				wantField(t, p, "slug")
+				if !slices.Contains(r.Query, "limit") {
+					wantField(t, p, "limit") // every unknown one is named
+				} else {
+					for _, e := range p.Errors {
+						if e.Field == "limit" {
+							t.Errorf("limit is refused: %s", e.Message)
+						}
+					}
+				}
+			})
+		}
+		// The DELETEs above were refused before they ran.
+		for _, path := range []string{"/v1/users/" + ids["/v1/users/"], "/v1/organizations/" + ids["/v1/organizations/"], "/v1/api-keys/" + ids["/v1/api-keys/"]} {
+			want(t, a.do(http.MethodGet, path, admin, nil), http.StatusOK)
+		}
+	})
+
+	t.Run("Malformed", func(t *testing.T) {
+		for _, tc := range []struct{ query, field string }{
+			{"limit=1&limit=2", "limit"}, // repeated: which one counts?
+			{"email=a@example.com&email=", "email"},
+			{"LIMIT=1", "LIMIT"},     // names are case-sensitive
+			{"limit=%zz", ""},        // a bad escape would be dropped silently
+			{"limit=1;cursor=x", ""}, // so would a semicolon
+			{"=x", ""},               // a value without a name
+		} {
+			t.Run(tc.query, func(t *testing.T) {
+				p := wantProblem(t, a.do(http.MethodGet, "/v1/users?"+tc.query, admin, nil), http.StatusBadRequest, "invalid_request")
+				if tc.field != "" {
+					wantField(t, p, tc.field)
+				}
+			})
+		}
+	})
+
+	t.Run("Accepted", func(t *testing.T) {
+		for _, path := range []string{"/v1/users?", "/v1/users?&", "/v1/users?limit=2", "/v1/users?email=nobody%40example.com&limit=1", "/v1/organizations?limit=1"} {
+			want(t, a.do(http.MethodGet, path, admin, nil), http.StatusOK)
+		}
+	})
+}

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"slices"
 
 	"latchkey/pkg/account"
 )
@@ -30,6 +31,11 @@ type Route struct {
 	// issuance (the requested scopes must be within the key's grants) and
 	// revocation (a key may revoke its own tokens; others need revoke:tokens).
 	Scope string
+	// Query lists the query parameters the route takes, each at most once.
+	// Any other is refused with 400 invalid_request naming it, as an unknown
+	// body field is: a parameter the server ignores would let a client
+	// believe it had filtered (?slug=acme) when it had not.
+	Query []string
 }
 
 // auth says how a route authenticates its caller.
@@ -60,31 +66,36 @@ type routeDef struct {
 // routeTable is the single list of routes: Routes exposes it, New builds the
 // router from it, and the tests walk it, so none of them can drift.
 var routeTable = []routeDef{
-	{Route{GroupAuth, http.MethodPost, "/v1/auth/token", ""}, authKeyOnly, (*server).issueToken},
-	{Route{GroupAuth, http.MethodPost, "/v1/auth/revoke", ""}, authPrincipal, (*server).revokeToken},
-	{Route{GroupAuth, http.MethodGet, "/v1/auth/verify", ""}, authBearer, (*server).verifyToken},
-	{Route{GroupAuth, http.MethodGet, "/v1/auth/jwks", ""}, authPublic, (*server).serveJWKS},
-	{Route{GroupAuth, http.MethodPost, "/v1/api-keys", account.ScopeWriteAPIKeys}, authKeyOnly, (*server).createAPIKey},
-	{Route{GroupAuth, http.MethodGet, "/v1/api-keys", account.ScopeReadAPIKeys}, authKeyOnly, (*server).listAPIKeys},
-	{Route{GroupAuth, http.MethodGet, "/v1/api-keys/{id}", account.ScopeReadAPIKeys}, authKeyOnly, (*server).getAPIKey},
-	{Route{GroupAuth, http.MethodDelete, "/v1/api-keys/{id}", account.ScopeWriteAPIKeys}, authKeyOnly, (*server).deleteAPIKey},
+	{Route{GroupAuth, http.MethodPost, "/v1/auth/token", "", nil}, authKeyOnly, (*server).issueToken},
+	{Route{GroupAuth, http.MethodPost, "/v1/auth/revoke", "", nil}, authPrincipal, (*server).revokeToken},
+	{Route{GroupAuth, http.MethodGet, "/v1/auth/verify", "", nil}, authBearer, (*server).verifyToken},
+	{Route{GroupAuth, http.MethodGet, "/v1/auth/jwks", "", nil}, authPublic, (*server).serveJWKS},
+	{Route{GroupAuth, http.MethodPost, "/v1/api-keys", account.ScopeWriteAPIKeys, nil}, authKeyOnly, (*server).createAPIKey},
+	{Route{GroupAuth, http.MethodGet, "/v1/api-keys", account.ScopeReadAPIKeys, listQuery()}, authKeyOnly, (*server).listAPIKeys},
+	{Route{GroupAuth, http.MethodGet, "/v1/api-keys/{id}", account.ScopeReadAPIKeys, nil}, authKeyOnly, (*server).getAPIKey},
+	{Route{GroupAuth, http.MethodDelete, "/v1/api-keys/{id}", account.ScopeWriteAPIKeys, nil}, authKeyOnly, (*server).deleteAPIKey},
 
-	{Route{GroupOrganizations, http.MethodGet, "/v1/organizations", account.ScopeReadOrganizations}, authPrincipal, (*server).listOrganizations},
-	{Route{GroupOrganizations, http.MethodPost, "/v1/organizations", account.ScopeWriteOrganizations}, authPrincipal, (*server).createOrganization},
-	{Route{GroupOrganizations, http.MethodGet, "/v1/organizations/{id}", account.ScopeReadOrganizations}, authPrincipal, (*server).getOrganization},
-	{Route{GroupOrganizations, http.MethodPatch, "/v1/organizations/{id}", account.ScopeWriteOrganizations}, authPrincipal, (*server).updateOrganization},
-	{Route{GroupOrganizations, http.MethodDelete, "/v1/organizations/{id}", account.ScopeDeleteOrganizations}, authPrincipal, (*server).deleteOrganization},
-	{Route{GroupOrganizations, http.MethodGet, "/v1/organizations/{id}/members", account.ScopeReadOrganizations}, authPrincipal, (*server).listMembers},
-	{Route{GroupOrganizations, http.MethodPost, "/v1/organizations/{id}/members", account.ScopeWriteOrganizations}, authPrincipal, (*server).addMember},
-	{Route{GroupOrganizations, http.MethodPatch, "/v1/organizations/{id}/members/{user_id}", account.ScopeWriteOrganizations}, authPrincipal, (*server).updateMember},
-	{Route{GroupOrganizations, http.MethodDelete, "/v1/organizations/{id}/members/{user_id}", account.ScopeWriteOrganizations}, authPrincipal, (*server).removeMember},
+	{Route{GroupOrganizations, http.MethodGet, "/v1/organizations", account.ScopeReadOrganizations, listQuery()}, authPrincipal, (*server).listOrganizations},
+	{Route{GroupOrganizations, http.MethodPost, "/v1/organizations", account.ScopeWriteOrganizations, nil}, authPrincipal, (*server).createOrganization},
+	{Route{GroupOrganizations, http.MethodGet, "/v1/organizations/{id}", account.ScopeReadOrganizations, nil}, authPrincipal, (*server).getOrganization},
+	{Route{GroupOrganizations, http.MethodPatch, "/v1/organizations/{id}", account.ScopeWriteOrganizations, nil}, authPrincipal, (*server).updateOrganization},
+	{Route{GroupOrganizations, http.MethodDelete, "/v1/organizations/{id}", account.ScopeDeleteOrganizations, nil}, authPrincipal, (*server).deleteOrganization},
+	{Route{GroupOrganizations, http.MethodGet, "/v1/organizations/{id}/members", account.ScopeReadOrganizations, listQuery()}, authPrincipal, (*server).listMembers},
+	{Route{GroupOrganizations, http.MethodPost, "/v1/organizations/{id}/members", account.ScopeWriteOrganizations, nil}, authPrincipal, (*server).addMember},
+	{Route{GroupOrganizations, http.MethodPatch, "/v1/organizations/{id}/members/{user_id}", account.ScopeWriteOrganizations, nil}, authPrincipal, (*server).updateMember},
+	{Route{GroupOrganizations, http.MethodDelete, "/v1/organizations/{id}/members/{user_id}", account.ScopeWriteOrganizations, nil}, authPrincipal, (*server).removeMember},
 
-	{Route{GroupUsers, http.MethodGet, "/v1/users", account.ScopeReadUsers}, authPrincipal, (*server).listUsers},
-	{Route{GroupUsers, http.MethodPost, "/v1/users", account.ScopeWriteUsers}, authPrincipal, (*server).createUser},
-	{Route{GroupUsers, http.MethodGet, "/v1/users/{id}", account.ScopeReadUsers}, authPrincipal, (*server).getUser},
-	{Route{GroupUsers, http.MethodPut, "/v1/users/{id}", account.ScopeWriteUsers}, authPrincipal, (*server).updateUser},
-	{Route{GroupUsers, http.MethodDelete, "/v1/users/{id}", account.ScopeDeleteUsers}, authPrincipal, (*server).deleteUser},
-	{Route{GroupUsers, http.MethodGet, "/v1/users/{id}/organizations", account.ScopeReadUsers}, authPrincipal, (*server).listUserOrganizations},
+	{Route{GroupUsers, http.MethodGet, "/v1/users", account.ScopeReadUsers, listQuery("email")}, authPrincipal, (*server).listUsers},
+	{Route{GroupUsers, http.MethodPost, "/v1/users", account.ScopeWriteUsers, nil}, authPrincipal, (*server).createUser},
+	{Route{GroupUsers, http.MethodGet, "/v1/users/{id}", account.ScopeReadUsers, nil}, authPrincipal, (*server).getUser},
+	{Route{GroupUsers, http.MethodPut, "/v1/users/{id}", account.ScopeWriteUsers, nil}, authPrincipal, (*server).updateUser},
+	{Route{GroupUsers, http.MethodDelete, "/v1/users/{id}", account.ScopeDeleteUsers, nil}, authPrincipal, (*server).deleteUser},
+	{Route{GroupUsers, http.MethodGet, "/v1/users/{id}/organizations", account.ScopeReadUsers, listQuery()}, authPrincipal, (*server).listUserOrganizations},
+}
+
+// listQuery returns the query parameters of a list: paging, then extra.
+func listQuery(extra ...string) []string {
+	return append([]string{"limit", "cursor"}, extra...)
 }
 
 // Routes returns every route of the API, in a stable order. It is the single
@@ -93,6 +104,7 @@ func Routes() []Route {
 	out := make([]Route, len(routeTable))
 	for i, d := range routeTable {
 		out[i] = d.Route
+		out[i].Query = slices.Clone(d.Query)
 	}
 	return out
 }
