@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"path"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -81,7 +82,7 @@ func New(cfg Config, groups ...Group) http.Handler {
 		mux.Handle(path, s.methodNotAllowed(path, strings.Join(methods, ", ")))
 	}
 	mux.Handle("/", s.notFound())
-	return s.outer(mux)
+	return s.outer(s.canonicalOnly(mux))
 }
 
 // reqInfo is the per-request state the outer middleware logs. Handlers fill
@@ -279,6 +280,34 @@ func checkQuery(raw string, takes []string) error {
 		return &account.Error{Code: account.CodeInvalidRequest, Message: "the query string is invalid", Fields: fields}
 	}
 	return nil
+}
+
+// canonicalOnly answers 404 for a path that is not in canonical form,
+// before the router sees it. ServeMux would answer with a redirect to the
+// cleaned path (307, text/html), which a client may follow with its
+// credential to a resource it never named.
+func (s *server) canonicalOnly(next http.Handler) http.Handler {
+	notFound := s.notFound()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !canonicalPath(r.URL) {
+			notFound.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// canonicalPath reports whether u's path is the one spelling of a path:
+// absolute; no empty, "." or ".." segment, escaped or not; no trailing
+// slash; no escaped slash, which would hide a segment boundary inside a
+// segment. No route's path is spelled any other way.
+func canonicalPath(u *url.URL) bool {
+	p := u.Path
+	if p == "" || p[0] != '/' || path.Clean(p) != p {
+		return false
+	}
+	escaped := u.EscapedPath()
+	return !strings.Contains(escaped, "%2F") && !strings.Contains(escaped, "%2f")
 }
 
 func (s *server) methodNotAllowed(path, allow string) http.Handler {

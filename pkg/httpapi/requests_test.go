@@ -148,3 +148,126 @@ func TestQueryParameters(t *testing.T) {
 		}
 	})
 }
+
+// TestNonCanonicalPaths: a path that is not in canonical form is no route's
+// path, 404 problem+json, never a redirect to the route it would clean to.
+func TestNonCanonicalPaths(t *testing.T) {
+	a := newAPI(t)
+	admin := a.AdminKey
+	ids := seedAll(t, a)
+	user := "/v1/users/" + ids["/v1/users/"]
+	for _, tc := range []struct{ method, path string }{
+		{http.MethodGet, "//v1/users"},
+		{http.MethodGet, "/v1//users"},
+		{http.MethodGet, "/v1/users/"},
+		{http.MethodGet, "/v1/./users"},
+		{http.MethodGet, "/v1/users/../api-keys"},
+		{http.MethodGet, "/v1/users/%2E%2E/api-keys"},
+		{http.MethodGet, "/v1/users/%2e/"},
+		{http.MethodGet, "/v1/users%2F" + ids["/v1/users/"]},
+		{http.MethodGet, user + "%2Forganizations"},
+		{http.MethodGet, user + "/."},
+		{http.MethodGet, user + "/organizations/"},
+		{http.MethodGet, "/v1/auth/jwks/"},
+		{http.MethodGet, "*"},
+		{http.MethodHead, "//v1/users"},
+		{http.MethodPost, "//v1/users"},
+		{http.MethodDelete, user + "/"},
+		{http.MethodDelete, "/v1/organizations/../users/" + ids["/v1/users/"]},
+	} {
+		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
+			if tc.method == http.MethodHead { // no body to check against the document
+				res := a.Do(t, tc.method, tc.path, admin, nil)
+				want(t, res, http.StatusNotFound)
+				if ct := res.Header.Get("Content-Type"); ct != "application/problem+json" {
+					t.Errorf("Content-Type %q", ct)
+				}
+				return
+			}
+			res := a.do(tc.method, tc.path, admin, nil)
+			wantProblem(t, res, http.StatusNotFound, "not_found")
+			if loc := res.Header.Get("Location"); loc != "" {
+				t.Errorf("Location %q: a non-canonical path is not redirected", loc)
+			}
+		})
+	}
+	want(t, a.do(http.MethodGet, user, admin, nil), http.StatusOK) // the DELETEs did nothing
+}
+
+// TestErrorsAreProblems sends every route the requests it must refuse, and
+// checks that every refusal is problem+json as openapi.yaml describes: the
+// only responses that are not come from net/http before any handler runs
+// (see cmd/local's TestServer_ProtocolErrors).
+func TestErrorsAreProblems(t *testing.T) {
+	a := newAPI(t)
+	ids := seedAll(t, a)
+	_, other := a.CreateAPIKey(t, "read:invoices") // holds none of the route scopes
+	token, _ := a.IssueToken(t, a.AdminKey, "", "*:*")
+	unknown := map[string]string{"/v1/users/": "usr_01ARZ3NDEKTSV4RRFFQ69G5FAV", "/v1/organizations/": "org_01ARZ3NDEKTSV4RRFFQ69G5FAV", "/v1/api-keys/": "key_01ARZ3NDEKTSV4RRFFQ69G5FAV", "{user_id}": "usr_01ARZ3NDEKTSV4RRFFQ69G5FAV"}
+	type request struct {
+		name, method, path, credential string
+		header                         http.Header
+		body                           any
+		noContentType                  bool
+	}
+	for _, r := range httpapi.Routes() {
+		path := routePath(r, ids)
+		reqs := []request{
+			{"unknown query parameter", r.Method, path + "?unknown=1", a.AdminKey, nil, nil, false},
+			{"trailing slash", r.Method, path + "/", a.AdminKey, nil, nil, false},
+			{"double slash", r.Method, "/" + path, a.AdminKey, nil, nil, false},
+			{"dot segment", r.Method, strings.Replace(path, "/v1/", "/v1/./", 1), a.AdminKey, nil, nil, false},
+			{"method not allowed", "TRACE", path, a.AdminKey, nil, nil, false},
+		}
+		if r.Path != "/v1/auth/jwks" {
+			reqs = append(reqs,
+				request{"no credential", r.Method, path, "", nil, nil, false},
+				request{"malformed header", r.Method, path, "", http.Header{"Authorization": {"Basic YTpi"}}, nil, false},
+			)
+		}
+		if r.Path != "/v1/auth/jwks" && r.Path != "/v1/auth/verify" {
+			reqs = append(reqs, request{"unknown credential", r.Method, path, "lk_unknown", nil, nil, false})
+		}
+		if r.Scope != "" {
+			reqs = append(reqs, request{"without the scope", r.Method, path, other, nil, nil, false})
+		}
+		if strings.Contains(r.Path, "{") {
+			reqs = append(reqs, request{"unknown id", r.Method, routePath(r, unknown), a.AdminKey, nil, nil, false})
+		}
+		if strings.HasPrefix(r.Path, "/v1/api-keys") || r.Path == "/v1/auth/token" {
+			reqs = append(reqs, request{"access token on a key-only route", r.Method, path, token, nil, nil, false})
+		}
+		if r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch {
+			reqs = append(reqs,
+				request{"no content type", r.Method, path, a.AdminKey, nil, `{}`, true},
+				request{"empty body", r.Method, path, a.AdminKey, nil, "", false},
+				request{"malformed JSON", r.Method, path, a.AdminKey, nil, `{"`, false},
+				request{"unknown field", r.Method, path, a.AdminKey, nil, `{"unknown":1}`, false},
+				request{"invalid UTF-8", r.Method, path, a.AdminKey, nil, "{\"name\":\"\xff\"}", false},
+				request{"too large", r.Method, path, a.AdminKey, nil, `{"name":"` + strings.Repeat("a", httpapi.MaxBodyBytes) + `"}`, false},
+			)
+		}
+		for _, req := range reqs {
+			t.Run(r.Method+" "+r.Path+"/"+req.name, func(t *testing.T) {
+				h := http.Header{}
+				if req.credential != "" {
+					h.Set("Authorization", "Bearer "+req.credential)
+				}
+				if req.body != nil && !req.noContentType {
+					h.Set("Content-Type", "application/json")
+				}
+				for k, v := range req.header {
+					h[k] = v
+				}
+				res := a.DoRaw(t, a.Handler, req.method, req.path, h, req.body)
+				a.CheckResponse(t, res)
+				if res.StatusCode < 400 {
+					t.Fatalf("got %d %s, want an error", res.StatusCode, res.Body)
+				}
+				if ct := res.Header.Get("Content-Type"); ct != "application/problem+json" {
+					t.Fatalf("got %d with Content-Type %q, want application/problem+json", res.StatusCode, ct)
+				}
+			})
+		}
+	}
+}
