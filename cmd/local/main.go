@@ -173,6 +173,9 @@ func serve(ctx context.Context, logger *slog.Logger, addr, storeName string, han
 		WriteTimeout:      30 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		// Fits the largest legitimate request (see httpapi.MaxHeaderBytes)
+		// instead of net/http's 1 MiB default; beyond it, 431.
+		MaxHeaderBytes: httpapi.MaxHeaderBytes,
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
