@@ -5,19 +5,24 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/cfn"
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -25,6 +30,7 @@ import (
 
 	"latchkey/pkg/dynamostore"
 	"latchkey/pkg/dynamostore/dynamotest"
+	"latchkey/pkg/httpapi/httpapitest"
 	"latchkey/pkg/lambdaapp"
 	"latchkey/pkg/lambdaapp/replay"
 )
@@ -72,14 +78,26 @@ func TestBinary_InitFailure(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[0]), &l); err != nil {
 		t.Fatalf("log line is not JSON: %s", lines[0])
 	}
-	if l.Level != "ERROR" || l.Function != "users" || !strings.Contains(l.Msg, "ISSUER") || !strings.Contains(l.Msg, "ADMIN_KEY_SECRET_ARN") {
+	if l.Level != "ERROR" || l.Function != "users" || !strings.Contains(l.Msg, "ISSUER") || !strings.Contains(l.Msg, "CURSOR_KEY_SECRET_ARN") {
 		t.Fatalf("log line does not name the missing variables: %s", lines[0])
 	}
 }
 
-// liveEnv is a DynamoDB Local table and moto secrets holding the fixture,
-// and the environment a function gets from the template, pointing at them.
-func liveEnv(tb testing.TB) []string {
+// live is a DynamoDB Local table and moto secrets, and the environment
+// the template gives each function, pointing at them.
+type live struct {
+	sm    *secretsmanager.Client
+	store *dynamostore.Store
+	// arns of the admin, signing and cursor secrets, by environment variable.
+	arns map[string]string
+	base []string // what every function gets
+}
+
+// newLive creates the table and the fixture's secrets. With seed, the table
+// holds the replay fixture and its published public key, so that each
+// function can be run alone and in any order; without, it is empty, as
+// after a first deploy.
+func newLive(tb testing.TB, seed bool) *live {
 	tb.Helper()
 	dynamoURL, smURL := os.Getenv(dynamotest.EndpointEnv), os.Getenv(secretsEndpointEnv)
 	if dynamoURL == "" || smURL == "" {
@@ -88,41 +106,71 @@ func liveEnv(tb testing.TB) []string {
 	ctx := context.Background()
 	creds := credentials.NewStaticCredentialsProvider("local", "local", "")
 	db := dynamotest.NewClient(tb)
-	sm := secretsmanager.New(secretsmanager.Options{Region: "us-east-1", BaseEndpoint: aws.String(smURL), Credentials: creds})
+	l := &live{sm: secretsmanager.New(secretsmanager.Options{Region: "us-east-1", BaseEndpoint: aws.String(smURL), Credentials: creds})}
 	name := dynamotest.NewTable(tb, db)
-	store := dynamostore.New(db, name)
-	if err := replay.Seed(ctx, store); err != nil {
-		tb.Fatal(err)
-	}
-	// As the auth function's init would, so that each function can be run
-	// alone and in any order.
-	if err := replay.PublishKeys(ctx, store); err != nil {
-		tb.Fatal(err)
+	l.store = dynamostore.New(db, name)
+	if seed {
+		if err := replay.Seed(ctx, l.store); err != nil {
+			tb.Fatal(err)
+		}
+		// As the auth function's init would.
+		if err := replay.PublishKeys(ctx, l.store); err != nil {
+			tb.Fatal(err)
+		}
 	}
 	arn := func(id, value string) string {
-		out, err := sm.CreateSecret(ctx, &secretsmanager.CreateSecretInput{Name: aws.String(name + "-" + id), SecretString: aws.String(value)})
+		out, err := l.sm.CreateSecret(ctx, &secretsmanager.CreateSecretInput{Name: aws.String(name + "-" + id), SecretString: aws.String(value)})
 		if err != nil {
 			tb.Fatal(err)
 		}
 		return aws.ToString(out.ARN)
 	}
-	return []string{
+	l.arns = map[string]string{
+		lambdaapp.EnvSigningKeySecret: arn("signing", replay.SigningSecret),
+		lambdaapp.EnvAdminKeySecret:   arn("admin", replay.AdminSecret),
+		lambdaapp.EnvCursorKeySecret:  arn("cursor", replay.CursorSecret),
+	}
+	l.base = []string{
 		"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",
 		"AWS_ENDPOINT_URL_DYNAMODB=" + dynamoURL, "AWS_ENDPOINT_URL_SECRETS_MANAGER=" + smURL,
 		lambdaapp.EnvTableName + "=" + name, lambdaapp.EnvIssuer + "=" + replay.Issuer,
-		lambdaapp.EnvSigningKeySecret + "=" + arn("signing", replay.SigningSecret),
-		lambdaapp.EnvAdminKeySecret + "=" + arn("admin", replay.AdminSecret),
-		lambdaapp.EnvCursorKeySecret + "=" + arn("cursor", replay.CursorSecret),
+		lambdaapp.EnvCursorKeySecret + "=" + l.arns[lambdaapp.EnvCursorKeySecret],
+	}
+	return l
+}
+
+// env is fn's environment as the template sets it: only auth is given the
+// signing and admin key secrets.
+func (l *live) env(fn lambdaapp.Function) []string {
+	env := slices.Clone(l.base)
+	if fn.WritesCredentials() {
+		env = append(env, lambdaapp.EnvAdminKeySecret+"="+l.arns[lambdaapp.EnvAdminKeySecret])
+	}
+	if fn.SignsTokens() {
+		env = append(env, lambdaapp.EnvSigningKeySecret+"="+l.arns[lambdaapp.EnvSigningKeySecret])
+	}
+	return env
+}
+
+// rotate puts value as the new current version of the secret that the
+// environment variable names, as `aws secretsmanager put-secret-value` does.
+func (l *live) rotate(tb testing.TB, variable, value string) {
+	tb.Helper()
+	_, err := l.sm.PutSecretValue(context.Background(), &secretsmanager.PutSecretValueInput{
+		SecretId: aws.String(l.arns[variable]), SecretString: aws.String(value),
+	})
+	if err != nil {
+		tb.Fatal(err)
 	}
 }
 
-// runtimeAPI is a fake Lambda Runtime API that hands out one event and
-// receives its response.
+// runtimeAPI is a fake Lambda Runtime API: it hands the process each event
+// sent on next, one per request for the next invocation, and sends back
+// each response or error on done.
 type runtimeAPI struct {
-	event []byte
-	mu    sync.Mutex
-	sent  bool
-	done  chan result
+	next chan []byte
+	done chan result
+	n    atomic.Int64
 }
 
 type result struct {
@@ -133,19 +181,17 @@ type result struct {
 func (rt *runtimeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method == http.MethodGet && r.URL.Path == "/2018-06-01/runtime/invocation/next":
-		rt.mu.Lock()
-		first := !rt.sent
-		rt.sent = true
-		rt.mu.Unlock()
-		if !first {
-			<-r.Context().Done() // the process is killed after its one event
+		var event []byte
+		select {
+		case event = <-rt.next:
+		case <-r.Context().Done(): // the process is killed while it waits
 			return
 		}
-		w.Header().Set("Lambda-Runtime-Aws-Request-Id", "8476a536-e9f4-11e8-9739-2dfe598c3fcd")
+		w.Header().Set("Lambda-Runtime-Aws-Request-Id", fmt.Sprintf("8476a536-e9f4-11e8-9739-%012d", rt.n.Add(1)))
 		w.Header().Set("Lambda-Runtime-Deadline-Ms", strconv.FormatInt(time.Now().Add(10*time.Second).UnixMilli(), 10))
 		w.Header().Set("Lambda-Runtime-Invoked-Function-Arn", "arn:aws:lambda:us-east-1:123456789012:function:latchkey")
 		w.Header().Set("Lambda-Runtime-Trace-Id", "Root=1-5bef4de7-ad49b0e87f6ef6c87fc2e700;Parent=9a9197af755a6419;Sampled=1")
-		w.Write(rt.event)
+		w.Write(event)
 	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/response"):
 		b, _ := io.ReadAll(r.Body)
 		w.WriteHeader(http.StatusAccepted)
@@ -159,52 +205,89 @@ func (rt *runtimeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// lambdaProcess is a built function running as Lambda runs it, behind a
+// fake Runtime API, one invocation at a time.
+type lambdaProcess struct {
+	tb     testing.TB
+	rt     *runtimeAPI
+	cmd    *exec.Cmd
+	logs   *httpapitest.SyncBuffer
+	start  time.Time
+	exited chan error
+	stop   func() int64 // kills the process; its peak RSS in KiB
+}
+
+// startLambda starts bin with env and the address of a fake Runtime API;
+// the process is killed at the end of the test if not before.
+func startLambda(tb testing.TB, bin string, env []string) *lambdaProcess {
+	tb.Helper()
+	p := &lambdaProcess{tb: tb, rt: &runtimeAPI{next: make(chan []byte), done: make(chan result, 1)}, logs: &httpapitest.SyncBuffer{}, exited: make(chan error, 1)}
+	srv := httptest.NewServer(p.rt)
+	p.cmd = exec.Command(bin)
+	p.cmd.Env = append(slices.Clone(env), "AWS_LAMBDA_RUNTIME_API="+strings.TrimPrefix(srv.URL, "http://"))
+	out, err := p.cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var logDone sync.WaitGroup
+	logDone.Add(1)
+	go func() { defer logDone.Done(); io.Copy(p.logs, bufio.NewReader(out)) }()
+	p.start = time.Now()
+	if err := p.cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	go func() { logDone.Wait(); p.exited <- p.cmd.Wait() }()
+	p.stop = sync.OnceValue(func() int64 {
+		p.cmd.Process.Kill()
+		<-p.exited
+		srv.Close()
+		if ru, ok := p.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			return ru.Maxrss // KiB on Linux
+		}
+		return 0
+	})
+	tb.Cleanup(func() { p.stop() })
+	return p
+}
+
+// invoke hands the process one event and returns what the function
+// answered, failing the test if it reported an error or exited.
+func (p *lambdaProcess) invoke(event []byte) []byte {
+	p.tb.Helper()
+	timeout := time.After(15 * time.Second)
+	select {
+	case p.rt.next <- event:
+	case err := <-p.exited:
+		p.tb.Fatalf("the function exited before taking the event: %v\n%s", err, p.logs.String())
+	case <-timeout:
+		p.tb.Fatalf("the function asked for no event within 15 s\n%s", p.logs.String())
+	}
+	var res result
+	select {
+	case res = <-p.rt.done:
+	case err := <-p.exited:
+		p.tb.Fatalf("the function exited before responding: %v\n%s", err, p.logs.String())
+	case <-timeout:
+		p.tb.Fatalf("no response within 15 s\n%s", p.logs.String())
+	}
+	if res.err != "" {
+		p.tb.Fatalf("the function reported an error: %s\n%s", res.err, p.logs.String())
+	}
+	return res.body
+}
+
 // coldStart starts bin as Lambda would, gives it the event through the fake
 // Runtime API and returns the time from process start to the response, the
 // response, and the process's peak resident memory in KiB.
 func coldStart(tb testing.TB, bin string, env []string, event []byte) (time.Duration, events.APIGatewayV2HTTPResponse, int64) {
 	tb.Helper()
-	rt := &runtimeAPI{event: event, done: make(chan result, 1)}
-	srv := httptest.NewServer(rt)
-	defer srv.Close()
-	cmd := exec.Command(bin)
-	cmd.Env = append(env, "AWS_LAMBDA_RUNTIME_API="+strings.TrimPrefix(srv.URL, "http://"))
-	logs, err := cmd.StdoutPipe()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var logBuf bytes.Buffer
-	var logDone sync.WaitGroup
-	logDone.Add(1)
-	go func() { defer logDone.Done(); io.Copy(&logBuf, bufio.NewReader(logs)) }()
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { logDone.Wait(); exited <- cmd.Wait() }()
-	var res result
-	select {
-	case res = <-rt.done:
-	case err := <-exited:
-		tb.Fatalf("the function exited before responding: %v\n%s", err, logBuf.String())
-	case <-time.After(15 * time.Second):
-		cmd.Process.Kill()
-		tb.Fatalf("no response within 15 s\n%s", logBuf.String())
-	}
-	elapsed := time.Since(start)
-	cmd.Process.Kill()
-	<-exited
-	var maxRSS int64
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		maxRSS = ru.Maxrss // KiB on Linux
-	}
-	if res.err != "" {
-		tb.Fatalf("the function reported an error: %s\n%s", res.err, logBuf.String())
-	}
+	p := startLambda(tb, bin, env)
+	body := p.invoke(event)
+	elapsed := time.Since(p.start)
+	maxRSS := p.stop()
 	var out events.APIGatewayV2HTTPResponse
-	if err := json.Unmarshal(res.body, &out); err != nil {
-		tb.Fatalf("response: %v: %s", err, res.body)
+	if err := json.Unmarshal(body, &out); err != nil {
+		tb.Fatalf("response: %v: %s", err, body)
 	}
 	return elapsed, out, maxRSS
 }
@@ -221,14 +304,14 @@ var coldStartEvents = map[lambdaapp.Function]string{
 // moto: main, lambdaapp.FromEnv, the Runtime API client and the adapter,
 // end to end.
 func TestBinary_Lambda(t *testing.T) {
-	env := liveEnv(t)
+	l := newLive(t, true)
 	for _, fn := range lambdaapp.Functions() {
 		t.Run(string(fn), func(t *testing.T) {
 			event, err := os.ReadFile(filepath.Join(eventsDir, coldStartEvents[fn]))
 			if err != nil {
 				t.Fatal(err)
 			}
-			elapsed, res, rss := coldStart(t, buildFunction(t, fn), env, event)
+			elapsed, res, rss := coldStart(t, buildFunction(t, fn), l.env(fn), event)
 			if res.StatusCode != http.StatusOK {
 				t.Fatalf("status: got %d, want 200: %s", res.StatusCode, res.Body)
 			}
@@ -241,7 +324,7 @@ func TestBinary_Lambda(t *testing.T) {
 // start to the first response (init with its Secrets Manager and DynamoDB
 // calls, then one event), each iteration a new process.
 func BenchmarkColdStart(b *testing.B) {
-	env := liveEnv(b)
+	l := newLive(b, true)
 	for _, fn := range lambdaapp.Functions() {
 		b.Run(string(fn), func(b *testing.B) {
 			event, err := os.ReadFile(filepath.Join(eventsDir, coldStartEvents[fn]))
@@ -252,7 +335,7 @@ func BenchmarkColdStart(b *testing.B) {
 			var total time.Duration
 			b.ResetTimer()
 			for b.Loop() {
-				elapsed, res, _ := coldStart(b, bin, env, event)
+				elapsed, res, _ := coldStart(b, bin, l.env(fn), event)
 				if res.StatusCode != http.StatusOK {
 					b.Fatalf("status %d: %s", res.StatusCode, res.Body)
 				}
@@ -341,5 +424,191 @@ func TestBinary_Size(t *testing.T) {
 		if fi.Size() >= maxBinaryBytes {
 			t.Errorf("%s: %d bytes, want under %d (10 MB)", fn, fi.Size(), maxBinaryBytes)
 		}
+	}
+}
+
+// responseServer stands in for the pre-signed S3 URL to which a custom
+// resource sends its response: it records each request made to it.
+type responseServer struct {
+	*httptest.Server
+	got  chan *http.Request // with Body read into body
+	mu   sync.Mutex
+	body map[*http.Request][]byte
+}
+
+func newResponseServer(t *testing.T) *responseServer {
+	t.Helper()
+	rs := &responseServer{got: make(chan *http.Request, 4), body: map[*http.Request][]byte{}}
+	rs.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		rs.mu.Lock()
+		rs.body[r] = b
+		rs.mu.Unlock()
+		rs.got <- r
+	}))
+	t.Cleanup(rs.Close)
+	return rs
+}
+
+// customResourceEvent reads a CloudFormation custom resource request from
+// events/cloudformation/ and points its ResponseURL at rs, keeping the
+// pre-signed URL's path and query.
+func customResourceEvent(t *testing.T, rs *responseServer, name string) (cfn.Event, []byte) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(eventsDir, "cloudformation", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw map[string]any
+	if err := json.Unmarshal(b, &raw); err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(raw["ResponseURL"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, _ := url.Parse(rs.URL)
+	u.Scheme, u.Host = target.Scheme, target.Host
+	raw["ResponseURL"] = u.String()
+	if b, err = json.Marshal(raw); err != nil {
+		t.Fatal(err)
+	}
+	var ev cfn.Event
+	if err := json.Unmarshal(b, &ev); err != nil {
+		t.Fatal(err)
+	}
+	return ev, b
+}
+
+// sendCustomResource invokes the running function with the event and
+// returns the response document it PUT to the event's ResponseURL.
+func sendCustomResource(t *testing.T, p *lambdaProcess, rs *responseServer, ev cfn.Event, raw []byte) cfn.Response {
+	t.Helper()
+	if out := p.invoke(raw); string(out) != `""` {
+		t.Errorf("%s: the function answered %s, want the empty reason (the response was sent)", ev.RequestType, out)
+	}
+	var r *http.Request
+	select {
+	case r = <-rs.got:
+	default:
+		t.Fatalf("%s: nothing was sent to the ResponseURL\n%s", ev.RequestType, p.logs.String())
+	}
+	want, _ := url.Parse(ev.ResponseURL)
+	if r.Method != http.MethodPut || r.URL.Path != want.Path || r.URL.RawQuery != want.RawQuery {
+		t.Errorf("%s: got %s %s, want PUT to the pre-signed URL %s", ev.RequestType, r.Method, r.URL, want.RequestURI())
+	}
+	// A pre-signed S3 URL is signed without a Content-Type; sending one
+	// makes S3 refuse the response.
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		t.Errorf("%s: response sent with Content-Type %q", ev.RequestType, ct)
+	}
+	rs.mu.Lock()
+	body := rs.body[r]
+	rs.mu.Unlock()
+	var res cfn.Response
+	if err := json.Unmarshal(body, &res); err != nil {
+		t.Fatalf("%s: response document: %v: %s", ev.RequestType, err, body)
+	}
+	if res.RequestID != ev.RequestID || res.StackID != ev.StackID || res.LogicalResourceID != ev.LogicalResourceID {
+		t.Errorf("%s: response %+v does not echo the request's RequestId, StackId and LogicalResourceId", ev.RequestType, res)
+	}
+	return res
+}
+
+// usersStatus cold-starts the users function, with only the environment
+// the template gives it, on events/users-list.json presenting credential,
+// and returns the status.
+func usersStatus(t *testing.T, bin string, l *live, credential string) int {
+	t.Helper()
+	ev, err := replay.LoadEvent(filepath.Join(eventsDir, "users-list.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev.Headers["authorization"] = "Bearer " + credential
+	b, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, res, _ := coldStart(t, bin, l.env(lambdaapp.Users), b)
+	return res.StatusCode
+}
+
+// TestBinary_Bootstrap deploys as CloudFormation does, against DynamoDB
+// Local and moto, with the built functions: the Bootstrap custom resource's
+// requests (events/cloudformation/) go to the running auth function, whose
+// responses are PUT to the request's pre-signed URL; the users function,
+// which may not write the keys and is given no admin key secret, then
+// serves the first request made with the admin key and with a token from
+// auth. A rotation of the admin key followed by a stack update (or a direct
+// invocation with {"action":"bootstrap"}) takes effect at once, though auth
+// holds the old key in its cache; a Delete takes nothing away.
+func TestBinary_Bootstrap(t *testing.T) {
+	l := newLive(t, false)
+	rs := newResponseServer(t)
+	usersBin := buildFunction(t, lambdaapp.Users)
+	auth := startLambda(t, buildFunction(t, lambdaapp.Auth), l.env(lambdaapp.Auth))
+
+	ev, raw := customResourceEvent(t, rs, "bootstrap-create.json")
+	res := sendCustomResource(t, auth, rs, ev, raw)
+	if res.Status != cfn.StatusSuccess || res.PhysicalResourceID == "" {
+		t.Fatalf("Create: got %+v, want SUCCESS with a physical id\n%s", res, auth.logs.String())
+	}
+	if got := usersStatus(t, usersBin, l, replay.AdminSecret); got != http.StatusOK {
+		t.Fatalf("users, first request with the admin key: got %d, want 200", got)
+	}
+	tokenEvent, err := replay.LoadEvent(filepath.Join(eventsDir, "auth-token.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokenEvent.Headers["authorization"] = "Bearer " + replay.AdminSecret
+	b, err := json.Marshal(tokenEvent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var issued events.APIGatewayV2HTTPResponse
+	if err := json.Unmarshal(auth.invoke(b), &issued); err != nil || issued.StatusCode != http.StatusCreated {
+		t.Fatalf("issue a token with the admin key: got %d %v: %s", issued.StatusCode, err, issued.Body)
+	}
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := json.Unmarshal([]byte(issued.Body), &tok); err != nil || tok.AccessToken == "" {
+		t.Fatalf("token response: %v: %s", err, issued.Body)
+	}
+	if got := usersStatus(t, usersBin, l, tok.AccessToken); got != http.StatusOK {
+		t.Fatalf("users with a token from auth: got %d, want 200", got)
+	}
+
+	// Rotation, then a stack update: the warm auth instance read the admin
+	// key moments ago, but the bootstrap reads it afresh.
+	rotated := replay.AdminSecret + "-rotated-by-put-secret-value"
+	l.rotate(t, lambdaapp.EnvAdminKeySecret, rotated)
+	ev, raw = customResourceEvent(t, rs, "bootstrap-update.json")
+	if res := sendCustomResource(t, auth, rs, ev, raw); res.Status != cfn.StatusSuccess || res.PhysicalResourceID != ev.PhysicalResourceID {
+		t.Fatalf("Update: got %+v, want SUCCESS with the same physical id\n%s", res, auth.logs.String())
+	}
+	if got := usersStatus(t, usersBin, l, rotated); got != http.StatusOK {
+		t.Fatalf("users with the rotated admin key after the update: got %d, want 200", got)
+	}
+	if got := usersStatus(t, usersBin, l, replay.AdminSecret); got != http.StatusUnauthorized {
+		t.Fatalf("users with the old admin key after the update: got %d, want 401", got)
+	}
+
+	// Rotation, then a direct invocation.
+	again := replay.AdminSecret + "-rotated-again"
+	l.rotate(t, lambdaapp.EnvAdminKeySecret, again)
+	if out := auth.invoke([]byte(`{"action":"bootstrap"}`)); string(out) != `{"bootstrapped":true}` {
+		t.Fatalf(`{"action":"bootstrap"}: got %s`, out)
+	}
+	if got := usersStatus(t, usersBin, l, again); got != http.StatusOK {
+		t.Fatalf("users with the admin key after a direct bootstrap: got %d, want 200", got)
+	}
+
+	ev, raw = customResourceEvent(t, rs, "bootstrap-delete.json")
+	if res := sendCustomResource(t, auth, rs, ev, raw); res.Status != cfn.StatusSuccess || res.PhysicalResourceID != ev.PhysicalResourceID {
+		t.Fatalf("Delete: got %+v, want SUCCESS with the same physical id", res)
+	}
+	if got := usersStatus(t, usersBin, l, again); got != http.StatusOK {
+		t.Fatalf("users with the admin key after Delete: got %d, want 200 (the table outlives the stack)", got)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -200,11 +201,211 @@ func TestTemplate_Environment(t *testing.T) {
 	}
 }
 
-// TestTemplate_LeastPrivilege replays each function's events, and a
-// rotation of its secrets, over DynamoDB Local with SDK middleware that
-// records the IAM action of every request, and proves that the function's
-// policy grants exactly those actions (on the table, and its index only if
-// a Query used one) and exactly the secrets it read.
+// TestTemplate_Roles proves that each function runs as a role of its own,
+// which Lambda alone may assume, and that the role's only logs permissions
+// are to create streams in and write to the function's own log group: not
+// the AWSLambdaBasicExecutionRole that SAM would attach, which allows both
+// on every log group of the account.
+func TestTemplate_Roles(t *testing.T) {
+	tpl := loadTemplate(t)
+	used := map[string]string{}
+	for _, fn := range lambdaapp.Functions() {
+		id := logicalID(fn)
+		role := tpl.functionRole(t, id)
+		if other, ok := used[role]; ok {
+			t.Errorf("%s and %s share the role %s", other, id, role)
+		}
+		used[role] = id
+		trust := list(path(tpl.resource(t, role, "AWS::IAM::Role"), "AssumeRolePolicyDocument", "Statement"))
+		if len(trust) != 1 || path(trust[0], "Effect") != "Allow" || path(trust[0], "Principal", "Service") != "lambda.amazonaws.com" ||
+			!slices.Equal(strs(path(trust[0], "Action")), []string{"sts:AssumeRole"}) {
+			t.Errorf("%s: trust policy %v; want Lambda alone to assume it", role, trust)
+		}
+		logGroup := refOf(path(tpl.resource(t, id, "AWS::Serverless::Function"), "LoggingConfig", "LogGroup"))
+		if logGroup == "" {
+			t.Fatalf("%s has no LoggingConfig.LogGroup of its own", id)
+		}
+		tpl.resource(t, logGroup, "AWS::Logs::LogGroup")
+		var logs int
+		for _, st := range tpl.statements(t, id) {
+			for _, r := range list(st["Resource"]) {
+				if r == "*" {
+					t.Errorf("%s statement %v: Resource *", role, st["Sid"])
+				}
+			}
+			if st["Resource"] == "*" {
+				t.Errorf("%s statement %v: Resource *", role, st["Sid"])
+			}
+			var grantsLogs bool
+			for _, a := range strs(st["Action"]) {
+				grantsLogs = grantsLogs || strings.HasPrefix(strings.ToLower(a), "logs:")
+			}
+			if !grantsLogs {
+				continue
+			}
+			logs++
+			if got, want := strs(st["Action"]), []string{"logs:CreateLogStream", "logs:PutLogEvents"}; st["Effect"] != "Allow" || !slices.Equal(got, want) {
+				t.Errorf("%s statement %v: %v %v, want Allow %v", role, st["Sid"], st["Effect"], got, want)
+			}
+			// !GetAtt of a log group is its ARN with ":*", so it covers the
+			// group's streams and nothing else.
+			if got := path(st["Resource"], "Fn::GetAtt"); got != logGroup+".Arn" {
+				t.Errorf("%s statement %v: logs on %v, want only the function's own log group (!GetAtt %s.Arn)", role, st["Sid"], st["Resource"], logGroup)
+			}
+		}
+		if logs != 1 {
+			t.Errorf("%s: %d statements grant logs actions, want 1", role, logs)
+		}
+	}
+}
+
+// TestTemplate_Bootstrap proves the deploy-time bootstrap is wired so that
+// the first request after a deploy works whichever function it reaches:
+// the Bootstrap custom resource is served by the one function that may
+// write the keys, it changes (and so runs again) with the table and the
+// secrets that function reads, and the other functions are created only
+// after it has succeeded.
+func TestTemplate_Bootstrap(t *testing.T) {
+	tpl := loadTemplate(t)
+	props := tpl.resource(t, "Bootstrap", "Custom::Bootstrap")
+	var writer lambdaapp.Function
+	for _, fn := range lambdaapp.Functions() {
+		if fn.WritesCredentials() {
+			writer = fn
+		}
+	}
+	if got, want := path(props, "ServiceToken", "Fn::GetAtt"), logicalID(writer)+".Arn"; got != want {
+		t.Errorf("Bootstrap ServiceToken: got !GetAtt %v, want !GetAtt %s", got, want)
+	}
+	if props["ServiceTimeout"] == nil {
+		t.Error("Bootstrap has no ServiceTimeout: a failed init would hold the deploy for an hour")
+	}
+	env := tpl.functionEnv(t, logicalID(writer))
+	for prop, variable := range map[string]string{
+		"Table": lambdaapp.EnvTableName, "AdminKeySecret": lambdaapp.EnvAdminKeySecret, "SigningKeySecret": lambdaapp.EnvSigningKeySecret,
+	} {
+		if got, want := refOf(props[prop]), refOf(env[variable]); got == "" || got != want {
+			t.Errorf("Bootstrap %s: got !Ref %q, want !Ref %q as %s's %s", prop, got, want, writer, variable)
+		}
+	}
+	for _, fn := range lambdaapp.Functions() {
+		if fn.WritesCredentials() {
+			continue
+		}
+		r := tpl["Resources"].(map[string]any)[logicalID(fn)]
+		if !slices.Contains(strs(path(r, "DependsOn")), "Bootstrap") {
+			t.Errorf("%s does not depend on Bootstrap: it could serve a request before the keys are in the table", logicalID(fn))
+		}
+		if _, ok := tpl.functionEnv(t, logicalID(fn))[lambdaapp.EnvAdminKeySecret]; ok {
+			t.Errorf("%s is given the admin key secret; only %s reads it", logicalID(fn), writer)
+		}
+	}
+}
+
+// recording is what one function did while its events and a rotation of
+// its secrets were replayed.
+type recording struct {
+	actions   map[string]bool // IAM actions of the DynamoDB requests
+	requests  []iamRequest    // each request as IAM authorizes it
+	usedIndex bool            // a Query named an index
+	secrets   map[string]bool // ids of the secrets read
+}
+
+// replayFunction replays each of fn's events over a fresh backend, then a
+// rotation of its secrets, recording every DynamoDB request and secret read.
+func replayFunction(t *testing.T, fn lambdaapp.Function, entries []replay.Entry) recording {
+	t.Helper()
+	rec := recording{actions: map[string]bool{}, secrets: map[string]bool{}}
+	run := func(b backend, sm *replay.Secrets, clock *fakeClock, evs ...string) {
+		t.Helper()
+		app, err := lambdaapp.New(context.Background(), replay.Config(fn, "latchkey"), lambdaapp.Deps{
+			Store: b.store, Keys: b.keys, Secrets: sm, Logger: discard, Now: clock.Now,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range evs {
+			ev, err := replay.LoadEvent(filepath.Join(eventsDir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := app.Lambda()(context.Background(), ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rec.usedIndex = b.calls.merge(rec.actions, &rec.requests) || rec.usedIndex
+		for id := range sm.Read() {
+			rec.secrets[id] = true
+		}
+	}
+	var mine []string
+	for _, e := range entries {
+		if e.Function == fn {
+			mine = append(mine, e.Event)
+		}
+	}
+	if len(mine) == 0 {
+		t.Fatalf("no events for %s", fn)
+	}
+	for _, name := range mine {
+		run(newBackend(t), replay.NewSecrets(), &fakeClock{t: time.Now()}, name)
+	}
+	// Rotation: new secrets are put while the function is warm; the next
+	// request after the refresh interval applies them (auth retires the
+	// old bootstrap key and publishes the new public key).
+	b := newBackend(t)
+	sm := replay.NewSecrets()
+	clock := &fakeClock{t: time.Now()}
+	app, err := lambdaapp.New(context.Background(), replay.Config(fn, "latchkey"), lambdaapp.Deps{
+		Store: b.store, Keys: b.keys, Secrets: sm, Logger: discard, Now: clock.Now,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sm.Put(replay.AdminARN, replay.AdminSecret+"-rotated")
+	sm.Put(replay.CursorARN, replay.CursorSecret+"-rotated")
+	sm.Put(replay.SigningARN, replay.SigningSecret+"-rotated")
+	clock.Add(secrets.DefaultRefreshInterval)
+	ev, err := replay.LoadEvent(filepath.Join(eventsDir, mine[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.Lambda()(context.Background(), ev); err != nil {
+		t.Fatal(err)
+	}
+	// And the bootstrap a deploy runs (auth only; the others refuse it).
+	if fn.WritesCredentials() {
+		if err := app.Bootstrap(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec.usedIndex = b.calls.merge(rec.actions, &rec.requests) || rec.usedIndex
+	for id := range sm.Read() {
+		rec.secrets[id] = true
+	}
+	return rec
+}
+
+// writeActions are the DynamoDB actions that create, change or delete items.
+var writeActions = []string{
+	"dynamodb:BatchWriteItem", "dynamodb:DeleteItem", "dynamodb:PartiQLDelete", "dynamodb:PartiQLInsert",
+	"dynamodb:PartiQLUpdate", "dynamodb:PutItem", "dynamodb:UpdateItem",
+}
+
+// TestTemplate_LeastPrivilege replays each function's events, a rotation of
+// its secrets and (auth) the deploy-time bootstrap over DynamoDB Local with
+// SDK middleware that records every request, and proves that:
+//
+//   - the function's role grants exactly the actions the code used (on the
+//     table, and its index only if a Query used one) and exactly the
+//     secrets it read;
+//   - the role, evaluated as IAM does (explicit Deny first), allows every
+//     request the function made, with the partition keys it touched;
+//   - no other role than auth's may put, update or delete (nor batch-write,
+//     nor through PartiQL) an item in any partition that auth wrote: the
+//     public keys, API keys and their hash items, token records and
+//     revocation entries. A role that could publish its own public key
+//     could mint any token.
 func TestTemplate_LeastPrivilege(t *testing.T) {
 	if os.Getenv(dynamotest.EndpointEnv) == "" {
 		t.Skip(dynamotest.EndpointEnv + " is not set; run through scripts/dynamodb-local.sh (make test does)")
@@ -214,75 +415,27 @@ func TestTemplate_LeastPrivilege(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var mu sync.Mutex
+	recs := map[lambdaapp.Function]recording{}
+	t.Run("replay", func(t *testing.T) {
+		for _, fn := range lambdaapp.Functions() {
+			t.Run(string(fn), func(t *testing.T) {
+				t.Parallel() // each function records into its own maps and stores
+				rec := replayFunction(t, fn, entries)
+				mu.Lock()
+				defer mu.Unlock()
+				recs[fn] = rec
+			})
+		}
+	})
+	if t.Failed() {
+		return
+	}
 	for _, fn := range lambdaapp.Functions() {
 		t.Run(string(fn), func(t *testing.T) {
-			t.Parallel() // each function records into its own maps and stores
-			actions := map[string]bool{}
-			usedIndex := false
-			read := map[string]bool{}
-			run := func(b backend, sm *replay.Secrets, clock *fakeClock, evs ...string) {
-				t.Helper()
-				app, err := lambdaapp.New(context.Background(), replay.Config(fn, "latchkey"), lambdaapp.Deps{
-					Store: b.store, Keys: b.keys, Secrets: sm, Logger: discard, Now: clock.Now,
-				})
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, name := range evs {
-					ev, err := replay.LoadEvent(filepath.Join(eventsDir, name))
-					if err != nil {
-						t.Fatal(err)
-					}
-					if _, err := app.Lambda()(context.Background(), ev); err != nil {
-						t.Fatal(err)
-					}
-				}
-				usedIndex = b.calls.merge(actions) || usedIndex
-				for id := range sm.Read() {
-					read[id] = true
-				}
-			}
-			var mine []string
-			for _, e := range entries {
-				if e.Function == fn {
-					mine = append(mine, e.Event)
-				}
-			}
-			if len(mine) == 0 {
-				t.Fatalf("no events for %s", fn)
-			}
-			for _, name := range mine {
-				run(newBackend(t), replay.NewSecrets(), &fakeClock{t: time.Now()}, name)
-			}
-			// Rotation: a new admin key (and signing key, for auth) is put
-			// while the function is warm; the next request after the refresh
-			// interval applies it, retiring the old bootstrap key.
-			b := newBackend(t)
-			sm := replay.NewSecrets()
-			clock := &fakeClock{t: time.Now()}
-			app, err := lambdaapp.New(context.Background(), replay.Config(fn, "latchkey"), lambdaapp.Deps{
-				Store: b.store, Keys: b.keys, Secrets: sm, Logger: discard, Now: clock.Now,
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			sm.Put(replay.AdminARN, replay.AdminSecret+"-rotated")
-			sm.Put(replay.CursorARN, replay.CursorSecret+"-rotated")
-			if fn.SignsTokens() {
-				sm.Put(replay.SigningARN, replay.SigningSecret+"-rotated")
-			}
-			clock.Add(secrets.DefaultRefreshInterval)
-			ev, err := replay.LoadEvent(filepath.Join(eventsDir, mine[0]))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := app.Lambda()(context.Background(), ev); err != nil {
-				t.Fatal(err)
-			}
-			usedIndex = b.calls.merge(actions) || usedIndex
-
+			rec := recs[fn]
 			statement := tpl.policyStatement(t, logicalID(fn), "Table")
-			if got, want := strs(statement["Action"]), sortedKeys(actions); !slices.Equal(got, want) {
+			if got, want := strs(statement["Action"]), sortedKeys(rec.actions); !slices.Equal(got, want) {
 				t.Errorf("DynamoDB actions:\n policy %v\n code   %v", got, want)
 			}
 			var hasTable, hasIndex bool
@@ -296,12 +449,25 @@ func TestTemplate_LeastPrivilege(t *testing.T) {
 					t.Errorf("Table statement names another resource: %v", r)
 				}
 			}
-			if !hasTable || hasIndex != usedIndex {
-				t.Errorf("Table statement resources: table %v, index %v; the code used the index: %v", hasTable, hasIndex, usedIndex)
+			if !hasTable || hasIndex != rec.usedIndex {
+				t.Errorf("Table statement resources: table %v, index %v; the code used the index: %v", hasTable, hasIndex, rec.usedIndex)
+			}
+
+			statements := tpl.statements(t, logicalID(fn))
+			refused := map[string]bool{} // one message per action and kind of item
+			for _, req := range rec.requests {
+				allowed, err := decide(statements, req)
+				if err != nil {
+					t.Fatalf("%s: %v", req, err)
+				}
+				if kind := fmt.Sprint(req.Action, req.Index, req.SortKey); !allowed && !refused[kind] {
+					refused[kind] = true
+					t.Errorf("the role refuses a request the code makes: %s", req)
+				}
 			}
 
 			var readIDs []string
-			for arn := range read {
+			for arn := range rec.secrets {
 				readIDs = append(readIDs, logicalFromARN(arn))
 			}
 			slices.Sort(readIDs)
@@ -316,11 +482,57 @@ func TestTemplate_LeastPrivilege(t *testing.T) {
 			if got := strs(tpl.policyStatement(t, logicalID(fn), "Secrets")["Action"]); !slices.Equal(got, []string{"secretsmanager:GetSecretValue"}) {
 				t.Errorf("Secrets actions: got %v, want only secretsmanager:GetSecretValue", got)
 			}
-			if n := len(tpl.functionPolicies(t, logicalID(fn))); n != 1 {
-				t.Errorf("%d policies; want one inline policy and nothing broader", n)
-			}
 		})
 	}
+	t.Run("AuthItemsOnlyAuth", func(t *testing.T) {
+		// The partitions auth wrote, and the kinds of item (by sort key,
+		// pkg/dynamostore/keys.go) it wrote there. The replay must have
+		// written each kind the rule names, or it proves nothing about it.
+		written := map[string]bool{}
+		kinds := map[string]string{}
+		for _, req := range recs[lambdaapp.Auth].requests {
+			if !slices.Contains(writeActions, req.Action) {
+				continue
+			}
+			for _, pk := range req.LeadingKeys {
+				written[pk] = true
+			}
+			if req.SortKey != "" && req.Action != "dynamodb:DeleteItem" {
+				kinds[req.SortKey] = req.LeadingKeys[0]
+			}
+		}
+		for sk, what := range map[string]string{
+			"JWKS": "the public signing keys", "KEY": "an API key", "KEYHASH": "an API key's hash item",
+			"TOKEN": "a token record", "REVOKED": "a revocation entry",
+		} {
+			if kinds[sk] == "" {
+				t.Errorf("the auth replay wrote no %s (sort key %s); it must, for this test to cover it", what, sk)
+			}
+		}
+		for _, fn := range lambdaapp.Functions() {
+			if fn.WritesCredentials() {
+				continue
+			}
+			statements := tpl.statements(t, logicalID(fn))
+			for _, action := range writeActions {
+				var open []string
+				for _, pk := range sortedKeys(written) {
+					req := iamRequest{Action: action, LeadingKeys: []string{pk}}
+					allowed, err := decide(statements, req)
+					if err != nil {
+						t.Fatalf("%s: %s: %v", fn, req, err)
+					}
+					if allowed {
+						open = append(open, pk)
+					}
+				}
+				if len(open) > 0 {
+					t.Errorf("%s's role may %s in %d of the %d partitions that hold the auth function's items, e.g. %q",
+						fn, action, len(open), len(written), open[:min(len(open), 3)])
+				}
+			}
+		}
+	})
 }
 
 // logicalFromARN maps the fixture's ARNs (…:secret:<LogicalId>-AbCdEf) to

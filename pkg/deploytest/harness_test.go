@@ -11,6 +11,7 @@ import (
 
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
 
 	"latchkey/pkg/account"
@@ -74,12 +75,15 @@ func dynamoBackend(tb testing.TB) backend {
 }
 
 // callRecorder is SDK middleware that records, for every DynamoDB request,
-// the IAM actions it needs. Transactions need the actions of their parts
-// (there is no dynamodb:TransactWriteItems action), so it looks inside.
+// the IAM actions it needs and the requests IAM authorizes, with the
+// partition keys they touch. Transactions are authorized per item, with the
+// action of each part (there is no dynamodb:TransactWriteItems action), so
+// it looks inside.
 type callRecorder struct {
-	mu      sync.Mutex
-	actions map[string]bool
-	index   bool // a Query or Scan named an index
+	mu       sync.Mutex
+	actions  map[string]bool
+	index    bool // a Query or Scan named an index
+	requests []iamRequest
 }
 
 func (r *callRecorder) register(stack *middleware.Stack) error {
@@ -96,47 +100,99 @@ func (r *callRecorder) record(op string, params any) {
 	if r.actions == nil {
 		r.actions = map[string]bool{}
 	}
-	add := func(a string) { r.actions["dynamodb:"+a] = true }
+	// add records one authorized request; items are the keys (or whole
+	// items) it touches, nil when their partition keys are not known.
+	add := func(a string, index bool, items ...map[string]types.AttributeValue) {
+		r.actions["dynamodb:"+a] = true
+		req := iamRequest{Action: "dynamodb:" + a, Index: index}
+		for _, it := range items {
+			req.LeadingKeys = append(req.LeadingKeys, attrString(it["pk"]))
+			if len(items) == 1 {
+				req.SortKey = attrString(it["sk"])
+			}
+		}
+		r.requests = append(r.requests, req)
+	}
 	switch in := params.(type) {
 	case *dynamodb.TransactWriteItemsInput:
 		for _, it := range in.TransactItems {
 			switch {
 			case it.Put != nil:
-				add("PutItem")
+				add("PutItem", false, it.Put.Item)
 			case it.Update != nil:
-				add("UpdateItem")
+				add("UpdateItem", false, it.Update.Key)
 			case it.Delete != nil:
-				add("DeleteItem")
+				add("DeleteItem", false, it.Delete.Key)
 			case it.ConditionCheck != nil:
-				add("ConditionCheckItem")
+				add("ConditionCheckItem", false, it.ConditionCheck.Key)
 			}
 		}
 	case *dynamodb.TransactGetItemsInput:
-		add("GetItem")
+		for _, it := range in.TransactItems {
+			add("GetItem", false, it.Get.Key)
+		}
+	case *dynamodb.GetItemInput:
+		add(op, false, in.Key)
+	case *dynamodb.PutItemInput:
+		add(op, false, in.Item)
+	case *dynamodb.UpdateItemInput:
+		add(op, false, in.Key)
+	case *dynamodb.DeleteItemInput:
+		add(op, false, in.Key)
+	case *dynamodb.BatchGetItemInput:
+		var keys []map[string]types.AttributeValue
+		for _, ka := range in.RequestItems {
+			keys = append(keys, ka.Keys...)
+		}
+		add(op, false, keys...)
+	case *dynamodb.BatchWriteItemInput:
+		var items []map[string]types.AttributeValue
+		for _, ws := range in.RequestItems {
+			for _, w := range ws {
+				if w.PutRequest != nil {
+					items = append(items, w.PutRequest.Item)
+				} else if w.DeleteRequest != nil {
+					items = append(items, w.DeleteRequest.Key)
+				}
+			}
+		}
+		add(op, false, items...)
 	case *dynamodb.QueryInput:
-		add(op)
+		add(op, in.IndexName != nil)
 		r.index = r.index || in.IndexName != nil
 	case *dynamodb.ScanInput:
-		add(op)
+		add(op, in.IndexName != nil)
 		r.index = r.index || in.IndexName != nil
 	default:
-		add(op)
+		// Table-level calls (DescribeTable and the like): no items.
+		add(op, false)
 	}
+}
+
+// attrString is the value of a string attribute, "" for any other.
+func attrString(v types.AttributeValue) string {
+	s, _ := v.(*types.AttributeValueMemberS)
+	if s == nil {
+		return ""
+	}
+	return s.Value
 }
 
 func (r *callRecorder) reset() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.actions, r.index = nil, false
+	r.actions, r.index, r.requests = nil, false, nil
 }
 
-// merge adds what r recorded to actions and returns whether an index was used.
-func (r *callRecorder) merge(actions map[string]bool) bool {
+// merge adds what r recorded to actions and requests and returns whether an
+// index was used.
+func (r *callRecorder) merge(actions map[string]bool, requests *[]iamRequest) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for a := range r.actions {
 		actions[a] = true
 	}
+	*requests = append(*requests, r.requests...)
 	return r.index
 }
 

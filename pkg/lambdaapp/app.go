@@ -3,17 +3,30 @@
 // signer or parser, the account service and the http.Handler of the
 // function's endpoint group, served through aws-lambda-go-api-proxy.
 //
-// Which function reads what:
+// Which function reads and writes what:
 //
 //   - auth reads the signing key secret (it alone issues tokens), derives
 //     the Ed25519 key, and publishes the public keys (current and, after a
-//     rotation, previous) as a JWKS item in the table.
-//   - organizations and users never see the private key: they verify tokens
-//     with a token.KeySet over the JWKS read from the table, reloaded every
-//     refresh interval and whenever a token names a kid they do not know.
-//   - all three read the bootstrap admin API key secret, so that whichever
-//     starts first makes sure the key exists (EnsureBootstrapKey), and the
-//     cursor key secret, because every function serves a list.
+//     rotation, previous) as a JWKS item in the table. It alone reads the
+//     bootstrap admin API key secret and makes sure that key exists
+//     (EnsureBootstrapKeyAt): it is the only function that may write the
+//     items that decide which credentials are valid (public keys, API keys
+//     and their hash items, token records, revocation entries), and
+//     template.yaml denies those writes to the other two roles, since a role
+//     that could write the public key item could mint any token.
+//   - organizations and users never see the private key or the admin key:
+//     they verify tokens with a token.KeySet over the JWKS read from the
+//     table, reloaded every refresh interval and whenever a token names a
+//     kid they do not know, and API keys, the admin key included, by
+//     reading the table.
+//   - all three read the cursor key secret, because every function serves a
+//     list.
+//
+// So that the first request after a deploy works whichever function it
+// reaches, the template's Bootstrap custom resource invokes auth at deploy
+// time (Invoke, then Bootstrap) and the other two functions are created
+// only after it has succeeded; auth also does the same work at its own
+// start.
 //
 // Secrets are refreshed on the request path every secrets.DefaultRefreshInterval;
 // when one changes, the service and handler are rebuilt and swapped in, so a
@@ -23,6 +36,7 @@ package lambdaapp
 import (
 	"context"
 	"crypto/ed25519"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -31,6 +45,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/aws/aws-lambda-go/cfn"
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/awslabs/aws-lambda-go-api-proxy/core"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
@@ -41,9 +56,13 @@ import (
 	"latchkey/pkg/token"
 )
 
-// Handler is the function each main passes to lambda.Start: an API Gateway
-// HTTP API (payload format 2.0) event in, a response out.
+// Handler serves an API Gateway HTTP API (payload format 2.0) event: the
+// request in, the response out.
 type Handler func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
+
+// EventHandler is the function each main passes to lambda.Start: any event
+// in, as JSON, and the value to answer with out.
+type EventHandler func(ctx context.Context, event json.RawMessage) (any, error)
 
 // Deps are the clients a function is built from. Main builds them from the
 // AWS configuration; tests pass DynamoDB Local or bbolt, and moto or a fake.
@@ -67,13 +86,14 @@ type Deps struct {
 type App struct {
 	cfg      Config
 	deps     Deps
-	cache    *secrets.Cache
 	parser   *token.KeySet // nil in auth, which parses with its own keys
 	interval time.Duration
+	lambda   Handler
 
 	current atomic.Pointer[built]
-	mu      sync.Mutex // serialises rebuilds
-	retryAt time.Time  // after a failed rebuild, no new attempt before this
+	mu      sync.Mutex     // serialises rebuilds; guards cache and retryAt
+	cache   *secrets.Cache // replaced by Bootstrap, which reads afresh
+	retryAt time.Time      // after a failed rebuild, no new attempt before this
 }
 
 // built is a service and handler made from one set of secret versions.
@@ -84,9 +104,10 @@ type built struct {
 
 type versions struct{ signing, signingPrevious, admin, cursor string }
 
-// New builds the function described by cfg: it reads the secrets, ensures
-// the bootstrap admin key, publishes (auth) or reads (others) the public
-// keys, and builds the router once. Any error here is a failed init.
+// New builds the function described by cfg: it reads the secrets, publishes
+// the public keys and ensures the bootstrap admin key (auth) or reads the
+// public keys (others), and builds the router once. Any error here is a
+// failed init.
 func New(ctx context.Context, cfg Config, deps Deps) (*App, error) {
 	if deps.Store == nil || deps.Keys == nil || deps.Secrets == nil {
 		return nil, errors.New("lambdaapp: Store, Keys and Secrets are required")
@@ -102,7 +123,8 @@ func New(ctx context.Context, cfg Config, deps Deps) (*App, error) {
 	if a.interval <= 0 {
 		a.interval = secrets.DefaultRefreshInterval
 	}
-	a.cache = secrets.NewCache(deps.Secrets, secrets.Options{RefreshInterval: a.interval, Logger: deps.Logger, Now: deps.Now})
+	a.cache = a.newCache()
+	a.lambda = httpadapter.NewV2(a).ProxyWithContext
 	if !cfg.Function.SignsTokens() {
 		p, err := token.NewKeySet(ctx, cfg.Issuer, deps.Keys, token.KeySetOptions{Logger: deps.Logger, Now: deps.Now, RefreshInterval: a.interval})
 		if err != nil {
@@ -110,7 +132,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (*App, error) {
 		}
 		a.parser = p
 	}
-	b, err := a.build(ctx, nil)
+	b, err := a.build(ctx, a.cache, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -118,9 +140,105 @@ func New(ctx context.Context, cfg Config, deps Deps) (*App, error) {
 	return a, nil
 }
 
-// Lambda returns the handler to pass to lambda.Start.
-func (a *App) Lambda() Handler {
-	return httpadapter.NewV2(a).ProxyWithContext
+func (a *App) newCache() *secrets.Cache {
+	return secrets.NewCache(a.deps.Secrets, secrets.Options{RefreshInterval: a.interval, Logger: a.deps.Logger, Now: a.deps.Now})
+}
+
+// Lambda returns the handler of API Gateway events.
+func (a *App) Lambda() Handler { return a.lambda }
+
+// BootstrapAction is the action of the event {"action":"bootstrap"}, which
+// makes the auth function run Bootstrap when invoked directly, as an
+// operator does after rotating the admin key to make it work at once.
+const BootstrapAction = "bootstrap"
+
+// BootstrapResult is auth's answer to {"action":"bootstrap"}.
+type BootstrapResult struct {
+	Bootstrapped bool `json:"bootstrapped"`
+}
+
+// Invoke is the handler Main passes to lambda.Start. Every function serves
+// API Gateway events through Lambda. The auth function also runs Bootstrap
+// for two others: a CloudFormation custom resource request (the template's
+// Bootstrap resource, at deploy time), which it answers by a PUT to the
+// request's pre-signed ResponseURL as CloudFormation requires, and a direct
+// invocation with {"action":"bootstrap"}. The other functions take every
+// event for an API Gateway one, as they did before: they cannot bootstrap.
+func (a *App) Invoke(ctx context.Context, event json.RawMessage) (any, error) {
+	if a.cfg.Function.WritesCredentials() {
+		var probe struct {
+			RequestType string `json:"RequestType"`
+			ResponseURL string `json:"ResponseURL"`
+			Action      string `json:"action"`
+		}
+		if json.Unmarshal(event, &probe) == nil {
+			switch {
+			case probe.RequestType != "" && probe.ResponseURL != "":
+				var ev cfn.Event
+				if err := json.Unmarshal(event, &ev); err != nil {
+					return nil, err
+				}
+				// The reason is non-empty only when the response could not
+				// be sent; the error makes Lambda retry the invocation.
+				return cfn.LambdaWrap(a.customResource)(ctx, ev)
+			case probe.Action == BootstrapAction:
+				if err := a.Bootstrap(ctx); err != nil {
+					a.deps.Logger.ErrorContext(ctx, "bootstrap failed", "error", err.Error())
+					return nil, err
+				}
+				return BootstrapResult{Bootstrapped: true}, nil
+			}
+		}
+	}
+	var req events.APIGatewayV2HTTPRequest
+	if err := json.Unmarshal(event, &req); err != nil {
+		return nil, err
+	}
+	return a.lambda(ctx, req)
+}
+
+// customResource runs Bootstrap for a Create or Update of the template's
+// Bootstrap custom resource. A Delete changes nothing: the table outlives
+// the stack (DeletionPolicy Retain), and so does what is in it. A failure is
+// sent to CloudFormation as FAILED with the error as the reason (it names
+// what failed, never a secret's value), which fails the deploy.
+func (a *App) customResource(ctx context.Context, ev cfn.Event) (string, map[string]any, error) {
+	id := ev.PhysicalResourceID
+	if ev.RequestType == cfn.RequestCreate {
+		id = a.cfg.TableName + "-bootstrap"
+	}
+	if ev.RequestType == cfn.RequestDelete {
+		return id, nil, nil
+	}
+	if err := a.Bootstrap(ctx); err != nil {
+		a.deps.Logger.ErrorContext(ctx, "bootstrap for CloudFormation failed", "request_type", string(ev.RequestType), "error", err.Error())
+		return id, nil, err
+	}
+	a.deps.Logger.InfoContext(ctx, "bootstrap for CloudFormation done", "request_type", string(ev.RequestType))
+	return id, nil, nil
+}
+
+// Bootstrap reads the secrets afresh, whatever the cache holds and however
+// recently, publishes the public keys, ensures the bootstrap admin key, and
+// serves with them from then on. It is what a cold start of auth does, run
+// on demand: at deploy time, so that the other functions, which may not
+// write these items, find them in place for the first request they serve,
+// and after a rotation, so that it takes effect without waiting for the
+// next refresh. Auth only.
+func (a *App) Bootstrap(ctx context.Context) error {
+	if !a.cfg.Function.WritesCredentials() {
+		return fmt.Errorf("lambdaapp: the %s function cannot bootstrap; only auth may write the keys", a.cfg.Function)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	cache := a.newCache()
+	b, err := a.build(ctx, cache, nil)
+	if err != nil {
+		return err
+	}
+	a.cache, a.retryAt = cache, time.Time{}
+	a.current.Store(b)
+	return nil
 }
 
 // ServeHTTP refreshes the keys if they are due, then serves the request with
@@ -144,7 +262,7 @@ func (a *App) refresh(ctx context.Context) {
 		return
 	}
 	cur := a.current.Load()
-	b, err := a.build(ctx, cur)
+	b, err := a.build(ctx, a.cache, cur)
 	if err != nil {
 		a.retryAt = a.deps.Now().Add(secrets.RetryAfterFailure)
 		a.deps.Logger.WarnContext(ctx, "applying changed secrets failed; keeping the keys in use", "retry_in", secrets.RetryAfterFailure.String(), "error", err.Error())
@@ -156,21 +274,24 @@ func (a *App) refresh(ctx context.Context) {
 	}
 }
 
-// build makes the service and handler from the current secrets. It returns
+// build makes the service and handler from the secrets in cache. It returns
 // prev unchanged when no secret version differs from prev's, which is the
-// case on all but the few requests after a rotation.
-func (a *App) build(ctx context.Context, prev *built) (*built, error) {
-	admin, err := a.cache.Get(ctx, a.cfg.AdminKeySecret)
-	if err != nil {
-		return nil, fmt.Errorf("read the admin key secret: %w", err)
-	}
-	cursor, err := a.cache.Get(ctx, a.cfg.CursorKeySecret)
+// case on all but the few requests after a rotation. With a nil prev it
+// publishes the public keys and ensures the bootstrap admin key (auth).
+func (a *App) build(ctx context.Context, cache *secrets.Cache, prev *built) (*built, error) {
+	cursor, err := cache.Get(ctx, a.cfg.CursorKeySecret)
 	if err != nil {
 		return nil, fmt.Errorf("read the cursor key secret: %w", err)
 	}
+	var admin secrets.Value
+	if a.cfg.Function.WritesCredentials() {
+		if admin, err = cache.Get(ctx, a.cfg.AdminKeySecret); err != nil {
+			return nil, fmt.Errorf("read the admin key secret: %w", err)
+		}
+	}
 	var signing secrets.Value
 	if a.cfg.Function.SignsTokens() {
-		if signing, err = a.cache.GetWithPrevious(ctx, a.cfg.SigningKeySecret); err != nil {
+		if signing, err = cache.GetWithPrevious(ctx, a.cfg.SigningKeySecret); err != nil {
 			return nil, fmt.Errorf("read the signing key secret: %w", err)
 		}
 	}
@@ -206,7 +327,7 @@ func (a *App) build(ctx context.Context, prev *built) (*built, error) {
 	if err != nil {
 		return nil, err
 	}
-	if prev == nil || prev.versions.admin != v.admin {
+	if a.cfg.Function.WritesCredentials() && (prev == nil || prev.versions.admin != v.admin) {
 		// Ordered by the secret version's creation time, so that an instance
 		// holding the admin key from before a rotation cannot undo it.
 		if err := svc.EnsureBootstrapKeyAt(ctx, admin.Current.Value, admin.Current.CreatedAt); err != nil {

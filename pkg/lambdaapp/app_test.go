@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/cfn"
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"latchkey/pkg/account"
@@ -104,8 +106,18 @@ func TestConfigFromEnv(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cfg.SigningKeySecret != "" {
-			t.Fatalf("users got the signing secret %q", cfg.SigningKeySecret)
+		if cfg.SigningKeySecret != "" || cfg.AdminKeySecret != "" {
+			t.Fatalf("users got the signing secret %q or the admin key secret %q", cfg.SigningKeySecret, cfg.AdminKeySecret)
+		}
+		// Nor does it need them.
+		cfg, err = lambdaapp.ConfigFromEnv(lambdaapp.Users, func(k string) string {
+			if k == lambdaapp.EnvSigningKeySecret || k == lambdaapp.EnvAdminKeySecret {
+				return ""
+			}
+			return full[k]
+		})
+		if err != nil {
+			t.Fatalf("users without the signing and admin key secrets: %v", err)
 		}
 	})
 	t.Run("ErrMissing", func(t *testing.T) {
@@ -117,6 +129,15 @@ func TestConfigFromEnv(t *testing.T) {
 		})
 		if err == nil || !strings.Contains(err.Error(), "TABLE_NAME") || !strings.Contains(err.Error(), "SIGNING_KEY_SECRET_ARN") {
 			t.Fatalf("got %v, want both missing variables named", err)
+		}
+		_, err = lambdaapp.ConfigFromEnv(lambdaapp.Auth, func(k string) string {
+			if k == lambdaapp.EnvAdminKeySecret {
+				return ""
+			}
+			return full[k]
+		})
+		if err == nil || !strings.Contains(err.Error(), "ADMIN_KEY_SECRET_ARN") {
+			t.Fatalf("auth without the admin key secret: got %v, want it named", err)
 		}
 	})
 	t.Run("ErrUnknownFunction", func(t *testing.T) {
@@ -168,27 +189,212 @@ func TestApp_SigningKeyRotation(t *testing.T) {
 	}
 }
 
-// TestApp_AdminKeyRotation: a new admin key works once the refresh is due,
-// and the old one stops working.
+// TestApp_AdminKeyRotation: only auth reads the admin key secret and
+// writes the bootstrap key. A new admin key works in every function once
+// auth's refresh is due and it serves a request, and the old one stops
+// working; the users function never reads the secret.
 func TestApp_AdminKeyRotation(t *testing.T) {
 	e := newEnv(t)
 	c := &clock{t: time.Now()}
+	auth := e.app(t, lambdaapp.Auth, c)
 	users := e.app(t, lambdaapp.Users, c)
 	if code, _ := do(t, users, "GET", "/v1/users", replay.AdminSecret, ""); code != http.StatusOK {
 		t.Fatalf("admin key: got %d, want 200", code)
 	}
 	rotated := replay.AdminSecret + "-rotated"
 	e.secrets.Put(replay.AdminARN, rotated)
-	if code, _ := do(t, users, "GET", "/v1/users", rotated, ""); code != http.StatusUnauthorized {
-		t.Fatalf("new admin key before the refresh: got %d, want 401", code)
-	}
 	c.Add(secrets.DefaultRefreshInterval)
+	if code, _ := do(t, users, "GET", "/v1/users", rotated, ""); code != http.StatusUnauthorized {
+		t.Fatalf("new admin key before auth applied it: got %d, want 401", code)
+	}
+	if code, _ := do(t, auth, "GET", "/v1/auth/jwks", "", ""); code != http.StatusOK {
+		t.Fatalf("auth: got %d, want 200", code)
+	}
 	if code, _ := do(t, users, "GET", "/v1/users", rotated, ""); code != http.StatusOK {
-		t.Fatalf("new admin key after the refresh: got %d, want 200", code)
+		t.Fatalf("new admin key after auth's refresh: got %d, want 200", code)
 	}
 	if code, _ := do(t, users, "GET", "/v1/users", replay.AdminSecret, ""); code != http.StatusUnauthorized {
-		t.Fatalf("old admin key after the refresh: got %d, want 401", code)
+		t.Fatalf("old admin key after auth's refresh: got %d, want 401", code)
 	}
+}
+
+// TestApp_OnlyAuthReadsTheAdminKey: organizations and users start, serve
+// and refresh without the admin key secret, and cannot be made to bootstrap.
+func TestApp_OnlyAuthReadsTheAdminKey(t *testing.T) {
+	for _, fn := range []lambdaapp.Function{lambdaapp.Organizations, lambdaapp.Users} {
+		t.Run(string(fn), func(t *testing.T) {
+			e := newEnv(t)
+			c := &clock{t: time.Now()}
+			app := e.app(t, fn, c)
+			c.Add(secrets.DefaultRefreshInterval)
+			do(t, app, "GET", "/v1/"+string(fn), replay.KeySecret, "")
+			if e.secrets.Read()[replay.AdminARN] {
+				t.Errorf("%s read the admin key secret", fn)
+			}
+			if err := app.Bootstrap(context.Background()); err == nil {
+				t.Errorf("%s: Bootstrap: got nil error, want a refusal", fn)
+			}
+			res, err := app.Invoke(context.Background(), json.RawMessage(`{"action":"bootstrap"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := res.(lambdaapp.BootstrapResult); ok {
+				t.Errorf("%s answered a bootstrap invocation: %v", fn, res)
+			}
+			if e.secrets.Read()[replay.AdminARN] {
+				t.Errorf("%s read the admin key secret", fn)
+			}
+		})
+	}
+}
+
+// TestApp_Bootstrap: invoked with {"action":"bootstrap"}, auth reads the
+// admin key secret afresh, even with a cached value well within the
+// refresh interval, so that a rotated admin key works in every function at
+// once.
+func TestApp_Bootstrap(t *testing.T) {
+	e := newEnv(t)
+	c := &clock{t: time.Now()}
+	auth := e.app(t, lambdaapp.Auth, c)
+	users := e.app(t, lambdaapp.Users, c)
+	rotated := replay.AdminSecret + "-rotated"
+	e.secrets.Put(replay.AdminARN, rotated)
+	res, err := auth.Invoke(context.Background(), json.RawMessage(`{"action":"bootstrap"}`))
+	if err != nil {
+		t.Fatalf("Invoke: %v", err)
+	}
+	if res != (lambdaapp.BootstrapResult{Bootstrapped: true}) {
+		t.Fatalf("Invoke: got %#v", res)
+	}
+	if code, _ := do(t, users, "GET", "/v1/users", rotated, ""); code != http.StatusOK {
+		t.Fatalf("new admin key after the bootstrap: got %d, want 200", code)
+	}
+	if code, _ := do(t, users, "GET", "/v1/users", replay.AdminSecret, ""); code != http.StatusUnauthorized {
+		t.Fatalf("old admin key after the bootstrap: got %d, want 401", code)
+	}
+	// An API Gateway event still reaches the router through Invoke.
+	ev, err := replay.LoadEvent("../../events/auth-jwks.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err = auth.Invoke(context.Background(), raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := res.(events.APIGatewayV2HTTPResponse); !ok || r.StatusCode != http.StatusOK {
+		t.Fatalf("JWKS event through Invoke: got %#v, want a 200 response", res)
+	}
+}
+
+// TestApp_CustomResource: auth answers each CloudFormation custom resource
+// request with one PUT of the response document to the request's
+// pre-signed URL, with no Content-Type (a pre-signed S3 URL is signed
+// without one): SUCCESS after a bootstrap for Create and Update, SUCCESS
+// without one for Delete, and FAILED with the reason when the bootstrap
+// fails.
+func TestApp_CustomResource(t *testing.T) {
+	type put struct {
+		header http.Header
+		body   cfn.Response
+	}
+	puts := make(chan put, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var p put
+		p.header = r.Header.Clone()
+		if r.Method != http.MethodPut {
+			t.Errorf("response sent with %s, want PUT", r.Method)
+		}
+		if err := json.NewDecoder(r.Body).Decode(&p.body); err != nil {
+			t.Errorf("response body: %v", err)
+		}
+		puts <- p
+	}))
+	defer srv.Close()
+	event := func(requestType cfn.RequestType, physicalID string) json.RawMessage {
+		b, err := json.Marshal(cfn.Event{
+			RequestType: requestType, RequestID: "4b5a3c2d-" + string(requestType), ResponseURL: srv.URL + "/cloudformation-custom-resource-response?X-Amz-Signature=x",
+			ResourceType: "Custom::Bootstrap", LogicalResourceID: "Bootstrap", PhysicalResourceID: physicalID,
+			StackID:            "arn:aws:cloudformation:us-east-1:123456789012:stack/latchkey/1f0c5a10-0000-0000-0000-000000000000",
+			ResourceProperties: map[string]any{"ServiceToken": "arn:aws:lambda:us-east-1:123456789012:function:latchkey-AuthFunction"},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	send := func(t *testing.T, app *lambdaapp.App, ev json.RawMessage) cfn.Response {
+		t.Helper()
+		if _, err := app.Invoke(context.Background(), ev); err != nil {
+			t.Fatalf("Invoke: %v", err)
+		}
+		select {
+		case p := <-puts:
+			if ct := p.header.Get("Content-Type"); ct != "" {
+				t.Errorf("response sent with Content-Type %q", ct)
+			}
+			return p.body
+		default:
+			t.Fatal("no response was PUT")
+			return cfn.Response{}
+		}
+	}
+
+	e := newEnv(t)
+	c := &clock{t: time.Now()}
+	auth := e.app(t, lambdaapp.Auth, c)
+	users := e.app(t, lambdaapp.Users, c)
+	rotated := replay.AdminSecret + "-rotated"
+	e.secrets.Put(replay.AdminARN, rotated)
+	res := send(t, auth, event(cfn.RequestCreate, ""))
+	if res.Status != cfn.StatusSuccess || res.RequestID != "4b5a3c2d-Create" || res.LogicalResourceID != "Bootstrap" || res.PhysicalResourceID == "" || !strings.HasSuffix(res.StackID, "/latchkey/1f0c5a10-0000-0000-0000-000000000000") {
+		t.Fatalf("Create: got %+v", res)
+	}
+	if code, _ := do(t, users, "GET", "/v1/users", rotated, ""); code != http.StatusOK {
+		t.Fatalf("admin key after Create: got %d, want 200", code)
+	}
+	physical := res.PhysicalResourceID
+	if res := send(t, auth, event(cfn.RequestUpdate, physical)); res.Status != cfn.StatusSuccess || res.PhysicalResourceID != physical {
+		t.Fatalf("Update: got %+v, want SUCCESS with the same physical id", res)
+	}
+	if res := send(t, auth, event(cfn.RequestDelete, physical)); res.Status != cfn.StatusSuccess || res.PhysicalResourceID != physical {
+		t.Fatalf("Delete: got %+v", res)
+	}
+	if code, _ := do(t, users, "GET", "/v1/users", rotated, ""); code != http.StatusOK {
+		t.Fatalf("admin key after Delete: got %d, want 200 (the table outlives the stack)", code)
+	}
+
+	t.Run("Failed", func(t *testing.T) {
+		// Secrets Manager fails from now on. The instance holds the
+		// secrets in its cache, but a bootstrap reads afresh, fails, and
+		// says so to CloudFormation, which fails the deploy; the instance
+		// keeps serving with what it has.
+		sm := &flakySecrets{Secrets: e.secrets}
+		app, err := lambdaapp.New(context.Background(), replay.Config(lambdaapp.Auth, "latchkey"), lambdaapp.Deps{
+			Store: e.store, Keys: e.keys, Secrets: sm, Now: c.Now, Logger: slog.New(slog.DiscardHandler),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sm.mu.Lock()
+		sm.down = true
+		sm.mu.Unlock()
+		res := send(t, app, event(cfn.RequestUpdate, physical))
+		if res.Status != cfn.StatusFailed || res.PhysicalResourceID != physical || !strings.Contains(res.Reason, "connection refused") {
+			t.Fatalf("Update with Secrets Manager down: got %+v, want FAILED with the cause", res)
+		}
+		for _, secret := range []string{replay.AdminSecret, rotated, replay.SigningSecret, replay.CursorSecret} {
+			if strings.Contains(res.Reason, secret) {
+				t.Fatalf("the reason holds a secret: %s", res.Reason)
+			}
+		}
+		if code, _ := do(t, app, "GET", "/v1/api-keys", rotated, ""); code != http.StatusOK {
+			t.Fatalf("after the failed bootstrap: got %d, want 200", code)
+		}
+	})
 }
 
 // TestApp_StaleInstanceDuringRotation: an auth instance that cold-starts

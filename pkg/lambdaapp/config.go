@@ -38,6 +38,15 @@ func (f Function) Group() httpapi.Group {
 // one whose role may read the signing secret.
 func (f Function) SignsTokens() bool { return f == Auth }
 
+// WritesCredentials reports whether the function may create or change the
+// items that decide which credentials are valid: the published public keys,
+// API keys and their hash items, token records and revocation entries. Only
+// auth may; template.yaml denies those writes to the other roles. So only
+// auth reads the admin key secret and ensures the bootstrap admin key, at
+// its start, on a secret refresh, and when Bootstrap is invoked (at deploy
+// time, by the template's Bootstrap custom resource).
+func (f Function) WritesCredentials() bool { return f == Auth }
+
 // Environment variables, set by template.yaml.
 const (
 	EnvTableName        = "TABLE_NAME"
@@ -56,7 +65,8 @@ type Config struct {
 	Issuer string
 	// SigningKeySecret is the ARN of the signing key secret; auth only.
 	SigningKeySecret string
-	// AdminKeySecret is the ARN of the bootstrap admin API key secret.
+	// AdminKeySecret is the ARN of the bootstrap admin API key secret;
+	// auth only.
 	AdminKeySecret string
 	// CursorKeySecret is the ARN of the list-cursor HMAC key secret.
 	CursorKeySecret string
@@ -75,14 +85,16 @@ func ConfigFromEnv(fn Function, getenv func(string) string) (Config, error) {
 		Function:        fn,
 		TableName:       getenv(EnvTableName),
 		Issuer:          getenv(EnvIssuer),
-		AdminKeySecret:  getenv(EnvAdminKeySecret),
 		CursorKeySecret: getenv(EnvCursorKeySecret),
 	}
 	required := []struct{ name, value string }{
 		{EnvTableName, cfg.TableName},
 		{EnvIssuer, cfg.Issuer},
-		{EnvAdminKeySecret, cfg.AdminKeySecret},
 		{EnvCursorKeySecret, cfg.CursorKeySecret},
+	}
+	if fn.WritesCredentials() {
+		cfg.AdminKeySecret = getenv(EnvAdminKeySecret)
+		required = append(required, struct{ name, value string }{EnvAdminKeySecret, cfg.AdminKeySecret})
 	}
 	if fn.SignsTokens() {
 		cfg.SigningKeySecret = getenv(EnvSigningKeySecret)

@@ -40,8 +40,8 @@ func Main(fn Function) {
 
 // FromEnv reads fn's configuration with getenv, builds the AWS clients and
 // the DynamoDB store, and returns the handler that Main passes to
-// lambda.Start.
-func FromEnv(ctx context.Context, fn Function, getenv func(string) string, logger *slog.Logger) (Handler, error) {
+// lambda.Start (App.Invoke).
+func FromEnv(ctx context.Context, fn Function, getenv func(string) string, logger *slog.Logger) (EventHandler, error) {
 	cfg, err := ConfigFromEnv(fn, getenv)
 	if err != nil {
 		return nil, err
@@ -65,7 +65,7 @@ func FromEnv(ctx context.Context, fn Function, getenv func(string) string, logge
 	if err != nil {
 		return nil, err
 	}
-	return app.Lambda(), nil
+	return app.Invoke, nil
 }
 
 // awsConfig is the AWS configuration of a Lambda execution environment:

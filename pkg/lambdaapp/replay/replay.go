@@ -82,7 +82,10 @@ func fixtureToken() account.TokenRecord {
 // Config returns the configuration of fn as the template sets it, with the
 // fixture's secret ARNs.
 func Config(fn lambdaapp.Function, table string) lambdaapp.Config {
-	cfg := lambdaapp.Config{Function: fn, TableName: table, Issuer: Issuer, AdminKeySecret: AdminARN, CursorKeySecret: CursorARN}
+	cfg := lambdaapp.Config{Function: fn, TableName: table, Issuer: Issuer, CursorKeySecret: CursorARN}
+	if fn.WritesCredentials() {
+		cfg.AdminKeySecret = AdminARN
+	}
 	if fn.SignsTokens() {
 		cfg.SigningKeySecret = SigningARN
 	}
