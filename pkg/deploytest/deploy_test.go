@@ -288,6 +288,10 @@ func TestTemplate_Bootstrap(t *testing.T) {
 			t.Errorf("Bootstrap %s: got !Ref %q, want !Ref %q as %s's %s", prop, got, want, writer, variable)
 		}
 	}
+	// The README's rotation invokes the bootstrap by this output.
+	if got := refOf(path(map[string]any(tpl), "Outputs", "AuthFunctionName", "Value")); got != logicalID(writer) {
+		t.Errorf("output AuthFunctionName: got !Ref %q, want !Ref %s", got, logicalID(writer))
+	}
 	for _, fn := range lambdaapp.Functions() {
 		if fn.WritesCredentials() {
 			continue
