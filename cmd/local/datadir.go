@@ -95,3 +95,52 @@ func (d dataDir) secretFile(name string, generate func() ([]byte, error)) ([]byt
 	}
 	return b, f.Close()
 }
+
+// adminKeyPending names the file that exists while a generated admin key is
+// stored but not yet shown: from just before the key is created until it has
+// been printed. A start that finds it knows that the key in the store was
+// never shown (the start that made it failed or was killed), and replaces it.
+const adminKeyPending = "admin-key-pending"
+
+func (d dataDir) adminKeyPending() (bool, error) {
+	_, err := os.Stat(d.path(adminKeyPending))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// markAdminKeyPending creates the file durably, before the key it stands for
+// is stored, so that no crash can leave a stored key unshown and unmarked.
+func (d dataDir) markAdminKeyPending() error {
+	f, err := os.OpenFile(d.path(adminKeyPending), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString("A generated admin key was stored but not yet shown; the next start replaces it and prints the new one.\n")
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	dir, err := os.Open(string(d))
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	return dir.Sync()
+}
+
+// clearAdminKeyPending removes the file once the key has been shown, or
+// replaced by a configured one.
+func (d dataDir) clearAdminKeyPending() error {
+	err := os.Remove(d.path(adminKeyPending))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}

@@ -17,6 +17,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -81,6 +82,14 @@ func run(logger *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	// Listen first: a start that cannot serve (the port is taken) must stop
+	// before it creates, and prints, an admin key.
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+
 	dir, err := openDataDir(cfg.dataDir)
 	if err != nil {
 		return err
@@ -108,10 +117,6 @@ func run(logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	if err := bootstrapAdminKey(ctx, svc, cfg.adminKey); err != nil {
-		return fmt.Errorf("bootstrap admin key: %w", err)
-	}
-
 	jwks := token.JWKS(signingKey.Public().(ed25519.PublicKey))
 	handler := httpapi.New(httpapi.Config{
 		Service: svc,
@@ -122,7 +127,25 @@ func run(logger *slog.Logger) error {
 	if cfg.dynamoEndpoint != "" {
 		storeName = "dynamodb:" + cfg.dynamoEndpoint + "/" + cfg.tableName
 	}
-	return serve(ctx, logger, cfg.addr, storeName, handler)
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       15 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		// Fits the largest legitimate request (see httpapi.MaxHeaderBytes)
+		// instead of net/http's 1 MiB default; beyond it, 431.
+		MaxHeaderBytes: httpapi.MaxHeaderBytes,
+	}
+
+	// Last before serving, with the listener bound and the store open: after
+	// the key is shown, nothing is left that can fail the start.
+	if err := bootstrapAdminKey(ctx, svc, dir, cfg.adminKey, os.Stdout); err != nil {
+		return fmt.Errorf("bootstrap admin key: %w", err)
+	}
+	logger.Info("latchkey listening", "addr", "http://"+ln.Addr().String(), "store", storeName)
+	return serve(ctx, logger, srv, ln)
 }
 
 // openStore opens the embedded store in the data directory, or DynamoDB
@@ -144,42 +167,54 @@ func openStore(ctx context.Context, cfg config, dir dataDir) (account.Store, err
 	return dynamostore.New(client, cfg.tableName), nil
 }
 
-// bootstrapAdminKey installs the configured admin key, or generates one on
-// first start and prints it: the only time it is ever shown.
-func bootstrapAdminKey(ctx context.Context, svc *account.Service, configured string) error {
+// bootstrapAdminKey installs the configured admin key, or, when there is no
+// admin key yet, generates one and prints it to out: the only time it is
+// ever shown. A generated key is stored only after the data directory
+// records it as pending, and that record is removed only after the key has
+// been printed; a start that finds the record replaces the unshown key with
+// a new one (EnsureBootstrapKey retires every older bootstrap key) and
+// prints that. So no failure at any point leaves the user without a key.
+func bootstrapAdminKey(ctx context.Context, svc *account.Service, dir dataDir, configured string, out io.Writer) error {
 	if configured != "" {
-		return svc.EnsureBootstrapKey(ctx, configured)
+		if err := svc.EnsureBootstrapKey(ctx, configured); err != nil {
+			return err
+		}
+		return dir.clearAdminKeyPending() // the configured key retired an unshown one
 	}
-	secret, err := svc.EnsureGeneratedBootstrapKey(ctx)
-	if err != nil || secret == "" {
+	pending, err := dir.adminKeyPending()
+	if err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stdout, "\nLatchkey admin API key (shown once, store it now):\n\n    %s\n\n"+
-		"It holds the grant *:*. Use it as: Authorization: Bearer <key>\n\n", secret)
-	return nil
+	if !pending {
+		exists, err := svc.HasBootstrapKey(ctx)
+		if err != nil || exists {
+			return err
+		}
+		if err := dir.markAdminKeyPending(); err != nil {
+			return err
+		}
+	}
+	secret := account.NewAPIKeySecret()
+	if err := svc.EnsureBootstrapKey(ctx, secret); err != nil {
+		return err
+	}
+	// Never print a key that does not work (EnsureBootstrapKey keeps a
+	// bootstrap key dated later than now, should the clock have gone back).
+	if _, err := svc.Authenticate(ctx, secret); err != nil {
+		return fmt.Errorf("the generated key does not authenticate: %w", err)
+	}
+	if _, err := fmt.Fprintf(out, "\nLatchkey admin API key (shown once, store it now):\n\n    %s\n\n"+
+		"It holds the grant *:*. Use it as: Authorization: Bearer <key>\n\n", secret); err != nil {
+		return fmt.Errorf("print the admin key: %w", err)
+	}
+	return dir.clearAdminKeyPending()
 }
 
 // serve runs the HTTP server until ctx ends, then lets in-flight requests
 // finish before returning, so the store is closed only after them.
-func serve(ctx context.Context, logger *slog.Logger, addr, storeName string, handler http.Handler) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
-	srv := &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       15 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-		// Fits the largest legitimate request (see httpapi.MaxHeaderBytes)
-		// instead of net/http's 1 MiB default; beyond it, 431.
-		MaxHeaderBytes: httpapi.MaxHeaderBytes,
-	}
+func serve(ctx context.Context, logger *slog.Logger, srv *http.Server, ln net.Listener) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	logger.Info("latchkey listening", "addr", "http://"+ln.Addr().String(), "store", storeName)
 
 	select {
 	case err := <-errc:

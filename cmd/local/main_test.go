@@ -311,22 +311,204 @@ func TestServer_ServesEveryRoute(t *testing.T) {
 	}
 }
 
-// TestServer_BadConfiguration: a configured admin key that is too short
-// stops the server before it listens, with one log line naming the variable.
+// TestServer_BadConfiguration: a configuration value the server cannot
+// use stops it before it listens, with one log line naming the variable
+// (and never the value of a secret one).
 func TestServer_BadConfiguration(t *testing.T) {
-	cmd := exec.Command(binary)
-	cmd.Env = []string{"ADDR=127.0.0.1:0", "DATA_DIR=" + t.TempDir(), "ADMIN_API_KEY=short"}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
+	for _, tc := range []struct {
+		name string
+		cmd  *exec.Cmd
+		env  string // NAME=value
+	}{
+		{"ShortAdminKey", exec.Command(binary), "ADMIN_API_KEY=short"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dataDir := filepath.Join(t.TempDir(), "data")
+			stdout, stderr, err := runToExit(t, tc.cmd, dataDir, tc.env)
+			if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 1 {
+				t.Fatalf("exit: got %v, want status 1", err)
+			}
+			name, value, _ := strings.Cut(tc.env, "=")
+			lines := strings.Split(strings.TrimSpace(stderr), "\n")
+			if len(lines) != 1 || !strings.Contains(lines[0], name) {
+				t.Fatalf("want one log line naming %s; got:\n%s", name, stderr)
+			}
+			if name == "ADMIN_API_KEY" && strings.Contains(stderr, value) {
+				t.Fatalf("the log shows the admin key's value:\n%s", stderr)
+			}
+			if stdout != "" {
+				t.Fatalf("nothing should be printed to stdout: %s", stdout)
+			}
+			if _, err := os.Stat(dataDir); !os.IsNotExist(err) {
+				t.Fatalf("data directory: %v; want none created", err)
+			}
+		})
+	}
+}
+
+// runToExit runs cmd (the server, with env added to a minimal environment
+// and to ADDR=127.0.0.1:0) until it exits, and returns its output and its
+// exit error. stdout is cmd.Stdout's if the caller set one.
+func runToExit(t *testing.T, cmd *exec.Cmd, dataDir string, env ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	if cmd.Stdout == nil {
+		cmd.Stdout = &out
+	}
+	cmd.Stderr = &errOut
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "ADDR=127.0.0.1:0", "DATA_DIR=" + dataDir}, env...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("server still running after 30 s, want it to stop:\n%s", errOut.String())
+	}
+	return out.String(), errOut.String(), err
+}
+
+// adminKey returns the admin key a start printed, failing the test if it
+// printed none.
+func adminKey(t *testing.T, s *server) string {
+	t.Helper()
+	m := printedKey.FindStringSubmatch(s.stdout.String())
+	if m == nil {
+		t.Fatalf("no admin key printed:\n%s", s.stdout.String())
+	}
+	return m[1]
+}
+
+// bootstrapKeys returns the ids of the bootstrap keys, listed with admin.
+func bootstrapKeys(t *testing.T, s *server, admin string) []string {
+	t.Helper()
+	status, list := s.call(t, "GET", "/v1/api-keys?limit=100", admin, "")
+	if status != http.StatusOK {
+		t.Fatalf("list API keys with the admin key: %d %v", status, list)
+	}
+	var ids []string
+	for _, k := range list["data"].([]any) {
+		if k := k.(map[string]any); k["bootstrap"] == true {
+			ids = append(ids, k["id"].(string))
+		}
+	}
+	return ids
+}
+
+// TestServer_PortTaken: a first start whose port is taken stops (status 1,
+// the address in its log line) before it creates or prints an admin key, so
+// that the next start, on a free port, prints one, and that key works.
+func TestServer_PortTaken(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	dataDir := filepath.Join(t.TempDir(), "data")
+	stdout, stderr, err := runToExit(t, exec.Command(binary), dataDir, "ADDR="+taken.Addr().String())
 	if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 1 {
-		t.Fatalf("exit: got %v, want status 1", err)
+		t.Fatalf("exit: got %v, want status 1\n%s", err, stderr)
 	}
-	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
-	if len(lines) != 1 || !strings.Contains(lines[0], "ADMIN_API_KEY") || strings.Contains(stderr.String(), "short") {
-		t.Fatalf("want one log line naming ADMIN_API_KEY (without its value); got:\n%s", stderr.String())
+	if stdout != "" {
+		t.Fatalf("a start that cannot listen printed:\n%s", stdout)
 	}
-	if stdout.Len() != 0 {
-		t.Fatalf("nothing should be printed to stdout: %s", stdout.String())
+	if !strings.Contains(stderr, taken.Addr().String()) {
+		t.Fatalf("the log does not name the taken address:\n%s", stderr)
+	}
+
+	s := start(t, dataDir)
+	admin := adminKey(t, s)
+	if ids := bootstrapKeys(t, s, admin); len(ids) != 1 {
+		t.Fatalf("bootstrap keys: %v, want one", ids)
+	}
+}
+
+// TestServer_AdminKeyNotShown: a first start that stores its generated key
+// but dies printing it (here stdout is a pipe nobody reads: SIGPIPE) leaves
+// the next start to replace that key and print the new one, which works;
+// the unshown key is retired, and the start after prints nothing.
+func TestServer_AdminKeyNotShown(t *testing.T) {
+	dataDir := filepath.Join(t.TempDir(), "data")
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	cmd := exec.Command(binary)
+	cmd.Stdout = w
+	_, stderr, err := runToExit(t, cmd, dataDir)
+	w.Close()
+	if err == nil {
+		t.Fatalf("a start whose stdout is a broken pipe exited 0:\n%s", stderr)
+	}
+	if strings.Contains(stderr, "latchkey listening") {
+		t.Fatalf("a start that could not show its admin key went on to serve:\n%s", stderr)
+	}
+
+	second := start(t, dataDir)
+	admin := adminKey(t, second)
+	if ids := bootstrapKeys(t, second, admin); len(ids) != 1 {
+		t.Fatalf("bootstrap keys: %v, want only the one just printed", ids)
+	}
+	if err := second.stop(t); err != nil {
+		t.Fatalf("exit after SIGTERM: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, "admin-key-pending")); !os.IsNotExist(err) {
+		t.Fatalf("admin-key-pending after a key was shown: %v", err)
+	}
+
+	third := start(t, dataDir)
+	if out := third.stdout.String(); out != "" {
+		t.Fatalf("a start after the key was shown printed:\n%s", out)
+	}
+	if ids := bootstrapKeys(t, third, admin); len(ids) != 1 {
+		t.Fatalf("bootstrap keys: %v, want one", ids)
+	}
+}
+
+// TestServer_AdminKeyRecovery: a lost admin key is replaced by starting with
+// ADMIN_API_KEY. The old key and the access tokens it issued stop working at
+// once; the configured key stays the admin key when the variable is later
+// unset, and no new key is generated.
+func TestServer_AdminKeyRecovery(t *testing.T) {
+	dataDir := filepath.Join(t.TempDir(), "data")
+	first := start(t, dataDir)
+	lost := adminKey(t, first)
+	status, tok := first.call(t, "POST", "/v1/auth/token", lost, `{"scopes":["read:users"],"expires_in":"1h"}`)
+	if status != http.StatusCreated {
+		t.Fatalf("issue token: %d %v", status, tok)
+	}
+	if err := first.stop(t); err != nil {
+		t.Fatalf("exit after SIGTERM: %v", err)
+	}
+
+	configured := "lk_recovered_" + strings.Repeat("r", 40)
+	second := start(t, dataDir, "ADMIN_API_KEY="+configured)
+	if out := second.stdout.String(); out != "" {
+		t.Fatalf("a start with ADMIN_API_KEY printed:\n%s", out)
+	}
+	if status, body := second.call(t, "GET", "/v1/api-keys", lost, ""); status != http.StatusUnauthorized {
+		t.Fatalf("the replaced key: got %d %v, want 401", status, body)
+	}
+	if status, v := second.call(t, "GET", "/v1/auth/verify", tok["access_token"].(string), ""); status != http.StatusOK || v["valid"] != false || v["reason"] != "revoked" {
+		t.Fatalf("a token of the replaced key: %d %v, want valid false, reason revoked", status, v)
+	}
+	if ids := bootstrapKeys(t, second, configured); len(ids) != 1 {
+		t.Fatalf("bootstrap keys: %v, want only the configured one", ids)
+	}
+	if err := second.stop(t); err != nil {
+		t.Fatalf("exit after SIGTERM: %v", err)
+	}
+
+	third := start(t, dataDir)
+	if out := third.stdout.String(); out != "" {
+		t.Fatalf("a start after ADMIN_API_KEY was unset printed:\n%s", out)
+	}
+	if ids := bootstrapKeys(t, third, configured); len(ids) != 1 {
+		t.Fatalf("bootstrap keys: %v, want only the configured one", ids)
 	}
 }

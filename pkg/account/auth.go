@@ -465,16 +465,9 @@ func dedupe(scopes []string) []string {
 	return out
 }
 
-// EnsureGeneratedBootstrapKey creates a bootstrap admin key with a generated
-// secret unless one exists already. It returns the secret only when it
-// created the key: that is the one time it can be shown. It is meant for one
-// process (the local server); processes that share a store use a configured
-// secret with EnsureBootstrapKey instead.
-func (s *Service) EnsureGeneratedBootstrapKey(ctx context.Context) (string, error) {
+// HasBootstrapKey reports whether a bootstrap admin key exists. The local
+// server generates and shows a key only when none does.
+func (s *Service) HasBootstrapKey(ctx context.Context) (bool, error) {
 	keys, err := s.bootstrapKeys(ctx)
-	if err != nil || len(keys) > 0 {
-		return "", err
-	}
-	secret := NewAPIKeySecret()
-	return secret, s.EnsureBootstrapKey(ctx, secret)
+	return len(keys) > 0, err
 }

@@ -148,12 +148,21 @@ func TestService_EnsureBootstrapKey(t *testing.T) {
 		err := e.svc.EnsureBootstrapKey(e.ctx, strings.Repeat("x", account.MinBootstrapKeyLength-1))
 		wantCode(t, err, account.CodeInvalidRequest)
 	})
-	t.Run("Generated", func(t *testing.T) {
+	t.Run("HasBootstrapKey", func(t *testing.T) {
 		e := newEnv(t)
-		// newEnv made a bootstrap key already, so nothing is generated.
-		secret, err := e.svc.EnsureGeneratedBootstrapKey(e.ctx)
-		if err != nil || secret != "" {
-			t.Fatalf("EnsureGeneratedBootstrapKey with a key present: got %q, %v; want \"\", nil", secret, err)
+		_, other := e.key(t, "", account.ScopeAll)
+		if has, err := e.svc.HasBootstrapKey(e.ctx); err != nil || !has {
+			t.Fatalf("HasBootstrapKey with a bootstrap key: got %v, %v; want true", has, err)
+		}
+		for _, k := range bootstrapKeys(t, e) {
+			if err := e.store.DeleteAPIKey(e.ctx, k); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Another key with the grant *:* is not a bootstrap key.
+		e.auth(t, other)
+		if has, err := e.svc.HasBootstrapKey(e.ctx); err != nil || has {
+			t.Fatalf("HasBootstrapKey with only an ordinary key: got %v, %v; want false", has, err)
 		}
 	})
 }
