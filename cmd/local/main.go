@@ -4,12 +4,15 @@
 //
 // Configuration (environment):
 //
-//	ADDR               listen address (default 127.0.0.1:8080)
-//	DATA_DIR           database and secrets (default ./.data)
-//	ADMIN_API_KEY      bootstrap admin key, 32+ characters (default: generated once and printed)
-//	ISSUER             the iss claim of access tokens (default latchkey)
-//	DYNAMODB_ENDPOINT  use DynamoDB at this endpoint (e.g. DynamoDB Local) instead of the embedded store
-//	TABLE_NAME         the DynamoDB table, created if missing (default latchkey)
+//	ADDR                 listen address (default 127.0.0.1:8080)
+//	DATA_DIR             database and secrets (default ./.data)
+//	ADMIN_API_KEY        bootstrap admin key, 32+ characters (default: generated once and printed)
+//	ISSUER               the iss claim of access tokens (default latchkey)
+//	DYNAMODB_ENDPOINT    use DynamoDB at this endpoint (e.g. DynamoDB Local) instead of the embedded store
+//	TABLE_NAME           the DynamoDB table, created if missing (default latchkey)
+//	MAX_CONNECTIONS      client connections held open at once (default 256)
+//	IDLE_TIMEOUT         how long a keep-alive connection may wait for its next request (default 60s)
+//	READ_HEADER_TIMEOUT  how long a client may take to send a request's headers (default 5s)
 package main
 
 import (
@@ -24,6 +27,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -49,7 +53,14 @@ func main() {
 type config struct {
 	addr, dataDir, adminKey, issuer string
 	dynamoEndpoint, tableName       string
+
+	maxConns                       int
+	idleTimeout, readHeaderTimeout time.Duration
 }
+
+// fdReserve is the file descriptors the server needs besides its
+// connections: standard streams, the listener, the database, the poller.
+const fdReserve = 64
 
 func configFromEnv() (config, error) {
 	c := config{
@@ -64,6 +75,27 @@ func configFromEnv() (config, error) {
 	if c.adminKey != "" && len(c.adminKey) < account.MinBootstrapKeyLength {
 		return c, fmt.Errorf("ADMIN_API_KEY must be at least %d characters", account.MinBootstrapKeyLength)
 	}
+	var err error
+	if c.maxConns, err = envInt("MAX_CONNECTIONS", 256); err != nil {
+		return c, err
+	}
+	if c.idleTimeout, err = envDuration("IDLE_TIMEOUT", 60*time.Second); err != nil {
+		return c, err
+	}
+	if c.readHeaderTimeout, err = envDuration("READ_HEADER_TIMEOUT", 5*time.Second); err != nil {
+		return c, err
+	}
+	// Every connection takes a file descriptor, and over DynamoDB a request
+	// may hold a second one to the endpoint. A cap above the limit would let
+	// accept fail again, for everyone, which the cap exists to prevent.
+	need := uint64(c.maxConns) + fdReserve
+	if c.dynamoEndpoint != "" {
+		need += uint64(c.maxConns)
+	}
+	if limit, ok := openFileLimit(); ok && need > limit {
+		return c, fmt.Errorf("MAX_CONNECTIONS=%d needs %d file descriptors, over the open-file limit of %d: lower it or raise the limit (ulimit -n)",
+			c.maxConns, need, limit)
+	}
 	return c, nil
 }
 
@@ -72,6 +104,30 @@ func envOr(name, def string) string {
 		return v
 	}
 	return def
+}
+
+func envInt(name string, def int) (int, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 1<<20 {
+		return 0, fmt.Errorf("%s must be a whole number from 1 to %d", name, 1<<20)
+	}
+	return n, nil
+}
+
+func envDuration(name string, def time.Duration) (time.Duration, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%s must be a positive duration such as 30s or 500ms", name)
+	}
+	return d, nil
 }
 
 func run(logger *slog.Logger) error {
@@ -88,7 +144,8 @@ func run(logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	defer ln.Close()
+	limited := newLimitListener(ln, cfg.maxConns)
+	defer limited.Close()
 
 	dir, err := openDataDir(cfg.dataDir)
 	if err != nil {
@@ -129,10 +186,11 @@ func run(logger *slog.Logger) error {
 	}
 	srv := &http.Server{
 		Handler:           handler,
-		ReadHeaderTimeout: 5 * time.Second,
+		ReadHeaderTimeout: cfg.readHeaderTimeout,
 		ReadTimeout:       15 * time.Second,
 		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       120 * time.Second,
+		IdleTimeout:       cfg.idleTimeout,
+		ConnState:         limited.connState,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		// Fits the largest legitimate request (see httpapi.MaxHeaderBytes)
 		// instead of net/http's 1 MiB default; beyond it, 431.
@@ -144,8 +202,9 @@ func run(logger *slog.Logger) error {
 	if err := bootstrapAdminKey(ctx, svc, dir, cfg.adminKey, os.Stdout); err != nil {
 		return fmt.Errorf("bootstrap admin key: %w", err)
 	}
-	logger.Info("latchkey listening", "addr", "http://"+ln.Addr().String(), "store", storeName)
-	return serve(ctx, logger, srv, ln)
+	logger.Info("latchkey listening", "addr", "http://"+ln.Addr().String(), "store", storeName,
+		"max_connections", cfg.maxConns)
+	return serve(ctx, logger, srv, limited)
 }
 
 // openStore opens the embedded store in the data directory, or DynamoDB

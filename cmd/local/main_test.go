@@ -16,6 +16,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -55,8 +57,20 @@ type server struct {
 // environment, and waits until it listens.
 func start(t *testing.T, dataDir string, env ...string) *server {
 	t.Helper()
+	return startCmd(t, exec.Command(binary), dataDir, env...)
+}
+
+// withFileLimit is a command that runs the server with at most n open
+// files (soft and hard limit, so that Go cannot raise it).
+func withFileLimit(n int) *exec.Cmd {
+	return exec.Command("/bin/sh", "-c", fmt.Sprintf(`ulimit -n %d && exec "$0"`, n), binary)
+}
+
+// startCmd is start with a command of the caller's, which runs the server.
+func startCmd(t *testing.T, cmd *exec.Cmd, dataDir string, env ...string) *server {
+	t.Helper()
 	s := &server{stdout: &httpapitest.SyncBuffer{}, stderr: &httpapitest.SyncBuffer{}, done: make(chan error, 1)}
-	s.cmd = exec.Command(binary)
+	s.cmd = cmd
 	s.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "ADDR=127.0.0.1:0", "DATA_DIR=" + dataDir}, env...)
 	s.cmd.Stdout, s.cmd.Stderr = s.stdout, s.stderr
 	if err := s.cmd.Start(); err != nil {
@@ -321,6 +335,13 @@ func TestServer_BadConfiguration(t *testing.T) {
 		env  string // NAME=value
 	}{
 		{"ShortAdminKey", exec.Command(binary), "ADMIN_API_KEY=short"},
+		{"MaxConnectionsZero", exec.Command(binary), "MAX_CONNECTIONS=0"},
+		{"MaxConnectionsNotANumber", exec.Command(binary), "MAX_CONNECTIONS=many"},
+		// 100 connections and the reserve do not fit under 128 open files:
+		// the cap would not keep accept from failing.
+		{"MaxConnectionsOverFileLimit", withFileLimit(128), "MAX_CONNECTIONS=100"},
+		{"IdleTimeoutNegative", exec.Command(binary), "IDLE_TIMEOUT=-1s"},
+		{"ReadHeaderTimeoutNoUnit", exec.Command(binary), "READ_HEADER_TIMEOUT=5"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dataDir := filepath.Join(t.TempDir(), "data")
@@ -510,5 +531,98 @@ func TestServer_AdminKeyRecovery(t *testing.T) {
 	}
 	if ids := bootstrapKeys(t, third, configured); len(ids) != 1 {
 		t.Fatalf("bootstrap keys: %v, want only the configured one", ids)
+	}
+}
+
+// TestServer_IdleConnectionsCannotLockOthersOut: one client holding more
+// idle keep-alive connections than the server has file descriptors no
+// longer makes accept fail for everyone: the server holds at most
+// MAX_CONNECTIONS, closes the longest idle to make room, and another client
+// is served at once.
+func TestServer_IdleConnectionsCannotLockOthersOut(t *testing.T) {
+	const fileLimit, maxConns, flood = 128, 16, 200
+	s := startCmd(t, withFileLimit(fileLimit), t.TempDir(),
+		"ADMIN_API_KEY=lk_test_"+strings.Repeat("c", 40), fmt.Sprintf("MAX_CONNECTIONS=%d", maxConns))
+	addr := strings.TrimPrefix(s.base, "http://")
+
+	conns := make([]net.Conn, 0, flood)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range flood {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatalf("dial: %v", err)
+		}
+		conns = append(conns, c)
+		// One request each, then silence: a keep-alive connection, idle.
+		io.WriteString(c, "GET /v1/auth/jwks HTTP/1.1\r\nHost: local\r\n\r\n")
+	}
+
+	client := &http.Client{Transport: &http.Transport{}, Timeout: 5 * time.Second}
+	res, err := client.Get(s.base + "/v1/auth/jwks")
+	if err != nil {
+		t.Fatalf("another client, after %d idle connections: %v\n%s", flood, err, s.stderr.String())
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("another client: got %d, want 200", res.StatusCode)
+	}
+
+	// The server holds no more than MAX_CONNECTIONS connections: once the
+	// client's is closed, any flood connection still queued is accepted,
+	// and of the flood, at most MAX_CONNECTIONS are left open.
+	client.CloseIdleConnections()
+	deadline := time.Now().Add(time.Second)
+	var open atomic.Int32
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Go(func() {
+			c.SetReadDeadline(deadline)
+			_, err := io.Copy(io.Discard, c)
+			if err, ok := err.(net.Error); ok && err.Timeout() {
+				open.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if n := open.Load(); n > maxConns {
+		t.Errorf("flood connections still open: %d, want at most MAX_CONNECTIONS (%d)", n, maxConns)
+	}
+}
+
+// TestServer_ConnectionTimeouts: the server closes a keep-alive connection
+// idle for IDLE_TIMEOUT, and one that sends no request within
+// READ_HEADER_TIMEOUT, so neither holds its place for long.
+func TestServer_ConnectionTimeouts(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	s := start(t, t.TempDir(), "ADMIN_API_KEY=lk_test_"+strings.Repeat("d", 40),
+		"IDLE_TIMEOUT="+timeout.String(), "READ_HEADER_TIMEOUT="+timeout.String())
+	addr := strings.TrimPrefix(s.base, "http://")
+
+	for _, tc := range []struct{ name, request string }{
+		{"Idle", "GET /v1/auth/jwks HTTP/1.1\r\nHost: local\r\n\r\n"},
+		{"Silent", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			begin := time.Now()
+			io.WriteString(c, tc.request)
+			// Closed well within 10 timeouts (slack for a loaded machine),
+			// where the former fixed timeouts were 120 s and 5 s.
+			c.SetReadDeadline(begin.Add(10 * timeout))
+			if _, err := io.Copy(io.Discard, c); err != nil {
+				t.Fatalf("connection still open after %v: %v", time.Since(begin), err)
+			}
+			if took := time.Since(begin); took < timeout {
+				t.Errorf("closed after %v, before the timeout of %v", took, timeout)
+			}
+		})
 	}
 }
