@@ -162,10 +162,8 @@ func (s *Service) IssueToken(ctx context.Context, p Principal, req TokenRequest)
 	if err := problems.Err(); err != nil {
 		return "", TokenClaims{}, err
 	}
-	for _, scope := range scopes {
-		if err := p.Require(scope); err != nil {
-			return "", TokenClaims{}, err
-		}
+	if err := p.requireHeld(scopes, "a token for it cannot carry it"); err != nil {
+		return "", TokenClaims{}, err
 	}
 	if s.signer == nil {
 		return "", TokenClaims{}, Internal(errors.New("account: this process has no token signer"))
@@ -250,10 +248,8 @@ func (s *Service) CreateAPIKey(ctx context.Context, p Principal, req NewAPIKey) 
 	if err := problems.Err(); err != nil {
 		return APIKey{}, "", err
 	}
-	for _, scope := range scopes {
-		if err := p.Require(scope); err != nil {
-			return APIKey{}, "", err
-		}
+	if err := p.requireHeld(scopes, "it cannot grant it to another key"); err != nil {
+		return APIKey{}, "", err
 	}
 	now := s.now()
 	secret := NewAPIKeySecret()

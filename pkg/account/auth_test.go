@@ -209,6 +209,9 @@ func TestService_CreateAPIKey(t *testing.T) {
 		wantCode(t, err, account.CodeInsufficientScope)
 		_, _, err = e.svc.CreateAPIKey(e.ctx, p, account.NewAPIKey{Name: "wider", Scopes: []string{"*:users"}})
 		wantCode(t, err, account.CodeInsufficientScope)
+		if got, want := asError(t, err).Message, "the API key does not hold the requested scope *:users"; !strings.HasPrefix(got, want) {
+			t.Errorf("message: got %q, want it to start %q", got, want)
+		}
 	})
 	t.Run("ErrForbiddenForTokens", func(t *testing.T) {
 		e := newEnv(t)
@@ -335,6 +338,20 @@ func TestService_IssueToken(t *testing.T) {
 			if !account.IsCode(err, account.CodeInsufficientScope) {
 				t.Errorf("IssueToken(%q): got %v, want insufficient_scope", scope, err)
 			}
+		}
+	})
+	t.Run("ErrInsufficientScopeSaysWhatIsMissing", func(t *testing.T) {
+		// The scope is one the key lacks, not one the endpoint needs.
+		e := newEnv(t)
+		p, _ := e.key(t, "", "read:users")
+		_, _, err := e.svc.IssueToken(e.ctx, p, account.TokenRequest{Scopes: []string{"read:users", account.ScopeDeleteUsers}})
+		wantCode(t, err, account.CodeInsufficientScope)
+		got := asError(t, err)
+		if want := "the API key does not hold the requested scope delete:users"; !strings.HasPrefix(got.Message, want) {
+			t.Errorf("message: got %q, want it to start %q", got.Message, want)
+		}
+		if got.Scope != account.ScopeDeleteUsers {
+			t.Errorf("Scope: got %q, want %q", got.Scope, account.ScopeDeleteUsers)
 		}
 	})
 	t.Run("ErrInvalidRequest", func(t *testing.T) {

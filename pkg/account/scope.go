@@ -75,6 +75,21 @@ func (p Principal) Require(scope string) error {
 	return &Error{Code: CodeInsufficientScope, Message: "this operation needs the scope " + scope, Scope: scope}
 }
 
+// requireHeld returns CodeInsufficientScope, naming the first scope of want that
+// the principal's grants do not cover. Unlike Require, which guards an
+// operation, it checks scopes the caller asked for (a token's, or a new
+// key's grants), so the message says that the caller lacks the requested
+// scope, not that the operation needs it.
+func (p Principal) requireHeld(want []string, purpose string) error {
+	for _, scope := range want {
+		if !ScopesCover(p.Scopes, scope) {
+			return &Error{Code: CodeInsufficientScope, Scope: scope,
+				Message: "the API key does not hold the requested scope " + scope + ", so " + purpose}
+		}
+	}
+	return nil
+}
+
 // RequireKey returns CodeForbidden when the caller used an access token on an
 // operation that only API keys may call (token issuance, API key
 // management), and otherwise checks scope, if one is given.
