@@ -7,7 +7,6 @@ import (
 	"crypto/subtle"
 	"encoding/base32"
 	"errors"
-	"slices"
 	"strings"
 	"time"
 )
@@ -149,8 +148,7 @@ func (s *Service) IssueToken(ctx context.Context, p Principal, req TokenRequest)
 		return "", TokenClaims{}, err
 	}
 	var problems Problems
-	scopes := dedupe(req.Scopes)
-	checkScopes("scopes", scopes, maxScopes, &problems)
+	scopes := normalizeScopes("scopes", req.Scopes, maxScopes, &problems)
 	lifetime := DefaultTokenLifetime
 	if req.ExpiresIn != "" {
 		d, err := ParseDuration(req.ExpiresIn, MinTokenLifetime, MaxTokenLifetime)
@@ -235,8 +233,7 @@ func (s *Service) CreateAPIKey(ctx context.Context, p Principal, req NewAPIKey) 
 	}
 	var problems Problems
 	name := normalizeName("name", req.Name, &problems)
-	scopes := dedupe(req.Scopes)
-	checkScopes("scopes", scopes, maxScopes, &problems)
+	scopes := normalizeScopes("scopes", req.Scopes, maxScopes, &problems)
 	var lifetime time.Duration
 	if req.ExpiresIn != "" {
 		d, err := ParseDuration(req.ExpiresIn, MinKeyLifetime, MaxKeyLifetime)
@@ -449,16 +446,6 @@ func ignoreNotFound(err error) error {
 		return nil
 	}
 	return err
-}
-
-func dedupe(scopes []string) []string {
-	out := make([]string, 0, len(scopes))
-	for _, s := range scopes {
-		if !slices.Contains(out, s) {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 // HasBootstrapKey reports whether a bootstrap admin key exists. The local

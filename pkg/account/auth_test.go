@@ -228,6 +228,10 @@ func TestService_CreateAPIKey(t *testing.T) {
 		wantFields(t, err, "name", "scopes", "expires_in")
 		_, _, err = e.svc.CreateAPIKey(e.ctx, e.admin, account.NewAPIKey{Name: "k", Scopes: []string{"read:users", "bad"}})
 		wantFields(t, err, "scopes[1]")
+		_, _, err = e.svc.CreateAPIKey(e.ctx, e.admin, account.NewAPIKey{Name: "k", Scopes: slices.Repeat([]string{"read:users"}, 33)})
+		wantFields(t, err, "scopes")
+		_, _, err = e.svc.CreateAPIKey(e.ctx, e.admin, account.NewAPIKey{Name: "k", Scopes: []string{"read:users", "read:users", "bad"}})
+		wantFields(t, err, "scopes[2]")
 	})
 }
 
@@ -353,6 +357,16 @@ func TestService_IssueToken(t *testing.T) {
 		if got.Scope != account.ScopeDeleteUsers {
 			t.Errorf("Scope: got %q, want %q", got.Scope, account.ScopeDeleteUsers)
 		}
+	})
+	t.Run("ErrTooManyScopesAsSent", func(t *testing.T) {
+		// The count is checked on the list as sent, before any work per
+		// element: 33 copies of one scope are 33 scopes, not one.
+		e := newEnv(t)
+		_, _, err := e.svc.IssueToken(e.ctx, e.admin, account.TokenRequest{Scopes: slices.Repeat([]string{"read:users"}, 33)})
+		wantFields(t, err, "scopes")
+		// And field errors name the index as sent, not in the list without duplicates.
+		_, _, err = e.svc.IssueToken(e.ctx, e.admin, account.TokenRequest{Scopes: []string{"read:users", "read:users", "bad"}})
+		wantFields(t, err, "scopes[2]")
 	})
 	t.Run("ErrInvalidRequest", func(t *testing.T) {
 		e := newEnv(t)
