@@ -18,7 +18,9 @@ type TokenClaims struct {
 // Errors of TokenParser.Parse.
 var (
 	// ErrTokenInvalid: not a token, tampered with, signed by an unknown key
-	// or with an algorithm other than the pinned one.
+	// or with an algorithm other than the pinned one, or breaking a rule of
+	// JWT (a crit header, a time claim that is not a number, an nbf or iat
+	// in the future).
 	ErrTokenInvalid = errors.New("token invalid")
 	// ErrTokenExpired: well signed, but past its expiry. Parse returns the
 	// claims along with it.
@@ -33,7 +35,7 @@ type TokenSigner interface {
 
 // TokenParser checks the signature of access tokens with public keys only.
 type TokenParser interface {
-	// Parse verifies token at now and returns its claims. ErrTokenInvalid,
+	// Parse verifies token at now, the service's clock, and returns its claims. ErrTokenInvalid,
 	// or ErrTokenExpired together with the claims. ctx is the request's: a
 	// parser that has to fetch keys (for a kid it does not know yet) does so,
 	// and logs, with the request's values, such as its id.

@@ -156,9 +156,12 @@ func TestApp_SigningKeyRotation(t *testing.T) {
 	e := newEnv(t)
 	c := &clock{t: time.Now()}
 	auth := e.app(t, lambdaapp.Auth, c)
-	// The users function's clock stands still: its periodic refresh is not
-	// due, so only the unknown kid can make it reload the keys.
-	users := e.app(t, lambdaapp.Users, &clock{t: c.Now()})
+	// The users function's clock stays a second short of its periodic
+	// refresh, so only the unknown kid can make it reload the keys; it may
+	// not stand still, or the new token, issued by auth after its clock
+	// moved on, would be from further in the future than token.ClockSkew.
+	usersClock := &clock{t: c.Now()}
+	users := e.app(t, lambdaapp.Users, usersClock)
 	oldToken := replay.Token()
 	if code, _ := do(t, users, "GET", "/v1/users/"+replay.UserID, oldToken, ""); code != http.StatusOK {
 		t.Fatalf("old token before rotation: got %d, want 200", code)
@@ -166,6 +169,7 @@ func TestApp_SigningKeyRotation(t *testing.T) {
 
 	e.secrets.Put(replay.SigningARN, replay.SigningSecret+"-rotated")
 	c.Add(secrets.DefaultRefreshInterval)
+	usersClock.Add(secrets.DefaultRefreshInterval - time.Second)
 	code, body := do(t, auth, "POST", "/v1/auth/token", replay.KeySecret, `{"scopes":["read:users"]}`)
 	if code != http.StatusCreated {
 		t.Fatalf("issue after rotation: got %d, want 201: %v", code, body)

@@ -1,6 +1,9 @@
 // Package token signs and verifies Latchkey's access tokens: JWTs signed
 // with Ed25519 (JWS alg "EdDSA"). Verification accepts that one algorithm
 // and keys it knows by kid, and nothing else: no "none", no HMAC, no RSA.
+// It accepts only tokens of the form Latchkey signs: no critical header
+// extensions, time claims that are JSON integers, none of them in the
+// future beyond ClockSkew.
 //
 // It wraps github.com/golang-jwt/jwt/v5, a well-kept library that verifies
 // the signature before it looks at any claim, so an expired-but-forged
@@ -15,6 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,10 +30,59 @@ import (
 // algorithm is the only JWS algorithm Latchkey signs with or accepts.
 const algorithm = "EdDSA"
 
-// claims is the JWT payload. scope is space-separated, as in OAuth 2.0 (RFC 8693).
+// MaxTokenBytes is the length beyond which a string is refused as a token
+// before any of it is decoded. The longest token Latchkey signs, with 32
+// scopes of the longest form, is under 5 KiB.
+const MaxTokenBytes = 8 << 10
+
+// ClockSkew is how far in the future a token's iat may lie: the clocks of
+// the instance that signed it and the one that checks it may differ by
+// that much.
+const ClockSkew = 30 * time.Second
+
+// claims is the JWT payload as signed. scope is space-separated, as in
+// OAuth 2.0 (RFC 8693).
 type claims struct {
 	Scope string `json:"scope"`
 	jwt.RegisteredClaims
+}
+
+// parsedClaims is the JWT payload as read. Its time claims are strict:
+// jwt.NumericDate also takes a string that holds a number ("exp":"123"),
+// which RFC 7519 (section 2, NumericDate) does not allow.
+type parsedClaims struct {
+	// RegisteredClaims gives parsedClaims the methods of jwt.Claims and is
+	// otherwise unused: the library's claim validation is off, the claims
+	// are checked in Parse.
+	jwt.RegisteredClaims `json:"-"`
+
+	ID        string   `json:"jti"`
+	Subject   string   `json:"sub"`
+	Issuer    string   `json:"iss"`
+	Scope     string   `json:"scope"`
+	IssuedAt  unixTime `json:"iat"`
+	ExpiresAt unixTime `json:"exp"`
+	NotBefore unixTime `json:"nbf"`
+}
+
+// unixTime is a NumericDate claim that must be a JSON integer when present.
+type unixTime struct {
+	present bool
+	t       time.Time
+}
+
+var errNotInteger = errors.New("token: a time claim is not an integer")
+
+// UnmarshalJSON takes an integer number of seconds and nothing else: not a
+// string, a boolean, null, a fraction or an exponent. Latchkey signs whole
+// seconds.
+func (u *unixTime) UnmarshalJSON(b []byte) error {
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil {
+		return errNotInteger
+	}
+	u.present, u.t = true, time.Unix(n, 0).UTC()
+	return nil
 }
 
 // KeyID returns the RFC 7638 JWK thumbprint of an Ed25519 public key: a kid
@@ -96,11 +149,20 @@ func NewParser(issuer string, keys ...ed25519.PublicKey) *Parser {
 	return p
 }
 
-// Parse verifies token at now. It returns account.ErrTokenInvalid, or
-// account.ErrTokenExpired together with the claims of a well-signed token
-// whose expiry has passed. Its keys are fixed, so it never uses ctx.
+// Parse verifies token at now, the service's clock. It returns
+// account.ErrTokenInvalid, or account.ErrTokenExpired together with the
+// claims of a well-signed token whose expiry has passed. Its keys are
+// fixed, so it never uses ctx.
+//
+// A token is invalid, whatever its signature, if it is longer than
+// MaxTokenBytes, names a critical header extension (crit), lacks iat or
+// exp, has a time claim that is not an integer, has an nbf after now or an
+// iat more than ClockSkew after now.
 func (p *Parser) Parse(_ context.Context, token string, now time.Time) (account.TokenClaims, error) {
-	var c claims
+	if len(token) > MaxTokenBytes {
+		return account.TokenClaims{}, account.ErrTokenInvalid
+	}
+	var c parsedClaims
 	// The library checks the algorithm and the signature; the claims are
 	// checked below, each on its own, so that only a token that is wrong in
 	// nothing but its expiry is reported expired.
@@ -110,16 +172,22 @@ func (p *Parser) Parse(_ context.Context, token string, now time.Time) (account.
 	if _, err := parser.ParseWithClaims(token, &c, p.key); err != nil {
 		return account.TokenClaims{}, account.ErrTokenInvalid
 	}
-	if c.Issuer != p.issuer || c.IssuedAt == nil || c.ExpiresAt == nil ||
+	if c.Issuer != p.issuer || !c.IssuedAt.present || !c.ExpiresAt.present ||
 		!account.ValidID(account.PrefixToken, c.ID) || !account.ValidID(account.PrefixAPIKey, c.Subject) {
+		return account.TokenClaims{}, account.ErrTokenInvalid
+	}
+	// Latchkey signs no nbf, and an iat of the signing instant: a token not
+	// yet valid, or issued in the future, was not issued by this service as
+	// it is (RFC 7519, sections 4.1.5 and 4.1.6).
+	if (c.NotBefore.present && c.NotBefore.t.After(now)) || c.IssuedAt.t.After(now.Add(ClockSkew)) {
 		return account.TokenClaims{}, account.ErrTokenInvalid
 	}
 	tc := account.TokenClaims{
 		ID:        c.ID,
 		KeyID:     c.Subject,
 		Scopes:    strings.Fields(c.Scope),
-		IssuedAt:  c.IssuedAt.UTC(),
-		ExpiresAt: c.ExpiresAt.UTC(),
+		IssuedAt:  c.IssuedAt.t,
+		ExpiresAt: c.ExpiresAt.t,
 	}
 	if !now.Before(tc.ExpiresAt) {
 		return tc, account.ErrTokenExpired
@@ -127,8 +195,15 @@ func (p *Parser) Parse(_ context.Context, token string, now time.Time) (account.
 	return tc, nil
 }
 
-// key is the jwt.Keyfunc: the public key named by the token's kid.
+// key is the jwt.Keyfunc: the public key named by the token's kid. It runs
+// before the signature is checked, and refuses any token that lists a
+// critical extension: Latchkey understands none, and a recipient that does
+// not understand one must refuse the token (RFC 7515, section 4.1.11).
+// jwt/v5 ignores crit.
 func (p *Parser) key(t *jwt.Token) (any, error) {
+	if _, ok := t.Header["crit"]; ok {
+		return nil, errors.New("critical header extension")
+	}
 	kid, _ := t.Header["kid"].(string)
 	if k, ok := p.keys[kid]; ok {
 		return k, nil

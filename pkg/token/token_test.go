@@ -6,7 +6,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -112,6 +114,119 @@ func TestParser_Parse(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestParser_ParseRules covers tokens signed with the real key that break a
+// rule of JWT or of the form Latchkey signs: each is invalid, never
+// expired, at any time.
+func TestParser_ParseRules(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	priv := newKey(t)
+	signer := token.NewSigner(priv, issuer)
+	parser := token.NewParser(issuer, signer.PublicKey())
+	header := func() map[string]any { return map[string]any{"alg": "EdDSA", "typ": "JWT", "kid": signer.KeyID()} }
+	payload := func() map[string]any {
+		c := sampleClaims(now)
+		return map[string]any{"jti": c.ID, "sub": c.KeyID, "iss": issuer, "scope": "read:users",
+			"iat": c.IssuedAt.Unix(), "exp": c.ExpiresAt.Unix()}
+	}
+	with := func(m map[string]any, k string, v any) map[string]any { m[k] = v; return m }
+
+	t.Run("OK", func(t *testing.T) {
+		// The hand-made token of the tests below, unchanged, is valid: what
+		// makes each of them invalid is the one thing it changes.
+		if _, err := parser.Parse(t.Context(), signRaw(t, priv, header(), payload()), now); err != nil {
+			t.Fatalf("Parse: %v", err)
+		}
+	})
+	t.Run("OKNotBeforePast", func(t *testing.T) {
+		if _, err := parser.Parse(t.Context(), signRaw(t, priv, header(), with(payload(), "nbf", now.Unix())), now); err != nil {
+			t.Fatalf("Parse with nbf = now: %v", err)
+		}
+	})
+	t.Run("OKIssuedWithinSkew", func(t *testing.T) {
+		// Another instance's clock may run a little ahead.
+		tok := signRaw(t, priv, header(), with(payload(), "iat", now.Add(token.ClockSkew).Unix()))
+		if _, err := parser.Parse(t.Context(), tok, now); err != nil {
+			t.Fatalf("Parse with iat = now + ClockSkew: %v", err)
+		}
+	})
+
+	invalid := map[string]string{
+		"CritHeader":       signRaw(t, priv, with(header(), "crit", []string{"exp"}), payload()),
+		"CritEmpty":        signRaw(t, priv, with(header(), "crit", []string{}), payload()),
+		"IssuedAtFarAhead": signRaw(t, priv, header(), with(payload(), "iat", now.Add(24*time.Hour).Unix())),
+		"ExpString":        signRaw(t, priv, header(), with(payload(), "exp", "123")),
+		"ExpStringFuture":  signRaw(t, priv, header(), with(payload(), "exp", strconv.FormatInt(now.Add(time.Hour).Unix(), 10))),
+		"IatString":        signRaw(t, priv, header(), with(payload(), "iat", strconv.FormatInt(now.Unix(), 10))),
+		"NbfBool":          signRaw(t, priv, header(), with(payload(), "nbf", true)),
+		"NbfNull":          signRaw(t, priv, header(), with(payload(), "nbf", nil)),
+		"ExpNull":          signRaw(t, priv, header(), with(payload(), "exp", nil)),
+		"ExpFraction":      signRaw(t, priv, header(), with(payload(), "exp", float64(now.Add(time.Hour).Unix())+0.5)),
+		"ExpMissing":       signRaw(t, priv, header(), func() map[string]any { m := payload(); delete(m, "exp"); return m }()),
+		"IatMissing":       signRaw(t, priv, header(), func() map[string]any { m := payload(); delete(m, "iat"); return m }()),
+		"TooLong":          signRaw(t, priv, header(), with(payload(), "pad", strings.Repeat("a", token.MaxTokenBytes))),
+	}
+	for name, tok := range invalid {
+		t.Run("ErrTokenInvalid/"+name, func(t *testing.T) {
+			for _, at := range []time.Time{now, now.Add(2 * time.Hour)} {
+				if _, err := parser.Parse(t.Context(), tok, at); !errors.Is(err, account.ErrTokenInvalid) {
+					t.Fatalf("at %v: got %v, want ErrTokenInvalid", at, err)
+				}
+			}
+		})
+	}
+	// Tokens not valid yet: invalid now, valid once the parser's clock
+	// reaches them.
+	notYet := map[string]struct {
+		tok   string
+		valid time.Time
+	}{
+		"NotBeforeFuture": {signRaw(t, priv, header(), with(payload(), "nbf", now.Add(time.Second).Unix())), now.Add(time.Second)},
+		"IssuedAtFuture":  {signRaw(t, priv, header(), with(payload(), "iat", now.Add(token.ClockSkew+time.Second).Unix())), now.Add(time.Second)},
+	}
+	for name, tt := range notYet {
+		t.Run("ErrTokenInvalid/"+name, func(t *testing.T) {
+			if _, err := parser.Parse(t.Context(), tt.tok, now); !errors.Is(err, account.ErrTokenInvalid) {
+				t.Fatalf("got %v, want ErrTokenInvalid", err)
+			}
+			if _, err := parser.Parse(t.Context(), tt.tok, tt.valid); err != nil {
+				t.Fatalf("at %v: got %v, want valid", tt.valid, err)
+			}
+		})
+	}
+	t.Run("LongestTokenSigned", func(t *testing.T) {
+		// MaxTokenBytes leaves room for the longest token the service signs.
+		c := sampleClaims(now)
+		c.Scopes = nil
+		for i := range 32 {
+			c.Scopes = append(c.Scopes, fmt.Sprintf("%s:%s%02d", strings.Repeat("a", 32), strings.Repeat("r", 62), i))
+		}
+		tok := sign(t, signer, c)
+		if len(tok) > token.MaxTokenBytes {
+			t.Fatalf("the longest token is %d bytes, over MaxTokenBytes (%d)", len(tok), token.MaxTokenBytes)
+		}
+		if _, err := parser.Parse(t.Context(), tok, now); err != nil {
+			t.Fatalf("Parse: %v", err)
+		}
+	})
+}
+
+// signRaw signs a header and a payload, marshalled as they are, with key:
+// a token made by hand, as a holder of the signing key could make any.
+func signRaw(tb testing.TB, key ed25519.PrivateKey, header, payload map[string]any) string {
+	tb.Helper()
+	h, err := json.Marshal(header)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p, err := json.Marshal(payload)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	enc := base64.RawURLEncoding
+	input := enc.EncodeToString(h) + "." + enc.EncodeToString(p)
+	return input + "." + enc.EncodeToString(ed25519.Sign(key, []byte(input)))
 }
 
 // forge signs the claims with any method and key, as an attacker would.

@@ -54,9 +54,11 @@ type Env struct {
 	Store   account.Store
 	// Clock is the service's clock; advance it to expire tokens.
 	Clock *Clock
-	// Signer signs access tokens; PublicKey verifies them.
-	Signer    *token.Signer
-	PublicKey ed25519.PublicKey
+	// Signer signs access tokens; PublicKey verifies them. PrivateKey is
+	// the Signer's key, for tests that make tokens by hand.
+	Signer     *token.Signer
+	PublicKey  ed25519.PublicKey
+	PrivateKey ed25519.PrivateKey
 	// AdminKey is the secret of the bootstrap admin key (grant "*:*").
 	AdminKey string
 	// Logs holds every line the handler logged, JSON, one per line.
@@ -99,15 +101,16 @@ func NewServer(tb testing.TB) *Env {
 		Logger:  slog.New(slog.NewJSONHandler(logs, nil)),
 	}
 	return &Env{
-		Handler:   httpapi.New(cfg),
-		Config:    cfg,
-		Service:   svc,
-		Store:     store,
-		Clock:     clock,
-		Signer:    signer,
-		PublicKey: pub,
-		AdminKey:  admin,
-		Logs:      logs,
+		Handler:    httpapi.New(cfg),
+		Config:     cfg,
+		Service:    svc,
+		Store:      store,
+		Clock:      clock,
+		Signer:     signer,
+		PublicKey:  pub,
+		PrivateKey: priv,
+		AdminKey:   admin,
+		Logs:       logs,
 	}
 }
 
