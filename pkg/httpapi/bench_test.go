@@ -48,3 +48,19 @@ func BenchmarkCreateUser(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkWorstRequest measures, for every route, an ordinary request and
+// the most expensive ones the server takes (see worstLoads): read the cost
+// of each worst request as a multiple of its route's ordinary one.
+func BenchmarkWorstRequest(b *testing.B) {
+	env := httpapitest.NewServer(b)
+	f := seedWorst(b, env)
+	for _, rl := range f.worstLoads() {
+		for _, l := range append([]load{rl.ordinary}, rl.worst...) {
+			b.Run(benchName(rl.route)+"/"+l.name, func(b *testing.B) {
+				b.ReportAllocs()
+				l.serve(b, env.Handler, rl.route)
+			})
+		}
+	}
+}
