@@ -3,8 +3,10 @@
 # tools/package-lock.json) in memory on a free loopback port.
 #
 #   scripts/dynamodb-local.sh CMD [ARGS...]  start it, run CMD with
-#       LATCHKEY_TEST_DYNAMODB_ENDPOINT=http://127.0.0.1:PORT exported, stop it
-#       (also when CMD fails or the script is interrupted), exit with CMD's status.
+#       LATCHKEY_TEST_DYNAMODB_ENDPOINT=http://127.0.0.1:PORT exported (and
+#       LATCHKEY_TEST_DYNAMODB_JAR, for tests that run a DynamoDB Local of
+#       their own to freeze), stop it (also when CMD fails or the script is
+#       interrupted), exit with CMD's status.
 #   scripts/dynamodb-local.sh serve          run it in the foreground until
 #       interrupted (PORT defaults to 8000; set DYNAMODB_PORT to change it).
 #
@@ -58,4 +60,6 @@ service_wait "$endpoint" curl -s -o /dev/null "$endpoint"
 
 echo "dynamodb-local: running on $endpoint" >&2
 export LATCHKEY_TEST_DYNAMODB_ENDPOINT="$endpoint"
+# Tests that freeze or restart DynamoDB Local start their own from this jar.
+export LATCHKEY_TEST_DYNAMODB_JAR="$jar"
 service_run "$@"

@@ -55,7 +55,9 @@ type MemberPatch struct {
 //
 // Errors: methods return *Error with CodeNotFound, CodeEmailTaken,
 // CodeSlugTaken or CodeAlreadyMember as documented, CodeUnavailable when the
-// backend asks to retry later, and CodeInternal (or any other error) otherwise.
+// backend asks to retry later or does not answer in time, and CodeInternal
+// (or any other error) otherwise. A store that watches ctx returns an error
+// wrapping ctx.Err(), with no code, when ctx ends before it has finished.
 type Store interface {
 	// CreateUser stores a new user and claims its e-mail. CodeEmailTaken if
 	// another user has the e-mail.

@@ -271,7 +271,7 @@ func TestErrorMapping(t *testing.T) {
 		{"InternalServerError", 500, `{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError","message":"secret AWS detail"}`, account.CodeUnavailable},
 		{"ServiceUnavailable", 503, `{"message":"secret AWS detail"}`, account.CodeUnavailable},
 		{"Validation", 400, `{"__type":"com.amazon.coral.validate#ValidationException","message":"secret AWS detail"}`, account.CodeInternal},
-		{"TableMissing", 400, `{"__type":"com.amazonaws.dynamodb.v20120810#ResourceNotFoundException","message":"secret AWS detail"}`, account.CodeInternal},
+		{"TableMissing", 400, `{"__type":"com.amazonaws.dynamodb.v20120810#ResourceNotFoundException","message":"secret AWS detail"}`, account.CodeUnavailable},
 		{"ThrottledTransaction", 400, `{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException","message":"secret AWS detail","CancellationReasons":[{"Code":"None"},{"Code":"ThrottlingError","Message":"secret AWS detail"}]}`, account.CodeUnavailable},
 		{"EmailTaken", 400, `{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException","message":"secret AWS detail","CancellationReasons":[{"Code":"None"},{"Code":"ConditionalCheckFailed","Message":"secret AWS detail"}]}`, account.CodeEmailTaken},
 		{"UserIDCollision", 400, `{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException","message":"secret AWS detail","CancellationReasons":[{"Code":"ConditionalCheckFailed"},{"Code":"None"}]}`, account.CodeInternal},

@@ -36,12 +36,19 @@ var throttleCodes = map[string]bool{
 // retry later can succeed (throttling, a 5xx, a connection failure, all after
 // the SDK's own retries), CodeInternal otherwise. The AWS error is kept as
 // the cause for logs; its message never becomes the client-visible message.
+// A call that got no answer in time, or found no table, is CodeUnavailable
+// already (see deadline). A call the caller abandoned (its context
+// cancelled or past its deadline) keeps the context's error and no code:
+// nothing failed in the store, and it must not be reported as if it had.
 func storeErr(err error) error {
 	if err == nil {
 		return nil
 	}
 	var domain *account.Error
 	if errors.As(err, &domain) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
 	if retryable(err) {
@@ -51,10 +58,6 @@ func storeErr(err error) error {
 }
 
 func retryable(err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) {
-		// The database did not answer within the caller's deadline.
-		return true
-	}
 	var apiErr smithy.APIError
 	if errors.As(err, &apiErr) {
 		if throttleCodes[apiErr.ErrorCode()] || apiErr.ErrorFault() == smithy.FaultServer {

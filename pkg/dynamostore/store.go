@@ -32,6 +32,7 @@ type Store struct {
 	client          *dynamodb.Client
 	table           *string
 	conflictRetries int
+	timeout         time.Duration
 }
 
 var _ account.Store = (*Store)(nil)
@@ -49,12 +50,19 @@ func WithConflictRetries(n int) Option {
 }
 
 // New returns a Store over table. The client is the caller's: build it once
-// at cold start and share it.
+// at cold start and share it. The store calls DynamoDB through a copy of it
+// (same HTTP client and connections, same middleware) that bounds every
+// call with the timeout of WithTimeout: one place, so that no call, present
+// or future, can hang on a database that stopped answering.
 func New(client *dynamodb.Client, table string, opts ...Option) *Store {
-	s := &Store{client: client, table: aws.String(table), conflictRetries: 8}
+	s := &Store{table: aws.String(table), conflictRetries: 8, timeout: DefaultTimeout}
 	for _, o := range opts {
 		o(s)
 	}
+	bound := deadline{timeout: s.timeout, table: table}
+	s.client = dynamodb.New(client.Options(), func(o *dynamodb.Options) {
+		o.APIOptions = append(o.APIOptions, bound.add)
+	})
 	return s
 }
 
@@ -217,7 +225,7 @@ func (s *Store) retryConflicts(ctx context.Context, write func() error) error {
 		backoff := time.Duration(5<<min(attempt, 5)) * time.Millisecond
 		select {
 		case <-ctx.Done():
-			return storeErr(ctx.Err())
+			return fmt.Errorf("dynamostore: abandoned by the caller: %w", ctx.Err())
 		case <-time.After(backoff/2 + rand.N(backoff/2+1)):
 		}
 	}
@@ -906,7 +914,7 @@ func (s *Store) TokenStatus(ctx context.Context, tokenID, keyID string) (account
 		request = out.UnprocessedKeys
 		select {
 		case <-ctx.Done():
-			return account.TokenStatus{}, storeErr(ctx.Err())
+			return account.TokenStatus{}, fmt.Errorf("dynamostore: abandoned by the caller: %w", ctx.Err())
 		case <-time.After(time.Duration(10<<attempt) * time.Millisecond):
 		}
 	}

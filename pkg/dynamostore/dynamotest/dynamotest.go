@@ -5,6 +5,7 @@ package dynamotest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"latchkey/pkg/dynamostore"
 )
@@ -37,9 +39,13 @@ func Endpoint(tb testing.TB) string {
 // real account. optFns may add middleware.
 func NewClient(tb testing.TB, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
 	tb.Helper()
+	return clientAt(Endpoint(tb), optFns...)
+}
+
+func clientAt(endpoint string, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
 	opts := dynamodb.Options{
 		Region:       "us-east-1",
-		BaseEndpoint: aws.String(Endpoint(tb)),
+		BaseEndpoint: aws.String(endpoint),
 		Credentials:  credentials.NewStaticCredentialsProvider("local", "local", ""),
 	}
 	return dynamodb.New(opts, optFns...)
@@ -48,7 +54,8 @@ func NewClient(tb testing.TB, optFns ...func(*dynamodb.Options)) *dynamodb.Clien
 var tableSeq atomic.Int64
 
 // NewTable creates a fresh table from dynamostore.TableDefinition, deleted
-// when the test ends, and returns its name.
+// when the test ends (unless the test deleted it itself), and returns its
+// name.
 func NewTable(tb testing.TB, client *dynamodb.Client) string {
 	tb.Helper()
 	name := fmt.Sprintf("latchkey-test-%d-%d", time.Now().UnixNano(), tableSeq.Add(1))
@@ -56,7 +63,9 @@ func NewTable(tb testing.TB, client *dynamodb.Client) string {
 		tb.Fatalf("CreateTable: %v", err)
 	}
 	tb.Cleanup(func() {
-		if _, err := client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)}); err != nil {
+		_, err := client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
+		var gone *types.ResourceNotFoundException
+		if err != nil && !errors.As(err, &gone) {
 			tb.Errorf("DeleteTable %s: %v", name, err)
 		}
 	})

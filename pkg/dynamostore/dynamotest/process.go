@@ -1,0 +1,148 @@
+package dynamotest
+
+import (
+	"bytes"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+)
+
+// JarEnv names the variable that holds the path of DynamoDBLocal.jar, which
+// scripts/dynamodb-local.sh exports next to the endpoint.
+const JarEnv = "LATCHKEY_TEST_DYNAMODB_JAR"
+
+// Process is a DynamoDB Local of one test's own, in memory, that the test
+// may freeze (SIGSTOP: the process is alive, its sockets accept, nothing
+// answers), thaw and restart without disturbing the DynamoDB Local that the
+// other tests share.
+type Process struct {
+	// Endpoint is the process's address; it survives Restart.
+	Endpoint string
+
+	jar, port string
+	cmd       *exec.Cmd
+	exited    chan struct{}
+	output    *output
+}
+
+// StartProcess starts a DynamoDB Local on a free loopback port and waits
+// until it answers. It is killed when the test ends. Without the jar
+// (`go test` outside scripts/dynamodb-local.sh) the test is skipped.
+func StartProcess(tb testing.TB) *Process {
+	tb.Helper()
+	jar := os.Getenv(JarEnv)
+	if jar == "" {
+		tb.Skip("set " + JarEnv + " or run make test")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close()
+	p := &Process{Endpoint: "http://127.0.0.1:" + port, jar: jar, port: port}
+	tb.Cleanup(p.kill)
+	p.start(tb)
+	return p
+}
+
+// Client returns a client for this process, built like NewClient's.
+func (p *Process) Client(optFns ...func(*dynamodb.Options)) *dynamodb.Client {
+	return clientAt(p.Endpoint, optFns...)
+}
+
+// Freeze stops the process with SIGSTOP.
+func (p *Process) Freeze(tb testing.TB) {
+	tb.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		tb.Fatalf("SIGSTOP DynamoDB Local: %v", err)
+	}
+}
+
+// Thaw continues the process with SIGCONT.
+func (p *Process) Thaw(tb testing.TB) {
+	tb.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		tb.Fatalf("SIGCONT DynamoDB Local: %v", err)
+	}
+}
+
+// Restart kills the process and starts a new one on the same port: what a
+// developer's DynamoDB Local in memory does when restarted, every table gone.
+func (p *Process) Restart(tb testing.TB) {
+	tb.Helper()
+	p.kill()
+	p.start(tb)
+}
+
+func (p *Process) start(tb testing.TB) {
+	tb.Helper()
+	dir := filepath.Dir(p.jar)
+	p.output = &output{}
+	p.cmd = exec.Command("java", "-Djava.library.path="+filepath.Join(dir, "DynamoDBLocal_lib"),
+		"-jar", p.jar, "-inMemory", "-sharedDb", "-disableTelemetry", "-port", p.port)
+	p.cmd.Dir = dir
+	p.cmd.Stdout, p.cmd.Stderr = p.output, p.output
+	if err := p.cmd.Start(); err != nil {
+		tb.Fatalf("start DynamoDB Local: %v", err)
+	}
+	p.exited = make(chan struct{})
+	go func(cmd *exec.Cmd, exited chan struct{}) { cmd.Wait(); close(exited) }(p.cmd, p.exited)
+	// Like scripts/dynamodb-local.sh: any HTTP answer (400 without a
+	// signature) means it is up.
+	c := &http.Client{Timeout: time.Second}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		select {
+		case <-p.exited:
+			tb.Fatalf("DynamoDB Local exited before it answered:\n%s", p.output)
+		default:
+		}
+		if res, err := c.Get(p.Endpoint); err == nil {
+			res.Body.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("DynamoDB Local did not answer on %s within 60 s:\n%s", p.Endpoint, p.output)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// kill ends the process, frozen or not, and waits for it to exit.
+func (p *Process) kill() {
+	if p.cmd == nil || p.cmd.Process == nil {
+		return
+	}
+	p.cmd.Process.Kill() // SIGKILL ends a stopped process too
+	<-p.exited
+	p.cmd = nil
+}
+
+// output collects the process's stdout and stderr, for the failure message
+// when it does not start.
+type output struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (o *output) Write(b []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.Write(b)
+}
+
+func (o *output) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.String()
+}
