@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"latchkey/pkg/account"
 	"latchkey/pkg/httpapi"
@@ -271,6 +274,32 @@ func TestFailures(t *testing.T) {
 		wantProblem(t, res, http.StatusServiceUnavailable, "unavailable")
 		if res.Header.Get("Retry-After") == "" {
 			t.Error("503 without Retry-After")
+		}
+	})
+
+	t.Run("Abandoned", func(t *testing.T) {
+		// The client goes away while a dependency works for it, and the
+		// dependency stops with the request's context error (as the
+		// DynamoDB store does): nothing failed, so nothing is logged as an
+		// error or an outage, only that the request was abandoned.
+		h, logs := newHandler(func(ctx context.Context) ([]byte, error) {
+			<-ctx.Done()
+			return nil, fmt.Errorf("dynamostore: GetItem abandoned by the caller: %w", ctx.Err())
+		})
+		ctx, cancel := context.WithCancel(t.Context())
+		time.AfterFunc(10*time.Millisecond, cancel)
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequestWithContext(ctx, http.MethodGet, "/v1/auth/jwks", nil))
+		for _, line := range logs.Lines() {
+			var l struct{ Level, Msg string }
+			if err := json.Unmarshal([]byte(line), &l); err != nil {
+				t.Fatalf("log line is not JSON: %s", line)
+			}
+			if l.Level != "INFO" {
+				t.Errorf("abandoned request logged at %s: %s", l.Level, line)
+			}
+		}
+		if !strings.Contains(logs.String(), `"msg":"request abandoned by the client"`) {
+			t.Errorf("the abandoned request is not logged as such: %s", logs)
 		}
 	})
 }

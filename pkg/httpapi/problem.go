@@ -49,12 +49,24 @@ type problem struct {
 }
 
 // writeError writes err as problem+json. Errors that are not *account.Error,
-// and internal ones, are logged with the request id and shown to the client
-// only as a generic message.
+// and internal and unavailable ones, are logged with the request id and
+// shown to the client only as a generic message. An error that is the
+// request's own context ending (the client gone) is logged as that, at
+// info level.
 func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var e *account.Error
 	if !errors.As(err, &e) {
 		e = account.Internal(err)
+	}
+	if gone := r.Context().Err(); gone != nil && errors.Is(err, gone) {
+		// The request's own context ended the work: the client went away
+		// or, in Lambda, the invocation's deadline passed. Nothing failed
+		// on our side and nobody reads this answer, so it is neither logged
+		// as an error nor blamed on the store; the 503 is for the access log.
+		s.log.InfoContext(r.Context(), "request abandoned by the client",
+			"request_id", info(r.Context()).id, "route", info(r.Context()).route, "reason", gone.Error())
+		s.writeProblem(w, r, account.Unavailable(err))
+		return
 	}
 	switch e.Code {
 	case account.CodeInternal, account.CodeUnavailable:
