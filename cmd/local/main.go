@@ -13,6 +13,7 @@
 //	MAX_CONNECTIONS      client connections held open at once (default 256)
 //	IDLE_TIMEOUT         how long a keep-alive connection may wait for its next request (default 60s)
 //	READ_HEADER_TIMEOUT  how long a client may take to send a request's headers (default 5s)
+//	STORE_TIMEOUT        how long one DynamoDB call may take before the request gets 503 (default 3s)
 package main
 
 import (
@@ -56,6 +57,7 @@ type config struct {
 
 	maxConns                       int
 	idleTimeout, readHeaderTimeout time.Duration
+	storeTimeout                   time.Duration
 }
 
 // fdReserve is the file descriptors the server needs besides its
@@ -95,6 +97,9 @@ func configFromEnv() (config, error) {
 	if limit, ok := openFileLimit(); ok && need > limit {
 		return c, fmt.Errorf("MAX_CONNECTIONS=%d needs %d file descriptors, over the open-file limit of %d: lower it or raise the limit (ulimit -n)",
 			c.maxConns, need, limit)
+	}
+	if c.storeTimeout, err = dynamostore.ParseTimeout(os.Getenv("STORE_TIMEOUT")); err != nil {
+		return c, fmt.Errorf("STORE_TIMEOUT: %w", err)
 	}
 	return c, nil
 }
@@ -223,7 +228,7 @@ func openStore(ctx context.Context, cfg config, dir dataDir) (account.Store, err
 	if err := dynamostore.CreateTable(ctx, client, cfg.tableName); err != nil {
 		return nil, fmt.Errorf("create table %s at %s: %w", cfg.tableName, cfg.dynamoEndpoint, err)
 	}
-	return dynamostore.New(client, cfg.tableName), nil
+	return dynamostore.New(client, cfg.tableName, dynamostore.WithTimeout(cfg.storeTimeout)), nil
 }
 
 // bootstrapAdminKey installs the configured admin key, or, when there is no

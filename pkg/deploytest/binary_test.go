@@ -26,6 +26,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"latchkey/pkg/dynamostore"
@@ -103,9 +104,18 @@ func newLive(tb testing.TB, seed bool) *live {
 	if dynamoURL == "" || smURL == "" {
 		tb.Skip(dynamotest.EndpointEnv + " and " + secretsEndpointEnv + " are not both set; run through scripts/dynamodb-local.sh scripts/moto.sh (make test does)")
 	}
+	return newLiveAt(tb, dynamoURL, dynamotest.NewClient(tb), seed)
+}
+
+// newLiveAt is newLive on the DynamoDB Local at dynamoURL, which db talks to.
+func newLiveAt(tb testing.TB, dynamoURL string, db *dynamodb.Client, seed bool) *live {
+	tb.Helper()
+	smURL := os.Getenv(secretsEndpointEnv)
+	if smURL == "" {
+		tb.Skip(secretsEndpointEnv + " is not set; run through scripts/moto.sh (make test does)")
+	}
 	ctx := context.Background()
 	creds := credentials.NewStaticCredentialsProvider("local", "local", "")
-	db := dynamotest.NewClient(tb)
 	l := &live{sm: secretsmanager.New(secretsmanager.Options{Region: "us-east-1", BaseEndpoint: aws.String(smURL), Credentials: creds})}
 	name := dynamotest.NewTable(tb, db)
 	l.store = dynamostore.New(db, name)

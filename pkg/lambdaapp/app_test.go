@@ -21,6 +21,7 @@ import (
 
 	"latchkey/pkg/account"
 	"latchkey/pkg/boltstore"
+	"latchkey/pkg/dynamostore"
 	"latchkey/pkg/httpapi/httpapitest"
 	"latchkey/pkg/lambdaapp"
 	"latchkey/pkg/lambdaapp/replay"
@@ -138,6 +139,37 @@ func TestConfigFromEnv(t *testing.T) {
 		})
 		if err == nil || !strings.Contains(err.Error(), "ADMIN_KEY_SECRET_ARN") {
 			t.Fatalf("auth without the admin key secret: got %v, want it named", err)
+		}
+	})
+	t.Run("StoreTimeout", func(t *testing.T) {
+		for _, tc := range []struct {
+			value string
+			want  time.Duration
+		}{{"", dynamostore.DefaultTimeout}, {"750ms", 750 * time.Millisecond}} {
+			cfg, err := lambdaapp.ConfigFromEnv(lambdaapp.Users, func(k string) string {
+				if k == lambdaapp.EnvStoreTimeout {
+					return tc.value
+				}
+				return full[k]
+			})
+			if err != nil || cfg.StoreTimeout != tc.want {
+				t.Errorf("STORE_TIMEOUT=%q: got %v, %v; want %v", tc.value, cfg.StoreTimeout, err, tc.want)
+			}
+		}
+	})
+	t.Run("ErrStoreTimeout", func(t *testing.T) {
+		// Named together with a missing variable: one fix for both.
+		_, err := lambdaapp.ConfigFromEnv(lambdaapp.Users, func(k string) string {
+			switch k {
+			case lambdaapp.EnvStoreTimeout:
+				return "30s"
+			case lambdaapp.EnvIssuer:
+				return ""
+			}
+			return full[k]
+		})
+		if err == nil || !strings.Contains(err.Error(), "STORE_TIMEOUT") || !strings.Contains(err.Error(), "ISSUER") {
+			t.Fatalf("got %v, want STORE_TIMEOUT and ISSUER named", err)
 		}
 	})
 	t.Run("ErrUnknownFunction", func(t *testing.T) {

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
+	"latchkey/pkg/dynamostore"
 	"latchkey/pkg/httpapi"
 )
 
@@ -54,6 +56,8 @@ const (
 	EnvSigningKeySecret = "SIGNING_KEY_SECRET_ARN"
 	EnvAdminKeySecret   = "ADMIN_KEY_SECRET_ARN"
 	EnvCursorKeySecret  = "CURSOR_KEY_SECRET_ARN"
+	// EnvStoreTimeout is optional: see dynamostore.ParseTimeout.
+	EnvStoreTimeout = "STORE_TIMEOUT"
 )
 
 // Config is a function's configuration, read once at init.
@@ -70,11 +74,13 @@ type Config struct {
 	AdminKeySecret string
 	// CursorKeySecret is the ARN of the list-cursor HMAC key secret.
 	CursorKeySecret string
+	// StoreTimeout bounds each DynamoDB call (dynamostore.WithTimeout).
+	StoreTimeout time.Duration
 }
 
 // ConfigFromEnv reads fn's configuration with getenv (os.Getenv in main).
-// The error names every missing variable at once, so a misconfigured
-// deployment is fixed in one go.
+// The error names every missing or invalid variable at once, so a
+// misconfigured deployment is fixed in one go.
 func ConfigFromEnv(fn Function, getenv func(string) string) (Config, error) {
 	switch fn {
 	case Auth, Organizations, Users:
@@ -100,14 +106,21 @@ func ConfigFromEnv(fn Function, getenv func(string) string) (Config, error) {
 		cfg.SigningKeySecret = getenv(EnvSigningKeySecret)
 		required = append(required, struct{ name, value string }{EnvSigningKeySecret, cfg.SigningKeySecret})
 	}
-	var missing []string
+	var missing, problems []string
 	for _, r := range required {
 		if strings.TrimSpace(r.value) == "" {
 			missing = append(missing, r.name)
 		}
 	}
 	if len(missing) > 0 {
-		return Config{}, errors.New("missing environment variables: " + strings.Join(missing, ", "))
+		problems = append(problems, "missing environment variables: "+strings.Join(missing, ", "))
+	}
+	var err error
+	if cfg.StoreTimeout, err = dynamostore.ParseTimeout(getenv(EnvStoreTimeout)); err != nil {
+		problems = append(problems, EnvStoreTimeout+": "+err.Error())
+	}
+	if len(problems) > 0 {
+		return Config{}, errors.New(strings.Join(problems, "; "))
 	}
 	return cfg, nil
 }

@@ -60,7 +60,7 @@ func FromEnv(ctx context.Context, fn Function, getenv func(string) string, logge
 			o.BaseEndpoint = aws.String(u)
 		}
 	})
-	store := dynamostore.New(db, cfg.TableName)
+	store := dynamostore.New(db, cfg.TableName, dynamostore.WithTimeout(cfg.StoreTimeout))
 	app, err := New(ctx, cfg, Deps{Store: store, Keys: store, Secrets: sm, Logger: logger})
 	if err != nil {
 		return nil, err

@@ -1,0 +1,167 @@
+package deploytest_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"latchkey/pkg/dynamostore/dynamotest"
+	"latchkey/pkg/httpapi/httpapitest"
+	"latchkey/pkg/lambdaapp"
+	"latchkey/pkg/lambdaapp/replay"
+)
+
+// TestTemplate_StoreTimeout: the STORE_TIMEOUT the template sets leaves a
+// function time to answer 503 before its own timeout when the table stalls.
+// A request on a frozen table waits out at most three store calls: a due
+// reload of the public keys, a rebuild after a secret rotation (which
+// checks the bootstrap key), and the request's first call.
+func TestTemplate_StoreTimeout(t *testing.T) {
+	tpl := loadTemplate(t)
+	for _, fn := range lambdaapp.Functions() {
+		env := tpl.functionEnv(t, logicalID(fn))
+		cfg, err := lambdaapp.ConfigFromEnv(fn, func(k string) string {
+			if v, ok := env[k]; ok {
+				return fmt.Sprint(v)
+			}
+			return ""
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", fn, err)
+		}
+		timeout := path(map[string]any(tpl), "Resources", logicalID(fn), "Properties", "Timeout")
+		if timeout == nil {
+			timeout = path(map[string]any(tpl), "Globals", "Function", "Timeout")
+		}
+		secs, err := strconv.Atoi(fmt.Sprint(timeout))
+		if err != nil {
+			t.Fatalf("%s: Timeout %v is not a number of seconds", fn, timeout)
+		}
+		if limit := time.Duration(secs) * time.Second; 3*cfg.StoreTimeout >= limit {
+			t.Errorf("%s: STORE_TIMEOUT %v: three of them reach the function's Timeout %v", fn, cfg.StoreTimeout, limit)
+		}
+	}
+}
+
+// TestLambda_StoreStalls builds the users function with lambdaapp.FromEnv,
+// as its main does, configured by the environment (STORE_TIMEOUT=1s) on a
+// DynamoDB Local of the test's own and moto, and feeds it API Gateway
+// events while that DynamoDB Local is stopped with SIGSTOP: a read and a
+// write are answered 503 unavailable with Retry-After in about the store
+// timeout, not at the invocation's deadline; after SIGCONT they are
+// answered as before; and a table that disappears is 503 with one log line
+// saying so.
+func TestLambda_StoreStalls(t *testing.T) {
+	p := dynamotest.StartProcess(t)
+	env := map[string]string{}
+	for _, kv := range newLiveAt(t, p.Endpoint, p.Client(), true).env(lambdaapp.Users) {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	const timeout = time.Second
+	env[lambdaapp.EnvStoreTimeout] = timeout.String()
+	logs := &httpapitest.SyncBuffer{}
+	h, err := lambdaapp.FromEnv(t.Context(), lambdaapp.Users, func(k string) string { return env[k] }, slog.New(slog.NewJSONHandler(logs, nil)))
+	if err != nil {
+		t.Fatalf("init: %v", err)
+	}
+	invoke := func(name string) (events.APIGatewayV2HTTPResponse, time.Duration) {
+		t.Helper()
+		if _, err := replay.LoadEvent(filepath.Join(eventsDir, name)); err != nil {
+			t.Fatal(err) // not an HTTP API payload 2.0 event
+		}
+		ev, err := os.ReadFile(filepath.Join(eventsDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The deadline Lambda gives an invocation: the template's 10 s.
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		start := time.Now()
+		out, err := h(ctx, ev)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		res, ok := out.(events.APIGatewayV2HTTPResponse)
+		if !ok {
+			t.Fatalf("%s: answered %T, want an API Gateway response", name, out)
+		}
+		return res, time.Since(start)
+	}
+	wantUnavailable := func(name string) {
+		t.Helper()
+		res, elapsed := invoke(name)
+		hdr := responseHeader(res)
+		var p struct{ Code string }
+		json.Unmarshal(responseBody(t, res), &p)
+		if res.StatusCode != http.StatusServiceUnavailable || p.Code != "unavailable" ||
+			hdr.Get("Content-Type") != "application/problem+json" || hdr.Get("Retry-After") != "2" {
+			t.Errorf("%s: got %d %s (Content-Type %q, Retry-After %q), want 503 unavailable problem+json with Retry-After 2",
+				name, res.StatusCode, responseBody(t, res), hdr.Get("Content-Type"), hdr.Get("Retry-After"))
+		}
+		if elapsed > timeout+2*time.Second {
+			t.Errorf("%s: answered after %v, want about the store timeout %v", name, elapsed, timeout)
+		}
+	}
+	errorLines := func() (lines []string) {
+		for _, l := range logs.Lines() {
+			if strings.Contains(l, `"level":"ERROR"`) {
+				lines = append(lines, l)
+			}
+		}
+		return lines
+	}
+
+	if res, _ := invoke("users-get.json"); res.StatusCode != http.StatusOK {
+		t.Fatalf("before the freeze: got %d %s, want 200", res.StatusCode, responseBody(t, res))
+	}
+
+	p.Freeze(t)
+	thawed := false
+	defer func() {
+		if !thawed {
+			p.Thaw(t)
+		}
+	}()
+	logs.Reset()
+	wantUnavailable("users-get.json")
+	wantUnavailable("users-create.json")
+	if got := errorLines(); len(got) != 2 || !strings.Contains(got[0], "no answer from DynamoDB within 1s") {
+		t.Errorf("want one error line per failed invocation, saying DynamoDB did not answer; got:\n%s", strings.Join(got, "\n"))
+	}
+
+	p.Thaw(t)
+	thawed = true
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		res, _ := invoke("users-get.json")
+		if res.StatusCode == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("10 s after SIGCONT: got %d %s, want 200", res.StatusCode, responseBody(t, res))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	if _, err := p.Client().DeleteTable(t.Context(), &dynamodb.DeleteTableInput{TableName: aws.String(env[lambdaapp.EnvTableName])}); err != nil {
+		t.Fatalf("DeleteTable: %v", err)
+	}
+	logs.Reset()
+	wantUnavailable("users-get.json")
+	if got := errorLines(); len(got) != 1 || !strings.Contains(got[0], "table "+env[lambdaapp.EnvTableName]+" does not exist") {
+		t.Errorf("want one error line saying the table does not exist; got:\n%s", strings.Join(got, "\n"))
+	}
+}
