@@ -7,6 +7,8 @@ import (
 	"crypto/subtle"
 	"encoding/base32"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -27,6 +29,12 @@ const (
 	MaxKeyLifetime       = 365 * 24 * time.Hour
 	maxScopes            = 32
 )
+
+// MaxKeyAncestors is how many keys may stand above a key (APIKey.Ancestors):
+// a key with that many cannot create keys. It bounds what every request
+// with a key or a token of it must check (the key and each ancestor), and
+// the size of its tokens, which name the ancestors.
+const MaxKeyAncestors = 8
 
 var keyEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
 
@@ -54,8 +62,9 @@ func looksLikeJWT(s string) bool {
 
 // Authenticate resolves a bearer credential, API key or access token, to the
 // principal that presented it. The key is read from the store on every call,
-// so a deleted key stops working at once; a token's revocation entry and
-// issuing key are read in one round trip. CodeUnauthorized.
+// so a deleted key, and every key below it, stops working at once; a
+// token's revocation entry, issuing key and the key's ancestors are read in
+// one round trip. CodeUnauthorized.
 func (s *Service) Authenticate(ctx context.Context, credential string) (Principal, error) {
 	if credential == "" {
 		return Principal{}, errUnauthorized
@@ -66,14 +75,17 @@ func (s *Service) Authenticate(ctx context.Context, credential string) (Principa
 		if err != nil {
 			return Principal{}, errUnauthorized
 		}
-		status, err := s.store.TokenStatus(ctx, claims.ID, claims.KeyID)
+		status, err := s.store.TokenStatus(ctx, claims.ID, claims.KeyID, claims.KeyAncestors)
 		if err != nil {
 			return Principal{}, storeErr(err)
 		}
 		if reason := status.invalidReason(now); reason != "" {
 			return Principal{}, errUnauthorized
 		}
-		return Principal{KeyID: claims.KeyID, TokenID: claims.ID, Scopes: claims.Scopes, KeyExpiresAt: status.Key.ExpiresAt}, nil
+		return Principal{
+			KeyID: claims.KeyID, TokenID: claims.ID, Scopes: claims.Scopes,
+			KeyExpiresAt: status.Key.ExpiresAt, KeyAncestors: status.Key.Ancestors, KeyBootstrap: status.Key.Bootstrap,
+		}, nil
 	}
 	hash := HashAPIKey(credential)
 	key, err := s.store.GetAPIKeyByHash(ctx, hash)
@@ -86,7 +98,7 @@ func (s *Service) Authenticate(ctx context.Context, credential string) (Principa
 	if subtle.ConstantTimeCompare(key.Hash, hash) != 1 || key.Expired(now) {
 		return Principal{}, errUnauthorized
 	}
-	return Principal{KeyID: key.ID, Scopes: key.Scopes, KeyExpiresAt: key.ExpiresAt}, nil
+	return Principal{KeyID: key.ID, Scopes: key.Scopes, KeyExpiresAt: key.ExpiresAt, KeyAncestors: key.Ancestors, KeyBootstrap: key.Bootstrap}, nil
 }
 
 // Reasons a token is not valid, as reported by VerifyToken.
@@ -112,8 +124,9 @@ type Verification struct {
 	Claims TokenClaims
 }
 
-// VerifyToken checks an access token: signature, expiry, revocation entry and
-// issuing key. A forged or expired token costs no store read.
+// VerifyToken checks an access token: signature, expiry, revocation entry,
+// issuing key and the keys above it. A forged or expired token costs no
+// store read.
 func (s *Service) VerifyToken(ctx context.Context, token string) (Verification, error) {
 	now := s.now()
 	claims, err := s.parser.Parse(ctx, token, now)
@@ -123,7 +136,7 @@ func (s *Service) VerifyToken(ctx context.Context, token string) (Verification, 
 	case err != nil:
 		return Verification{Reason: ReasonInvalid}, nil
 	}
-	status, err := s.store.TokenStatus(ctx, claims.ID, claims.KeyID)
+	status, err := s.store.TokenStatus(ctx, claims.ID, claims.KeyID, claims.KeyAncestors)
 	if err != nil {
 		return Verification{}, storeErr(err)
 	}
@@ -168,11 +181,12 @@ func (s *Service) IssueToken(ctx context.Context, p Principal, req TokenRequest)
 	}
 	now := s.now()
 	claims := TokenClaims{
-		ID:        NewID(PrefixToken, now),
-		KeyID:     p.KeyID,
-		Scopes:    scopes,
-		IssuedAt:  now.Truncate(time.Second),
-		ExpiresAt: now.Truncate(time.Second).Add(lifetime),
+		ID:           NewID(PrefixToken, now),
+		KeyID:        p.KeyID,
+		KeyAncestors: p.KeyAncestors,
+		Scopes:       scopes,
+		IssuedAt:     now.Truncate(time.Second),
+		ExpiresAt:    now.Truncate(time.Second).Add(lifetime),
 	}
 	if !p.KeyExpiresAt.IsZero() && p.KeyExpiresAt.Before(claims.ExpiresAt) {
 		claims.ExpiresAt = p.KeyExpiresAt.Truncate(time.Second)
@@ -183,7 +197,9 @@ func (s *Service) IssueToken(ctx context.Context, p Principal, req TokenRequest)
 	}
 	// Written after signing, before returning: a token the client receives
 	// always has its record.
-	err = s.store.CreateToken(ctx, TokenRecord(claims))
+	err = s.store.CreateToken(ctx, TokenRecord{
+		ID: claims.ID, KeyID: claims.KeyID, Scopes: claims.Scopes, IssuedAt: claims.IssuedAt, ExpiresAt: claims.ExpiresAt,
+	})
 	if err != nil {
 		return "", TokenClaims{}, storeErr(err)
 	}
@@ -223,10 +239,12 @@ type NewAPIKey struct {
 	ExpiresIn string // "" means the key does not expire (unless its creator does)
 }
 
-// CreateAPIKey creates a key with grants within the caller's own, and returns
-// it with its secret, which is never shown again. A key never outlives the
-// key that created it. CodeForbidden for an access token caller,
-// CodeInsufficientScope, CodeInvalidRequest.
+// CreateAPIKey creates a key with grants within the caller's own, below the
+// caller's key (APIKey.Ancestors), and returns it with its secret, which is
+// never shown again. A key never outlives the key that created it.
+// CodeForbidden for an access token caller or a key MaxKeyAncestors deep,
+// CodeInsufficientScope, CodeInvalidRequest; CodeUnauthorized if the
+// caller's key is deleted meanwhile.
 func (s *Service) CreateAPIKey(ctx context.Context, p Principal, req NewAPIKey) (APIKey, string, error) {
 	if err := p.RequireKey(ScopeWriteAPIKeys); err != nil {
 		return APIKey{}, "", err
@@ -248,6 +266,13 @@ func (s *Service) CreateAPIKey(ctx context.Context, p Principal, req NewAPIKey) 
 	if err := p.requireHeld(scopes, "it cannot grant it to another key"); err != nil {
 		return APIKey{}, "", err
 	}
+	var ancestors []string
+	if !p.KeyBootstrap {
+		if len(p.KeyAncestors) >= MaxKeyAncestors {
+			return APIKey{}, "", Errorf(CodeForbidden, "this key is %d levels below the keys the admin key creates, the most there may be; it cannot create keys", len(p.KeyAncestors))
+		}
+		ancestors = append(slices.Clip(p.KeyAncestors), p.KeyID)
+	}
 	now := s.now()
 	secret := NewAPIKeySecret()
 	key := APIKey{
@@ -257,6 +282,7 @@ func (s *Service) CreateAPIKey(ctx context.Context, p Principal, req NewAPIKey) 
 		Last4:     last4(secret),
 		Scopes:    scopes,
 		CreatedBy: p.KeyID,
+		Ancestors: ancestors,
 		CreatedAt: now,
 	}
 	if lifetime > 0 {
@@ -265,7 +291,12 @@ func (s *Service) CreateAPIKey(ctx context.Context, p Principal, req NewAPIKey) 
 	if !p.KeyExpiresAt.IsZero() && (key.ExpiresAt.IsZero() || p.KeyExpiresAt.Before(key.ExpiresAt)) {
 		key.ExpiresAt = p.KeyExpiresAt
 	}
-	if err := s.store.CreateAPIKey(ctx, key); err != nil {
+	err := s.store.CreateAPIKey(ctx, key)
+	if IsCode(err, CodeNotFound) {
+		// The caller's key was deleted after it authenticated this request.
+		return APIKey{}, "", errUnauthorized
+	}
+	if err != nil {
 		return APIKey{}, "", storeErr(err)
 	}
 	return key, secret, nil
@@ -301,8 +332,10 @@ func (s *Service) ListAPIKeys(ctx context.Context, p Principal, r PageRequest) (
 	return toList(s.cursors, "api_keys", page), nil
 }
 
-// DeleteAPIKey deletes a key; it and every token issued for it stop working
-// at once. The bootstrap admin key cannot be deleted through the API.
+// DeleteAPIKey deletes a key and every key below it (whose Ancestors name
+// it): they and every token issued for them stop working at once. The
+// bootstrap admin key cannot be deleted through the API. A delete that
+// failed halfway (see the store) is finished by calling DeleteAPIKey again.
 // CodeForbidden, CodeInsufficientScope, CodeNotFound.
 func (s *Service) DeleteAPIKey(ctx context.Context, p Principal, id string) error {
 	if err := p.RequireKey(ScopeWriteAPIKeys); err != nil {
@@ -311,16 +344,14 @@ func (s *Service) DeleteAPIKey(ctx context.Context, p Principal, id string) erro
 	if !ValidID(PrefixAPIKey, id) {
 		return notFound("API key")
 	}
-	key, err := s.store.GetAPIKey(ctx, id)
-	if err != nil {
-		return storeErr(err)
-	}
-	if key.Bootstrap {
-		return Errorf(CodeForbidden, "the bootstrap admin key is managed by configuration and cannot be deleted through the API")
-	}
-	// Pass the key as read: the store deletes it by ID and hash without
-	// reading it again.
-	return storeErr(s.store.DeleteAPIKey(ctx, key))
+	// The store reads the key, asks whether it may go, and deletes it in
+	// the same call: one read, and the answer is about the key it deletes.
+	return storeErr(s.store.DeleteAPIKey(ctx, id, func(k APIKey) error {
+		if k.Bootstrap {
+			return Errorf(CodeForbidden, "the bootstrap admin key is managed by configuration and cannot be deleted through the API")
+		}
+		return nil
+	}))
 }
 
 // EnsureBootstrapKey is EnsureBootstrapKeyAt with the current time: right
@@ -396,16 +427,26 @@ func (s *Service) EnsureBootstrapKeyAt(ctx context.Context, secret string, creat
 	}
 	for _, k := range keys {
 		if k.ID != current.ID && newerBootstrapKey(k, current) {
-			return ignoreNotFound(s.store.DeleteAPIKey(ctx, current))
+			return ignoreNotFound(s.store.DeleteAPIKey(ctx, current.ID, onlyBootstrap))
 		}
 	}
 	// Every other bootstrap key is older: retire it.
 	for _, k := range keys {
 		if k.ID != current.ID {
-			if err := ignoreNotFound(s.store.DeleteAPIKey(ctx, k)); err != nil {
+			if err := ignoreNotFound(s.store.DeleteAPIKey(ctx, k.ID, onlyBootstrap)); err != nil {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// onlyBootstrap lets EnsureBootstrapKeyAt delete bootstrap keys and nothing
+// else. A bootstrap key is nobody's ancestor, so deleting one deletes no
+// other key: the keys it created stay, as keys of the administrator.
+func onlyBootstrap(k APIKey) error {
+	if !k.Bootstrap {
+		return Internal(fmt.Errorf("account: key %s is not a bootstrap key", k.ID))
 	}
 	return nil
 }

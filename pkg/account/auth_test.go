@@ -136,12 +136,20 @@ func TestService_EnsureBootstrapKey(t *testing.T) {
 		}
 	})
 	t.Run("KeepsOtherKeys", func(t *testing.T) {
+		// Rotation replaces the admin credential; what the administrator
+		// created with it stays, keys below those included: a bootstrap key
+		// is nobody's ancestor.
 		e := newEnv(t)
-		_, other := e.key(t, "", account.ScopeReadUsers)
+		p, other := e.key(t, "", account.ScopeReadUsers, account.ScopeWriteAPIKeys)
+		_, below, err := e.svc.CreateAPIKey(e.ctx, p, account.NewAPIKey{Name: "below", Scopes: []string{account.ScopeReadUsers}})
+		if err != nil {
+			t.Fatalf("CreateAPIKey: %v", err)
+		}
 		if err := e.svc.EnsureBootstrapKey(e.ctx, account.NewAPIKeySecret()); err != nil {
 			t.Fatalf("EnsureBootstrapKey: %v", err)
 		}
 		e.auth(t, other)
+		e.auth(t, below)
 	})
 	t.Run("ErrShortSecret", func(t *testing.T) {
 		e := newEnv(t)
@@ -155,7 +163,7 @@ func TestService_EnsureBootstrapKey(t *testing.T) {
 			t.Fatalf("HasBootstrapKey with a bootstrap key: got %v, %v; want true", has, err)
 		}
 		for _, k := range bootstrapKeys(t, e) {
-			if err := e.store.DeleteAPIKey(e.ctx, k); err != nil {
+			if err := e.store.DeleteAPIKey(e.ctx, k.ID, nil); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -200,6 +208,58 @@ func TestService_CreateAPIKey(t *testing.T) {
 		if !k.ExpiresAt.Equal(creator.KeyExpiresAt) {
 			t.Errorf("ExpiresAt: got %v, want the creator's %v", k.ExpiresAt, creator.KeyExpiresAt)
 		}
+	})
+	t.Run("BelowItsCreator", func(t *testing.T) {
+		// The admin key's keys have no ancestors; a key's keys have it and
+		// its ancestors, and so do their tokens.
+		e := newEnv(t)
+		a, _ := e.key(t, "", account.ScopeWriteAPIKeys, "read:users")
+		if len(a.KeyAncestors) != 0 || a.KeyBootstrap {
+			t.Fatalf("a key of the admin key: ancestors %v, bootstrap %v; want none, false", a.KeyAncestors, a.KeyBootstrap)
+		}
+		kb, secret, err := e.svc.CreateAPIKey(e.ctx, a, account.NewAPIKey{Name: "b", Scopes: []string{account.ScopeWriteAPIKeys, "read:users"}})
+		if err != nil {
+			t.Fatalf("CreateAPIKey: %v", err)
+		}
+		b := e.auth(t, secret)
+		kc, _, err := e.svc.CreateAPIKey(e.ctx, b, account.NewAPIKey{Name: "c", Scopes: []string{"read:users"}})
+		if err != nil {
+			t.Fatalf("CreateAPIKey: %v", err)
+		}
+		if !slices.Equal(kb.Ancestors, []string{a.KeyID}) || !slices.Equal(kc.Ancestors, []string{a.KeyID, b.KeyID}) || kc.CreatedBy != b.KeyID {
+			t.Errorf("Ancestors: got %v and %v (created by %s), want [a] and [a b]", kb.Ancestors, kc.Ancestors, kc.CreatedBy)
+		}
+		_, c, err := e.svc.IssueToken(e.ctx, b, account.TokenRequest{Scopes: []string{"read:users"}})
+		if err != nil {
+			t.Fatalf("IssueToken: %v", err)
+		}
+		if !slices.Equal(c.KeyAncestors, []string{a.KeyID}) {
+			t.Errorf("token KeyAncestors: got %v, want [a]", c.KeyAncestors)
+		}
+	})
+	t.Run("ErrTooDeep", func(t *testing.T) {
+		e := newEnv(t)
+		p, _ := e.key(t, "", account.ScopeWriteAPIKeys)
+		for range account.MaxKeyAncestors {
+			_, secret, err := e.svc.CreateAPIKey(e.ctx, p, account.NewAPIKey{Name: "deeper", Scopes: []string{account.ScopeWriteAPIKeys}})
+			if err != nil {
+				t.Fatalf("CreateAPIKey %d levels down: %v", len(p.KeyAncestors)+1, err)
+			}
+			p = e.auth(t, secret)
+		}
+		_, _, err := e.svc.CreateAPIKey(e.ctx, p, account.NewAPIKey{Name: "too deep", Scopes: []string{account.ScopeWriteAPIKeys}})
+		wantCode(t, err, account.CodeForbidden)
+	})
+	t.Run("ErrCreatorDeleted", func(t *testing.T) {
+		// The caller's key is deleted between authentication and create:
+		// nothing is created below it.
+		e := newEnv(t)
+		p, _ := e.key(t, "", account.ScopeWriteAPIKeys)
+		if err := e.svc.DeleteAPIKey(e.ctx, e.admin, p.KeyID); err != nil {
+			t.Fatalf("DeleteAPIKey: %v", err)
+		}
+		_, _, err := e.svc.CreateAPIKey(e.ctx, p, account.NewAPIKey{Name: "orphan", Scopes: []string{account.ScopeWriteAPIKeys}})
+		wantCode(t, err, account.CodeUnauthorized)
 	})
 	t.Run("ErrInsufficientScope", func(t *testing.T) {
 		// A key cannot grant what it does not hold.
@@ -253,6 +313,39 @@ func TestService_DeleteAPIKey(t *testing.T) {
 		v, err := e.svc.VerifyToken(e.ctx, tok)
 		if err != nil || v.Valid || v.Reason != account.ReasonRevoked {
 			t.Errorf("VerifyToken of a deleted key's token: got %+v, %v; want revoked", v, err)
+		}
+	})
+	t.Run("Descendants", func(t *testing.T) {
+		// The keys below a deleted key, and their tokens, go with it.
+		e := newEnv(t)
+		a, _ := e.key(t, "", account.ScopeWriteAPIKeys, "read:users")
+		_, bSecret, err := e.svc.CreateAPIKey(e.ctx, a, account.NewAPIKey{Name: "b", Scopes: []string{account.ScopeWriteAPIKeys, "read:users"}})
+		if err != nil {
+			t.Fatalf("CreateAPIKey: %v", err)
+		}
+		b := e.auth(t, bSecret)
+		_, cSecret, err := e.svc.CreateAPIKey(e.ctx, b, account.NewAPIKey{Name: "c", Scopes: []string{"read:users"}})
+		if err != nil {
+			t.Fatalf("CreateAPIKey: %v", err)
+		}
+		c := e.auth(t, cSecret)
+		tok, _, err := e.svc.IssueToken(e.ctx, c, account.TokenRequest{Scopes: []string{"read:users"}})
+		if err != nil {
+			t.Fatalf("IssueToken: %v", err)
+		}
+		if err := e.svc.DeleteAPIKey(e.ctx, e.admin, a.KeyID); err != nil {
+			t.Fatalf("DeleteAPIKey: %v", err)
+		}
+		for _, cred := range []string{bSecret, cSecret, tok} {
+			_, err := e.svc.Authenticate(e.ctx, cred)
+			wantCode(t, err, account.CodeUnauthorized)
+		}
+		if v, err := e.svc.VerifyToken(e.ctx, tok); err != nil || v.Valid || v.Reason != account.ReasonRevoked {
+			t.Errorf("VerifyToken of a token two keys below the deleted one: got %+v, %v; want revoked", v, err)
+		}
+		for _, id := range []string{b.KeyID, c.KeyID} {
+			_, err := e.svc.GetAPIKey(e.ctx, e.admin, id)
+			wantCode(t, err, account.CodeNotFound)
 		}
 	})
 	t.Run("ErrForbiddenBootstrap", func(t *testing.T) {

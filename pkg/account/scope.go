@@ -62,6 +62,11 @@ type Principal struct {
 	// KeyExpiresAt is the expiry of the key; zero if it never expires.
 	// Tokens and keys the principal creates never outlive it.
 	KeyExpiresAt time.Time
+	// KeyAncestors and KeyBootstrap are the key's Ancestors and Bootstrap:
+	// keys the principal creates go below its key, and its tokens name
+	// the ancestors (TokenClaims.KeyAncestors).
+	KeyAncestors []string
+	KeyBootstrap bool
 }
 
 // IsToken reports whether the caller presented an access token.

@@ -111,21 +111,32 @@ type Store interface {
 
 	// CreateAPIKey stores a new API key. It fails (with any error) if a key
 	// with the same hash exists: EnsureBootstrapKey relies on that when
-	// several processes race to install the same admin key.
+	// several processes race to install the same admin key. A key with
+	// Ancestors goes below the last of them: CodeNotFound, storing nothing,
+	// if that key does not exist or its delete has begun, so that no key is
+	// created below a key being deleted.
 	CreateAPIKey(ctx context.Context, k APIKey) error
-	// GetAPIKey returns a key by ID. CodeNotFound.
+	// GetAPIKey returns a key by ID. CodeNotFound, also for a key whose
+	// delete, or that of one of its Ancestors, has begun.
 	GetAPIKey(ctx context.Context, id string) (APIKey, error)
 	// GetAPIKeyByHash returns the key whose secret hashes to hash, read
-	// strongly consistently. CodeNotFound.
+	// strongly consistently. CodeNotFound, as for GetAPIKey.
 	GetAPIKeyByHash(ctx context.Context, hash []byte) (APIKey, error)
-	// DeleteAPIKey deletes k, a key the caller has just read from the store:
-	// its ID and Hash name every record of the key, so the store need not
-	// read it again. The key stops authenticating at once. CodeNotFound if no
-	// key with k.ID exists (it was deleted already); CodeInternal, deleting
-	// nothing, if k.Hash is not the stored key's hash.
-	DeleteAPIKey(ctx context.Context, k APIKey) error
+	// DeleteAPIKey deletes the key id and every key below it (whose
+	// Ancestors include id), so that from the caller's view they all stop
+	// authenticating, verifying tokens and being found at one instant. It
+	// reads the key, strongly consistently, and calls allow (unless nil)
+	// with it; if allow returns an error, it deletes nothing and returns
+	// that error. A store that cannot delete the whole tree in one atomic
+	// step makes it disappear to readers in the first one and documents
+	// how the rest is finished: calling DeleteAPIKey again finishes a
+	// delete that failed halfway. CodeNotFound if there is no key id, or
+	// the delete of one of its Ancestors has begun.
+	DeleteAPIKey(ctx context.Context, id string, allow func(APIKey) error) error
 	// ListAPIKeys lists keys, newest first. A store may drop a key
-	// ExpiredKeyRetention after it has expired.
+	// ExpiredKeyRetention after it has expired. It leaves out a key whose
+	// delete has begun; the keys below it may show until the delete is
+	// finished (see DeleteAPIKey).
 	ListAPIKeys(ctx context.Context, p ListParams) (Page[APIKey], error)
 
 	// CreateToken stores the record of an issued access token.
@@ -134,9 +145,12 @@ type Store interface {
 	// the time of the entry that is in force: r.RevokedAt, or the earlier
 	// one. Idempotent.
 	RevokeToken(ctx context.Context, r Revocation) (time.Time, error)
-	// TokenStatus reads the revocation entry of tokenID and the key keyID in
-	// one round trip, strongly consistently.
-	TokenStatus(ctx context.Context, tokenID, keyID string) (TokenStatus, error)
+	// TokenStatus reads the revocation entry of tokenID, the key keyID and
+	// the key's Ancestors, strongly consistently. ancestors is what the
+	// token says the key's Ancestors are: a store may read them in the
+	// same round trip as the key, but it decides by the key's own list, so
+	// a wrong or missing hint costs a read and never changes the answer.
+	TokenStatus(ctx context.Context, tokenID, keyID string, ancestors []string) (TokenStatus, error)
 
 	// Close releases the store's resources.
 	Close() error

@@ -8,11 +8,15 @@ import (
 
 // TokenClaims is what a signed access token asserts.
 type TokenClaims struct {
-	ID        string // tok_…, the JWT's jti
-	KeyID     string // key_…, the JWT's sub: the API key the token was issued for
-	Scopes    []string
-	IssuedAt  time.Time
-	ExpiresAt time.Time
+	ID    string // tok_…, the JWT's jti
+	KeyID string // key_…, the JWT's sub: the API key the token was issued for
+	// KeyAncestors are the key's Ancestors as they were at issuance (they
+	// never change), so that a verify can read them in the same round trip
+	// as the key. A hint only: the store checks the key's own list.
+	KeyAncestors []string
+	Scopes       []string
+	IssuedAt     time.Time
+	ExpiresAt    time.Time
 }
 
 // Errors of TokenParser.Parse.

@@ -40,7 +40,15 @@ type APIKey struct {
 	Last4     string // last four characters of the secret, for display
 	Scopes    []string
 	CreatedBy string // ID of the key that created it; empty for the bootstrap key
-	Bootstrap bool   // the admin key from configuration; cannot be deleted through the API
+	// Ancestors are the keys whose deletion deletes this one: the key that
+	// created it, the key that created that one, and so on up to a
+	// bootstrap key (not included), root first, so that the last is
+	// CreatedBy. Empty for a bootstrap key and for the keys one creates:
+	// a bootstrap key is retired by rotating the configured secret, which
+	// replaces the credential and keeps what the administrator created.
+	// At most MaxKeyAncestors.
+	Ancestors []string
+	Bootstrap bool // the admin key from configuration; cannot be deleted through the API
 	CreatedAt time.Time
 	ExpiresAt time.Time // zero: never expires
 }
@@ -81,6 +89,7 @@ type Revocation struct {
 type TokenStatus struct {
 	// RevokedAt is the time of the revocation entry; zero if there is none.
 	RevokedAt time.Time
-	// Key is the issuing key; nil if it has been deleted.
+	// Key is the issuing key; nil if it has been deleted, or if its delete
+	// or that of one of its Ancestors has begun.
 	Key *APIKey
 }

@@ -57,6 +57,7 @@ type apiKeyItem struct {
 	Last4     string    `json:"last4"`
 	Scopes    []string  `json:"scopes"`
 	CreatedBy string    `json:"created_by,omitempty"`
+	Ancestors []string  `json:"ancestors,omitempty"`
 	Bootstrap bool      `json:"bootstrap,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	ExpiresAt time.Time `json:"expires_at"`

@@ -40,24 +40,25 @@ import (
 // Bucket names. Keys are ASCII (IDs, e-mails, slugs, timestamps) except in
 // bucketKeyHashes, whose keys are raw SHA-256 hashes.
 var (
-	bucketUsers      = []byte("users")            // user id -> userItem
-	bucketUserEmails = []byte("users_by_email")   // e-mail -> user id (uniqueness guard)
-	bucketOrgs       = []byte("orgs")             // org id -> orgItem
-	bucketOrgSlugs   = []byte("orgs_by_slug")     // slug -> org id (uniqueness guard)
-	bucketMembers    = []byte("members")          // org id/user id -> memberItem
-	bucketOrgMembers = []byte("members_by_org")   // org id/sort time/user id -> nothing (list index)
-	bucketUserOrgs   = []byte("members_by_user")  // user id/sort time/org id -> nothing (list index)
-	bucketKeys       = []byte("api_keys")         // key id -> apiKeyItem
-	bucketKeyHashes  = []byte("api_keys_by_hash") // SHA-256 -> key id
-	bucketTokens     = []byte("tokens")           // token id -> tokenItem
-	bucketRevoked    = []byte("revocations")      // token id -> revocationItem
-	bucketExpiries   = []byte("expiries")         // expiry time/kind/token id -> nothing (pruning index)
+	bucketUsers      = []byte("users")              // user id -> userItem
+	bucketUserEmails = []byte("users_by_email")     // e-mail -> user id (uniqueness guard)
+	bucketOrgs       = []byte("orgs")               // org id -> orgItem
+	bucketOrgSlugs   = []byte("orgs_by_slug")       // slug -> org id (uniqueness guard)
+	bucketMembers    = []byte("members")            // org id/user id -> memberItem
+	bucketOrgMembers = []byte("members_by_org")     // org id/sort time/user id -> nothing (list index)
+	bucketUserOrgs   = []byte("members_by_user")    // user id/sort time/org id -> nothing (list index)
+	bucketKeys       = []byte("api_keys")           // key id -> apiKeyItem
+	bucketKeyHashes  = []byte("api_keys_by_hash")   // SHA-256 -> key id
+	bucketKeyTree    = []byte("api_keys_by_parent") // parent key id/key id -> nothing (the keys below a key)
+	bucketTokens     = []byte("tokens")             // token id -> tokenItem
+	bucketRevoked    = []byte("revocations")        // token id -> revocationItem
+	bucketExpiries   = []byte("expiries")           // expiry time/kind/token id -> nothing (pruning index)
 )
 
 var allBuckets = [][]byte{
 	bucketUsers, bucketUserEmails, bucketOrgs, bucketOrgSlugs,
 	bucketMembers, bucketOrgMembers, bucketUserOrgs,
-	bucketKeys, bucketKeyHashes, bucketTokens, bucketRevoked, bucketExpiries,
+	bucketKeys, bucketKeyHashes, bucketKeyTree, bucketTokens, bucketRevoked, bucketExpiries,
 }
 
 const (
@@ -596,10 +597,22 @@ func (s *Store) listMemberships(idx []byte, owner string, p account.ListParams, 
 }
 
 // CreateAPIKey implements account.Store. A second key with the same hash
-// (or ID) is refused: the hash is how a secret finds its key.
+// (or ID) is refused: the hash is how a secret finds its key. A key with
+// Ancestors is entered in the tree index under its parent, which must
+// exist; deletes take a key's whole subtree in one transaction, so the
+// other ancestors exist too.
 func (s *Store) CreateAPIKey(_ context.Context, k account.APIKey) error {
 	return s.write(func(tx *bolt.Tx) error {
 		keys, hashes := tx.Bucket(bucketKeys), tx.Bucket(bucketKeyHashes)
+		if n := len(k.Ancestors); n > 0 {
+			parent := k.Ancestors[n-1]
+			if keys.Get([]byte(parent)) == nil {
+				return errKeyNotFound()
+			}
+			if err := tx.Bucket(bucketKeyTree).Put(join(parent, k.ID), nil); err != nil {
+				return err
+			}
+		}
 		if hashes.Get(k.Hash) != nil {
 			return account.Internal(errors.New("boltstore: an API key with this hash exists already"))
 		}
@@ -657,25 +670,47 @@ func (s *Store) GetAPIKeyByHash(_ context.Context, hash []byte) (account.APIKey,
 	return k, err
 }
 
-// DeleteAPIKey implements account.Store: the key and its hash guard go
-// together, so the secret stops authenticating with this commit. The stored
-// record is at hand in the transaction anyway; it is checked against k so
-// that this store refuses a wrong hash exactly as the DynamoDB store must.
-func (s *Store) DeleteAPIKey(_ context.Context, k account.APIKey) error {
+// DeleteAPIKey implements account.Store: the key, every key below it, their
+// hash entries and tree index entries go in one transaction, so every
+// secret of the tree stops authenticating with this commit.
+func (s *Store) DeleteAPIKey(_ context.Context, id string, allow func(account.APIKey) error) error {
 	return s.write(func(tx *bolt.Tx) error {
-		keys := tx.Bucket(bucketKeys)
-		it, ok, err := get[apiKeyItem](keys, []byte(k.ID))
+		it, ok, err := get[apiKeyItem](tx.Bucket(bucketKeys), []byte(id))
 		if err != nil || !ok {
 			return orNotFound(err, errKeyNotFound())
 		}
-		if !bytes.Equal(it.Hash, k.Hash) {
-			return account.Internal(fmt.Errorf("boltstore: DeleteAPIKey: the hash given for %s is not the stored one", k.ID))
+		if allow != nil {
+			if err := allow(it.domain()); err != nil {
+				return err
+			}
 		}
-		return deleteAPIKey(tx, k.ID)
+		return deleteKeyTree(tx, id)
 	})
 }
 
-// deleteAPIKey removes the key id and its hash entry, if the key is there.
+// deleteKeyTree removes the key id and every key below it, found through
+// the tree index, each with deleteAPIKey.
+func deleteKeyTree(tx *bolt.Tx, id string) error {
+	tree := tx.Bucket(bucketKeyTree)
+	// Collect first: deleting under a live cursor can skip keys in bbolt.
+	ids := []string{id}
+	for i := 0; i < len(ids); i++ {
+		prefix := []byte(ids[i] + "/")
+		c := tree.Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			ids = append(ids, string(k[len(prefix):]))
+		}
+	}
+	for _, id := range ids {
+		if err := deleteAPIKey(tx, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteAPIKey removes the key id, its hash entry and its entry under its
+// parent in the tree index, if the key is there.
 func deleteAPIKey(tx *bolt.Tx, id string) error {
 	keys := tx.Bucket(bucketKeys)
 	it, ok, err := get[apiKeyItem](keys, []byte(id))
@@ -684,6 +719,11 @@ func deleteAPIKey(tx *bolt.Tx, id string) error {
 	}
 	if err := keys.Delete([]byte(id)); err != nil {
 		return err
+	}
+	if n := len(it.Ancestors); n > 0 {
+		if err := tx.Bucket(bucketKeyTree).Delete(join(it.Ancestors[n-1], id)); err != nil {
+			return err
+		}
 	}
 	hashes := tx.Bucket(bucketKeyHashes)
 	if bytes.Equal(hashes.Get(it.Hash), []byte(id)) {
@@ -751,7 +791,9 @@ func (s *Store) RevokeToken(_ context.Context, r account.Revocation) (time.Time,
 
 // TokenStatus implements account.Store: one read transaction covers the
 // revocation entry and the key, so the two are consistent with each other.
-func (s *Store) TokenStatus(_ context.Context, tokenID, keyID string) (account.TokenStatus, error) {
+// A key's ancestors need no reading here: a delete takes a key and every
+// key below it in one transaction, so a key is there only while they are.
+func (s *Store) TokenStatus(_ context.Context, tokenID, keyID string, _ []string) (account.TokenStatus, error) {
 	var st account.TokenStatus
 	err := s.read(func(tx *bolt.Tx) error {
 		r, ok, err := get[revocationItem](tx.Bucket(bucketRevoked), []byte(tokenID))
@@ -806,7 +848,9 @@ func (s *Store) Prune(now time.Time) (int, error) {
 			case expiryRevocation:
 				err = tx.Bucket(bucketRevoked).Delete([]byte(parts[2]))
 			case expiryAPIKey:
-				err = deleteAPIKey(tx, parts[2])
+				// The keys below it have expired too (no key outlives
+				// its creator), and usually gone already.
+				err = deleteKeyTree(tx, parts[2])
 			default:
 				err = fmt.Errorf("malformed expiry index key %q", k)
 			}

@@ -136,7 +136,11 @@ type budgetFixture struct {
 	org   account.Organization
 	key   account.APIKey
 	tok   account.TokenRecord
-	extra int
+	// deep is two keys below key (Ancestors: key, then key's child), with
+	// a token, deepTok.
+	deep    account.APIKey
+	deepTok account.TokenRecord
+	extra   int
 }
 
 func (f *budgetFixture) tick() time.Time {
@@ -161,7 +165,16 @@ func TestRequestBudgets(t *testing.T) {
 	budgets := []budget{
 		{"TokenStatus (verify)", 1, []string{"BatchGetItem"}, func(t *testing.T, f *budgetFixture) func() {
 			return func() {
-				st, err := f.s.TokenStatus(f.ctx, f.tok.ID, f.key.ID)
+				st, err := f.s.TokenStatus(f.ctx, f.tok.ID, f.key.ID, nil)
+				must(t, err, "TokenStatus")
+				if st.Key == nil {
+					t.Fatal("TokenStatus: key not found")
+				}
+			}
+		}},
+		{"TokenStatus (verify, key with 2 ancestors)", 1, []string{"BatchGetItem"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				st, err := f.s.TokenStatus(f.ctx, f.deepTok.ID, f.deep.ID, f.deep.Ancestors)
 				must(t, err, "TokenStatus")
 				if st.Key == nil {
 					t.Fatal("TokenStatus: key not found")
@@ -171,6 +184,12 @@ func TestRequestBudgets(t *testing.T) {
 		{"GetAPIKeyByHash (issuance step 1, every API-key request)", 1, []string{"GetItem"}, func(t *testing.T, f *budgetFixture) func() {
 			return func() {
 				_, err := f.s.GetAPIKeyByHash(f.ctx, f.key.Hash)
+				must(t, err, "GetAPIKeyByHash")
+			}
+		}},
+		{"GetAPIKeyByHash (key with 2 ancestors)", 2, []string{"GetItem", "BatchGetItem"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				_, err := f.s.GetAPIKeyByHash(f.ctx, f.deep.Hash)
 				must(t, err, "GetAPIKeyByHash")
 			}
 		}},
@@ -203,6 +222,14 @@ func TestRequestBudgets(t *testing.T) {
 			return func() {
 				k := f.key
 				k.ID, k.Hash = account.NewID(account.PrefixAPIKey, f.tick()), account.HashAPIKey(account.NewAPIKeySecret())
+				must(t, f.s.CreateAPIKey(f.ctx, k), "CreateAPIKey")
+			}
+		}},
+		{"CreateAPIKey (below a key)", 1, []string{"TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				k := f.key
+				k.ID, k.Hash = account.NewID(account.PrefixAPIKey, f.tick()), account.HashAPIKey(account.NewAPIKeySecret())
+				k.CreatedBy, k.Ancestors = f.deep.ID, append(slices.Clip(f.deep.Ancestors), f.deep.ID)
 				must(t, f.s.CreateAPIKey(f.ctx, k), "CreateAPIKey")
 			}
 		}},
@@ -327,9 +354,14 @@ func TestRequestBudgets(t *testing.T) {
 				must(t, f.s.RemoveMember(f.ctx, f.org.ID, f.user.ID), "RemoveMember")
 			}
 		}},
-		{"DeleteAPIKey", 1, []string{"TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+		{"DeleteAPIKey (no keys below, 2 ancestors)", 3, []string{"Query", "BatchGetItem", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
 			return func() {
-				must(t, f.s.DeleteAPIKey(f.ctx, f.key), "DeleteAPIKey")
+				must(t, f.s.DeleteAPIKey(f.ctx, f.deep.ID, nil), "DeleteAPIKey")
+			}
+		}},
+		{"DeleteAPIKey (2 keys below)", 4, []string{"Query", "Query", "Query", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				must(t, f.s.DeleteAPIKey(f.ctx, f.key.ID, nil), "DeleteAPIKey")
 			}
 		}},
 		{"DeleteUser (3 memberships)", 3, []string{"UpdateItem", "Query", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
@@ -378,7 +410,8 @@ func TestRequestBudgets(t *testing.T) {
 
 // newBudgetFixture makes a table holding 25 users, organizations and keys
 // (so that list pages are full), a user in 3 organizations and an
-// organization with 3 members, a token and the public keys.
+// organization with 3 members, a key with two keys below it in a chain, a
+// token of the key and of the deepest key, and the public keys.
 func newBudgetFixture(t *testing.T, client *dynamodb.Client) *budgetFixture {
 	t.Helper()
 	f := &budgetFixture{ctx: t.Context(), s: dynamostore.New(client, dynamotest.NewTable(t, client)), now: time.Now().UTC().Truncate(time.Millisecond)}
@@ -407,6 +440,16 @@ func newBudgetFixture(t *testing.T, client *dynamodb.Client) *budgetFixture {
 	}
 	f.tok = account.TokenRecord{ID: account.NewID(account.PrefixToken, at), KeyID: f.key.ID, Scopes: []string{"read:users"}, IssuedAt: at, ExpiresAt: at.Add(time.Hour)}
 	must(t, f.s.CreateToken(f.ctx, f.tok), "CreateToken")
+	f.deep = f.key
+	for range 2 {
+		parent := f.deep
+		f.deep = newKey(f.tick())
+		f.deep.CreatedBy, f.deep.Ancestors = parent.ID, append(slices.Clip(parent.Ancestors), parent.ID)
+		must(t, f.s.CreateAPIKey(f.ctx, f.deep), "CreateAPIKey below a key")
+	}
+	at = f.tick()
+	f.deepTok = account.TokenRecord{ID: account.NewID(account.PrefixToken, at), KeyID: f.deep.ID, Scopes: []string{"read:users"}, IssuedAt: at, ExpiresAt: at.Add(time.Hour)}
+	must(t, f.s.CreateToken(f.ctx, f.deepTok), "CreateToken")
 	must(t, f.s.PutPublicKeys(f.ctx, []byte(`{"keys":[]}`), at), "PutPublicKeys")
 	return f
 }

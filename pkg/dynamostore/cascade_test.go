@@ -23,10 +23,12 @@ import (
 )
 
 // failNth makes the nth call of operation op fail before it is sent, as if
-// the process had died or the network had failed at that point.
+// the process had died or the network had failed at that point; or, with
+// run set, runs run just before the call is sent instead.
 type failNth struct {
 	op    string
 	n     int64
+	run   func()
 	calls atomic.Int64
 }
 
@@ -37,7 +39,10 @@ func (f *failNth) option(o *dynamodb.Options) {
 		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("latchkey-fail-nth",
 			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 				if awsmiddleware.GetOperationName(ctx) == f.op && f.calls.Add(1) == f.n {
-					return middleware.InitializeOutput{}, middleware.Metadata{}, errInjected
+					if f.run == nil {
+						return middleware.InitializeOutput{}, middleware.Metadata{}, errInjected
+					}
+					f.run()
 				}
 				return next.HandleInitialize(ctx, in)
 			}), middleware.Before)
@@ -235,6 +240,190 @@ func TestDeleteOrganization_BeyondOneTransaction(t *testing.T) {
 	}
 	if err := f.s.DeleteOrganization(ctx, o.ID); !account.IsCode(err, account.CodeNotFound) {
 		t.Errorf("DeleteOrganization of the old organization: got %v, want not_found", err)
+	}
+}
+
+// keyTree creates a key created by a bootstrap key (no ancestors) with 76
+// keys below it, the shape of storetest's Large tree: 40 children, 30
+// grandchildren below the first child, and a chain 6 deep below the second,
+// and a token for each key.
+func (f *cascadeFixture) keyTree() (root account.APIKey, below []account.APIKey, tokens map[string]account.TokenRecord) {
+	f.t.Helper()
+	ctx := f.t.Context()
+	tokens = map[string]account.TokenRecord{}
+	add := func(parent *account.APIKey) account.APIKey {
+		f.t.Helper()
+		k := newKey(f.tick())
+		if parent != nil {
+			k.CreatedBy = parent.ID
+			k.Ancestors = append(slices.Clip(parent.Ancestors), parent.ID)
+		}
+		must(f.t, f.s.CreateAPIKey(ctx, k), "CreateAPIKey")
+		at := f.tick()
+		tokens[k.ID] = account.TokenRecord{ID: account.NewID(account.PrefixToken, at), KeyID: k.ID, Scopes: []string{"read:users"}, IssuedAt: at, ExpiresAt: at.Add(time.Hour)}
+		must(f.t, f.s.CreateToken(ctx, tokens[k.ID]), "CreateToken")
+		return k
+	}
+	root = add(nil)
+	for range 40 {
+		below = append(below, add(&root))
+	}
+	first, deep := below[0], below[1]
+	for range 30 {
+		below = append(below, add(&first))
+	}
+	for range 6 {
+		deep = add(&deep)
+		below = append(below, deep)
+	}
+	return root, below, tokens
+}
+
+// wantKeysGone checks that every key is gone to readers: not found by ID
+// or by hash, its token's status without a key (with the ancestors named
+// and without), and not listed.
+func (f *cascadeFixture) wantKeysGone(what string, keys []account.APIKey, tokens map[string]account.TokenRecord) {
+	f.t.Helper()
+	ctx := f.t.Context()
+	for _, k := range keys {
+		if _, err := f.s.GetAPIKey(ctx, k.ID); !account.IsCode(err, account.CodeNotFound) {
+			f.t.Fatalf("%s: GetAPIKey %s: got %v, want not_found", what, k.ID, err)
+		}
+		if _, err := f.s.GetAPIKeyByHash(ctx, k.Hash); !account.IsCode(err, account.CodeNotFound) {
+			f.t.Fatalf("%s: GetAPIKeyByHash %s: got %v, want not_found", what, k.ID, err)
+		}
+		for _, hint := range [][]string{k.Ancestors, nil} {
+			st, err := f.s.TokenStatus(ctx, tokens[k.ID].ID, k.ID, hint)
+			must(f.t, err, "TokenStatus")
+			if st.Key != nil {
+				f.t.Fatalf("%s: TokenStatus of a token of %s (hint %v): got the key, want nil", what, k.ID, hint)
+			}
+		}
+	}
+}
+
+// itemsLeft counts the items of keys left in the table.
+func (f *cascadeFixture) itemsLeft(keys []account.APIKey) int {
+	f.t.Helper()
+	n := 0
+	for _, k := range keys {
+		c, err := f.s.APIKeyItems(f.t.Context(), k)
+		must(f.t, err, "APIKeyItems")
+		n += c
+	}
+	return n
+}
+
+// TestDeleteAPIKey_BeyondOneTransaction deletes a tree of 77 keys (228
+// items): the root is flagged, then 33 keys go per transaction, the root
+// with the last 10. The second of those transactions fails. In between, the
+// whole tree is gone to readers, tokens included, and no key can be created
+// below the root; the retry removes every item that is left.
+func TestDeleteAPIKey_BeyondOneTransaction(t *testing.T) {
+	f := newCascadeFixture(t)
+	ctx := t.Context()
+	root, below, tokens := f.keyTree()
+	other := newKey(f.tick())
+	must(t, f.s.CreateAPIKey(ctx, other), "CreateAPIKey")
+	all := append([]account.APIKey{root}, below...)
+	itemsBefore := f.itemsLeft(all)
+	if want := 2 + 3*len(below); itemsBefore != want {
+		t.Fatalf("fixture: %d items, want %d", itemsBefore, want)
+	}
+
+	// Transactions: the flag, 33 keys, 33 keys, then the root and 10 keys.
+	f.failTransaction(3)
+	if err := f.s.DeleteAPIKey(ctx, root.ID, nil); !errors.Is(err, errInjected) {
+		t.Fatalf("DeleteAPIKey with a failing transaction: got %v, want the injected failure", err)
+	}
+	if left, want := f.itemsLeft(all), itemsBefore-3*dynamostore.MaxTreeKeys; left != want {
+		t.Fatalf("after the first chunk: %d items left, want %d", left, want)
+	}
+	f.wantKeysGone("after the failure", all, tokens)
+	page, err := f.s.ListAPIKeys(ctx, account.ListParams{Limit: 100})
+	must(t, err, "ListAPIKeys")
+	for _, k := range page.Items {
+		if k.ID == root.ID {
+			t.Error("ListAPIKeys shows the root of a tree being deleted")
+		}
+	}
+	late := newKey(f.tick())
+	late.CreatedBy, late.Ancestors = root.ID, []string{root.ID}
+	if err := f.s.CreateAPIKey(ctx, late); !account.IsCode(err, account.CodeNotFound) {
+		t.Errorf("CreateAPIKey below a root being deleted: got %v, want not_found", err)
+	}
+	if _, err := f.s.GetAPIKeyByHash(ctx, other.Hash); err != nil {
+		t.Errorf("a key of another tree: %v", err)
+	}
+
+	// The retry sees the root, flagged, as it was: the service's checks
+	// apply to it as to any key.
+	var seen []account.APIKey
+	must(t, f.s.DeleteAPIKey(ctx, root.ID, func(k account.APIKey) error { seen = append(seen, k); return nil }), "DeleteAPIKey (retry)")
+	if len(seen) == 0 || seen[0].ID != root.ID || !slices.Equal(seen[0].Scopes, root.Scopes) {
+		t.Errorf("allow saw %+v, want the root", seen)
+	}
+	if left := f.itemsLeft(all); left != 0 {
+		t.Errorf("after the retry: %d items left, want none", left)
+	}
+	if err := f.s.DeleteAPIKey(ctx, root.ID, nil); !account.IsCode(err, account.CodeNotFound) {
+		t.Errorf("DeleteAPIKey after the retry: got %v, want not_found", err)
+	}
+	if _, err := f.s.GetAPIKeyByHash(ctx, other.Hash); err != nil {
+		t.Errorf("a key of another tree after the retry: %v", err)
+	}
+}
+
+// TestDeleteAPIKey_FlagFails: the first transaction of a large delete, the
+// one that flags the root, fails: nothing has changed, and a retry deletes
+// the tree.
+func TestDeleteAPIKey_FlagFails(t *testing.T) {
+	f := newCascadeFixture(t)
+	ctx := t.Context()
+	root, below, tokens := f.keyTree()
+	all := append([]account.APIKey{root}, below...)
+	f.failTransaction(1)
+	if err := f.s.DeleteAPIKey(ctx, root.ID, nil); !errors.Is(err, errInjected) {
+		t.Fatalf("DeleteAPIKey with a failing flag: got %v, want the injected failure", err)
+	}
+	for _, k := range all {
+		got, err := f.s.GetAPIKeyByHash(ctx, k.Hash)
+		if err != nil || got.ID != k.ID {
+			t.Fatalf("GetAPIKeyByHash %s after a failed flag: got %+v, %v; want the key", k.ID, got, err)
+		}
+	}
+	must(t, f.s.DeleteAPIKey(ctx, root.ID, nil), "DeleteAPIKey (retry)")
+	f.wantKeysGone("after the retry", all, tokens)
+	if left := f.itemsLeft(all); left != 0 {
+		t.Errorf("after the retry: %d items left, want none", left)
+	}
+}
+
+// TestDeleteAPIKey_KeyCreatedDuringDelete: a key is created below the tree
+// after the delete has read it and before its transaction: the transaction
+// fails on the parent's count of children, the delete reads the tree again
+// and deletes the new key too.
+func TestDeleteAPIKey_KeyCreatedDuringDelete(t *testing.T) {
+	f := newCascadeFixture(t)
+	ctx := t.Context()
+	root := newKey(f.tick())
+	must(t, f.s.CreateAPIKey(ctx, root), "CreateAPIKey")
+	child := newKey(f.tick())
+	child.CreatedBy, child.Ancestors = root.ID, []string{root.ID}
+	must(t, f.s.CreateAPIKey(ctx, child), "CreateAPIKey")
+	late := newKey(f.tick())
+	late.CreatedBy, late.Ancestors = child.ID, []string{root.ID, child.ID}
+	var lateErr error
+	f.fail.run = func() { lateErr = f.s.CreateAPIKey(ctx, late) }
+	f.failTransaction(1)
+	must(t, f.s.DeleteAPIKey(ctx, root.ID, nil), "DeleteAPIKey")
+	must(t, lateErr, "CreateAPIKey during the delete")
+	// The create, the delete's first transaction (cancelled), its second.
+	if got := f.fail.calls.Load(); got != 5 {
+		t.Errorf("%d TransactWriteItems in all, want 5 (2 before the delete, 3 during)", got)
+	}
+	if left := f.itemsLeft([]account.APIKey{root, child, late}); left != 0 {
+		t.Errorf("%d items left, want none", left)
 	}
 }
 

@@ -82,20 +82,21 @@ func storeCalls(s *dynamostore.Store, user account.User, org account.Organizatio
 		"CreateAPIKey":        func(ctx context.Context) error { return s.CreateAPIKey(ctx, newKey(at)) },
 		"GetAPIKey":           func(ctx context.Context) error { _, err := s.GetAPIKey(ctx, key.ID); return err },
 		"GetAPIKeyByHash":     func(ctx context.Context) error { _, err := s.GetAPIKeyByHash(ctx, key.Hash); return err },
-		"DeleteAPIKey":        func(ctx context.Context) error { return s.DeleteAPIKey(ctx, key) },
+		"DeleteAPIKey":        func(ctx context.Context) error { return s.DeleteAPIKey(ctx, key.ID, nil) },
 		"ListAPIKeys":         func(ctx context.Context) error { _, err := s.ListAPIKeys(ctx, page); return err },
 		"CreateToken":         func(ctx context.Context) error { return s.CreateToken(ctx, tok) },
 		"RevokeToken": func(ctx context.Context) error {
 			_, err := s.RevokeToken(ctx, account.Revocation{TokenID: tok.ID, KeyID: key.ID, RevokedAt: at, ExpiresAt: tok.ExpiresAt})
 			return err
 		},
-		"TokenStatus":   func(ctx context.Context) error { _, err := s.TokenStatus(ctx, tok.ID, key.ID); return err },
+		"TokenStatus":   func(ctx context.Context) error { _, err := s.TokenStatus(ctx, tok.ID, key.ID, nil); return err },
 		"PutPublicKeys": func(ctx context.Context) error { return s.PutPublicKeys(ctx, []byte(`{"keys":[]}`), at) },
 		"PublicKeys":    func(ctx context.Context) error { _, err := s.PublicKeys(ctx); return err },
 		// Test-only views (export_test.go), which read the table too.
 		"UserMembershipSides": func(ctx context.Context) error { _, err := s.UserMembershipSides(ctx, user.ID); return err },
 		"OrgMembershipSides":  func(ctx context.Context) error { _, err := s.OrgMembershipSides(ctx, org.ID); return err },
 		"APIKeyExpireAt":      func(ctx context.Context) error { _, _, err := s.APIKeyExpireAt(ctx, key.ID, key.Hash); return err },
+		"APIKeyItems":         func(ctx context.Context) error { _, err := s.APIKeyItems(ctx, key); return err },
 	}
 }
 

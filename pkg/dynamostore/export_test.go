@@ -1,6 +1,10 @@
 package dynamostore
 
-import "context"
+import (
+	"context"
+
+	"latchkey/pkg/account"
+)
 
 // Test-only views of the table, so the external tests can check both sides
 // of every membership with strongly consistent reads rather than the
@@ -29,4 +33,19 @@ func (s *Store) APIKeyExpireAt(ctx context.Context, id string, hash []byte) (byI
 		return 0, 0, err
 	}
 	return a.ExpireAt, b.ExpireAt, nil
+}
+
+// MaxTreeKeys is how many keys one transaction of DeleteAPIKey deletes.
+const MaxTreeKeys = maxTreeKeys
+
+// APIKeyItems counts the items of k left in the table, read strongly
+// consistently: its item under its ID, its copy under its hash and its link
+// below its parent.
+func (s *Store) APIKeyItems(ctx context.Context, k account.APIKey) (int, error) {
+	keys := []key{apiKeyKey(k.ID), keyHashKey(k.Hash)}
+	if n := len(k.Ancestors); n > 0 {
+		keys = append(keys, keyLinkKey(k.Ancestors[n-1], k.ID))
+	}
+	items, err := s.batchGet(ctx, keys)
+	return len(items), err
 }

@@ -112,11 +112,18 @@ func TestHTTPRequestBudgets(t *testing.T) {
 	)
 	str := func(m map[string]any, k string) string { s, _ := m[k].(string); return s }
 
-	key := do("", "POST", "/v1/api-keys", admin, map[string]any{"name": "svc", "scopes": []string{"read:users", "write:users"}}, 201, get, tx)
+	key := do("", "POST", "/v1/api-keys", admin, map[string]any{"name": "svc", "scopes": []string{"read:users", "write:users", "write:api_keys"}}, 201, get, tx)
 	secret := str(key, "key")
 	tok := do("", "POST", "/v1/auth/token", secret, map[string]any{"scopes": []string{"read:users"}}, 201, get, put)
 	access := str(tok, "access_token")
 	do("token valid", "GET", "/v1/auth/verify", access, nil, 200, batch)
+
+	// A key below a key: its requests check its ancestor too, its token's
+	// verify in the same round trip.
+	child := do("below a key", "POST", "/v1/api-keys", secret, map[string]any{"name": "svc child", "scopes": []string{"read:users"}}, 201, get, tx)
+	childTok := do("key below a key", "POST", "/v1/auth/token", str(child, "key"), map[string]any{"scopes": []string{"read:users"}}, 201, get, batch, put)
+	do("token of a key below a key", "GET", "/v1/auth/verify", str(childTok, "access_token"), nil, 200, batch)
+	leaf := do("another", "POST", "/v1/api-keys", admin, map[string]any{"name": "leaf", "scopes": []string{"read:users"}}, 201, get, tx)
 
 	u := do("", "POST", "/v1/users", admin, map[string]any{"email": "Ada@Example.com", "name": "Ada"}, 201, get, tx)
 	uid := str(u, "id")
@@ -147,7 +154,11 @@ func TestHTTPRequestBudgets(t *testing.T) {
 	if v := do("token revoked", "GET", "/v1/auth/verify", access, nil, 200, batch); v["valid"] != false {
 		t.Errorf("verify after revoke: got %v, want valid false", v)
 	}
-	do("", "DELETE", "/v1/api-keys/"+str(key, "id"), admin, nil, 204, get, get, tx)
+	do("no keys below", "DELETE", "/v1/api-keys/"+str(leaf, "id"), admin, nil, 204, get, query, tx)
+	do("1 key below", "DELETE", "/v1/api-keys/"+str(key, "id"), admin, nil, 204, get, query, query, tx)
+	if v := do("key deleted", "GET", "/v1/auth/verify", str(childTok, "access_token"), nil, 200, batch); v["valid"] != false {
+		t.Errorf("verify of a token of a key below a deleted key: got %v, want valid false", v)
+	}
 	do("", "DELETE", "/v1/users/"+uid, admin, nil, 204, get, upd, query, tx)
 	do("", "DELETE", "/v1/organizations/"+oid, admin, nil, 204, get, upd, query, tx)
 	do("", "GET", "/v1/auth/jwks", "", nil, 200)

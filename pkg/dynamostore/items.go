@@ -135,7 +135,10 @@ func (it memberItem) membership() account.Membership {
 
 // apiKeyItem is stored twice with the same attributes: under its ID (listed,
 // read by TokenStatus) and under its hash (read on every API-key request).
-// Keys never change after creation, so the copies cannot diverge.
+// Keys never change after creation, so the copies cannot diverge; the two
+// attributes a store operation writes later are Deleting, set on both
+// copies in one transaction, and Children, which only the item under the
+// ID carries.
 type apiKeyItem struct {
 	key
 	GSI1PK    string    `dynamodbav:"gsi1pk,omitempty"`
@@ -146,12 +149,22 @@ type apiKeyItem struct {
 	Last4     string    `dynamodbav:"last4"`
 	Scopes    []string  `dynamodbav:"scopes"`
 	CreatedBy string    `dynamodbav:"created_by,omitempty"`
+	Ancestors []string  `dynamodbav:"ancestors,omitempty"`
 	Bootstrap bool      `dynamodbav:"bootstrap,omitempty"`
 	CreatedAt time.Time `dynamodbav:"created_at"`
 	ExpiresAt time.Time `dynamodbav:"expires_at"`
 	// ExpireAt is the TTL attribute (epoch seconds), on keys that expire:
 	// DynamoDB drops both copies account.ExpiredKeyRetention after expiry.
 	ExpireAt int64 `dynamodbav:"expire_at,omitempty"`
+	// Children counts the keys ever created below this one (each create
+	// adds 1 in its transaction): a delete of the tree deletes this item
+	// only if the count is still the one it read, so no key created
+	// meanwhile is left behind. On the item under the ID only.
+	Children int `dynamodbav:"children,omitempty"`
+	// Deleting is set, on both copies, by a delete of the tree that takes
+	// more than one transaction, before the first: the key and every key
+	// below it are then gone to readers.
+	Deleting bool `dynamodbav:"deleting,omitempty"`
 }
 
 // newAPIKeyItems returns the item under the ID and the copy under the hash.
@@ -171,6 +184,7 @@ func newAPIKeyItems(k account.APIKey) (byID, byHash apiKeyItem) {
 		Last4:     k.Last4,
 		Scopes:    scopes,
 		CreatedBy: k.CreatedBy,
+		Ancestors: k.Ancestors,
 		Bootstrap: k.Bootstrap,
 		CreatedAt: k.CreatedAt.UTC(),
 		ExpiresAt: k.ExpiresAt.UTC(),
@@ -192,6 +206,7 @@ func (it apiKeyItem) apiKey() account.APIKey {
 		Last4:     it.Last4,
 		Scopes:    it.Scopes,
 		CreatedBy: it.CreatedBy,
+		Ancestors: it.Ancestors,
 		Bootstrap: it.Bootstrap,
 		CreatedAt: it.CreatedAt,
 		ExpiresAt: it.ExpiresAt,
@@ -200,6 +215,22 @@ func (it apiKeyItem) apiKey() account.APIKey {
 		k.Scopes = []string{}
 	}
 	return k
+}
+
+// keyLinkItem lists a key in the partition of its parent (the last of its
+// Ancestors), so that a delete finds the keys below a key with a strongly
+// consistent Query. It expires with the key.
+type keyLinkItem struct {
+	key
+	ExpireAt int64 `dynamodbav:"expire_at,omitempty"`
+}
+
+func newKeyLinkItem(parentID string, k account.APIKey) keyLinkItem {
+	it := keyLinkItem{key: keyLinkKey(parentID, k.ID)}
+	if !k.ExpiresAt.IsZero() {
+		it.ExpireAt = k.ExpiresAt.Add(account.ExpiredKeyRetention).Unix()
+	}
+	return it
 }
 
 type tokenItem struct {

@@ -18,6 +18,7 @@ import (
 //	membership (user)    USER#<usr_id>        MEMBER#<org_id>     MEMBERSHIPS#<usr_id> <created>#<org_id>
 //	API key by id        KEY#<key_id>         KEY                 KEYS                 <key_id>
 //	API key by hash      KEYHASH#<hex sha256> KEYHASH             -                    -
+//	key below a key      KEY#<parent key_id>  CHILD#<key_id>      -                    -
 //	token record         TOKEN#<tok_id>       TOKEN               -                    -
 //	revocation entry     TOKEN#<tok_id>       REVOKED             -                    -
 //	public signing keys  CONFIG               JWKS                -                    -
@@ -36,6 +37,7 @@ const (
 	prefixMemberOf   = "MEMBERSHIPS#"
 	prefixKey        = "KEY#"
 	prefixKeyHash    = "KEYHASH#"
+	prefixChild      = "CHILD#"
 	prefixToken      = "TOKEN#"
 	sortUser         = "USER"
 	sortEmail        = "EMAIL"
@@ -65,6 +67,7 @@ func orgKey(id string) key                  { return key{prefixOrg + id, sortOrg
 func slugKey(slug string) key               { return key{prefixSlug + slug, sortSlug} }
 func apiKeyKey(id string) key               { return key{prefixKey + id, sortKey} }
 func keyHashKey(hash []byte) key            { return key{prefixKeyHash + hex.EncodeToString(hash), sortKeyHash} }
+func keyLinkKey(parentID, id string) key    { return key{prefixKey + parentID, prefixChild + id} }
 func tokenKey(id string) key                { return key{prefixToken + id, sortToken} }
 func revocationKey(id string) key           { return key{prefixToken + id, sortRevoked} }
 func jwksKey() key                          { return key{pkConfig, sortJWKS} }

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"time"
 
@@ -721,29 +722,50 @@ func (s *Store) listMemberships(ctx context.Context, partition string, p account
 // ---- API keys ----
 
 // CreateAPIKey writes the key under its ID and under its hash in one
-// transaction. A second key with the same hash (two processes installing the
-// same bootstrap key at once) fails with CodeInternal; the caller re-reads.
+// transaction. A key with Ancestors goes below its parent in the same
+// transaction: a link item in the parent's partition (how a delete finds
+// it), and 1 added to the parent's Children, on the condition that the
+// parent exists and is not being deleted. A second key with the same hash
+// (two processes installing the same bootstrap key at once) fails with
+// CodeInternal; the caller re-reads. CodeNotFound if the parent is gone or
+// being deleted.
 func (s *Store) CreateAPIKey(ctx context.Context, k account.APIKey) error {
 	byID, byHash := newAPIKeyItems(k)
-	items, err := build(
+	steps := []func() (types.TransactWriteItem, error){
 		func() (types.TransactWriteItem, error) { return s.put(byID, condAbsent) },
 		func() (types.TransactWriteItem, error) { return s.put(byHash, condAbsent) },
-	)
+	}
+	onCheckFailed := []error{
+		account.Internal(errors.New("dynamostore: an API key with this ID exists already")),
+		account.Internal(errors.New("dynamostore: an API key with this hash exists already")),
+	}
+	if n := len(k.Ancestors); n > 0 {
+		parent := k.Ancestors[n-1]
+		steps = append(steps,
+			func() (types.TransactWriteItem, error) {
+				return s.update(apiKeyKey(parent), expression.Add(expression.Name("children"), expression.Value(1)), condLive)
+			},
+			func() (types.TransactWriteItem, error) { return s.put(newKeyLinkItem(parent, k), condAbsent) },
+		)
+		onCheckFailed = append(onCheckFailed, notFound("API key"),
+			account.Internal(errors.New("dynamostore: the API key is linked below its parent already")))
+	}
+	items, err := build(steps...)
 	if err != nil {
 		return err
 	}
-	return s.transact(ctx, items,
-		account.Internal(errors.New("dynamostore: an API key with this ID exists already")),
-		account.Internal(errors.New("dynamostore: an API key with this hash exists already")))
+	return s.transact(ctx, items, onCheckFailed...)
 }
 
-// GetAPIKey reads a key by ID, strongly consistently. CodeNotFound.
+// GetAPIKey reads a key by ID, strongly consistently, and checks its
+// Ancestors (see liveKey). CodeNotFound.
 func (s *Store) GetAPIKey(ctx context.Context, id string) (account.APIKey, error) {
 	return s.getAPIKey(ctx, apiKeyKey(id))
 }
 
 // GetAPIKeyByHash reads the copy of the key stored under its hash, strongly
-// consistently: one GetItem on every request authenticated by an API key.
+// consistently: one GetItem on every request authenticated by an API key,
+// and a BatchGetItem of its Ancestors for a key that has any (see liveKey).
 // CodeNotFound.
 func (s *Store) GetAPIKeyByHash(ctx context.Context, hash []byte) (account.APIKey, error) {
 	return s.getAPIKey(ctx, keyHashKey(hash))
@@ -758,48 +780,65 @@ func (s *Store) getAPIKey(ctx context.Context, k key) (account.APIKey, error) {
 	if !found {
 		return account.APIKey{}, notFound("API key")
 	}
+	live, err := s.liveKey(ctx, it, nil)
+	if err != nil {
+		return account.APIKey{}, err
+	}
+	if !live {
+		return account.APIKey{}, notFound("API key")
+	}
 	return it.apiKey(), nil
 }
 
-// DeleteAPIKey deletes both copies of k in one transaction, without reading
-// it again: k.Hash names the copy. The copy is deleted only if it belongs to
-// k.ID, so a wrong hash cancels the whole transaction rather than leaving a
-// copy that still authenticates. CodeNotFound if the key is gone;
-// CodeInternal if the key exists but k.Hash is not its hash.
-func (s *Store) DeleteAPIKey(ctx context.Context, k account.APIKey) error {
-	ownedBy := expression.Name("key_id").Equal(expression.Value(k.ID))
-	items, err := build(
-		func() (types.TransactWriteItem, error) { return s.del(apiKeyKey(k.ID), &condPresent) },
-		func() (types.TransactWriteItem, error) { return s.del(keyHashKey(k.Hash), &ownedBy) },
-	)
-	if err != nil {
-		return err
+// liveKey reports whether the key it (a copy read strongly consistently)
+// is live: not being deleted, and neither is any of its Ancestors, each of
+// which still exists. A delete of a tree too large for one transaction
+// flags only its root before it starts (see DeleteAPIKey), so this is how
+// the keys below it are gone from that instant. have holds ancestors'
+// items read already, by ID; the others are read with one strongly
+// consistent BatchGetItem. A key without ancestors (the bootstrap key and
+// the keys it created) costs no read.
+func (s *Store) liveKey(ctx context.Context, it apiKeyItem, have map[string]apiKeyItem) (bool, error) {
+	if it.Deleting {
+		return false, nil
 	}
-	err = s.transact(ctx, items, notFound("API key"), errHashNotOwned)
-	if !errors.Is(err, errHashNotOwned) {
-		return err
+	var missing []key
+	for _, id := range it.Ancestors {
+		if _, ok := have[id]; !ok {
+			missing = append(missing, apiKeyKey(id))
+		}
 	}
-	// DynamoDB need not report every failed condition of a cancelled
-	// transaction, so a failure of the copy's alone does not prove that
-	// the key exists: only on this path, read it to tell which it is.
-	var it apiKeyItem
-	found, err := s.getItem(ctx, apiKeyKey(k.ID), &it)
-	switch {
-	case err != nil:
-		return err
-	case !found:
-		return notFound("API key")
+	if len(missing) > 0 {
+		read, err := s.batchGet(ctx, missing)
+		if err != nil {
+			return false, err
+		}
+		have = maps.Clone(have)
+		if have == nil {
+			have = make(map[string]apiKeyItem, len(read))
+		}
+		for _, av := range read {
+			var a apiKeyItem
+			if err := attributevalue.UnmarshalMap(av, &a); err != nil {
+				return false, account.Internal(err)
+			}
+			have[a.KeyID] = a
+		}
 	}
-	return account.Internal(fmt.Errorf("dynamostore: DeleteAPIKey: the hash given for %s is not the stored one", k.ID))
+	for _, id := range it.Ancestors {
+		if a, ok := have[id]; !ok || a.Deleting {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
-// errHashNotOwned is the failed condition of the by-hash copy in
-// DeleteAPIKey: the copy is missing or belongs to another key.
-var errHashNotOwned = errors.New("dynamostore: the API key copy under this hash is not the key's")
-
-// ListAPIKeys lists keys newest first from the KEYS partition of gsi1.
+// ListAPIKeys lists keys newest first from the KEYS partition of gsi1,
+// leaving out a key whose delete has begun. The keys below it are listed
+// until the delete is finished: checking every key's ancestors would cost
+// a BatchGetItem per page, and only a delete cut off halfway is seen here.
 func (s *Store) ListAPIKeys(ctx context.Context, p account.ListParams) (account.Page[account.APIKey], error) {
-	return list(ctx, s, listKeys, p, func(it apiKeyItem) (account.APIKey, bool) { return it.apiKey(), true })
+	return list(ctx, s, listKeys, p, func(it apiKeyItem) (account.APIKey, bool) { return it.apiKey(), !it.Deleting })
 }
 
 // ---- tokens ----
@@ -862,59 +901,127 @@ func (s *Store) RevokeToken(ctx context.Context, r account.Revocation) (time.Tim
 // unprocessed, which it does only when the table is throttled.
 const unprocessedRetries = 4
 
-// TokenStatus reads the revocation entry and the issuing key's item in one
-// strongly consistent BatchGetItem: 1 request and 2 RCU (a TransactGetItems
-// would cost 4). Only under throttling does DynamoDB leave keys unprocessed;
-// they are re-requested a few times, then the store reports CodeUnavailable.
-func (s *Store) TokenStatus(ctx context.Context, tokenID, keyID string) (account.TokenStatus, error) {
-	revKey, err := marshalKey(revocationKey(tokenID))
+// TokenStatus reads the revocation entry, the issuing key's item and the
+// items of the ancestors the token names in one strongly consistent
+// BatchGetItem: 1 request and 2 RCU for a key without ancestors (a
+// TransactGetItems would cost 4), 1 more RCU per ancestor. The key's own
+// Ancestors decide: any the hint left out are read with a second
+// BatchGetItem (liveKey), which a token this service issued never needs.
+func (s *Store) TokenStatus(ctx context.Context, tokenID, keyID string, ancestors []string) (account.TokenStatus, error) {
+	if len(ancestors) > account.MaxKeyAncestors {
+		ancestors = nil // a hint, and not one this service wrote
+	}
+	keys := []key{revocationKey(tokenID), apiKeyKey(keyID)}
+	for _, id := range ancestors {
+		keys = append(keys, apiKeyKey(id))
+	}
+	read, err := s.batchGet(ctx, keys)
 	if err != nil {
 		return account.TokenStatus{}, err
-	}
-	keyKey, err := marshalKey(apiKeyKey(keyID))
-	if err != nil {
-		return account.TokenStatus{}, err
-	}
-	request := map[string]types.KeysAndAttributes{
-		*s.table: {Keys: []map[string]types.AttributeValue{revKey, keyKey}, ConsistentRead: aws.Bool(true)},
 	}
 	var st account.TokenStatus
+	items := make(map[string]apiKeyItem, len(read))
+	for _, av := range read {
+		var k key
+		if err := attributevalue.UnmarshalMap(av, &k); err != nil {
+			return account.TokenStatus{}, account.Internal(err)
+		}
+		switch k.SK {
+		case sortRevoked:
+			var r revocationItem
+			if err := attributevalue.UnmarshalMap(av, &r); err != nil {
+				return account.TokenStatus{}, account.Internal(err)
+			}
+			st.RevokedAt = r.RevokedAt
+		case sortKey:
+			var it apiKeyItem
+			if err := attributevalue.UnmarshalMap(av, &it); err != nil {
+				return account.TokenStatus{}, account.Internal(err)
+			}
+			items[idFrom(k.PK, prefixKey)] = it
+		}
+	}
+	it, ok := items[keyID]
+	if !ok {
+		return st, nil
+	}
+	live, err := s.liveKey(ctx, it, items)
+	if err != nil {
+		return account.TokenStatus{}, err
+	}
+	if live {
+		issuer := it.apiKey()
+		st.Key = &issuer
+	}
+	return st, nil
+}
+
+// batchGet reads the items keys (duplicates are read once) with strongly
+// consistent BatchGetItem requests of at most 100 keys, and returns those
+// that exist, in no particular order. Only under throttling does DynamoDB
+// leave keys unprocessed; they are re-requested a few times, then the store
+// reports CodeUnavailable.
+func (s *Store) batchGet(ctx context.Context, keys []key) ([]map[string]types.AttributeValue, error) {
+	var out []map[string]types.AttributeValue
+	seen := make(map[key]bool, len(keys))
+	var batch []map[string]types.AttributeValue
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		read, err := s.batchGetOnce(ctx, batch)
+		out = append(out, read...)
+		batch = batch[:0]
+		return err
+	}
+	for _, k := range keys {
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		av, err := marshalKey(k)
+		if err != nil {
+			return nil, err
+		}
+		batch = append(batch, av)
+		if len(batch) == maxBatchGetKeys {
+			if err := flush(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// maxBatchGetKeys is DynamoDB's limit on the keys of one BatchGetItem.
+const maxBatchGetKeys = 100
+
+// batchGetOnce is one BatchGetItem of at most maxBatchGetKeys keys, with
+// its unprocessed keys re-requested.
+func (s *Store) batchGetOnce(ctx context.Context, keys []map[string]types.AttributeValue) ([]map[string]types.AttributeValue, error) {
+	request := map[string]types.KeysAndAttributes{
+		*s.table: {Keys: keys, ConsistentRead: aws.Bool(true)},
+	}
+	var items []map[string]types.AttributeValue
 	for attempt := 0; ; attempt++ {
 		out, err := s.client.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: request})
 		if err != nil {
-			return account.TokenStatus{}, storeErr(err)
+			return nil, storeErr(err)
 		}
-		for _, av := range out.Responses[*s.table] {
-			var k key
-			if err := attributevalue.UnmarshalMap(av, &k); err != nil {
-				return account.TokenStatus{}, account.Internal(err)
-			}
-			switch k.SK {
-			case sortRevoked:
-				var r revocationItem
-				if err := attributevalue.UnmarshalMap(av, &r); err != nil {
-					return account.TokenStatus{}, account.Internal(err)
-				}
-				st.RevokedAt = r.RevokedAt
-			case sortKey:
-				var it apiKeyItem
-				if err := attributevalue.UnmarshalMap(av, &it); err != nil {
-					return account.TokenStatus{}, account.Internal(err)
-				}
-				issuer := it.apiKey()
-				st.Key = &issuer
-			}
-		}
+		items = append(items, out.Responses[*s.table]...)
 		if len(out.UnprocessedKeys) == 0 {
-			return st, nil
+			return items, nil
 		}
 		if attempt >= unprocessedRetries {
-			return account.TokenStatus{}, account.Unavailable(errors.New("dynamostore: BatchGetItem left keys unprocessed"))
+			return nil, account.Unavailable(errors.New("dynamostore: BatchGetItem left keys unprocessed"))
 		}
 		request = out.UnprocessedKeys
 		select {
 		case <-ctx.Done():
-			return account.TokenStatus{}, fmt.Errorf("dynamostore: abandoned by the caller: %w", ctx.Err())
+			return nil, fmt.Errorf("dynamostore: abandoned by the caller: %w", ctx.Err())
 		case <-time.After(time.Duration(10<<attempt) * time.Millisecond):
 		}
 	}

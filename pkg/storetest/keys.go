@@ -1,6 +1,9 @@
 package storetest
 
 import (
+	"errors"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -31,6 +34,42 @@ func (s suite) createAPIKey(t *testing.T) {
 		assertSame(t, "GetAPIKeyByHash", got, want)
 		if !got.ExpiresAt.IsZero() {
 			t.Errorf("ExpiresAt: got %v, want the zero time", got.ExpiresAt)
+		}
+	})
+	t.Run("BelowParent", func(t *testing.T) {
+		f := s.fix(t)
+		parent := f.key()
+		child := f.childKey(parent)
+		grandchild := f.childKey(child)
+		if len(grandchild.Ancestors) != 2 {
+			t.Fatalf("fixture: grandchild's Ancestors %v", grandchild.Ancestors)
+		}
+		for _, want := range []account.APIKey{child, grandchild} {
+			got, err := f.s.GetAPIKey(f.ctx, want.ID)
+			f.ok(err, "GetAPIKey")
+			assertSame(t, "GetAPIKey", got, want)
+			got, err = f.s.GetAPIKeyByHash(f.ctx, want.Hash)
+			f.ok(err, "GetAPIKeyByHash")
+			assertSame(t, "GetAPIKeyByHash", got, want)
+		}
+	})
+	t.Run("ErrParentNotFound", func(t *testing.T) {
+		// A key is never created below a key that is not there: not one
+		// never stored, not one deleted. Nothing of it is stored, so its
+		// hash is still free.
+		f := s.fix(t)
+		deleted := f.key()
+		f.ok(f.s.DeleteAPIKey(f.ctx, deleted.ID, nil), "DeleteAPIKey")
+		for _, parent := range []account.APIKey{f.newKey(), deleted} {
+			k := f.newChildKey(parent)
+			wantCode(t, "CreateAPIKey below a missing key", f.s.CreateAPIKey(f.ctx, k), account.CodeNotFound)
+			_, err := f.s.GetAPIKey(f.ctx, k.ID)
+			wantCode(t, "GetAPIKey of the refused key", err, account.CodeNotFound)
+			_, err = f.s.GetAPIKeyByHash(f.ctx, k.Hash)
+			wantCode(t, "GetAPIKeyByHash of the refused key", err, account.CodeNotFound)
+			again := f.newKey()
+			again.Hash = k.Hash
+			f.ok(f.s.CreateAPIKey(f.ctx, again), "CreateAPIKey with the refused key's hash")
 		}
 	})
 	t.Run("ErrHashExists", func(t *testing.T) {
@@ -73,11 +112,8 @@ func (s suite) deleteAPIKey(t *testing.T) {
 	t.Run("OK", func(t *testing.T) {
 		f := s.fix(t)
 		k, other := f.key(), f.key()
-		f.ok(f.s.DeleteAPIKey(f.ctx, k), "DeleteAPIKey")
-		_, err := f.s.GetAPIKey(f.ctx, k.ID)
-		wantCode(t, "GetAPIKey", err, account.CodeNotFound)
-		_, err = f.s.GetAPIKeyByHash(f.ctx, k.Hash)
-		wantCode(t, "GetAPIKeyByHash", err, account.CodeNotFound)
+		f.ok(f.s.DeleteAPIKey(f.ctx, k.ID, nil), "DeleteAPIKey")
+		f.wantKeyGone("the deleted key", k)
 		got, err := f.s.GetAPIKeyByHash(f.ctx, other.Hash)
 		f.ok(err, "GetAPIKeyByHash of another key")
 		assertSame(t, "another key", got, other)
@@ -85,30 +121,170 @@ func (s suite) deleteAPIKey(t *testing.T) {
 	t.Run("ErrNotFound", func(t *testing.T) {
 		f := s.fix(t)
 		k := f.key()
-		wantCode(t, "DeleteAPIKey of a key never stored", f.s.DeleteAPIKey(f.ctx, f.newKey()), account.CodeNotFound)
-		f.ok(f.s.DeleteAPIKey(f.ctx, k), "DeleteAPIKey")
-		wantCode(t, "DeleteAPIKey of a deleted key", f.s.DeleteAPIKey(f.ctx, k), account.CodeNotFound)
+		wantCode(t, "DeleteAPIKey of a key never stored", f.s.DeleteAPIKey(f.ctx, f.newKey().ID, nil), account.CodeNotFound)
+		f.ok(f.s.DeleteAPIKey(f.ctx, k.ID, nil), "DeleteAPIKey")
+		wantCode(t, "DeleteAPIKey of a deleted key", f.s.DeleteAPIKey(f.ctx, k.ID, nil), account.CodeNotFound)
 	})
-	t.Run("ErrWrongHash", func(t *testing.T) {
-		// The hash names the record that authenticates a secret; a hash
-		// that is not the key's must delete nothing, least of all another
-		// key's record, rather than leave the key's secret working.
+	t.Run("Allow", func(t *testing.T) {
+		// allow sees the key as stored, and its error is the answer: the
+		// key and the keys below it stay.
 		f := s.fix(t)
-		k, other := f.key(), f.key()
-		wrong := k
-		wrong.Hash = other.Hash
-		wantCode(t, "DeleteAPIKey with another key's hash", f.s.DeleteAPIKey(f.ctx, wrong), account.CodeInternal)
-		wrong.Hash = account.HashAPIKey(account.NewAPIKeySecret())
-		wantCode(t, "DeleteAPIKey with an unknown hash", f.s.DeleteAPIKey(f.ctx, wrong), account.CodeInternal)
-		for _, want := range []account.APIKey{k, other} {
+		k := f.key()
+		child := f.childKey(k)
+		refused := account.Errorf(account.CodeForbidden, "no")
+		var seen []account.APIKey
+		err := f.s.DeleteAPIKey(f.ctx, k.ID, func(got account.APIKey) error {
+			seen = append(seen, got)
+			return refused
+		})
+		if !errors.Is(err, refused) {
+			t.Fatalf("DeleteAPIKey refused by allow: got %v, want allow's error", err)
+		}
+		if len(seen) == 0 {
+			t.Fatal("allow was not called")
+		}
+		assertSame(t, "the key allow saw", seen[0], k)
+		for _, want := range []account.APIKey{k, child} {
 			got, err := f.s.GetAPIKeyByHash(f.ctx, want.Hash)
 			f.ok(err, "GetAPIKeyByHash after a refused DeleteAPIKey")
-			assertSame(t, "the key by hash", got, want)
-			got, err = f.s.GetAPIKey(f.ctx, want.ID)
-			f.ok(err, "GetAPIKey after a refused DeleteAPIKey")
-			assertSame(t, "the key by ID", got, want)
+			assertSame(t, "the key", got, want)
 		}
 	})
+	t.Run("Tree", func(t *testing.T) {
+		// Every key below the deleted one goes with it, and every token of
+		// every one of them stops verifying, whether or not the token names
+		// the ancestors. Another tree, and the deleted key's parent, stay.
+		f := s.fix(t)
+		parent := f.key()
+		root := f.childKey(parent)
+		a, b := f.childKey(root), f.childKey(root)
+		a1, a2 := f.childKey(a), f.childKey(a)
+		a11 := f.childKey(a1)
+		other := f.key()
+		otherChild := f.childKey(other)
+		gone := []account.APIKey{root, a, b, a1, a2, a11}
+		tokens := make([]account.TokenRecord, len(gone))
+		for i, k := range gone {
+			tokens[i] = f.token(k.ID)
+		}
+		f.ok(f.s.DeleteAPIKey(f.ctx, root.ID, nil), "DeleteAPIKey")
+		for i, k := range gone {
+			what := fmt.Sprintf("key %d of the tree", i)
+			f.wantKeyGone(what, k)
+			for _, hint := range [][]string{k.Ancestors, nil} {
+				st, err := f.s.TokenStatus(f.ctx, tokens[i].ID, k.ID, hint)
+				f.ok(err, "TokenStatus")
+				if st.Key != nil {
+					t.Errorf("%s: TokenStatus with the hint %v: got the key, want nil", what, hint)
+				}
+			}
+		}
+		for _, k := range []account.APIKey{parent, other, otherChild} {
+			got, err := f.s.GetAPIKeyByHash(f.ctx, k.Hash)
+			f.ok(err, "GetAPIKeyByHash of a key outside the deleted tree")
+			assertSame(t, "a key outside the deleted tree", got, k)
+		}
+		page, err := f.s.ListAPIKeys(f.ctx, account.ListParams{Limit: 100})
+		f.ok(err, "ListAPIKeys")
+		assertIDs(t, "ListAPIKeys after the delete", page.Items, otherChild, other, parent)
+		// The parent's tree index lost its child: deleting it is a plain delete.
+		f.ok(f.s.DeleteAPIKey(f.ctx, parent.ID, nil), "DeleteAPIKey of the parent")
+		f.wantKeyGone("the parent", parent)
+	})
+	t.Run("Large", func(t *testing.T) {
+		// More keys than one DynamoDB transaction holds: a root with 40
+		// children, one of which has 30, and a chain as deep as keys go.
+		f := s.fix(t)
+		root := f.key()
+		var gone []account.APIKey
+		for range 40 {
+			gone = append(gone, f.childKey(root))
+		}
+		for range 30 {
+			gone = append(gone, f.childKey(gone[7]))
+		}
+		deep := gone[3]
+		for range account.MaxKeyAncestors - 1 {
+			deep = f.childKey(deep)
+			gone = append(gone, deep)
+		}
+		if n := len(deep.Ancestors); n != account.MaxKeyAncestors {
+			t.Fatalf("the deepest key has %d ancestors, want %d", n, account.MaxKeyAncestors)
+		}
+		tok := f.token(deep.ID)
+		other := f.key()
+		f.ok(f.s.DeleteAPIKey(f.ctx, root.ID, nil), "DeleteAPIKey")
+		f.wantKeyGone("the root", root)
+		for i, k := range gone {
+			f.wantKeyGone(fmt.Sprintf("key %d below the root", i), k)
+		}
+		st, err := f.s.TokenStatus(f.ctx, tok.ID, deep.ID, deep.Ancestors)
+		f.ok(err, "TokenStatus")
+		if st.Key != nil {
+			t.Error("TokenStatus of the deepest key's token: got the key, want nil")
+		}
+		page, err := f.s.ListAPIKeys(f.ctx, account.ListParams{Limit: 100})
+		f.ok(err, "ListAPIKeys")
+		assertIDs(t, "ListAPIKeys after the delete", page.Items, other)
+	})
+	t.Run("ConcurrentCreate", func(t *testing.T) {
+		// Keys created below a tree while it is deleted: each create either
+		// fails with not_found or its key goes with the tree. None survives.
+		f := s.fix(t)
+		root := f.key()
+		parents := []account.APIKey{root, f.childKey(root)}
+		parents = append(parents, f.childKey(parents[1]))
+		created := make([]account.APIKey, concurrency)
+		for i := range created {
+			created[i] = f.newChildKey(parents[i%len(parents)])
+		}
+		errs := race(concurrency+1, func(i int) error {
+			if i == concurrency {
+				return f.s.DeleteAPIKey(f.ctx, root.ID, nil)
+			}
+			return f.s.CreateAPIKey(f.ctx, created[i])
+		})
+		f.ok(errs[concurrency], "DeleteAPIKey")
+		for i, k := range created {
+			if errs[i] != nil && !account.IsCode(errs[i], account.CodeNotFound) {
+				t.Errorf("CreateAPIKey %d racing the delete: got %v, want success or not_found", i, errs[i])
+			}
+			f.wantKeyGone(fmt.Sprintf("key %d created during the delete", i), k)
+		}
+		page, err := f.s.ListAPIKeys(f.ctx, account.ListParams{Limit: 100})
+		f.ok(err, "ListAPIKeys")
+		assertIDs(t, "ListAPIKeys after the delete", page.Items)
+	})
+}
+
+// wantKeyGone fails unless k can be found neither by ID nor by hash, and
+// cannot be deleted again.
+func (f *fixture) wantKeyGone(what string, k account.APIKey) {
+	f.t.Helper()
+	if _, err := f.s.GetAPIKey(f.ctx, k.ID); !account.IsCode(err, account.CodeNotFound) {
+		f.t.Errorf("%s: GetAPIKey: got %v, want not_found", what, err)
+	}
+	if _, err := f.s.GetAPIKeyByHash(f.ctx, k.Hash); !account.IsCode(err, account.CodeNotFound) {
+		f.t.Errorf("%s: GetAPIKeyByHash: got %v, want not_found", what, err)
+	}
+	if err := f.s.DeleteAPIKey(f.ctx, k.ID, nil); !account.IsCode(err, account.CodeNotFound) {
+		f.t.Errorf("%s: DeleteAPIKey: got %v, want not_found", what, err)
+	}
+}
+
+// assertIDs fails unless keys are want, by ID, in order.
+func assertIDs(tb testing.TB, what string, keys []account.APIKey, want ...account.APIKey) {
+	tb.Helper()
+	var got, ids []string
+	for _, k := range keys {
+		got = append(got, k.ID)
+	}
+	for _, k := range want {
+		ids = append(ids, k.ID)
+	}
+	if !slices.Equal(got, ids) {
+		tb.Errorf("%s: got %v, want %v", what, got, ids)
+	}
 }
 
 func (s suite) createToken(t *testing.T) {
@@ -118,7 +294,7 @@ func (s suite) createToken(t *testing.T) {
 		f := s.fix(t)
 		k := f.key()
 		tr := f.token(k.ID)
-		st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID)
+		st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, nil)
 		f.ok(err, "TokenStatus")
 		if !st.RevokedAt.IsZero() {
 			t.Errorf("RevokedAt of a fresh token: got %v, want zero", st.RevokedAt)
@@ -144,7 +320,7 @@ func (s suite) revokeToken(t *testing.T) {
 		if !at.Equal(r.RevokedAt) {
 			t.Errorf("RevokeToken: got %v, want %v", at, r.RevokedAt)
 		}
-		st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID)
+		st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, nil)
 		f.ok(err, "TokenStatus")
 		if !st.RevokedAt.Equal(r.RevokedAt) {
 			t.Errorf("TokenStatus.RevokedAt: got %v, want %v", st.RevokedAt, r.RevokedAt)
@@ -162,7 +338,7 @@ func (s suite) revokeToken(t *testing.T) {
 		if !at.Equal(first.RevokedAt) {
 			t.Errorf("RevokeToken again: got %v, want the first time %v", at, first.RevokedAt)
 		}
-		st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID)
+		st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, nil)
 		f.ok(err, "TokenStatus")
 		if !st.RevokedAt.Equal(first.RevokedAt) {
 			t.Errorf("TokenStatus.RevokedAt: got %v, want the first time %v", st.RevokedAt, first.RevokedAt)
@@ -183,7 +359,7 @@ func (s suite) revokeToken(t *testing.T) {
 			ats[i], err = f.s.RevokeToken(f.ctx, rs[i])
 			return err
 		})
-		st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID)
+		st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, nil)
 		f.ok(err, "TokenStatus")
 		for i, err := range errs {
 			if err != nil {
@@ -203,7 +379,7 @@ func (s suite) revokeToken(t *testing.T) {
 		tr, other := f.token(k.ID), f.token(k.ID)
 		_, err := f.s.RevokeToken(f.ctx, revocation(f, tr))
 		f.ok(err, "RevokeToken")
-		st, err := f.s.TokenStatus(f.ctx, other.ID, k.ID)
+		st, err := f.s.TokenStatus(f.ctx, other.ID, k.ID, nil)
 		f.ok(err, "TokenStatus of another token")
 		if !st.RevokedAt.IsZero() {
 			t.Errorf("RevokedAt of another token: got %v, want zero", st.RevokedAt)
@@ -226,7 +402,7 @@ func (s suite) tokenStatus(t *testing.T) {
 		k := f.key()
 		f.key()
 		tr := f.token(k.ID)
-		st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID)
+		st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, nil)
 		f.ok(err, "TokenStatus")
 		if st.Key == nil {
 			t.Fatal("Key: got nil, want the issuing key")
@@ -240,8 +416,8 @@ func (s suite) tokenStatus(t *testing.T) {
 		f := s.fix(t)
 		k := f.key()
 		tr := f.token(k.ID)
-		f.ok(f.s.DeleteAPIKey(f.ctx, k), "DeleteAPIKey")
-		st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID)
+		f.ok(f.s.DeleteAPIKey(f.ctx, k.ID, nil), "DeleteAPIKey")
+		st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, nil)
 		f.ok(err, "TokenStatus")
 		if st.Key != nil {
 			t.Errorf("Key of a deleted key: got %+v, want nil", *st.Key)
@@ -254,7 +430,7 @@ func (s suite) tokenStatus(t *testing.T) {
 		r := account.Revocation{TokenID: tr.ID, KeyID: k.ID, RevokedAt: f.now(), ExpiresAt: tr.ExpiresAt}
 		_, err := f.s.RevokeToken(f.ctx, r)
 		f.ok(err, "RevokeToken")
-		st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID)
+		st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, nil)
 		f.ok(err, "TokenStatus")
 		if !st.RevokedAt.Equal(r.RevokedAt) {
 			t.Errorf("RevokedAt: got %v, want %v", st.RevokedAt, r.RevokedAt)
@@ -264,12 +440,29 @@ func (s suite) tokenStatus(t *testing.T) {
 		}
 		assertSame(t, "TokenStatus.Key", *st.Key, k)
 	})
+	t.Run("AncestorsHint", func(t *testing.T) {
+		// The ancestors a token names only save a read: missing, wrong or
+		// naming keys that do not exist, they change nothing.
+		f := s.fix(t)
+		root := f.key()
+		k := f.childKey(f.childKey(root))
+		tr := f.token(k.ID)
+		missing := account.NewID(account.PrefixAPIKey, f.now())
+		for _, hint := range [][]string{k.Ancestors, nil, {missing}, {root.ID, missing, root.ID}} {
+			st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, hint)
+			f.ok(err, "TokenStatus")
+			if st.Key == nil {
+				t.Fatalf("TokenStatus with the hint %v: got no key, want the live key", hint)
+			}
+			assertSame(t, "TokenStatus.Key", *st.Key, k)
+		}
+	})
 	t.Run("UnknownTokenAndKey", func(t *testing.T) {
 		// Unknown IDs are not an error: the answer is "not revoked, no key".
 		f := s.fix(t)
 		f.token(f.key().ID)
 		at := f.now()
-		st, err := f.s.TokenStatus(f.ctx, account.NewID(account.PrefixToken, at), account.NewID(account.PrefixAPIKey, at))
+		st, err := f.s.TokenStatus(f.ctx, account.NewID(account.PrefixToken, at), account.NewID(account.PrefixAPIKey, at), nil)
 		f.ok(err, "TokenStatus")
 		if !st.RevokedAt.IsZero() || st.Key != nil {
 			t.Errorf("TokenStatus: got %+v, want the zero status", st)

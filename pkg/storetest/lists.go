@@ -48,7 +48,7 @@ func apiKeysList(f *fixture) listOps[account.APIKey] {
 	return listOps[account.APIKey]{
 		add:    f.key,
 		list:   func(p account.ListParams) (account.Page[account.APIKey], error) { return f.s.ListAPIKeys(f.ctx, p) },
-		remove: func(k account.APIKey) { f.ok(f.s.DeleteAPIKey(f.ctx, k), "DeleteAPIKey") },
+		remove: func(k account.APIKey) { f.ok(f.s.DeleteAPIKey(f.ctx, k.ID, nil), "DeleteAPIKey") },
 		key:    func(k account.APIKey) string { return k.ID },
 	}
 }

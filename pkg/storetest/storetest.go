@@ -170,6 +170,22 @@ func (f *fixture) key() account.APIKey {
 	return k
 }
 
+// newChildKey returns a new key created by parent, below it.
+func (f *fixture) newChildKey(parent account.APIKey) account.APIKey {
+	k := f.newKey()
+	k.CreatedBy = parent.ID
+	k.Ancestors = append(slices.Clip(parent.Ancestors), parent.ID)
+	return k
+}
+
+// childKey stores a new key created by parent, below it.
+func (f *fixture) childKey(parent account.APIKey) account.APIKey {
+	f.t.Helper()
+	k := f.newChildKey(parent)
+	f.ok(f.s.CreateAPIKey(f.ctx, k), "CreateAPIKey below a key")
+	return k
+}
+
 func (f *fixture) token(keyID string) account.TokenRecord {
 	f.t.Helper()
 	at := f.now()

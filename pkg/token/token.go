@@ -41,9 +41,13 @@ const MaxTokenBytes = 8 << 10
 const ClockSkew = 30 * time.Second
 
 // claims is the JWT payload as signed. scope is space-separated, as in
-// OAuth 2.0 (RFC 8693).
+// OAuth 2.0 (RFC 8693). anc lists the ids of the keys above the token's key
+// (sub), root first, omitted when there are none: verify reads them with
+// the key, in one round trip. The store checks the key's own list, so anc
+// is a hint, never trusted to decide validity.
 type claims struct {
-	Scope string `json:"scope"`
+	Scope     string   `json:"scope"`
+	Ancestors []string `json:"anc,omitempty"`
 	jwt.RegisteredClaims
 }
 
@@ -60,6 +64,7 @@ type parsedClaims struct {
 	Subject   string   `json:"sub"`
 	Issuer    string   `json:"iss"`
 	Scope     string   `json:"scope"`
+	Ancestors []string `json:"anc"`
 	IssuedAt  unixTime `json:"iat"`
 	ExpiresAt unixTime `json:"exp"`
 	NotBefore unixTime `json:"nbf"`
@@ -117,7 +122,8 @@ func (s *Signer) PublicKey() ed25519.PublicKey { return s.key.Public().(ed25519.
 // Sign returns the compact JWS of c.
 func (s *Signer) Sign(c account.TokenClaims) (string, error) {
 	t := jwt.NewWithClaims(jwt.SigningMethodEdDSA, claims{
-		Scope: strings.Join(c.Scopes, " "),
+		Scope:     strings.Join(c.Scopes, " "),
+		Ancestors: c.KeyAncestors,
 		RegisteredClaims: jwt.RegisteredClaims{
 			ID:        c.ID,
 			Subject:   c.KeyID,
@@ -173,8 +179,14 @@ func (p *Parser) Parse(_ context.Context, token string, now time.Time) (account.
 		return account.TokenClaims{}, account.ErrTokenInvalid
 	}
 	if c.Issuer != p.issuer || !c.IssuedAt.present || !c.ExpiresAt.present ||
-		!account.ValidID(account.PrefixToken, c.ID) || !account.ValidID(account.PrefixAPIKey, c.Subject) {
+		!account.ValidID(account.PrefixToken, c.ID) || !account.ValidID(account.PrefixAPIKey, c.Subject) ||
+		len(c.Ancestors) > account.MaxKeyAncestors {
 		return account.TokenClaims{}, account.ErrTokenInvalid
+	}
+	for _, id := range c.Ancestors {
+		if !account.ValidID(account.PrefixAPIKey, id) {
+			return account.TokenClaims{}, account.ErrTokenInvalid
+		}
 	}
 	// Latchkey signs no nbf, and an iat of the signing instant: a token not
 	// yet valid, or issued in the future, was not issued by this service as
@@ -183,11 +195,12 @@ func (p *Parser) Parse(_ context.Context, token string, now time.Time) (account.
 		return account.TokenClaims{}, account.ErrTokenInvalid
 	}
 	tc := account.TokenClaims{
-		ID:        c.ID,
-		KeyID:     c.Subject,
-		Scopes:    strings.Fields(c.Scope),
-		IssuedAt:  c.IssuedAt.t,
-		ExpiresAt: c.ExpiresAt.t,
+		ID:           c.ID,
+		KeyID:        c.Subject,
+		KeyAncestors: c.Ancestors,
+		Scopes:       strings.Fields(c.Scope),
+		IssuedAt:     c.IssuedAt.t,
+		ExpiresAt:    c.ExpiresAt.t,
 	}
 	if !now.Before(tc.ExpiresAt) {
 		return tc, account.ErrTokenExpired

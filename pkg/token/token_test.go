@@ -68,6 +68,25 @@ func TestParser_Parse(t *testing.T) {
 		}
 	})
 
+	t.Run("KeyAncestors", func(t *testing.T) {
+		// Named in anc, in order; a token without them has no anc claim.
+		c := sampleClaims(now)
+		c.KeyAncestors = []string{account.NewID(account.PrefixAPIKey, now), account.NewID(account.PrefixAPIKey, now)}
+		got, err := parser.Parse(t.Context(), sign(t, signer, c), now)
+		if err != nil {
+			t.Fatalf("Parse: %v", err)
+		}
+		if !slices.Equal(got.KeyAncestors, c.KeyAncestors) {
+			t.Errorf("KeyAncestors: got %v, want %v", got.KeyAncestors, c.KeyAncestors)
+		}
+		_, payload, _ := strings.Cut(tok, ".")
+		payload, _, _ = strings.Cut(payload, ".")
+		raw, _ := base64.RawURLEncoding.DecodeString(payload)
+		if strings.Contains(string(raw), `"anc"`) {
+			t.Errorf("payload of a token without ancestors names anc: %s", raw)
+		}
+	})
+
 	t.Run("HeaderNamesAlgorithmAndKid", func(t *testing.T) {
 		header, _, _ := strings.Cut(tok, ".")
 		raw, _ := base64.RawURLEncoding.DecodeString(header)
@@ -91,17 +110,19 @@ func TestParser_Parse(t *testing.T) {
 	})
 
 	invalid := map[string]string{
-		"Empty":          "",
-		"NotAJWT":        "lk_notatoken",
-		"Tampered":       tamperPayload(t, tok),
-		"TruncatedSig":   tok[:len(tok)-4],
-		"LastCharBits":   lastCharVariant(tok),
-		"AlgNone":        forge(t, jwt.SigningMethodNone, jwt.UnsafeAllowNoneSignatureType, signer.KeyID(), want),
-		"HMACWithPubKey": forge(t, jwt.SigningMethodHS256, []byte(signer.PublicKey()), signer.KeyID(), want),
-		"OtherKey":       sign(t, token.NewSigner(newKey(t), issuer), want),
-		"OtherIssuer":    sign(t, token.NewSigner(priv, "https://evil.test"), want),
-		"UnknownKid":     forge(t, jwt.SigningMethodEdDSA, priv, "not-a-known-kid", want),
-		"MalformedID":    sign(t, signer, account.TokenClaims{ID: "tok_123", KeyID: want.KeyID, IssuedAt: now, ExpiresAt: want.ExpiresAt}),
+		"Empty":             "",
+		"NotAJWT":           "lk_notatoken",
+		"Tampered":          tamperPayload(t, tok),
+		"TruncatedSig":      tok[:len(tok)-4],
+		"LastCharBits":      lastCharVariant(tok),
+		"AlgNone":           forge(t, jwt.SigningMethodNone, jwt.UnsafeAllowNoneSignatureType, signer.KeyID(), want),
+		"HMACWithPubKey":    forge(t, jwt.SigningMethodHS256, []byte(signer.PublicKey()), signer.KeyID(), want),
+		"OtherKey":          sign(t, token.NewSigner(newKey(t), issuer), want),
+		"OtherIssuer":       sign(t, token.NewSigner(priv, "https://evil.test"), want),
+		"UnknownKid":        forge(t, jwt.SigningMethodEdDSA, priv, "not-a-known-kid", want),
+		"MalformedID":       sign(t, signer, account.TokenClaims{ID: "tok_123", KeyID: want.KeyID, IssuedAt: now, ExpiresAt: want.ExpiresAt}),
+		"MalformedAncestor": sign(t, signer, account.TokenClaims{ID: want.ID, KeyID: want.KeyID, KeyAncestors: []string{"key_123"}, IssuedAt: now, ExpiresAt: want.ExpiresAt}),
+		"TooManyAncestors":  sign(t, signer, account.TokenClaims{ID: want.ID, KeyID: want.KeyID, KeyAncestors: slices.Repeat([]string{want.KeyID}, account.MaxKeyAncestors+1), IssuedAt: now, ExpiresAt: want.ExpiresAt}),
 	}
 	for name, tok := range invalid {
 		t.Run("ErrTokenInvalid/"+name, func(t *testing.T) {

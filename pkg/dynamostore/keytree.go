@@ -1,0 +1,266 @@
+package dynamostore
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"latchkey/pkg/account"
+)
+
+// Deleting an API key deletes every key below it: the keys it created, the
+// keys those created, and so on. Each key is up to three items: its item
+// under its ID, its copy under its hash, and its link in its parent's
+// partition. docs/dynamodb.md ("Deleting a tree of API keys") tells the
+// whole story; in short:
+//
+//   - The tree is walked depth first with one strongly consistent Query per
+//     key (its partition holds its item and the links of its children), and
+//     a key's items are queued for deletion after those of every key below
+//     it, so that any prefix of the queue deletes whole subtrees: a delete
+//     cut off anywhere leaves a tree that a retry, starting again from the
+//     root, walks completely.
+//   - Up to maxTreeKeys keys, root included, everything is one transaction.
+//   - Beyond that, the root's two copies are first flagged deleting, in one
+//     transaction. From then on the root and every key below it are gone to
+//     readers (liveKey: a key is live only if no ancestor is flagged), and
+//     no key can be created below the root. Then the queue is deleted
+//     maxTreeKeys keys to a transaction, and the root last.
+//   - Every transaction deletes a key's item only if its Children count is
+//     the one the walk read: a key created below it meanwhile (by a request
+//     authenticated a moment before) cancels the transaction, and the delete
+//     starts again from the root, which finds the new key. A create after
+//     the key's item is gone fails, since it needs the parent.
+
+// maxTreeKeys is how many keys one transaction deletes: three items each.
+const maxTreeKeys = maxTransactItems / 3
+
+// errTreeChanged cancels a pass of DeleteAPIKey whose transaction found a
+// key other than the walk read it: a key created below it meanwhile, or a
+// key gone (TTL, another delete). The next pass reads the tree again.
+var errTreeChanged = errors.New("dynamostore: the key tree changed during the delete")
+
+// DeleteAPIKey deletes the key id and every key below it; see above and
+// docs/dynamodb.md. allow sees the key as read by the first Query (also a
+// key whose delete was cut off, so that calling DeleteAPIKey again finishes
+// it). A pass cancelled by a concurrent change is repeated, at most
+// WithConflictRetries times, then the store reports CodeUnavailable.
+// CodeNotFound if there is no key id or one of its ancestors is being
+// deleted.
+func (s *Store) DeleteAPIKey(ctx context.Context, id string, allow func(account.APIKey) error) error {
+	for attempt := 0; ; attempt++ {
+		err := s.deleteKeyTree(ctx, id, allow)
+		if !errors.Is(err, errTreeChanged) {
+			return err
+		}
+		if attempt >= s.conflictRetries {
+			return account.Unavailable(err)
+		}
+	}
+}
+
+// keyNode is one key of a tree as a strongly consistent Query of its
+// partition found it.
+type keyNode struct {
+	id string
+	// item is the key's item under its ID; nil if it is gone (expired and
+	// removed by TTL before its links were).
+	item *apiKeyItem
+	// children are the IDs of the keys linked below it.
+	children []string
+}
+
+// readKeyNode reads the partition of the key id: its item and its links.
+func (s *Store) readKeyNode(ctx context.Context, id string) (keyNode, error) {
+	kc := expression.Key("pk").Equal(expression.Value(apiKeyKey(id).PK))
+	e, err := expression.NewBuilder().WithKeyCondition(kc).Build()
+	if err != nil {
+		return keyNode{}, account.Internal(err)
+	}
+	pages := dynamodb.NewQueryPaginator(s.client, &dynamodb.QueryInput{
+		TableName: s.table, ConsistentRead: aws.Bool(true),
+		KeyConditionExpression: e.KeyCondition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+	})
+	n := keyNode{id: id}
+	for pages.HasMorePages() {
+		out, err := pages.NextPage(ctx)
+		if err != nil {
+			return keyNode{}, storeErr(err)
+		}
+		for _, av := range out.Items {
+			var k key
+			if err := attributevalue.UnmarshalMap(av, &k); err != nil {
+				return keyNode{}, account.Internal(err)
+			}
+			switch {
+			case k.SK == sortKey:
+				var it apiKeyItem
+				if err := attributevalue.UnmarshalMap(av, &it); err != nil {
+					return keyNode{}, account.Internal(err)
+				}
+				n.item = &it
+			case strings.HasPrefix(k.SK, prefixChild):
+				n.children = append(n.children, idFrom(k.SK, prefixChild))
+			}
+		}
+	}
+	return n, nil
+}
+
+// treeDelete is one pass of DeleteAPIKey.
+type treeDelete struct {
+	s    *Store
+	root keyNode
+	// flagged is set once the root's copies carry deleting.
+	flagged bool
+	// queue holds, per key, the items that delete it, children first.
+	queue [][]types.TransactWriteItem
+}
+
+// deleteKeyTree is one pass of DeleteAPIKey: errTreeChanged if the tree
+// changed under it.
+func (s *Store) deleteKeyTree(ctx context.Context, id string, allow func(account.APIKey) error) error {
+	root, err := s.readKeyNode(ctx, id)
+	if err != nil {
+		return err
+	}
+	if root.item == nil {
+		return notFound("API key")
+	}
+	// The root's own flag does not matter here: that is a delete to finish.
+	it := *root.item
+	it.Deleting = false
+	live, err := s.liveKey(ctx, it, nil)
+	if err != nil {
+		return err
+	}
+	if !live {
+		return notFound("API key") // it goes with the ancestor being deleted
+	}
+	if allow != nil {
+		if err := allow(root.item.apiKey()); err != nil {
+			return err
+		}
+	}
+	d := &treeDelete{s: s, root: root, flagged: root.item.Deleting}
+	if err := d.walk(ctx, root); err != nil {
+		return err
+	}
+	items, err := d.deletes(root, parentOf(*root.item))
+	if err != nil {
+		return err
+	}
+	return d.transact(ctx, d.queued(items))
+}
+
+// parentOf returns the ID of the key's parent, or "" if it has none (it was
+// created by a bootstrap key, which is nobody's ancestor).
+func parentOf(it apiKeyItem) string {
+	if n := len(it.Ancestors); n > 0 {
+		return it.Ancestors[n-1]
+	}
+	return ""
+}
+
+// walk queues the keys below n, each after the keys below it, and deletes
+// the queue maxTreeKeys keys at a time whenever it is full, flagging the
+// root first.
+func (d *treeDelete) walk(ctx context.Context, n keyNode) error {
+	for _, id := range n.children {
+		child, err := d.s.readKeyNode(ctx, id)
+		if err != nil {
+			return err
+		}
+		if err := d.walk(ctx, child); err != nil {
+			return err
+		}
+		dels, err := d.deletes(child, n.id)
+		if err != nil {
+			return err
+		}
+		d.queue = append(d.queue, dels)
+		if len(d.queue) < maxTreeKeys {
+			continue
+		}
+		if !d.flagged {
+			if err := d.flag(ctx); err != nil {
+				return err
+			}
+		}
+		if err := d.transact(ctx, d.queued(nil)); err != nil {
+			return err
+		}
+		d.queue = d.queue[:0]
+	}
+	return nil
+}
+
+// deletes returns the items that delete the key n, linked below parent (""
+// for none). Its item goes only if its Children count is the one read, and
+// for the root only if it is still there.
+func (d *treeDelete) deletes(n keyNode, parent string) ([]types.TransactWriteItem, error) {
+	var steps []func() (types.TransactWriteItem, error)
+	if n.item != nil {
+		cond := expression.AttributeNotExists(expression.Name("children"))
+		if n.item.Children > 0 {
+			cond = expression.Name("children").Equal(expression.Value(n.item.Children))
+		}
+		if n.id == d.root.id {
+			cond = condPresent.And(cond)
+		}
+		hash := n.item.Hash
+		steps = append(steps,
+			func() (types.TransactWriteItem, error) { return d.s.del(apiKeyKey(n.id), &cond) },
+			func() (types.TransactWriteItem, error) { return d.s.del(keyHashKey(hash), nil) },
+		)
+	}
+	if parent != "" {
+		steps = append(steps, func() (types.TransactWriteItem, error) { return d.s.del(keyLinkKey(parent, n.id), nil) })
+	}
+	return build(steps...)
+}
+
+// queued appends the items of the queue to items.
+func (d *treeDelete) queued(items []types.TransactWriteItem) []types.TransactWriteItem {
+	for _, q := range d.queue {
+		items = append(items, q...)
+	}
+	return items
+}
+
+// flag sets deleting on both copies of the root, in one transaction: from
+// then on the root and every key below it are gone to readers, and no key
+// can be created below the root.
+func (d *treeDelete) flag(ctx context.Context) error {
+	set := expression.Set(expression.Name("deleting"), expression.Value(true))
+	items, err := build(
+		func() (types.TransactWriteItem, error) { return d.s.update(apiKeyKey(d.root.id), set, condPresent) },
+		func() (types.TransactWriteItem, error) {
+			return d.s.update(keyHashKey(d.root.item.Hash), set, condPresent)
+		},
+	)
+	if err != nil {
+		return err
+	}
+	if err := d.s.transact(ctx, items, errTreeChanged, errTreeChanged); err != nil {
+		return err
+	}
+	d.flagged = true
+	return nil
+}
+
+// transact runs one transaction of the delete; a failed condition, on any
+// item, is errTreeChanged.
+func (d *treeDelete) transact(ctx context.Context, items []types.TransactWriteItem) error {
+	onCheckFailed := make([]error, len(items))
+	for i := range onCheckFailed {
+		onCheckFailed[i] = errTreeChanged
+	}
+	return d.s.transact(ctx, items, onCheckFailed...)
+}

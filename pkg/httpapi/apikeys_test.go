@@ -1,0 +1,165 @@
+package httpapi_test
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"latchkey/pkg/account"
+)
+
+// apiKey is a key created through the API: its id, its secret and an
+// access token issued for it.
+type apiKey struct {
+	id, secret, token string
+}
+
+// createKey creates a key with the given grants through POST /v1/api-keys,
+// authenticated by creator (a secret), and issues it a token for its first
+// grant.
+func (a api) createKey(creator string, scopes ...string) apiKey {
+	a.t.Helper()
+	res := a.do(http.MethodPost, "/v1/api-keys", creator, map[string]any{"name": "tree", "scopes": scopes})
+	want(a.t, res, http.StatusCreated)
+	var created struct {
+		ID  string `json:"id"`
+		Key string `json:"key"`
+	}
+	res.Decode(a.t, &created)
+	tok, _ := a.IssueToken(a.t, created.Key, "", scopes[0])
+	return apiKey{id: created.ID, secret: created.Key, token: tok}
+}
+
+// wantAlive fails unless k's secret authenticates (a 200, or a 403 for a
+// key without read:users, is past authentication), its token verifies, and
+// the admin key can read it.
+func (a api) wantAlive(what string, k apiKey) {
+	a.t.Helper()
+	if res := a.do(http.MethodGet, "/v1/api-keys/"+k.id, a.AdminKey, nil); res.StatusCode != http.StatusOK {
+		a.t.Errorf("%s: GET by the admin key: got %d, want 200", what, res.StatusCode)
+	}
+	if res := a.do(http.MethodGet, "/v1/users", k.secret, nil); res.StatusCode == http.StatusUnauthorized {
+		a.t.Errorf("%s: its secret: got 401, want it accepted", what)
+	}
+	if v := a.do(http.MethodGet, "/v1/auth/verify", k.token, nil).Map(a.t); v["valid"] != true {
+		a.t.Errorf("%s: verify of its token: got %v, want valid", what, v)
+	}
+}
+
+// wantGone fails unless k is gone in every way a caller can look: its
+// secret and its token are refused, verify says revoked, and the admin key
+// can neither read nor delete it.
+func (a api) wantGone(what string, k apiKey) {
+	a.t.Helper()
+	if res := a.do(http.MethodGet, "/v1/users", k.secret, nil); res.StatusCode != http.StatusUnauthorized {
+		a.t.Errorf("%s: its secret: got %d, want 401", what, res.StatusCode)
+	}
+	if res := a.do(http.MethodGet, "/v1/users", k.token, nil); res.StatusCode != http.StatusUnauthorized {
+		a.t.Errorf("%s: its token: got %d, want 401", what, res.StatusCode)
+	}
+	if v := a.do(http.MethodGet, "/v1/auth/verify", k.token, nil).Map(a.t); v["valid"] != false || v["reason"] != account.ReasonRevoked {
+		a.t.Errorf("%s: verify of its token: got %v, want invalid, revoked", what, v)
+	}
+	if res := a.do(http.MethodGet, "/v1/api-keys/"+k.id, a.AdminKey, nil); res.StatusCode != http.StatusNotFound {
+		a.t.Errorf("%s: GET by the admin key: got %d, want 404", what, res.StatusCode)
+	}
+	if res := a.do(http.MethodDelete, "/v1/api-keys/"+k.id, a.AdminKey, nil); res.StatusCode != http.StatusNotFound {
+		a.t.Errorf("%s: DELETE by the admin key: got %d, want 404", what, res.StatusCode)
+	}
+}
+
+// listed returns the ids of every key the caller sees, following the
+// cursor with pages of limit keys, and fails on an id seen twice.
+func (a api) listed(credential, limit string) []string {
+	a.t.Helper()
+	var ids []string
+	path := "/v1/api-keys?limit=" + limit
+	for range 100 {
+		res := a.do(http.MethodGet, path, credential, nil)
+		want(a.t, res, http.StatusOK)
+		var page struct {
+			Data []struct {
+				ID string `json:"id"`
+			} `json:"data"`
+			NextCursor *string `json:"next_cursor"`
+		}
+		res.Decode(a.t, &page)
+		for _, k := range page.Data {
+			if slices.Contains(ids, k.ID) {
+				a.t.Fatalf("list: %s on two pages", k.ID)
+			}
+			ids = append(ids, k.ID)
+		}
+		if page.NextCursor == nil {
+			return ids
+		}
+		path = "/v1/api-keys?limit=" + limit + "&cursor=" + *page.NextCursor
+	}
+	a.t.Fatal("list: more than 100 pages")
+	return nil
+}
+
+// TestDeleteAPIKey_DeletesDescendants: deleting a key deletes every key it
+// created, and every key those created, at once: secrets, tokens, reads.
+// A leaked write:api_keys key can no longer leave children behind.
+func TestDeleteAPIKey_DeletesDescendants(t *testing.T) {
+	a := newAPI(t)
+	grants := []string{"read:users", account.ScopeWriteAPIKeys, account.ScopeReadAPIKeys}
+	root := a.createKey(a.AdminKey, grants...)
+	child := a.createKey(root.secret, grants...)
+	grandchild := a.createKey(child.secret, grants...)
+	greatGrandchild := a.createKey(grandchild.secret, "read:users")
+	sibling := a.createKey(root.secret, "read:users")
+	unrelated := a.createKey(a.AdminKey, grants...)
+	unrelatedChild := a.createKey(unrelated.secret, "read:users")
+
+	t.Run("Subtree", func(t *testing.T) {
+		a := api{Env: a.Env, t: t}
+		// The key deletes its own grandchild: within its grants.
+		want(t, a.do(http.MethodDelete, "/v1/api-keys/"+grandchild.id, child.secret, nil), http.StatusNoContent)
+		a.wantGone("grandchild", grandchild)
+		a.wantGone("great-grandchild", greatGrandchild)
+		a.wantAlive("child", child)
+		a.wantAlive("root", root)
+	})
+	t.Run("Tree", func(t *testing.T) {
+		a := api{Env: a.Env, t: t}
+		grandchild2 := a.createKey(child.secret, "read:users")
+		want(t, a.do(http.MethodDelete, "/v1/api-keys/"+root.id, a.AdminKey, nil), http.StatusNoContent)
+		for _, k := range []struct {
+			what string
+			key  apiKey
+		}{{"root", root}, {"child", child}, {"sibling", sibling}, {"second grandchild", grandchild2}} {
+			a.wantGone(k.what, k.key)
+		}
+		a.wantAlive("unrelated key", unrelated)
+		a.wantAlive("unrelated key's child", unrelatedChild)
+		ids := a.listed(a.AdminKey, "100")
+		for _, gone := range []apiKey{root, child, grandchild, grandchild2, greatGrandchild, sibling} {
+			if slices.Contains(ids, gone.id) {
+				t.Errorf("list: shows deleted key %s", gone.id)
+			}
+		}
+		if !slices.Contains(ids, unrelatedChild.id) {
+			t.Errorf("list: lacks %s, a key of another tree", unrelatedChild.id)
+		}
+	})
+}
+
+// TestCreateAPIKey_Depth: a key may create keys only down to a fixed depth
+// below the keys the admin key creates, so that the keys a verify must
+// check stay few.
+func TestCreateAPIKey_Depth(t *testing.T) {
+	a := newAPI(t)
+	k := a.createKey(a.AdminKey, account.ScopeWriteAPIKeys)
+	for range account.MaxKeyAncestors {
+		k = a.createKey(k.secret, account.ScopeWriteAPIKeys)
+	}
+	res := a.do(http.MethodPost, "/v1/api-keys", k.secret, map[string]any{"name": "too deep", "scopes": []string{account.ScopeWriteAPIKeys}})
+	p := wantProblem(t, res, http.StatusForbidden, "forbidden")
+	if !strings.Contains(p.Detail, "levels") {
+		t.Errorf("detail %q does not say why", p.Detail)
+	}
+	a.wantAlive("the deepest key", k)
+}
