@@ -302,8 +302,9 @@ func (s *Service) CreateAPIKey(ctx context.Context, p Principal, req NewAPIKey) 
 	return key, secret, nil
 }
 
-// GetAPIKey returns a key. CodeForbidden for an access token caller,
-// CodeInsufficientScope, CodeNotFound.
+// GetAPIKey returns a key whose grants are within the caller's.
+// CodeForbidden for an access token caller, CodeInsufficientScope (also for
+// a key with a grant the caller does not hold), CodeNotFound.
 func (s *Service) GetAPIKey(ctx context.Context, p Principal, id string) (APIKey, error) {
 	if err := p.RequireKey(ScopeReadAPIKeys); err != nil {
 		return APIKey{}, err
@@ -312,11 +313,21 @@ func (s *Service) GetAPIKey(ctx context.Context, p Principal, id string) (APIKey
 		return APIKey{}, notFound("API key")
 	}
 	k, err := s.store.GetAPIKey(ctx, id)
-	return k, storeErr(err)
+	if err != nil {
+		return APIKey{}, storeErr(err)
+	}
+	if err := p.requireWithin(k.Scopes); err != nil {
+		return APIKey{}, err
+	}
+	return k, nil
 }
 
-// ListAPIKeys lists keys, newest first. CodeForbidden, CodeInsufficientScope,
-// CodeInvalidRequest.
+// ListAPIKeys lists the keys whose grants are within the caller's, newest
+// first. The others are left out of each page after the store has read it,
+// so a page may hold fewer than the limit, even none, while Next says
+// there is more; paging stays exact because the position is the store's,
+// after the last key read, not the last key returned. CodeForbidden,
+// CodeInsufficientScope, CodeInvalidRequest.
 func (s *Service) ListAPIKeys(ctx context.Context, p Principal, r PageRequest) (List[APIKey], error) {
 	if err := p.RequireKey(ScopeReadAPIKeys); err != nil {
 		return List[APIKey]{}, err
@@ -329,14 +340,16 @@ func (s *Service) ListAPIKeys(ctx context.Context, p Principal, r PageRequest) (
 	if err != nil {
 		return List[APIKey]{}, storeErr(err)
 	}
+	page.Items = slices.DeleteFunc(page.Items, func(k APIKey) bool { return p.requireWithin(k.Scopes) != nil })
 	return toList(s.cursors, "api_keys", page), nil
 }
 
-// DeleteAPIKey deletes a key and every key below it (whose Ancestors name
-// it): they and every token issued for them stop working at once. The
-// bootstrap admin key cannot be deleted through the API. A delete that
-// failed halfway (see the store) is finished by calling DeleteAPIKey again.
-// CodeForbidden, CodeInsufficientScope, CodeNotFound.
+// DeleteAPIKey deletes a key whose grants are within the caller's, and
+// every key below it (whose Ancestors name it): they and every token issued
+// for them stop working at once. The bootstrap admin key cannot be deleted
+// through the API. A delete that failed halfway (see the store) is finished
+// by calling DeleteAPIKey again. CodeForbidden, CodeInsufficientScope (also
+// for a key with a grant the caller does not hold), CodeNotFound.
 func (s *Service) DeleteAPIKey(ctx context.Context, p Principal, id string) error {
 	if err := p.RequireKey(ScopeWriteAPIKeys); err != nil {
 		return err
@@ -347,6 +360,9 @@ func (s *Service) DeleteAPIKey(ctx context.Context, p Principal, id string) erro
 	// The store reads the key, asks whether it may go, and deletes it in
 	// the same call: one read, and the answer is about the key it deletes.
 	return storeErr(s.store.DeleteAPIKey(ctx, id, func(k APIKey) error {
+		if err := p.requireWithin(k.Scopes); err != nil {
+			return err
+		}
 		if k.Bootstrap {
 			return Errorf(CodeForbidden, "the bootstrap admin key is managed by configuration and cannot be deleted through the API")
 		}

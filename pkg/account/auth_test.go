@@ -348,6 +348,29 @@ func TestService_DeleteAPIKey(t *testing.T) {
 			wantCode(t, err, account.CodeNotFound)
 		}
 	})
+	t.Run("ErrOutsideGrants", func(t *testing.T) {
+		// A key deletes and reads only keys whose grants are within its own.
+		e := newEnv(t)
+		p, _ := e.key(t, "", account.ScopeWriteAPIKeys, account.ScopeReadAPIKeys)
+		wider, _ := e.key(t, "", account.ScopeAll)
+		for _, id := range []string{wider.KeyID, e.admin.KeyID} {
+			err := e.svc.DeleteAPIKey(e.ctx, p, id)
+			wantCode(t, err, account.CodeInsufficientScope)
+			if got := asError(t, err).Scope; got != account.ScopeAll {
+				t.Errorf("Scope of the error: got %q, want %q", got, account.ScopeAll)
+			}
+			_, err = e.svc.GetAPIKey(e.ctx, p, id)
+			wantCode(t, err, account.CodeInsufficientScope)
+		}
+		list, err := e.svc.ListAPIKeys(e.ctx, p, account.PageRequest{Limit: "100"})
+		if err != nil {
+			t.Fatalf("ListAPIKeys: %v", err)
+		}
+		if len(list.Items) != 1 || list.Items[0].ID != p.KeyID {
+			t.Errorf("ListAPIKeys: got %v, want only the caller's own key", list.Items)
+		}
+		e.auth(t, e.secret)
+	})
 	t.Run("ErrForbiddenBootstrap", func(t *testing.T) {
 		e := newEnv(t)
 		wantCode(t, e.svc.DeleteAPIKey(e.ctx, e.admin, e.admin.KeyID), account.CodeForbidden)

@@ -86,13 +86,34 @@ func (p Principal) Require(scope string) error {
 // key's grants), so the message says that the caller lacks the requested
 // scope, not that the operation needs it.
 func (p Principal) requireHeld(want []string, purpose string) error {
-	for _, scope := range want {
-		if !ScopesCover(p.Scopes, scope) {
-			return &Error{Code: CodeInsufficientScope, Scope: scope,
-				Message: "the API key does not hold the requested scope " + scope + ", so " + purpose}
-		}
+	if scope := p.uncovered(want); scope != "" {
+		return &Error{Code: CodeInsufficientScope, Scope: scope,
+			Message: "the API key does not hold the requested scope " + scope + ", so " + purpose}
 	}
 	return nil
+}
+
+// requireWithin returns CodeInsufficientScope, naming the first grant
+// missing, unless the principal holds every one of grants, those of a key
+// it reads, lists or deletes: the rule requireHeld applies to a key it
+// creates.
+func (p Principal) requireWithin(grants []string) error {
+	if scope := p.uncovered(grants); scope != "" {
+		return &Error{Code: CodeInsufficientScope, Scope: scope,
+			Message: "the API key has the grant " + scope + ", which the calling key does not hold: a key reads and deletes only keys within its own grants"}
+	}
+	return nil
+}
+
+// uncovered returns the first of want that the principal's grants do not
+// cover, or "" if they cover every one.
+func (p Principal) uncovered(want []string) string {
+	for _, scope := range want {
+		if !ScopesCover(p.Scopes, scope) {
+			return scope
+		}
+	}
+	return ""
 }
 
 // RequireKey returns CodeForbidden when the caller used an access token on an

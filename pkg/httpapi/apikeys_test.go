@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"latchkey/pkg/account"
+	"latchkey/pkg/httpapi/httpapitest"
 )
 
 // apiKey is a key created through the API: its id, its secret and an
@@ -144,6 +145,73 @@ func TestDeleteAPIKey_DeletesDescendants(t *testing.T) {
 		if !slices.Contains(ids, unrelatedChild.id) {
 			t.Errorf("list: lacks %s, a key of another tree", unrelatedChild.id)
 		}
+	})
+}
+
+// TestAPIKeyGrants: a key reads, lists and deletes only keys whose grants
+// are within its own, the rule that already held for creating them.
+func TestAPIKeyGrants(t *testing.T) {
+	a := newAPI(t)
+	manager := a.createKey(a.AdminKey, account.ScopeWriteAPIKeys, account.ScopeReadAPIKeys)
+	admin2 := a.createKey(a.AdminKey, account.ScopeAll)
+	reader := a.createKey(a.AdminKey, "read:users")
+	wider := a.createKey(a.AdminKey, account.ScopeWriteAPIKeys, account.ScopeReadAPIKeys, "read:users")
+	wildcard := a.createKey(a.AdminKey, "read:*")
+
+	wantScope := func(t *testing.T, res *httpapitest.Response, scope string) {
+		t.Helper()
+		p := wantProblem(t, res, http.StatusForbidden, "insufficient_scope")
+		if !strings.Contains(p.Detail, scope) {
+			t.Errorf("detail %q does not name %s", p.Detail, scope)
+		}
+		if got, want := res.Header.Get("WWW-Authenticate"), `error="insufficient_scope", scope="`+scope+`"`; !strings.Contains(got, want) {
+			t.Errorf("WWW-Authenticate %q, want it to contain %q", got, want)
+		}
+	}
+	t.Run("DeleteOutside", func(t *testing.T) {
+		wantScope(t, a.do(http.MethodDelete, "/v1/api-keys/"+admin2.id, manager.secret, nil), account.ScopeAll)
+		wantScope(t, a.do(http.MethodDelete, "/v1/api-keys/"+reader.id, manager.secret, nil), "read:users")
+		// read:* is not within read:users: a wildcard is only covered by a wildcard.
+		wantScope(t, a.do(http.MethodDelete, "/v1/api-keys/"+wildcard.id, wider.secret, nil), "read:*")
+		for _, k := range a.listed(a.AdminKey, "100") {
+			if k == manager.id {
+				continue // the only key within its own grants
+			}
+			if res := a.do(http.MethodDelete, "/v1/api-keys/"+k, manager.secret, nil); res.StatusCode != http.StatusForbidden {
+				t.Errorf("DELETE of %s by a key with narrower grants: got %d, want 403", k, res.StatusCode)
+			}
+		}
+		a.wantAlive("the *:* key", admin2)
+		a.wantAlive("the read:users key", reader)
+	})
+	t.Run("GetOutside", func(t *testing.T) {
+		wantScope(t, a.do(http.MethodGet, "/v1/api-keys/"+admin2.id, manager.secret, nil), account.ScopeAll)
+		wantScope(t, a.do(http.MethodGet, "/v1/api-keys/"+reader.id, manager.secret, nil), "read:users")
+		want(t, a.do(http.MethodGet, "/v1/api-keys/"+reader.id, wider.secret, nil), http.StatusOK)
+		want(t, a.do(http.MethodGet, "/v1/api-keys/"+manager.id, wider.secret, nil), http.StatusOK)
+		want(t, a.do(http.MethodGet, "/v1/api-keys/"+manager.id, manager.secret, nil), http.StatusOK)
+	})
+	t.Run("List", func(t *testing.T) {
+		// Keys outside the caller's grants are left out, so a page may be
+		// short, even empty; following next_cursor still visits every key
+		// within them exactly once.
+		wantIDs := []string{manager.id, reader.id, wider.id}
+		for _, limit := range []string{"1", "2", "100"} {
+			got := a.listed(wider.secret, limit)
+			slices.Sort(got)
+			sorted := slices.Sorted(slices.Values(wantIDs))
+			if !slices.Equal(got, sorted) {
+				t.Errorf("list by the wider key, limit %s: got %v, want %v", limit, got, sorted)
+			}
+		}
+		if got := a.listed(manager.secret, "100"); !slices.Equal(got, []string{manager.id}) {
+			t.Errorf("list by the manager key: got %v, want only itself", got)
+		}
+	})
+	t.Run("DeleteWithin", func(t *testing.T) {
+		want(t, a.do(http.MethodDelete, "/v1/api-keys/"+reader.id, wider.secret, nil), http.StatusNoContent)
+		a.wantGone("the read:users key", reader)
+		want(t, a.do(http.MethodDelete, "/v1/api-keys/"+admin2.id, a.AdminKey, nil), http.StatusNoContent)
 	})
 }
 

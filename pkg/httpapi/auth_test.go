@@ -31,12 +31,14 @@ var fixtures = map[string]fixture{
 		return "/v1/api-keys", map[string]any{"name": "k", "scopes": []string{account.ScopeWriteAPIKeys}}, http.StatusCreated
 	},
 	"GET /v1/api-keys": func(a api) (string, any, int) { return "/v1/api-keys", nil, http.StatusOK },
+	// A key reads and deletes only keys whose grants are within its own:
+	// the target holds just the scope that the caller with it is given.
 	"GET /v1/api-keys/{id}": func(a api) (string, any, int) {
-		k, _ := a.CreateAPIKey(a.t, "read:users")
+		k, _ := a.CreateAPIKey(a.t, account.ScopeReadAPIKeys)
 		return "/v1/api-keys/" + k.ID, nil, http.StatusOK
 	},
 	"DELETE /v1/api-keys/{id}": func(a api) (string, any, int) {
-		k, _ := a.CreateAPIKey(a.t, "read:users")
+		k, _ := a.CreateAPIKey(a.t, account.ScopeWriteAPIKeys)
 		return "/v1/api-keys/" + k.ID, nil, http.StatusNoContent
 	},
 	"GET /v1/organizations": func(a api) (string, any, int) { return "/v1/organizations", nil, http.StatusOK },
