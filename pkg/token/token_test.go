@@ -223,7 +223,11 @@ func TestParser_ParseRules(t *testing.T) {
 		for i := range 32 {
 			c.Scopes = append(c.Scopes, fmt.Sprintf("%s:%s%02d", strings.Repeat("a", 32), strings.Repeat("r", 62), i))
 		}
+		for range account.MaxKeyAncestors {
+			c.KeyAncestors = append(c.KeyAncestors, account.NewID(account.PrefixAPIKey, now))
+		}
 		tok := sign(t, signer, c)
+		t.Logf("the longest token: %d bytes", len(tok))
 		if len(tok) > token.MaxTokenBytes {
 			t.Fatalf("the longest token is %d bytes, over MaxTokenBytes (%d)", len(tok), token.MaxTokenBytes)
 		}
