@@ -347,8 +347,9 @@ func (s *Service) ListAPIKeys(ctx context.Context, p Principal, r PageRequest) (
 // DeleteAPIKey deletes a key whose grants are within the caller's, and
 // every key below it (whose Ancestors name it): they and every token issued
 // for them stop working at once. The bootstrap admin key cannot be deleted
-// through the API. A delete that failed halfway (see the store) is finished
-// by calling DeleteAPIKey again. CodeForbidden, CodeInsufficientScope (also
+// through the API, nor a key above the caller's (in its Ancestors). A delete
+// that failed halfway (see the store) is finished by calling DeleteAPIKey
+// again. CodeForbidden, CodeInsufficientScope (also
 // for a key with a grant the caller does not hold), CodeNotFound.
 func (s *Service) DeleteAPIKey(ctx context.Context, p Principal, id string) error {
 	if err := p.RequireKey(ScopeWriteAPIKeys); err != nil {
@@ -365,6 +366,12 @@ func (s *Service) DeleteAPIKey(ctx context.Context, p Principal, id string) erro
 		}
 		if k.Bootstrap {
 			return Errorf(CodeForbidden, "the bootstrap admin key is managed by configuration and cannot be deleted through the API")
+		}
+		// Deleting a key above the caller's would delete the caller's key
+		// too, and every sibling: a leaked key must not be able to take
+		// down the keys that created it, whatever their grants.
+		if slices.Contains(p.KeyAncestors, k.ID) {
+			return Errorf(CodeForbidden, "an API key cannot delete a key above it (one that created it, directly or not); use that key or one above it")
 		}
 		return nil
 	}))

@@ -348,6 +348,31 @@ func TestService_DeleteAPIKey(t *testing.T) {
 			wantCode(t, err, account.CodeNotFound)
 		}
 	})
+	t.Run("ErrAncestor", func(t *testing.T) {
+		// A key below another, even with the same grants, cannot delete the
+		// keys above it: a leaked child would otherwise take down its creator
+		// and every sibling with it.
+		e := newEnv(t)
+		a, _ := e.key(t, "", account.ScopeWriteAPIKeys, account.ScopeReadAPIKeys)
+		_, bSecret, err := e.svc.CreateAPIKey(e.ctx, a, account.NewAPIKey{Name: "b", Scopes: []string{account.ScopeWriteAPIKeys, account.ScopeReadAPIKeys}})
+		if err != nil {
+			t.Fatalf("CreateAPIKey: %v", err)
+		}
+		b := e.auth(t, bSecret)
+		_, cSecret, err := e.svc.CreateAPIKey(e.ctx, b, account.NewAPIKey{Name: "c", Scopes: []string{account.ScopeWriteAPIKeys, account.ScopeReadAPIKeys}})
+		if err != nil {
+			t.Fatalf("CreateAPIKey: %v", err)
+		}
+		c := e.auth(t, cSecret)
+		for _, id := range []string{a.KeyID, b.KeyID} {
+			wantCode(t, e.svc.DeleteAPIKey(e.ctx, c, id), account.CodeForbidden)
+		}
+		// Nothing was deleted; the keys above may still delete below.
+		e.auth(t, bSecret)
+		if err := e.svc.DeleteAPIKey(e.ctx, b, c.KeyID); err != nil {
+			t.Fatalf("DeleteAPIKey of a key below the caller: %v", err)
+		}
+	})
 	t.Run("ErrOutsideGrants", func(t *testing.T) {
 		// A key deletes and reads only keys whose grants are within its own.
 		e := newEnv(t)
