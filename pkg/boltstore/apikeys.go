@@ -1,0 +1,162 @@
+package boltstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+
+	"latchkey/pkg/account"
+)
+
+// CreateAPIKey implements account.Store. A second key with the same hash
+// (or ID) is refused: the hash is how a secret finds its key. A key with
+// Ancestors is entered in the tree index under its parent, which must
+// exist; deletes take a key's whole subtree in one transaction, so the
+// other ancestors exist too.
+func (s *Store) CreateAPIKey(_ context.Context, k account.APIKey) error {
+	return s.write(func(tx *bolt.Tx) error {
+		keys, hashes := tx.Bucket(bucketKeys), tx.Bucket(bucketKeyHashes)
+		if n := len(k.Ancestors); n > 0 {
+			parent := k.Ancestors[n-1]
+			if keys.Get([]byte(parent)) == nil {
+				return errKeyNotFound()
+			}
+			if err := tx.Bucket(bucketKeyTree).Put(join(parent, k.ID), nil); err != nil {
+				return err
+			}
+		}
+		if hashes.Get(k.Hash) != nil {
+			return account.Internal(errors.New("boltstore: an API key with this hash exists already"))
+		}
+		if keys.Get([]byte(k.ID)) != nil {
+			return account.Internal(fmt.Errorf("boltstore: API key %s exists already", k.ID))
+		}
+		if len(k.Hash) == 0 {
+			return account.Internal(fmt.Errorf("boltstore: API key %s has no hash", k.ID))
+		}
+		if err := put(keys, []byte(k.ID), toAPIKeyItem(k)); err != nil {
+			return err
+		}
+		if !k.ExpiresAt.IsZero() {
+			drop := k.ExpiresAt.Add(account.ExpiredKeyRetention)
+			if err := tx.Bucket(bucketExpiries).Put(join(sortTime(drop), expiryAPIKey, k.ID), nil); err != nil {
+				return err
+			}
+		}
+		return hashes.Put(k.Hash, []byte(k.ID))
+	})
+}
+
+// GetAPIKey implements account.Store.
+func (s *Store) GetAPIKey(_ context.Context, id string) (account.APIKey, error) {
+	var k account.APIKey
+	err := s.read(func(tx *bolt.Tx) error {
+		it, ok, err := get[apiKeyItem](tx.Bucket(bucketKeys), []byte(id))
+		if err != nil || !ok {
+			return orNotFound(err, errKeyNotFound())
+		}
+		k = it.domain()
+		return nil
+	})
+	return k, err
+}
+
+// GetAPIKeyByHash implements account.Store.
+func (s *Store) GetAPIKeyByHash(_ context.Context, hash []byte) (account.APIKey, error) {
+	var k account.APIKey
+	err := s.read(func(tx *bolt.Tx) error {
+		if len(hash) == 0 {
+			return errKeyNotFound()
+		}
+		id := tx.Bucket(bucketKeyHashes).Get(hash)
+		if id == nil {
+			return errKeyNotFound()
+		}
+		it, ok, err := get[apiKeyItem](tx.Bucket(bucketKeys), id)
+		if err != nil || !ok {
+			return orNotFound(err, errKeyNotFound())
+		}
+		k = it.domain()
+		return nil
+	})
+	return k, err
+}
+
+// DeleteAPIKey implements account.Store: the key, every key below it, their
+// hash entries and tree index entries go in one transaction, so every
+// secret of the tree stops authenticating with this commit.
+func (s *Store) DeleteAPIKey(_ context.Context, id string, allow func(account.APIKey) error) error {
+	return s.write(func(tx *bolt.Tx) error {
+		it, ok, err := get[apiKeyItem](tx.Bucket(bucketKeys), []byte(id))
+		if err != nil || !ok {
+			return orNotFound(err, errKeyNotFound())
+		}
+		if allow != nil {
+			if err := allow(it.domain()); err != nil {
+				return err
+			}
+		}
+		return deleteKeyTree(tx, id)
+	})
+}
+
+// deleteKeyTree removes the key id and every key below it, found through
+// the tree index, each with deleteAPIKey.
+func deleteKeyTree(tx *bolt.Tx, id string) error {
+	tree := tx.Bucket(bucketKeyTree)
+	// Collect first: deleting under a live cursor can skip keys in bbolt.
+	ids := []string{id}
+	for i := 0; i < len(ids); i++ {
+		prefix := []byte(ids[i] + "/")
+		c := tree.Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			ids = append(ids, string(k[len(prefix):]))
+		}
+	}
+	for _, id := range ids {
+		if err := deleteAPIKey(tx, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteAPIKey removes the key id, its hash entry and its entry under its
+// parent in the tree index, if the key is there.
+func deleteAPIKey(tx *bolt.Tx, id string) error {
+	keys := tx.Bucket(bucketKeys)
+	it, ok, err := get[apiKeyItem](keys, []byte(id))
+	if err != nil || !ok {
+		return err
+	}
+	if err := keys.Delete([]byte(id)); err != nil {
+		return err
+	}
+	if n := len(it.Ancestors); n > 0 {
+		if err := tx.Bucket(bucketKeyTree).Delete(join(it.Ancestors[n-1], id)); err != nil {
+			return err
+		}
+	}
+	hashes := tx.Bucket(bucketKeyHashes)
+	if bytes.Equal(hashes.Get(it.Hash), []byte(id)) {
+		return hashes.Delete(it.Hash)
+	}
+	return nil
+}
+
+// ListAPIKeys implements account.Store, in ULID (creation) order.
+func (s *Store) ListAPIKeys(_ context.Context, p account.ListParams) (account.Page[account.APIKey], error) {
+	var page account.Page[account.APIKey]
+	err := s.read(func(tx *bolt.Tx) error {
+		var err error
+		page, err = list(tx.Bucket(bucketKeys), "", p, func(_ string, v []byte) (account.APIKey, error) {
+			it, err := decode[apiKeyItem](v)
+			return it.domain(), err
+		})
+		return err
+	})
+	return page, err
+}

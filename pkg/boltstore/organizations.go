@@ -1,0 +1,107 @@
+package boltstore
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+
+	"latchkey/pkg/account"
+)
+
+// CreateOrganization implements account.Store.
+func (s *Store) CreateOrganization(_ context.Context, o account.Organization) error {
+	return s.write(func(tx *bolt.Tx) error {
+		orgs, slugs := tx.Bucket(bucketOrgs), tx.Bucket(bucketOrgSlugs)
+		if slugs.Get([]byte(o.Slug)) != nil {
+			return account.Errorf(account.CodeSlugTaken, "another organization has this slug")
+		}
+		if orgs.Get([]byte(o.ID)) != nil {
+			return account.Internal(fmt.Errorf("boltstore: organization %s exists already", o.ID))
+		}
+		if err := put(orgs, []byte(o.ID), toOrgItem(o)); err != nil {
+			return err
+		}
+		return slugs.Put([]byte(o.Slug), []byte(o.ID))
+	})
+}
+
+// GetOrganization implements account.Store.
+func (s *Store) GetOrganization(_ context.Context, id string) (account.Organization, error) {
+	var o account.Organization
+	err := s.read(func(tx *bolt.Tx) error {
+		it, ok, err := get[orgItem](tx.Bucket(bucketOrgs), []byte(id))
+		if err != nil || !ok {
+			return orNotFound(err, errOrgNotFound())
+		}
+		o = it.domain()
+		return nil
+	})
+	return o, err
+}
+
+// UpdateOrganization implements account.Store as UpdateUser does. The slug
+// and its guard stay as they are.
+func (s *Store) UpdateOrganization(_ context.Context, id string, p account.OrganizationPatch) (account.Organization, error) {
+	var o account.Organization
+	err := s.write(func(tx *bolt.Tx) error {
+		orgs := tx.Bucket(bucketOrgs)
+		it, ok, err := get[orgItem](orgs, []byte(id))
+		if err != nil || !ok {
+			return orNotFound(err, errOrgNotFound())
+		}
+		if p.Name != nil {
+			it.Name = *p.Name
+		}
+		if p.Plan != nil {
+			it.Plan = *p.Plan
+		}
+		it.UpdatedAt = p.UpdatedAt
+		if err := put(orgs, []byte(id), it); err != nil {
+			return err
+		}
+		o = it.domain()
+		return nil
+	})
+	if err != nil {
+		return account.Organization{}, err
+	}
+	return o, nil
+}
+
+// DeleteOrganization implements account.Store: the organization, its slug
+// guard and all its memberships go in one transaction.
+func (s *Store) DeleteOrganization(_ context.Context, id string) error {
+	return s.write(func(tx *bolt.Tx) error {
+		orgs := tx.Bucket(bucketOrgs)
+		it, ok, err := get[orgItem](orgs, []byte(id))
+		if err != nil || !ok {
+			return orNotFound(err, errOrgNotFound())
+		}
+		if err := orgs.Delete([]byte(id)); err != nil {
+			return err
+		}
+		slugs := tx.Bucket(bucketOrgSlugs)
+		if bytes.Equal(slugs.Get([]byte(it.Slug)), []byte(id)) {
+			if err := slugs.Delete([]byte(it.Slug)); err != nil {
+				return err
+			}
+		}
+		return deleteMemberships(tx, bucketOrgMembers, id, func(other string) (string, string) { return id, other })
+	})
+}
+
+// ListOrganizations implements account.Store, in ULID (creation) order.
+func (s *Store) ListOrganizations(_ context.Context, p account.ListParams) (account.Page[account.Organization], error) {
+	var page account.Page[account.Organization]
+	err := s.read(func(tx *bolt.Tx) error {
+		var err error
+		page, err = list(tx.Bucket(bucketOrgs), "", p, func(_ string, v []byte) (account.Organization, error) {
+			it, err := decode[orgItem](v)
+			return it.domain(), err
+		})
+		return err
+	})
+	return page, err
+}

@@ -1,0 +1,70 @@
+package boltstore
+
+import (
+	"context"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"latchkey/pkg/account"
+)
+
+// CreateToken implements account.Store. The record is also entered in the
+// expiry index, so that pruning finds it without a scan.
+func (s *Store) CreateToken(_ context.Context, t account.TokenRecord) error {
+	return s.write(func(tx *bolt.Tx) error {
+		if err := put(tx.Bucket(bucketTokens), []byte(t.ID), toTokenItem(t)); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketExpiries).Put(join(sortTime(t.ExpiresAt), expiryToken, t.ID), nil)
+	})
+}
+
+// RevokeToken implements account.Store.
+func (s *Store) RevokeToken(_ context.Context, r account.Revocation) (time.Time, error) {
+	var at time.Time
+	err := s.write(func(tx *bolt.Tx) error {
+		revoked := tx.Bucket(bucketRevoked)
+		it, ok, err := get[revocationItem](revoked, []byte(r.TokenID))
+		if err != nil {
+			return err
+		}
+		if ok {
+			at = it.RevokedAt
+			return nil
+		}
+		at = r.RevokedAt
+		if err := put(revoked, []byte(r.TokenID), toRevocationItem(r)); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketExpiries).Put(join(sortTime(r.ExpiresAt), expiryRevocation, r.TokenID), nil)
+	})
+	return at, err
+}
+
+// TokenStatus implements account.Store: one read transaction covers the
+// revocation entry and the key, so the two are consistent with each other.
+// A key's ancestors need no reading here: a delete takes a key and every
+// key below it in one transaction, so a key is there only while they are.
+func (s *Store) TokenStatus(_ context.Context, tokenID, keyID string, _ []string) (account.TokenStatus, error) {
+	var st account.TokenStatus
+	err := s.read(func(tx *bolt.Tx) error {
+		r, ok, err := get[revocationItem](tx.Bucket(bucketRevoked), []byte(tokenID))
+		if err != nil {
+			return err
+		}
+		if ok {
+			st.RevokedAt = r.RevokedAt
+		}
+		k, ok, err := get[apiKeyItem](tx.Bucket(bucketKeys), []byte(keyID))
+		if err != nil {
+			return err
+		}
+		if ok {
+			key := k.domain()
+			st.Key = &key
+		}
+		return nil
+	})
+	return st, err
+}
