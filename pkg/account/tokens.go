@@ -45,3 +45,144 @@ type TokenParser interface {
 	// and logs, with the request's values, such as its id.
 	Parse(ctx context.Context, token string, now time.Time) (TokenClaims, error)
 }
+
+// Token and key lifetimes.
+const (
+	DefaultTokenLifetime = time.Hour
+	MinTokenLifetime     = time.Minute
+	MaxTokenLifetime     = 24 * time.Hour
+	MinKeyLifetime       = time.Minute
+	MaxKeyLifetime       = 365 * 24 * time.Hour
+	maxScopes            = 32
+)
+
+// Reasons a token is not valid, as reported by VerifyToken.
+const (
+	ReasonRevoked = "revoked"
+	ReasonExpired = "expired"
+	ReasonInvalid = "invalid"
+)
+
+// invalidReason says why a well-signed, unexpired token is no longer valid:
+// it was revoked, or its key was deleted or has expired. "" if it is valid.
+func (st TokenStatus) invalidReason(now time.Time) string {
+	if !st.RevokedAt.IsZero() || st.Key == nil || st.Key.Expired(now) {
+		return ReasonRevoked
+	}
+	return ""
+}
+
+// Verification is the result of VerifyToken.
+type Verification struct {
+	Valid  bool
+	Reason string // when not valid: ReasonRevoked, ReasonExpired or ReasonInvalid
+	Claims TokenClaims
+}
+
+// VerifyToken checks an access token: signature, expiry, revocation entry,
+// issuing key and the keys above it. A forged or expired token costs no
+// store read.
+func (s *Service) VerifyToken(ctx context.Context, token string) (Verification, error) {
+	now := s.now()
+	claims, err := s.parser.Parse(ctx, token, now)
+	switch {
+	case errors.Is(err, ErrTokenExpired):
+		return Verification{Reason: ReasonExpired}, nil
+	case err != nil:
+		return Verification{Reason: ReasonInvalid}, nil
+	}
+	status, err := s.store.TokenStatus(ctx, claims.ID, claims.KeyID, claims.KeyAncestors)
+	if err != nil {
+		return Verification{}, storeErr(err)
+	}
+	if reason := status.invalidReason(now); reason != "" {
+		return Verification{Reason: reason}, nil
+	}
+	return Verification{Valid: true, Claims: claims}, nil
+}
+
+// TokenRequest asks for an access token.
+type TokenRequest struct {
+	Scopes    []string
+	ExpiresIn string // "" means DefaultTokenLifetime
+}
+
+// IssueToken issues an access token for the calling API key, with scopes
+// within the key's grants. The token never outlives the key.
+// CodeForbidden for an access token caller, CodeInvalidRequest,
+// CodeInsufficientScope.
+func (s *Service) IssueToken(ctx context.Context, p Principal, req TokenRequest) (string, TokenClaims, error) {
+	if err := p.RequireKey(""); err != nil {
+		return "", TokenClaims{}, err
+	}
+	var problems Problems
+	scopes := normalizeScopes("scopes", req.Scopes, maxScopes, &problems)
+	lifetime := DefaultTokenLifetime
+	if req.ExpiresIn != "" {
+		d, err := ParseDuration(req.ExpiresIn, MinTokenLifetime, MaxTokenLifetime)
+		if err != nil {
+			problems.Add("expires_in", err.Error())
+		}
+		lifetime = d
+	}
+	if err := problems.Err(); err != nil {
+		return "", TokenClaims{}, err
+	}
+	if err := p.requireHeld(scopes, "a token for it cannot carry it"); err != nil {
+		return "", TokenClaims{}, err
+	}
+	if s.signer == nil {
+		return "", TokenClaims{}, Internal(errors.New("account: this process has no token signer"))
+	}
+	now := s.now()
+	claims := TokenClaims{
+		ID:           NewID(PrefixToken, now),
+		KeyID:        p.KeyID,
+		KeyAncestors: p.KeyAncestors,
+		Scopes:       scopes,
+		IssuedAt:     now.Truncate(time.Second),
+		ExpiresAt:    now.Truncate(time.Second).Add(lifetime),
+	}
+	if !p.KeyExpiresAt.IsZero() && p.KeyExpiresAt.Before(claims.ExpiresAt) {
+		claims.ExpiresAt = p.KeyExpiresAt.Truncate(time.Second)
+	}
+	token, err := s.signer.Sign(claims)
+	if err != nil {
+		return "", TokenClaims{}, Internal(err)
+	}
+	// Written after signing, before returning: a token the client receives
+	// always has its record.
+	err = s.store.CreateToken(ctx, TokenRecord{
+		ID: claims.ID, KeyID: claims.KeyID, Scopes: claims.Scopes, IssuedAt: claims.IssuedAt, ExpiresAt: claims.ExpiresAt,
+	})
+	if err != nil {
+		return "", TokenClaims{}, storeErr(err)
+	}
+	return token, claims, nil
+}
+
+// RevokeToken makes a token invalid at once. A key may revoke the tokens it
+// issued; another key's token needs ScopeRevokeTokens. Revoking again returns
+// the first revocation time. CodeInvalidRequest if token is not one this
+// service signed; CodeInsufficientScope.
+func (s *Service) RevokeToken(ctx context.Context, p Principal, token string) (Revocation, error) {
+	if token == "" {
+		return Revocation{}, invalid("token", "is required")
+	}
+	claims, err := s.parser.Parse(ctx, token, s.now())
+	if err != nil && !errors.Is(err, ErrTokenExpired) {
+		return Revocation{}, invalid("token", "is not an access token issued by this service")
+	}
+	if claims.KeyID != p.KeyID {
+		if err := p.Require(ScopeRevokeTokens); err != nil {
+			return Revocation{}, err
+		}
+	}
+	r := Revocation{TokenID: claims.ID, KeyID: claims.KeyID, RevokedAt: s.now(), ExpiresAt: claims.ExpiresAt}
+	at, err := s.store.RevokeToken(ctx, r)
+	if err != nil {
+		return Revocation{}, storeErr(err)
+	}
+	r.RevokedAt = at
+	return r, nil
+}

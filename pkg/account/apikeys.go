@@ -1,0 +1,158 @@
+package account
+
+import (
+	"context"
+	"slices"
+	"time"
+)
+
+// MaxKeyAncestors is how many keys may stand above a key (APIKey.Ancestors):
+// a key with that many cannot create keys. It bounds what every request
+// with a key or a token of it must check (the key and each ancestor), and
+// the size of its tokens, which name the ancestors.
+const MaxKeyAncestors = 8
+
+// NewAPIKey describes a key to create.
+type NewAPIKey struct {
+	Name      string
+	Scopes    []string
+	ExpiresIn string // "" means the key does not expire (unless its creator does)
+}
+
+// CreateAPIKey creates a key with grants within the caller's own, below the
+// caller's key (APIKey.Ancestors), and returns it with its secret, which is
+// never shown again. A key never outlives the key that created it.
+// CodeForbidden for an access token caller or a key MaxKeyAncestors deep,
+// CodeInsufficientScope, CodeInvalidRequest; CodeUnauthorized if the
+// caller's key is deleted meanwhile.
+func (s *Service) CreateAPIKey(ctx context.Context, p Principal, req NewAPIKey) (APIKey, string, error) {
+	if err := p.RequireKey(ScopeWriteAPIKeys); err != nil {
+		return APIKey{}, "", err
+	}
+	var problems Problems
+	name := normalizeName("name", req.Name, &problems)
+	scopes := normalizeScopes("scopes", req.Scopes, maxScopes, &problems)
+	var lifetime time.Duration
+	if req.ExpiresIn != "" {
+		d, err := ParseDuration(req.ExpiresIn, MinKeyLifetime, MaxKeyLifetime)
+		if err != nil {
+			problems.Add("expires_in", err.Error())
+		}
+		lifetime = d
+	}
+	if err := problems.Err(); err != nil {
+		return APIKey{}, "", err
+	}
+	if err := p.requireHeld(scopes, "it cannot grant it to another key"); err != nil {
+		return APIKey{}, "", err
+	}
+	var ancestors []string
+	if !p.KeyBootstrap {
+		if len(p.KeyAncestors) >= MaxKeyAncestors {
+			return APIKey{}, "", Errorf(CodeForbidden, "this key is %d levels below the keys the admin key creates, the most there may be; it cannot create keys", len(p.KeyAncestors))
+		}
+		ancestors = append(slices.Clip(p.KeyAncestors), p.KeyID)
+	}
+	now := s.now()
+	secret := NewAPIKeySecret()
+	key := APIKey{
+		ID:        NewID(PrefixAPIKey, now),
+		Name:      name,
+		Hash:      HashAPIKey(secret),
+		Last4:     last4(secret),
+		Scopes:    scopes,
+		CreatedBy: p.KeyID,
+		Ancestors: ancestors,
+		CreatedAt: now,
+	}
+	if lifetime > 0 {
+		key.ExpiresAt = now.Add(lifetime)
+	}
+	if !p.KeyExpiresAt.IsZero() && (key.ExpiresAt.IsZero() || p.KeyExpiresAt.Before(key.ExpiresAt)) {
+		key.ExpiresAt = p.KeyExpiresAt
+	}
+	err := s.store.CreateAPIKey(ctx, key)
+	if IsCode(err, CodeNotFound) {
+		// The caller's key was deleted after it authenticated this request.
+		return APIKey{}, "", errUnauthorized
+	}
+	if err != nil {
+		return APIKey{}, "", storeErr(err)
+	}
+	return key, secret, nil
+}
+
+// GetAPIKey returns a key whose grants are within the caller's.
+// CodeForbidden for an access token caller, CodeInsufficientScope (also for
+// a key with a grant the caller does not hold), CodeNotFound.
+func (s *Service) GetAPIKey(ctx context.Context, p Principal, id string) (APIKey, error) {
+	if err := p.RequireKey(ScopeReadAPIKeys); err != nil {
+		return APIKey{}, err
+	}
+	if !ValidID(PrefixAPIKey, id) {
+		return APIKey{}, notFound("API key")
+	}
+	k, err := s.store.GetAPIKey(ctx, id)
+	if err != nil {
+		return APIKey{}, storeErr(err)
+	}
+	if err := p.requireWithin(k.Scopes); err != nil {
+		return APIKey{}, err
+	}
+	return k, nil
+}
+
+// ListAPIKeys lists the keys whose grants are within the caller's, newest
+// first. The others are left out of each page after the store has read it,
+// so a page may hold fewer than the limit, even none, while Next says
+// there is more; paging stays exact because the position is the store's,
+// after the last key read, not the last key returned. CodeForbidden,
+// CodeInsufficientScope, CodeInvalidRequest.
+func (s *Service) ListAPIKeys(ctx context.Context, p Principal, r PageRequest) (List[APIKey], error) {
+	if err := p.RequireKey(ScopeReadAPIKeys); err != nil {
+		return List[APIKey]{}, err
+	}
+	params, err := s.cursors.params("api_keys", r)
+	if err != nil {
+		return List[APIKey]{}, err
+	}
+	page, err := s.store.ListAPIKeys(ctx, params)
+	if err != nil {
+		return List[APIKey]{}, storeErr(err)
+	}
+	page.Items = slices.DeleteFunc(page.Items, func(k APIKey) bool { return p.requireWithin(k.Scopes) != nil })
+	return toList(s.cursors, "api_keys", page), nil
+}
+
+// DeleteAPIKey deletes a key whose grants are within the caller's, and
+// every key below it (whose Ancestors name it): they and every token issued
+// for them stop working at once. The bootstrap admin key cannot be deleted
+// through the API, nor a key above the caller's (in its Ancestors). A delete
+// that failed halfway (see the store) is finished by calling DeleteAPIKey
+// again. CodeForbidden, CodeInsufficientScope (also
+// for a key with a grant the caller does not hold), CodeNotFound.
+func (s *Service) DeleteAPIKey(ctx context.Context, p Principal, id string) error {
+	if err := p.RequireKey(ScopeWriteAPIKeys); err != nil {
+		return err
+	}
+	if !ValidID(PrefixAPIKey, id) {
+		return notFound("API key")
+	}
+	// The store reads the key, asks whether it may go, and deletes it in
+	// the same call: one read, and the answer is about the key it deletes.
+	return storeErr(s.store.DeleteAPIKey(ctx, id, func(k APIKey) error {
+		if err := p.requireWithin(k.Scopes); err != nil {
+			return err
+		}
+		if k.Bootstrap {
+			return Errorf(CodeForbidden, "the bootstrap admin key is managed by configuration and cannot be deleted through the API")
+		}
+		// Deleting a key above the caller's would delete the caller's key
+		// too, and every sibling: a leaked key must not be able to take
+		// down the keys that created it, whatever their grants.
+		if slices.Contains(p.KeyAncestors, k.ID) {
+			return Errorf(CodeForbidden, "an API key cannot delete a key above it (one that created it, directly or not); use that key or one above it")
+		}
+		return nil
+	}))
+}

@@ -1,0 +1,243 @@
+package account_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"latchkey/pkg/account"
+)
+
+func TestService_CreateAPIKey(t *testing.T) {
+	t.Run("OK", func(t *testing.T) {
+		e := newEnv(t)
+		k, secret, err := e.svc.CreateAPIKey(e.ctx, e.admin, account.NewAPIKey{Name: "ci", Scopes: []string{"read:users", "read:users", "deploy:widgets"}, ExpiresIn: "30d"})
+		if err != nil {
+			t.Fatalf("CreateAPIKey: %v", err)
+		}
+		if !strings.HasPrefix(secret, account.APIKeyPrefix) || k.Last4 != secret[len(secret)-4:] {
+			t.Errorf("secret %q, Last4 %q: want the lk_ prefix and its last four characters", secret, k.Last4)
+		}
+		if !slices.Equal(k.Scopes, []string{"read:users", "deploy:widgets"}) {
+			t.Errorf("Scopes: got %q, want duplicates removed", k.Scopes)
+		}
+		if want := e.svc.Now().Add(30 * 24 * time.Hour); !k.ExpiresAt.Equal(want) {
+			t.Errorf("ExpiresAt: got %v, want %v", k.ExpiresAt, want)
+		}
+		if k.CreatedBy != e.admin.KeyID {
+			t.Errorf("CreatedBy: got %q, want %q", k.CreatedBy, e.admin.KeyID)
+		}
+		if p := e.auth(t, secret); p.KeyID != k.ID {
+			t.Errorf("the secret authenticates as %s, want %s", p.KeyID, k.ID)
+		}
+	})
+	t.Run("NeverOutlivesCreator", func(t *testing.T) {
+		e := newEnv(t)
+		creator, _ := e.key(t, "1h", account.ScopeWriteAPIKeys, "read:users")
+		k, _, err := e.svc.CreateAPIKey(e.ctx, creator, account.NewAPIKey{Name: "child", Scopes: []string{"read:users"}})
+		if err != nil {
+			t.Fatalf("CreateAPIKey: %v", err)
+		}
+		if !k.ExpiresAt.Equal(creator.KeyExpiresAt) {
+			t.Errorf("ExpiresAt: got %v, want the creator's %v", k.ExpiresAt, creator.KeyExpiresAt)
+		}
+	})
+	t.Run("BelowItsCreator", func(t *testing.T) {
+		// The admin key's keys have no ancestors; a key's keys have it and
+		// its ancestors, and so do their tokens.
+		e := newEnv(t)
+		a, _ := e.key(t, "", account.ScopeWriteAPIKeys, "read:users")
+		if len(a.KeyAncestors) != 0 || a.KeyBootstrap {
+			t.Fatalf("a key of the admin key: ancestors %v, bootstrap %v; want none, false", a.KeyAncestors, a.KeyBootstrap)
+		}
+		kb, secret, err := e.svc.CreateAPIKey(e.ctx, a, account.NewAPIKey{Name: "b", Scopes: []string{account.ScopeWriteAPIKeys, "read:users"}})
+		if err != nil {
+			t.Fatalf("CreateAPIKey: %v", err)
+		}
+		b := e.auth(t, secret)
+		kc, _, err := e.svc.CreateAPIKey(e.ctx, b, account.NewAPIKey{Name: "c", Scopes: []string{"read:users"}})
+		if err != nil {
+			t.Fatalf("CreateAPIKey: %v", err)
+		}
+		if !slices.Equal(kb.Ancestors, []string{a.KeyID}) || !slices.Equal(kc.Ancestors, []string{a.KeyID, b.KeyID}) || kc.CreatedBy != b.KeyID {
+			t.Errorf("Ancestors: got %v and %v (created by %s), want [a] and [a b]", kb.Ancestors, kc.Ancestors, kc.CreatedBy)
+		}
+		_, c, err := e.svc.IssueToken(e.ctx, b, account.TokenRequest{Scopes: []string{"read:users"}})
+		if err != nil {
+			t.Fatalf("IssueToken: %v", err)
+		}
+		if !slices.Equal(c.KeyAncestors, []string{a.KeyID}) {
+			t.Errorf("token KeyAncestors: got %v, want [a]", c.KeyAncestors)
+		}
+	})
+	t.Run("ErrTooDeep", func(t *testing.T) {
+		e := newEnv(t)
+		p, _ := e.key(t, "", account.ScopeWriteAPIKeys)
+		for range account.MaxKeyAncestors {
+			_, secret, err := e.svc.CreateAPIKey(e.ctx, p, account.NewAPIKey{Name: "deeper", Scopes: []string{account.ScopeWriteAPIKeys}})
+			if err != nil {
+				t.Fatalf("CreateAPIKey %d levels down: %v", len(p.KeyAncestors)+1, err)
+			}
+			p = e.auth(t, secret)
+		}
+		_, _, err := e.svc.CreateAPIKey(e.ctx, p, account.NewAPIKey{Name: "too deep", Scopes: []string{account.ScopeWriteAPIKeys}})
+		wantCode(t, err, account.CodeForbidden)
+	})
+	t.Run("ErrCreatorDeleted", func(t *testing.T) {
+		// The caller's key is deleted between authentication and create:
+		// nothing is created below it.
+		e := newEnv(t)
+		p, _ := e.key(t, "", account.ScopeWriteAPIKeys)
+		if err := e.svc.DeleteAPIKey(e.ctx, e.admin, p.KeyID); err != nil {
+			t.Fatalf("DeleteAPIKey: %v", err)
+		}
+		_, _, err := e.svc.CreateAPIKey(e.ctx, p, account.NewAPIKey{Name: "orphan", Scopes: []string{account.ScopeWriteAPIKeys}})
+		wantCode(t, err, account.CodeUnauthorized)
+	})
+	t.Run("ErrInsufficientScope", func(t *testing.T) {
+		// A key cannot grant what it does not hold.
+		e := newEnv(t)
+		p, _ := e.key(t, "", account.ScopeWriteAPIKeys, "read:*")
+		_, _, err := e.svc.CreateAPIKey(e.ctx, p, account.NewAPIKey{Name: "wider", Scopes: []string{"write:users"}})
+		wantCode(t, err, account.CodeInsufficientScope)
+		_, _, err = e.svc.CreateAPIKey(e.ctx, p, account.NewAPIKey{Name: "wider", Scopes: []string{"*:users"}})
+		wantCode(t, err, account.CodeInsufficientScope)
+		if got, want := asError(t, err).Message, "the API key does not hold the requested scope *:users"; !strings.HasPrefix(got, want) {
+			t.Errorf("message: got %q, want it to start %q", got, want)
+		}
+	})
+	t.Run("ErrForbiddenForTokens", func(t *testing.T) {
+		e := newEnv(t)
+		tok, _, err := e.svc.IssueToken(e.ctx, e.admin, account.TokenRequest{Scopes: []string{account.ScopeAll}})
+		if err != nil {
+			t.Fatalf("IssueToken: %v", err)
+		}
+		_, _, err = e.svc.CreateAPIKey(e.ctx, e.auth(t, tok), account.NewAPIKey{Name: "k", Scopes: []string{"read:users"}})
+		wantCode(t, err, account.CodeForbidden)
+	})
+	t.Run("ErrInvalidRequest", func(t *testing.T) {
+		e := newEnv(t)
+		_, _, err := e.svc.CreateAPIKey(e.ctx, e.admin, account.NewAPIKey{Name: "", Scopes: nil, ExpiresIn: "30s"})
+		wantFields(t, err, "name", "scopes", "expires_in")
+		_, _, err = e.svc.CreateAPIKey(e.ctx, e.admin, account.NewAPIKey{Name: "k", Scopes: []string{"read:users", "bad"}})
+		wantFields(t, err, "scopes[1]")
+		_, _, err = e.svc.CreateAPIKey(e.ctx, e.admin, account.NewAPIKey{Name: "k", Scopes: slices.Repeat([]string{"read:users"}, 33)})
+		wantFields(t, err, "scopes")
+		_, _, err = e.svc.CreateAPIKey(e.ctx, e.admin, account.NewAPIKey{Name: "k", Scopes: []string{"read:users", "read:users", "bad"}})
+		wantFields(t, err, "scopes[2]")
+	})
+}
+
+func TestService_DeleteAPIKey(t *testing.T) {
+	t.Run("OK", func(t *testing.T) {
+		e := newEnv(t)
+		p, secret := e.key(t, "", "read:users")
+		tok, _, err := e.svc.IssueToken(e.ctx, p, account.TokenRequest{Scopes: []string{"read:users"}})
+		if err != nil {
+			t.Fatalf("IssueToken: %v", err)
+		}
+		if err := e.svc.DeleteAPIKey(e.ctx, e.admin, p.KeyID); err != nil {
+			t.Fatalf("DeleteAPIKey: %v", err)
+		}
+		_, err = e.svc.Authenticate(e.ctx, secret)
+		wantCode(t, err, account.CodeUnauthorized)
+		_, err = e.svc.Authenticate(e.ctx, tok)
+		wantCode(t, err, account.CodeUnauthorized)
+		v, err := e.svc.VerifyToken(e.ctx, tok)
+		if err != nil || v.Valid || v.Reason != account.ReasonRevoked {
+			t.Errorf("VerifyToken of a deleted key's token: got %+v, %v; want revoked", v, err)
+		}
+	})
+	t.Run("Descendants", func(t *testing.T) {
+		// The keys below a deleted key, and their tokens, go with it.
+		e := newEnv(t)
+		a, _ := e.key(t, "", account.ScopeWriteAPIKeys, "read:users")
+		_, bSecret, err := e.svc.CreateAPIKey(e.ctx, a, account.NewAPIKey{Name: "b", Scopes: []string{account.ScopeWriteAPIKeys, "read:users"}})
+		if err != nil {
+			t.Fatalf("CreateAPIKey: %v", err)
+		}
+		b := e.auth(t, bSecret)
+		_, cSecret, err := e.svc.CreateAPIKey(e.ctx, b, account.NewAPIKey{Name: "c", Scopes: []string{"read:users"}})
+		if err != nil {
+			t.Fatalf("CreateAPIKey: %v", err)
+		}
+		c := e.auth(t, cSecret)
+		tok, _, err := e.svc.IssueToken(e.ctx, c, account.TokenRequest{Scopes: []string{"read:users"}})
+		if err != nil {
+			t.Fatalf("IssueToken: %v", err)
+		}
+		if err := e.svc.DeleteAPIKey(e.ctx, e.admin, a.KeyID); err != nil {
+			t.Fatalf("DeleteAPIKey: %v", err)
+		}
+		for _, cred := range []string{bSecret, cSecret, tok} {
+			_, err := e.svc.Authenticate(e.ctx, cred)
+			wantCode(t, err, account.CodeUnauthorized)
+		}
+		if v, err := e.svc.VerifyToken(e.ctx, tok); err != nil || v.Valid || v.Reason != account.ReasonRevoked {
+			t.Errorf("VerifyToken of a token two keys below the deleted one: got %+v, %v; want revoked", v, err)
+		}
+		for _, id := range []string{b.KeyID, c.KeyID} {
+			_, err := e.svc.GetAPIKey(e.ctx, e.admin, id)
+			wantCode(t, err, account.CodeNotFound)
+		}
+	})
+	t.Run("ErrAncestor", func(t *testing.T) {
+		// A key below another, even with the same grants, cannot delete the
+		// keys above it: a leaked child would otherwise take down its creator
+		// and every sibling with it.
+		e := newEnv(t)
+		a, _ := e.key(t, "", account.ScopeWriteAPIKeys, account.ScopeReadAPIKeys)
+		_, bSecret, err := e.svc.CreateAPIKey(e.ctx, a, account.NewAPIKey{Name: "b", Scopes: []string{account.ScopeWriteAPIKeys, account.ScopeReadAPIKeys}})
+		if err != nil {
+			t.Fatalf("CreateAPIKey: %v", err)
+		}
+		b := e.auth(t, bSecret)
+		_, cSecret, err := e.svc.CreateAPIKey(e.ctx, b, account.NewAPIKey{Name: "c", Scopes: []string{account.ScopeWriteAPIKeys, account.ScopeReadAPIKeys}})
+		if err != nil {
+			t.Fatalf("CreateAPIKey: %v", err)
+		}
+		c := e.auth(t, cSecret)
+		for _, id := range []string{a.KeyID, b.KeyID} {
+			wantCode(t, e.svc.DeleteAPIKey(e.ctx, c, id), account.CodeForbidden)
+		}
+		// Nothing was deleted; the keys above may still delete below.
+		e.auth(t, bSecret)
+		if err := e.svc.DeleteAPIKey(e.ctx, b, c.KeyID); err != nil {
+			t.Fatalf("DeleteAPIKey of a key below the caller: %v", err)
+		}
+	})
+	t.Run("ErrOutsideGrants", func(t *testing.T) {
+		// A key deletes and reads only keys whose grants are within its own.
+		e := newEnv(t)
+		p, _ := e.key(t, "", account.ScopeWriteAPIKeys, account.ScopeReadAPIKeys)
+		wider, _ := e.key(t, "", account.ScopeAll)
+		for _, id := range []string{wider.KeyID, e.admin.KeyID} {
+			err := e.svc.DeleteAPIKey(e.ctx, p, id)
+			wantCode(t, err, account.CodeInsufficientScope)
+			if got := asError(t, err).Scope; got != account.ScopeAll {
+				t.Errorf("Scope of the error: got %q, want %q", got, account.ScopeAll)
+			}
+			_, err = e.svc.GetAPIKey(e.ctx, p, id)
+			wantCode(t, err, account.CodeInsufficientScope)
+		}
+		list, err := e.svc.ListAPIKeys(e.ctx, p, account.PageRequest{Limit: "100"})
+		if err != nil {
+			t.Fatalf("ListAPIKeys: %v", err)
+		}
+		if len(list.Items) != 1 || list.Items[0].ID != p.KeyID {
+			t.Errorf("ListAPIKeys: got %v, want only the caller's own key", list.Items)
+		}
+		e.auth(t, e.secret)
+	})
+	t.Run("ErrForbiddenBootstrap", func(t *testing.T) {
+		e := newEnv(t)
+		wantCode(t, e.svc.DeleteAPIKey(e.ctx, e.admin, e.admin.KeyID), account.CodeForbidden)
+		e.auth(t, e.secret)
+	})
+	t.Run("ErrNotFound", func(t *testing.T) {
+		e := newEnv(t)
+		wantCode(t, e.svc.DeleteAPIKey(e.ctx, e.admin, account.NewID(account.PrefixAPIKey, e.svc.Now())), account.CodeNotFound)
+		wantCode(t, e.svc.DeleteAPIKey(e.ctx, e.admin, "key_bogus"), account.CodeNotFound)
+	})
+}

@@ -1,0 +1,176 @@
+package account_test
+
+import (
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"latchkey/pkg/account"
+)
+
+// bootstrapKeys returns the bootstrap keys in the store.
+func bootstrapKeys(t *testing.T, e *env) []account.APIKey {
+	t.Helper()
+	list, err := e.svc.ListAPIKeys(e.ctx, e.admin, account.PageRequest{Limit: "100"})
+	if err != nil {
+		t.Fatalf("ListAPIKeys: %v", err)
+	}
+	var out []account.APIKey
+	for _, k := range list.Items {
+		if k.Bootstrap {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func TestService_EnsureBootstrapKey(t *testing.T) {
+	t.Run("OK", func(t *testing.T) {
+		e := newEnv(t) // calls EnsureBootstrapKey once
+		keys := bootstrapKeys(t, e)
+		if len(keys) != 1 {
+			t.Fatalf("got %d bootstrap keys, want 1", len(keys))
+		}
+		k := keys[0]
+		if !slices.Equal(k.Scopes, []string{account.ScopeAll}) || k.CreatedBy != "" || !k.ExpiresAt.IsZero() {
+			t.Errorf("got %+v; want grant *:*, no creator, no expiry", k)
+		}
+		if k.Last4 != e.secret[len(e.secret)-4:] {
+			t.Errorf("Last4: got %q, want the secret's last four characters", k.Last4)
+		}
+		if e.admin.KeyID != k.ID {
+			t.Errorf("the secret authenticates as %s, want %s", e.admin.KeyID, k.ID)
+		}
+	})
+	t.Run("Idempotent", func(t *testing.T) {
+		e := newEnv(t)
+		before := bootstrapKeys(t, e)
+		for range 2 {
+			if err := e.svc.EnsureBootstrapKey(e.ctx, e.secret); err != nil {
+				t.Fatalf("EnsureBootstrapKey again: %v", err)
+			}
+		}
+		after := bootstrapKeys(t, e)
+		if len(after) != 1 || after[0].ID != before[0].ID {
+			t.Errorf("got bootstrap keys %v, want only %s", after, before[0].ID)
+		}
+	})
+	t.Run("NewSecretRetiresOld", func(t *testing.T) {
+		e := newEnv(t)
+		old := e.admin.KeyID
+		secret := strings.Repeat("x", account.MinBootstrapKeyLength)
+		if err := e.svc.EnsureBootstrapKey(e.ctx, secret); err != nil {
+			t.Fatalf("EnsureBootstrapKey with a new secret: %v", err)
+		}
+		_, err := e.svc.Authenticate(e.ctx, e.secret)
+		wantCode(t, err, account.CodeUnauthorized)
+		p := e.auth(t, secret)
+		if p.KeyID == old {
+			t.Errorf("the new secret authenticates as the old key %s", old)
+		}
+		keys := bootstrapKeys(t, e)
+		if len(keys) != 1 || keys[0].ID != p.KeyID {
+			t.Errorf("got bootstrap keys %v, want only %s", keys, p.KeyID)
+		}
+	})
+	t.Run("OlderSecretNeverReplacesNewer", func(t *testing.T) {
+		// During a rotation an instance may still hold the old secret: it
+		// must neither bring the old key back nor retire the new one.
+		e := newEnv(t) // e.secret's key was created at e.clock.Now()
+		oldCreated := e.clock.Now()
+		newer := account.NewAPIKeySecret()
+		if err := e.svc.EnsureBootstrapKeyAt(e.ctx, newer, oldCreated.Add(time.Hour)); err != nil {
+			t.Fatalf("EnsureBootstrapKeyAt with the newer secret: %v", err)
+		}
+		neverSeen := account.NewAPIKeySecret() // older still, and never a key
+		for _, old := range []struct {
+			secret  string
+			created time.Time
+		}{{e.secret, oldCreated}, {neverSeen, oldCreated.Add(-time.Hour)}} {
+			if err := e.svc.EnsureBootstrapKeyAt(e.ctx, old.secret, old.created); err != nil {
+				t.Fatalf("EnsureBootstrapKeyAt with an older secret: %v", err)
+			}
+			_, err := e.svc.Authenticate(e.ctx, old.secret)
+			wantCode(t, err, account.CodeUnauthorized)
+		}
+		p := e.auth(t, newer)
+		if keys := bootstrapKeys(t, e); len(keys) != 1 || keys[0].ID != p.KeyID {
+			t.Errorf("got bootstrap keys %v, want only the newer %s", keys, p.KeyID)
+		}
+	})
+	t.Run("ConcurrentRotation", func(t *testing.T) {
+		// Two instances ensure two new secrets at once, in whatever order
+		// the scheduler picks: only the newer secret's key remains.
+		for i := range 20 {
+			e := newEnv(t)
+			at := e.clock.Now()
+			older, newer := account.NewAPIKeySecret(), account.NewAPIKeySecret()
+			var wg sync.WaitGroup
+			errs := make([]error, 2)
+			wg.Go(func() { errs[0] = e.svc.EnsureBootstrapKeyAt(e.ctx, older, at.Add(time.Minute)) })
+			wg.Go(func() { errs[1] = e.svc.EnsureBootstrapKeyAt(e.ctx, newer, at.Add(2*time.Minute)) })
+			wg.Wait()
+			for _, err := range errs {
+				if err != nil {
+					t.Fatalf("run %d: EnsureBootstrapKeyAt: %v", i, err)
+				}
+			}
+			p := e.auth(t, newer)
+			if keys := bootstrapKeys(t, e); len(keys) != 1 || keys[0].ID != p.KeyID {
+				t.Fatalf("run %d: got bootstrap keys %v, want only the newer %s", i, keys, p.KeyID)
+			}
+		}
+	})
+	t.Run("CreatedAtIsTheSecrets", func(t *testing.T) {
+		e := newEnv(t)
+		secret := account.NewAPIKeySecret()
+		created := e.clock.Now().Add(time.Hour).Truncate(time.Millisecond)
+		if err := e.svc.EnsureBootstrapKeyAt(e.ctx, secret, created); err != nil {
+			t.Fatalf("EnsureBootstrapKeyAt: %v", err)
+		}
+		keys := bootstrapKeys(t, e)
+		if len(keys) != 1 || !keys[0].CreatedAt.Equal(created) {
+			t.Errorf("got bootstrap keys %v, want one created at %v", keys, created)
+		}
+	})
+	t.Run("KeepsOtherKeys", func(t *testing.T) {
+		// Rotation replaces the admin credential; what the administrator
+		// created with it stays, keys below those included: a bootstrap key
+		// is nobody's ancestor.
+		e := newEnv(t)
+		p, other := e.key(t, "", account.ScopeReadUsers, account.ScopeWriteAPIKeys)
+		_, below, err := e.svc.CreateAPIKey(e.ctx, p, account.NewAPIKey{Name: "below", Scopes: []string{account.ScopeReadUsers}})
+		if err != nil {
+			t.Fatalf("CreateAPIKey: %v", err)
+		}
+		if err := e.svc.EnsureBootstrapKey(e.ctx, account.NewAPIKeySecret()); err != nil {
+			t.Fatalf("EnsureBootstrapKey: %v", err)
+		}
+		e.auth(t, other)
+		e.auth(t, below)
+	})
+	t.Run("ErrShortSecret", func(t *testing.T) {
+		e := newEnv(t)
+		err := e.svc.EnsureBootstrapKey(e.ctx, strings.Repeat("x", account.MinBootstrapKeyLength-1))
+		wantCode(t, err, account.CodeInvalidRequest)
+	})
+	t.Run("HasBootstrapKey", func(t *testing.T) {
+		e := newEnv(t)
+		_, other := e.key(t, "", account.ScopeAll)
+		if has, err := e.svc.HasBootstrapKey(e.ctx); err != nil || !has {
+			t.Fatalf("HasBootstrapKey with a bootstrap key: got %v, %v; want true", has, err)
+		}
+		for _, k := range bootstrapKeys(t, e) {
+			if err := e.store.DeleteAPIKey(e.ctx, k.ID, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Another key with the grant *:* is not a bootstrap key.
+		e.auth(t, other)
+		if has, err := e.svc.HasBootstrapKey(e.ctx); err != nil || has {
+			t.Fatalf("HasBootstrapKey with only an ordinary key: got %v, %v; want false", has, err)
+		}
+	})
+}
