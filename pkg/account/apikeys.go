@@ -6,6 +6,12 @@ import (
 	"time"
 )
 
+// Key lifetimes.
+const (
+	MinKeyLifetime = time.Minute
+	MaxKeyLifetime = 365 * 24 * time.Hour
+)
+
 // MaxKeyAncestors is how many keys may stand above a key (APIKey.Ancestors):
 // a key with that many cannot create keys. It bounds what every request
 // with a key or a token of it must check (the key and each ancestor), and

@@ -22,6 +22,10 @@ const (
 	ScopeAll                 = "*:*"
 )
 
+// maxScopes bounds the scopes of a token request and the grants of a new
+// key.
+const maxScopes = 32
+
 var (
 	scopeAction   = regexp.MustCompile(`^(?:\*|[a-z][a-z0-9_-]{0,31})$`)
 	scopeResource = regexp.MustCompile(`^(?:\*|[a-z][a-z0-9_.-]{0,63})$`)

@@ -46,14 +46,40 @@ type TokenParser interface {
 	Parse(ctx context.Context, token string, now time.Time) (TokenClaims, error)
 }
 
-// Token and key lifetimes.
+// TokenRecord is written when an access token is issued. Stores may drop it
+// once ExpiresAt has passed.
+type TokenRecord struct {
+	ID        string
+	KeyID     string
+	Scopes    []string
+	IssuedAt  time.Time
+	ExpiresAt time.Time
+}
+
+// Revocation is the entry that makes a token invalid. Stores may drop it once
+// ExpiresAt (the token's own expiry) has passed: the token is invalid anyway.
+type Revocation struct {
+	TokenID   string
+	KeyID     string
+	RevokedAt time.Time
+	ExpiresAt time.Time
+}
+
+// TokenStatus is what a verify needs from the store, read in one round trip:
+// the revocation entry of the token and the key that issued it.
+type TokenStatus struct {
+	// RevokedAt is the time of the revocation entry; zero if there is none.
+	RevokedAt time.Time
+	// Key is the issuing key; nil if it has been deleted, or if its delete
+	// or that of one of its Ancestors has begun.
+	Key *APIKey
+}
+
+// Token lifetimes.
 const (
 	DefaultTokenLifetime = time.Hour
 	MinTokenLifetime     = time.Minute
 	MaxTokenLifetime     = 24 * time.Hour
-	MinKeyLifetime       = time.Minute
-	MaxKeyLifetime       = 365 * 24 * time.Hour
-	maxScopes            = 32
 )
 
 // Reasons a token is not valid, as reported by VerifyToken.
