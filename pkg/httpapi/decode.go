@@ -278,7 +278,11 @@ func fieldNames(dst any) map[string]bool {
 func decodeError(err error) error {
 	var syntax *json.SyntaxError
 	var typ *json.UnmarshalTypeError
+	var own *account.Error
 	switch {
+	case errors.As(err, &own):
+		// A field's own UnmarshalJSON said what is wrong (metadataField).
+		return own
 	case errors.As(err, &syntax):
 		return badBody("", fmt.Sprintf("the request body is not valid JSON (at byte %d)", syntax.Offset))
 	case errors.Is(err, io.ErrUnexpectedEOF):

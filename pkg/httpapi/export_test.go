@@ -1,0 +1,16 @@
+package httpapi
+
+import "latchkey/pkg/account"
+
+// DecodeMetadata decodes body, a JSON object with one field "metadata", the
+// way a handler decodes a request that takes metadata, and returns the
+// field: whether the body named it, and its value.
+func DecodeMetadata(body []byte) (set bool, m account.Metadata, err error) {
+	var req struct {
+		Metadata metadataField `json:"metadata"`
+	}
+	if err := decodeJSON(body, &req); err != nil {
+		return false, nil, err
+	}
+	return req.Metadata.Set, req.Metadata.Value, nil
+}
