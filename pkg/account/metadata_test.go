@@ -76,3 +76,31 @@ func TestMetadata_ValidateBounded(t *testing.T) {
 		t.Errorf("allocated %d bytes per call, want at most 4 KiB: the entries are worked on before their count is checked", got)
 	}
 }
+
+func TestValidExternalID(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		want bool
+	}{
+		{"crm-4711", true},
+		{"a", true},
+		{"Acme Corp/EU #3", true},
+		{"ürün:42", true},
+		{"user@example.com", true},
+		{strings.Repeat("é", account.MaxExternalIDLength), true},
+		{"", false},
+		{strings.Repeat("x", account.MaxExternalIDLength+1), false},
+		{strings.Repeat("x", 10000), false},
+		{" leading", false},
+		{"trailing ", false},
+		{"tab\there", false},
+		{"new\nline", false},
+		{"nbsp\u00a0", false},
+		{"zero\u200bwidth", false},
+		{"bad\xff", false},
+	} {
+		if got := account.ValidExternalID(tc.s); got != tc.want {
+			t.Errorf("ValidExternalID(%q): got %v, want %v", tc.s, got, tc.want)
+		}
+	}
+}

@@ -150,3 +150,29 @@ func formatDuration(d time.Duration) string {
 	}
 	return fmt.Sprintf("%ds", d/time.Second)
 }
+
+// MaxExternalIDLength is the longest identifier from the integrator's own
+// system the service keeps: a user's or organization's external_id, an API
+// key's owner_id.
+const MaxExternalIDLength = 256
+
+// ValidExternalID reports whether s can be an identifier from the
+// integrator's own system: 1..MaxExternalIDLength printable characters
+// (letters, marks, numbers, punctuation, symbols and the ASCII space, as
+// unicode.IsPrint has it), not starting or ending with a space. It is kept
+// exactly as given and compared with its case. The length is checked
+// before anything else.
+func ValidExternalID(s string) bool {
+	if s == "" || len(s) > 4*MaxExternalIDLength || utf8.RuneCountInString(s) > MaxExternalIDLength || !utf8.ValidString(s) {
+		return false
+	}
+	if s[0] == ' ' || s[len(s)-1] == ' ' {
+		return false
+	}
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
+}
