@@ -53,3 +53,24 @@ func (s *Service) Authenticate(ctx context.Context, credential string) (Principa
 	}
 	return Principal{KeyID: key.ID, Scopes: key.Scopes, KeyExpiresAt: key.ExpiresAt, KeyAncestors: key.Ancestors, KeyBootstrap: key.Bootstrap}, nil
 }
+
+// AuthenticateClient authenticates an OAuth 2.0 client by its client
+// credentials (RFC 6749, section 2.3.1): clientID is the id of an API key
+// (key_…) and secret is that key's secret. The key is read as Authenticate
+// reads it, so a deleted or expired key fails at once. A secret that belongs
+// to another key, an access token in place of the secret, or anything else
+// that is not the named key's own secret is CodeUnauthorized, with the same
+// message whichever part was wrong.
+func (s *Service) AuthenticateClient(ctx context.Context, clientID, secret string) (Principal, error) {
+	if !ValidID(PrefixAPIKey, clientID) || secret == "" || looksLikeJWT(secret) {
+		return Principal{}, errUnauthorized
+	}
+	p, err := s.Authenticate(ctx, secret)
+	if err != nil {
+		return Principal{}, err
+	}
+	if subtle.ConstantTimeCompare([]byte(p.KeyID), []byte(clientID)) != 1 {
+		return Principal{}, errUnauthorized
+	}
+	return p, nil
+}

@@ -1,6 +1,7 @@
 package account_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,49 @@ func TestService_Authenticate(t *testing.T) {
 		_, secret := e.key(t, "1h", "read:users")
 		e.clock.Advance(time.Hour)
 		_, err := e.svc.Authenticate(e.ctx, secret)
+		wantCode(t, err, account.CodeUnauthorized)
+	})
+}
+
+func TestService_AuthenticateClient(t *testing.T) {
+	t.Run("OK", func(t *testing.T) {
+		e := newEnv(t)
+		p, secret := e.key(t, "", "read:users")
+		got, err := e.svc.AuthenticateClient(e.ctx, p.KeyID, secret)
+		if err != nil {
+			t.Fatalf("AuthenticateClient: %v", err)
+		}
+		if got.KeyID != p.KeyID || got.IsToken() || !slices.Equal(got.Scopes, []string{"read:users"}) {
+			t.Errorf("principal: got %+v, want the key's", got)
+		}
+	})
+	t.Run("ErrUnauthorized", func(t *testing.T) {
+		e := newEnv(t)
+		p, secret := e.key(t, "", "read:users")
+		other, _ := e.key(t, "", "read:users")
+		tok, _, err := e.svc.IssueToken(e.ctx, p, account.TokenRequest{Scopes: []string{"read:users"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, c := range map[string][2]string{
+			"OtherKeysSecret": {other.KeyID, secret}, // a secret that does not belong to the client_id
+			"AdminSecret":     {p.KeyID, e.secret},
+			"UnknownKey":      {account.NewID(account.PrefixAPIKey, time.Now()), secret},
+			"NotAKeyID":       {"client", secret},
+			"NoSecret":        {p.KeyID, ""},
+			"WrongSecret":     {p.KeyID, secret + "x"},
+			"AccessToken":     {p.KeyID, tok}, // a token is not a client secret
+		} {
+			if _, err := e.svc.AuthenticateClient(e.ctx, c[0], c[1]); !account.IsCode(err, account.CodeUnauthorized) {
+				t.Errorf("%s: got %v, want unauthorized", name, err)
+			}
+		}
+	})
+	t.Run("ErrExpiredKey", func(t *testing.T) {
+		e := newEnv(t)
+		p, secret := e.key(t, "1h", "read:users")
+		e.clock.Advance(time.Hour)
+		_, err := e.svc.AuthenticateClient(e.ctx, p.KeyID, secret)
 		wantCode(t, err, account.CodeUnauthorized)
 	})
 }

@@ -26,6 +26,18 @@ const (
 // key.
 const maxScopes = 32
 
+// KnownScopes lists the scopes that Latchkey itself checks, for the
+// authorization server metadata (scopes_supported). "*:*" and the other
+// wildcards are not listed: they are grants, not scopes a client asks for
+// by name.
+func KnownScopes() []string {
+	return []string{
+		ScopeReadUsers, ScopeWriteUsers, ScopeDeleteUsers,
+		ScopeReadOrganizations, ScopeWriteOrganizations, ScopeDeleteOrganizations,
+		ScopeReadAPIKeys, ScopeWriteAPIKeys, ScopeRevokeTokens,
+	}
+}
+
 var (
 	scopeAction   = regexp.MustCompile(`^(?:\*|[a-z][a-z0-9_-]{0,31})$`)
 	scopeResource = regexp.MustCompile(`^(?:\*|[a-z][a-z0-9_.-]{0,63})$`)

@@ -53,6 +53,15 @@ func NewService(store Store, opts Options) (*Service, error) {
 	}, nil
 }
 
+// Issuer returns the issuer identifier of the tokens the service issues
+// (the signer's), "" in a process that does not issue them.
+func (s *Service) Issuer() string {
+	if s.signer == nil {
+		return ""
+	}
+	return s.signer.Issuer()
+}
+
 // Now returns the service clock's current time.
 func (s *Service) Now() time.Time { return s.now() }
 

@@ -9,14 +9,20 @@ import (
 // TokenClaims is what a signed access token asserts.
 type TokenClaims struct {
 	ID    string // tok_…, the JWT's jti
-	KeyID string // key_…, the JWT's sub: the API key the token was issued for
+	KeyID string // key_…, the JWT's sub and client_id: the API key the token was issued for
 	// KeyAncestors are the key's Ancestors as they were at issuance (they
 	// never change), so that a verify can read them in the same round trip
 	// as the key. A hint only: the store checks the key's own list.
 	KeyAncestors []string
-	Scopes       []string
-	IssuedAt     time.Time
-	ExpiresAt    time.Time
+	// Issuer is the JWT's iss: the URL at which the issuing service is
+	// served. Set by the parser; a signer writes its own.
+	Issuer string
+	// Audience is the JWT's aud: the resource server the token is meant
+	// for, the issuer when the client named none.
+	Audience  string
+	Scopes    []string
+	IssuedAt  time.Time
+	ExpiresAt time.Time
 }
 
 // Errors of TokenParser.Parse.
@@ -34,7 +40,11 @@ var (
 // TokenSigner signs access tokens. Only the function that issues tokens
 // holds one, because only it may read the private key.
 type TokenSigner interface {
+	// Sign returns the signed token of c, with the signer's issuer as iss.
 	Sign(c TokenClaims) (string, error)
+	// Issuer returns the iss of the tokens it signs: the service's issuer
+	// identifier, a URL (RFC 8414, section 2).
+	Issuer() string
 }
 
 // TokenParser checks the signature of access tokens with public keys only.
@@ -131,6 +141,10 @@ func (s *Service) VerifyToken(ctx context.Context, token string) (Verification, 
 type TokenRequest struct {
 	Scopes    []string
 	ExpiresIn string // "" means DefaultTokenLifetime
+	// Audience is the resource server the token is meant for (its aud):
+	// an absolute URI or a plain identifier (ValidAudience). "" means the
+	// service's issuer.
+	Audience string
 }
 
 // IssueToken issues an access token for the calling API key, with scopes
@@ -151,6 +165,12 @@ func (s *Service) IssueToken(ctx context.Context, p Principal, req TokenRequest)
 		}
 		lifetime = d
 	}
+	audience := req.Audience
+	if audience == "" {
+		audience = s.Issuer()
+	} else if msg := checkAudience(audience); msg != "" {
+		problems.Add("audience", msg)
+	}
 	if err := problems.Err(); err != nil {
 		return "", TokenClaims{}, err
 	}
@@ -165,6 +185,8 @@ func (s *Service) IssueToken(ctx context.Context, p Principal, req TokenRequest)
 		ID:           NewID(PrefixToken, now),
 		KeyID:        p.KeyID,
 		KeyAncestors: p.KeyAncestors,
+		Issuer:       s.signer.Issuer(),
+		Audience:     audience,
 		Scopes:       scopes,
 		IssuedAt:     now.Truncate(time.Second),
 		ExpiresAt:    now.Truncate(time.Second).Add(lifetime),

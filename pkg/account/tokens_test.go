@@ -10,6 +10,47 @@ import (
 )
 
 func TestService_IssueToken(t *testing.T) {
+	t.Run("Audience", func(t *testing.T) {
+		e := newEnv(t)
+		for _, tc := range []struct{ asked, want string }{
+			{"", issuer}, // none asked: the issuer (RFC 9068 section 3)
+			{"https://orders.example.com/api", "https://orders.example.com/api"},
+			{"urn:example:orders", "urn:example:orders"},
+			{"orders-api", "orders-api"},
+			{strings.Repeat("a", account.MaxAudienceLength), strings.Repeat("a", account.MaxAudienceLength)},
+		} {
+			tok, c, err := e.svc.IssueToken(e.ctx, e.admin, account.TokenRequest{Scopes: []string{"read:users"}, Audience: tc.asked})
+			if err != nil {
+				t.Fatalf("IssueToken(%q): %v", tc.asked, err)
+			}
+			if c.Audience != tc.want || c.Issuer != issuer {
+				t.Errorf("IssueToken(%q): aud %q iss %q, want aud %q iss %q", tc.asked, c.Audience, c.Issuer, tc.want, issuer)
+			}
+			v, err := e.svc.VerifyToken(e.ctx, tok)
+			if err != nil || !v.Valid || v.Claims.Audience != tc.want || v.Claims.Issuer != issuer {
+				t.Errorf("VerifyToken: got %+v, %v; want valid with aud %q", v, err, tc.want)
+			}
+		}
+	})
+	t.Run("ErrInvalidAudience", func(t *testing.T) {
+		e := newEnv(t)
+		for _, aud := range []string{
+			strings.Repeat("a", account.MaxAudienceLength+1),
+			"https://api.example.com/#frag", // RFC 8707: no fragment
+			"https:///no-host",
+			"/relative/path",
+			"two words",
+			"ünïcode",
+			"api\nexample",
+			"-leading-hyphen",
+		} {
+			_, _, err := e.svc.IssueToken(e.ctx, e.admin, account.TokenRequest{Scopes: []string{"read:users"}, Audience: aud})
+			wantFields(t, err, "audience")
+			if account.ValidAudience(aud) {
+				t.Errorf("ValidAudience(%q): got true", aud)
+			}
+		}
+	})
 	t.Run("OK", func(t *testing.T) {
 		e := newEnv(t)
 		p, _ := e.key(t, "", "read:*")

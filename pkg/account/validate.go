@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net/mail"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -120,6 +121,43 @@ func normalizeScopes(field string, scopes []string, max int, problems *Problems)
 		}
 	}
 	return out
+}
+
+// MaxAudienceLength is the longest audience a token may be issued for.
+const MaxAudienceLength = 256
+
+var (
+	// uriCharacters are the characters of a URI (RFC 3986, section 2).
+	uriCharacters = regexp.MustCompile(`^[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]+$`)
+	// audienceIdentifier is a plain identifier, like orders-api or api.example.com.
+	audienceIdentifier = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._~-]*$`)
+)
+
+// ValidAudience reports whether aud may be a token's audience: an absolute
+// URI (with a scheme, no fragment, as RFC 8707 requires of a resource) or a
+// plain identifier of letters, digits and . _ ~ -, at most
+// MaxAudienceLength characters either way.
+func ValidAudience(aud string) bool { return checkAudience(aud) == "" }
+
+// checkAudience says what is wrong with aud, "" if nothing.
+func checkAudience(aud string) string {
+	const msg = "must be an absolute URI without a fragment, like https://api.example.com, or an identifier of letters, digits and . _ ~ -, like orders-api"
+	switch {
+	case aud == "":
+		return "must not be empty"
+	case len(aud) > MaxAudienceLength:
+		return fmt.Sprintf("must be at most %d characters", MaxAudienceLength)
+	case audienceIdentifier.MatchString(aud):
+		return ""
+	case !uriCharacters.MatchString(aud) || strings.Contains(aud, "#"):
+		return msg
+	}
+	u, err := url.Parse(aud)
+	if err != nil || !u.IsAbs() || (u.Host == "" && u.Opaque == "" && u.Path == "") ||
+		((u.Scheme == "https" || u.Scheme == "http") && u.Host == "") {
+		return msg
+	}
+	return ""
 }
 
 var durationPattern = regexp.MustCompile(`^([0-9]+)(s|m|h|d)$`)

@@ -152,6 +152,7 @@ type tokenResponse struct {
 	TokenType   string    `json:"token_type"`
 	TokenID     string    `json:"token_id"`
 	Scopes      []string  `json:"scopes"`
+	Audience    string    `json:"audience"`
 	IssuedAt    timestamp `json:"issued_at"`
 	ExpiresAt   timestamp `json:"expires_at"`
 	ExpiresIn   int64     `json:"expires_in"`
@@ -168,6 +169,7 @@ type verifyValidResponse struct {
 	TokenID   string    `json:"token_id"`
 	KeyID     string    `json:"key_id"`
 	Scopes    []string  `json:"scopes"`
+	Audience  string    `json:"audience"`
 	IssuedAt  timestamp `json:"issued_at"`
 	ExpiresAt timestamp `json:"expires_at"`
 	ExpiresIn int64     `json:"expires_in"`

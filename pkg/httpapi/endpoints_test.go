@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"latchkey/pkg/httpapi/httpapitest"
 )
 
 // TestEndpoints walks every endpoint's success path in the order a client
@@ -74,6 +76,19 @@ func TestEndpoints(t *testing.T) {
 		if def["expires_in"] != float64(3600) {
 			t.Errorf("default lifetime: got %v s, want 3600", def["expires_in"])
 		}
+		if def["audience"] != httpapitest.Issuer {
+			t.Errorf("default audience: got %v, want the issuer %s", def["audience"], httpapitest.Issuer)
+		}
+		aud := a.do(http.MethodPost, "/v1/auth/token", admin, map[string]any{"scopes": []string{"read:users"}, "audience": "https://orders.example.com"})
+		want(t, aud, http.StatusCreated)
+		audTok, _ := aud.Map(t)["access_token"].(string)
+		if got := a.do(http.MethodGet, "/v1/auth/verify", audTok, nil).Map(t); got["audience"] != "https://orders.example.com" {
+			t.Errorf("verify a token with an audience: got %v, want audience https://orders.example.com", got)
+		}
+		p := wantProblem(t, a.do(http.MethodPost, "/v1/auth/token", admin, map[string]any{"scopes": []string{"read:users"}, "audience": "https://x.example/#f"}), http.StatusBadRequest, "invalid_request")
+		if len(p.Errors) != 1 || p.Errors[0].Field != "audience" {
+			t.Errorf("a bad audience: got %+v, want a field error on audience", p.Errors)
+		}
 
 		a.Clock.Advance(time.Minute)
 		v := a.do(http.MethodGet, "/v1/auth/verify", tok.AccessToken, nil)
@@ -82,7 +97,7 @@ func TestEndpoints(t *testing.T) {
 			t.Errorf("verify Cache-Control: got %q, want no-store", got)
 		}
 		vm := v.Map(t)
-		if vm["valid"] != true || vm["token_id"] != tok.TokenID || vm["expires_in"] != float64(840) || vm["issued_at"] != tok.IssuedAt || vm["expires_at"] != tok.ExpiresAt {
+		if vm["valid"] != true || vm["token_id"] != tok.TokenID || vm["expires_in"] != float64(840) || vm["issued_at"] != tok.IssuedAt || vm["expires_at"] != tok.ExpiresAt || vm["audience"] != httpapitest.Issuer {
 			t.Errorf("verify: got %v, want valid, token %s, 840 s left", vm, tok.TokenID)
 		}
 		if !strings.HasPrefix(vm["key_id"].(string), "key_") {

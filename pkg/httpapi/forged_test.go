@@ -38,9 +38,9 @@ func handMade(tb testing.TB, key ed25519.PrivateKey, header, payload map[string]
 func TestRuleBreakingTokens(t *testing.T) {
 	a := newAPI(t)
 	_, c := a.IssueToken(t, a.AdminKey, "1h", "read:users")
-	header := func() map[string]any { return map[string]any{"alg": "EdDSA", "typ": "JWT", "kid": a.Signer.KeyID()} }
+	header := func() map[string]any { return map[string]any{"alg": "EdDSA", "typ": "at+jwt", "kid": a.Signer.KeyID()} }
 	payload := func() map[string]any {
-		return map[string]any{"jti": c.ID, "sub": c.KeyID, "iss": httpapitest.Issuer, "scope": "read:users",
+		return map[string]any{"jti": c.ID, "sub": c.KeyID, "client_id": c.KeyID, "aud": c.Audience, "iss": httpapitest.Issuer, "scope": "read:users",
 			"iat": c.IssuedAt.Unix(), "exp": c.ExpiresAt.Unix()}
 	}
 	with := func(m map[string]any, k string, v any) map[string]any { m[k] = v; return m }

@@ -9,6 +9,7 @@ import (
 type tokenRequest struct {
 	Scopes    []string `json:"scopes"`
 	ExpiresIn string   `json:"expires_in"`
+	Audience  string   `json:"audience"`
 }
 
 func (s *server) issueToken(w http.ResponseWriter, r *http.Request, p account.Principal) error {
@@ -16,7 +17,7 @@ func (s *server) issueToken(w http.ResponseWriter, r *http.Request, p account.Pr
 	if err := decode(w, r, &req); err != nil {
 		return err
 	}
-	token, c, err := s.svc.IssueToken(r.Context(), p, account.TokenRequest{Scopes: req.Scopes, ExpiresIn: req.ExpiresIn})
+	token, c, err := s.svc.IssueToken(r.Context(), p, account.TokenRequest{Scopes: req.Scopes, ExpiresIn: req.ExpiresIn, Audience: req.Audience})
 	if err != nil {
 		return err
 	}
@@ -27,6 +28,7 @@ func (s *server) issueToken(w http.ResponseWriter, r *http.Request, p account.Pr
 		TokenType:   "Bearer",
 		TokenID:     c.ID,
 		Scopes:      c.Scopes,
+		Audience:    c.Audience,
 		IssuedAt:    timestamp(c.IssuedAt),
 		ExpiresAt:   timestamp(c.ExpiresAt),
 		ExpiresIn:   secondsUntil(c.ExpiresAt, c.IssuedAt),
@@ -72,6 +74,7 @@ func (s *server) verifyToken(w http.ResponseWriter, r *http.Request, _ account.P
 		TokenID:   c.ID,
 		KeyID:     c.KeyID,
 		Scopes:    c.Scopes,
+		Audience:  c.Audience,
 		IssuedAt:  timestamp(c.IssuedAt),
 		ExpiresAt: timestamp(c.ExpiresAt),
 		ExpiresIn: secondsUntil(c.ExpiresAt, s.svc.Now()),

@@ -26,9 +26,9 @@ import (
 // MaxHeaderBytes is the http.Server.MaxHeaderBytes for a server of this
 // API: the bytes of request line and headers it reads before answering 431.
 // The largest legitimate request carries an access token with the most and
-// longest scopes (4.6 KB) and a page cursor (up to 1 KiB); API Gateway, in
-// front of the Lambda functions, refuses more than 10240 bytes of request
-// line and header values. 16 KiB holds that with room for header names and
+// longest scopes, ancestors and audience (5.4 KB) and a page cursor (up to
+// 1 KiB); API Gateway, in front of the Lambda functions, refuses more than
+// 10240 bytes of request line and header values. 16 KiB holds that with room for header names and
 // what a proxy adds; net/http's default would let every connection make the
 // server hold 1 MiB.
 const MaxHeaderBytes = 16 << 10

@@ -587,7 +587,7 @@ func TestApp_UnknownKidLogsRequestID(t *testing.T) {
 		t.Fatal(err)
 	}
 	forged, err := token.NewSigner(priv, replay.Issuer).Sign(account.TokenClaims{
-		ID: replay.TokenID, KeyID: replay.KeyID, Scopes: []string{"*:*"},
+		ID: replay.TokenID, KeyID: replay.KeyID, Audience: replay.Issuer, Scopes: []string{"*:*"},
 		IssuedAt: time.Now().Add(-time.Minute), ExpiresAt: time.Now().Add(time.Hour),
 	})
 	if err != nil {

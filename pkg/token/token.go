@@ -1,6 +1,7 @@
-// Package token signs and verifies Latchkey's access tokens: JWTs signed
-// with Ed25519 (JWS alg "EdDSA"). Verification accepts that one algorithm
-// and keys it knows by kid, and nothing else: no "none", no HMAC, no RSA.
+// Package token signs and verifies Latchkey's access tokens: JWTs in the
+// JWT profile for OAuth 2.0 access tokens (RFC 9068) signed with Ed25519
+// (JWS alg "EdDSA"). Verification accepts that one algorithm, keys it knows
+// by kid, and the typ at+jwt, and nothing else: no "none", no HMAC, no RSA.
 // It accepts only tokens of the form Latchkey signs: no critical header
 // extensions, time claims that are JSON integers, none of them in the
 // future beyond ClockSkew.
@@ -32,7 +33,8 @@ const algorithm = "EdDSA"
 
 // MaxTokenBytes is the length beyond which a string is refused as a token
 // before any of it is decoded. The longest token Latchkey signs, with 32
-// scopes of the longest form, is under 5 KiB.
+// scopes of the longest form, 8 ancestors and an audience of 256
+// characters, is 5,360 bytes.
 const MaxTokenBytes = 8 << 10
 
 // ClockSkew is how far in the future a token's iat may lie: the clocks of
@@ -40,13 +42,26 @@ const MaxTokenBytes = 8 << 10
 // that much.
 const ClockSkew = 30 * time.Second
 
-// claims is the JWT payload as signed. scope is space-separated, as in
-// OAuth 2.0 (RFC 8693). anc lists the ids of the keys above the token's key
-// (sub), root first, omitted when there are none: verify reads them with
-// the key, in one round trip. The store checks the key's own list, so anc
-// is a hint, never trusted to decide validity.
+// Type is the JWS typ header of Latchkey's access tokens: the JWT profile
+// for OAuth 2.0 access tokens (RFC 9068, section 2.1), so that a token
+// cannot be taken for another kind of JWT (an OpenID Connect ID token).
+const Type = "at+jwt"
+
+// claims is the JWT payload as signed: the claims of RFC 9068, section 2.2
+// (iss, exp, aud, sub, client_id, iat, jti, and scope, space-separated as
+// in OAuth 2.0, RFC 6749 section 3.3), and anc. sub and client_id are both
+// the API key's id: the key is the client, and it acts for itself. aud is
+// one audience, a single string as RFC 7519 (section 4.1.3) allows; this
+// Audience hides the embedded one's "aud" (encoding/json takes the
+// shallower field), which the library would write as an array. anc lists
+// the ids of the keys above the token's key (sub), root first, omitted when
+// there are none: verify reads them with the key, in one round trip. The
+// store checks the key's own list, so anc is a hint, never trusted to
+// decide validity.
 type claims struct {
 	Scope     string   `json:"scope"`
+	ClientID  string   `json:"client_id"`
+	Audience  string   `json:"aud"`
 	Ancestors []string `json:"anc,omitempty"`
 	jwt.RegisteredClaims
 }
@@ -60,14 +75,17 @@ type parsedClaims struct {
 	// are checked in Parse.
 	jwt.RegisteredClaims `json:"-"`
 
-	ID        string   `json:"jti"`
-	Subject   string   `json:"sub"`
-	Issuer    string   `json:"iss"`
-	Scope     string   `json:"scope"`
-	Ancestors []string `json:"anc"`
-	IssuedAt  unixTime `json:"iat"`
-	ExpiresAt unixTime `json:"exp"`
-	NotBefore unixTime `json:"nbf"`
+	ID       string `json:"jti"`
+	Subject  string `json:"sub"`
+	ClientID string `json:"client_id"`
+	Issuer   string `json:"iss"`
+	// Audience takes a string or an array (RFC 7519, section 4.1.3).
+	Audience  jwt.ClaimStrings `json:"aud"`
+	Scope     string           `json:"scope"`
+	Ancestors []string         `json:"anc"`
+	IssuedAt  unixTime         `json:"iat"`
+	ExpiresAt unixTime         `json:"exp"`
+	NotBefore unixTime         `json:"nbf"`
 }
 
 // unixTime is a NumericDate claim that must be a JSON integer when present.
@@ -119,10 +137,20 @@ func (s *Signer) KeyID() string { return s.kid }
 // PublicKey returns the public half of the signing key.
 func (s *Signer) PublicKey() ed25519.PublicKey { return s.key.Public().(ed25519.PublicKey) }
 
-// Sign returns the compact JWS of c.
+// Issuer returns the iss of the tokens it signs.
+func (s *Signer) Issuer() string { return s.issuer }
+
+// Sign returns the compact JWS of c, an RFC 9068 access token: typ at+jwt,
+// iss the signer's issuer (c.Issuer is ignored), sub and client_id
+// c.KeyID, aud c.Audience, which must not be empty.
 func (s *Signer) Sign(c account.TokenClaims) (string, error) {
+	if c.Audience == "" {
+		return "", errors.New("token: an access token needs an audience")
+	}
 	t := jwt.NewWithClaims(jwt.SigningMethodEdDSA, claims{
 		Scope:     strings.Join(c.Scopes, " "),
+		ClientID:  c.KeyID,
+		Audience:  c.Audience,
 		Ancestors: c.KeyAncestors,
 		RegisteredClaims: jwt.RegisteredClaims{
 			ID:        c.ID,
@@ -133,6 +161,7 @@ func (s *Signer) Sign(c account.TokenClaims) (string, error) {
 		},
 	})
 	t.Header["kid"] = s.kid
+	t.Header["typ"] = Type
 	return t.SignedString(s.key)
 }
 
@@ -161,9 +190,11 @@ func NewParser(issuer string, keys ...ed25519.PublicKey) *Parser {
 // fixed, so it never uses ctx.
 //
 // A token is invalid, whatever its signature, if it is longer than
-// MaxTokenBytes, names a critical header extension (crit), lacks iat or
-// exp, has a time claim that is not an integer, has an nbf after now or an
-// iat more than ClockSkew after now.
+// MaxTokenBytes, names a critical header extension (crit), has a typ other
+// than at+jwt (RFC 9068, section 4), lacks iat or exp, has a time claim
+// that is not an integer, has an nbf after now or an iat more than
+// ClockSkew after now, has a client_id other than its sub, or has not
+// exactly one audience.
 func (p *Parser) Parse(_ context.Context, token string, now time.Time) (account.TokenClaims, error) {
 	if len(token) > MaxTokenBytes {
 		return account.TokenClaims{}, account.ErrTokenInvalid
@@ -175,11 +206,13 @@ func (p *Parser) Parse(_ context.Context, token string, now time.Time) (account.
 	// Strict base64: a token has exactly one encoding, so flipping the unused
 	// bits of its last character does not yield a second valid string.
 	parser := jwt.NewParser(jwt.WithValidMethods([]string{algorithm}), jwt.WithoutClaimsValidation(), jwt.WithStrictDecoding())
-	if _, err := parser.ParseWithClaims(token, &c, p.key); err != nil {
+	t, err := parser.ParseWithClaims(token, &c, p.key)
+	if err != nil || !isAccessTokenType(t.Header["typ"]) {
 		return account.TokenClaims{}, account.ErrTokenInvalid
 	}
 	if c.Issuer != p.issuer || !c.IssuedAt.present || !c.ExpiresAt.present ||
 		!account.ValidID(account.PrefixToken, c.ID) || !account.ValidID(account.PrefixAPIKey, c.Subject) ||
+		c.ClientID != c.Subject || len(c.Audience) != 1 || c.Audience[0] == "" ||
 		len(c.Ancestors) > account.MaxKeyAncestors {
 		return account.TokenClaims{}, account.ErrTokenInvalid
 	}
@@ -198,6 +231,8 @@ func (p *Parser) Parse(_ context.Context, token string, now time.Time) (account.
 		ID:           c.ID,
 		KeyID:        c.Subject,
 		KeyAncestors: c.Ancestors,
+		Issuer:       c.Issuer,
+		Audience:     c.Audience[0],
 		Scopes:       strings.Fields(c.Scope),
 		IssuedAt:     c.IssuedAt.t,
 		ExpiresAt:    c.ExpiresAt.t,
@@ -206,6 +241,15 @@ func (p *Parser) Parse(_ context.Context, token string, now time.Time) (account.
 		return tc, account.ErrTokenExpired
 	}
 	return tc, nil
+}
+
+// isAccessTokenType reports whether a typ header names an RFC 9068 access
+// token: "at+jwt", or its full media type "application/at+jwt" (section
+// 4), compared without regard to case as media types are (RFC 7515,
+// section 4.1.9).
+func isAccessTokenType(typ any) bool {
+	s, _ := typ.(string)
+	return strings.EqualFold(s, Type) || strings.EqualFold(s, "application/"+Type)
 }
 
 // key is the jwt.Keyfunc: the public key named by the token's kid. It runs

@@ -34,6 +34,7 @@ func sampleClaims(now time.Time) account.TokenClaims {
 	return account.TokenClaims{
 		ID:        account.NewID(account.PrefixToken, now),
 		KeyID:     account.NewID(account.PrefixAPIKey, now),
+		Audience:  "https://api.example.com",
 		Scopes:    []string{"read:users", "write:widgets"},
 		IssuedAt:  now,
 		ExpiresAt: now.Add(15 * time.Minute),
@@ -63,6 +64,7 @@ func TestParser_Parse(t *testing.T) {
 			t.Fatalf("Parse: %v", err)
 		}
 		if got.ID != want.ID || got.KeyID != want.KeyID || !slices.Equal(got.Scopes, want.Scopes) ||
+			got.Audience != want.Audience || got.Issuer != issuer ||
 			!got.IssuedAt.Equal(want.IssuedAt) || !got.ExpiresAt.Equal(want.ExpiresAt) {
 			t.Fatalf("got %+v, want %+v", got, want)
 		}
@@ -94,8 +96,53 @@ func TestParser_Parse(t *testing.T) {
 		if err := json.Unmarshal(raw, &h); err != nil {
 			t.Fatal(err)
 		}
-		if h["alg"] != "EdDSA" || h["kid"] != signer.KeyID() || h["typ"] != "JWT" {
+		if h["alg"] != "EdDSA" || h["kid"] != signer.KeyID() || h["typ"] != "at+jwt" {
 			t.Fatalf("header %v", h)
+		}
+	})
+
+	t.Run("ClaimsAreRFC9068", func(t *testing.T) {
+		_, payload, _ := strings.Cut(tok, ".")
+		payload, _, _ = strings.Cut(payload, ".")
+		raw, _ := base64.RawURLEncoding.DecodeString(payload)
+		var got map[string]any
+		if err := json.Unmarshal(raw, &got); err != nil {
+			t.Fatal(err)
+		}
+		wantClaims := map[string]any{
+			"iss": issuer, "sub": want.KeyID, "client_id": want.KeyID, "aud": want.Audience,
+			"exp": float64(want.ExpiresAt.Unix()), "iat": float64(want.IssuedAt.Unix()), "jti": want.ID,
+			"scope": "read:users write:widgets",
+		}
+		if len(got) != len(wantClaims) {
+			t.Errorf("claims: got %v, want exactly %v", got, wantClaims)
+		}
+		for k, v := range wantClaims {
+			if got[k] != v {
+				t.Errorf("%s: got %v (%T), want %v", k, got[k], got[k], v)
+			}
+		}
+	})
+
+	t.Run("MediaTypeAndAudienceArray", func(t *testing.T) {
+		// RFC 9068 section 4 accepts the full media type too, in any case,
+		// and RFC 7519 a one-element audience array.
+		for _, typ := range []string{"application/at+jwt", "AT+JWT"} {
+			if _, err := parser.Parse(t.Context(), forgeWith(t, priv, signer.KeyID(), typ, want, nil), now); err != nil {
+				t.Errorf("typ %q: %v", typ, err)
+			}
+		}
+		tok := forgeWith(t, priv, signer.KeyID(), "at+jwt", want, func(m jwt.MapClaims) { m["aud"] = []string{want.Audience} })
+		if got, err := parser.Parse(t.Context(), tok, now); err != nil || got.Audience != want.Audience {
+			t.Errorf("aud array: got %+v, %v", got, err)
+		}
+	})
+
+	t.Run("ErrSignWithoutAudience", func(t *testing.T) {
+		c := want
+		c.Audience = ""
+		if _, err := signer.Sign(c); err == nil {
+			t.Fatal("got nil error")
 		}
 	})
 
@@ -120,9 +167,18 @@ func TestParser_Parse(t *testing.T) {
 		"OtherKey":          sign(t, token.NewSigner(newKey(t), issuer), want),
 		"OtherIssuer":       sign(t, token.NewSigner(priv, "https://evil.test"), want),
 		"UnknownKid":        forge(t, jwt.SigningMethodEdDSA, priv, "not-a-known-kid", want),
-		"MalformedID":       sign(t, signer, account.TokenClaims{ID: "tok_123", KeyID: want.KeyID, IssuedAt: now, ExpiresAt: want.ExpiresAt}),
-		"MalformedAncestor": sign(t, signer, account.TokenClaims{ID: want.ID, KeyID: want.KeyID, KeyAncestors: []string{"key_123"}, IssuedAt: now, ExpiresAt: want.ExpiresAt}),
-		"TooManyAncestors":  sign(t, signer, account.TokenClaims{ID: want.ID, KeyID: want.KeyID, KeyAncestors: slices.Repeat([]string{want.KeyID}, account.MaxKeyAncestors+1), IssuedAt: now, ExpiresAt: want.ExpiresAt}),
+		"MalformedID":       sign(t, signer, account.TokenClaims{ID: "tok_123", KeyID: want.KeyID, Audience: want.Audience, IssuedAt: now, ExpiresAt: want.ExpiresAt}),
+		"MalformedAncestor": sign(t, signer, account.TokenClaims{ID: want.ID, KeyID: want.KeyID, Audience: want.Audience, KeyAncestors: []string{"key_123"}, IssuedAt: now, ExpiresAt: want.ExpiresAt}),
+		"TooManyAncestors":  sign(t, signer, account.TokenClaims{ID: want.ID, KeyID: want.KeyID, Audience: want.Audience, KeyAncestors: slices.Repeat([]string{want.KeyID}, account.MaxKeyAncestors+1), IssuedAt: now, ExpiresAt: want.ExpiresAt}),
+		// RFC 9068 section 4: a JWT of another type (an ID token, or one
+		// that says nothing) is not an access token.
+		"TypJWT":             forgeWith(t, priv, signer.KeyID(), "JWT", want, nil),
+		"NoTyp":              forgeWith(t, priv, signer.KeyID(), "", want, nil),
+		"NoAudience":         forgeWith(t, priv, signer.KeyID(), "at+jwt", want, func(m jwt.MapClaims) { delete(m, "aud") }),
+		"EmptyAudience":      forgeWith(t, priv, signer.KeyID(), "at+jwt", want, func(m jwt.MapClaims) { m["aud"] = "" }),
+		"TwoAudiences":       forgeWith(t, priv, signer.KeyID(), "at+jwt", want, func(m jwt.MapClaims) { m["aud"] = []string{"a", "b"} }),
+		"NoClientID":         forgeWith(t, priv, signer.KeyID(), "at+jwt", want, func(m jwt.MapClaims) { delete(m, "client_id") }),
+		"ClientIDNotSubject": forgeWith(t, priv, signer.KeyID(), "at+jwt", want, func(m jwt.MapClaims) { m["client_id"] = account.NewID(account.PrefixAPIKey, now) }),
 	}
 	for name, tok := range invalid {
 		t.Run("ErrTokenInvalid/"+name, func(t *testing.T) {
@@ -145,10 +201,10 @@ func TestParser_ParseRules(t *testing.T) {
 	priv := newKey(t)
 	signer := token.NewSigner(priv, issuer)
 	parser := token.NewParser(issuer, signer.PublicKey())
-	header := func() map[string]any { return map[string]any{"alg": "EdDSA", "typ": "JWT", "kid": signer.KeyID()} }
+	header := func() map[string]any { return map[string]any{"alg": "EdDSA", "typ": "at+jwt", "kid": signer.KeyID()} }
 	payload := func() map[string]any {
 		c := sampleClaims(now)
-		return map[string]any{"jti": c.ID, "sub": c.KeyID, "iss": issuer, "scope": "read:users",
+		return map[string]any{"jti": c.ID, "sub": c.KeyID, "client_id": c.KeyID, "aud": c.Audience, "iss": issuer, "scope": "read:users",
 			"iat": c.IssuedAt.Unix(), "exp": c.ExpiresAt.Unix()}
 	}
 	with := func(m map[string]any, k string, v any) map[string]any { m[k] = v; return m }
@@ -226,6 +282,7 @@ func TestParser_ParseRules(t *testing.T) {
 		for range account.MaxKeyAncestors {
 			c.KeyAncestors = append(c.KeyAncestors, account.NewID(account.PrefixAPIKey, now))
 		}
+		c.Audience = "https://" + strings.Repeat("a", account.MaxAudienceLength-len("https://"))
 		tok := sign(t, signer, c)
 		t.Logf("the longest token: %d bytes", len(tok))
 		if len(tok) > token.MaxTokenBytes {
@@ -258,10 +315,37 @@ func signRaw(tb testing.TB, key ed25519.PrivateKey, header, payload map[string]a
 func forge(tb testing.TB, m jwt.SigningMethod, key any, kid string, c account.TokenClaims) string {
 	tb.Helper()
 	t := jwt.NewWithClaims(m, jwt.MapClaims{
-		"jti": c.ID, "sub": c.KeyID, "iss": issuer, "scope": "*:*",
+		"jti": c.ID, "sub": c.KeyID, "client_id": c.KeyID, "aud": c.Audience, "iss": issuer, "scope": "*:*",
 		"iat": c.IssuedAt.Unix(), "exp": c.ExpiresAt.Unix(),
 	})
 	t.Header["kid"] = kid
+	t.Header["typ"] = "at+jwt"
+	s, err := t.SignedString(key)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+// forgeWith signs c with the right key and algorithm, with the given typ
+// header ("" for none) and the claims changed by edit: a token that is
+// well signed and wrong in nothing else.
+func forgeWith(tb testing.TB, key ed25519.PrivateKey, kid, typ string, c account.TokenClaims, edit func(jwt.MapClaims)) string {
+	tb.Helper()
+	m := jwt.MapClaims{
+		"jti": c.ID, "sub": c.KeyID, "client_id": c.KeyID, "aud": c.Audience, "iss": issuer,
+		"scope": strings.Join(c.Scopes, " "), "iat": c.IssuedAt.Unix(), "exp": c.ExpiresAt.Unix(),
+	}
+	if edit != nil {
+		edit(m)
+	}
+	t := jwt.NewWithClaims(jwt.SigningMethodEdDSA, m)
+	t.Header["kid"] = kid
+	if typ == "" {
+		delete(t.Header, "typ")
+	} else {
+		t.Header["typ"] = typ
+	}
 	s, err := t.SignedString(key)
 	if err != nil {
 		tb.Fatal(err)

@@ -42,7 +42,9 @@ const (
 	OtherUser  = "usr_01KF0E9MD00000000000000004" // bob, in no organization
 	OrgID      = "org_01KF0EBF000000000000000005"
 	TokenID    = "tok_01KF0ED9K00000000000000006"
-	Issuer     = "latchkey"
+	// Issuer is the issuer of the fixture's deployment: the URL of the
+	// HTTP API that the events were sent to (their requestContext.domainName).
+	Issuer = "https://a1b2c3d4e5.execute-api.us-east-1.amazonaws.com"
 
 	// Secret values and ARNs of the fixture's Secrets Manager.
 	SigningSecret = "replay-signing-secret-0000000000000000000000000000"
@@ -56,9 +58,9 @@ const (
 // fixtureTime is when the fixture's items were created.
 var fixtureTime = time.Date(2026, 1, 15, 9, 0, 0, 0, time.UTC)
 
-// Token returns the fixture's access token: scope "*:*", issued for KeyID,
-// expiring in 2099. Ed25519 signatures are deterministic, so it is always
-// the same string, the one in the events.
+// Token returns the fixture's access token: scope "*:*", issued for KeyID
+// with the issuer as its audience, expiring in 2099. Ed25519 signatures are
+// deterministic, so it is always the same string, the one in the events.
 func Token() string {
 	priv, err := secrets.SigningKey(SigningSecret)
 	if err != nil {
@@ -66,7 +68,7 @@ func Token() string {
 	}
 	c := fixtureToken()
 	tok, err := token.NewSigner(priv, Issuer).Sign(account.TokenClaims{
-		ID: c.ID, KeyID: c.KeyID, Scopes: c.Scopes, IssuedAt: c.IssuedAt, ExpiresAt: c.ExpiresAt,
+		ID: c.ID, KeyID: c.KeyID, Audience: Issuer, Scopes: c.Scopes, IssuedAt: c.IssuedAt, ExpiresAt: c.ExpiresAt,
 	})
 	if err != nil {
 		panic(err)
