@@ -7,7 +7,9 @@
 //	ADDR                 listen address (default 127.0.0.1:8080)
 //	DATA_DIR             database and secrets (default ./.data)
 //	ADMIN_API_KEY        bootstrap admin key, 32+ characters (default: generated once and printed)
-//	ISSUER               the iss claim of access tokens (default latchkey)
+//	ISSUER               the issuer: the base URL clients reach the server at, the iss of its
+//	                     tokens and of its OAuth metadata (default http:// + ADDR, with the port
+//	                     it listens on, and localhost for an unspecified host)
 //	DYNAMODB_ENDPOINT    use DynamoDB at this endpoint (e.g. DynamoDB Local) instead of the embedded store
 //	TABLE_NAME           the DynamoDB table, created if missing (default latchkey)
 //	MAX_CONNECTIONS      client connections held open at once (default 256)
@@ -69,7 +71,7 @@ func configFromEnv() (config, error) {
 		addr:     envOr("ADDR", "127.0.0.1:8080"),
 		dataDir:  envOr("DATA_DIR", ".data"),
 		adminKey: os.Getenv("ADMIN_API_KEY"),
-		issuer:   envOr("ISSUER", "latchkey"),
+		issuer:   os.Getenv("ISSUER"),
 
 		dynamoEndpoint: os.Getenv("DYNAMODB_ENDPOINT"),
 		tableName:      envOr("TABLE_NAME", "latchkey"),
@@ -151,6 +153,14 @@ func run(logger *slog.Logger) error {
 	}
 	limited := newLimitListener(ln, cfg.maxConns)
 	defer limited.Close()
+	// Bound, the listener names the port the kernel picked for ADDR=…:0.
+	issuer := cfg.issuer
+	if issuer == "" {
+		issuer = defaultIssuer(cfg.addr, ln.Addr())
+	}
+	if err := account.CheckIssuer(issuer); err != nil {
+		return fmt.Errorf("ISSUER: %w", err)
+	}
 
 	dir, err := openDataDir(cfg.dataDir)
 	if err != nil {
@@ -170,11 +180,11 @@ func run(logger *slog.Logger) error {
 	}
 	defer store.Close()
 
-	signer := token.NewSigner(signingKey, cfg.issuer)
+	signer := token.NewSigner(signingKey, issuer)
 	svc, err := account.NewService(store, account.Options{
 		CursorKey: cursorKey,
 		Signer:    signer,
-		Parser:    token.NewParser(cfg.issuer, signer.PublicKey()),
+		Parser:    token.NewParser(issuer, signer.PublicKey()),
 	})
 	if err != nil {
 		return err
@@ -207,9 +217,23 @@ func run(logger *slog.Logger) error {
 	if err := bootstrapAdminKey(ctx, svc, dir, cfg.adminKey, os.Stdout); err != nil {
 		return fmt.Errorf("bootstrap admin key: %w", err)
 	}
-	logger.Info("latchkey listening", "addr", "http://"+ln.Addr().String(), "store", storeName,
+	logger.Info("latchkey listening", "addr", "http://"+ln.Addr().String(), "issuer", issuer, "store", storeName,
 		"max_connections", cfg.maxConns)
 	return serve(ctx, logger, srv, limited)
+}
+
+// defaultIssuer is http:// and the address the server listens on: ADDR's
+// host (localhost when it names no particular one) and the port it got.
+func defaultIssuer(addr string, bound net.Addr) string {
+	host, _, _ := net.SplitHostPort(addr)
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "localhost"
+	}
+	port := ""
+	if tcp, ok := bound.(*net.TCPAddr); ok {
+		port = strconv.Itoa(tcp.Port)
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }
 
 // openStore opens the embedded store in the data directory, or DynamoDB

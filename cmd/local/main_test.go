@@ -165,6 +165,28 @@ func (s *server) call(t *testing.T, method, path, credential, body string) (int,
 	return res.StatusCode, out
 }
 
+// form posts an empty form to path, with the credential (if any) as a
+// Bearer credential: an OAuth request.
+func (s *server) form(t *testing.T, method, path, credential, body string) (int, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(method, s.base+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if credential != "" {
+		req.Header.Set("Authorization", "Bearer "+credential)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var out map[string]any
+	json.NewDecoder(res.Body).Decode(&out)
+	return res.StatusCode, out
+}
+
 var printedKey = regexp.MustCompile(`(?m)^\s+(lk_[a-z2-7]{52})$`)
 
 // TestServer_FirstStartAndRestart: the first start creates the data
@@ -172,7 +194,10 @@ var printedKey = regexp.MustCompile(`(?m)^\s+(lk_[a-z2-7]{52})$`)
 // and the key, an access token and the data from before all still work.
 func TestServer_FirstStartAndRestart(t *testing.T) {
 	dataDir := filepath.Join(t.TempDir(), "data")
-	first := start(t, dataDir)
+	// The default issuer names the port, which ADDR=…:0 changes at every
+	// start; a fixed one, as a real installation has, keeps tokens valid.
+	const issuer = "ISSUER=http://latchkey.localhost:8080"
+	first := start(t, dataDir, issuer)
 	m := printedKey.FindStringSubmatch(first.stdout.String())
 	if m == nil {
 		t.Fatalf("first start printed no admin key:\n%s", first.stdout.String())
@@ -207,7 +232,7 @@ func TestServer_FirstStartAndRestart(t *testing.T) {
 		}
 	}
 
-	second := start(t, dataDir)
+	second := start(t, dataDir, issuer)
 	if strings.Contains(second.stdout.String(), "lk_") {
 		t.Fatalf("restart printed a key again:\n%s", second.stdout.String())
 	}
@@ -313,15 +338,47 @@ func TestServer_ServesEveryRoute(t *testing.T) {
 	fill := strings.NewReplacer("{id}", "x", "{user_id}", "y")
 	for _, r := range httpapi.Routes() {
 		want := http.StatusUnauthorized
-		if r.Path == "/v1/auth/jwks" {
+		if r.Public() {
 			want = http.StatusOK
 		}
-		if status, body := s.call(t, r.Method, fill.Replace(r.Path), "", ""); status != want {
+		call := s.call
+		if r.OAuth() {
+			call = s.form // an OAuth client without client authentication
+		}
+		if status, body := call(t, r.Method, fill.Replace(r.Path), "", ""); status != want {
 			t.Errorf("%s %s: got %d %v, want %d", r.Method, r.Path, status, body, want)
 		}
 	}
 	if status, _ := s.call(t, "GET", "/v1/nothing-here", "", ""); status != http.StatusNotFound {
 		t.Errorf("unknown path: got %d, want 404", status)
+	}
+}
+
+// TestServer_Issuer: by default the issuer is the URL the server is
+// reached at, with the port it got; the metadata names it, every endpoint
+// below it, and the tokens carry it; ISSUER overrides it.
+func TestServer_Issuer(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  []string
+		want func(s *server) string
+	}{
+		{"Default", nil, func(s *server) string { return s.base }},
+		{"Configured", []string{"ISSUER=https://auth.example.com"}, func(*server) string { return "https://auth.example.com" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			admin := "lk_test_" + strings.Repeat("c", 40)
+			s := start(t, t.TempDir(), append([]string{"ADMIN_API_KEY=" + admin}, tc.env...)...)
+			want := tc.want(s)
+			status, m := s.call(t, "GET", "/.well-known/oauth-authorization-server", "", "")
+			if status != http.StatusOK || m["issuer"] != want || m["token_endpoint"] != want+"/oauth2/token" || m["jwks_uri"] != want+"/.well-known/jwks.json" {
+				t.Fatalf("metadata: %d %v, want issuer %s", status, m, want)
+			}
+			status, tok := s.call(t, "POST", "/v1/auth/token", admin, `{"scopes":["read:users"]}`)
+			if status != http.StatusCreated || tok["audience"] != want {
+				t.Fatalf("token: %d %v, want audience %s", status, tok, want)
+			}
+		})
 	}
 }
 
@@ -342,6 +399,7 @@ func TestServer_BadConfiguration(t *testing.T) {
 		{"MaxConnectionsOverFileLimit", withFileLimit(128), "MAX_CONNECTIONS=100"},
 		{"IdleTimeoutNegative", exec.Command(binary), "IDLE_TIMEOUT=-1s"},
 		{"ReadHeaderTimeoutNoUnit", exec.Command(binary), "READ_HEADER_TIMEOUT=5"},
+		{"IssuerNotABaseURL", exec.Command(binary), "ISSUER=latchkey"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dataDir := filepath.Join(t.TempDir(), "data")

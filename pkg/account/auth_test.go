@@ -1,12 +1,17 @@
 package account_test
 
 import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"latchkey/pkg/account"
+	"latchkey/pkg/boltstore"
+	"latchkey/pkg/token"
 )
 
 func TestService_Authenticate(t *testing.T) {
@@ -69,4 +74,32 @@ func TestService_AuthenticateClient(t *testing.T) {
 		_, err := e.svc.AuthenticateClient(e.ctx, p.KeyID, secret)
 		wantCode(t, err, account.CodeUnauthorized)
 	})
+}
+func TestCheckIssuer(t *testing.T) {
+	for _, ok := range []string{"https://auth.example.com", "http://127.0.0.1:8080", "https://abc123.execute-api.us-east-1.amazonaws.com", "http://[::1]:8080"} {
+		if err := account.CheckIssuer(ok); err != nil {
+			t.Errorf("CheckIssuer(%q): %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "latchkey", "auth.example.com", "ftp://auth.example.com", "https://", "https://auth.example.com/",
+		"https://auth.example.com/v1", "https://auth.example.com?x=1", "https://auth.example.com#f", "https://u:p@auth.example.com", "https://auth.example.com?"} {
+		if err := account.CheckIssuer(bad); err == nil {
+			t.Errorf("CheckIssuer(%q): got nil error", bad)
+		}
+	}
+	// A service that signs tokens refuses an issuer that is not a URL.
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	store, err := boltstore.Open(filepath.Join(t.TempDir(), "latchkey.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	_, err = account.NewService(store, account.Options{
+		CursorKey: []byte("0123456789abcdef0123456789abcdef"),
+		Signer:    token.NewSigner(priv, "latchkey"),
+		Parser:    token.NewParser("latchkey", priv.Public().(ed25519.PublicKey)),
+	})
+	if err == nil {
+		t.Error("NewService with the issuer \"latchkey\": got nil error")
+	}
 }

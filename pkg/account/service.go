@@ -5,6 +5,7 @@ package account
 
 import (
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -39,6 +40,11 @@ func NewService(store Store, opts Options) (*Service, error) {
 	}
 	if opts.Parser == nil {
 		return nil, errors.New("account: a token parser is required")
+	}
+	if opts.Signer != nil {
+		if err := CheckIssuer(opts.Signer.Issuer()); err != nil {
+			return nil, fmt.Errorf("account: %w", err)
+		}
 	}
 	now := opts.Now
 	if now == nil {

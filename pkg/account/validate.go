@@ -160,6 +160,21 @@ func checkAudience(aud string) string {
 	return ""
 }
 
+// CheckIssuer returns an error unless issuer can be the service's issuer
+// identifier (RFC 8414 section 2): an https URL, or http for a server on a
+// developer's machine, with a host and nothing after it (no path, query,
+// fragment or user info). It is the base URL the service is served at: the
+// metadata names every endpoint below it, and its well-known documents are
+// served at issuer + "/.well-known/...".
+func CheckIssuer(issuer string) error {
+	u, err := url.Parse(issuer)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Path != "" ||
+		u.RawQuery != "" || u.Fragment != "" || u.User != nil || strings.HasSuffix(issuer, "?") || strings.HasSuffix(issuer, "#") {
+		return fmt.Errorf("the issuer %q must be the base URL the service is served at, like https://auth.example.com: https (or http locally), a host, no path, query or fragment", issuer)
+	}
+	return nil
+}
+
 var durationPattern = regexp.MustCompile(`^([0-9]+)(s|m|h|d)$`)
 
 // ParseDuration parses a duration such as "90s", "15m", "1h" or "7d" and

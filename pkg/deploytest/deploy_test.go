@@ -598,8 +598,10 @@ func TestFunctions_RouteParity(t *testing.T) {
 				wantStatus, wantCode := http.StatusNotFound, "not_found"
 				switch {
 				case r.Group != fn.Group():
-				case key == "GET /v1/auth/jwks":
+				case r.Public():
 					wantStatus, wantCode = http.StatusOK, ""
+				case r.OAuth():
+					wantStatus, wantCode = http.StatusUnauthorized, "invalid_client"
 				default:
 					wantStatus, wantCode = http.StatusUnauthorized, "unauthorized"
 				}
@@ -608,15 +610,17 @@ func TestFunctions_RouteParity(t *testing.T) {
 					t.Errorf("%s: handler error: %v", key, err)
 					continue
 				}
-				// The JWKS has no code member, so it decodes to "".
+				// A problem's code, or an OAuth error's error; a public
+				// document has neither, so it decodes to "".
 				var problem struct {
-					Code string `json:"code"`
+					Code  string `json:"code"`
+					Error string `json:"error"`
 				}
 				if err := json.Unmarshal(responseBody(t, res), &problem); err != nil {
 					t.Errorf("%s: body is not JSON: %v", key, err)
 				}
-				if res.StatusCode != wantStatus || problem.Code != wantCode {
-					t.Errorf("%s (group %s): got %d %q, want %d %q", key, r.Group, res.StatusCode, problem.Code, wantStatus, wantCode)
+				if code := problem.Code + problem.Error; res.StatusCode != wantStatus || code != wantCode {
+					t.Errorf("%s (group %s): got %d %q, want %d %q", key, r.Group, res.StatusCode, code, wantStatus, wantCode)
 				}
 			}
 		})
@@ -624,8 +628,8 @@ func TestFunctions_RouteParity(t *testing.T) {
 }
 
 // routeEvent is the event API Gateway would send for r with no credential:
-// path parameters filled with fixture ids, a JSON body for the methods that
-// take one.
+// path parameters filled with fixture ids, a JSON body for the
+// methods that take one, a form for an OAuth endpoint.
 func routeEvent(r httpapi.Route) events.APIGatewayV2HTTPRequest {
 	params := map[string]string{}
 	rawPath := r.Path
@@ -653,8 +657,12 @@ func routeEvent(r httpapi.Route) events.APIGatewayV2HTTPRequest {
 			},
 		},
 	}
-	switch r.Method {
-	case http.MethodPost, http.MethodPut, http.MethodPatch:
+	switch {
+	case r.OAuth():
+		// An OAuth client that sends no client authentication.
+		ev.Headers["content-type"] = "application/x-www-form-urlencoded"
+		ev.Body = "grant_type=client_credentials&token=x"
+	case r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch:
 		ev.Headers["content-type"] = "application/json"
 		ev.Body = "{}"
 	}

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -61,18 +63,26 @@ func TestHTTPRequestBudgets(t *testing.T) {
 	do := func(label, method, path, credential string, body any, status int, want ...string) map[string]any {
 		t.Helper()
 		var rd io.Reader
-		if body != nil {
-			b, err := json.Marshal(body)
+		contentType := "application/json"
+		switch b := body.(type) {
+		case nil:
+		case url.Values: // an OAuth endpoint's form
+			rd, contentType = strings.NewReader(b.Encode()), "application/x-www-form-urlencoded"
+		default:
+			raw, err := json.Marshal(body)
 			if err != nil {
 				t.Fatal(err)
 			}
-			rd = bytes.NewReader(b)
+			rd = bytes.NewReader(raw)
 		}
 		req := httptest.NewRequest(method, path, rd)
 		if body != nil {
-			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Content-Type", contentType)
 		}
-		if credential != "" {
+		switch {
+		case strings.HasPrefix(credential, "Basic "):
+			req.Header.Set("Authorization", credential)
+		case credential != "":
 			req.Header.Set("Authorization", "Bearer "+credential)
 		}
 		rec := httptest.NewRecorder()
@@ -162,6 +172,17 @@ func TestHTTPRequestBudgets(t *testing.T) {
 	do("", "DELETE", "/v1/users/"+uid, admin, nil, 204, get, upd, query, tx)
 	do("", "DELETE", "/v1/organizations/"+oid, admin, nil, 204, get, upd, query, tx)
 	do("", "GET", "/v1/auth/jwks", "", nil, 200)
+
+	// The OAuth endpoints cost what the calls they stand for cost, with
+	// the client authenticated by its key id and secret: one GetItem.
+	oclient := do("for an OAuth client", "POST", "/v1/api-keys", admin, map[string]any{"name": "client", "scopes": []string{"read:users"}}, 201, get, tx)
+	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte(str(oclient, "id")+":"+str(oclient, "key")))
+	otok := do("", "POST", "/oauth2/token", basic, url.Values{"grant_type": {"client_credentials"}}, 200, get, put)
+	oaccess := str(otok, "access_token")
+	do("active", "POST", "/oauth2/introspect", basic, url.Values{"token": {oaccess}}, 200, get, batch)
+	do("not a token", "POST", "/oauth2/introspect", basic, url.Values{"token": {"not-a-token"}}, 200, get)
+	do("", "POST", "/oauth2/revoke", basic, url.Values{"token": {oaccess}}, 200, get, put)
+	do("", "GET", "/.well-known/oauth-authorization-server", "", nil, 200)
 	if !t.Failed() {
 		checkDocTable(t, "http", report.String())
 	}

@@ -2,12 +2,14 @@ package httpapi_test
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"latchkey/pkg/account"
 	"latchkey/pkg/httpapi"
+	"latchkey/pkg/httpapi/httpapitest"
 )
 
 // fixture prepares one successful call of a route: a path with fresh ids
@@ -27,6 +29,26 @@ var fixtures = map[string]fixture{
 	},
 	"GET /v1/auth/verify": func(a api) (string, any, int) { return "/v1/auth/verify", nil, http.StatusOK },
 	"GET /v1/auth/jwks":   func(a api) (string, any, int) { return "/v1/auth/jwks", nil, http.StatusOK },
+	"GET /.well-known/oauth-authorization-server": func(a api) (string, any, int) {
+		return "/.well-known/oauth-authorization-server", nil, http.StatusOK
+	},
+	"GET /.well-known/openid-configuration": func(a api) (string, any, int) {
+		return "/.well-known/openid-configuration", nil, http.StatusOK
+	},
+	"GET /.well-known/jwks.json": func(a api) (string, any, int) { return "/.well-known/jwks.json", nil, http.StatusOK },
+	// The OAuth endpoints' body is a form: the fixture is its parameters,
+	// for a client that holds the key the test makes (see testOAuthAuth).
+	"POST /oauth2/token": func(a api) (string, any, int) {
+		return "/oauth2/token", url.Values{"grant_type": {"client_credentials"}}, http.StatusOK
+	},
+	"POST /oauth2/introspect": func(a api) (string, any, int) {
+		tok, _ := a.IssueToken(a.t, a.AdminKey, "", "read:users")
+		return "/oauth2/introspect", url.Values{"token": {tok}}, http.StatusOK
+	},
+	"POST /oauth2/revoke": func(a api) (string, any, int) {
+		tok, _ := a.IssueToken(a.t, a.AdminKey, "", "read:users")
+		return "/oauth2/revoke", url.Values{"token": {tok}}, http.StatusOK
+	},
 	"POST /v1/api-keys": func(a api) (string, any, int) {
 		return "/v1/api-keys", map[string]any{"name": "k", "scopes": []string{account.ScopeWriteAPIKeys}}, http.StatusCreated
 	},
@@ -125,16 +147,19 @@ func TestAuth(t *testing.T) {
 			deleted, deletedSecret := a.CreateAPIKey(t, account.ScopeAll)
 			a.do(http.MethodDelete, "/v1/api-keys/"+deleted.ID, a.AdminKey, nil)
 
-			switch route.Path {
-			case "/v1/auth/jwks":
+			switch {
+			case route.Public():
 				for _, cred := range []string{"", "lk_unknown", deletedSecret} {
 					res, _, _ := call(cred)
 					if res.StatusCode != http.StatusOK {
-						t.Errorf("credential %q: got %d, want 200: the key set is public", cred, res.StatusCode)
+						t.Errorf("credential %q: got %d, want 200: the route is public", cred, res.StatusCode)
 					}
 				}
 				return
-			case "/v1/auth/verify":
+			case route.OAuth():
+				testOAuthAuth(t, a, prepare, deleted.ID, deletedSecret)
+				return
+			case route.Path == "/v1/auth/verify":
 				testVerifyAuth(t, a, deletedSecret)
 				return
 			}
@@ -202,6 +227,38 @@ func TestAuth(t *testing.T) {
 			a.Clock.Advance(2 * time.Minute)
 			checkUnauthorized("expired token", tokExpiring)
 		})
+	}
+}
+
+// testOAuthAuth covers an OAuth endpoint, which authenticates its client:
+// without client authentication, or with an unknown, deleted or foreign
+// credential, it is 401 invalid_client; the key's own id and secret, by
+// either method, succeed, whatever the key's grants (the revocation
+// fixture's token is another key's, so its client holds revoke:tokens).
+func testOAuthAuth(t *testing.T, a api, prepare fixture, deletedID, deletedSecret string) {
+	t.Helper()
+	call := func(c client) *httpapitest.Response {
+		t.Helper()
+		path, params, _ := prepare(a)
+		return a.form(path, c, params.(url.Values))
+	}
+	key, secret := a.CreateAPIKey(t, account.ScopeRevokeTokens)
+	_, otherSecret := a.CreateAPIKey(t, "read:users")
+	tok, _ := a.IssueToken(t, secret, "", account.ScopeRevokeTokens)
+	for what, c := range map[string]client{
+		"no client authentication": {},
+		"unknown key":              basicClient(account.NewID(account.PrefixAPIKey, time.Now()), account.NewAPIKeySecret()),
+		"deleted key":              basicClient(deletedID, deletedSecret),
+		"another key's secret":     postClient(key.ID, otherSecret),
+		"an access token":          {bearer: tok},
+	} {
+		t.Run(what, func(t *testing.T) { wantOAuthError(t, call(c), http.StatusUnauthorized, "invalid_client") })
+	}
+	_, _, status := prepare(a)
+	for what, c := range map[string]client{"basic": basicClient(key.ID, secret), "post": postClient(key.ID, secret)} {
+		if res := call(c); res.StatusCode != status {
+			t.Errorf("%s: got %d %s, want %d", what, res.StatusCode, res.Body, status)
+		}
 	}
 }
 

@@ -189,6 +189,12 @@ func (s *server) route(d routeDef) http.Handler {
 	pattern := d.Method + " " + d.Path
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info(r.Context()).route = pattern
+		if d.auth == authClient {
+			if err := d.handler(s, w, r, account.Principal{}); err != nil {
+				s.writeOAuthError(w, r, err)
+			}
+			return
+		}
 		var p account.Principal
 		if d.auth != authPublic {
 			credential, ok := bearer(r)

@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"net/http"
 	"slices"
 	"testing"
 
@@ -13,8 +12,8 @@ import (
 
 // TestOpenAPIMatchesRoutes checks that openapi.yaml and Routes describe the
 // same operations, with the same scopes and the same query parameters (the
-// router refuses any other), and that the document marks every route but
-// the JWKS as needing a bearer credential.
+// router refuses any other), that the document marks exactly the public
+// routes as public, and the OAuth endpoints as such.
 func TestOpenAPIMatchesRoutes(t *testing.T) {
 	doc, err := openapi3.NewLoader().LoadFromData(latchkey.OpenAPI)
 	if err != nil {
@@ -52,8 +51,27 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 			t.Errorf("%s: x-required-scope missing: say what authorizes the route", key)
 		}
 		public := op.Security != nil && len(*op.Security) == 0
-		if want := r.Method == http.MethodGet && r.Path == "/v1/auth/jwks"; public != want {
+		if want := r.Public(); public != want {
 			t.Errorf("%s: public in openapi.yaml: %v, want %v", key, public, want)
+		}
+		// An OAuth endpoint documents client_secret_basic, and its errors
+		// in the form of RFC 6749, not as problems.
+		if r.OAuth() {
+			basic := false
+			if op.Security != nil {
+				for _, req := range *op.Security {
+					_, ok := req["clientBasic"]
+					basic = basic || ok
+				}
+			}
+			if !basic {
+				t.Errorf("%s: an OAuth endpoint without the clientBasic security scheme", key)
+			}
+			for status, ref := range op.Responses.Map() {
+				if status >= "400" && ref.Value.Content.Get("application/json") == nil {
+					t.Errorf("%s: response %s is not the OAuth error JSON", key, status)
+				}
+			}
 		}
 	}
 	for key := range documented {

@@ -27,9 +27,10 @@ type Route struct {
 	Path string
 	// Scope is the scope an API key or access token needs to call the route.
 	// It is empty for routes whose authorization depends on the request: the
-	// public JWKS, verify (the token is the subject, not the caller), token
-	// issuance (the requested scopes must be within the key's grants) and
-	// revocation (a key may revoke its own tokens; others need revoke:tokens).
+	// public JWKS and metadata, verify and introspection (the token is the
+	// subject, not the caller), token issuance (the requested scopes must be
+	// within the key's grants) and revocation (a key may revoke its own
+	// tokens; others need revoke:tokens).
 	Scope string
 	// Query lists the query parameters the route takes, each at most once.
 	// Any other is refused with 400 invalid_request naming it, as an unknown
@@ -51,6 +52,10 @@ const (
 	authBearer
 	// authPublic: no credential at all.
 	authPublic
+	// authClient: an OAuth 2.0 endpoint, which authenticates its client
+	// itself (client_secret_basic, client_secret_post, or a Bearer API key)
+	// and answers errors in the form of RFC 6749 section 5.2.
+	authClient
 )
 
 // handlerFunc serves one route. A returned error is written as problem+json;
@@ -70,6 +75,13 @@ var routeTable = []routeDef{
 	{Route{GroupAuth, http.MethodPost, "/v1/auth/revoke", "", nil}, authPrincipal, (*server).revokeToken},
 	{Route{GroupAuth, http.MethodGet, "/v1/auth/verify", "", nil}, authBearer, (*server).verifyToken},
 	{Route{GroupAuth, http.MethodGet, "/v1/auth/jwks", "", nil}, authPublic, (*server).serveJWKS},
+	// The OAuth endpoints take no query parameter: theirs go in the body.
+	{Route{GroupAuth, http.MethodPost, "/oauth2/token", "", nil}, authClient, (*server).oauthToken},
+	{Route{GroupAuth, http.MethodPost, "/oauth2/introspect", "", nil}, authClient, (*server).oauthIntrospect},
+	{Route{GroupAuth, http.MethodPost, "/oauth2/revoke", "", nil}, authClient, (*server).oauthRevoke},
+	{Route{GroupAuth, http.MethodGet, wellKnownAuthorizationServer, "", nil}, authPublic, (*server).serveMetadata},
+	{Route{GroupAuth, http.MethodGet, wellKnownOpenIDConfiguration, "", nil}, authPublic, (*server).serveMetadata},
+	{Route{GroupAuth, http.MethodGet, wellKnownJWKS, "", nil}, authPublic, (*server).serveJWKS},
 	{Route{GroupAuth, http.MethodPost, "/v1/api-keys", account.ScopeWriteAPIKeys, nil}, authKeyOnly, (*server).createAPIKey},
 	{Route{GroupAuth, http.MethodGet, "/v1/api-keys", account.ScopeReadAPIKeys, listQuery()}, authKeyOnly, (*server).listAPIKeys},
 	{Route{GroupAuth, http.MethodGet, "/v1/api-keys/{id}", account.ScopeReadAPIKeys, nil}, authKeyOnly, (*server).getAPIKey},
@@ -96,6 +108,25 @@ var routeTable = []routeDef{
 // listQuery returns the query parameters of a list: paging, then extra.
 func listQuery(extra ...string) []string {
 	return append([]string{"limit", "cursor"}, extra...)
+}
+
+// Public reports whether the route takes no credential (the key set and
+// the authorization server metadata).
+func (r Route) Public() bool { return r.def().auth == authPublic }
+
+// OAuth reports whether the route is an OAuth 2.0 endpoint: a form body,
+// client authentication (an unauthenticated request is 401
+// invalid_client), and errors as {"error", "error_description"} (RFC 6749
+// section 5.2) instead of problem+json.
+func (r Route) OAuth() bool { return r.def().auth == authClient }
+
+func (r Route) def() routeDef {
+	for _, d := range routeTable {
+		if d.Method == r.Method && d.Path == r.Path {
+			return d
+		}
+	}
+	return routeDef{}
 }
 
 // Routes returns every route of the API, in a stable order. It is the single

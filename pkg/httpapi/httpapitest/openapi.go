@@ -163,6 +163,9 @@ func checkCommon(res *Response) error {
 	if res.Header.Get("X-Request-Id") == "" {
 		return errors.New("no X-Request-Id")
 	}
+	if res.StatusCode >= 400 && strings.HasPrefix(res.Request.URL.Path, "/oauth2/") && res.Header.Get("Content-Type") == "application/json" {
+		return checkOAuthError(res)
+	}
 	if res.StatusCode >= 400 {
 		var p struct {
 			Code      string `json:"code"`
@@ -183,6 +186,32 @@ func checkCommon(res *Response) error {
 		case res.StatusCode == http.StatusUnauthorized && !strings.HasPrefix(res.Header.Get("WWW-Authenticate"), "Bearer"):
 			return errors.New("401 without WWW-Authenticate: Bearer")
 		}
+	}
+	return nil
+}
+
+// oauthText is the character set RFC 6749 (section 5.2) allows in error
+// and error_description.
+var oauthText = regexp.MustCompile(`^[\x20-\x21\x23-\x5B\x5D-\x7E]*$`)
+
+// checkOAuthError checks what RFC 6749 section 5.2 requires of an error of
+// an OAuth endpoint, beyond its schema: the characters of error and
+// error_description, and a 401 that names the scheme.
+func checkOAuthError(res *Response) error {
+	var e struct {
+		Error       string `json:"error"`
+		Description string `json:"error_description"`
+	}
+	if err := json.Unmarshal(res.Body, &e); err != nil {
+		return err
+	}
+	switch {
+	case e.Error == "" || !oauthText.MatchString(e.Error) || !oauthText.MatchString(e.Description):
+		return errors.New("error or error_description has characters RFC 6749 section 5.2 does not allow")
+	case res.StatusCode == http.StatusUnauthorized && e.Error != "invalid_client":
+		return errors.New("401 is for invalid_client only")
+	case res.StatusCode == http.StatusUnauthorized && !strings.HasPrefix(res.Header.Get("WWW-Authenticate"), "Basic ") && !strings.HasPrefix(res.Header.Get("WWW-Authenticate"), "Bearer "):
+		return errors.New("401 without WWW-Authenticate naming the client's scheme")
 	}
 	return nil
 }
