@@ -105,6 +105,12 @@ func TestQueryParameters(t *testing.T) {
 	t.Run("Unknown", func(t *testing.T) {
 		for _, r := range httpapi.Routes() {
 			t.Run(r.Method+" "+r.Path, func(t *testing.T) {
+				if r.OAuth() {
+					// Its parameters go in the body; in the URI they could
+					// carry a client secret into logs (RFC 6749 2.3.1).
+					wantOAuthError(t, a.form(routePath(r, ids)+"?limit=5&slug=x", client{bearer: admin}, nil), http.StatusBadRequest, "invalid_request")
+					return
+				}
 				p := wantProblem(t, a.do(r.Method, routePath(r, ids)+"?limit=5&slug=x", admin, nil), http.StatusBadRequest, "invalid_request")
 				wantField(t, p, "slug")
 				if !slices.Contains(r.Query, "limit") {
@@ -196,8 +202,9 @@ func TestNonCanonicalPaths(t *testing.T) {
 
 // TestErrorsAreProblems sends every route the requests it must refuse, and
 // checks that every refusal is problem+json as openapi.yaml describes: the
-// only responses that are not come from net/http before any handler runs
-// (see cmd/local's TestServer_ProtocolErrors).
+// only responses that are not are the OAuth endpoints' own errors (RFC 6749
+// section 5.2 JSON, also described there) and those from net/http before
+// any handler runs (see cmd/local's TestServer_ProtocolErrors).
 func TestErrorsAreProblems(t *testing.T) {
 	a := newAPI(t)
 	ids := seedAll(t, a)
@@ -209,42 +216,45 @@ func TestErrorsAreProblems(t *testing.T) {
 		header                         http.Header
 		body                           any
 		noContentType                  bool
+		// router: refused by the router, before the route (an unknown
+		// path or method): problem+json on every path.
+		router bool
 	}
 	for _, r := range httpapi.Routes() {
 		path := routePath(r, ids)
 		reqs := []request{
-			{"unknown query parameter", r.Method, path + "?unknown=1", a.AdminKey, nil, nil, false},
-			{"trailing slash", r.Method, path + "/", a.AdminKey, nil, nil, false},
-			{"double slash", r.Method, "/" + path, a.AdminKey, nil, nil, false},
-			{"dot segment", r.Method, strings.Replace(path, "/v1/", "/v1/./", 1), a.AdminKey, nil, nil, false},
-			{"method not allowed", "TRACE", path, a.AdminKey, nil, nil, false},
+			{"unknown query parameter", r.Method, path + "?unknown=1", a.AdminKey, nil, nil, false, false},
+			{"trailing slash", r.Method, path + "/", a.AdminKey, nil, nil, false, true},
+			{"double slash", r.Method, "/" + path, a.AdminKey, nil, nil, false, true},
+			{"dot segment", r.Method, dotSegment(path), a.AdminKey, nil, nil, false, true},
+			{"method not allowed", "TRACE", path, a.AdminKey, nil, nil, false, true},
 		}
-		if r.Path != "/v1/auth/jwks" {
+		if !r.Public() {
 			reqs = append(reqs,
-				request{"no credential", r.Method, path, "", nil, nil, false},
-				request{"malformed header", r.Method, path, "", http.Header{"Authorization": {"Basic YTpi"}}, nil, false},
+				request{"no credential", r.Method, path, "", nil, nil, false, false},
+				request{"malformed header", r.Method, path, "", http.Header{"Authorization": {"Basic YTpi"}}, nil, false, false},
 			)
 		}
-		if r.Path != "/v1/auth/jwks" && r.Path != "/v1/auth/verify" {
-			reqs = append(reqs, request{"unknown credential", r.Method, path, "lk_unknown", nil, nil, false})
+		if !r.Public() && r.Path != "/v1/auth/verify" {
+			reqs = append(reqs, request{"unknown credential", r.Method, path, "lk_unknown", nil, nil, false, false})
 		}
 		if r.Scope != "" {
-			reqs = append(reqs, request{"without the scope", r.Method, path, other, nil, nil, false})
+			reqs = append(reqs, request{"without the scope", r.Method, path, other, nil, nil, false, false})
 		}
 		if strings.Contains(r.Path, "{") {
-			reqs = append(reqs, request{"unknown id", r.Method, routePath(r, unknown), a.AdminKey, nil, nil, false})
+			reqs = append(reqs, request{"unknown id", r.Method, routePath(r, unknown), a.AdminKey, nil, nil, false, false})
 		}
 		if strings.HasPrefix(r.Path, "/v1/api-keys") || r.Path == "/v1/auth/token" {
-			reqs = append(reqs, request{"access token on a key-only route", r.Method, path, token, nil, nil, false})
+			reqs = append(reqs, request{"access token on a key-only route", r.Method, path, token, nil, nil, false, false})
 		}
 		if r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch {
 			reqs = append(reqs,
-				request{"no content type", r.Method, path, a.AdminKey, nil, `{}`, true},
-				request{"empty body", r.Method, path, a.AdminKey, nil, "", false},
-				request{"malformed JSON", r.Method, path, a.AdminKey, nil, `{"`, false},
-				request{"unknown field", r.Method, path, a.AdminKey, nil, `{"unknown":1}`, false},
-				request{"invalid UTF-8", r.Method, path, a.AdminKey, nil, "{\"name\":\"\xff\"}", false},
-				request{"too large", r.Method, path, a.AdminKey, nil, `{"name":"` + strings.Repeat("a", httpapi.MaxBodyBytes) + `"}`, false},
+				request{"no content type", r.Method, path, a.AdminKey, nil, `{}`, true, false},
+				request{"empty body", r.Method, path, a.AdminKey, nil, "", false, false},
+				request{"malformed JSON", r.Method, path, a.AdminKey, nil, `{"`, false, false},
+				request{"unknown field", r.Method, path, a.AdminKey, nil, `{"unknown":1}`, false, false},
+				request{"invalid UTF-8", r.Method, path, a.AdminKey, nil, "{\"name\":\"\xff\"}", false, false},
+				request{"too large", r.Method, path, a.AdminKey, nil, `{"name":"` + strings.Repeat("a", httpapi.MaxBodyBytes) + `"}`, false, false},
 			)
 		}
 		for _, req := range reqs {
@@ -264,10 +274,20 @@ func TestErrorsAreProblems(t *testing.T) {
 				if res.StatusCode < 400 {
 					t.Fatalf("got %d %s, want an error", res.StatusCode, res.Body)
 				}
-				if ct := res.Header.Get("Content-Type"); ct != "application/problem+json" {
-					t.Fatalf("got %d with Content-Type %q, want application/problem+json", res.StatusCode, ct)
+				want := "application/problem+json"
+				if r.OAuth() && !req.router {
+					want = "application/json" // checked as an OAuth error by CheckResponse
+				}
+				if ct := res.Header.Get("Content-Type"); ct != want {
+					t.Fatalf("got %d with Content-Type %q, want %s", res.StatusCode, ct, want)
 				}
 			})
 		}
 	}
+}
+
+// dotSegment inserts a "." segment after the path's first segment.
+func dotSegment(path string) string {
+	i := strings.Index(path[1:], "/") + 1
+	return path[:i] + "/." + path[i:]
 }
