@@ -178,7 +178,9 @@ func (s *Service) IssueToken(ctx context.Context, p Principal, req TokenRequest)
 		return "", TokenClaims{}, err
 	}
 	if s.signer == nil {
-		return "", TokenClaims{}, Internal(errors.New("account: this process has no token signer"))
+		// A deployment whose issuer is not recorded yet (the moments between
+		// the functions' creation and the API's): retry shortly.
+		return "", TokenClaims{}, Unavailable(errors.New("account: this process has no token signer"))
 	}
 	now := s.now()
 	claims := TokenClaims{

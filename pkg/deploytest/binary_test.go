@@ -79,7 +79,7 @@ func TestBinary_InitFailure(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[0]), &l); err != nil {
 		t.Fatalf("log line is not JSON: %s", lines[0])
 	}
-	if l.Level != "ERROR" || l.Function != "users" || !strings.Contains(l.Msg, "ISSUER") || !strings.Contains(l.Msg, "CURSOR_KEY_SECRET_ARN") {
+	if l.Level != "ERROR" || l.Function != "users" || !strings.Contains(l.Msg, "CURSOR_KEY_SECRET_ARN") {
 		t.Fatalf("log line does not name the missing variables: %s", lines[0])
 	}
 }
@@ -95,9 +95,9 @@ type live struct {
 }
 
 // newLive creates the table and the fixture's secrets. With seed, the table
-// holds the replay fixture and its published public key, so that each
-// function can be run alone and in any order; without, it is empty, as
-// after a first deploy.
+// holds the replay fixture, its published public key and its recorded
+// issuer, so that each function can be run alone and in any order;
+// without, it is empty, as after a first deploy.
 func newLive(tb testing.TB, seed bool) *live {
 	tb.Helper()
 	dynamoURL, smURL := os.Getenv(dynamotest.EndpointEnv), os.Getenv(secretsEndpointEnv)
@@ -123,8 +123,12 @@ func newLiveAt(tb testing.TB, dynamoURL string, db *dynamodb.Client, seed bool) 
 		if err := replay.Seed(ctx, l.store); err != nil {
 			tb.Fatal(err)
 		}
-		// As the auth function's init would.
+		// As the auth function's init, and the IssuerConfig custom
+		// resource, would.
 		if err := replay.PublishKeys(ctx, l.store); err != nil {
+			tb.Fatal(err)
+		}
+		if err := l.store.PutIssuer(ctx, replay.Issuer); err != nil {
 			tb.Fatal(err)
 		}
 	}
@@ -143,7 +147,8 @@ func newLiveAt(tb testing.TB, dynamoURL string, db *dynamodb.Client, seed bool) 
 	l.base = []string{
 		"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",
 		"AWS_ENDPOINT_URL_DYNAMODB=" + dynamoURL, "AWS_ENDPOINT_URL_SECRETS_MANAGER=" + smURL,
-		lambdaapp.EnvTableName + "=" + name, lambdaapp.EnvIssuer + "=" + replay.Issuer,
+		// No ISSUER, as in the template: the functions read the recorded one.
+		lambdaapp.EnvTableName + "=" + name,
 		lambdaapp.EnvCursorKeySecret + "=" + l.arns[lambdaapp.EnvCursorKeySecret],
 	}
 	return l
@@ -566,6 +571,13 @@ func TestBinary_Bootstrap(t *testing.T) {
 	if got := usersStatus(t, usersBin, l, replay.AdminSecret); got != http.StatusOK {
 		t.Fatalf("users, first request with the admin key: got %d, want 200", got)
 	}
+	// The API exists now, and with it the issuer: IssuerConfig records it,
+	// and answers it as an attribute for the stack's outputs.
+	ev, raw = customResourceEvent(t, rs, "issuer-create.json")
+	res = sendCustomResource(t, auth, rs, ev, raw)
+	if res.Status != cfn.StatusSuccess || res.PhysicalResourceID == "" || res.Data["Issuer"] != replay.Issuer {
+		t.Fatalf("IssuerConfig Create: got %+v, want SUCCESS with the attribute Issuer %s\n%s", res, replay.Issuer, auth.logs.String())
+	}
 	tokenEvent, err := replay.LoadEvent(filepath.Join(eventsDir, "auth-token.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -587,6 +599,21 @@ func TestBinary_Bootstrap(t *testing.T) {
 	}
 	if got := usersStatus(t, usersBin, l, tok.AccessToken); got != http.StatusOK {
 		t.Fatalf("users with a token from auth: got %d, want 200", got)
+	}
+
+	// A custom domain, by a stack update: the metadata names it at once on
+	// the instance that recorded it.
+	ev, raw = customResourceEvent(t, rs, "issuer-update.json")
+	if res := sendCustomResource(t, auth, rs, ev, raw); res.Status != cfn.StatusSuccess || res.PhysicalResourceID != ev.PhysicalResourceID || res.Data["Issuer"] != "https://auth.example.com" {
+		t.Fatalf("IssuerConfig Update: got %+v, want SUCCESS with the same physical id\n%s", res, auth.logs.String())
+	}
+	metaEvent, err := os.ReadFile(filepath.Join(eventsDir, "well-known-openid-configuration.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta events.APIGatewayV2HTTPResponse
+	if err := json.Unmarshal(auth.invoke(metaEvent), &meta); err != nil || meta.StatusCode != http.StatusOK || !strings.Contains(meta.Body, `"issuer":"https://auth.example.com"`) {
+		t.Fatalf("metadata after the domain changed: got %d %v: %s", meta.StatusCode, err, meta.Body)
 	}
 
 	// Rotation, then a stack update: the warm auth instance read the admin

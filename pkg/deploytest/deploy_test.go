@@ -306,6 +306,45 @@ func TestTemplate_Bootstrap(t *testing.T) {
 	}
 }
 
+// TestTemplate_Issuer proves how the issuer reaches the functions without a
+// circular dependency: no function's environment names it (the API
+// depends on the functions, so a function that named the API would depend
+// on itself); the IssuerConfig custom resource, served by the function
+// that writes the config item, records the API's URL, or the custom
+// domain's, and nothing depends on it; the stack outputs what it recorded.
+func TestTemplate_Issuer(t *testing.T) {
+	tpl := loadTemplate(t)
+	props := tpl.resource(t, "IssuerConfig", "Custom::Issuer")
+	if got := path(props, "ServiceToken", "Fn::GetAtt"); got != logicalID(lambdaapp.Auth)+".Arn" {
+		t.Errorf("IssuerConfig ServiceToken: got !GetAtt %v, want the auth function", got)
+	}
+	if props["ServiceTimeout"] == nil {
+		t.Error("IssuerConfig has no ServiceTimeout")
+	}
+	choice := list(path(props, lambdaapp.IssuerProperty, "Fn::If"))
+	if len(choice) != 3 || choice[0] != "HasCustomDomain" ||
+		path(choice[1], "Fn::Sub") != "https://${CustomDomainName}" ||
+		path(choice[2], "Fn::Sub") != "https://${HttpApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}" {
+		t.Errorf("IssuerConfig %s: got %v, want the custom domain if one is given, else the API's URL", lambdaapp.IssuerProperty, props[lambdaapp.IssuerProperty])
+	}
+	if got, want := path(map[string]any(tpl), "Outputs", "ApiUrl", "Value", "Fn::Sub"), path(choice[2], "Fn::Sub"); got != want {
+		t.Errorf("the issuer without a custom domain is %v, the ApiUrl output %v: want the same", want, got)
+	}
+	if got := path(map[string]any(tpl), "Outputs", "Issuer", "Value", "Fn::GetAtt"); got != "IssuerConfig."+lambdaapp.IssuerProperty {
+		t.Errorf("output Issuer: got !GetAtt %v, want IssuerConfig.%s", got, lambdaapp.IssuerProperty)
+	}
+	for _, fn := range lambdaapp.Functions() {
+		if v, ok := tpl.functionEnv(t, logicalID(fn))[lambdaapp.EnvIssuer]; ok {
+			t.Errorf("%s sets %s=%v: the functions read the recorded issuer", fn, lambdaapp.EnvIssuer, v)
+		}
+	}
+	for id, r := range tpl["Resources"].(map[string]any) {
+		if slices.Contains(strs(path(r, "DependsOn")), "IssuerConfig") {
+			t.Errorf("%s depends on IssuerConfig, which depends on the API", id)
+		}
+	}
+}
+
 // recording is what one function did while its events and a rotation of
 // its secrets were replayed.
 type recording struct {

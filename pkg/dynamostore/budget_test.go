@@ -374,10 +374,20 @@ func TestRequestBudgets(t *testing.T) {
 				must(t, f.s.DeleteOrganization(f.ctx, f.org.ID), "DeleteOrganization")
 			}
 		}},
-		{"PublicKeys", 1, []string{"GetItem"}, func(t *testing.T, f *budgetFixture) func() {
+		{"Published", 1, []string{"GetItem"}, func(t *testing.T, f *budgetFixture) func() {
 			return func() {
-				_, err := f.s.PublicKeys(f.ctx)
-				must(t, err, "PublicKeys")
+				_, _, err := f.s.Published(f.ctx)
+				must(t, err, "Published")
+			}
+		}},
+		{"PutPublicKeys", 1, []string{"UpdateItem"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				must(t, f.s.PutPublicKeys(f.ctx, []byte(`{"keys":[]}`), f.tick()), "PutPublicKeys")
+			}
+		}},
+		{"PutIssuer", 1, []string{"UpdateItem"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				must(t, f.s.PutIssuer(f.ctx, "https://auth.example.com"), "PutIssuer")
 			}
 		}},
 	}

@@ -279,7 +279,9 @@ func newRevocationItem(r account.Revocation) revocationItem {
 	}
 }
 
+// jwksItem is the config item as it is read (see publickeys.go).
 type jwksItem struct {
 	key
-	JWKS []byte `dynamodbav:"jwks"`
+	JWKS   []byte `dynamodbav:"jwks"`
+	Issuer string `dynamodbav:"issuer"`
 }

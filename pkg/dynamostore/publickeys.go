@@ -4,22 +4,19 @@ import (
 	"context"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"latchkey/pkg/account"
 )
 
-// publicKeysItem is the JWKS item as PutPublicKeys writes it: with the
-// version of the signing secret it was derived from.
-type publicKeysItem struct {
-	jwksItem
-	// Version is the creation time of that secret version, in Unix
-	// milliseconds: Secrets Manager's precision, and a number, so that the
-	// condition can compare it.
-	Version int64 `dynamodbav:"version"`
-}
+// The config item (CONFIG, JWKS) holds what the auth function publishes for
+// the functions that verify tokens without the private key: the JSON Web
+// Key Set of the signing keys (jwks, with the version of the signing secret
+// it was derived from) and the issuer identifier the deployment recorded
+// (issuer). Each is written by an UpdateItem that sets its own attributes
+// only, so that neither write erases the other; one GetItem reads both.
 
 // PutPublicKeys stores the JSON Web Key Set of the token signing keys, so
 // that the functions that only verify tokens get the public keys from the
@@ -30,44 +27,70 @@ type publicKeysItem struct {
 // a rotation cannot put the old keys back over the new ones. Keeping a
 // newer set is not an error.
 func (s *Store) PutPublicKeys(ctx context.Context, jwks []byte, version time.Time) error {
+	// Unix milliseconds: Secrets Manager's precision, and a number, so that
+	// the condition can compare it.
 	v := version.UnixMilli()
-	av, err := attributevalue.MarshalMap(publicKeysItem{jwksItem: jwksItem{key: jwksKey(), JWKS: jwks}, Version: v})
-	if err != nil {
-		return account.Internal(err)
-	}
-	// An item written before versions were recorded has none: replace it.
+	// An item written before versions were recorded, or holding only the
+	// issuer, has none: replace the set.
 	cond := expression.Or(
 		expression.AttributeNotExists(expression.Name("version")),
 		expression.Name("version").LessThanEqual(expression.Value(v)),
 	)
-	expr, err := expression.NewBuilder().WithCondition(cond).Build()
-	if err != nil {
-		return account.Internal(err)
-	}
-	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                 s.table,
-		Item:                      av,
-		ConditionExpression:       expr.Condition(),
-		ExpressionAttributeNames:  expr.Names(),
-		ExpressionAttributeValues: expr.Values(),
-	})
+	upd := expression.Set(expression.Name("jwks"), expression.Value(jwks)).Set(expression.Name("version"), expression.Value(v))
+	err := s.updateConfig(ctx, upd, &cond)
 	if _, newer := conditionFailed(err); newer {
 		return nil
 	}
 	return storeErr(err)
 }
 
-// PublicKeys returns the JSON Web Key Set stored by PutPublicKeys, read
-// strongly consistently so that a rotation is seen at once. CodeNotFound
-// when none has been stored.
-func (s *Store) PublicKeys(ctx context.Context) ([]byte, error) {
+// PutIssuer records the issuer identifier of the deployment, which the
+// functions read with the public keys: the URL the API is served at, known
+// only once the API exists (the template's IssuerConfig custom resource
+// records it).
+func (s *Store) PutIssuer(ctx context.Context, issuer string) error {
+	return storeErr(s.updateConfig(ctx, expression.Set(expression.Name("issuer"), expression.Value(issuer)), nil))
+}
+
+// updateConfig applies upd to the config item, creating it if it is
+// missing, under cond if one is given. The error is the SDK's, unmapped.
+func (s *Store) updateConfig(ctx context.Context, upd expression.UpdateBuilder, cond *expression.ConditionBuilder) error {
+	b := expression.NewBuilder().WithUpdate(upd)
+	if cond != nil {
+		b = b.WithCondition(*cond)
+	}
+	expr, err := b.Build()
+	if err != nil {
+		return account.Internal(err)
+	}
+	av, err := marshalKey(jwksKey())
+	if err != nil {
+		return err
+	}
+	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 s.table,
+		Key:                       av,
+		UpdateExpression:          expr.Update(),
+		ConditionExpression:       expr.Condition(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
+		ReturnValues:              types.ReturnValueNone,
+	})
+	return err
+}
+
+// Published returns the JSON Web Key Set stored by PutPublicKeys (nil if
+// none) and the issuer stored by PutIssuer ("" if none), in one read,
+// strongly consistent so that a rotation is seen at once. CodeNotFound
+// when neither has been stored.
+func (s *Store) Published(ctx context.Context) (jwks []byte, issuer string, err error) {
 	var it jwksItem
 	found, err := s.getItem(ctx, jwksKey(), &it)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if !found {
-		return nil, notFound("public signing keys")
+		return nil, "", notFound("public signing keys")
 	}
-	return it.JWKS, nil
+	return it.JWKS, it.Issuer, nil
 }

@@ -36,12 +36,12 @@ func TestStore_PutPublicKeys_Monotonic(t *testing.T) {
 			if err := s.PutPublicKeys(ctx, []byte(tc.jwks), tc.version); err != nil {
 				t.Fatalf("PutPublicKeys: got %v, want nil (keeping a newer set is not an error)", err)
 			}
-			got, err := s.PublicKeys(ctx)
+			got, _, err := s.Published(ctx)
 			if err != nil {
-				t.Fatalf("PublicKeys: %v", err)
+				t.Fatalf("Published: %v", err)
 			}
 			if string(got) != tc.want {
-				t.Errorf("PublicKeys: got %s, want %s", got, tc.want)
+				t.Errorf("Published: got %s, want %s", got, tc.want)
 			}
 		})
 	}

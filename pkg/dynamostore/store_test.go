@@ -46,20 +46,64 @@ func TestPublicKeys(t *testing.T) {
 	client := dynamotest.NewClient(t)
 	s := dynamostore.New(client, dynamotest.NewTable(t, client))
 	ctx := t.Context()
-	_, err := s.PublicKeys(ctx)
+	_, _, err := s.Published(ctx)
 	if !account.IsCode(err, account.CodeNotFound) {
-		t.Fatalf("PublicKeys before any put: got %v, want code not_found", err)
+		t.Fatalf("Published before any put: got %v, want code not_found", err)
 	}
 	for i, jwks := range []string{`{"keys":[{"kid":"a"}]}`, `{"keys":[{"kid":"b"}]}`} {
 		if err := s.PutPublicKeys(ctx, []byte(jwks), time.UnixMilli(int64(i))); err != nil {
 			t.Fatalf("PutPublicKeys: %v", err)
 		}
-		got, err := s.PublicKeys(ctx)
+		got, _, err := s.Published(ctx)
 		if err != nil {
-			t.Fatalf("PublicKeys: %v", err)
+			t.Fatalf("Published: %v", err)
 		}
 		if string(got) != jwks {
-			t.Errorf("PublicKeys: got %s, want %s", got, jwks)
+			t.Errorf("Published: got %s, want %s", got, jwks)
 		}
 	}
+}
+
+// TestPublishedIssuer: the issuer and the key set share the config item
+// and are written apart; neither write erases the other, in either order.
+func TestPublishedIssuer(t *testing.T) {
+	client := dynamotest.NewClient(t)
+	ctx := t.Context()
+	const jwks, issuer, domain = `{"keys":[{"kid":"a"}]}`, "https://abc123.execute-api.us-east-1.amazonaws.com", "https://auth.example.com"
+	t.Run("IssuerFirst", func(t *testing.T) {
+		s := dynamostore.New(client, dynamotest.NewTable(t, client))
+		if err := s.PutIssuer(ctx, issuer); err != nil {
+			t.Fatal(err)
+		}
+		if got, iss, err := s.Published(ctx); err != nil || got != nil || iss != issuer {
+			t.Fatalf("Published with only the issuer: got %q %q %v, want no keys and %s", got, iss, err, issuer)
+		}
+		if err := s.PutPublicKeys(ctx, []byte(jwks), time.UnixMilli(1)); err != nil {
+			t.Fatal(err)
+		}
+		if got, iss, err := s.Published(ctx); err != nil || string(got) != jwks || iss != issuer {
+			t.Fatalf("Published: got %s %q %v, want the keys and %s", got, iss, err, issuer)
+		}
+	})
+	t.Run("KeysFirst", func(t *testing.T) {
+		s := dynamostore.New(client, dynamotest.NewTable(t, client))
+		if err := s.PutPublicKeys(ctx, []byte(jwks), time.UnixMilli(1)); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{issuer, domain} {
+			if err := s.PutIssuer(ctx, want); err != nil {
+				t.Fatal(err)
+			}
+			if got, iss, err := s.Published(ctx); err != nil || string(got) != jwks || iss != want {
+				t.Fatalf("Published: got %s %q %v, want the keys and %s", got, iss, err, want)
+			}
+		}
+		// A newer key set keeps the issuer.
+		if err := s.PutPublicKeys(ctx, []byte(`{"keys":[{"kid":"b"}]}`), time.UnixMilli(2)); err != nil {
+			t.Fatal(err)
+		}
+		if _, iss, err := s.Published(ctx); err != nil || iss != domain {
+			t.Fatalf("issuer after a new key set: got %q %v, want %s", iss, err, domain)
+		}
+	})
 }

@@ -467,7 +467,8 @@ const metadataMaxAge = jwksMaxAge
 func (s *server) serveMetadata(w http.ResponseWriter, r *http.Request, _ account.Principal) error {
 	issuer := s.svc.Issuer()
 	if issuer == "" {
-		return account.Internal(errors.New("httpapi: the service has no issuer: the auth group needs a token signer"))
+		// A deployment that has not recorded its issuer yet.
+		return account.Unavailable(errors.New("httpapi: the service has no issuer yet"))
 	}
 	methods := []string{authMethodClientSecretBasic, authMethodClientSecretPost}
 	w.Header().Set("Cache-Control", metadataMaxAge)

@@ -41,6 +41,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -84,11 +85,15 @@ type Deps struct {
 
 // App is one function's http.Handler, with its keys kept fresh.
 type App struct {
-	cfg      Config
-	deps     Deps
-	parser   *token.KeySet // nil in auth, which parses with its own keys
-	interval time.Duration
-	lambda   Handler
+	cfg  Config
+	deps Deps
+	// published reads the public keys and the issuer from the table: the
+	// token parser of the organizations and users functions, and the
+	// source of the issuer unless ISSUER configures one. Nil in auth with
+	// a configured issuer: it parses with its own keys.
+	published *token.KeySet
+	interval  time.Duration
+	lambda    Handler
 
 	current atomic.Pointer[built]
 	mu      sync.Mutex     // serialises rebuilds; guards cache and retryAt
@@ -102,7 +107,19 @@ type built struct {
 	versions versions
 }
 
-type versions struct{ signing, signingPrevious, admin, cursor string }
+// versions are what a built handler was made from: the secret versions,
+// and the issuer, which the deployment may record or change while the
+// function is warm.
+type versions struct{ signing, signingPrevious, admin, cursor, issuer string }
+
+// issuer is ISSUER when it is configured, else the one recorded in the
+// table ("" until the deployment has recorded it).
+func (a *App) issuer() string {
+	if a.cfg.Issuer != "" {
+		return a.cfg.Issuer
+	}
+	return a.published.Issuer()
+}
 
 // New builds the function described by cfg: it reads the secrets, publishes
 // the public keys and ensures the bootstrap admin key (auth) or reads the
@@ -125,12 +142,12 @@ func New(ctx context.Context, cfg Config, deps Deps) (*App, error) {
 	}
 	a.cache = a.newCache()
 	a.lambda = httpadapter.NewV2(a).ProxyWithContext
-	if !cfg.Function.SignsTokens() {
+	if !cfg.Function.SignsTokens() || cfg.Issuer == "" {
 		p, err := token.NewKeySet(ctx, cfg.Issuer, deps.Keys, token.KeySetOptions{Logger: deps.Logger, Now: deps.Now, RefreshInterval: a.interval})
 		if err != nil {
 			return nil, fmt.Errorf("read the public keys from the table: %w", err)
 		}
-		a.parser = p
+		a.published = p
 	}
 	b, err := a.build(ctx, a.cache, nil)
 	if err != nil {
@@ -197,25 +214,63 @@ func (a *App) Invoke(ctx context.Context, event json.RawMessage) (any, error) {
 	return a.lambda(ctx, req)
 }
 
+// IssuerProperty is the custom resource property that records the issuer:
+// the template's IssuerConfig resource sets it to the API's URL (or the
+// custom domain's), which only exists once the API does.
+const IssuerProperty = "Issuer"
+
 // customResource runs Bootstrap for a Create or Update of the template's
-// Bootstrap custom resource. A Delete changes nothing: the table outlives
-// the stack (DeletionPolicy Retain), and so does what is in it. A failure is
-// sent to CloudFormation as FAILED with the error as the reason (it names
-// what failed, never a secret's value), which fails the deploy.
+// custom resources: Bootstrap, and IssuerConfig, which also records the
+// issuer named by its Issuer property (and answers it as the attribute
+// Issuer) before it bootstraps. A Delete changes nothing: the table
+// outlives the stack (DeletionPolicy Retain), and so does what is in it. A
+// failure is sent to CloudFormation as FAILED with the error as the reason
+// (it names what failed, never a secret's value), which fails the deploy.
 func (a *App) customResource(ctx context.Context, ev cfn.Event) (string, map[string]any, error) {
 	id := ev.PhysicalResourceID
 	if ev.RequestType == cfn.RequestCreate {
-		id = a.cfg.TableName + "-bootstrap"
+		id = a.cfg.TableName + "-" + strings.ToLower(ev.LogicalResourceID)
 	}
 	if ev.RequestType == cfn.RequestDelete {
 		return id, nil, nil
+	}
+	var data map[string]any
+	if issuer, ok := ev.ResourceProperties[IssuerProperty]; ok {
+		s, _ := issuer.(string)
+		if err := a.RecordIssuer(ctx, s); err != nil {
+			a.deps.Logger.ErrorContext(ctx, "recording the issuer for CloudFormation failed", "request_type", string(ev.RequestType), "error", err.Error())
+			return id, nil, err
+		}
+		data = map[string]any{IssuerProperty: s}
 	}
 	if err := a.Bootstrap(ctx); err != nil {
 		a.deps.Logger.ErrorContext(ctx, "bootstrap for CloudFormation failed", "request_type", string(ev.RequestType), "error", err.Error())
 		return id, nil, err
 	}
-	a.deps.Logger.InfoContext(ctx, "bootstrap for CloudFormation done", "request_type", string(ev.RequestType))
-	return id, nil, nil
+	a.deps.Logger.InfoContext(ctx, "bootstrap for CloudFormation done", "request_type", string(ev.RequestType), "resource", ev.LogicalResourceID)
+	return id, data, nil
+}
+
+// RecordIssuer records issuer in the table, where every function reads it
+// with the public keys, and serves with it from the next request on. Other
+// instances pick it up at their next refresh of the published keys. Auth
+// only; account.CheckIssuer says what an issuer may be.
+func (a *App) RecordIssuer(ctx context.Context, issuer string) error {
+	if !a.cfg.Function.WritesCredentials() {
+		return fmt.Errorf("lambdaapp: the %s function cannot record the issuer; only auth may write the keys", a.cfg.Function)
+	}
+	if err := account.CheckIssuer(issuer); err != nil {
+		return err
+	}
+	if err := a.deps.Keys.PutIssuer(ctx, issuer); err != nil {
+		return fmt.Errorf("record the issuer: %w", err)
+	}
+	if a.published != nil {
+		if err := a.published.Refresh(ctx); err != nil {
+			return fmt.Errorf("read the recorded issuer: %w", err)
+		}
+	}
+	return nil
 }
 
 // Bootstrap reads the secrets afresh, whatever the cache holds and however
@@ -250,8 +305,8 @@ func (a *App) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *App) refresh(ctx context.Context) {
-	if a.parser != nil {
-		a.parser.RefreshIfStale(ctx)
+	if a.published != nil {
+		a.published.RefreshIfStale(ctx)
 	}
 	// One rebuild at a time; a concurrent request serves the current handler.
 	if !a.mu.TryLock() {
@@ -295,7 +350,7 @@ func (a *App) build(ctx context.Context, cache *secrets.Cache, prev *built) (*bu
 			return nil, fmt.Errorf("read the signing key secret: %w", err)
 		}
 	}
-	v := versions{signing.Current.ID, signing.Previous.ID, admin.Current.ID, cursor.Current.ID}
+	v := versions{signing.Current.ID, signing.Previous.ID, admin.Current.ID, cursor.Current.ID, a.issuer()}
 	if prev != nil && prev.versions == v {
 		return prev, nil
 	}
@@ -304,10 +359,13 @@ func (a *App) build(ctx context.Context, cache *secrets.Cache, prev *built) (*bu
 	if err != nil {
 		return nil, err
 	}
-	opts := account.Options{CursorKey: cursorKey, Now: a.deps.Now, Parser: a.parser}
+	opts := account.Options{CursorKey: cursorKey, Now: a.deps.Now}
+	if !a.cfg.Function.SignsTokens() {
+		opts.Parser = a.published
+	}
 	var jwks func(context.Context) ([]byte, error)
 	if a.cfg.Function.SignsTokens() {
-		signer, public, err := signingKeys(a.cfg.Issuer, signing)
+		signer, public, err := signingKeys(v.issuer, signing)
 		if err != nil {
 			return nil, err
 		}
@@ -319,8 +377,15 @@ func (a *App) build(ctx context.Context, cache *secrets.Cache, prev *built) (*bu
 				return nil, fmt.Errorf("publish the public keys: %w", err)
 			}
 		}
-		opts.Signer = signer
-		opts.Parser = token.NewParser(a.cfg.Issuer, public...)
+		// Until the deployment has recorded the issuer, there is nothing to
+		// sign tokens as: issuance answers 503 (account.IssueToken), and no
+		// token is valid, as none can have been issued.
+		if v.issuer != "" {
+			opts.Signer = signer
+		} else {
+			a.deps.Logger.WarnContext(ctx, "no issuer recorded yet; tokens are not issued until the deployment records it (the IssuerConfig custom resource)")
+		}
+		opts.Parser = token.NewParser(v.issuer, public...)
 		jwks = func(context.Context) ([]byte, error) { return set, nil }
 	}
 	svc, err := account.NewService(a.deps.Store, opts)

@@ -91,7 +91,7 @@ func do(t *testing.T, h http.Handler, method, path, credential, body string) (in
 
 func TestConfigFromEnv(t *testing.T) {
 	full := map[string]string{
-		lambdaapp.EnvTableName: "latchkey", lambdaapp.EnvIssuer: "latchkey",
+		lambdaapp.EnvTableName: "latchkey", lambdaapp.EnvIssuer: "https://auth.example.com",
 		lambdaapp.EnvAdminKeySecret: "arn:a", lambdaapp.EnvCursorKeySecret: "arn:c", lambdaapp.EnvSigningKeySecret: "arn:s",
 	}
 	t.Run("OK", func(t *testing.T) {
@@ -119,6 +119,29 @@ func TestConfigFromEnv(t *testing.T) {
 		})
 		if err != nil {
 			t.Fatalf("users without the signing and admin key secrets: %v", err)
+		}
+	})
+	t.Run("IssuerOptional", func(t *testing.T) {
+		// The template sets none: the functions read the recorded one.
+		cfg, err := lambdaapp.ConfigFromEnv(lambdaapp.Auth, func(k string) string {
+			if k == lambdaapp.EnvIssuer {
+				return ""
+			}
+			return full[k]
+		})
+		if err != nil || cfg.Issuer != "" {
+			t.Fatalf("without ISSUER: got %+v, %v", cfg, err)
+		}
+	})
+	t.Run("ErrIssuerNotABaseURL", func(t *testing.T) {
+		_, err := lambdaapp.ConfigFromEnv(lambdaapp.Users, func(k string) string {
+			if k == lambdaapp.EnvIssuer {
+				return "latchkey"
+			}
+			return full[k]
+		})
+		if err == nil || !strings.Contains(err.Error(), "ISSUER") {
+			t.Fatalf("ISSUER=latchkey: got %v, want an error naming ISSUER", err)
 		}
 	})
 	t.Run("ErrMissing", func(t *testing.T) {
@@ -567,14 +590,14 @@ type downKeys struct {
 	down bool
 }
 
-func (d *downKeys) PublicKeys(ctx context.Context) ([]byte, error) {
+func (d *downKeys) Published(ctx context.Context) ([]byte, string, error) {
 	d.mu.Lock()
 	down := d.down
 	d.mu.Unlock()
 	if down {
-		return nil, errors.New("connect: connection refused")
+		return nil, "", errors.New("connect: connection refused")
 	}
-	return d.MemoryKeys.PublicKeys(ctx)
+	return d.MemoryKeys.Published(ctx)
 }
 
 // TestApp_UnknownKidLogsRequestID: a token signed by a key the verifying
@@ -654,5 +677,61 @@ func TestApp_UnknownKidLogsRequestID(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestApp_RecordedIssuer: deployed as the template deploys them, without
+// ISSUER, the functions take the issuer the IssuerConfig custom resource
+// records in the table. Before it is recorded auth publishes its keys but
+// issues no token (503) and serves no metadata (503); once it is, the auth
+// instance that recorded it issues tokens with it at once, and a users
+// instance that was already warm accepts them as soon as it looks again.
+func TestApp_RecordedIssuer(t *testing.T) {
+	e := newEnv(t)
+	c := &clock{t: time.Now()}
+	newApp := func(fn lambdaapp.Function) *lambdaapp.App {
+		t.Helper()
+		cfg := replay.Config(fn, "latchkey")
+		cfg.Issuer = "" // as the template sets it
+		a, err := lambdaapp.New(context.Background(), cfg, lambdaapp.Deps{Store: e.store, Keys: e.keys, Secrets: e.secrets, Now: c.Now})
+		if err != nil {
+			t.Fatalf("init %s: %v", fn, err)
+		}
+		return a
+	}
+	auth := newApp(lambdaapp.Auth)
+	users := newApp(lambdaapp.Users)
+	if jwks, _, err := e.keys.Published(context.Background()); err != nil || jwks == nil {
+		t.Fatalf("auth did not publish its keys before the issuer was recorded: %v", err)
+	}
+	if code, body := do(t, auth, "POST", "/v1/auth/token", replay.KeySecret, `{"scopes":["read:users"]}`); code != http.StatusServiceUnavailable {
+		t.Fatalf("issue before the issuer is recorded: got %d %v, want 503", code, body)
+	}
+	if code, _ := do(t, auth, "GET", "/.well-known/oauth-authorization-server", "", ""); code != http.StatusServiceUnavailable {
+		t.Fatalf("metadata before the issuer is recorded: got %d, want 503", code)
+	}
+
+	const issuer = "https://a1b2c3d4e5.execute-api.us-east-1.amazonaws.com"
+	if err := auth.RecordIssuer(context.Background(), "latchkey"); err == nil {
+		t.Fatal("RecordIssuer(latchkey): got nil error, want the issuer refused")
+	}
+	if err := users.RecordIssuer(context.Background(), issuer); err == nil {
+		t.Fatal("users.RecordIssuer: got nil error; only auth writes the config item")
+	}
+	if err := auth.RecordIssuer(context.Background(), issuer); err != nil {
+		t.Fatalf("RecordIssuer: %v", err)
+	}
+	_, meta := do(t, auth, "GET", "/.well-known/openid-configuration", "", "")
+	if meta["issuer"] != issuer {
+		t.Fatalf("metadata issuer: got %v, want %s", meta["issuer"], issuer)
+	}
+	code, body := do(t, auth, "POST", "/v1/auth/token", replay.KeySecret, `{"scopes":["read:users"]}`)
+	if code != http.StatusCreated || body["audience"] != issuer {
+		t.Fatalf("issue: got %d %v, want 201 with the issuer as audience", code, body)
+	}
+	tok, _ := body["access_token"].(string)
+	c.Add(token.UnknownKidReloadInterval) // the users instance looks again this often until it has an issuer
+	if code, _ := do(t, users, "GET", "/v1/users/"+replay.UserID, tok, ""); code != http.StatusOK {
+		t.Fatalf("users with the token: got %d, want 200", code)
 	}
 }

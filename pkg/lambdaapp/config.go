@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"latchkey/pkg/account"
 	"latchkey/pkg/dynamostore"
 	"latchkey/pkg/httpapi"
 )
@@ -65,7 +66,10 @@ type Config struct {
 	Function Function
 	// TableName is the DynamoDB table.
 	TableName string
-	// Issuer is the iss claim of access tokens.
+	// Issuer is the issuer identifier, when ISSUER configures it: the base
+	// URL of the API, the iss of its tokens. Empty (as the template leaves
+	// it), every function reads the issuer the deployment recorded in the
+	// table (the IssuerConfig custom resource), beside the public keys.
 	Issuer string
 	// SigningKeySecret is the ARN of the signing key secret; auth only.
 	SigningKeySecret string
@@ -95,7 +99,6 @@ func ConfigFromEnv(fn Function, getenv func(string) string) (Config, error) {
 	}
 	required := []struct{ name, value string }{
 		{EnvTableName, cfg.TableName},
-		{EnvIssuer, cfg.Issuer},
 		{EnvCursorKeySecret, cfg.CursorKeySecret},
 	}
 	if fn.WritesCredentials() {
@@ -118,6 +121,11 @@ func ConfigFromEnv(fn Function, getenv func(string) string) (Config, error) {
 	var err error
 	if cfg.StoreTimeout, err = dynamostore.ParseTimeout(getenv(EnvStoreTimeout)); err != nil {
 		problems = append(problems, EnvStoreTimeout+": "+err.Error())
+	}
+	if cfg.Issuer != "" {
+		if err := account.CheckIssuer(cfg.Issuer); err != nil {
+			problems = append(problems, EnvIssuer+": "+err.Error())
+		}
 	}
 	if len(problems) > 0 {
 		return Config{}, errors.New(strings.Join(problems, "; "))

@@ -7,10 +7,11 @@ import (
 	"latchkey/pkg/token"
 )
 
-// PublicKeyStore holds the JSON Web Key Set that the auth function publishes
-// for the others: the only way the organizations and users functions learn
-// the public key, since they may not read the signing secret. They read it
-// through a token.KeySet. dynamostore.Store implements it.
+// PublicKeyStore holds what the auth function publishes for the others:
+// the JSON Web Key Set of its public keys, the only way the organizations
+// and users functions learn them, since they may not read the signing
+// secret, and the issuer identifier the deployment recorded. Every function
+// reads both through a token.KeySet. dynamostore.Store implements it.
 type PublicKeyStore interface {
 	// PutPublicKeys replaces the published key set, unless that was
 	// derived from a newer signing secret version than version (the
@@ -19,7 +20,10 @@ type PublicKeyStore interface {
 	// old keys back, which would make the other functions refuse the new
 	// tokens until their next refresh. Keeping the newer set is not an error.
 	PutPublicKeys(ctx context.Context, jwks []byte, version time.Time) error
-	// PublicKeys returns the published key set; account.CodeNotFound before
-	// the auth function has ever started.
+	// PutIssuer records the issuer identifier (the template's IssuerConfig
+	// custom resource, at deploy time), beside the key set.
+	PutIssuer(ctx context.Context, issuer string) error
+	// Published returns the key set and the issuer; account.CodeNotFound
+	// before either was ever published.
 	token.KeySource
 }

@@ -13,14 +13,18 @@ import (
 	"latchkey/pkg/account"
 )
 
-// KeySource reads a published JSON Web Key Set: the only way a process
+// KeySource reads what the issuing service publishes for the processes
+// that verify its tokens without its private key: the only way a process
 // that may not read the signing secret (the organizations and users
-// functions, the gateway authorizer) learns the public keys.
+// functions, the gateway authorizer) learns the public keys, and, in a
+// deployment whose issuer is known only once it is deployed, the issuer.
 // dynamostore.Store implements it.
 type KeySource interface {
-	// PublicKeys returns the published key set; account.CodeNotFound before
-	// the issuer has ever published one.
-	PublicKeys(ctx context.Context) ([]byte, error)
+	// Published returns the JSON Web Key Set of the public keys (nil until
+	// one is published) and the issuer identifier the deployment recorded
+	// ("" until one is), in one read; account.CodeNotFound when neither
+	// has been published.
+	Published(ctx context.Context) (jwks []byte, issuer string, err error)
 }
 
 // UnknownKidReloadInterval is the least time between two reloads of a
@@ -46,7 +50,8 @@ const DefaultKeySetRefresh = 5 * time.Minute
 
 // KeySet is an account.TokenParser over the key set read from a KeySource:
 // a Parser (EdDSA only, known kids only) rebuilt from the source every
-// refresh interval, and when a token names a kid it does not know.
+// refresh interval, and when a token names a kid it does not know. Its
+// issuer is the one it was given, or, if none, the one the source records.
 type KeySet struct {
 	issuer   string
 	src      KeySource
@@ -63,15 +68,16 @@ type KeySet struct {
 type keySetState struct {
 	parser    *Parser
 	kids      map[string]bool
+	issuer    string
 	fetchedAt time.Time
 }
 
 var _ account.TokenParser = (*KeySet)(nil)
 
 // NewKeySet reads the key set from src once and returns a KeySet that
-// accepts tokens from issuer signed by its keys. An error reading or
-// decoding the set is returned; a set not yet published is not an error
-// (see reload).
+// accepts tokens from issuer signed by its keys; with an empty issuer, from
+// the issuer src records. An error reading or decoding the set is
+// returned; a set or issuer not yet published is not an error (see reload).
 func NewKeySet(ctx context.Context, issuer string, src KeySource, opts KeySetOptions) (*KeySet, error) {
 	k := &KeySet{issuer: issuer, src: src, logger: opts.Logger, now: opts.Now, interval: opts.RefreshInterval}
 	if k.logger == nil {
@@ -89,33 +95,63 @@ func NewKeySet(ctx context.Context, issuer string, src KeySource, opts KeySetOpt
 	return k, nil
 }
 
-// reload reads the key set. Before the issuer has published one there is
-// none; then no token is valid, which is true: none was issued.
+// reload reads the key set. Before the issuer has published one, or, when
+// the issuer comes from the source, before the deployment has recorded it,
+// no token is valid, which is true: none was issued.
 func (k *KeySet) reload(ctx context.Context) error {
-	set, err := k.src.PublicKeys(ctx)
-	switch {
-	case account.IsCode(err, account.CodeNotFound):
-		k.logger.InfoContext(ctx, "no public keys published yet; tokens are refused until the auth function starts")
-		k.state.Store(&keySetState{parser: NewParser(k.issuer), kids: map[string]bool{}, fetchedAt: k.now()})
-		return nil
-	case err != nil:
+	set, recorded, err := k.src.Published(ctx)
+	if err != nil && !account.IsCode(err, account.CodeNotFound) {
 		return err
 	}
-	parser, err := ParserFromJWKS(k.issuer, set)
+	issuer := k.issuer
+	if issuer == "" {
+		issuer = recorded
+	}
+	switch {
+	case set == nil:
+		k.logger.InfoContext(ctx, "no public keys published yet; tokens are refused until the auth function starts")
+	case issuer == "":
+		k.logger.InfoContext(ctx, "no issuer recorded yet; tokens are refused until the deployment records it")
+	}
+	if set == nil || issuer == "" {
+		k.state.Store(&keySetState{parser: NewParser(issuer), kids: map[string]bool{}, issuer: issuer, fetchedAt: k.now()})
+		return nil
+	}
+	parser, err := ParserFromJWKS(issuer, set)
 	if err != nil {
 		return err
 	}
-	k.state.Store(&keySetState{parser: parser, kids: kidsOf(set), fetchedAt: k.now()})
+	k.state.Store(&keySetState{parser: parser, kids: kidsOf(set), issuer: issuer, fetchedAt: k.now()})
 	return nil
 }
 
+// Issuer returns the issuer whose tokens the set accepts: the one it was
+// given, or the one the source recorded at the last reload; "" while the
+// source has recorded none.
+func (k *KeySet) Issuer() string { return k.state.Load().issuer }
+
+// Refresh reloads the set now, as after the deployment has recorded a new
+// issuer. On an error the set in use is kept.
+func (k *KeySet) Refresh(ctx context.Context) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.reload(ctx)
+}
+
 // RefreshIfStale reloads the key set when it is older than the refresh
-// interval. A failure keeps the keys in use and is logged: verifying with a
-// key set a few minutes old is better than refusing every token. A Lambda
-// calls it on the request path, because its background goroutines are
-// frozen between invocations.
+// interval, or than UnknownKidReloadInterval while it has no issuer (a
+// deployment records it moments after the functions start). A failure
+// keeps the keys in use and is logged: verifying with a key set a few
+// minutes old is better than refusing every token. A Lambda calls it on the
+// request path, because its background goroutines are frozen between
+// invocations.
 func (k *KeySet) RefreshIfStale(ctx context.Context) {
-	if k.now().Sub(k.state.Load().fetchedAt) < k.interval || !k.mu.TryLock() {
+	st := k.state.Load()
+	interval := k.interval
+	if st.issuer == "" {
+		interval = min(interval, UnknownKidReloadInterval)
+	}
+	if k.now().Sub(st.fetchedAt) < interval || !k.mu.TryLock() {
 		return
 	}
 	defer k.mu.Unlock()

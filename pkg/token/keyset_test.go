@@ -17,24 +17,27 @@ import (
 
 // source is a token.KeySource in memory that counts its reads.
 type source struct {
-	mu    sync.Mutex
-	set   []byte
-	err   error
-	reads int
+	mu     sync.Mutex
+	set    []byte
+	issuer string
+	err    error
+	reads  int
 }
 
-func (s *source) PublicKeys(context.Context) ([]byte, error) {
+func (s *source) Published(context.Context) ([]byte, string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.reads++
 	if s.err != nil {
-		return nil, s.err
+		return nil, "", s.err
 	}
-	if s.set == nil {
-		return nil, account.Errorf(account.CodeNotFound, "public signing keys not found")
+	if s.set == nil && s.issuer == "" {
+		return nil, "", account.Errorf(account.CodeNotFound, "nothing published")
 	}
-	return s.set, nil
+	return s.set, s.issuer, nil
 }
+
+func (s *source) record(issuer string) { s.mu.Lock(); s.issuer = issuer; s.mu.Unlock() }
 
 func (s *source) publish(keys ...ed25519.PrivateKey) {
 	s.mu.Lock()
@@ -177,13 +180,56 @@ func TestKeySet_RefreshIfStale(t *testing.T) {
 func TestNewKeySet_Err(t *testing.T) {
 	for name, src := range map[string]*source{
 		"SourceFails": {err: errors.New("connect: connection refused")},
-		"NotAJWKS":    {set: []byte("{")},
-		"RSAKey":      {set: []byte(`{"keys":[{"kty":"RSA","n":"AQAB","e":"AQAB","kid":"r"}]}`)},
+		"NotAJWKS":    {set: []byte("{"), issuer: issuer},
+		"RSAKey":      {set: []byte(`{"keys":[{"kty":"RSA","n":"AQAB","e":"AQAB","kid":"r"}]}`), issuer: issuer},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := token.NewKeySet(t.Context(), issuer, src, token.KeySetOptions{}); err == nil {
 				t.Fatal("got nil error")
 			}
 		})
+	}
+}
+
+// TestKeySet_IssuerFromSource: a KeySet given no issuer takes the one the
+// source records. Until there is one it refuses every token and looks again
+// every token.UnknownKidReloadInterval, not every refresh interval, since a
+// deployment records it moments after the functions start; a new issuer
+// replaces the old at the next reload, and a configured issuer is never
+// replaced by the source's.
+func TestKeySet_IssuerFromSource(t *testing.T) {
+	now := time.Now().UTC().Truncate(time.Second)
+	c := &fakeClock{t: now}
+	key := newKey(t)
+	src := &source{}
+	src.publish(key)
+	ks, err := token.NewKeySet(t.Context(), "", src, token.KeySetOptions{Now: c.Now, RefreshInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := sign(t, token.NewSigner(key, issuer), sampleClaims(now))
+	if _, err := ks.Parse(t.Context(), tok, now); !errors.Is(err, account.ErrTokenInvalid) || ks.Issuer() != "" {
+		t.Fatalf("before an issuer is recorded: got %v, issuer %q; want ErrTokenInvalid and none", err, ks.Issuer())
+	}
+	src.record(issuer)
+	c.t = now.Add(token.UnknownKidReloadInterval)
+	ks.RefreshIfStale(t.Context())
+	if _, err := ks.Parse(t.Context(), tok, now); err != nil || ks.Issuer() != issuer {
+		t.Fatalf("once it is recorded: got %v, issuer %q; want valid, %s", err, ks.Issuer(), issuer)
+	}
+	// A new issuer (a custom domain): old tokens are not the new issuer's.
+	src.record("https://auth.example.com")
+	if err := ks.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ks.Parse(t.Context(), tok, now); !errors.Is(err, account.ErrTokenInvalid) || ks.Issuer() != "https://auth.example.com" {
+		t.Fatalf("after the issuer changed: got %v, issuer %q", err, ks.Issuer())
+	}
+	fixed, err := token.NewKeySet(t.Context(), issuer, src, token.KeySetOptions{Now: c.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fixed.Parse(t.Context(), tok, now); err != nil || fixed.Issuer() != issuer {
+		t.Fatalf("a configured issuer: got %v, issuer %q; want valid, %s", err, fixed.Issuer(), issuer)
 	}
 }

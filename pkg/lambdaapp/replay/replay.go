@@ -240,11 +240,12 @@ func versionCreated(i int) time.Time {
 }
 
 // MemoryKeys is a PublicKeyStore in memory, for replays over the embedded
-// store, which has no place for the JWKS item that the table holds.
+// store, which has no place for the config item that the table holds.
 type MemoryKeys struct {
 	mu      sync.Mutex
 	jwks    []byte
 	version time.Time
+	issuer  string
 }
 
 var _ lambdaapp.PublicKeyStore = (*MemoryKeys)(nil)
@@ -261,14 +262,22 @@ func (m *MemoryKeys) PutPublicKeys(_ context.Context, jwks []byte, version time.
 	return nil
 }
 
-// PublicKeys implements lambdaapp.PublicKeyStore.
-func (m *MemoryKeys) PublicKeys(context.Context) ([]byte, error) {
+// PutIssuer implements lambdaapp.PublicKeyStore.
+func (m *MemoryKeys) PutIssuer(_ context.Context, issuer string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.jwks == nil {
-		return nil, account.Errorf(account.CodeNotFound, "public signing keys not found")
+	m.issuer = issuer
+	return nil
+}
+
+// Published implements lambdaapp.PublicKeyStore.
+func (m *MemoryKeys) Published(context.Context) ([]byte, string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.jwks == nil && m.issuer == "" {
+		return nil, "", account.Errorf(account.CodeNotFound, "public signing keys not found")
 	}
-	return m.jwks, nil
+	return m.jwks, m.issuer, nil
 }
 
 // PublishKeys publishes the public key of SigningSecret into keys, as the
