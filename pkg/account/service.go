@@ -26,11 +26,12 @@ type Options struct {
 // principal. Each method checks the principal's scope first, then validates
 // its input, then calls the store.
 type Service struct {
-	store   Store
-	signer  TokenSigner
-	parser  TokenParser
-	cursors cursorCodec
-	now     func() time.Time
+	store    Store
+	signer   TokenSigner
+	parser   TokenParser
+	verifier *TokenVerifier
+	cursors  cursorCodec
+	now      func() time.Time
 }
 
 // NewService returns a Service over store.
@@ -51,11 +52,12 @@ func NewService(store Store, opts Options) (*Service, error) {
 		now = time.Now
 	}
 	return &Service{
-		store:   store,
-		signer:  opts.Signer,
-		parser:  opts.Parser,
-		cursors: cursorCodec{key: opts.CursorKey},
-		now:     func() time.Time { return now().UTC().Truncate(time.Millisecond) },
+		store:    store,
+		signer:   opts.Signer,
+		parser:   opts.Parser,
+		verifier: NewTokenVerifier(store, opts.Parser, now),
+		cursors:  cursorCodec{key: opts.CursorKey},
+		now:      func() time.Time { return now().UTC().Truncate(time.Millisecond) },
 	}, nil
 }
 

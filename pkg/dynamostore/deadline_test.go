@@ -91,7 +91,8 @@ func storeCalls(s *dynamostore.Store, user account.User, org account.Organizatio
 		},
 		"TokenStatus":   func(ctx context.Context) error { _, err := s.TokenStatus(ctx, tok.ID, key.ID, nil); return err },
 		"PutPublicKeys": func(ctx context.Context) error { return s.PutPublicKeys(ctx, []byte(`{"keys":[]}`), at) },
-		"PublicKeys":    func(ctx context.Context) error { _, err := s.PublicKeys(ctx); return err },
+		"PutIssuer":     func(ctx context.Context) error { return s.PutIssuer(ctx, "https://auth.example.com") },
+		"Published":     func(ctx context.Context) error { _, _, err := s.Published(ctx); return err },
 		// Test-only views (export_test.go), which read the table too.
 		"UserMembershipSides": func(ctx context.Context) error { _, err := s.UserMembershipSides(ctx, user.ID); return err },
 		"OrgMembershipSides":  func(ctx context.Context) error { _, err := s.OrgMembershipSides(ctx, org.ID); return err },

@@ -1,0 +1,187 @@
+// Package authorizer decides API Gateway HTTP API Lambda authorizer
+// requests (payload format 2.0, simple responses) for the routes of APIs
+// that Latchkey's users build: a request whose Authorization header carries
+// a Latchkey access token that is valid right now (signature with the
+// published keys, then the revocation entry and the issuing key, exactly as
+// GET /v1/auth/verify checks it) and that meets the route's rule (a scope,
+// an audience) is authorized; anything else is not.
+//
+// It is the gateway's counterpart of verify: API Gateway's built-in JWT
+// authorizer checks tokens offline and so cannot see a revocation, and
+// result caching must be off for a revocation to count at once.
+package authorizer
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"latchkey/pkg/account"
+)
+
+// Rule is what a route asks of a token beyond being valid.
+type Rule struct {
+	// Scope is the scope the token must hold (a grant such as read:* or
+	// *:* covers it); "" for none.
+	Scope string `json:"scope,omitempty"`
+	// Audience is the token's expected aud; "" for any.
+	Audience string `json:"audience,omitempty"`
+}
+
+// Routes maps an API Gateway routeKey ("GET /orders/{id}", "$default") to
+// its Rule. The entry "*" applies to every route not listed; without it, a
+// route not listed needs only a valid token.
+type Routes map[string]Rule
+
+// AnyRoute is the Routes entry for the routes not listed.
+const AnyRoute = "*"
+
+// ParseRoutes decodes the JSON of Routes (the AUTHORIZER_ROUTES variable),
+// refusing unknown fields, malformed scopes and audiences, so that a typo
+// cannot leave a route open. An empty string is no rules.
+func ParseRoutes(s string) (Routes, error) {
+	if strings.TrimSpace(s) == "" {
+		return Routes{}, nil
+	}
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.DisallowUnknownFields()
+	var r Routes
+	if err := dec.Decode(&r); err != nil {
+		return nil, fmt.Errorf(`routes: want a JSON object {"<routeKey>": {"scope": "...", "audience": "..."}}: %w`, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("routes: text after the JSON object")
+	}
+	keys := make([]string, 0, len(r))
+	for k := range r {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		rule := r[k]
+		switch {
+		case k == "":
+			return nil, fmt.Errorf("routes: an empty routeKey")
+		case rule.Scope != "" && !account.ValidScope(rule.Scope):
+			return nil, fmt.Errorf("routes: %q: scope %q is not <action>:<resource>", k, rule.Scope)
+		case rule.Audience != "" && !account.ValidAudience(rule.Audience):
+			return nil, fmt.Errorf("routes: %q: audience %q is not an absolute URI or an identifier", k, rule.Audience)
+		}
+	}
+	return r, nil
+}
+
+// rule returns the rule of routeKey.
+func (r Routes) rule(routeKey string) Rule {
+	if rule, ok := r[routeKey]; ok {
+		return rule
+	}
+	return r[AnyRoute]
+}
+
+// Verifier checks access tokens; *account.TokenVerifier is one.
+type Verifier interface {
+	Verify(ctx context.Context, token string) (account.Verification, error)
+}
+
+// Authorizer decides authorizer requests.
+type Authorizer struct {
+	verifier Verifier
+	routes   Routes
+	logger   *slog.Logger
+}
+
+// New returns an Authorizer that checks tokens with verifier and routes'
+// rules, and logs one line per decision to logger (slog.Default() if nil).
+func New(verifier Verifier, routes Routes, logger *slog.Logger) *Authorizer {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &Authorizer{verifier: verifier, routes: routes, logger: logger}
+}
+
+// The reasons a request is refused, as logged (never returned to the
+// client, which API Gateway answers 403 whatever the reason).
+const (
+	reasonNoToken  = "no_bearer_token"
+	reasonScope    = "insufficient_scope"
+	reasonAudience = "wrong_audience"
+)
+
+var denied = events.APIGatewayV2CustomAuthorizerSimpleResponse{IsAuthorized: false}
+
+// Authorize answers one authorizer request. It returns an error only when
+// the token cannot be checked (the table cannot be read): API Gateway then
+// answers 500, and the request is refused without being mistaken for a bad
+// token.
+func (a *Authorizer) Authorize(ctx context.Context, req events.APIGatewayV2CustomAuthorizerV2Request) (events.APIGatewayV2CustomAuthorizerSimpleResponse, error) {
+	token, ok := bearerToken(req.Headers)
+	if !ok {
+		a.decided(ctx, req, false, reasonNoToken, account.TokenClaims{})
+		return denied, nil
+	}
+	v, err := a.verifier.Verify(ctx, token)
+	if err != nil {
+		a.logger.ErrorContext(ctx, "authorizer: the token could not be checked", "request_id", req.RequestContext.RequestID, "route", req.RouteKey, "error", err.Error())
+		return denied, fmt.Errorf("authorizer: the token could not be checked (request %s)", req.RequestContext.RequestID)
+	}
+	if !v.Valid {
+		a.decided(ctx, req, false, v.Reason, account.TokenClaims{})
+		return denied, nil
+	}
+	c := v.Claims
+	rule := a.routes.rule(req.RouteKey)
+	switch {
+	case rule.Scope != "" && !account.ScopesCover(c.Scopes, rule.Scope):
+		a.decided(ctx, req, false, reasonScope, c)
+		return denied, nil
+	case rule.Audience != "" && c.Audience != rule.Audience:
+		a.decided(ctx, req, false, reasonAudience, c)
+		return denied, nil
+	}
+	a.decided(ctx, req, true, "", c)
+	return events.APIGatewayV2CustomAuthorizerSimpleResponse{
+		IsAuthorized: true,
+		// Reaches the integration as requestContext.authorizer.lambda.
+		Context: map[string]any{
+			"token_id":  c.ID,
+			"key_id":    c.KeyID,
+			"client_id": c.KeyID,
+			"scope":     strings.Join(c.Scopes, " "),
+			"aud":       c.Audience,
+		},
+	}, nil
+}
+
+// decided logs one line per request: never the token, only its ids.
+func (a *Authorizer) decided(ctx context.Context, req events.APIGatewayV2CustomAuthorizerV2Request, authorized bool, reason string, c account.TokenClaims) {
+	attrs := []any{"request_id", req.RequestContext.RequestID, "route", req.RouteKey, "authorized", authorized}
+	if reason != "" {
+		attrs = append(attrs, "reason", reason)
+	}
+	if c.ID != "" {
+		attrs = append(attrs, "token_id", c.ID, "key_id", c.KeyID)
+	}
+	a.logger.InfoContext(ctx, "authorizer decision", attrs...)
+}
+
+// bearerToken returns the credential of an "Authorization: Bearer <token>"
+// header. HTTP API events (payload 2.0) carry header names in lower case;
+// the scheme is case-insensitive (RFC 9110, section 11.1).
+func bearerToken(headers map[string]string) (string, bool) {
+	h := headers["authorization"]
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimLeft(token, " ")
+	if token == "" || strings.ContainsAny(token, " \t,") {
+		return "", false
+	}
+	return token, true
+}

@@ -1,0 +1,251 @@
+package authorizer_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"latchkey/pkg/account"
+	"latchkey/pkg/authorizer"
+	"latchkey/pkg/httpapi/httpapitest"
+	"latchkey/pkg/token"
+)
+
+func TestParseRoutes(t *testing.T) {
+	t.Run("OK", func(t *testing.T) {
+		r, err := authorizer.ParseRoutes(`{"GET /orders": {"scope": "read:orders", "audience": "https://orders.example.com"}, "*": {"audience": "orders-api"}}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r["GET /orders"].Scope != "read:orders" || r[authorizer.AnyRoute].Audience != "orders-api" {
+			t.Fatalf("got %+v", r)
+		}
+		if r, err := authorizer.ParseRoutes(" "); err != nil || len(r) != 0 {
+			t.Fatalf("empty: got %v, %v", r, err)
+		}
+	})
+	for name, s := range map[string]string{
+		"NotJSON":      `GET /orders=read:orders`,
+		"UnknownField": `{"GET /orders": {"scopes": ["read:orders"]}}`,
+		"BadScope":     `{"GET /orders": {"scope": "orders"}}`,
+		"BadAudience":  `{"GET /orders": {"audience": "https://x.example/#f"}}`,
+		"EmptyKey":     `{"": {"scope": "read:orders"}}`,
+		"Trailing":     `{} {}`,
+	} {
+		t.Run("Err"+name, func(t *testing.T) {
+			if _, err := authorizer.ParseRoutes(s); err == nil {
+				t.Fatal("got nil error")
+			}
+		})
+	}
+}
+
+// stack is a real service and store (bbolt, or DynamoDB Local with
+// LATCHKEY_TEST_STORE=dynamodb) that issues tokens, and an authorizer that
+// verifies them with the public key only.
+type stack struct {
+	env  *httpapitest.Env
+	logs *httpapitest.SyncBuffer
+}
+
+func newStack(t *testing.T) stack {
+	t.Helper()
+	return stack{env: httpapitest.NewServer(t), logs: &httpapitest.SyncBuffer{}}
+}
+
+func (s stack) authorizer(routes authorizer.Routes, store account.TokenStatusReader) *authorizer.Authorizer {
+	if store == nil {
+		store = s.env.Store
+	}
+	v := account.NewTokenVerifier(store, token.NewParser(httpapitest.Issuer, s.env.PublicKey), s.env.Clock.Now)
+	return authorizer.New(v, routes, slog.New(slog.NewJSONHandler(s.logs, nil)))
+}
+
+// issue issues a token for a new key holding grants.
+func (s stack) issue(t *testing.T, audience, expiresIn string, grants ...string) (string, account.TokenClaims) {
+	t.Helper()
+	_, secret := s.env.CreateAPIKey(t, grants...)
+	p, err := s.env.Service.Authenticate(context.Background(), secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, c, err := s.env.Service.IssueToken(context.Background(), p, account.TokenRequest{Scopes: grants, Audience: audience, ExpiresIn: expiresIn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok, c
+}
+
+func request(routeKey, authorization string) events.APIGatewayV2CustomAuthorizerV2Request {
+	req := events.APIGatewayV2CustomAuthorizerV2Request{
+		Version: "2.0", Type: "REQUEST", RouteKey: routeKey, Headers: map[string]string{},
+		RouteArn:       "arn:aws:execute-api:us-east-1:123456789012:abcdef1234/$default/GET/orders",
+		RequestContext: events.APIGatewayV2HTTPRequestContext{RequestID: "Req" + strings.ReplaceAll(routeKey, " ", "")},
+	}
+	if authorization != "" {
+		req.Headers["authorization"] = authorization
+		req.IdentitySource = []string{authorization}
+	}
+	return req
+}
+
+func authorize(t *testing.T, a *authorizer.Authorizer, req events.APIGatewayV2CustomAuthorizerV2Request) events.APIGatewayV2CustomAuthorizerSimpleResponse {
+	t.Helper()
+	res, err := a.Authorize(context.Background(), req)
+	if err != nil {
+		t.Fatalf("Authorize: %v", err)
+	}
+	return res
+}
+
+func TestAuthorize(t *testing.T) {
+	s := newStack(t)
+	const orders = "https://orders.example.com"
+	routes := authorizer.Routes{
+		"GET /orders":         {Scope: "read:orders", Audience: orders},
+		"DELETE /orders/{id}": {Scope: "delete:orders", Audience: orders},
+		"GET /public-ish":     {},
+		authorizer.AnyRoute:   {Audience: orders},
+	}
+	a := s.authorizer(routes, nil)
+	tok, c := s.issue(t, orders, "", "read:orders")
+
+	t.Run("Valid", func(t *testing.T) {
+		res := authorize(t, a, request("GET /orders", "Bearer "+tok))
+		want := map[string]any{"token_id": c.ID, "key_id": c.KeyID, "client_id": c.KeyID, "scope": "read:orders", "aud": orders}
+		if !res.IsAuthorized || len(res.Context) != len(want) {
+			t.Fatalf("got %+v, want authorized with context %v", res, want)
+		}
+		for k, v := range want {
+			if res.Context[k] != v {
+				t.Errorf("context %s: got %v, want %v", k, res.Context[k], v)
+			}
+		}
+		// The scheme is case-insensitive.
+		if res := authorize(t, a, request("GET /orders", "bearer "+tok)); !res.IsAuthorized {
+			t.Error("lower-case scheme: refused")
+		}
+	})
+	t.Run("WildcardGrantCoversTheScope", func(t *testing.T) {
+		wide, _ := s.issue(t, orders, "", "*:orders")
+		if res := authorize(t, a, request("DELETE /orders/{id}", "Bearer "+wide)); !res.IsAuthorized {
+			t.Error("*:orders refused on a route that needs delete:orders")
+		}
+	})
+	t.Run("NoRuleNeedsOnlyAValidToken", func(t *testing.T) {
+		other, _ := s.issue(t, "", "", "other:thing") // the issuer as audience
+		if res := authorize(t, a, request("GET /public-ish", "Bearer "+other)); !res.IsAuthorized {
+			t.Error("a route with an empty rule refused a valid token")
+		}
+		if res := authorize(t, s.authorizer(nil, nil), request("GET /anything", "Bearer "+other)); !res.IsAuthorized {
+			t.Error("without rules, a valid token was refused")
+		}
+	})
+
+	refused := map[string]events.APIGatewayV2CustomAuthorizerV2Request{
+		"MissingHeader":   request("GET /orders", ""),
+		"NotBearer":       request("GET /orders", "Basic "+tok),
+		"TwoCredentials":  request("GET /orders", "Bearer "+tok+","+tok),
+		"NotAToken":       request("GET /orders", "Bearer not-a-token"),
+		"APIKey":          request("GET /orders", "Bearer "+s.env.AdminKey),
+		"WrongScope":      request("DELETE /orders/{id}", "Bearer "+tok),
+		"UnlistedRoute":   request("GET /elsewhere", "Bearer "+func() string { t, _ := s.issue(t, "", "", "read:orders"); return t }()),
+		"WrongAudience":   request("GET /orders", "Bearer "+func() string { t, _ := s.issue(t, "https://billing.example.com", "", "read:orders"); return t }()),
+		"DefaultAudience": request("GET /orders", "Bearer "+func() string { t, _ := s.issue(t, "", "", "read:orders"); return t }()),
+	}
+	forged, err := token.NewSigner(newKey(t), httpapitest.Issuer).Sign(account.TokenClaims{
+		ID: account.NewID(account.PrefixToken, time.Now()), KeyID: c.KeyID, Audience: orders, Scopes: []string{"*:*"},
+		IssuedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused["Forged"] = request("GET /orders", "Bearer "+forged)
+	revoked, _ := s.issue(t, orders, "", "read:orders")
+	p, err := s.env.Service.Authenticate(context.Background(), s.env.AdminKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.env.Service.RevokeToken(context.Background(), p, revoked); err != nil {
+		t.Fatal(err)
+	}
+	refused["Revoked"] = request("GET /orders", "Bearer "+revoked)
+	for name, req := range refused {
+		t.Run("Refused/"+name, func(t *testing.T) {
+			if res := authorize(t, a, req); res.IsAuthorized || res.Context != nil {
+				t.Fatalf("got %+v, want refused with no context", res)
+			}
+		})
+	}
+
+	t.Run("Refused/Expired", func(t *testing.T) {
+		s := newStack(t)
+		a := s.authorizer(routes, nil)
+		tok, _ := s.issue(t, orders, "1m", "read:orders")
+		if res := authorize(t, a, request("GET /orders", "Bearer "+tok)); !res.IsAuthorized {
+			t.Fatal("refused before it expired")
+		}
+		s.env.Clock.Advance(time.Minute)
+		if res := authorize(t, a, request("GET /orders", "Bearer "+tok)); res.IsAuthorized {
+			t.Fatal("authorized once expired")
+		}
+	})
+	t.Run("Refused/KeyDeleted", func(t *testing.T) {
+		k, secret := s.env.CreateAPIKey(t, "read:orders")
+		kp, _ := s.env.Service.Authenticate(context.Background(), secret)
+		tok, _, err := s.env.Service.IssueToken(context.Background(), kp, account.TokenRequest{Scopes: []string{"read:orders"}, Audience: orders})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.env.Service.DeleteAPIKey(context.Background(), p, k.ID); err != nil {
+			t.Fatal(err)
+		}
+		if res := authorize(t, a, request("GET /orders", "Bearer "+tok)); res.IsAuthorized {
+			t.Fatal("authorized a token whose key is deleted")
+		}
+	})
+
+	t.Run("LogsNoToken", func(t *testing.T) {
+		if out := s.logs.String(); strings.Contains(out, tok) || strings.Contains(out, s.env.AdminKey) || !strings.Contains(out, `"reason":"insufficient_scope"`) {
+			t.Fatalf("logs hold a credential, or no reason:\n%s", out)
+		}
+	})
+}
+
+// failingStore is a table that cannot be read.
+type failingStore struct{}
+
+func (failingStore) TokenStatus(context.Context, string, string, []string) (account.TokenStatus, error) {
+	return account.TokenStatus{}, account.Unavailable(errors.New("ProvisionedThroughputExceededException"))
+}
+
+// TestAuthorize_StoreFailure: when the revocation entry cannot be read the
+// authorizer returns an error (API Gateway answers 500) rather than
+// authorizing a token it could not check, or refusing it as if it were bad.
+func TestAuthorize_StoreFailure(t *testing.T) {
+	s := newStack(t)
+	a := s.authorizer(nil, failingStore{})
+	tok, _ := s.issue(t, "", "", "read:orders")
+	res, err := a.Authorize(context.Background(), request("GET /orders", "Bearer "+tok))
+	if err == nil || res.IsAuthorized {
+		t.Fatalf("got %+v, %v; want refused with an error", res, err)
+	}
+	if strings.Contains(err.Error(), "Provisioned") {
+		t.Errorf("the error shows the store's message: %v", err)
+	}
+}
+
+func newKey(t *testing.T) ed25519.PrivateKey {
+	t.Helper()
+	_, priv, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return priv
+}
