@@ -362,6 +362,110 @@ func BenchmarkColdStart(b *testing.B) {
 			}
 		})
 	}
+	// The authorizer: init (the published keys) and one decision on a
+	// valid token (the revocation entry and the key).
+	b.Run(lambdaapp.AuthorizerName, func(b *testing.B) {
+		routes, _, err := replay.AuthorizerManifest(authorizerEventsDir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		event, err := os.ReadFile(filepath.Join(authorizerEventsDir, "valid.json"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		bin := buildAuthorizer(b)
+		var total time.Duration
+		b.ResetTimer()
+		for b.Loop() {
+			elapsed, res, _ := authorizerColdStart(b, bin, l.authorizerEnv(routes), event)
+			if !res.IsAuthorized {
+				b.Fatal("the valid token was refused")
+			}
+			total += elapsed
+		}
+		b.ReportMetric(float64(total.Microseconds())/float64(b.N)/1000, "ms/cold-start")
+		if fi, err := os.Stat(bin); err == nil {
+			b.ReportMetric(float64(fi.Size())/(1<<20), "MiB-binary")
+		}
+	})
+}
+
+// buildAuthorizer builds functions/authorizer as buildFunction builds the
+// others.
+func buildAuthorizer(tb testing.TB) string {
+	tb.Helper()
+	out := filepath.Join(tb.TempDir(), "bootstrap")
+	cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-ldflags=-s -w", "-o", out, "./functions/authorizer")
+	cmd.Dir = "../.."
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("go build ./functions/authorizer: %v\n%s", err, b)
+	}
+	return out
+}
+
+// authorizerEnv is the authorizer's environment as the template sets it,
+// with routes as the AuthorizerRoutes parameter.
+func (l *live) authorizerEnv(routes string) []string {
+	var env []string
+	for _, kv := range l.base {
+		if !strings.HasPrefix(kv, lambdaapp.EnvCursorKeySecret+"=") { // the template gives it no secret
+			env = append(env, kv)
+		}
+	}
+	return append(env, lambdaapp.EnvAuthorizerRoutes+"="+routes)
+}
+
+// authorizerColdStart is coldStart for the authorizer, whose answer is a
+// simple response.
+func authorizerColdStart(tb testing.TB, bin string, env []string, event []byte) (time.Duration, events.APIGatewayV2CustomAuthorizerSimpleResponse, int64) {
+	tb.Helper()
+	p := startLambda(tb, bin, env)
+	body := p.invoke(event)
+	elapsed := time.Since(p.start)
+	maxRSS := p.stop()
+	var out events.APIGatewayV2CustomAuthorizerSimpleResponse
+	if err := json.Unmarshal(body, &out); err != nil {
+		tb.Fatalf("response: %v: %s", err, body)
+	}
+	return elapsed, out, maxRSS
+}
+
+// TestBinary_Authorizer runs the built authorizer as Lambda does, with
+// only the environment the template gives it, against DynamoDB Local:
+// every request of events/authorizer/ through one warm process, then a
+// cold start measured as for the other functions.
+func TestBinary_Authorizer(t *testing.T) {
+	l := newLive(t, true)
+	routes, entries, err := replay.AuthorizerManifest(authorizerEventsDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := buildAuthorizer(t)
+	p := startLambda(t, bin, l.authorizerEnv(routes))
+	for _, e := range entries {
+		event, err := os.ReadFile(filepath.Join(authorizerEventsDir, e.Event))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res events.APIGatewayV2CustomAuthorizerSimpleResponse
+		if err := json.Unmarshal(p.invoke(event), &res); err != nil {
+			t.Fatal(err)
+		}
+		if res.IsAuthorized != e.Authorized {
+			t.Errorf("%s: isAuthorized %v, want %v (%s)\n%s", e.Event, res.IsAuthorized, e.Authorized, e.Description, p.logs.String())
+		}
+	}
+	p.stop()
+	event, err := os.ReadFile(filepath.Join(authorizerEventsDir, "valid.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	elapsed, res, rss := authorizerColdStart(t, bin, l.authorizerEnv(routes), event)
+	if !res.IsAuthorized || res.Context["key_id"] != replay.KeyID {
+		t.Fatalf("cold start: got %+v", res)
+	}
+	t.Logf("authorizer: process start to first decision %v, peak RSS %d KiB", elapsed.Round(time.Millisecond), rss)
 }
 
 // maxBinaryBytes is the size target for each function's binary,
@@ -423,7 +527,7 @@ func lambdaBuild(tb testing.TB) (env, args []string) {
 func TestBinary_Size(t *testing.T) {
 	env, args := lambdaBuild(t)
 	dir := t.TempDir()
-	for _, fn := range lambdaapp.Functions() {
+	for _, fn := range append(lambdaapp.Functions(), lambdaapp.AuthorizerName) {
 		out := filepath.Join(dir, string(fn), "bootstrap")
 		cmd := exec.Command("go", append(args, "-o", out, "./functions/"+string(fn))...)
 		cmd.Dir = "../.."

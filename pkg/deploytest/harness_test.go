@@ -36,7 +36,8 @@ type backend struct {
 
 // newBackend returns a seeded store: a new table in DynamoDB Local when
 // LATCHKEY_TEST_DYNAMODB_ENDPOINT is set, else bbolt in a temp dir. The
-// fixture's public key is published, as the auth function would have done.
+// fixture's public key is published, as the auth function would have done,
+// and its issuer recorded, as the IssuerConfig custom resource would have.
 func newBackend(tb testing.TB) backend {
 	tb.Helper()
 	ctx := context.Background()
@@ -55,6 +56,9 @@ func newBackend(tb testing.TB) backend {
 		tb.Fatal(err)
 	}
 	if err := replay.PublishKeys(ctx, b.keys); err != nil {
+		tb.Fatal(err)
+	}
+	if err := b.keys.PutIssuer(ctx, replay.Issuer); err != nil {
 		tb.Fatal(err)
 	}
 	if b.calls != nil {

@@ -186,13 +186,13 @@ func TestConfigFromEnv(t *testing.T) {
 			switch k {
 			case lambdaapp.EnvStoreTimeout:
 				return "30s"
-			case lambdaapp.EnvIssuer:
+			case lambdaapp.EnvTableName:
 				return ""
 			}
 			return full[k]
 		})
-		if err == nil || !strings.Contains(err.Error(), "STORE_TIMEOUT") || !strings.Contains(err.Error(), "ISSUER") {
-			t.Fatalf("got %v, want STORE_TIMEOUT and ISSUER named", err)
+		if err == nil || !strings.Contains(err.Error(), "STORE_TIMEOUT") || !strings.Contains(err.Error(), "TABLE_NAME") {
+			t.Fatalf("got %v, want STORE_TIMEOUT and TABLE_NAME named", err)
 		}
 	})
 	t.Run("ErrUnknownFunction", func(t *testing.T) {

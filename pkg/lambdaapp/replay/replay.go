@@ -55,6 +55,47 @@ const (
 	CursorARN     = "arn:aws:secretsmanager:us-east-1:123456789012:secret:CursorKeySecret-AbCdEf"
 )
 
+// The authorizer's fixture (events/authorizer/): tokens of KeyID for the
+// routes of a user's own orders API, each with the scope read:orders.
+const (
+	// OrdersAudience is the audience the orders API expects.
+	OrdersAudience = "https://orders.example.com"
+	// OrdersTokenID is a valid token for OrdersAudience.
+	OrdersTokenID = "tok_01KF0EF3Y00000000000000007"
+	// BillingTokenID is a valid token for another API's audience.
+	BillingTokenID = "tok_01KF0EGYA00000000000000008"
+	// RevokedTokenID is a token for OrdersAudience that Seed revokes.
+	RevokedTokenID = "tok_01KF0EJRN00000000000000009"
+	// ExpiredTokenID is a token for OrdersAudience that expired an hour
+	// after fixtureTime.
+	ExpiredTokenID = "tok_01KF0EMK00000000000000000A"
+)
+
+// AuthorizerToken returns the authorizer fixture's token with id (one of
+// the ids above): issued for KeyID at fixtureTime with the scope
+// read:orders. Ed25519 signatures are deterministic, so it is always the
+// string in the events.
+func AuthorizerToken(id string) string {
+	aud, expires := OrdersAudience, time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC)
+	switch id {
+	case BillingTokenID:
+		aud = "https://billing.example.com"
+	case ExpiredTokenID:
+		expires = fixtureTime.Add(time.Hour)
+	}
+	priv, err := secrets.SigningKey(SigningSecret)
+	if err != nil {
+		panic(err) // SigningSecret is a constant of the right length
+	}
+	tok, err := token.NewSigner(priv, Issuer).Sign(account.TokenClaims{
+		ID: id, KeyID: KeyID, Audience: aud, Scopes: []string{"read:orders"}, IssuedAt: fixtureTime, ExpiresAt: expires,
+	})
+	if err != nil {
+		panic(err)
+	}
+	return tok
+}
+
 // fixtureTime is when the fixture's items were created.
 var fixtureTime = time.Date(2026, 1, 15, 9, 0, 0, 0, time.UTC)
 
@@ -97,7 +138,8 @@ func Config(fn lambdaapp.Function, table string) lambdaapp.Config {
 }
 
 // Seed writes the fixture into store: two API keys, two users, one
-// organization with alice as owner, and the token's record.
+// organization with alice as owner, the token's record, and the
+// revocation entry of the authorizer's RevokedTokenID.
 func Seed(ctx context.Context, store account.Store) error {
 	at := fixtureTime
 	steps := []func() error{
@@ -120,6 +162,12 @@ func Seed(ctx context.Context, store account.Store) error {
 			return store.AddMember(ctx, account.Membership{OrganizationID: OrgID, UserID: UserID, Role: "owner", CreatedAt: at, UpdatedAt: at})
 		},
 		func() error { return store.CreateToken(ctx, fixtureToken()) },
+		func() error {
+			_, err := store.RevokeToken(ctx, account.Revocation{
+				TokenID: RevokedTokenID, KeyID: KeyID, RevokedAt: at.Add(time.Hour), ExpiresAt: time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC),
+			})
+			return err
+		},
 	}
 	for i, step := range steps {
 		if err := step(); err != nil {
@@ -154,6 +202,51 @@ func Manifest(dir string) ([]Entry, error) {
 		return nil, fmt.Errorf("replay: %s/manifest.json: %w", dir, err)
 	}
 	return m.Events, nil
+}
+
+// AuthorizerEntry is one line of events/authorizer/manifest.json.
+type AuthorizerEntry struct {
+	// Event is the file name under events/authorizer/.
+	Event string `json:"event"`
+	// Authorized is the decision the event must produce.
+	Authorized bool `json:"authorized"`
+	// Description says what the event shows.
+	Description string `json:"description"`
+}
+
+// AuthorizerManifest reads dir/manifest.json of the authorizer's events:
+// the entries, and the routes (the AUTHORIZER_ROUTES value) they are
+// decided under.
+func AuthorizerManifest(dir string) (routes string, entries []AuthorizerEntry, err error) {
+	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if err != nil {
+		return "", nil, err
+	}
+	var m struct {
+		Routes json.RawMessage   `json:"routes"`
+		Events []AuthorizerEntry `json:"events"`
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return "", nil, fmt.Errorf("replay: %s/manifest.json: %w", dir, err)
+	}
+	return string(m.Routes), m.Events, nil
+}
+
+// LoadAuthorizerEvent reads an HTTP API Lambda authorizer request (payload
+// format 2.0), refusing a file in another shape.
+func LoadAuthorizerEvent(path string) (events.APIGatewayV2CustomAuthorizerV2Request, error) {
+	var ev events.APIGatewayV2CustomAuthorizerV2Request
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ev, err
+	}
+	if err := json.Unmarshal(b, &ev); err != nil {
+		return ev, fmt.Errorf("replay: %s: %w", path, err)
+	}
+	if ev.Version != "2.0" || ev.Type != "REQUEST" || ev.RouteKey == "" || ev.RouteArn == "" || ev.RequestContext.RequestID == "" {
+		return ev, fmt.Errorf("replay: %s is not an HTTP API authorizer request, payload 2.0 (version, type, routeKey, routeArn, requestContext.requestId)", path)
+	}
+	return ev, nil
 }
 
 // LoadEvent reads an HTTP API payload 2.0 event. It refuses a file in

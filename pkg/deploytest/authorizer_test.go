@@ -1,0 +1,217 @@
+package deploytest_test
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"latchkey/pkg/authorizer"
+	"latchkey/pkg/dynamostore/dynamotest"
+	"latchkey/pkg/httpapi/httpapitest"
+	"latchkey/pkg/lambdaapp"
+	"latchkey/pkg/lambdaapp/replay"
+)
+
+// authorizerEventsDir holds the authorizer's requests and their manifest.
+const authorizerEventsDir = eventsDir + "/authorizer"
+
+// newAuthorizer builds the authorizer over b as the template configures
+// it (no ISSUER: the recorded issuer), with the manifest's routes.
+func newAuthorizer(t *testing.T, b backend, routes string, logger *slog.Logger) lambdaapp.AuthorizerHandler {
+	t.Helper()
+	r, err := authorizer.ParseRoutes(routes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := lambdaapp.NewAuthorizer(context.Background(), lambdaapp.AuthorizerConfig{TableName: "latchkey", Routes: r},
+		lambdaapp.AuthorizerDeps{Store: b.store, Keys: b.keys, Logger: logger})
+	if err != nil {
+		t.Fatalf("init the authorizer: %v", err)
+	}
+	return h
+}
+
+// TestReplay_Authorizer feeds every request in events/authorizer/ to the
+// authorizer's handler over a freshly seeded store (DynamoDB Local in make
+// test) and checks the decision the manifest names, the context of an
+// authorized request, and that the logs carry the request id and no token.
+func TestReplay_Authorizer(t *testing.T) {
+	routes, entries, err := replay.AuthorizerManifest(authorizerEventsDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	covered := map[bool]bool{}
+	for _, e := range entries {
+		covered[e.Authorized] = true
+		t.Run(strings.TrimSuffix(e.Event, ".json"), func(t *testing.T) {
+			t.Parallel() // each request has its own store
+			ev, err := replay.LoadAuthorizerEvent(filepath.Join(authorizerEventsDir, e.Event))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var logs httpapitest.SyncBuffer
+			h := newAuthorizer(t, newBackend(t), routes, slog.New(slog.NewJSONHandler(&logs, nil)))
+			res, err := h(context.Background(), ev)
+			if err != nil {
+				t.Fatalf("handler error: %v", err)
+			}
+			if res.IsAuthorized != e.Authorized {
+				t.Fatalf("isAuthorized: got %v, want %v (%s)", res.IsAuthorized, e.Authorized, e.Description)
+			}
+			if e.Authorized {
+				want := map[string]any{
+					"token_id": replay.OrdersTokenID, "key_id": replay.KeyID, "client_id": replay.KeyID,
+					"scope": "read:orders", "aud": replay.OrdersAudience,
+				}
+				for k, v := range want {
+					if res.Context[k] != v {
+						t.Errorf("context %s: got %v, want %v", k, res.Context[k], v)
+					}
+				}
+			} else if res.Context != nil {
+				t.Errorf("a refusal with context %v", res.Context)
+			}
+			out := logs.String()
+			if !strings.Contains(out, `"request_id":"`+ev.RequestContext.RequestID+`"`) {
+				t.Errorf("no log line with the request id:\n%s", out)
+			}
+			if auth := ev.Headers["authorization"]; auth != "" && strings.Contains(out, strings.TrimPrefix(auth, "Bearer ")) {
+				t.Errorf("the token is in the logs:\n%s", out)
+			}
+		})
+	}
+	if !covered[true] || !covered[false] {
+		t.Errorf("the manifest must show both decisions")
+	}
+}
+
+// authorizerID is the template's authorizer function.
+const authorizerID = "AuthorizerFunction"
+
+// TestTemplate_AuthorizerLeastPrivilege replays the authorizer's requests
+// over DynamoDB Local, recording every DynamoDB request, and proves that its
+// role allows exactly the actions it used, allows each request as IAM would
+// evaluate it (the role names the partitions it may read), reads no index,
+// may write nothing anywhere, and holds no secret.
+func TestTemplate_AuthorizerLeastPrivilege(t *testing.T) {
+	if os.Getenv(dynamotest.EndpointEnv) == "" {
+		t.Skip(dynamotest.EndpointEnv + " is not set; run through scripts/dynamodb-local.sh (make test does)")
+	}
+	tpl := loadTemplate(t)
+	routes, entries, err := replay.AuthorizerManifest(authorizerEventsDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	actions := map[string]bool{}
+	var requests []iamRequest
+	usedIndex := false
+	for _, e := range entries {
+		b := newBackend(t)
+		h := newAuthorizer(t, b, routes, discard) // its init reads the published keys
+		ev, err := replay.LoadAuthorizerEvent(filepath.Join(authorizerEventsDir, e.Event))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h(context.Background(), ev); err != nil {
+			t.Fatal(err)
+		}
+		usedIndex = b.calls.merge(actions, &requests) || usedIndex
+	}
+	statement := tpl.policyStatement(t, authorizerID, "Table")
+	if got, want := strs(statement["Action"]), sortedKeys(actions); !slices.Equal(got, want) {
+		t.Errorf("DynamoDB actions:\n policy %v\n code   %v", got, want)
+	}
+	if usedIndex || path(statement["Resource"], "Fn::GetAtt") != "Table.Arn" {
+		t.Errorf("Table statement resource %v (the code used an index: %v); want the table alone", statement["Resource"], usedIndex)
+	}
+	statements := tpl.statements(t, authorizerID)
+	for _, req := range requests {
+		allowed, err := decide(statements, req)
+		if err != nil {
+			t.Fatalf("%s: %v", req, err)
+		}
+		if !allowed {
+			t.Errorf("the role refuses a request the code makes: %s", req)
+		}
+	}
+	// Not a single write, in any partition, nor a read of anything else.
+	for _, pk := range []string{"CONFIG", "KEY#" + replay.KeyID, "TOKEN#" + replay.TokenID, "KEYHASH#00", "USER#" + replay.UserID, "ORG#" + replay.OrgID} {
+		for _, action := range writeActions {
+			if allowed, err := decide(statements, iamRequest{Action: action, LeadingKeys: []string{pk}}); err != nil || allowed {
+				t.Errorf("the role may %s in %s (%v)", action, pk, err)
+			}
+		}
+	}
+	for _, pk := range []string{"KEYHASH#00", "USER#" + replay.UserID, "ORG#" + replay.OrgID} {
+		if allowed, err := decide(statements, iamRequest{Action: "dynamodb:GetItem", LeadingKeys: []string{pk}}); err != nil || allowed {
+			t.Errorf("the role may read %s (%v); it needs the config item, keys and revocation entries only", pk, err)
+		}
+	}
+	for _, st := range statements {
+		for _, a := range strs(st["Action"]) {
+			if strings.HasPrefix(strings.ToLower(a), "secretsmanager:") {
+				t.Errorf("statement %v grants %s: the authorizer reads no secret", st["Sid"], a)
+			}
+		}
+	}
+}
+
+// TestTemplate_Authorizer proves the authorizer is wired to be used from
+// other stacks: its ARN is an exported output; its environment is a
+// configuration its main accepts (with the events' routes in the
+// parameter), names no secret and no issuer; and its role is its own.
+func TestTemplate_Authorizer(t *testing.T) {
+	tpl := loadTemplate(t)
+	out := path(map[string]any(tpl), "Outputs", "AuthorizerFunctionArn")
+	if path(out, "Value", "Fn::GetAtt") != authorizerID+".Arn" || path(out, "Export", "Name", "Fn::Sub") != "${AWS::StackName}-AuthorizerFunctionArn" {
+		t.Errorf("output AuthorizerFunctionArn: got %v, want !GetAtt %s.Arn exported as ${AWS::StackName}-AuthorizerFunctionArn", out, authorizerID)
+	}
+	routes, _, err := replay.AuthorizerManifest(authorizerEventsDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := tpl.functionEnv(t, authorizerID)
+	if refOf(env[lambdaapp.EnvAuthorizerRoutes]) != "AuthorizerRoutes" {
+		t.Errorf("%s: %v, want !Ref AuthorizerRoutes", lambdaapp.EnvAuthorizerRoutes, env[lambdaapp.EnvAuthorizerRoutes])
+	}
+	getenv := func(k string) string {
+		switch v := env[k].(type) {
+		case string:
+			return v
+		case nil:
+			return ""
+		}
+		if k == lambdaapp.EnvAuthorizerRoutes {
+			return routes // the parameter, as the example deploys it
+		}
+		return "set"
+	}
+	if _, err := lambdaapp.AuthorizerConfigFromEnv(getenv); err != nil {
+		t.Errorf("the template's environment: %v", err)
+	}
+	for k, v := range env {
+		if strings.HasSuffix(refOf(v), "Secret") || k == lambdaapp.EnvIssuer {
+			t.Errorf("the authorizer is given %s=%v", k, v)
+		}
+	}
+	role := tpl.functionRole(t, authorizerID)
+	for _, fn := range lambdaapp.Functions() {
+		if tpl.functionRole(t, logicalID(fn)) == role {
+			t.Errorf("the authorizer shares its role with %s", fn)
+		}
+	}
+	logGroup := refOf(path(tpl.resource(t, authorizerID, "AWS::Serverless::Function"), "LoggingConfig", "LogGroup"))
+	var logs bool
+	for _, st := range tpl.statements(t, authorizerID) {
+		if slices.Contains(strs(st["Action"]), "logs:PutLogEvents") {
+			logs = path(st["Resource"], "Fn::GetAtt") == logGroup+".Arn"
+		}
+	}
+	if logGroup == "" || !logs {
+		t.Errorf("the authorizer does not log to a log group of its own (%q) alone", logGroup)
+	}
+}
