@@ -119,7 +119,7 @@ invoke:
 
 lint-template:
 	@command -v cfn-lint >/dev/null 2>&1 || { echo "cfn-lint is missing; install it with: pip install cfn-lint" >&2; exit 1; }
-	cfn-lint template.yaml
+	cfn-lint template.yaml examples/protected-api/template.yaml
 
 # Process start to first response of each built function (host architecture)
 # against a fake Lambda Runtime API, DynamoDB Local and moto_server.

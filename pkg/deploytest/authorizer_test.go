@@ -2,6 +2,7 @@ package deploytest_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -213,5 +214,62 @@ func TestTemplate_Authorizer(t *testing.T) {
 	}
 	if logGroup == "" || !logs {
 		t.Errorf("the authorizer does not log to a log group of its own (%q) alone", logGroup)
+	}
+}
+
+// TestExample_ProtectedAPI holds examples/protected-api/template.yaml to
+// what the README promises of it: its HTTP API uses the authorizer the
+// Latchkey stack exports (by the export's very name), with payload format
+// 2.0, simple responses and result caching off (so that a revocation counts
+// at once), on every route, and an AWS::Lambda::Permission lets that API,
+// and only it, invoke the authorizer. cfn-lint checks it in make test
+// (make lint-template).
+func TestExample_ProtectedAPI(t *testing.T) {
+	latchkey := loadTemplate(t)
+	ex := loadTemplateFile(t, "../../examples/protected-api/template.yaml")
+	export, _ := path(map[string]any(latchkey), "Outputs", "AuthorizerFunctionArn", "Export", "Name", "Fn::Sub").(string)
+	imported := func(v any) string {
+		s, _ := path(v, "Fn::ImportValue", "Fn::Sub").(string)
+		return strings.ReplaceAll(s, "${LatchkeyStackName}", "${AWS::StackName}")
+	}
+	api := ex.resource(t, "OrdersApi", "AWS::Serverless::HttpApi")
+	if path(api, "Auth", "DefaultAuthorizer") != "Latchkey" {
+		t.Errorf("DefaultAuthorizer: got %v, want Latchkey on every route", path(api, "Auth", "DefaultAuthorizer"))
+	}
+	az := path(api, "Auth", "Authorizers", "Latchkey")
+	if got := imported(path(az, "FunctionArn")); export == "" || got != export {
+		t.Errorf("authorizer FunctionArn imports %q, the Latchkey stack exports %q", got, export)
+	}
+	for k, want := range map[string]any{
+		"AuthorizerPayloadFormatVersion": "2.0", "EnableSimpleResponses": "true", "EnableFunctionDefaultPermissions": "false",
+	} {
+		if got := path(az, k); got != want {
+			t.Errorf("authorizer %s: got %v, want %v", k, got, want)
+		}
+	}
+	if got := path(az, "Identity", "ReauthorizeEvery"); got != "0" {
+		t.Errorf("ReauthorizeEvery: got %v, want 0 (no result caching)", got)
+	}
+	perm := ex.resource(t, "LatchkeyAuthorizerPermission", "AWS::Lambda::Permission")
+	if imported(perm["FunctionName"]) != export || perm["Principal"] != "apigateway.amazonaws.com" || perm["Action"] != "lambda:InvokeFunction" {
+		t.Errorf("permission: got %v, want the API Gateway service invoking the imported authorizer", perm)
+	}
+	if got, _ := path(perm, "SourceArn", "Fn::Sub").(string); !strings.Contains(got, "${OrdersApi}/authorizers/") {
+		t.Errorf("permission SourceArn %q: want this API's authorizers only", got)
+	}
+	// The routes it guards are the ones the authorizer's events decide.
+	routes, _, err := replay.AuthorizerManifest(authorizerEventsDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := authorizer.ParseRoutes(routes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, ev := range path(ex.resource(t, "OrdersFunction", "AWS::Serverless::Function"), "Events").(map[string]any) {
+		key := fmt.Sprintf("%v %v", path(ev, "Properties", "Method"), path(ev, "Properties", "Path"))
+		if _, ok := r[key]; !ok {
+			t.Errorf("route %s (%s) has no rule in events/authorizer/manifest.json", key, name)
+		}
 	}
 }

@@ -20,17 +20,23 @@ type template map[string]any
 
 func loadTemplate(tb testing.TB) template {
 	tb.Helper()
-	b, err := os.ReadFile(templatePath)
+	return loadTemplateFile(tb, templatePath)
+}
+
+// loadTemplateFile decodes the template at path as loadTemplate does.
+func loadTemplateFile(tb testing.TB, path string) template {
+	tb.Helper()
+	b, err := os.ReadFile(path)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err != nil {
-		tb.Fatalf("template.yaml: %v", err)
+		tb.Fatalf("%s: %v", path, err)
 	}
 	v, err := decodeNode(doc.Content[0])
 	if err != nil {
-		tb.Fatalf("template.yaml: %v", err)
+		tb.Fatalf("%s: %v", path, err)
 	}
 	return v.(map[string]any)
 }
