@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/url"
 	"os/exec"
@@ -17,6 +18,12 @@ import (
 
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
+
+	"latchkey/pkg/authorizer"
+	"latchkey/pkg/dynamostore"
+	"latchkey/pkg/dynamostore/dynamotest"
+	"latchkey/pkg/lambdaapp"
+	"latchkey/pkg/lambdaapp/replay"
 )
 
 // discover fetches the authorization server metadata of the server's
@@ -203,5 +210,127 @@ func TestClient_Jose(t *testing.T) {
 	}
 	if got, _ := joseVerify(t, s.base, "https://billing.example.com", tok.AccessToken); got["error"] != "ERR_JWT_CLAIM_VALIDATION_FAILED" {
 		t.Errorf("another audience: got %v, want jose's claim validation error", got)
+	}
+}
+
+// TestClient_RevokedEverywhere: the server runs over DynamoDB Local, as
+// `make run-dynamodb` runs it, and publishes its key and issuer to the
+// table as a deployment's auth function does. A token obtained with
+// golang.org/x/oauth2 is accepted by the Lambda authorizer reading that
+// table and active at /oauth2/introspect; revoked at /oauth2/revoke, it is
+// {"active": false} at introspection and refused by the authorizer in the
+// very next call, while jose, which verifies offline, still accepts it:
+// what the README says of offline verification.
+func TestClient_RevokedEverywhere(t *testing.T) {
+	endpoint := dynamotest.Endpoint(t)
+	db := dynamotest.NewClient(t)
+	table := dynamotest.NewTable(t, db)
+	if out, err := exec.Command("../../scripts/node-tools.sh").CombinedOutput(); err != nil {
+		t.Fatalf("scripts/node-tools.sh: %v\n%s", err, out)
+	}
+	admin := "lk_test_" + strings.Repeat("r", 40)
+	s := start(t, t.TempDir(), "ADMIN_API_KEY="+admin, "DYNAMODB_ENDPOINT="+endpoint, "TABLE_NAME="+table)
+	meta := discover(t, s.base)
+	id, secret := clientKey(t, s, admin, "read:orders")
+	cfg := clientcredentials.Config{
+		ClientID: id, ClientSecret: secret, TokenURL: meta["token_endpoint"].(string),
+		EndpointParams: url.Values{"audience": {"https://orders.example.com"}},
+	}
+	tok, err := cfg.Token(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The authorizer, built as its main builds it, over the same table.
+	store := dynamostore.New(db, table)
+	routes, err := authorizer.ParseRoutes(`{"GET /orders": {"scope": "read:orders", "audience": "https://orders.example.com"}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	authorize, err := lambdaapp.NewAuthorizer(context.Background(), lambdaapp.AuthorizerConfig{TableName: table, Routes: routes},
+		lambdaapp.AuthorizerDeps{Store: store, Keys: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := replay.LoadAuthorizerEvent("../../events/authorizer/valid.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev.Headers["authorization"] = "Bearer " + tok.AccessToken
+	authorized := func() bool {
+		t.Helper()
+		res, err := authorize(context.Background(), ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.IsAuthorized
+	}
+	introspect := func() string {
+		t.Helper()
+		res, err := cfg.Client(context.Background()).PostForm(meta["introspection_endpoint"].(string), url.Values{"token": {tok.AccessToken}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return strings.TrimSpace(string(b))
+	}
+	// Introspection authenticates its caller; oauth2.Transport sends the
+	// token as Bearer, which is not a client credential, so post as the
+	// client instead.
+	introspectAsClient := func() map[string]any {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, meta["introspection_endpoint"].(string), strings.NewReader(url.Values{"token": {tok.AccessToken}}.Encode()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.SetBasicAuth(url.QueryEscape(id), url.QueryEscape(secret))
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var m map[string]any
+		if err := json.NewDecoder(res.Body).Decode(&m); err != nil || res.StatusCode != http.StatusOK {
+			t.Fatalf("introspect: %d %v", res.StatusCode, err)
+		}
+		return m
+	}
+
+	if !authorized() {
+		t.Fatal("the authorizer refused a valid token")
+	}
+	if got := introspectAsClient(); got["active"] != true || got["aud"] != "https://orders.example.com" {
+		t.Fatalf("introspect a valid token: %v", got)
+	}
+	if got := introspect(); !strings.Contains(got, `"invalid_client"`) {
+		t.Fatalf("introspect with the access token as the credential: %s, want invalid_client", got)
+	}
+
+	// Revoke with RFC 7009, as the client.
+	req, err := http.NewRequest(http.MethodPost, meta["revocation_endpoint"].(string), strings.NewReader(url.Values{"token": {tok.AccessToken}, "token_type_hint": {"access_token"}}.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.SetBasicAuth(url.QueryEscape(id), url.QueryEscape(secret))
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("revoke: got %d, want 200", res.StatusCode)
+	}
+
+	if got := introspectAsClient(); len(got) != 1 || got["active"] != false {
+		t.Errorf("introspect the revoked token: got %v, want exactly {\"active\":false}", got)
+	}
+	if authorized() {
+		t.Error("the authorizer accepted the revoked token")
+	}
+	if got, ok := joseVerify(t, s.base, "https://orders.example.com", tok.AccessToken); !ok {
+		t.Errorf("jose refused the revoked token offline (%v): it cannot know of a revocation", got)
 	}
 }

@@ -190,6 +190,9 @@ func run(logger *slog.Logger) error {
 		return err
 	}
 	jwks := token.JWKS(signingKey.Public().(ed25519.PublicKey))
+	if err := publish(ctx, store, jwks, issuer); err != nil {
+		return err
+	}
 	handler := httpapi.New(httpapi.Config{
 		Service: svc,
 		JWKS:    func(context.Context) ([]byte, error) { return jwks, nil },
@@ -253,6 +256,33 @@ func openStore(ctx context.Context, cfg config, dir dataDir) (account.Store, err
 		return nil, fmt.Errorf("create table %s at %s: %w", cfg.tableName, cfg.dynamoEndpoint, err)
 	}
 	return dynamostore.New(client, cfg.tableName, dynamostore.WithTimeout(cfg.storeTimeout)), nil
+}
+
+// publisher is a store that holds what the auth function publishes for
+// the functions that verify tokens: dynamostore.Store.
+type publisher interface {
+	PutPublicKeys(ctx context.Context, jwks []byte, version time.Time) error
+	PutIssuer(ctx context.Context, issuer string) error
+}
+
+// publish writes the public key and the issuer into the table, as the auth
+// function and the IssuerConfig custom resource do in a deployment, so that
+// the Lambda authorizer (or a function run with sam local) over the same
+// table verifies this server's tokens. The embedded store has no such item:
+// nothing else can read it. The version is now: this server's key is the
+// newest, and a restart publishes it again.
+func publish(ctx context.Context, store account.Store, jwks []byte, issuer string) error {
+	p, ok := store.(publisher)
+	if !ok {
+		return nil
+	}
+	if err := p.PutPublicKeys(ctx, jwks, time.Now()); err != nil {
+		return fmt.Errorf("publish the public key: %w", err)
+	}
+	if err := p.PutIssuer(ctx, issuer); err != nil {
+		return fmt.Errorf("record the issuer: %w", err)
+	}
+	return nil
 }
 
 // bootstrapAdminKey installs the configured admin key, or, when there is no
