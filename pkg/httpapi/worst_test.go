@@ -50,11 +50,12 @@ type routeLoad struct {
 // worstFixture is what the table's requests refer to: a full page of every
 // list, and the ids of seeded items.
 type worstFixture struct {
-	env   *httpapitest.Env
-	key   account.APIKey
-	token string
-	user  account.User
-	org   account.Organization
+	env       *httpapitest.Env
+	key       account.APIKey
+	keySecret string // key's, the OAuth client's secret
+	token     string
+	user      account.User
+	org       account.Organization
 }
 
 // seedWorst fills every list with more than a page (100) of items, so that
@@ -72,7 +73,7 @@ func seedWorst(tb testing.TB, env *httpapitest.Env) *worstFixture {
 		env.AddMember(tb, o.ID, f.user.ID, "member")
 		env.CreateAPIKey(tb, "read:users")
 	}
-	f.key, _ = env.CreateAPIKey(tb, "read:users")
+	f.key, f.keySecret = env.CreateAPIKey(tb, "read:users")
 	env.AddMember(tb, f.org.ID, f.user.ID, "member")
 	f.token, _ = env.IssueToken(tb, env.AdminKey, "", "read:users")
 	return f
@@ -157,6 +158,21 @@ func (f *worstFixture) worstLoads() []routeLoad {
 	withBody := func(name, path string, status int, body []byte) load {
 		return load{name: name, path: path, header: admin, status: status, body: fixed(body)}
 	}
+	// The OAuth endpoints' client: the fixture key, by client_secret_basic.
+	client := func(id, secret string) http.Header {
+		return http.Header{
+			"Authorization": {"Basic " + base64.StdEncoding.EncodeToString([]byte(id+":"+secret))},
+			"Content-Type":  {"application/x-www-form-urlencoded"},
+		}
+	}
+	basic := client(f.key.ID, f.keySecret)
+	form := func(name, path string, status int, body string) load {
+		return load{name: name, path: path, header: basic, status: status, body: fixed([]byte(body))}
+	}
+	// The largest form: every byte of the body in one parameter.
+	fullForm := func(prefix, param string) string {
+		return prefix + "&" + param + "=" + strings.Repeat("a", httpapi.MaxBodyBytes-len(prefix)-len(param)-2)
+	}
 	route := func(method, path string) httpapi.Route {
 		for _, r := range httpapi.Routes() {
 			if r.Method == method && r.Path == path {
@@ -192,6 +208,50 @@ func (f *worstFixture) worstLoads() []routeLoad {
 			route:    route(http.MethodGet, "/v1/auth/jwks"),
 			ordinary: load{name: "ordinary", path: "/v1/auth/jwks", status: http.StatusOK},
 			worst:    []load{{name: "long_query", path: "/v1/auth/jwks" + hugeCursor, status: http.StatusBadRequest}},
+		},
+		{
+			route:    route(http.MethodPost, "/oauth2/token"),
+			ordinary: form("ordinary", "/oauth2/token", http.StatusOK, "grant_type=client_credentials&scope=read%3Ausers"),
+			worst: []load{
+				// As many scope tokens as fit: refused by their count.
+				form("many_scopes", "/oauth2/token", http.StatusBadRequest, string(repeatTo(httpapi.MaxBodyBytes,
+					"grant_type=client_credentials&scope=", "+", "", func(i int) string { return fmt.Sprintf("a%%3Ar%d", i) }))),
+				// An unknown parameter is ignored (RFC 6749 3.1), after it is read.
+				form("full_body", "/oauth2/token", http.StatusOK, fullForm("grant_type=client_credentials", "padding")),
+				{name: "long_secret", path: "/oauth2/token", header: client(f.key.ID, strings.Repeat("a", maxHeaderInput/4*3-64)),
+					status: http.StatusUnauthorized, body: fixed([]byte("grant_type=client_credentials"))},
+			},
+		},
+		{
+			route:    route(http.MethodPost, "/oauth2/introspect"),
+			ordinary: form("ordinary", "/oauth2/introspect", http.StatusOK, "token="+f.token),
+			worst: []load{
+				form("forged_token", "/oauth2/introspect", http.StatusOK, "token="+forgedJWT(env.Signer.KeyID(), httpapi.MaxBodyBytes-len("token="))),
+				form("forged_token_max", "/oauth2/introspect", http.StatusOK, "token="+maxToken),
+			},
+		},
+		{
+			route: route(http.MethodPost, "/oauth2/revoke"),
+			// The fixture token is the admin key's; a client authenticated as
+			// the admin key (by a Bearer API key) may revoke it.
+			ordinary: load{name: "ordinary", path: "/oauth2/revoke", status: http.StatusOK, body: fixed([]byte("token=" + f.token)),
+				header: http.Header{"Authorization": {"Bearer " + env.AdminKey}, "Content-Type": {"application/x-www-form-urlencoded"}}},
+			worst: []load{form("forged_token", "/oauth2/revoke", http.StatusOK, "token="+forgedJWT(env.Signer.KeyID(), httpapi.MaxBodyBytes-len("token=")))},
+		},
+		{
+			route:    route(http.MethodGet, "/.well-known/oauth-authorization-server"),
+			ordinary: load{name: "ordinary", path: "/.well-known/oauth-authorization-server", status: http.StatusOK},
+			worst:    []load{{name: "long_query", path: "/.well-known/oauth-authorization-server" + hugeCursor, status: http.StatusBadRequest}},
+		},
+		{
+			route:    route(http.MethodGet, "/.well-known/openid-configuration"),
+			ordinary: load{name: "ordinary", path: "/.well-known/openid-configuration", status: http.StatusOK},
+			worst:    []load{{name: "long_query", path: "/.well-known/openid-configuration" + hugeCursor, status: http.StatusBadRequest}},
+		},
+		{
+			route:    route(http.MethodGet, "/.well-known/jwks.json"),
+			ordinary: load{name: "ordinary", path: "/.well-known/jwks.json", status: http.StatusOK},
+			worst:    []load{{name: "long_query", path: "/.well-known/jwks.json" + hugeCursor, status: http.StatusBadRequest}},
 		},
 		{
 			route:    route(http.MethodPost, "/v1/api-keys"),
@@ -372,7 +432,7 @@ func (l load) serve(b *testing.B, h http.Handler, r httpapi.Route) {
 // benchName names a route without slashes, which -run and -bench would
 // take for levels of subtests: POST_auth.token for POST /v1/auth/token.
 func benchName(r httpapi.Route) string {
-	return r.Method + "_" + strings.ReplaceAll(strings.TrimPrefix(r.Path, "/v1/"), "/", ".")
+	return r.Method + "_" + strings.ReplaceAll(strings.TrimPrefix(strings.TrimPrefix(r.Path, "/v1/"), "/"), "/", ".")
 }
 
 // TestWorstRequests keeps the table of BenchmarkWorstRequest honest: every
