@@ -96,7 +96,7 @@ func (s *Service) GetAPIKey(ctx context.Context, p Principal, id string) (APIKey
 		return APIKey{}, err
 	}
 	if !ValidID(PrefixAPIKey, id) {
-		return APIKey{}, notFound("API key")
+		return APIKey{}, ErrAPIKeyNotFound()
 	}
 	k, err := s.store.GetAPIKey(ctx, id)
 	if err != nil {
@@ -142,7 +142,7 @@ func (s *Service) DeleteAPIKey(ctx context.Context, p Principal, id string) erro
 		return err
 	}
 	if !ValidID(PrefixAPIKey, id) {
-		return notFound("API key")
+		return ErrAPIKeyNotFound()
 	}
 	// The store reads the key, asks whether it may go, and deletes it in
 	// the same call: one read, and the answer is about the key it deletes.

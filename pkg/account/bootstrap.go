@@ -118,7 +118,7 @@ func newerBootstrapKey(a, b APIKey) bool {
 // bootstrapKeys lists every bootstrap key.
 func (s *Service) bootstrapKeys(ctx context.Context) ([]APIKey, error) {
 	var out []APIKey
-	params := ListParams{Limit: maxPageSize}
+	params := ListParams{Limit: MaxPageSize}
 	for {
 		page, err := s.store.ListAPIKeys(ctx, params)
 		if err != nil {

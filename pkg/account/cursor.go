@@ -8,19 +8,15 @@ import (
 	"strings"
 )
 
-const (
-	defaultPageSize = 20
-	maxPageSize     = 100
-	// maxCursorLength bounds a cursor before it is decoded and its MAC
-	// computed. Positions are store keys of a few dozen bytes, so issued
-	// cursors are about a hundred characters long.
-	maxCursorLength = 512
-)
+// maxCursorLength bounds a cursor before it is decoded and its MAC
+// computed. Positions are store keys of a few dozen bytes, so issued
+// cursors are about a hundred characters long.
+const maxCursorLength = 512
 
 // PageRequest carries the raw paging query parameters of a list request;
 // the service validates them so that every list behaves the same.
 type PageRequest struct {
-	Limit  string // "" means the default, 20
+	Limit  string // "" means DefaultPageSize
 	Cursor string // "" means the first page
 }
 
@@ -68,11 +64,11 @@ func (c cursorCodec) decode(list, cursor string) (string, bool) {
 // params validates a page request for the named list.
 func (c cursorCodec) params(list string, r PageRequest) (ListParams, error) {
 	var problems Problems
-	p := ListParams{Limit: defaultPageSize}
+	p := ListParams{Limit: DefaultPageSize}
 	if r.Limit != "" {
 		n, err := strconv.Atoi(r.Limit)
-		if err != nil || n < 1 || n > maxPageSize {
-			problems.Add("limit", "must be an integer from 1 to 100")
+		if err != nil || n < 1 || n > MaxPageSize {
+			problems.Add("limit", "must be an integer from 1 to "+strconv.Itoa(MaxPageSize))
 		}
 		p.Limit = n
 	}

@@ -145,3 +145,17 @@ func alter(s string, i int, mask byte) string {
 	v := byte(strings.IndexByte(base64URL, s[i]))
 	return s[:i] + string(base64URL[v^mask]) + s[i+1:]
 }
+
+func TestListParams_PageSize(t *testing.T) {
+	for _, tc := range []struct{ limit, want int }{
+		{0, account.DefaultPageSize},
+		{-1, account.DefaultPageSize},
+		{1, 1},
+		{account.MaxPageSize, account.MaxPageSize},
+		{account.MaxPageSize + 1, account.MaxPageSize},
+	} {
+		if got := (account.ListParams{Limit: tc.limit}).PageSize(); got != tc.want {
+			t.Errorf("PageSize of Limit %d: got %d, want %d", tc.limit, got, tc.want)
+		}
+	}
+}

@@ -87,6 +87,43 @@ func ErrorCode(err error) Code {
 // IsCode reports whether err carries the given code.
 func IsCode(err error, code Code) bool { return ErrorCode(err) == code }
 
+// The errors of the Store contract, one constructor each. Stores return
+// these, and the service too where it answers without a store read (a
+// malformed ID is not found), so that a client reads the same code and
+// detail whichever store is behind the API; the contract suite checks
+// both. Each call returns a new *Error.
+
+// ErrUserNotFound is CodeNotFound for a user.
+func ErrUserNotFound() *Error { return notFound("user") }
+
+// ErrOrganizationNotFound is CodeNotFound for an organization.
+func ErrOrganizationNotFound() *Error { return notFound("organization") }
+
+// ErrMembershipNotFound is CodeNotFound for a membership.
+func ErrMembershipNotFound() *Error { return notFound("membership") }
+
+// ErrAPIKeyNotFound is CodeNotFound for an API key.
+func ErrAPIKeyNotFound() *Error { return notFound("API key") }
+
+// ErrPublicKeysNotFound is CodeNotFound for the published public signing
+// keys (JWKS), before the first publication.
+func ErrPublicKeysNotFound() *Error { return notFound("public signing keys") }
+
+// ErrEmailTaken is CodeEmailTaken: another user has the e-mail.
+func ErrEmailTaken() *Error {
+	return Errorf(CodeEmailTaken, "another user has this e-mail address")
+}
+
+// ErrSlugTaken is CodeSlugTaken: another organization has the slug.
+func ErrSlugTaken() *Error {
+	return Errorf(CodeSlugTaken, "another organization has this slug")
+}
+
+// ErrAlreadyMember is CodeAlreadyMember: the membership exists.
+func ErrAlreadyMember() *Error {
+	return Errorf(CodeAlreadyMember, "the user is a member of the organization already")
+}
+
 func notFound(what string) *Error { return Errorf(CodeNotFound, "%s not found", what) }
 
 // invalid builds a CodeInvalidRequest error for one field.

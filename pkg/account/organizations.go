@@ -48,7 +48,7 @@ func (s *Service) GetOrganization(ctx context.Context, p Principal, id string) (
 		return Organization{}, err
 	}
 	if !ValidID(PrefixOrganization, id) {
-		return Organization{}, notFound("organization")
+		return Organization{}, ErrOrganizationNotFound()
 	}
 	o, err := s.store.GetOrganization(ctx, id)
 	return o, storeErr(err)
@@ -78,7 +78,7 @@ func (s *Service) UpdateOrganization(ctx context.Context, p Principal, id string
 		return Organization{}, err
 	}
 	if !ValidID(PrefixOrganization, id) {
-		return Organization{}, notFound("organization")
+		return Organization{}, ErrOrganizationNotFound()
 	}
 	var problems Problems
 	var name, plan string
@@ -120,7 +120,7 @@ func (s *Service) DeleteOrganization(ctx context.Context, p Principal, id string
 		return err
 	}
 	if !ValidID(PrefixOrganization, id) {
-		return notFound("organization")
+		return ErrOrganizationNotFound()
 	}
 	return storeErr(s.store.DeleteOrganization(ctx, id))
 }
@@ -138,7 +138,7 @@ func (s *Service) AddMember(ctx context.Context, p Principal, orgID string, req 
 		return Membership{}, err
 	}
 	if !ValidID(PrefixOrganization, orgID) {
-		return Membership{}, notFound("organization")
+		return Membership{}, ErrOrganizationNotFound()
 	}
 	var problems Problems
 	if req.UserID == "" {
@@ -149,7 +149,7 @@ func (s *Service) AddMember(ctx context.Context, p Principal, orgID string, req 
 		return Membership{}, err
 	}
 	if !ValidID(PrefixUser, req.UserID) {
-		return Membership{}, notFound("user")
+		return Membership{}, ErrUserNotFound()
 	}
 	now := s.now()
 	m := Membership{OrganizationID: orgID, UserID: req.UserID, Role: role, CreatedAt: now, UpdatedAt: now}
@@ -166,7 +166,7 @@ func (s *Service) ListMembers(ctx context.Context, p Principal, orgID string, r 
 		return List[Membership]{}, err
 	}
 	if !ValidID(PrefixOrganization, orgID) {
-		return List[Membership]{}, notFound("organization")
+		return List[Membership]{}, ErrOrganizationNotFound()
 	}
 	list := "members/" + orgID
 	params, err := s.cursors.params(list, r)
@@ -190,7 +190,7 @@ func (s *Service) UpdateMember(ctx context.Context, p Principal, orgID, userID, 
 		return Membership{}, err
 	}
 	if !ValidID(PrefixOrganization, orgID) || !ValidID(PrefixUser, userID) {
-		return Membership{}, notFound("membership")
+		return Membership{}, ErrMembershipNotFound()
 	}
 	var problems Problems
 	if role == "" {
@@ -214,7 +214,7 @@ func (s *Service) RemoveMember(ctx context.Context, p Principal, orgID, userID s
 		return err
 	}
 	if !ValidID(PrefixOrganization, orgID) || !ValidID(PrefixUser, userID) {
-		return notFound("membership")
+		return ErrMembershipNotFound()
 	}
 	return storeErr(s.store.RemoveMember(ctx, orgID, userID))
 }

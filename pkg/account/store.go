@@ -5,14 +5,32 @@ import (
 	"time"
 )
 
+// The page size rule of every list: DefaultPageSize items unless the
+// client asks for another number, from 1 to MaxPageSize.
+const (
+	DefaultPageSize = 20
+	MaxPageSize     = 100
+)
+
 // ListParams asks a store for one page of a list, newest first.
 type ListParams struct {
-	// Limit is the most items to return, 1..100.
+	// Limit is the most items to return, 1..MaxPageSize. The service
+	// validates it; a store reads it through PageSize.
 	Limit int
 	// After is a position from a previous Page.Next; empty for the first page.
 	// Positions are the store's own strings; the service signs them into
 	// cursors, so a store may trust one it is given.
 	After string
+}
+
+// PageSize is the number of items a store returns at most for p: Limit,
+// DefaultPageSize when Limit is not set, and never more than MaxPageSize.
+// Stores read the limit through it rather than keep a rule of their own.
+func (p ListParams) PageSize() int {
+	if p.Limit < 1 {
+		return DefaultPageSize
+	}
+	return min(p.Limit, MaxPageSize)
 }
 
 // Page is one page of a list, newest first.
@@ -53,10 +71,12 @@ type MemberPatch struct {
 // Store persists the domain. Implementations enforce uniqueness and the
 // atomicity of multi-item writes; every other rule lives in Service.
 //
-// Errors: methods return *Error with CodeNotFound, CodeEmailTaken,
-// CodeSlugTaken or CodeAlreadyMember as documented, CodeUnavailable when the
-// backend asks to retry later or does not answer in time, and CodeInternal
-// (or any other error) otherwise. A store that watches ctx returns an error
+// Errors: methods return CodeNotFound, CodeEmailTaken, CodeSlugTaken or
+// CodeAlreadyMember as documented, each built by its constructor
+// (ErrUserNotFound for a user, ErrOrganizationNotFound, ErrEmailTaken, …)
+// so that the message a client reads is the domain's, not the store's;
+// CodeUnavailable when the backend asks to retry later or does not answer
+// in time, and CodeInternal (or any other error) otherwise. A store that watches ctx returns an error
 // wrapping ctx.Err(), with no code, when ctx ends before it has finished.
 type Store interface {
 	// CreateUser stores a new user and claims its e-mail. CodeEmailTaken if

@@ -47,7 +47,7 @@ func (s *Service) GetUser(ctx context.Context, p Principal, id string) (User, er
 		return User{}, err
 	}
 	if !ValidID(PrefixUser, id) {
-		return User{}, notFound("user")
+		return User{}, ErrUserNotFound()
 	}
 	u, err := s.store.GetUser(ctx, id)
 	return u, storeErr(err)
@@ -97,7 +97,7 @@ func (s *Service) UpdateUser(ctx context.Context, p Principal, id string, req Us
 		return User{}, err
 	}
 	if !ValidID(PrefixUser, id) {
-		return User{}, notFound("user")
+		return User{}, ErrUserNotFound()
 	}
 	var problems Problems
 	name := normalizeName("name", req.Name, &problems)
@@ -118,7 +118,7 @@ func (s *Service) DeleteUser(ctx context.Context, p Principal, id string) error 
 		return err
 	}
 	if !ValidID(PrefixUser, id) {
-		return notFound("user")
+		return ErrUserNotFound()
 	}
 	return storeErr(s.store.DeleteUser(ctx, id))
 }
@@ -130,7 +130,7 @@ func (s *Service) ListUserMemberships(ctx context.Context, p Principal, userID s
 		return List[Membership]{}, err
 	}
 	if !ValidID(PrefixUser, userID) {
-		return List[Membership]{}, notFound("user")
+		return List[Membership]{}, ErrUserNotFound()
 	}
 	list := "memberships/" + userID
 	params, err := s.cursors.params(list, r)

@@ -22,7 +22,7 @@ func (s *Store) CreateAPIKey(_ context.Context, k account.APIKey) error {
 		if n := len(k.Ancestors); n > 0 {
 			parent := k.Ancestors[n-1]
 			if keys.Get([]byte(parent)) == nil {
-				return errKeyNotFound()
+				return account.ErrAPIKeyNotFound()
 			}
 			if err := tx.Bucket(bucketKeyTree).Put(join(parent, k.ID), nil); err != nil {
 				return err
@@ -56,7 +56,7 @@ func (s *Store) GetAPIKey(_ context.Context, id string) (account.APIKey, error) 
 	err := s.read(func(tx *bolt.Tx) error {
 		it, ok, err := get[apiKeyItem](tx.Bucket(bucketKeys), []byte(id))
 		if err != nil || !ok {
-			return orNotFound(err, errKeyNotFound())
+			return orNotFound(err, account.ErrAPIKeyNotFound())
 		}
 		k = it.domain()
 		return nil
@@ -69,15 +69,15 @@ func (s *Store) GetAPIKeyByHash(_ context.Context, hash []byte) (account.APIKey,
 	var k account.APIKey
 	err := s.read(func(tx *bolt.Tx) error {
 		if len(hash) == 0 {
-			return errKeyNotFound()
+			return account.ErrAPIKeyNotFound()
 		}
 		id := tx.Bucket(bucketKeyHashes).Get(hash)
 		if id == nil {
-			return errKeyNotFound()
+			return account.ErrAPIKeyNotFound()
 		}
 		it, ok, err := get[apiKeyItem](tx.Bucket(bucketKeys), id)
 		if err != nil || !ok {
-			return orNotFound(err, errKeyNotFound())
+			return orNotFound(err, account.ErrAPIKeyNotFound())
 		}
 		k = it.domain()
 		return nil
@@ -92,7 +92,7 @@ func (s *Store) DeleteAPIKey(_ context.Context, id string, allow func(account.AP
 	return s.write(func(tx *bolt.Tx) error {
 		it, ok, err := get[apiKeyItem](tx.Bucket(bucketKeys), []byte(id))
 		if err != nil || !ok {
-			return orNotFound(err, errKeyNotFound())
+			return orNotFound(err, account.ErrAPIKeyNotFound())
 		}
 		if allow != nil {
 			if err := allow(it.domain()); err != nil {

@@ -16,15 +16,15 @@ import (
 func (s *Store) AddMember(_ context.Context, m account.Membership) error {
 	return s.write(func(tx *bolt.Tx) error {
 		if tx.Bucket(bucketOrgs).Get([]byte(m.OrganizationID)) == nil {
-			return errOrgNotFound()
+			return account.ErrOrganizationNotFound()
 		}
 		if tx.Bucket(bucketUsers).Get([]byte(m.UserID)) == nil {
-			return errUserNotFound()
+			return account.ErrUserNotFound()
 		}
 		members := tx.Bucket(bucketMembers)
 		key := join(m.OrganizationID, m.UserID)
 		if members.Get(key) != nil {
-			return account.Errorf(account.CodeAlreadyMember, "the user is already a member of this organization")
+			return account.ErrAlreadyMember()
 		}
 		if err := put(members, key, toMemberItem(m)); err != nil {
 			return err
@@ -43,7 +43,7 @@ func (s *Store) GetMember(_ context.Context, orgID, userID string) (account.Memb
 	err := s.read(func(tx *bolt.Tx) error {
 		it, ok, err := get[memberItem](tx.Bucket(bucketMembers), join(orgID, userID))
 		if err != nil || !ok {
-			return orNotFound(err, errMemberNotFound())
+			return orNotFound(err, account.ErrMembershipNotFound())
 		}
 		m = it.domain()
 		return nil
@@ -60,7 +60,7 @@ func (s *Store) UpdateMember(_ context.Context, orgID, userID string, p account.
 		key := join(orgID, userID)
 		it, ok, err := get[memberItem](members, key)
 		if err != nil || !ok {
-			return orNotFound(err, errMemberNotFound())
+			return orNotFound(err, account.ErrMembershipNotFound())
 		}
 		it.Role, it.UpdatedAt = p.Role, p.UpdatedAt
 		if err := put(members, key, it); err != nil {
@@ -86,7 +86,7 @@ func removeMember(tx *bolt.Tx, orgID, userID string) error {
 	key := join(orgID, userID)
 	it, ok, err := get[memberItem](members, key)
 	if err != nil || !ok {
-		return orNotFound(err, errMemberNotFound())
+		return orNotFound(err, account.ErrMembershipNotFound())
 	}
 	at := sortTime(it.CreatedAt)
 	if err := members.Delete(key); err != nil {

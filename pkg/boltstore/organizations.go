@@ -15,7 +15,7 @@ func (s *Store) CreateOrganization(_ context.Context, o account.Organization) er
 	return s.write(func(tx *bolt.Tx) error {
 		orgs, slugs := tx.Bucket(bucketOrgs), tx.Bucket(bucketOrgSlugs)
 		if slugs.Get([]byte(o.Slug)) != nil {
-			return account.Errorf(account.CodeSlugTaken, "another organization has this slug")
+			return account.ErrSlugTaken()
 		}
 		if orgs.Get([]byte(o.ID)) != nil {
 			return account.Internal(fmt.Errorf("boltstore: organization %s exists already", o.ID))
@@ -33,7 +33,7 @@ func (s *Store) GetOrganization(_ context.Context, id string) (account.Organizat
 	err := s.read(func(tx *bolt.Tx) error {
 		it, ok, err := get[orgItem](tx.Bucket(bucketOrgs), []byte(id))
 		if err != nil || !ok {
-			return orNotFound(err, errOrgNotFound())
+			return orNotFound(err, account.ErrOrganizationNotFound())
 		}
 		o = it.domain()
 		return nil
@@ -49,7 +49,7 @@ func (s *Store) UpdateOrganization(_ context.Context, id string, p account.Organ
 		orgs := tx.Bucket(bucketOrgs)
 		it, ok, err := get[orgItem](orgs, []byte(id))
 		if err != nil || !ok {
-			return orNotFound(err, errOrgNotFound())
+			return orNotFound(err, account.ErrOrganizationNotFound())
 		}
 		if p.Name != nil {
 			it.Name = *p.Name
@@ -77,7 +77,7 @@ func (s *Store) DeleteOrganization(_ context.Context, id string) error {
 		orgs := tx.Bucket(bucketOrgs)
 		it, ok, err := get[orgItem](orgs, []byte(id))
 		if err != nil || !ok {
-			return orNotFound(err, errOrgNotFound())
+			return orNotFound(err, account.ErrOrganizationNotFound())
 		}
 		if err := orgs.Delete([]byte(id)); err != nil {
 			return err

@@ -73,9 +73,6 @@ const (
 	// pruneMax caps the entries one pruning transaction deletes, so that a
 	// large backlog never holds the writer lock for long.
 	pruneMax = 10000
-
-	defaultLimit = 20
-	maxLimit     = 100
 )
 
 // Store is an account.Store in one bbolt file.
@@ -149,15 +146,6 @@ func wrap(err error) error {
 	return account.Internal(fmt.Errorf("boltstore: %w", err))
 }
 
-func errUserNotFound() error { return account.Errorf(account.CodeNotFound, "user not found") }
-func errOrgNotFound() error {
-	return account.Errorf(account.CodeNotFound, "organization not found")
-}
-func errMemberNotFound() error {
-	return account.Errorf(account.CodeNotFound, "membership not found")
-}
-func errKeyNotFound() error { return account.Errorf(account.CodeNotFound, "API key not found") }
-
 // sortTime renders t so that byte order is time order (fixed width, UTC).
 func sortTime(t time.Time) string {
 	return t.UTC().Format("20060102T150405.000000000")
@@ -189,11 +177,7 @@ func put(b *bolt.Bucket, key []byte, item any) error {
 // position whose key has since been deleted still works, because paging
 // resumes at the greatest key below it.
 func list[T any](b *bolt.Bucket, prefix string, p account.ListParams, item func(suffix string, v []byte) (T, error)) (account.Page[T], error) {
-	limit := p.Limit
-	if limit <= 0 {
-		limit = defaultLimit
-	}
-	limit = min(limit, maxLimit)
+	limit := p.PageSize()
 	pre := []byte(prefix)
 	// With no position, start past every key with the prefix: keys are
 	// ASCII, so 0xff sorts after all of them.

@@ -15,7 +15,7 @@ func (s *Store) CreateUser(_ context.Context, u account.User) error {
 	return s.write(func(tx *bolt.Tx) error {
 		users, emails := tx.Bucket(bucketUsers), tx.Bucket(bucketUserEmails)
 		if emails.Get([]byte(u.Email)) != nil {
-			return account.Errorf(account.CodeEmailTaken, "another user has this e-mail address")
+			return account.ErrEmailTaken()
 		}
 		if users.Get([]byte(u.ID)) != nil {
 			return account.Internal(fmt.Errorf("boltstore: user %s exists already", u.ID))
@@ -33,7 +33,7 @@ func (s *Store) GetUser(_ context.Context, id string) (account.User, error) {
 	err := s.read(func(tx *bolt.Tx) error {
 		it, ok, err := get[userItem](tx.Bucket(bucketUsers), []byte(id))
 		if err != nil || !ok {
-			return orNotFound(err, errUserNotFound())
+			return orNotFound(err, account.ErrUserNotFound())
 		}
 		u = it.domain()
 		return nil
@@ -47,13 +47,13 @@ func (s *Store) GetUserByEmail(_ context.Context, email string) (account.User, e
 	err := s.read(func(tx *bolt.Tx) error {
 		id := tx.Bucket(bucketUserEmails).Get([]byte(email))
 		if id == nil {
-			return errUserNotFound()
+			return account.ErrUserNotFound()
 		}
 		it, ok, err := get[userItem](tx.Bucket(bucketUsers), id)
 		if err != nil || !ok {
 			// A guard without its user would be a broken invariant; answer
 			// as the guard's absence would, and let the cause show in logs.
-			return orNotFound(err, errUserNotFound())
+			return orNotFound(err, account.ErrUserNotFound())
 		}
 		u = it.domain()
 		return nil
@@ -70,7 +70,7 @@ func (s *Store) UpdateUser(_ context.Context, id string, p account.UserPatch) (a
 		users := tx.Bucket(bucketUsers)
 		it, ok, err := get[userItem](users, []byte(id))
 		if err != nil || !ok {
-			return orNotFound(err, errUserNotFound())
+			return orNotFound(err, account.ErrUserNotFound())
 		}
 		if p.Name != nil {
 			it.Name = *p.Name
@@ -95,7 +95,7 @@ func (s *Store) DeleteUser(_ context.Context, id string) error {
 		users := tx.Bucket(bucketUsers)
 		it, ok, err := get[userItem](users, []byte(id))
 		if err != nil || !ok {
-			return orNotFound(err, errUserNotFound())
+			return orNotFound(err, account.ErrUserNotFound())
 		}
 		if err := users.Delete([]byte(id)); err != nil {
 			return err

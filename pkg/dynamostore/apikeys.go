@@ -38,7 +38,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, k account.APIKey) error {
 			},
 			func() (types.TransactWriteItem, error) { return s.put(newKeyLinkItem(parent, k), condAbsent) },
 		)
-		onCheckFailed = append(onCheckFailed, notFound("API key"),
+		onCheckFailed = append(onCheckFailed, account.ErrAPIKeyNotFound(),
 			account.Internal(errors.New("dynamostore: the API key is linked below its parent already")))
 	}
 	items, err := build(steps...)
@@ -69,14 +69,14 @@ func (s *Store) getAPIKey(ctx context.Context, k key) (account.APIKey, error) {
 		return account.APIKey{}, err
 	}
 	if !found {
-		return account.APIKey{}, notFound("API key")
+		return account.APIKey{}, account.ErrAPIKeyNotFound()
 	}
 	live, err := s.liveKey(ctx, it, nil)
 	if err != nil {
 		return account.APIKey{}, err
 	}
 	if !live {
-		return account.APIKey{}, notFound("API key")
+		return account.APIKey{}, account.ErrAPIKeyNotFound()
 	}
 	return it.apiKey(), nil
 }

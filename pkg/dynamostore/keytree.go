@@ -131,7 +131,7 @@ func (s *Store) deleteKeyTree(ctx context.Context, id string, allow func(account
 		return err
 	}
 	if root.item == nil {
-		return notFound("API key")
+		return account.ErrAPIKeyNotFound()
 	}
 	// The root's own flag does not matter here: that is a delete to finish.
 	it := *root.item
@@ -141,7 +141,7 @@ func (s *Store) deleteKeyTree(ctx context.Context, id string, allow func(account
 		return err
 	}
 	if !live {
-		return notFound("API key") // it goes with the ancestor being deleted
+		return account.ErrAPIKeyNotFound() // it goes with the ancestor being deleted
 	}
 	if allow != nil {
 		if err := allow(root.item.apiKey()); err != nil {

@@ -24,7 +24,7 @@ func (s *Store) AddMember(ctx context.Context, m account.Membership) error {
 	if err != nil {
 		return err
 	}
-	return s.transact(ctx, items, notFound("organization"), notFound("user"), errAlreadyMember, errAlreadyMember)
+	return s.transact(ctx, items, account.ErrOrganizationNotFound(), account.ErrUserNotFound(), account.ErrAlreadyMember(), account.ErrAlreadyMember())
 }
 
 // GetMember reads the organization's side of the membership strongly
@@ -36,7 +36,7 @@ func (s *Store) GetMember(ctx context.Context, orgID, userID string) (account.Me
 		return account.Membership{}, err
 	}
 	if !found {
-		return account.Membership{}, notFound("membership")
+		return account.Membership{}, account.ErrMembershipNotFound()
 	}
 	return it.membership(), nil
 }
@@ -63,7 +63,7 @@ func (s *Store) UpdateMember(ctx context.Context, orgID, userID string, p accoun
 	if err != nil {
 		return account.Membership{}, err
 	}
-	if err := s.transact(ctx, items, notFound("membership"), notFound("membership")); err != nil {
+	if err := s.transact(ctx, items, account.ErrMembershipNotFound(), account.ErrMembershipNotFound()); err != nil {
 		return account.Membership{}, err
 	}
 	var it memberItem
@@ -72,7 +72,7 @@ func (s *Store) UpdateMember(ctx context.Context, orgID, userID string, p accoun
 		return account.Membership{}, err
 	}
 	if !found {
-		return account.Membership{}, notFound("membership")
+		return account.Membership{}, account.ErrMembershipNotFound()
 	}
 	m := it.membership()
 	m.Role, m.UpdatedAt = p.Role, updatedAt
@@ -88,7 +88,7 @@ func (s *Store) RemoveMember(ctx context.Context, orgID, userID string) error {
 	if err != nil {
 		return err
 	}
-	return s.transact(ctx, items, notFound("membership"), notFound("membership"))
+	return s.transact(ctx, items, account.ErrMembershipNotFound(), account.ErrMembershipNotFound())
 }
 
 // ListMembers lists an organization's memberships, newest first.

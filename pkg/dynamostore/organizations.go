@@ -21,7 +21,7 @@ func (s *Store) CreateOrganization(ctx context.Context, o account.Organization) 
 	if err != nil {
 		return err
 	}
-	return s.claim(ctx, items, errSlugTaken, orgKey, s.DeleteOrganization)
+	return s.claim(ctx, items, account.ErrSlugTaken(), orgKey, s.DeleteOrganization)
 }
 
 // GetOrganization reads the organization strongly consistently.
@@ -33,7 +33,7 @@ func (s *Store) GetOrganization(ctx context.Context, id string) (account.Organiz
 		return account.Organization{}, err
 	}
 	if !found || it.Deleting {
-		return account.Organization{}, notFound("organization")
+		return account.Organization{}, account.ErrOrganizationNotFound()
 	}
 	return it.organization(), nil
 }
@@ -49,7 +49,7 @@ func (s *Store) UpdateOrganization(ctx context.Context, id string, p account.Org
 		upd = upd.Set(expression.Name("plan"), expression.Value(*p.Plan))
 	}
 	var it orgItem
-	if err := s.updateItem(ctx, orgKey(id), upd, condLive, &it, "organization"); err != nil {
+	if err := s.updateItem(ctx, orgKey(id), upd, condLive, &it, account.ErrOrganizationNotFound()); err != nil {
 		return account.Organization{}, err
 	}
 	return it.organization(), nil
@@ -60,12 +60,12 @@ func (s *Store) UpdateOrganization(ctx context.Context, id string, p account.Org
 // than 49 members. CodeNotFound.
 func (s *Store) DeleteOrganization(ctx context.Context, id string) error {
 	var o orgItem
-	if err := s.markDeleting(ctx, orgKey(id), &o, "organization"); err != nil {
+	if err := s.markDeleting(ctx, orgKey(id), &o, account.ErrOrganizationNotFound()); err != nil {
 		return err
 	}
 	return s.deleteWithMemberships(ctx, id, orgKey(id), slugKey(o.Slug), func(userID string) [2]key {
 		return [2]key{orgMemberKey(id, userID), userMemberKey(userID, id)}
-	}, "organization")
+	}, account.ErrOrganizationNotFound())
 }
 
 // ListOrganizations lists organizations newest first from the ORGS

@@ -90,7 +90,7 @@ func (s *Store) Published(ctx context.Context) (jwks []byte, issuer string, err 
 		return nil, "", err
 	}
 	if !found {
-		return nil, "", notFound("public signing keys")
+		return nil, "", account.ErrPublicKeysNotFound()
 	}
 	return it.JWKS, it.Issuer, nil
 }

@@ -80,14 +80,6 @@ var (
 	condLive = condPresent.And(expression.AttributeNotExists(expression.Name("deleting")))
 )
 
-func notFound(what string) error { return account.Errorf(account.CodeNotFound, "%s not found", what) }
-
-var (
-	errEmailTaken    = account.Errorf(account.CodeEmailTaken, "a user with this e-mail address exists already")
-	errSlugTaken     = account.Errorf(account.CodeSlugTaken, "an organization with this slug exists already")
-	errAlreadyMember = account.Errorf(account.CodeAlreadyMember, "the user is a member of the organization already")
-)
-
 // ---- building blocks ----
 
 func marshalKey(k key) (map[string]types.AttributeValue, error) {
@@ -259,9 +251,6 @@ func (s *Store) getItem(ctx context.Context, k key, out any) (found bool, err er
 // conv turns each item of type I into the domain's T; it drops an item by
 // returning false (a user or organization whose delete has begun).
 func list[I, T any](ctx context.Context, s *Store, partition string, p account.ListParams, conv func(I) (T, bool)) (account.Page[T], error) {
-	if p.Limit < 1 {
-		return account.Page[T]{}, account.Internal(fmt.Errorf("dynamostore: list limit %d", p.Limit))
-	}
 	kc := expression.Key("gsi1pk").Equal(expression.Value(partition))
 	if p.After != "" {
 		kc = kc.And(expression.Key("gsi1sk").LessThan(expression.Value(p.After)))
@@ -270,7 +259,8 @@ func list[I, T any](ctx context.Context, s *Store, partition string, p account.L
 	if err != nil {
 		return account.Page[T]{}, account.Internal(err)
 	}
-	want := p.Limit + 1
+	limit := p.PageSize()
+	want := limit + 1
 	in := &dynamodb.QueryInput{
 		TableName: s.table, IndexName: aws.String(GSI1),
 		KeyConditionExpression: e.KeyCondition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
@@ -288,8 +278,8 @@ func list[I, T any](ctx context.Context, s *Store, partition string, p account.L
 		raw = append(raw, out.Items...)
 	}
 	next := ""
-	if len(raw) > p.Limit {
-		raw = raw[:p.Limit]
+	if len(raw) > limit {
+		raw = raw[:limit]
 		var last struct {
 			GSI1SK string `dynamodbav:"gsi1sk"`
 		}
@@ -343,10 +333,11 @@ func (s *Store) claim(ctx context.Context, items []types.TransactWriteItem, take
 }
 
 // updateItem applies upd to the item k if it meets cond, in one UpdateItem,
-// and decodes the item as written into out. CodeNotFound naming what when
-// cond fails: every condition here requires at least that the item exists,
-// and without one UpdateItem would create an item from nothing.
-func (s *Store) updateItem(ctx context.Context, k key, upd expression.UpdateBuilder, cond expression.ConditionBuilder, out any, what string) error {
+// and decodes the item as written into out. notFound (the domain's
+// not-found error for the item) when cond fails: every condition here
+// requires at least that the item exists, and without one UpdateItem would
+// create an item from nothing.
+func (s *Store) updateItem(ctx context.Context, k key, upd expression.UpdateBuilder, cond expression.ConditionBuilder, out any, notFound error) error {
 	it, err := s.update(k, upd, cond)
 	if err != nil {
 		return err
@@ -362,7 +353,7 @@ func (s *Store) updateItem(ctx context.Context, k key, upd expression.UpdateBuil
 		return conflict(err)
 	})
 	if _, ok := conditionFailed(err); ok {
-		return notFound(what)
+		return notFound
 	}
 	if err != nil {
 		return storeErr(err)
@@ -376,8 +367,8 @@ func (s *Store) updateItem(ctx context.Context, k key, upd expression.UpdateBuil
 // markDeleting sets the deleting flag on an existing user or organization
 // and returns the item as it now is. From then on AddMember refuses it, so
 // the membership Query that follows sees every membership there will be.
-func (s *Store) markDeleting(ctx context.Context, k key, out any, what string) error {
-	return s.updateItem(ctx, k, expression.Set(expression.Name("deleting"), expression.Value(true)), condPresent, out, what)
+func (s *Store) markDeleting(ctx context.Context, k key, out any, notFound error) error {
+	return s.updateItem(ctx, k, expression.Set(expression.Name("deleting"), expression.Value(true)), condPresent, out, notFound)
 }
 
 // memberSides returns the IDs on the other side of every membership in the
@@ -446,8 +437,9 @@ func (s *Store) cascade(ctx context.Context, pairs [][2]key, final []types.Trans
 // deleteWithMemberships is the rest of a delete after markDeleting: it finds
 // the memberships in the partition of owner (a user or an organization) and
 // deletes both sides of each (pair gives them from the other side's ID),
-// then owner and its guard, which must still belong to id.
-func (s *Store) deleteWithMemberships(ctx context.Context, id string, owner, guard key, pair func(otherID string) [2]key, what string) error {
+// then owner and its guard, which must still belong to id; notFound if
+// owner is gone meanwhile.
+func (s *Store) deleteWithMemberships(ctx context.Context, id string, owner, guard key, pair func(otherID string) [2]key, notFound error) error {
 	otherIDs, err := s.memberSides(ctx, owner)
 	if err != nil {
 		return err
@@ -464,7 +456,7 @@ func (s *Store) deleteWithMemberships(ctx context.Context, id string, owner, gua
 	if err != nil {
 		return err
 	}
-	return s.cascade(ctx, pairs, final, notFound(what))
+	return s.cascade(ctx, pairs, final, notFound)
 }
 
 // unprocessedRetries bounds the re-requests of keys that BatchGetItem left

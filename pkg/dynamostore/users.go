@@ -22,7 +22,7 @@ func (s *Store) CreateUser(ctx context.Context, u account.User) error {
 	if err != nil {
 		return err
 	}
-	return s.claim(ctx, items, errEmailTaken, userKey, s.DeleteUser)
+	return s.claim(ctx, items, account.ErrEmailTaken(), userKey, s.DeleteUser)
 }
 
 // GetUser reads the user strongly consistently, so that a client reads its
@@ -36,7 +36,7 @@ func (s *Store) GetUser(ctx context.Context, id string) (account.User, error) {
 	if !found || it.Deleting {
 		// A user whose delete has begun is gone to readers, as it is to
 		// updates and AddMember; the delete's retry still finds it.
-		return account.User{}, notFound("user")
+		return account.User{}, account.ErrUserNotFound()
 	}
 	return it.user(), nil
 }
@@ -50,7 +50,7 @@ func (s *Store) GetUserByEmail(ctx context.Context, email string) (account.User,
 		return account.User{}, err
 	}
 	if !found {
-		return account.User{}, notFound("user")
+		return account.User{}, account.ErrUserNotFound()
 	}
 	return s.GetUser(ctx, g.OwnerID)
 }
@@ -65,7 +65,7 @@ func (s *Store) UpdateUser(ctx context.Context, id string, p account.UserPatch) 
 		upd = upd.Set(expression.Name("name"), expression.Value(*p.Name))
 	}
 	var it userItem
-	if err := s.updateItem(ctx, userKey(id), upd, condLive, &it, "user"); err != nil {
+	if err := s.updateItem(ctx, userKey(id), upd, condLive, &it, account.ErrUserNotFound()); err != nil {
 		return account.User{}, err
 	}
 	return it.user(), nil
@@ -76,12 +76,12 @@ func (s *Store) UpdateUser(ctx context.Context, id string, p account.UserPatch) 
 // CodeNotFound.
 func (s *Store) DeleteUser(ctx context.Context, id string) error {
 	var u userItem
-	if err := s.markDeleting(ctx, userKey(id), &u, "user"); err != nil {
+	if err := s.markDeleting(ctx, userKey(id), &u, account.ErrUserNotFound()); err != nil {
 		return err
 	}
 	return s.deleteWithMemberships(ctx, id, userKey(id), emailKey(u.Email), func(orgID string) [2]key {
 		return [2]key{orgMemberKey(orgID, id), userMemberKey(id, orgID)}
-	}, "user")
+	}, account.ErrUserNotFound())
 }
 
 // ListUsers lists users newest first from the USERS partition of gsi1.

@@ -62,11 +62,11 @@ func (s suite) createAPIKey(t *testing.T) {
 		f.ok(f.s.DeleteAPIKey(f.ctx, deleted.ID, nil), "DeleteAPIKey")
 		for _, parent := range []account.APIKey{f.newKey(), deleted} {
 			k := f.newChildKey(parent)
-			wantCode(t, "CreateAPIKey below a missing key", f.s.CreateAPIKey(f.ctx, k), account.CodeNotFound)
+			wantErr(t, "CreateAPIKey below a missing key", f.s.CreateAPIKey(f.ctx, k), account.ErrAPIKeyNotFound())
 			_, err := f.s.GetAPIKey(f.ctx, k.ID)
-			wantCode(t, "GetAPIKey of the refused key", err, account.CodeNotFound)
+			wantErr(t, "GetAPIKey of the refused key", err, account.ErrAPIKeyNotFound())
 			_, err = f.s.GetAPIKeyByHash(f.ctx, k.Hash)
-			wantCode(t, "GetAPIKeyByHash of the refused key", err, account.CodeNotFound)
+			wantErr(t, "GetAPIKeyByHash of the refused key", err, account.ErrAPIKeyNotFound())
 			again := f.newKey()
 			again.Hash = k.Hash
 			f.ok(f.s.CreateAPIKey(f.ctx, again), "CreateAPIKey with the refused key's hash")
@@ -86,7 +86,7 @@ func (s suite) createAPIKey(t *testing.T) {
 		f.ok(err, "GetAPIKeyByHash")
 		assertSame(t, "the first key", got, first)
 		_, err = f.s.GetAPIKey(f.ctx, second.ID)
-		wantCode(t, "GetAPIKey of the refused key", err, account.CodeNotFound)
+		wantErr(t, "GetAPIKey of the refused key", err, account.ErrAPIKeyNotFound())
 	})
 }
 
@@ -95,7 +95,7 @@ func (s suite) getAPIKey(t *testing.T) {
 		f := s.fix(t)
 		f.key()
 		_, err := f.s.GetAPIKey(f.ctx, account.NewID(account.PrefixAPIKey, f.now()))
-		wantCode(t, "GetAPIKey", err, account.CodeNotFound)
+		wantErr(t, "GetAPIKey", err, account.ErrAPIKeyNotFound())
 	})
 }
 
@@ -104,7 +104,7 @@ func (s suite) getAPIKeyByHash(t *testing.T) {
 		f := s.fix(t)
 		f.key()
 		_, err := f.s.GetAPIKeyByHash(f.ctx, account.HashAPIKey(account.NewAPIKeySecret()))
-		wantCode(t, "GetAPIKeyByHash", err, account.CodeNotFound)
+		wantErr(t, "GetAPIKeyByHash", err, account.ErrAPIKeyNotFound())
 	})
 }
 
@@ -121,9 +121,9 @@ func (s suite) deleteAPIKey(t *testing.T) {
 	t.Run("ErrNotFound", func(t *testing.T) {
 		f := s.fix(t)
 		k := f.key()
-		wantCode(t, "DeleteAPIKey of a key never stored", f.s.DeleteAPIKey(f.ctx, f.newKey().ID, nil), account.CodeNotFound)
+		wantErr(t, "DeleteAPIKey of a key never stored", f.s.DeleteAPIKey(f.ctx, f.newKey().ID, nil), account.ErrAPIKeyNotFound())
 		f.ok(f.s.DeleteAPIKey(f.ctx, k.ID, nil), "DeleteAPIKey")
-		wantCode(t, "DeleteAPIKey of a deleted key", f.s.DeleteAPIKey(f.ctx, k.ID, nil), account.CodeNotFound)
+		wantErr(t, "DeleteAPIKey of a deleted key", f.s.DeleteAPIKey(f.ctx, k.ID, nil), account.ErrAPIKeyNotFound())
 	})
 	t.Run("Allow", func(t *testing.T) {
 		// allow sees the key as stored, and its error is the answer: the
@@ -246,7 +246,7 @@ func (s suite) deleteAPIKey(t *testing.T) {
 		})
 		f.ok(errs[concurrency], "DeleteAPIKey")
 		for i, k := range created {
-			if errs[i] != nil && !account.IsCode(errs[i], account.CodeNotFound) {
+			if errs[i] != nil && !isErr(errs[i], account.ErrAPIKeyNotFound()) {
 				t.Errorf("CreateAPIKey %d racing the delete: got %v, want success or not_found", i, errs[i])
 			}
 			f.wantKeyGone(fmt.Sprintf("key %d created during the delete", i), k)
@@ -261,13 +261,13 @@ func (s suite) deleteAPIKey(t *testing.T) {
 // cannot be deleted again.
 func (f *fixture) wantKeyGone(what string, k account.APIKey) {
 	f.t.Helper()
-	if _, err := f.s.GetAPIKey(f.ctx, k.ID); !account.IsCode(err, account.CodeNotFound) {
+	if _, err := f.s.GetAPIKey(f.ctx, k.ID); !isErr(err, account.ErrAPIKeyNotFound()) {
 		f.t.Errorf("%s: GetAPIKey: got %v, want not_found", what, err)
 	}
-	if _, err := f.s.GetAPIKeyByHash(f.ctx, k.Hash); !account.IsCode(err, account.CodeNotFound) {
+	if _, err := f.s.GetAPIKeyByHash(f.ctx, k.Hash); !isErr(err, account.ErrAPIKeyNotFound()) {
 		f.t.Errorf("%s: GetAPIKeyByHash: got %v, want not_found", what, err)
 	}
-	if err := f.s.DeleteAPIKey(f.ctx, k.ID, nil); !account.IsCode(err, account.CodeNotFound) {
+	if err := f.s.DeleteAPIKey(f.ctx, k.ID, nil); !isErr(err, account.ErrAPIKeyNotFound()) {
 		f.t.Errorf("%s: DeleteAPIKey: got %v, want not_found", what, err)
 	}
 }

@@ -153,6 +153,21 @@ func runList[T any](t *testing.T, s suite, setup func(f *fixture) listOps[T]) {
 		}
 	})
 
+	t.Run("LimitUnset", func(t *testing.T) {
+		// A store reads the limit through ListParams.PageSize, the
+		// domain's rule, not a rule of its own: no limit is
+		// DefaultPageSize.
+		_, ops, want := start(t, account.DefaultPageSize+1)
+		page, err := ops.list(account.ListParams{})
+		if err != nil {
+			t.Fatalf("list: %v", err)
+		}
+		assertKeys(t, ops, page.Items, want[:account.DefaultPageSize])
+		if page.Next == "" {
+			t.Error("Next: got \"\", want a position: one item is left")
+		}
+	})
+
 	t.Run("CreatedWhilePaging", func(t *testing.T) {
 		// Items created between pages are newer than the first page, so
 		// paging goes on through exactly the items that existed.

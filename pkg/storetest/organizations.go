@@ -21,9 +21,9 @@ func (s suite) createOrganization(t *testing.T) {
 		first := f.org()
 		second := f.newOrg()
 		second.Slug = first.Slug
-		wantCode(t, "CreateOrganization with a taken slug", f.s.CreateOrganization(f.ctx, second), account.CodeSlugTaken)
+		wantErr(t, "CreateOrganization with a taken slug", f.s.CreateOrganization(f.ctx, second), account.ErrSlugTaken())
 		_, err := f.s.GetOrganization(f.ctx, second.ID)
-		wantCode(t, "GetOrganization of the refused organization", err, account.CodeNotFound)
+		wantErr(t, "GetOrganization of the refused organization", err, account.ErrOrganizationNotFound())
 	})
 	t.Run("ConcurrentSameSlug", func(t *testing.T) {
 		f := s.fix(t)
@@ -33,7 +33,7 @@ func (s suite) createOrganization(t *testing.T) {
 			orgs[i].Slug = "race"
 		}
 		errs := race(concurrency, func(i int) error { return f.s.CreateOrganization(f.ctx, orgs[i]) })
-		winner := wantOneWinner(t, "CreateOrganization", errs, account.CodeSlugTaken)
+		winner := wantOneWinner(t, "CreateOrganization", errs, account.ErrSlugTaken())
 		page, err := f.s.ListOrganizations(f.ctx, account.ListParams{Limit: 100})
 		f.ok(err, "ListOrganizations")
 		if len(page.Items) != 1 {
@@ -48,7 +48,7 @@ func (s suite) getOrganization(t *testing.T) {
 		f := s.fix(t)
 		f.org()
 		_, err := f.s.GetOrganization(f.ctx, account.NewID(account.PrefixOrganization, f.now()))
-		wantCode(t, "GetOrganization", err, account.CodeNotFound)
+		wantErr(t, "GetOrganization", err, account.ErrOrganizationNotFound())
 	})
 }
 
@@ -88,7 +88,7 @@ func (s suite) updateOrganization(t *testing.T) {
 		assertSame(t, "the organization GetOrganization returned", fresh, want)
 		taken := f.newOrg()
 		taken.Slug = old.Slug
-		wantCode(t, "CreateOrganization with the kept slug", f.s.CreateOrganization(f.ctx, taken), account.CodeSlugTaken)
+		wantErr(t, "CreateOrganization with the kept slug", f.s.CreateOrganization(f.ctx, taken), account.ErrSlugTaken())
 	})
 	t.Run("NameAndPlanConcurrently", func(t *testing.T) {
 		// One call patches only the name, another only the plan, released
@@ -173,15 +173,15 @@ func (s suite) updateOrganization(t *testing.T) {
 		o := f.newOrg()
 		name := "Nobody's"
 		_, err := f.s.UpdateOrganization(f.ctx, o.ID, account.OrganizationPatch{Name: &name, UpdatedAt: f.now()})
-		wantCode(t, "UpdateOrganization of a missing organization", err, account.CodeNotFound)
+		wantErr(t, "UpdateOrganization of a missing organization", err, account.ErrOrganizationNotFound())
 		_, err = f.s.GetOrganization(f.ctx, o.ID)
-		wantCode(t, "GetOrganization after UpdateOrganization of a missing organization", err, account.CodeNotFound)
+		wantErr(t, "GetOrganization after UpdateOrganization of a missing organization", err, account.ErrOrganizationNotFound())
 		deleted := f.org()
 		f.ok(f.s.DeleteOrganization(f.ctx, deleted.ID), "DeleteOrganization")
 		_, err = f.s.UpdateOrganization(f.ctx, deleted.ID, account.OrganizationPatch{Name: &name, UpdatedAt: f.now()})
-		wantCode(t, "UpdateOrganization of a deleted organization", err, account.CodeNotFound)
+		wantErr(t, "UpdateOrganization of a deleted organization", err, account.ErrOrganizationNotFound())
 		_, err = f.s.GetOrganization(f.ctx, deleted.ID)
-		wantCode(t, "GetOrganization after UpdateOrganization of a deleted organization", err, account.CodeNotFound)
+		wantErr(t, "GetOrganization after UpdateOrganization of a deleted organization", err, account.ErrOrganizationNotFound())
 	})
 }
 
@@ -191,7 +191,7 @@ func (s suite) deleteOrganization(t *testing.T) {
 		o, other := f.org(), f.org()
 		f.ok(f.s.DeleteOrganization(f.ctx, o.ID), "DeleteOrganization")
 		_, err := f.s.GetOrganization(f.ctx, o.ID)
-		wantCode(t, "GetOrganization", err, account.CodeNotFound)
+		wantErr(t, "GetOrganization", err, account.ErrOrganizationNotFound())
 		got, err := f.s.GetOrganization(f.ctx, other.ID)
 		f.ok(err, "GetOrganization of another organization")
 		assertSame(t, "another organization", got, other)
@@ -216,7 +216,7 @@ func (s suite) deleteOrganization(t *testing.T) {
 		f.ok(f.s.DeleteOrganization(f.ctx, o.ID), "DeleteOrganization")
 		for i, u := range users {
 			_, err := f.s.GetMember(f.ctx, o.ID, u.ID)
-			wantCode(t, "GetMember of the deleted organization", err, account.CodeNotFound)
+			wantErr(t, "GetMember of the deleted organization", err, account.ErrMembershipNotFound())
 			page, err := f.s.ListUserMemberships(f.ctx, u.ID, account.ListParams{Limit: 100})
 			f.ok(err, "ListUserMemberships")
 			if len(page.Items) != 1 {
@@ -233,7 +233,7 @@ func (s suite) deleteOrganization(t *testing.T) {
 	t.Run("ErrNotFound", func(t *testing.T) {
 		f := s.fix(t)
 		f.org()
-		wantCode(t, "DeleteOrganization", f.s.DeleteOrganization(f.ctx, account.NewID(account.PrefixOrganization, f.now())), account.CodeNotFound)
+		wantErr(t, "DeleteOrganization", f.s.DeleteOrganization(f.ctx, account.NewID(account.PrefixOrganization, f.now())), account.ErrOrganizationNotFound())
 	})
 }
 
@@ -261,7 +261,7 @@ func (s suite) addMember(t *testing.T) {
 		first := f.member(o.ID, u.ID)
 		again := first
 		again.Role, again.CreatedAt, again.UpdatedAt = "owner", f.now(), f.now()
-		wantCode(t, "AddMember again", f.s.AddMember(f.ctx, again), account.CodeAlreadyMember)
+		wantErr(t, "AddMember again", f.s.AddMember(f.ctx, again), account.ErrAlreadyMember())
 		got, err := f.s.GetMember(f.ctx, o.ID, u.ID)
 		f.ok(err, "GetMember")
 		assertSame(t, "the first membership", got, first)
@@ -271,7 +271,7 @@ func (s suite) addMember(t *testing.T) {
 		u := f.user()
 		at := f.now()
 		m := account.Membership{OrganizationID: account.NewID(account.PrefixOrganization, at), UserID: u.ID, Role: "member", CreatedAt: at, UpdatedAt: at}
-		wantCode(t, "AddMember to a missing organization", f.s.AddMember(f.ctx, m), account.CodeNotFound)
+		wantErr(t, "AddMember to a missing organization", f.s.AddMember(f.ctx, m), account.ErrOrganizationNotFound())
 		page, err := f.s.ListUserMemberships(f.ctx, u.ID, account.ListParams{Limit: 100})
 		f.ok(err, "ListUserMemberships")
 		if len(page.Items) != 0 {
@@ -283,7 +283,7 @@ func (s suite) addMember(t *testing.T) {
 		o := f.org()
 		at := f.now()
 		m := account.Membership{OrganizationID: o.ID, UserID: account.NewID(account.PrefixUser, at), Role: "member", CreatedAt: at, UpdatedAt: at}
-		wantCode(t, "AddMember of a missing user", f.s.AddMember(f.ctx, m), account.CodeNotFound)
+		wantErr(t, "AddMember of a missing user", f.s.AddMember(f.ctx, m), account.ErrUserNotFound())
 		page, err := f.s.ListMembers(f.ctx, o.ID, account.ListParams{Limit: 100})
 		f.ok(err, "ListMembers")
 		if len(page.Items) != 0 {
@@ -299,7 +299,7 @@ func (s suite) addMember(t *testing.T) {
 			ms[i] = account.Membership{OrganizationID: o.ID, UserID: u.ID, Role: "member", CreatedAt: at, UpdatedAt: at}
 		}
 		errs := race(concurrency, func(i int) error { return f.s.AddMember(f.ctx, ms[i]) })
-		winner := wantOneWinner(t, "AddMember", errs, account.CodeAlreadyMember)
+		winner := wantOneWinner(t, "AddMember", errs, account.ErrAlreadyMember())
 		byOrg, err := f.s.ListMembers(f.ctx, o.ID, account.ListParams{Limit: 100})
 		f.ok(err, "ListMembers")
 		byUser, err := f.s.ListUserMemberships(f.ctx, u.ID, account.ListParams{Limit: 100})
@@ -326,7 +326,7 @@ func (s suite) addMember(t *testing.T) {
 				return f.s.DeleteUser(f.ctx, u.ID)
 			}
 			err := f.s.AddMember(f.ctx, account.Membership{OrganizationID: o.ID, UserID: u.ID, Role: "member", CreatedAt: at, UpdatedAt: at})
-			if account.IsCode(err, account.CodeNotFound) {
+			if isErr(err, account.ErrUserNotFound()) {
 				return nil // the delete came first: a correct outcome
 			}
 			return err
@@ -338,7 +338,7 @@ func (s suite) addMember(t *testing.T) {
 		}
 		for _, u := range users {
 			_, err := f.s.GetMember(f.ctx, o.ID, u.ID)
-			wantCode(t, "GetMember of a deleted user", err, account.CodeNotFound)
+			wantErr(t, "GetMember of a deleted user", err, account.ErrMembershipNotFound())
 			page, err := f.s.ListUserMemberships(f.ctx, u.ID, account.ListParams{Limit: 100})
 			f.ok(err, "ListUserMemberships")
 			if len(page.Items) != 0 {
@@ -367,7 +367,7 @@ func (s suite) addMember(t *testing.T) {
 				return f.s.DeleteOrganization(f.ctx, o.ID)
 			}
 			err := f.s.AddMember(f.ctx, account.Membership{OrganizationID: o.ID, UserID: u.ID, Role: "member", CreatedAt: at, UpdatedAt: at})
-			if account.IsCode(err, account.CodeNotFound) {
+			if isErr(err, account.ErrOrganizationNotFound()) {
 				return nil // the delete came first: a correct outcome
 			}
 			return err
@@ -379,7 +379,7 @@ func (s suite) addMember(t *testing.T) {
 		}
 		for _, o := range orgs {
 			_, err := f.s.GetMember(f.ctx, o.ID, u.ID)
-			wantCode(t, "GetMember of a deleted organization", err, account.CodeNotFound)
+			wantErr(t, "GetMember of a deleted organization", err, account.ErrMembershipNotFound())
 			page, err := f.s.ListMembers(f.ctx, o.ID, account.ListParams{Limit: 100})
 			f.ok(err, "ListMembers")
 			if len(page.Items) != 0 {
@@ -400,9 +400,9 @@ func (s suite) getMember(t *testing.T) {
 		o, u, other := f.org(), f.user(), f.user()
 		f.member(o.ID, other.ID)
 		_, err := f.s.GetMember(f.ctx, o.ID, u.ID)
-		wantCode(t, "GetMember of a user who is not a member", err, account.CodeNotFound)
+		wantErr(t, "GetMember of a user who is not a member", err, account.ErrMembershipNotFound())
 		_, err = f.s.GetMember(f.ctx, account.NewID(account.PrefixOrganization, f.now()), other.ID)
-		wantCode(t, "GetMember of a missing organization", err, account.CodeNotFound)
+		wantErr(t, "GetMember of a missing organization", err, account.ErrMembershipNotFound())
 	})
 }
 
@@ -483,19 +483,19 @@ func (s suite) updateMember(t *testing.T) {
 		o, u, other := f.org(), f.user(), f.user()
 		f.member(o.ID, other.ID)
 		_, err := f.s.UpdateMember(f.ctx, o.ID, u.ID, account.MemberPatch{Role: "owner", UpdatedAt: f.now()})
-		wantCode(t, "UpdateMember of a user who is not a member", err, account.CodeNotFound)
+		wantErr(t, "UpdateMember of a user who is not a member", err, account.ErrMembershipNotFound())
 		_, err = f.s.GetMember(f.ctx, o.ID, u.ID)
-		wantCode(t, "GetMember after UpdateMember of a missing membership", err, account.CodeNotFound)
+		wantErr(t, "GetMember after UpdateMember of a missing membership", err, account.ErrMembershipNotFound())
 		byUser, err := f.s.ListUserMemberships(f.ctx, u.ID, account.ListParams{Limit: 100})
 		f.ok(err, "ListUserMemberships")
 		if len(byUser.Items) != 0 {
 			t.Errorf("ListUserMemberships after UpdateMember of a missing membership: got %d, want 0", len(byUser.Items))
 		}
 		_, err = f.s.UpdateMember(f.ctx, account.NewID(account.PrefixOrganization, f.now()), other.ID, account.MemberPatch{Role: "owner", UpdatedAt: f.now()})
-		wantCode(t, "UpdateMember in a missing organization", err, account.CodeNotFound)
+		wantErr(t, "UpdateMember in a missing organization", err, account.ErrMembershipNotFound())
 		f.ok(f.s.RemoveMember(f.ctx, o.ID, other.ID), "RemoveMember")
 		_, err = f.s.UpdateMember(f.ctx, o.ID, other.ID, account.MemberPatch{Role: "owner", UpdatedAt: f.now()})
-		wantCode(t, "UpdateMember of a removed membership", err, account.CodeNotFound)
+		wantErr(t, "UpdateMember of a removed membership", err, account.ErrMembershipNotFound())
 	})
 }
 
@@ -507,7 +507,7 @@ func (s suite) removeMember(t *testing.T) {
 		kept := f.member(o.ID, other.ID)
 		f.ok(f.s.RemoveMember(f.ctx, o.ID, u.ID), "RemoveMember")
 		_, err := f.s.GetMember(f.ctx, o.ID, u.ID)
-		wantCode(t, "GetMember", err, account.CodeNotFound)
+		wantErr(t, "GetMember", err, account.ErrMembershipNotFound())
 		page, err := f.s.ListMembers(f.ctx, o.ID, account.ListParams{Limit: 100})
 		f.ok(err, "ListMembers")
 		if len(page.Items) != 1 {
@@ -525,9 +525,9 @@ func (s suite) removeMember(t *testing.T) {
 	t.Run("ErrNotFound", func(t *testing.T) {
 		f := s.fix(t)
 		o, u := f.org(), f.user()
-		wantCode(t, "RemoveMember", f.s.RemoveMember(f.ctx, o.ID, u.ID), account.CodeNotFound)
+		wantErr(t, "RemoveMember", f.s.RemoveMember(f.ctx, o.ID, u.ID), account.ErrMembershipNotFound())
 		f.member(o.ID, u.ID)
 		f.ok(f.s.RemoveMember(f.ctx, o.ID, u.ID), "RemoveMember")
-		wantCode(t, "RemoveMember again", f.s.RemoveMember(f.ctx, o.ID, u.ID), account.CodeNotFound)
+		wantErr(t, "RemoveMember again", f.s.RemoveMember(f.ctx, o.ID, u.ID), account.ErrMembershipNotFound())
 	})
 }

@@ -8,6 +8,7 @@ package storetest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -208,12 +209,20 @@ func (f *fixture) ok(err error, op string) {
 	}
 }
 
-// wantCode fails the test unless err carries code.
-func wantCode(tb testing.TB, op string, err error, code account.Code) {
+// wantErr fails the test at once unless err is want: the domain's error
+// (account.ErrUserNotFound() and the like), code and message, so that a
+// client reads the same detail whichever store answers.
+func wantErr(tb testing.TB, op string, err error, want *account.Error) {
 	tb.Helper()
-	if !account.IsCode(err, code) {
-		tb.Fatalf("%s: got error %v (code %q), want code %q", op, err, account.ErrorCode(err), code)
+	if !isErr(err, want) {
+		tb.Fatalf("%s: got error %v (code %q), want %q (code %q)", op, err, account.ErrorCode(err), want.Message, want.Code)
 	}
+}
+
+// isErr reports whether err carries want's code and message.
+func isErr(err error, want *account.Error) bool {
+	var e *account.Error
+	return errors.As(err, &e) && e.Code == want.Code && e.Message == want.Message
 }
 
 // assertSame fails unless got and want agree field by field: times with
@@ -271,9 +280,9 @@ func race(n int, fn func(i int) error) []error {
 	return errs
 }
 
-// wantOneWinner checks that exactly one error is nil and all others carry
-// code.
-func wantOneWinner(tb testing.TB, op string, errs []error, code account.Code) int {
+// wantOneWinner checks that exactly one error is nil and all others are
+// want.
+func wantOneWinner(tb testing.TB, op string, errs []error, want *account.Error) int {
 	tb.Helper()
 	winner := -1
 	for i, err := range errs {
@@ -282,8 +291,8 @@ func wantOneWinner(tb testing.TB, op string, errs []error, code account.Code) in
 			tb.Errorf("%s: calls %d and %d both succeeded", op, winner, i)
 		case err == nil:
 			winner = i
-		case !account.IsCode(err, code):
-			tb.Errorf("%s: call %d: got error %v, want code %q", op, i, err, code)
+		case !isErr(err, want):
+			tb.Errorf("%s: call %d: got error %v, want %q (code %q)", op, i, err, want.Message, want.Code)
 		}
 	}
 	if winner < 0 {

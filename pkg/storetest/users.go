@@ -19,9 +19,9 @@ func (s suite) createUser(t *testing.T) {
 		first := f.user()
 		second := f.newUser()
 		second.Email = first.Email
-		wantCode(t, "CreateUser with a taken e-mail", f.s.CreateUser(f.ctx, second), account.CodeEmailTaken)
+		wantErr(t, "CreateUser with a taken e-mail", f.s.CreateUser(f.ctx, second), account.ErrEmailTaken())
 		_, err := f.s.GetUser(f.ctx, second.ID)
-		wantCode(t, "GetUser of the refused user", err, account.CodeNotFound)
+		wantErr(t, "GetUser of the refused user", err, account.ErrUserNotFound())
 		got, err := f.s.GetUserByEmail(f.ctx, first.Email)
 		f.ok(err, "GetUserByEmail")
 		assertSame(t, "the e-mail's owner", got, first)
@@ -34,7 +34,7 @@ func (s suite) createUser(t *testing.T) {
 			users[i].Email = "race@example.com"
 		}
 		errs := race(concurrency, func(i int) error { return f.s.CreateUser(f.ctx, users[i]) })
-		winner := wantOneWinner(t, "CreateUser", errs, account.CodeEmailTaken)
+		winner := wantOneWinner(t, "CreateUser", errs, account.ErrEmailTaken())
 		got, err := f.s.GetUserByEmail(f.ctx, "race@example.com")
 		f.ok(err, "GetUserByEmail")
 		assertSame(t, "the winning user", got, users[winner])
@@ -51,7 +51,7 @@ func (s suite) getUser(t *testing.T) {
 		f := s.fix(t)
 		f.user()
 		_, err := f.s.GetUser(f.ctx, account.NewID(account.PrefixUser, f.now()))
-		wantCode(t, "GetUser", err, account.CodeNotFound)
+		wantErr(t, "GetUser", err, account.ErrUserNotFound())
 	})
 }
 
@@ -68,7 +68,7 @@ func (s suite) getUserByEmail(t *testing.T) {
 		f := s.fix(t)
 		f.user()
 		_, err := f.s.GetUserByEmail(f.ctx, "nobody@example.com")
-		wantCode(t, "GetUserByEmail", err, account.CodeNotFound)
+		wantErr(t, "GetUserByEmail", err, account.ErrUserNotFound())
 	})
 }
 
@@ -103,22 +103,22 @@ func (s suite) updateUser(t *testing.T) {
 		assertSame(t, "the user GetUserByEmail returned", fresh, want)
 		taken := f.newUser()
 		taken.Email = old.Email
-		wantCode(t, "CreateUser with the kept e-mail", f.s.CreateUser(f.ctx, taken), account.CodeEmailTaken)
+		wantErr(t, "CreateUser with the kept e-mail", f.s.CreateUser(f.ctx, taken), account.ErrEmailTaken())
 	})
 	t.Run("ErrNotFound", func(t *testing.T) {
 		f := s.fix(t)
 		f.user()
 		u := f.newUser()
 		_, err := f.s.UpdateUser(f.ctx, u.ID, account.UserPatch{Name: &u.Name, UpdatedAt: f.now()})
-		wantCode(t, "UpdateUser of a missing user", err, account.CodeNotFound)
+		wantErr(t, "UpdateUser of a missing user", err, account.ErrUserNotFound())
 		_, err = f.s.GetUser(f.ctx, u.ID)
-		wantCode(t, "GetUser after UpdateUser of a missing user", err, account.CodeNotFound)
+		wantErr(t, "GetUser after UpdateUser of a missing user", err, account.ErrUserNotFound())
 		deleted := f.user()
 		f.ok(f.s.DeleteUser(f.ctx, deleted.ID), "DeleteUser")
 		_, err = f.s.UpdateUser(f.ctx, deleted.ID, account.UserPatch{Name: &u.Name, UpdatedAt: f.now()})
-		wantCode(t, "UpdateUser of a deleted user", err, account.CodeNotFound)
+		wantErr(t, "UpdateUser of a deleted user", err, account.ErrUserNotFound())
 		_, err = f.s.GetUser(f.ctx, deleted.ID)
-		wantCode(t, "GetUser after UpdateUser of a deleted user", err, account.CodeNotFound)
+		wantErr(t, "GetUser after UpdateUser of a deleted user", err, account.ErrUserNotFound())
 	})
 }
 
@@ -129,9 +129,9 @@ func (s suite) deleteUser(t *testing.T) {
 		other := f.user()
 		f.ok(f.s.DeleteUser(f.ctx, u.ID), "DeleteUser")
 		_, err := f.s.GetUser(f.ctx, u.ID)
-		wantCode(t, "GetUser", err, account.CodeNotFound)
+		wantErr(t, "GetUser", err, account.ErrUserNotFound())
 		_, err = f.s.GetUserByEmail(f.ctx, u.Email)
-		wantCode(t, "GetUserByEmail", err, account.CodeNotFound)
+		wantErr(t, "GetUserByEmail", err, account.ErrUserNotFound())
 		got, err := f.s.GetUser(f.ctx, other.ID)
 		f.ok(err, "GetUser of another user")
 		assertSame(t, "another user", got, other)
@@ -159,7 +159,7 @@ func (s suite) deleteUser(t *testing.T) {
 		f.ok(f.s.DeleteUser(f.ctx, u.ID), "DeleteUser")
 		for i, o := range orgs {
 			_, err := f.s.GetMember(f.ctx, o.ID, u.ID)
-			wantCode(t, "GetMember of the deleted user", err, account.CodeNotFound)
+			wantErr(t, "GetMember of the deleted user", err, account.ErrMembershipNotFound())
 			page, err := f.s.ListMembers(f.ctx, o.ID, account.ListParams{Limit: 100})
 			f.ok(err, "ListMembers")
 			if len(page.Items) != 1 {
@@ -181,12 +181,12 @@ func (s suite) deleteUser(t *testing.T) {
 	t.Run("ErrNotFound", func(t *testing.T) {
 		f := s.fix(t)
 		f.user()
-		wantCode(t, "DeleteUser", f.s.DeleteUser(f.ctx, account.NewID(account.PrefixUser, f.now())), account.CodeNotFound)
+		wantErr(t, "DeleteUser", f.s.DeleteUser(f.ctx, account.NewID(account.PrefixUser, f.now())), account.ErrUserNotFound())
 	})
 	t.Run("Twice", func(t *testing.T) {
 		f := s.fix(t)
 		u := f.user()
 		f.ok(f.s.DeleteUser(f.ctx, u.ID), "DeleteUser")
-		wantCode(t, "DeleteUser again", f.s.DeleteUser(f.ctx, u.ID), account.CodeNotFound)
+		wantErr(t, "DeleteUser again", f.s.DeleteUser(f.ctx, u.ID), account.ErrUserNotFound())
 	})
 }

@@ -368,7 +368,7 @@ func (m *MemoryKeys) Published(context.Context) ([]byte, string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.jwks == nil && m.issuer == "" {
-		return nil, "", account.Errorf(account.CodeNotFound, "public signing keys not found")
+		return nil, "", account.ErrPublicKeysNotFound()
 	}
 	return m.jwks, m.issuer, nil
 }
