@@ -125,9 +125,10 @@ func (s *Store) liveKey(ctx context.Context, it apiKeyItem, have map[string]apiK
 }
 
 // ListAPIKeys lists keys newest first from the KEYS partition of gsi1,
-// leaving out a key whose delete has begun. The keys below it are listed
+// leaving out any item outside a KEY# partition (see list) and a key whose
+// delete has begun. The keys below it are listed
 // until the delete is finished: checking every key's ancestors would cost
 // a BatchGetItem per page, and only a delete cut off halfway is seen here.
 func (s *Store) ListAPIKeys(ctx context.Context, p account.ListParams) (account.Page[account.APIKey], error) {
-	return list(ctx, s, listKeys, p, func(it apiKeyItem) (account.APIKey, bool) { return it.apiKey(), !it.Deleting })
+	return list(ctx, s, listKeys, prefixKey, p, func(it apiKeyItem) (account.APIKey, bool) { return it.apiKey(), !it.Deleting })
 }

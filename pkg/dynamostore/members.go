@@ -93,14 +93,16 @@ func (s *Store) RemoveMember(ctx context.Context, orgID, userID string) error {
 
 // ListMembers lists an organization's memberships, newest first.
 func (s *Store) ListMembers(ctx context.Context, orgID string, p account.ListParams) (account.Page[account.Membership], error) {
-	return s.listMemberships(ctx, membersList(orgID), p)
+	return s.listMemberships(ctx, membersList(orgID), orgKey(orgID).PK, p)
 }
 
 // ListUserMemberships lists a user's memberships, newest first.
 func (s *Store) ListUserMemberships(ctx context.Context, userID string, p account.ListParams) (account.Page[account.Membership], error) {
-	return s.listMemberships(ctx, memberOfList(userID), p)
+	return s.listMemberships(ctx, memberOfList(userID), userKey(userID).PK, p)
 }
 
-func (s *Store) listMemberships(ctx context.Context, partition string, p account.ListParams) (account.Page[account.Membership], error) {
-	return list(ctx, s, partition, p, func(it memberItem) (account.Membership, bool) { return it.membership(), true })
+// listMemberships lists the gsi1 partition of one side's memberships,
+// whose items are all in that side's partition, owner.
+func (s *Store) listMemberships(ctx context.Context, partition, owner string, p account.ListParams) (account.Page[account.Membership], error) {
+	return list(ctx, s, partition, owner, p, func(it memberItem) (account.Membership, bool) { return it.membership(), true })
 }

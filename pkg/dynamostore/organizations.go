@@ -71,7 +71,7 @@ func (s *Store) DeleteOrganization(ctx context.Context, id string) error {
 // ListOrganizations lists organizations newest first from the ORGS
 // partition of gsi1.
 func (s *Store) ListOrganizations(ctx context.Context, p account.ListParams) (account.Page[account.Organization], error) {
-	return list(ctx, s, listOrgs, p, func(it orgItem) (account.Organization, bool) {
+	return list(ctx, s, listOrgs, prefixOrg, p, func(it orgItem) (account.Organization, bool) {
 		return it.organization(), !it.Deleting // as in GetOrganization
 	})
 }

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -250,7 +251,17 @@ func (s *Store) getItem(ctx context.Context, k key, out any) (found bool, err er
 // exactly after it, and items created since sort before the first page.
 // conv turns each item of type I into the domain's T; it drops an item by
 // returning false (a user or organization whose delete has begun).
-func list[I, T any](ctx context.Context, s *Store, partition string, p account.ListParams, conv func(I) (T, bool)) (account.Page[T], error) {
+//
+// list drops, before conv, every item whose pk does not start with owner:
+// the prefix of the kind the list holds (prefixKey for KEYS), or the one
+// partition whose items it lists (an organization's, for its members).
+// Items are written by functions that may not write each other's
+// partitions, but IAM conditions on pk, not on gsi1pk: the users function,
+// say, could put an item with gsi1pk KEYS in a user's partition. Without
+// this check it would be listed as an API key, and a fake bootstrap key
+// newer than the real one would stop EnsureBootstrapKeyAt from installing
+// a rotated admin key.
+func list[I, T any](ctx context.Context, s *Store, partition, owner string, p account.ListParams, conv func(I) (T, bool)) (account.Page[T], error) {
 	kc := expression.Key("gsi1pk").Equal(expression.Value(partition))
 	if p.After != "" {
 		kc = kc.And(expression.Key("gsi1sk").LessThan(expression.Value(p.After)))
@@ -288,12 +299,19 @@ func list[I, T any](ctx context.Context, s *Store, partition string, p account.L
 		}
 		next = last.GSI1SK
 	}
-	items := make([]I, 0, len(raw))
-	if err := attributevalue.UnmarshalListOfMaps(raw, &items); err != nil {
-		return account.Page[T]{}, account.Internal(err)
-	}
-	page := account.Page[T]{Items: make([]T, 0, len(items)), Next: next}
-	for _, it := range items {
+	page := account.Page[T]{Items: make([]T, 0, len(raw)), Next: next}
+	for _, av := range raw {
+		var k key
+		if err := attributevalue.UnmarshalMap(av, &k); err != nil {
+			return account.Page[T]{}, account.Internal(err)
+		}
+		if !strings.HasPrefix(k.PK, owner) {
+			continue
+		}
+		var it I
+		if err := attributevalue.UnmarshalMap(av, &it); err != nil {
+			return account.Page[T]{}, account.Internal(err)
+		}
 		if t, ok := conv(it); ok {
 			page.Items = append(page.Items, t)
 		}

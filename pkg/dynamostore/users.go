@@ -86,7 +86,7 @@ func (s *Store) DeleteUser(ctx context.Context, id string) error {
 
 // ListUsers lists users newest first from the USERS partition of gsi1.
 func (s *Store) ListUsers(ctx context.Context, p account.ListParams) (account.Page[account.User], error) {
-	return list(ctx, s, listUsers, p, func(it userItem) (account.User, bool) {
+	return list(ctx, s, listUsers, prefixUser, p, func(it userItem) (account.User, bool) {
 		return it.user(), !it.Deleting // as in GetUser
 	})
 }
