@@ -69,177 +69,250 @@ func (f *cascadeFixture) tick() time.Time { f.now = f.now.Add(time.Millisecond);
 // failTransaction makes the nth TransactWriteItems from now fail.
 func (f *cascadeFixture) failTransaction(n int64) { f.fail.n = f.fail.calls.Load() + n }
 
-// userWithMemberships creates a user who is a member of n new organizations.
-func (f *cascadeFixture) userWithMemberships(n int) (account.User, []account.Organization) {
-	f.t.Helper()
-	ctx := f.t.Context()
-	u := newUser(f.tick())
-	must(f.t, f.s.CreateUser(ctx, u), "CreateUser")
-	orgs := make([]account.Organization, n)
-	for i := range orgs {
-		orgs[i] = newOrg(f.tick())
-		must(f.t, f.s.CreateOrganization(ctx, orgs[i]), "CreateOrganization")
-		at := f.tick()
-		must(f.t, f.s.AddMember(ctx, account.Membership{OrganizationID: orgs[i].ID, UserID: u.ID, Role: "member", CreatedAt: at, UpdatedAt: at}), "AddMember")
-	}
-	return u, orgs
+// ownerKind is a kind of item whose delete cascades to its memberships and
+// frees its unique value: a user (its e-mail) or an organization (its
+// slug). The cascade tests run over both kinds.
+type ownerKind struct {
+	name   string // "User" or "Organization", as in the Store's method names
+	unique string // "e-mail" or "slug"
+	taken  account.Code
+	// create stores a new item, with the given unique value unless it is
+	// "", and returns its ID and unique value.
+	create func(f *cascadeFixture, unique string) (id, value string, err error)
+	// other stores an item of the other side of a membership and returns
+	// its ID; pair orders an item's ID and another's as (org, user).
+	other  func(f *cascadeFixture) string
+	pair   func(id, otherID string) (orgID, userID string)
+	get    func(s *dynamostore.Store, ctx context.Context, id string) error
+	rename func(s *dynamostore.Store, ctx context.Context, id string, at time.Time) error
+	del    func(s *dynamostore.Store, ctx context.Context, id string) error
+	// listed reports whether the kind's list shows the item.
+	listed func(s *dynamostore.Store, ctx context.Context, id string) (bool, error)
+	// byUnique returns the ID of the item that holds a unique value; nil
+	// for a kind that has no such read (organizations).
+	byUnique func(s *dynamostore.Store, ctx context.Context, value string) (string, error)
+	// sides and otherSides return the IDs on the other side of the
+	// membership items in the partition of an item of this kind, or of
+	// the other side.
+	sides      func(s *dynamostore.Store, ctx context.Context, id string) ([]string, error)
+	otherSides func(s *dynamostore.Store, ctx context.Context, otherID string) ([]string, error)
 }
 
-// orgWithMembers creates an organization with n new members.
-func (f *cascadeFixture) orgWithMembers(n int) (account.Organization, []account.User) {
+var userKind = ownerKind{
+	name: "User", unique: "e-mail", taken: account.CodeEmailTaken,
+	create: func(f *cascadeFixture, email string) (string, string, error) {
+		u := newUser(f.tick())
+		if email != "" {
+			u.Email = email
+		}
+		return u.ID, u.Email, f.s.CreateUser(f.t.Context(), u)
+	},
+	other: func(f *cascadeFixture) string {
+		o := newOrg(f.tick())
+		must(f.t, f.s.CreateOrganization(f.t.Context(), o), "CreateOrganization")
+		return o.ID
+	},
+	pair: func(id, orgID string) (string, string) { return orgID, id },
+	get: func(s *dynamostore.Store, ctx context.Context, id string) error {
+		_, err := s.GetUser(ctx, id)
+		return err
+	},
+	rename: func(s *dynamostore.Store, ctx context.Context, id string, at time.Time) error {
+		name := "Late Rename"
+		_, err := s.UpdateUser(ctx, id, account.UserPatch{Name: &name, UpdatedAt: at})
+		return err
+	},
+	del: (*dynamostore.Store).DeleteUser,
+	listed: func(s *dynamostore.Store, ctx context.Context, id string) (bool, error) {
+		page, err := s.ListUsers(ctx, account.ListParams{Limit: 100})
+		return slices.ContainsFunc(page.Items, func(u account.User) bool { return u.ID == id }), err
+	},
+	byUnique: func(s *dynamostore.Store, ctx context.Context, email string) (string, error) {
+		u, err := s.GetUserByEmail(ctx, email)
+		return u.ID, err
+	},
+	sides:      (*dynamostore.Store).UserMembershipSides,
+	otherSides: (*dynamostore.Store).OrgMembershipSides,
+}
+
+var orgKind = ownerKind{
+	name: "Organization", unique: "slug", taken: account.CodeSlugTaken,
+	create: func(f *cascadeFixture, slug string) (string, string, error) {
+		o := newOrg(f.tick())
+		if slug != "" {
+			o.Slug = slug
+		}
+		return o.ID, o.Slug, f.s.CreateOrganization(f.t.Context(), o)
+	},
+	other: func(f *cascadeFixture) string {
+		u := newUser(f.tick())
+		must(f.t, f.s.CreateUser(f.t.Context(), u), "CreateUser")
+		return u.ID
+	},
+	pair: func(id, userID string) (string, string) { return id, userID },
+	get: func(s *dynamostore.Store, ctx context.Context, id string) error {
+		_, err := s.GetOrganization(ctx, id)
+		return err
+	},
+	rename: func(s *dynamostore.Store, ctx context.Context, id string, at time.Time) error {
+		name := "Late Rename"
+		_, err := s.UpdateOrganization(ctx, id, account.OrganizationPatch{Name: &name, UpdatedAt: at})
+		return err
+	},
+	del: (*dynamostore.Store).DeleteOrganization,
+	listed: func(s *dynamostore.Store, ctx context.Context, id string) (bool, error) {
+		page, err := s.ListOrganizations(ctx, account.ListParams{Limit: 100})
+		return slices.ContainsFunc(page.Items, func(o account.Organization) bool { return o.ID == id }), err
+	},
+	sides:      (*dynamostore.Store).OrgMembershipSides,
+	otherSides: (*dynamostore.Store).UserMembershipSides,
+}
+
+// withMemberships stores an item of kind k with memberships of n new items
+// of the other side, and returns its ID, its unique value and the others'
+// IDs.
+func (f *cascadeFixture) withMemberships(k ownerKind, n int) (id, value string, others []string) {
 	f.t.Helper()
 	ctx := f.t.Context()
-	o := newOrg(f.tick())
-	must(f.t, f.s.CreateOrganization(ctx, o), "CreateOrganization")
-	users := make([]account.User, n)
-	for i := range users {
-		users[i] = newUser(f.tick())
-		must(f.t, f.s.CreateUser(ctx, users[i]), "CreateUser")
+	id, value, err := k.create(f, "")
+	must(f.t, err, "Create"+k.name)
+	others = make([]string, n)
+	for i := range others {
+		others[i] = k.other(f)
+		orgID, userID := k.pair(id, others[i])
 		at := f.tick()
-		must(f.t, f.s.AddMember(ctx, account.Membership{OrganizationID: o.ID, UserID: users[i].ID, Role: "member", CreatedAt: at, UpdatedAt: at}), "AddMember")
+		must(f.t, f.s.AddMember(ctx, account.Membership{OrganizationID: orgID, UserID: userID, Role: "member", CreatedAt: at, UpdatedAt: at}), "AddMember")
 	}
-	return o, users
+	return id, value, others
 }
 
 // sides counts, with strongly consistent reads, the membership items left
-// in a user's partition and in the organizations' partitions for that user.
-func (f *cascadeFixture) sides(userID string, orgs []account.Organization) (userSide, orgSide int) {
+// in the partition of the item id of kind k and, for that item, in the
+// partitions of others.
+func (f *cascadeFixture) sides(k ownerKind, id string, others []string) (own, other int) {
 	f.t.Helper()
 	ctx := f.t.Context()
-	ids, err := f.s.UserMembershipSides(ctx, userID)
-	must(f.t, err, "UserMembershipSides")
-	for _, o := range orgs {
-		members, err := f.s.OrgMembershipSides(ctx, o.ID)
-		must(f.t, err, "OrgMembershipSides")
-		if slices.Contains(members, userID) {
-			orgSide++
+	ids, err := k.sides(f.s, ctx, id)
+	must(f.t, err, "membership sides")
+	for _, o := range others {
+		ids, err := k.otherSides(f.s, ctx, o)
+		must(f.t, err, "membership sides of the other side")
+		if slices.Contains(ids, id) {
+			other++
 		}
 	}
-	return len(ids), orgSide
+	return len(ids), other
 }
 
 // TestDeleteUser_BeyondOneTransaction deletes a user with 120 memberships
 // (242 items: three transactions), first with a failure injected into the
 // second transaction, then again. In between, the user is gone to readers
-// and writers, and every membership has both sides or neither. The retry removes the
-// rest, checked with strongly consistent reads of both sides.
-func TestDeleteUser_BeyondOneTransaction(t *testing.T) {
+// and writers, and every membership has both sides or neither. The retry
+// removes the rest, checked with strongly consistent reads of both sides.
+func TestDeleteUser_BeyondOneTransaction(t *testing.T) { testDeleteBeyondOneTransaction(t, userKind) }
+
+// TestDeleteOrganization_BeyondOneTransaction: the same for an
+// organization with 120 members.
+func TestDeleteOrganization_BeyondOneTransaction(t *testing.T) {
+	testDeleteBeyondOneTransaction(t, orgKind)
+}
+
+func testDeleteBeyondOneTransaction(t *testing.T, k ownerKind) {
 	f := newCascadeFixture(t)
 	ctx := t.Context()
-	u, orgs := f.userWithMemberships(120)
+	id, value, others := f.withMemberships(k, 120)
 
-	// Chunks: 50 memberships (100 items), 50, then the last 20 with the user
-	// and its guard. The second chunk fails.
+	// Chunks: 50 memberships (100 items), 50, then the last 20 with the
+	// item and its guard. The second chunk fails.
 	f.failTransaction(2)
-	if err := f.s.DeleteUser(ctx, u.ID); !errors.Is(err, errInjected) {
-		t.Fatalf("DeleteUser with a failing transaction: got %v, want the injected failure", err)
+	if err := k.del(f.s, ctx, id); !errors.Is(err, errInjected) {
+		t.Fatalf("Delete%s with a failing transaction: got %v, want the injected failure", k.name, err)
 	}
-	if userSide, orgSide := f.sides(u.ID, orgs); userSide != 70 || orgSide != 70 {
-		t.Fatalf("after the first chunk: %d user-side and %d organization-side memberships, want 70 and 70", userSide, orgSide)
+	if own, other := f.sides(k, id, others); own != 70 || other != 70 {
+		t.Fatalf("after the first chunk: %d and %d sides of memberships, want 70 and 70", own, other)
 	}
-	if _, err := f.s.GetUser(ctx, u.ID); !account.IsCode(err, account.CodeNotFound) {
-		t.Errorf("GetUser of a user being deleted: got %v, want not_found", err)
+	if err := k.get(f.s, ctx, id); !account.IsCode(err, account.CodeNotFound) {
+		t.Errorf("Get%s of an item being deleted: got %v, want not_found", k.name, err)
 	}
-	if _, err := f.s.GetUserByEmail(ctx, u.Email); !account.IsCode(err, account.CodeNotFound) {
-		t.Errorf("GetUserByEmail of a user being deleted: got %v, want not_found", err)
-	}
-	page, err := f.s.ListUsers(ctx, account.ListParams{Limit: 100})
-	must(t, err, "ListUsers")
-	for _, got := range page.Items {
-		if got.ID == u.ID {
-			t.Error("ListUsers shows a user being deleted")
+	if k.byUnique != nil {
+		if _, err := k.byUnique(f.s, ctx, value); !account.IsCode(err, account.CodeNotFound) {
+			t.Errorf("Get%s by the %s of an item being deleted: got %v, want not_found", k.name, k.unique, err)
 		}
 	}
+	listed, err := k.listed(f.s, ctx, id)
+	must(t, err, "List")
+	if listed {
+		t.Errorf("the list shows an item being deleted")
+	}
 	at := f.tick()
-	late := account.Membership{OrganizationID: orgs[0].ID, UserID: u.ID, Role: "member", CreatedAt: at, UpdatedAt: at}
+	orgID, userID := k.pair(id, others[0])
+	late := account.Membership{OrganizationID: orgID, UserID: userID, Role: "member", CreatedAt: at, UpdatedAt: at}
 	if err := f.s.AddMember(ctx, late); !account.IsCode(err, account.CodeNotFound) {
-		t.Errorf("AddMember to a user being deleted: got %v, want not_found", err)
+		t.Errorf("AddMember to an item being deleted: got %v, want not_found", err)
 	}
 	// UpdateItem would otherwise succeed on an item the retry is about to remove.
-	name := "Late Rename"
-	if _, err := f.s.UpdateUser(ctx, u.ID, account.UserPatch{Name: &name, UpdatedAt: f.tick()}); !account.IsCode(err, account.CodeNotFound) {
-		t.Errorf("UpdateUser of a user being deleted: got %v, want not_found", err)
+	if err := k.rename(f.s, ctx, id, f.tick()); !account.IsCode(err, account.CodeNotFound) {
+		t.Errorf("Update%s of an item being deleted: got %v, want not_found", k.name, err)
 	}
 
-	must(t, f.s.DeleteUser(ctx, u.ID), "DeleteUser (retry)")
-	if userSide, orgSide := f.sides(u.ID, orgs); userSide != 0 || orgSide != 0 {
-		t.Errorf("after the retry: %d user-side and %d organization-side memberships left, want none", userSide, orgSide)
+	must(t, k.del(f.s, ctx, id), "Delete"+k.name+" (retry)")
+	if own, other := f.sides(k, id, others); own != 0 || other != 0 {
+		t.Errorf("after the retry: %d and %d sides of memberships left, want none", own, other)
 	}
-	if err := f.s.DeleteUser(ctx, u.ID); !account.IsCode(err, account.CodeNotFound) {
-		t.Errorf("DeleteUser after the retry: got %v, want not_found", err)
+	if err := k.del(f.s, ctx, id); !account.IsCode(err, account.CodeNotFound) {
+		t.Errorf("Delete%s after the retry: got %v, want not_found", k.name, err)
 	}
-	other := newUser(f.tick())
-	other.Email = u.Email
-	must(t, f.s.CreateUser(ctx, other), "CreateUser with the freed e-mail")
+	_, _, err = k.create(f, value)
+	must(t, err, "Create"+k.name+" with the freed "+k.unique)
 }
 
 // TestDeleteUser_FinishedByNextClaim: a delete cut off before its final
 // transaction is never retried by its client. The next user to claim the
 // e-mail finishes it and gets the e-mail; the old user and every one of its
 // memberships are gone.
-func TestDeleteUser_FinishedByNextClaim(t *testing.T) {
+func TestDeleteUser_FinishedByNextClaim(t *testing.T) { testDeleteFinishedByNextClaim(t, userKind) }
+
+// TestDeleteOrganization_FinishedByNextClaim: the same for an organization
+// and its slug.
+func TestDeleteOrganization_FinishedByNextClaim(t *testing.T) {
+	testDeleteFinishedByNextClaim(t, orgKind)
+}
+
+func testDeleteFinishedByNextClaim(t *testing.T, k ownerKind) {
 	f := newCascadeFixture(t)
 	ctx := t.Context()
-	u, orgs := f.userWithMemberships(60)
+	id, value, others := f.withMemberships(k, 60)
 	f.failTransaction(2) // 60 memberships: one chunk of 50, then the final transaction
-	if err := f.s.DeleteUser(ctx, u.ID); !errors.Is(err, errInjected) {
-		t.Fatalf("DeleteUser with a failing final transaction: got %v, want the injected failure", err)
+	if err := k.del(f.s, ctx, id); !errors.Is(err, errInjected) {
+		t.Fatalf("Delete%s with a failing final transaction: got %v, want the injected failure", k.name, err)
+	}
+	if err := k.get(f.s, ctx, id); !account.IsCode(err, account.CodeNotFound) {
+		t.Errorf("Get%s of an item being deleted: got %v, want not_found", k.name, err)
+	}
+	if own, other := f.sides(k, id, others); own != 10 || other != 10 {
+		t.Fatalf("after the first chunk: %d and %d sides of memberships left, want 10 and 10", own, other)
 	}
 
-	next := newUser(f.tick())
-	next.Email = u.Email
-	must(t, f.s.CreateUser(ctx, next), "CreateUser with the e-mail of an abandoned delete")
-	if got, err := f.s.GetUserByEmail(ctx, u.Email); err != nil || got.ID != next.ID {
-		t.Fatalf("GetUserByEmail: got %+v, %v; want the new user %s", got, err, next.ID)
+	next, _, err := k.create(f, value)
+	must(t, err, "Create"+k.name+" with the "+k.unique+" of an abandoned delete")
+	if k.byUnique != nil {
+		if got, err := k.byUnique(f.s, ctx, value); err != nil || got != next {
+			t.Fatalf("Get%s by the %s: got %s, %v; want the new item %s", k.name, k.unique, got, err, next)
+		}
 	}
-	if userSide, orgSide := f.sides(u.ID, orgs); userSide != 0 || orgSide != 0 {
-		t.Errorf("old user: %d user-side and %d organization-side memberships left, want none", userSide, orgSide)
+	if own, other := f.sides(k, id, others); own != 0 || other != 0 {
+		t.Errorf("old item: %d and %d sides of memberships left, want none", own, other)
 	}
-	if err := f.s.DeleteUser(ctx, u.ID); !account.IsCode(err, account.CodeNotFound) {
-		t.Errorf("DeleteUser of the old user: got %v, want not_found (finished by the claim)", err)
+	if err := k.del(f.s, ctx, id); !account.IsCode(err, account.CodeNotFound) {
+		t.Errorf("Delete%s of the old item: got %v, want not_found (finished by the claim)", k.name, err)
 	}
 
 	// A live holder is a plain conflict: nothing is deleted.
-	again := newUser(f.tick())
-	again.Email = u.Email
-	if err := f.s.CreateUser(ctx, again); !account.IsCode(err, account.CodeEmailTaken) {
-		t.Fatalf("CreateUser with a live user's e-mail: got %v, want email_taken", err)
+	if _, _, err := k.create(f, value); !account.IsCode(err, k.taken) {
+		t.Fatalf("Create%s with a live item's %s: got %v, want %s", k.name, k.unique, err, k.taken)
 	}
-	if _, err := f.s.GetUser(ctx, next.ID); err != nil {
+	if err := k.get(f.s, ctx, next); err != nil {
 		t.Errorf("the live holder after a refused claim: %v", err)
-	}
-}
-
-// TestDeleteOrganization_BeyondOneTransaction: the same for an organization
-// with 60 members (122 items), whose final transaction fails; the next
-// organization to claim the slug finishes the delete.
-func TestDeleteOrganization_BeyondOneTransaction(t *testing.T) {
-	f := newCascadeFixture(t)
-	ctx := t.Context()
-	o, users := f.orgWithMembers(60)
-	f.failTransaction(2)
-	if err := f.s.DeleteOrganization(ctx, o.ID); !errors.Is(err, errInjected) {
-		t.Fatalf("DeleteOrganization with a failing final transaction: got %v, want the injected failure", err)
-	}
-	if _, err := f.s.GetOrganization(ctx, o.ID); !account.IsCode(err, account.CodeNotFound) {
-		t.Errorf("GetOrganization of an organization being deleted: got %v, want not_found", err)
-	}
-	left, err := f.s.OrgMembershipSides(ctx, o.ID)
-	must(t, err, "OrgMembershipSides")
-	if len(left) != 10 {
-		t.Fatalf("after the first chunk: %d members left, want 10", len(left))
-	}
-
-	next := newOrg(f.tick())
-	next.Slug = o.Slug
-	must(t, f.s.CreateOrganization(ctx, next), "CreateOrganization with the slug of an abandoned delete")
-	for _, u := range users {
-		if userSide, orgSide := f.sides(u.ID, []account.Organization{o}); userSide != 0 || orgSide != 0 {
-			t.Fatalf("member %s: %d user-side and %d organization-side memberships left, want none", u.ID, userSide, orgSide)
-		}
-	}
-	if err := f.s.DeleteOrganization(ctx, o.ID); !account.IsCode(err, account.CodeNotFound) {
-		t.Errorf("DeleteOrganization of the old organization: got %v, want not_found", err)
 	}
 }
 
