@@ -21,6 +21,11 @@
 //
 // Methods do not consult their context: every operation is a short local
 // transaction that cannot be usefully abandoned halfway.
+//
+// This file holds opening and closing, transactions, encoding, paging,
+// the membership cascade and pruning; users.go, organizations.go,
+// members.go, apikeys.go and tokens.go hold each entity's methods, and
+// items.go the stored form of each.
 package boltstore
 
 import (

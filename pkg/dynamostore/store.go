@@ -1,7 +1,12 @@
 // Package dynamostore implements account.Store on one DynamoDB table.
 //
 // The layout (keys in keys.go, items in items.go, table in table.go) and the
-// cost of every operation are described in docs/dynamodb.md. In short:
+// cost of every operation are described in docs/dynamodb.md. This file
+// holds what every entity's methods share: transactions and their
+// conflict retries, paging, uniqueness claims, patches, the membership
+// cascade and batched reads; users.go, organizations.go, members.go,
+// apikeys.go (with keytree.go, the cascade of a key's tree) and tokens.go
+// hold each entity's methods. In short:
 // uniqueness is enforced by guard items written in the same
 // TransactWriteItems as the item they guard; every read that decides
 // security or uniqueness is strongly consistent; a verify is one BatchGetItem.
