@@ -22,15 +22,10 @@ import (
 	"latchkey/pkg/token"
 )
 
-// TestHTTPRequestBudgets measures whole API requests, authentication
-// included, through the real handler over the DynamoDB store: the figures a
-// Lambda function pays per request. It fails if a request makes other
-// DynamoDB calls than docs/dynamodb.md says, in particular if verify is not
-// exactly one BatchGetItem or token issuance more than two requests.
-func TestHTTPRequestBudgets(t *testing.T) {
-	var m meter
-	client := dynamotest.NewClient(t, m.option)
-	store := dynamostore.New(client, dynamotest.NewTable(t, client))
+// newService returns a Service over store that signs and checks tokens
+// with a new Ed25519 key, and the key's public half.
+func newService(t *testing.T, store account.Store) (*account.Service, ed25519.PublicKey) {
+	t.Helper()
 	pub, priv, err := ed25519.GenerateKey(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -44,6 +39,19 @@ func TestHTTPRequestBudgets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return svc, pub
+}
+
+// TestHTTPRequestBudgets measures whole API requests, authentication
+// included, through the real handler over the DynamoDB store: the figures a
+// Lambda function pays per request. It fails if a request makes other
+// DynamoDB calls than docs/dynamodb.md says, in particular if verify is not
+// exactly one BatchGetItem or token issuance more than two requests.
+func TestHTTPRequestBudgets(t *testing.T) {
+	var m meter
+	client := dynamotest.NewClient(t, m.option)
+	store := dynamostore.New(client, dynamotest.NewTable(t, client))
+	svc, pub := newService(t, store)
 	admin := account.NewAPIKeySecret()
 	if err := svc.EnsureBootstrapKey(t.Context(), admin); err != nil {
 		t.Fatalf("EnsureBootstrapKey: %v", err)

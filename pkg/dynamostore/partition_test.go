@@ -1,8 +1,6 @@
 package dynamostore_test
 
 import (
-	"bytes"
-	"crypto/ed25519"
 	"testing"
 	"time"
 
@@ -13,8 +11,16 @@ import (
 	"latchkey/pkg/account"
 	"latchkey/pkg/dynamostore"
 	"latchkey/pkg/dynamostore/dynamotest"
-	"latchkey/pkg/token"
 )
+
+// newTableStore returns a client of DynamoDB Local, a new table and a
+// store over it.
+func newTableStore(t *testing.T) (*dynamodb.Client, string, *dynamostore.Store) {
+	t.Helper()
+	client := dynamotest.NewClient(t)
+	table := dynamotest.NewTable(t, client)
+	return client, table, dynamostore.New(client, table)
+}
 
 // plant writes item as it is, the way a function allowed to write outside
 // the auth-only partitions could: IAM conditions on the partition key, not
@@ -37,23 +43,9 @@ func plant(t *testing.T, client *dynamodb.Client, table string, item map[string]
 // the rotation of the admin key: the new key is installed and the old one
 // retired.
 func TestListAPIKeys_ForeignPartition(t *testing.T) {
-	client := dynamotest.NewClient(t)
-	table := dynamotest.NewTable(t, client)
-	store := dynamostore.New(client, table)
+	client, table, store := newTableStore(t)
 	ctx := t.Context()
-	pub, priv, err := ed25519.GenerateKey(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const issuer = "https://latchkey.test"
-	svc, err := account.NewService(store, account.Options{
-		CursorKey: bytes.Repeat([]byte("c"), 32),
-		Signer:    token.NewSigner(priv, issuer),
-		Parser:    token.NewParser(issuer, pub),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc, _ := newService(t, store)
 	created := time.Now().UTC().Truncate(time.Second)
 	old := account.NewAPIKeySecret()
 	must(t, svc.EnsureBootstrapKeyAt(ctx, old, created), "EnsureBootstrapKeyAt")
@@ -87,9 +79,7 @@ func TestListAPIKeys_ForeignPartition(t *testing.T) {
 // and an item of another partition planted in it is dropped, not turned
 // into a user, an organization or a membership with a malformed ID.
 func TestList_ForeignPartition(t *testing.T) {
-	client := dynamotest.NewClient(t)
-	table := dynamotest.NewTable(t, client)
-	store := dynamostore.New(client, table)
+	client, table, store := newTableStore(t)
 	ctx := t.Context()
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	u, o := newUser(now), newOrg(now.Add(time.Millisecond))
