@@ -102,12 +102,11 @@ func TestTemplate_AuthorizerLeastPrivilege(t *testing.T) {
 	if os.Getenv(dynamotest.EndpointEnv) == "" {
 		t.Skip(dynamotest.EndpointEnv + " is not set; run through scripts/dynamodb-local.sh (make test does)")
 	}
-	tpl := loadTemplate(t)
 	routes, entries, err := replay.AuthorizerManifest(authorizerEventsDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	actions := map[string]bool{}
+	actions, ops := map[string]bool{}, map[string]bool{}
 	var requests []iamRequest
 	usedIndex := false
 	for _, e := range entries {
@@ -120,13 +119,28 @@ func TestTemplate_AuthorizerLeastPrivilege(t *testing.T) {
 		if _, err := h(context.Background(), ev); err != nil {
 			t.Fatal(err)
 		}
-		usedIndex = b.calls.merge(actions, &requests) || usedIndex
+		usedIndex = b.calls.merge(actions, ops, &requests) || usedIndex
 	}
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			checkAuthorizerPrivilege(t, loadTemplate(t).under(v.conds), actions, requests, usedIndex)
+		})
+	}
+	for _, op := range sortedKeys(ops) {
+		if !slices.Contains(systemErrorOperations, op) {
+			t.Errorf("the authorizer calls DynamoDB %s, which the system errors alarm does not watch", op)
+		}
+	}
+}
+
+// checkAuthorizerPrivilege holds the authorizer's role in tpl to what it
+// did.
+func checkAuthorizerPrivilege(t *testing.T, tpl template, actions map[string]bool, requests []iamRequest, usedIndex bool) {
 	statement := tpl.policyStatement(t, authorizerID, "Table")
 	if got, want := strs(statement["Action"]), sortedKeys(actions); !slices.Equal(got, want) {
 		t.Errorf("DynamoDB actions:\n policy %v\n code   %v", got, want)
 	}
-	if usedIndex || path(statement["Resource"], "Fn::GetAtt") != "Table.Arn" {
+	if usedIndex || resolveARN(statement["Resource"]) != tableARN {
 		t.Errorf("Table statement resource %v (the code used an index: %v); want the table alone", statement["Resource"], usedIndex)
 	}
 	statements := tpl.statements(t, authorizerID)
@@ -166,7 +180,12 @@ func TestTemplate_AuthorizerLeastPrivilege(t *testing.T) {
 // configuration its main accepts (with the events' routes in the
 // parameter), names no secret and no issuer; and its role is its own.
 func TestTemplate_Authorizer(t *testing.T) {
-	tpl := loadTemplate(t)
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) { testAuthorizerTemplate(t, loadTemplate(t).under(v.conds)) })
+	}
+}
+
+func testAuthorizerTemplate(t *testing.T, tpl template) {
 	out := path(map[string]any(tpl), "Outputs", "AuthorizerFunctionArn")
 	if path(out, "Value", "Fn::GetAtt") != authorizerID+".Arn" || path(out, "Export", "Name", "Fn::Sub") != "${AWS::StackName}-AuthorizerFunctionArn" {
 		t.Errorf("output AuthorizerFunctionArn: got %v, want !GetAtt %s.Arn exported as ${AWS::StackName}-AuthorizerFunctionArn", out, authorizerID)

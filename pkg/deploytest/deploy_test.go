@@ -171,7 +171,12 @@ func TestTemplate_Table(t *testing.T) {
 // template is a configuration its main accepts, and that it names a secret
 // only if the function's policy lets it read that secret.
 func TestTemplate_Environment(t *testing.T) {
-	tpl := loadTemplate(t)
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) { testEnvironment(t, loadTemplate(t).under(v.conds)) })
+	}
+}
+
+func testEnvironment(t *testing.T, tpl template) {
 	for _, fn := range lambdaapp.Functions() {
 		env := tpl.functionEnv(t, logicalID(fn))
 		getenv := func(k string) string {
@@ -201,16 +206,26 @@ func TestTemplate_Environment(t *testing.T) {
 	}
 }
 
-// TestTemplate_Roles proves that each function runs as a role of its own,
-// which Lambda alone may assume, and that the role's only logs permissions
-// are to create streams in and write to the function's own log group: not
-// the AWSLambdaBasicExecutionRole that SAM would attach, which allows both
-// on every log group of the account.
+// TestTemplate_Roles proves that each function (the authorizer too) runs as
+// a role of its own, which Lambda alone may assume, and that the role's only
+// logs permissions are to create streams in and write to the function's own
+// log group: not the AWSLambdaBasicExecutionRole that SAM would attach,
+// which allows both on every log group of the account.
 func TestTemplate_Roles(t *testing.T) {
-	tpl := loadTemplate(t)
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) { testRoles(t, loadTemplate(t).under(v.conds)) })
+	}
+}
+
+// xrayWriteActions are the actions a function needs to send X-Ray its
+// traces. IAM has no resource-level permissions for them, so "*" is the
+// only Resource a statement granting them can name, and it may name them
+// only.
+var xrayWriteActions = []string{"xray:PutTelemetryRecords", "xray:PutTraceSegments"}
+
+func testRoles(t *testing.T, tpl template) {
 	used := map[string]string{}
-	for _, fn := range lambdaapp.Functions() {
-		id := logicalID(fn)
+	for _, id := range tpl.functions() { // the authorizer too
 		role := tpl.functionRole(t, id)
 		if other, ok := used[role]; ok {
 			t.Errorf("%s and %s share the role %s", other, id, role)
@@ -228,13 +243,9 @@ func TestTemplate_Roles(t *testing.T) {
 		tpl.resource(t, logGroup, "AWS::Logs::LogGroup")
 		var logs int
 		for _, st := range tpl.statements(t, id) {
-			for _, r := range list(st["Resource"]) {
-				if r == "*" {
-					t.Errorf("%s statement %v: Resource *", role, st["Sid"])
-				}
-			}
-			if st["Resource"] == "*" {
-				t.Errorf("%s statement %v: Resource *", role, st["Sid"])
+			anyResource := st["Resource"] == "*" || slices.Contains(list(st["Resource"]), any("*"))
+			if anyResource && (st["Effect"] != "Allow" || !slices.Equal(strs(st["Action"]), xrayWriteActions) || len(strs(st["Resource"])) != 1) {
+				t.Errorf("%s statement %v: Resource * for %v; only %v, which have no resource-level permissions, may have it, alone", role, st["Sid"], st["Action"], xrayWriteActions)
 			}
 			var grantsLogs bool
 			for _, a := range strs(st["Action"]) {
@@ -266,7 +277,12 @@ func TestTemplate_Roles(t *testing.T) {
 // secrets that function reads, and the other functions are created only
 // after it has succeeded.
 func TestTemplate_Bootstrap(t *testing.T) {
-	tpl := loadTemplate(t)
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) { testBootstrap(t, loadTemplate(t).under(v.conds)) })
+	}
+}
+
+func testBootstrap(t *testing.T, tpl template) {
 	props := tpl.resource(t, "Bootstrap", "Custom::Bootstrap")
 	var writer lambdaapp.Function
 	for _, fn := range lambdaapp.Functions() {
@@ -349,6 +365,7 @@ func TestTemplate_Issuer(t *testing.T) {
 // its secrets were replayed.
 type recording struct {
 	actions   map[string]bool // IAM actions of the DynamoDB requests
+	ops       map[string]bool // DynamoDB API operations called
 	requests  []iamRequest    // each request as IAM authorizes it
 	usedIndex bool            // a Query named an index
 	secrets   map[string]bool // ids of the secrets read
@@ -358,7 +375,7 @@ type recording struct {
 // rotation of its secrets, recording every DynamoDB request and secret read.
 func replayFunction(t *testing.T, fn lambdaapp.Function, entries []replay.Entry) recording {
 	t.Helper()
-	rec := recording{actions: map[string]bool{}, secrets: map[string]bool{}}
+	rec := recording{actions: map[string]bool{}, ops: map[string]bool{}, secrets: map[string]bool{}}
 	run := func(b backend, sm *replay.Secrets, clock *fakeClock, evs ...string) {
 		t.Helper()
 		app, err := lambdaapp.New(context.Background(), replay.Config(fn, "latchkey"), lambdaapp.Deps{
@@ -376,7 +393,7 @@ func replayFunction(t *testing.T, fn lambdaapp.Function, entries []replay.Entry)
 				t.Fatal(err)
 			}
 		}
-		rec.usedIndex = b.calls.merge(rec.actions, &rec.requests) || rec.usedIndex
+		rec.usedIndex = b.calls.merge(rec.actions, rec.ops, &rec.requests) || rec.usedIndex
 		for id := range sm.Read() {
 			rec.secrets[id] = true
 		}
@@ -422,7 +439,7 @@ func replayFunction(t *testing.T, fn lambdaapp.Function, entries []replay.Entry)
 			t.Fatal(err)
 		}
 	}
-	rec.usedIndex = b.calls.merge(rec.actions, &rec.requests) || rec.usedIndex
+	rec.usedIndex = b.calls.merge(rec.actions, rec.ops, &rec.requests) || rec.usedIndex
 	for id := range sm.Read() {
 		rec.secrets[id] = true
 	}
@@ -453,7 +470,6 @@ func TestTemplate_LeastPrivilege(t *testing.T) {
 	if os.Getenv(dynamotest.EndpointEnv) == "" {
 		t.Skip(dynamotest.EndpointEnv + " is not set; run through scripts/dynamodb-local.sh (make test does)")
 	}
-	tpl := loadTemplate(t)
 	entries, err := replay.Manifest(eventsDir)
 	if err != nil {
 		t.Fatal(err)
@@ -474,6 +490,24 @@ func TestTemplate_LeastPrivilege(t *testing.T) {
 	if t.Failed() {
 		return
 	}
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) { checkLeastPrivilege(t, loadTemplate(t).under(v.conds), recs) })
+	}
+	// DynamoDB reports SystemErrors per operation, so the alarm on them
+	// watches a list of operations: it must hold every one the code calls.
+	t.Run("SystemErrorsAlarm", func(t *testing.T) {
+		for _, fn := range lambdaapp.Functions() {
+			for _, op := range sortedKeys(recs[fn].ops) {
+				if !slices.Contains(systemErrorOperations, op) {
+					t.Errorf("%s calls DynamoDB %s, which the system errors alarm does not watch", fn, op)
+				}
+			}
+		}
+	})
+}
+
+// checkLeastPrivilege holds the roles of tpl to what each function did.
+func checkLeastPrivilege(t *testing.T, tpl template, recs map[lambdaapp.Function]recording) {
 	for _, fn := range lambdaapp.Functions() {
 		t.Run(string(fn), func(t *testing.T) {
 			rec := recs[fn]
@@ -483,10 +517,10 @@ func TestTemplate_LeastPrivilege(t *testing.T) {
 			}
 			var hasTable, hasIndex bool
 			for _, r := range list(statement["Resource"]) {
-				switch {
-				case path(r, "Fn::GetAtt") == "Table.Arn":
+				switch resolveARN(r) {
+				case tableARN:
 					hasTable = true
-				case path(r, "Fn::Sub") == "${Table.Arn}/index/*":
+				case tableARN + "/index/*":
 					hasIndex = true
 				default:
 					t.Errorf("Table statement names another resource: %v", r)

@@ -86,7 +86,8 @@ func dynamoBackend(tb testing.TB) backend {
 type callRecorder struct {
 	mu       sync.Mutex
 	actions  map[string]bool
-	index    bool // a Query or Scan named an index
+	ops      map[string]bool // DynamoDB API operations called
+	index    bool            // a Query or Scan named an index
 	requests []iamRequest
 }
 
@@ -102,8 +103,9 @@ func (r *callRecorder) record(op string, params any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.actions == nil {
-		r.actions = map[string]bool{}
+		r.actions, r.ops = map[string]bool{}, map[string]bool{}
 	}
+	r.ops[op] = true
 	// add records one authorized request; items are the keys (or whole
 	// items) it touches, nil when their partition keys are not known.
 	add := func(a string, index bool, items ...map[string]types.AttributeValue) {
@@ -185,16 +187,19 @@ func attrString(v types.AttributeValue) string {
 func (r *callRecorder) reset() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.actions, r.index, r.requests = nil, false, nil
+	r.actions, r.ops, r.index, r.requests = nil, nil, false, nil
 }
 
-// merge adds what r recorded to actions and requests and returns whether an
-// index was used.
-func (r *callRecorder) merge(actions map[string]bool, requests *[]iamRequest) bool {
+// merge adds what r recorded to actions, ops and requests and returns
+// whether an index was used.
+func (r *callRecorder) merge(actions, ops map[string]bool, requests *[]iamRequest) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for a := range r.actions {
 		actions[a] = true
+	}
+	for o := range r.ops {
+		ops[o] = true
 	}
 	*requests = append(*requests, r.requests...)
 	return r.index

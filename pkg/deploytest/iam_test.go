@@ -172,9 +172,10 @@ func setCondition(op string, patterns, values []string) (bool, error) {
 }
 
 // resolveARN turns a policy's Resource entry into an ARN pattern: the
-// table's ARN for !GetAtt Table.Arn and ${Table.Arn} in a !Sub, a literal
-// as written, and anything else (another resource) a pattern no table
-// request matches.
+// table's ARN for !GetAtt Table.Arn, for ${Table.Arn} in a !Sub and for the
+// ARN a !Sub builds from the pseudo parameters and ExistingTableName (the
+// attached table, given the same name), a literal as written, and anything
+// else (another resource) a pattern no table request matches.
 func resolveARN(r any) string {
 	switch v := r.(type) {
 	case string:
@@ -184,7 +185,11 @@ func resolveARN(r any) string {
 			return tableARN
 		}
 		if sub, ok := v["Fn::Sub"].(string); ok {
-			return strings.ReplaceAll(sub, "${Table.Arn}", tableARN)
+			return strings.NewReplacer(
+				"${Table.Arn}", tableARN,
+				"${AWS::Partition}", "aws", "${AWS::Region}", "us-east-1", "${AWS::AccountId}", "123456789012",
+				"${ExistingTableName}", "latchkey",
+			).Replace(sub)
 		}
 	}
 	return fmt.Sprintf("other:%v", r)

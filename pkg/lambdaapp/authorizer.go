@@ -118,7 +118,7 @@ func AuthorizerFromEnv(ctx context.Context, getenv func(string) string, logger *
 		return nil, err
 	}
 	db := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
-		if u := getenv("AWS_ENDPOINT_URL_DYNAMODB"); u != "" {
+		if u := getenv(EnvDynamoDBEndpoint); u != "" {
 			o.BaseEndpoint = aws.String(u)
 		}
 	})

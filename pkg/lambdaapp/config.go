@@ -61,6 +61,15 @@ const (
 	EnvStoreTimeout = "STORE_TIMEOUT"
 )
 
+// Endpoint variables, the service-specific ones the AWS SDKs define. The
+// template declares them empty (the SDK then finds the regional endpoint);
+// set, they point the clients elsewhere: DynamoDB Local and moto in the
+// tests and under `sam local start-api --env-vars local/env.json`.
+const (
+	EnvDynamoDBEndpoint       = "AWS_ENDPOINT_URL_DYNAMODB"
+	EnvSecretsManagerEndpoint = "AWS_ENDPOINT_URL_SECRETS_MANAGER"
+)
+
 // Config is a function's configuration, read once at init.
 type Config struct {
 	Function Function

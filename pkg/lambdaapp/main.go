@@ -51,12 +51,12 @@ func FromEnv(ctx context.Context, fn Function, getenv func(string) string, logge
 		return nil, err
 	}
 	db := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
-		if u := getenv("AWS_ENDPOINT_URL_DYNAMODB"); u != "" {
+		if u := getenv(EnvDynamoDBEndpoint); u != "" {
 			o.BaseEndpoint = aws.String(u)
 		}
 	})
 	sm := secretsmanager.NewFromConfig(awsCfg, func(o *secretsmanager.Options) {
-		if u := getenv("AWS_ENDPOINT_URL_SECRETS_MANAGER"); u != "" {
+		if u := getenv(EnvSecretsManagerEndpoint); u != "" {
 			o.BaseEndpoint = aws.String(u)
 		}
 	})
