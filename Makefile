@@ -4,6 +4,7 @@
 #               (the DynamoDB Local, moto and cfn-lint tests skip)
 #   make test   the whole suite: unit, contract (bbolt and DynamoDB Local),
 #               HTTP, Lambda event replay, Secrets Manager (moto), cfn-lint
+#   make sam-local  DynamoDB Local and moto prepared for sam local start-api
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 GO ?= go
@@ -12,7 +13,7 @@ GO ?= go
 FUZZTIME ?= 30000x
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.6.1
 
-.PHONY: run run-dynamodb check test test-go fuzz readme-check lint-go lint bench bench-go load docs-dynamodb
+.PHONY: run run-dynamodb sam-local check test test-go fuzz readme-check lint-go lint bench bench-go load docs-dynamodb
 
 # Built, then run, rather than `go run`: on Ctrl-C the go tool exits 1 even
 # when the server shuts down cleanly, which would read as a failure.
@@ -23,6 +24,12 @@ run:
 # DynamoDB Local (in memory, free loopback port) and the local server on it.
 run-dynamodb:
 	scripts/run-dynamodb.sh
+
+# DynamoDB Local and moto on the ports local/env.json names, with the table,
+# the secrets and the bootstrap in place, for `sam local start-api` (the
+# command is printed); Ctrl-C stops both. README: Deploying, sam local.
+sam-local:
+	scripts/sam-local.sh
 
 # The fast loop: needs Go, git and make, nothing else. Tests that need
 # DynamoDB Local, moto_server or cfn-lint skip, each with a one-line reason

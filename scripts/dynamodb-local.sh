@@ -6,7 +6,8 @@
 #       LATCHKEY_TEST_DYNAMODB_ENDPOINT=http://127.0.0.1:PORT exported (and
 #       LATCHKEY_TEST_DYNAMODB_JAR, for tests that run a DynamoDB Local of
 #       their own to freeze), stop it (also when CMD fails or the script is
-#       interrupted), exit with CMD's status.
+#       interrupted), exit with CMD's status. PORT is a free one, or
+#       DYNAMODB_PORT if set.
 #   scripts/dynamodb-local.sh serve          run it in the foreground until
 #       interrupted (PORT defaults to 8000; set DYNAMODB_PORT to change it).
 #
@@ -45,7 +46,7 @@ if [[ "$1" == "serve" ]]; then
 	launch
 fi
 
-port="$(free_port)"
+port="${DYNAMODB_PORT:-$(free_port)}"
 endpoint="http://127.0.0.1:$port"
 service_start launch
 # DynamoDB Local answers any HTTP request (400 without a signature) once it is up.

@@ -6,7 +6,8 @@
 #   scripts/moto.sh CMD [ARGS...]  start it, run CMD with
 #       LATCHKEY_TEST_SECRETSMANAGER_ENDPOINT=http://127.0.0.1:PORT exported,
 #       stop it (also when CMD fails or the script is interrupted), and exit
-#       with CMD's status.
+#       with CMD's status. PORT is a free one, or MOTO_PORT if set; it listens
+#       on 127.0.0.1, or on MOTO_HOST if set.
 #
 # It never skips silently: without moto_server it fails and says what to install.
 set -euo pipefail
@@ -19,9 +20,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/service.sh"
 command -v moto_server >/dev/null 2>&1 ||
 	die "moto_server is required to test the Secrets Manager code; install it with: pip install 'moto[server]'"
 
-port="$(free_port)"
+port="${MOTO_PORT:-$(free_port)}"
 endpoint="http://127.0.0.1:$port"
-service_start moto_server -H 127.0.0.1 -p "$port"
+service_start moto_server -H "${MOTO_HOST:-127.0.0.1}" -p "$port"
 # moto answers GET /moto-api/ once it is serving.
 service_wait "$endpoint" curl -fs -o /dev/null "$endpoint/moto-api/"
 
