@@ -1,6 +1,8 @@
 // Command local serves the whole Latchkey API (every endpoint group, the
 // same routes as template.yaml) from one process over the embedded bbolt
-// store: no AWS account, no Docker, no network.
+// store: no AWS account, no Docker, no network. It also serves, publicly,
+// GET /healthz, GET /readyz and GET /openapi.yaml (httpapi.LocalRoutes),
+// which no Lambda function does.
 //
 // Configuration (environment):
 //
@@ -38,6 +40,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"latchkey"
 	"latchkey/pkg/account"
 	"latchkey/pkg/boltstore"
 	"latchkey/pkg/dynamostore"
@@ -197,6 +200,8 @@ func run(logger *slog.Logger) error {
 		Service: svc,
 		JWKS:    func(context.Context) ([]byte, error) { return jwks, nil },
 		Logger:  logger,
+		// GET /healthz, /readyz and /openapi.yaml: the local server's own.
+		Local: &httpapi.Local{Ready: httpapi.StoreReady(store), OpenAPI: latchkey.OpenAPI},
 	})
 	storeName := "bbolt:" + filepath.Join(cfg.dataDir, "latchkey.db")
 	if cfg.dynamoEndpoint != "" {

@@ -72,7 +72,9 @@ func routeKeys(routes []httpapi.Route, g *httpapi.Group) []string {
 // TestTemplate_Routes proves that each function's events in template.yaml
 // are exactly the routes its router serves, and that together they are
 // every route of the API, which is what cmd/local serves (httpapi.New with
-// no group).
+// no group), beside its own local routes (httpapi.LocalRoutes: health
+// checks, the API description), which no function serves and the template
+// does not route.
 func TestTemplate_Routes(t *testing.T) {
 	tpl := loadTemplate(t)
 	var all []string
@@ -87,6 +89,16 @@ func TestTemplate_Routes(t *testing.T) {
 	slices.Sort(all)
 	if want := routeKeys(httpapi.Routes(), nil); !slices.Equal(all, want) {
 		t.Errorf("all template routes:\n got  %v\n want %v", all, want)
+	}
+	for _, r := range httpapi.LocalRoutes() {
+		if slices.Contains(all, r.Method+" "+r.Path) {
+			t.Errorf("the template routes %s %s, which only the local server serves", r.Method, r.Path)
+		}
+	}
+	for _, fn := range lambdaapp.Functions() {
+		if fn.Group() == httpapi.GroupLocal {
+			t.Errorf("%s serves the group %s, the local server's alone", fn, httpapi.GroupLocal)
+		}
 	}
 	api := tpl.resource(t, "HttpApi", "AWS::Serverless::HttpApi")
 	if path(api, "DefaultRouteSettings", "ThrottlingRateLimit") == nil || path(api, "DefaultRouteSettings", "ThrottlingBurstLimit") == nil {
@@ -648,12 +660,13 @@ type fakeClock struct{ t time.Time }
 func (c *fakeClock) Now() time.Time      { return c.t }
 func (c *fakeClock) Add(d time.Duration) { c.t = c.t.Add(d) }
 
-// TestFunctions_RouteParity sends every route of the API, without a
-// credential, to each function's Lambda handler (the value passed to
-// lambda.Start) as an API Gateway HTTP API event. The function's own routes
-// must answer 401 (the JWKS, which is public, 200) and every other group's
-// route 404: each function serves its group, all of it and nothing else,
-// whatever the template routes to it.
+// TestFunctions_RouteParity sends every route of the API, and the local
+// server's own, without a credential, to each function's Lambda handler
+// (the value passed to lambda.Start) as an API Gateway HTTP API event. The
+// function's own routes must answer 401 (the JWKS, which is public, 200)
+// and every other group's route 404, the local ones included: each function
+// serves its group, all of it and nothing else, whatever the template
+// routes to it.
 func TestFunctions_RouteParity(t *testing.T) {
 	for _, fn := range lambdaapp.Functions() {
 		t.Run(string(fn), func(t *testing.T) {
@@ -666,7 +679,7 @@ func TestFunctions_RouteParity(t *testing.T) {
 				t.Fatalf("init %s: %v", fn, err)
 			}
 			handler := app.Lambda()
-			for _, r := range httpapi.Routes() {
+			for _, r := range append(httpapi.Routes(), httpapi.LocalRoutes()...) {
 				key := r.Method + " " + r.Path
 				wantStatus, wantCode := http.StatusNotFound, "not_found"
 				switch {

@@ -46,6 +46,9 @@ type Config struct {
 	// id in our logs and responses matches the gateway's. Nil, or an empty
 	// result, means that one is generated.
 	RequestID func(r *http.Request) string
+	// Local, when set, adds the routes of GroupLocal (LocalRoutes: health
+	// checks and the API description), which only the local server serves.
+	Local *Local
 }
 
 // server is the state shared by the handlers of one New.
@@ -54,24 +57,34 @@ type server struct {
 	jwks      func(ctx context.Context) ([]byte, error)
 	log       *slog.Logger
 	requestID func(r *http.Request) string
+	local     *Local
 }
 
 // New returns a handler serving the routes of the named groups, or of every
-// group when none is named. The router is built once, here. Requests to a
-// known path with another method get 405 with Allow; unknown paths get 404.
-// New panics if cfg.Service is nil: that is a wiring bug to catch at start-up.
+// group when none is named; those of GroupLocal only when cfg.Local is set.
+// The router is built once, here. Requests to a known path with another
+// method get 405 with Allow; unknown paths get 404. New panics if
+// cfg.Service is nil, or cfg.Local lacks Ready or OpenAPI: those are wiring
+// bugs to catch at start-up.
 func New(cfg Config, groups ...Group) http.Handler {
 	if cfg.Service == nil {
 		panic("httpapi: Config.Service is required")
 	}
-	s := &server{svc: cfg.Service, jwks: cfg.JWKS, log: cfg.Logger, requestID: cfg.RequestID}
+	s := &server{svc: cfg.Service, jwks: cfg.JWKS, log: cfg.Logger, requestID: cfg.RequestID, local: cfg.Local}
 	if s.log == nil {
 		s.log = slog.Default()
+	}
+	table := routeTable
+	if cfg.Local != nil {
+		if cfg.Local.Ready == nil || cfg.Local.OpenAPI == nil {
+			panic(errNoLocal.Error())
+		}
+		table = append(slices.Clone(routeTable), localTable...)
 	}
 	mux := http.NewServeMux()
 	allowed := map[string][]string{} // path -> methods, in table order
 	var paths []string
-	for _, d := range routeTable {
+	for _, d := range table {
 		if len(groups) > 0 && !slices.Contains(groups, d.Group) {
 			continue
 		}

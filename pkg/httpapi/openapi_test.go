@@ -10,10 +10,11 @@ import (
 	"latchkey/pkg/httpapi"
 )
 
-// TestOpenAPIMatchesRoutes checks that openapi.yaml and Routes describe the
-// same operations, with the same scopes and the same query parameters (the
-// router refuses any other), that the document marks exactly the public
-// routes as public, and the OAuth endpoints as such.
+// TestOpenAPIMatchesRoutes checks that openapi.yaml and Routes, with
+// LocalRoutes, describe the same operations, with the same scopes and the
+// same query parameters (the router refuses any other), that the document
+// marks exactly the public routes as public, the OAuth endpoints as such,
+// and exactly the local ones as x-local-only.
 func TestOpenAPIMatchesRoutes(t *testing.T) {
 	doc, err := openapi3.NewLoader().LoadFromData(latchkey.OpenAPI)
 	if err != nil {
@@ -31,7 +32,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 			}
 		}
 	}
-	for _, r := range httpapi.Routes() {
+	for _, r := range append(httpapi.Routes(), httpapi.LocalRoutes()...) {
 		key := r.Method + " " + r.Path
 		op, ok := documented[key]
 		if !ok {
@@ -73,8 +74,11 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 				}
 			}
 		}
+		if got, _ := op.Extensions["x-local-only"].(bool); got != (r.Group == httpapi.GroupLocal) {
+			t.Errorf("%s: x-local-only %v, want %v", key, got, r.Group == httpapi.GroupLocal)
+		}
 	}
 	for key := range documented {
-		t.Errorf("%s: in openapi.yaml but not in Routes()", key)
+		t.Errorf("%s: in openapi.yaml but not in Routes() or LocalRoutes()", key)
 	}
 }

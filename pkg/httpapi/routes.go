@@ -111,7 +111,7 @@ func listQuery(extra ...string) []string {
 }
 
 // Public reports whether the route takes no credential (the key set and
-// the authorization server metadata).
+// the authorization server metadata; the local server's own routes).
 func (r Route) Public() bool { return r.def().auth == authPublic }
 
 // OAuth reports whether the route is an OAuth 2.0 endpoint: a form body,
@@ -121,9 +121,11 @@ func (r Route) Public() bool { return r.def().auth == authPublic }
 func (r Route) OAuth() bool { return r.def().auth == authClient }
 
 func (r Route) def() routeDef {
-	for _, d := range routeTable {
-		if d.Method == r.Method && d.Path == r.Path {
-			return d
+	for _, table := range [][]routeDef{routeTable, localTable} {
+		for _, d := range table {
+			if d.Method == r.Method && d.Path == r.Path {
+				return d
+			}
 		}
 	}
 	return routeDef{}

@@ -33,6 +33,7 @@ import (
 	"testing"
 	"time"
 
+	"latchkey"
 	"latchkey/pkg/account"
 	"latchkey/pkg/boltstore"
 	"latchkey/pkg/dynamostore/dynamotest"
@@ -46,7 +47,8 @@ const Issuer = "https://latchkey.test"
 // Env is one complete stack. Every field is ready to use; the store is
 // closed when the test ends.
 type Env struct {
-	// Handler serves every group: httpapi.New(Config).
+	// Handler serves every group, GroupLocal included, as the local server
+	// does: httpapi.New(Config).
 	Handler http.Handler
 	// Config is what Handler was built from, to build group handlers.
 	Config  httpapi.Config
@@ -99,6 +101,8 @@ func NewServer(tb testing.TB) *Env {
 		Service: svc,
 		JWKS:    func(context.Context) ([]byte, error) { return jwks, nil },
 		Logger:  slog.New(slog.NewJSONHandler(logs, nil)),
+		// As cmd/local: Handler is the local server's, health checks too.
+		Local: &httpapi.Local{Ready: httpapi.StoreReady(store), OpenAPI: latchkey.OpenAPI},
 	}
 	return &Env{
 		Handler:    httpapi.New(cfg),
