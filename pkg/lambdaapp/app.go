@@ -334,6 +334,20 @@ func (a *App) refresh(ctx context.Context) {
 // case on all but the few requests after a rotation. With a nil prev it
 // publishes the public keys and ensures the bootstrap admin key (auth).
 func (a *App) build(ctx context.Context, cache *secrets.Cache, prev *built) (*built, error) {
+	// The secrets that are due (all of them at a cold start) are read at
+	// once, concurrently, and the Gets below answer from the cache: a cold
+	// start waits for one round trip to Secrets Manager, not four. A secret
+	// that was never read and cannot be fails here, named in the error.
+	keys := []secrets.Key{{ID: a.cfg.CursorKeySecret}}
+	if a.cfg.Function.WritesCredentials() {
+		keys = append(keys, secrets.Key{ID: a.cfg.AdminKeySecret})
+	}
+	if a.cfg.Function.SignsTokens() {
+		keys = append(keys, secrets.Key{ID: a.cfg.SigningKeySecret, Previous: true})
+	}
+	if err := cache.Load(ctx, keys...); err != nil {
+		return nil, fmt.Errorf("read the secrets: %w", err)
+	}
 	cursor, err := cache.Get(ctx, a.cfg.CursorKeySecret)
 	if err != nil {
 		return nil, fmt.Errorf("read the cursor key secret: %w", err)

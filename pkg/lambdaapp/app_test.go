@@ -735,3 +735,61 @@ func TestApp_RecordedIssuer(t *testing.T) {
 		t.Fatalf("users with the token: got %d, want 200", code)
 	}
 }
+
+// concurrencyProbe is a secrets.Client over the fixture's secrets that
+// holds each call until want calls are in flight together (or 500 ms have
+// passed) and records the most it saw at once.
+type concurrencyProbe struct {
+	inner    *replay.Secrets
+	want     int
+	mu       sync.Mutex
+	cond     *sync.Cond
+	inFlight int
+	most     int
+	released bool
+}
+
+func (p *concurrencyProbe) GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, opts ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error) {
+	p.mu.Lock()
+	p.inFlight++
+	p.most = max(p.most, p.inFlight)
+	if p.inFlight >= p.want {
+		p.released = true
+		p.cond.Broadcast()
+	}
+	deadline := time.Now().Add(500 * time.Millisecond)
+	for !p.released && time.Now().Before(deadline) {
+		go func() { time.Sleep(10 * time.Millisecond); p.cond.Broadcast() }()
+		p.cond.Wait()
+	}
+	p.inFlight--
+	p.mu.Unlock()
+	return p.inner.GetSecretValue(ctx, in, opts...)
+}
+
+// TestApp_ColdStartReadsSecretsAtOnce: a cold start reads its secrets
+// concurrently: auth's four reads (cursor key, admin key, signing key
+// current and previous) are in flight together, so its init waits for one
+// round trip to Secrets Manager, not four. The others read one secret.
+func TestApp_ColdStartReadsSecretsAtOnce(t *testing.T) {
+	for fn, want := range map[lambdaapp.Function]int{lambdaapp.Auth: 4, lambdaapp.Organizations: 1, lambdaapp.Users: 1} {
+		t.Run(string(fn), func(t *testing.T) {
+			e := newEnv(t)
+			if fn != lambdaapp.Auth {
+				if err := replay.PublishKeys(context.Background(), e.keys); err != nil {
+					t.Fatal(err)
+				}
+			}
+			probe := &concurrencyProbe{inner: e.secrets, want: want}
+			probe.cond = sync.NewCond(&probe.mu)
+			if _, err := lambdaapp.New(context.Background(), replay.Config(fn, "latchkey"), lambdaapp.Deps{
+				Store: e.store, Keys: e.keys, Secrets: probe,
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if probe.most != want {
+				t.Errorf("at most %d secret reads in flight at once, want %d", probe.most, want)
+			}
+		})
+	}
+}

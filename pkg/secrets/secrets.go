@@ -141,23 +141,69 @@ func (c *Cache) GetWithPrevious(ctx context.Context, id string) (Value, error) {
 	return c.get(ctx, id, true)
 }
 
-func (c *Cache) get(ctx context.Context, id string, previous bool) (Value, error) {
+// Key names a secret for Load: its id, and whether it is read with
+// GetWithPrevious.
+type Key struct {
+	ID       string
+	Previous bool
+}
+
+// Load fetches, all at once, those of the keys that Get (or
+// GetWithPrevious) would fetch now, so that a cold start, or a refresh of
+// several secrets, waits for one round trip to Secrets Manager instead of
+// one per secret; the Gets that follow answer from the cache. It starts no
+// goroutine when nothing is due, which is the case on all but a few
+// requests. Its error joins those Get would return: only a secret never
+// fetched fails.
+func (c *Cache) Load(ctx context.Context, keys ...Key) error {
+	var due []Key
+	for _, k := range keys {
+		e := c.entry(k.ID, k.Previous)
+		e.mu.Lock()
+		fresh := c.fresh(e, c.now())
+		e.mu.Unlock()
+		if !fresh {
+			due = append(due, k)
+		}
+	}
+	errs := make([]error, len(due))
+	var wg sync.WaitGroup
+	for i, k := range due {
+		wg.Go(func() { _, errs[i] = c.get(ctx, k.ID, k.Previous) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// entry returns the cache entry of id, creating it.
+func (c *Cache) entry(id string, previous bool) *entry {
 	key := id
 	if previous {
 		key = "previous\x00" + id
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	e := c.entries[key]
 	if e == nil {
 		e = &entry{}
 		c.entries[key] = e
 	}
-	c.mu.Unlock()
+	return e
+}
 
+// fresh reports whether e's value is served without a fetch at now: it is
+// younger than the refresh interval, or a refresh failed too recently to
+// try again. e.mu must be held.
+func (c *Cache) fresh(e *entry, now time.Time) bool {
+	return e.loaded && (now.Sub(e.fetchedAt) < c.interval || now.Sub(e.attemptedAt) < RetryAfterFailure)
+}
+
+func (c *Cache) get(ctx context.Context, id string, previous bool) (Value, error) {
+	e := c.entry(id, previous)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now := c.now()
-	if e.loaded && (now.Sub(e.fetchedAt) < c.interval || now.Sub(e.attemptedAt) < RetryAfterFailure) {
+	if c.fresh(e, now) {
 		return e.value, nil
 	}
 	e.attemptedAt = now
@@ -174,21 +220,28 @@ func (c *Cache) get(ctx context.Context, id string, previous bool) (Value, error
 	return v, nil
 }
 
+// fetch reads the current version of id and, with previous, the previous
+// one, both at once.
 func (c *Cache) fetch(ctx context.Context, id string, previous bool) (Value, error) {
-	var v Value
+	var prev Version
+	var prevErr error
+	var wg sync.WaitGroup
+	if previous {
+		wg.Go(func() { prev, prevErr = c.version(ctx, id, "AWSPREVIOUS") })
+	}
 	cur, err := c.version(ctx, id, "AWSCURRENT")
+	wg.Wait()
 	if err != nil {
 		return Value{}, err
 	}
-	v.Current = cur
+	v := Value{Current: cur}
 	if previous {
-		prev, err := c.version(ctx, id, "AWSPREVIOUS")
 		var nf *types.ResourceNotFoundException
 		switch {
-		case errors.As(err, &nf):
+		case errors.As(prevErr, &nf):
 			// Never rotated: there is no previous version.
-		case err != nil:
-			return Value{}, err
+		case prevErr != nil:
+			return Value{}, prevErr
 		default:
 			v.Previous = prev
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 
 	"latchkey/pkg/secrets"
 )
@@ -273,4 +274,145 @@ func TestCursorKey(t *testing.T) {
 	if _, err := secrets.CursorKey("short"); err == nil {
 		t.Fatal("got nil error for a short secret")
 	}
+}
+
+// barrierClient answers from a map of values, holding each call until
+// want calls are in flight together or a second has passed, and records
+// the most it saw at once: calls made one after another see one.
+type barrierClient struct {
+	values map[string]string // id -> current value; no previous versions
+	want   int
+
+	mu       sync.Mutex
+	cond     *sync.Cond
+	inFlight int
+	max      int
+	calls    int
+	released bool // want calls were in flight together: let all go
+}
+
+func newBarrierClient(want int, values map[string]string) *barrierClient {
+	b := &barrierClient{values: values, want: want}
+	b.cond = sync.NewCond(&b.mu)
+	return b
+}
+
+func (b *barrierClient) GetSecretValue(_ context.Context, in *secretsmanager.GetSecretValueInput, _ ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error) {
+	b.mu.Lock()
+	b.calls++
+	b.inFlight++
+	b.max = max(b.max, b.inFlight)
+	if b.inFlight >= b.want {
+		b.released = true
+		b.cond.Broadcast()
+	}
+	deadline := time.Now().Add(time.Second)
+	for !b.released && time.Now().Before(deadline) {
+		go func() { time.Sleep(10 * time.Millisecond); b.cond.Broadcast() }()
+		b.cond.Wait()
+	}
+	b.inFlight--
+	b.mu.Unlock()
+	v, ok := b.values[aws.ToString(in.SecretId)]
+	if !ok || aws.ToString(in.VersionStage) == "AWSPREVIOUS" {
+		return nil, &types.ResourceNotFoundException{Message: aws.String("not found")}
+	}
+	return &secretsmanager.GetSecretValueOutput{SecretString: aws.String(v), VersionId: aws.String("v1")}, nil
+}
+
+func (b *barrierClient) stats() (calls, max int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	calls, max = b.calls, b.max
+	b.calls, b.max, b.released = 0, 0, false
+	return calls, max
+}
+
+// TestCache_Load: Load reads every due secret at once, the current and
+// previous versions of one too, so that a cold start waits for one round
+// trip; then Get answers from the cache, and Load makes no call until the
+// refresh interval has passed. A secret that does not exist fails Load,
+// named, without keeping the others from loading.
+func TestCache_Load(t *testing.T) {
+	values := map[string]string{"cursor": strings.Repeat("c", 40), "admin": strings.Repeat("a", 40), "signing": strings.Repeat("s", 64)}
+	keys := []secrets.Key{{ID: "cursor"}, {ID: "admin"}, {ID: "signing", Previous: true}}
+	client := newBarrierClient(4, values) // signing is two calls: current and previous
+	c := &clock{t: time.Now()}
+	cache := secrets.NewCache(client, secrets.Options{Now: c.Now, Logger: slog.New(slog.DiscardHandler)})
+
+	if err := cache.Load(context.Background(), keys...); err != nil {
+		t.Fatal(err)
+	}
+	if calls, most := client.stats(); calls != 4 || most != 4 {
+		t.Fatalf("cold Load: %d calls, at most %d at once; want 4, all at once", calls, most)
+	}
+	for _, k := range keys {
+		get := cache.Get
+		if k.Previous {
+			get = cache.GetWithPrevious
+		}
+		if v, err := get(context.Background(), k.ID); err != nil || v.Current.Value != values[k.ID] {
+			t.Fatalf("Get %s after Load: %q, %v", k.ID, v.Current.Value, err)
+		}
+	}
+	if err := cache.Load(context.Background(), keys...); err != nil {
+		t.Fatal(err)
+	}
+	if calls, _ := client.stats(); calls != 0 {
+		t.Fatalf("Get and Load within the refresh interval made %d calls, want 0", calls)
+	}
+	c.Add(secrets.DefaultRefreshInterval)
+	if err := cache.Load(context.Background(), keys...); err != nil {
+		t.Fatal(err)
+	}
+	if calls, most := client.stats(); calls != 4 || most != 4 {
+		t.Fatalf("Load after the refresh interval: %d calls, at most %d at once; want 4, all at once", calls, most)
+	}
+
+	missing := newBarrierClient(2, values)
+	cache = secrets.NewCache(missing, secrets.Options{Now: c.Now, Logger: slog.New(slog.DiscardHandler)})
+	err := cache.Load(context.Background(), secrets.Key{ID: "cursor"}, secrets.Key{ID: "nope"})
+	if err == nil || !strings.Contains(err.Error(), "nope") {
+		t.Fatalf("Load with a missing secret: got %v, want an error naming it", err)
+	}
+	if _, err := cache.Get(context.Background(), "cursor"); err != nil {
+		t.Fatal(err)
+	}
+	if calls, _ := missing.stats(); calls != 2 {
+		t.Fatalf("%d calls, want 2: the secret that exists was loaded by Load", calls)
+	}
+}
+
+// BenchmarkCache_ColdStart reads, against moto, what the auth function
+// reads at a cold start (three secrets, one with its previous version: four
+// calls) from an empty cache: one after another, as before Load, and at
+// once with Load. Each iteration is a new cache. Run both with -count to
+// alternate them on a busy machine.
+func BenchmarkCache_ColdStart(b *testing.B) {
+	c := newClient(b)
+	ids := []string{createSecret(b, c, strings.Repeat("c", 40)), createSecret(b, c, strings.Repeat("a", 40)), createSecret(b, c, strings.Repeat("s", 64))}
+	putValue(b, c, ids[2], strings.Repeat("t", 64)) // a previous version, as after a rotation
+	quiet := secrets.Options{Logger: slog.New(slog.DiscardHandler)}
+	ctx := context.Background()
+	b.Run("OneAfterAnother", func(b *testing.B) {
+		for b.Loop() {
+			cache := secrets.NewCache(c, quiet)
+			for _, id := range ids[:2] {
+				if _, err := cache.Get(ctx, id); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if _, err := cache.GetWithPrevious(ctx, ids[2]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("AtOnce", func(b *testing.B) {
+		for b.Loop() {
+			cache := secrets.NewCache(c, quiet)
+			if err := cache.Load(ctx, secrets.Key{ID: ids[0]}, secrets.Key{ID: ids[1]}, secrets.Key{ID: ids[2], Previous: true}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
