@@ -128,7 +128,13 @@ lint-template:
 	@command -v cfn-lint >/dev/null 2>&1 || { echo "cfn-lint is missing; install it with: pip install cfn-lint" >&2; exit 1; }
 	cfn-lint template.yaml examples/protected-api/template.yaml
 
-# Process start to first response of each built function (host architecture)
-# against a fake Lambda Runtime API, DynamoDB Local and moto_server.
+# The built functions (host architecture) against a fake Lambda Runtime
+# API, DynamoDB Local and moto_server: process start to first response of
+# each; warm verify and token issuance (wall and CPU time, log bytes: the
+# README's cost inputs); and a cold start's secret reads, one after another
+# and at once, alternated three times.
 bench-lambda:
-	scripts/dynamodb-local.sh scripts/moto.sh $(GO) test -count=1 -run '^$$' -bench ColdStart -benchtime 20x ./pkg/deploytest
+	scripts/dynamodb-local.sh scripts/moto.sh bash -c '\
+	  $(GO) test -count=1 -run "^$$" -bench ColdStart -benchtime 20x ./pkg/deploytest && \
+	  $(GO) test -count=1 -run "^$$" -bench Warm -benchtime 500x ./pkg/deploytest && \
+	  $(GO) test -count=3 -run "^$$" -bench Cache_ColdStart -benchtime 50x ./pkg/secrets'
