@@ -120,7 +120,8 @@ func platformLines(tb testing.TB, requestID string, duration time.Duration, memo
 //     CloudWatch Logs per request: the function's own lines (measured),
 //     Lambda's platform.start and platform.report records, and the API
 //     access log line rendered from template.yaml's Format with this
-//     request's values.
+//     request's values;
+//   - body-B: the response body, for the data transferred out.
 func BenchmarkWarm(b *testing.B) {
 	l := newLive(b, true)
 	tpl := loadTemplate(b)
@@ -180,6 +181,7 @@ func BenchmarkWarm(b *testing.B) {
 			b.ReportMetric(fnLog, "fn-log-B")
 			b.ReportMetric(float64(len(platformLines(b, requestID, perInvoke, memoryMB, 25))), "platform-log-B")
 			b.ReportMetric(float64(len(accessLogLine(b, format, ev, last, requestID, perInvoke))+1), "access-log-B")
+			b.ReportMetric(float64(len(last.Body)), "body-B")
 		})
 	}
 }
