@@ -8,6 +8,9 @@
 //   - the three secrets, each a random string of letters and digits, as
 //     GenerateSecretString makes them, if they are missing (existing ones
 //     are kept, so a second run changes nothing);
+//   - the issuer, http://127.0.0.1:3000 (sam local's address; -issuer), in
+//     the table, where the template's IssuerConfig custom resource records
+//     the API's URL and every function reads it;
 //   - then the auth function's bootstrap, run as its cold start runs it,
 //     over the same variables: it publishes the public keys and installs the
 //     admin key, which the template's Bootstrap custom resource does at
@@ -19,7 +22,7 @@
 // names (scripts/sam-local.sh); pkg/deploytest runs it against the test
 // services and then the built functions with exactly those variables.
 //
-//	samlocal [-env local/env.json] [-dynamodb URL] [-secretsmanager URL]
+//	samlocal [-env local/env.json] [-issuer URL] [-dynamodb URL] [-secretsmanager URL]
 //	samlocal -ports                  print the two ports env.json names
 //
 // env.json points the containers at host.docker.internal; this process,
@@ -65,6 +68,7 @@ func main() {
 	dynamoURL := flag.String("dynamodb", "", "DynamoDB Local as this process reaches it (default: env.json's, on 127.0.0.1)")
 	smURL := flag.String("secretsmanager", "", "moto as this process reaches it (default: env.json's, on 127.0.0.1)")
 	ports := flag.Bool("ports", false, "print the ports of DynamoDB Local and moto that env.json names, and exit")
+	issuer := flag.String("issuer", "http://127.0.0.1:3000", "the issuer to record: where sam local start-api serves the API")
 	flag.Parse()
 	env, err := readEnv(*envFile)
 	if err == nil && *ports {
@@ -72,7 +76,7 @@ func main() {
 	} else if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		err = run(ctx, env, *dynamoURL, *smURL, os.Stdout)
+		err = run(ctx, env, *issuer, *dynamoURL, *smURL, os.Stdout)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "samlocal:", err)
@@ -94,8 +98,8 @@ func LogicalID(fn lambdaapp.Function) string {
 }
 
 // readEnv reads the file and checks what this command relies on: an entry
-// for every function, and the values all functions share (table, issuer,
-// cursor key, endpoints) the same in each.
+// for every function, and the values all functions share (table, cursor
+// key, endpoints) the same in each.
 func readEnv(path string) (localEnv, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -105,7 +109,7 @@ func readEnv(path string) (localEnv, error) {
 	if err := json.Unmarshal(b, &e.functions); err != nil {
 		return localEnv{}, fmt.Errorf("%s: %w", path, err)
 	}
-	shared := []string{lambdaapp.EnvTableName, lambdaapp.EnvIssuer, lambdaapp.EnvCursorKeySecret, lambdaapp.EnvDynamoDBEndpoint, lambdaapp.EnvSecretsManagerEndpoint}
+	shared := []string{lambdaapp.EnvTableName, lambdaapp.EnvCursorKeySecret, lambdaapp.EnvDynamoDBEndpoint, lambdaapp.EnvSecretsManagerEndpoint}
 	auth := e.functions[LogicalID(lambdaapp.Auth)]
 	for _, fn := range lambdaapp.Functions() {
 		vars, ok := e.functions[LogicalID(fn)]
@@ -140,7 +144,7 @@ func (e localEnv) onHost(k string) string {
 	return "http://127.0.0.1:" + e.port(k)
 }
 
-func run(ctx context.Context, env localEnv, dynamoURL, smURL string, out io.Writer) error {
+func run(ctx context.Context, env localEnv, issuer, dynamoURL, smURL string, out io.Writer) error {
 	if dynamoURL == "" {
 		dynamoURL = env.onHost(lambdaapp.EnvDynamoDBEndpoint)
 	}
@@ -154,6 +158,11 @@ func run(ctx context.Context, env localEnv, dynamoURL, smURL string, out io.Writ
 	table := env.get(lambdaapp.EnvTableName)
 	if err := dynamostore.CreateTable(ctx, db, table); err != nil {
 		return fmt.Errorf("DynamoDB Local at %s: %w", dynamoURL, err)
+	}
+	// The issuer, recorded where every function reads it, as the template's
+	// IssuerConfig custom resource records the API's URL.
+	if err := dynamostore.New(db, table).PutIssuer(ctx, issuer); err != nil {
+		return fmt.Errorf("record the issuer: %w", err)
 	}
 	for _, k := range []string{lambdaapp.EnvSigningKeySecret, lambdaapp.EnvAdminKeySecret, lambdaapp.EnvCursorKeySecret} {
 		if err := ensureSecret(ctx, sm, env.get(k)); err != nil {
@@ -189,7 +198,7 @@ func run(ctx context.Context, env localEnv, dynamoURL, smURL string, out io.Writ
 Ready for sam local start-api (%[1]s):
   DynamoDB Local %[2]s, table %[3]s
   moto           %[4]s, secrets %[5]s
-  bootstrap done: public keys published, admin key installed
+  issuer %[9]s recorded; bootstrap done: public keys published, admin key installed
 
 Admin API key of this local stack (its value in moto; Authorization: Bearer <key>):
 
@@ -206,7 +215,7 @@ then, for example:
 
 `, env.path, dynamoURL, table, smURL,
 		strings.Join(slices.Sorted(slices.Values([]string{env.get(lambdaapp.EnvSigningKeySecret), env.get(lambdaapp.EnvAdminKeySecret), env.get(lambdaapp.EnvCursorKeySecret)})), ", "),
-		aws.ToString(admin.SecretString), Region, DockerHost)
+		aws.ToString(admin.SecretString), Region, DockerHost, issuer)
 	return err
 }
 
