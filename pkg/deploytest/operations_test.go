@@ -19,13 +19,17 @@ import (
 
 // The operational facts of issue 13, checked against template.yaml.
 
-// hotRoutes are the routes with throttling limits of their own, and the
-// parameters that set them: verify and token issuance, the paths every
-// resource server and client calls, must not share a limit with the admin
-// routes, which share the default.
-var hotRoutes = map[string][2]string{
-	"GET /v1/auth/verify": {"VerifyThrottlingRateLimit", "VerifyThrottlingBurstLimit"},
-	"POST /v1/auth/token": {"TokenThrottlingRateLimit", "TokenThrottlingBurstLimit"},
+// hotRoutes are the routes with throttling limits of their own, by kind:
+// verify and token issuance, in both their forms, the paths every resource
+// server and client calls, must not share a limit with the admin routes,
+// which share the default. A kind's routes take their limits from the
+// parameters <kind>ThrottlingRateLimit and <kind>ThrottlingBurstLimit
+// (each route is a bucket of its own all the same).
+var hotRoutes = map[string]string{
+	"GET /v1/auth/verify":     "Verify",
+	"POST /oauth2/introspect": "Verify",
+	"POST /v1/auth/token":     "Token",
+	"POST /oauth2/token":      "Token",
 }
 
 // parameter returns the template's parameter, failing if it is missing.
@@ -83,7 +87,7 @@ func TestTemplate_Throttling(t *testing.T) {
 	used := map[string]string{} // parameter -> what it limits
 	claim := func(param, what string) {
 		t.Helper()
-		if other, ok := used[param]; ok {
+		if other, ok := used[param]; ok && other != what {
 			t.Errorf("%s limits both %s and %s", param, other, what)
 		}
 		used[param] = what
@@ -114,7 +118,8 @@ func TestTemplate_Throttling(t *testing.T) {
 	for _, r := range httpapi.Routes() {
 		routes[r.Method+" "+r.Path] = true
 	}
-	for key, params := range hotRoutes {
+	for key, kind := range hotRoutes {
+		params := [2]string{kind + "ThrottlingRateLimit", kind + "ThrottlingBurstLimit"}
 		if !routes[key] {
 			t.Errorf("hot route %s is not a route of the API", key)
 			continue
@@ -125,7 +130,7 @@ func TestTemplate_Throttling(t *testing.T) {
 				t.Errorf("%s RouteSettings.%s: got !Ref %q, want !Ref %s", key, k, got, params[i])
 				continue
 			}
-			claim(params[i], key)
+			claim(params[i], kind+" routes")
 		}
 		// A route's settings replace the defaults as a whole.
 		if !followsDetailedMetrics(path(settings, "DetailedMetricsEnabled")) {
