@@ -125,6 +125,12 @@ func TestDeadline(t *testing.T) {
 	must(t, seed.CreateAPIKey(ctx, key), "CreateAPIKey")
 	must(t, seed.CreateToken(ctx, tok), "CreateToken")
 	must(t, seed.PutPublicKeys(ctx, []byte(`{"keys":[]}`), now), "PutPublicKeys")
+	// Read back once the process is continued. No call made while it is
+	// frozen names this user: those requests sit in the socket and may
+	// still be carried out after SIGCONT (DeleteUser among them), so the
+	// seeded user may be gone by then.
+	probe := newUser(now)
+	must(t, seed.CreateUser(ctx, probe), "CreateUser")
 	const timeout = 300 * time.Millisecond
 	s := dynamostore.New(client, table, dynamostore.WithTimeout(timeout))
 	calls := storeCalls(s, user, org, key, tok)
@@ -228,10 +234,10 @@ func TestDeadline(t *testing.T) {
 		// it was stopped; then the store answers as before.
 		deadline := time.Now().Add(10 * time.Second)
 		for {
-			got, err := s.GetUser(ctx, user.ID)
+			got, err := s.GetUser(ctx, probe.ID)
 			if err == nil {
-				if got.ID != user.ID {
-					t.Fatalf("GetUser: got %s, want %s", got.ID, user.ID)
+				if got.ID != probe.ID {
+					t.Fatalf("GetUser: got %s, want %s", got.ID, probe.ID)
 				}
 				break
 			}
