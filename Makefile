@@ -37,8 +37,14 @@ sam-local:
 # runs them all, and is what CI runs.
 check: lint-go
 	$(GO) test ./...
-	@if [[ -z "$${LATCHKEY_TEST_DYNAMODB_ENDPOINT:-}" || -z "$${LATCHKEY_TEST_SECRETSMANAGER_ENDPOINT:-}" ]] || ! command -v cfn-lint >/dev/null; then \
-	  echo "make check: OK. Tests that need DynamoDB Local, moto_server or cfn-lint skipped (go test -v ./... | grep -B1 -- '--- SKIP' says which and why); make test runs them all."; \
+	@skipped=(); \
+	[[ -n "$${LATCHKEY_TEST_DYNAMODB_ENDPOINT:-}" ]] || skipped+=("DynamoDB Local (LATCHKEY_TEST_DYNAMODB_ENDPOINT unset)"); \
+	[[ -n "$${LATCHKEY_TEST_DYNAMODB_JAR:-}" ]] || skipped+=("a DynamoDB Local of their own to freeze (LATCHKEY_TEST_DYNAMODB_JAR unset)"); \
+	[[ -n "$${LATCHKEY_TEST_SECRETSMANAGER_ENDPOINT:-}" ]] || skipped+=("moto_server (LATCHKEY_TEST_SECRETSMANAGER_ENDPOINT unset)"); \
+	command -v cfn-lint >/dev/null || skipped+=("cfn-lint (not on PATH)"); \
+	if (( $${#skipped[@]} )); then \
+	  echo "make check: OK. Skipped, the tests that need:"; printf '  - %s\n' "$${skipped[@]}"; \
+	  echo "go test -v ./... | grep -B1 -- '--- SKIP' says which and why; make test runs them all."; \
 	fi
 
 test: lint test-go fuzz readme-check
