@@ -33,6 +33,20 @@ import (
 // server hold 1 MiB.
 const MaxHeaderBytes = 16 << 10
 
+// MaxPathBytes is the longest path a request may have, over ten times the
+// longest of the API's (a membership, 87 bytes). A longer one names no
+// resource and is 404 not_found before any other work on it, with or
+// without a credential, so that a request as long as the header limit
+// costs no more than a short one.
+const MaxPathBytes = 1 << 10
+
+// MaxQueryBytes is the longest raw query string a request may have: the
+// longest legitimate one (an e-mail of 254 characters, every one
+// percent-encoded, a page limit and a 512-byte cursor) is under 1.3 KiB. A
+// longer one is 400 invalid_request, after authorization as every query
+// error is, before it is parsed.
+const MaxQueryBytes = 2 << 10
+
 // Config holds what the handlers depend on.
 type Config struct {
 	// Service carries out every operation. Required.
@@ -267,6 +281,8 @@ func bearer(r *http.Request) (string, bool) {
 	return credential, true
 }
 
+var errLongQuery = account.Errorf(account.CodeInvalidRequest, "the query string is longer than %d bytes, which no request of this API needs", MaxQueryBytes)
+
 // checkQuery refuses a query string with a parameter the route does not
 // take, with one of its parameters twice, or with anything url.ParseQuery
 // would drop without a word (a bad escape, a semicolon, a value without a
@@ -274,6 +290,9 @@ func bearer(r *http.Request) (string, bool) {
 func checkQuery(raw string, takes []string) error {
 	if raw == "" {
 		return nil
+	}
+	if len(raw) > MaxQueryBytes {
+		return errLongQuery
 	}
 	var fields []account.FieldError
 	seen := map[string]bool{}
@@ -329,9 +348,13 @@ func (s *server) canonicalOnly(next http.Handler) http.Handler {
 // canonicalPath reports whether u's path is the one spelling of a path:
 // absolute; no empty, "." or ".." segment, escaped or not; no trailing
 // slash; no escaped slash, which would hide a segment boundary inside a
-// segment. No route's path is spelled any other way.
+// segment; at most MaxPathBytes, decoded or as sent. No route's path is
+// spelled any other way.
 func canonicalPath(u *url.URL) bool {
 	p := u.Path
+	if len(p) > MaxPathBytes || len(u.RawPath) > MaxPathBytes {
+		return false // before the work below, which grows with the length
+	}
 	if p == "" || p[0] != '/' || path.Clean(p) != p {
 		return false
 	}

@@ -200,6 +200,44 @@ func TestNonCanonicalPaths(t *testing.T) {
 	want(t, a.do(http.MethodGet, user, admin, nil), http.StatusOK) // the DELETEs did nothing
 }
 
+// TestLongPathsAndQueries: a path longer than httpapi.MaxPathBytes names
+// no resource, 404 before anything else, even before the credential is
+// looked at; a query string longer than httpapi.MaxQueryBytes is 400 as a
+// whole, before its parameters are parsed. One byte less is an ordinary
+// request.
+func TestLongPathsAndQueries(t *testing.T) {
+	a := newAPI(t)
+	admin := a.AdminKey
+	pathOf := func(n int) string {
+		return "/v1/users/" + strings.Repeat("a", n-len("/v1/users/"))
+	}
+
+	t.Run("Path", func(t *testing.T) {
+		wantProblem(t, a.do(http.MethodGet, pathOf(httpapi.MaxPathBytes+1), "", nil), http.StatusNotFound, "not_found")
+		wantProblem(t, a.do(http.MethodDelete, pathOf(httpapi.MaxPathBytes+1), admin, nil), http.StatusNotFound, "not_found")
+		// Percent-encoded, the path as sent is what counts.
+		escaped := "/v1/users/" + strings.Repeat("%61", (httpapi.MaxPathBytes-len("/v1/users/"))/3+1)
+		wantProblem(t, a.do(http.MethodGet, escaped, "", nil), http.StatusNotFound, "not_found")
+		// At the limit, the route answers: no credential, 401.
+		wantProblem(t, a.do(http.MethodGet, pathOf(httpapi.MaxPathBytes), "", nil), http.StatusUnauthorized, "unauthorized")
+	})
+
+	t.Run("Query", func(t *testing.T) {
+		query := func(n int) string {
+			return "?email=" + strings.Repeat("a", n-len("email=")-len("@example.com")) + "@example.com"
+		}
+		p := wantProblem(t, a.do(http.MethodGet, "/v1/users"+query(httpapi.MaxQueryBytes+1), admin, nil), http.StatusBadRequest, "invalid_request")
+		if len(p.Errors) != 0 || !strings.Contains(p.Detail, "query string is longer than") {
+			t.Errorf("got %+v, want the query string refused as a whole", p)
+		}
+		// Like every query error, after authorization.
+		wantProblem(t, a.do(http.MethodGet, "/v1/users"+query(httpapi.MaxQueryBytes+1), "", nil), http.StatusUnauthorized, "unauthorized")
+		// At the limit, the parameter is checked: too long an e-mail.
+		p = wantProblem(t, a.do(http.MethodGet, "/v1/users"+query(httpapi.MaxQueryBytes), admin, nil), http.StatusBadRequest, "invalid_request")
+		wantField(t, p, "email")
+	})
+}
+
 // TestErrorsAreProblems sends every route the requests it must refuse, and
 // checks that every refusal is problem+json as openapi.yaml describes: the
 // only responses that are not are the OAuth endpoints' own errors (RFC 6749

@@ -23,10 +23,11 @@ import (
 // the table covers every route and that each request gets the answer it is
 // meant to get, so that the benchmark measures what it claims to.
 
-// maxHeaderInput is the size of the query strings, paths and credentials of
-// the worst requests: the most the local server reads of a request line and
-// headers (httpapi.MaxHeaderBytes), more than API Gateway passes (10240
-// bytes of request line and header values).
+// maxHeaderInput is the size of the credentials of the worst requests, and
+// of the paths and query strings beyond the longest the handler works on:
+// the most the local server reads of a request line and headers
+// (httpapi.MaxHeaderBytes), more than API Gateway passes (10240 bytes of
+// request line and header values).
 const maxHeaderInput = httpapi.MaxHeaderBytes
 
 // load is one request of the table.
@@ -142,9 +143,14 @@ func (f *worstFixture) worstLoads() []routeLoad {
 		return http.Header{"Authorization": {"Bearer " + credential}, "Content-Type": {"application/json"}}
 	}
 	admin := auth(env.AdminKey)
+	// The longest path and query the handler works on (httpapi.MaxPathBytes,
+	// httpapi.MaxQueryBytes), and ones as long as the server reads, which
+	// it refuses before any work that grows with their length.
+	longPath := func(prefix string) string { return prefix + strings.Repeat("a", httpapi.MaxPathBytes-len(prefix)) }
 	hugeID := strings.Repeat("a", maxHeaderInput)
+	longCursor := "?limit=100&cursor=" + strings.Repeat("A", httpapi.MaxQueryBytes-len("limit=100&cursor="))
 	hugeCursor := "?limit=100&cursor=" + strings.Repeat("A", maxHeaderInput)
-	hugeEmail := "?email=" + strings.Repeat("a", maxHeaderInput-len("@example.com")) + "@example.com"
+	longEmail := "?email=" + strings.Repeat("a", httpapi.MaxQueryBytes-len("email=@example.com")) + "@example.com"
 	hugeToken := forgedJWT(env.Signer.KeyID(), maxHeaderInput)
 	// The longest string the parser decodes: everything but the signature
 	// check passes.
@@ -172,6 +178,14 @@ func (f *worstFixture) worstLoads() []routeLoad {
 	// The largest form: every byte of the body in one parameter.
 	fullForm := func(prefix, param string) string {
 		return prefix + "&" + param + "=" + strings.Repeat("a", httpapi.MaxBodyBytes-len(prefix)-len(param)-2)
+	}
+	// longIDs are the id requests of a route whose path ends in an id.
+	longIDs := func(prefix string) []load {
+		return []load{noBody("long_id", longPath(prefix), http.StatusNotFound), noBody("huge_id", prefix+hugeID, http.StatusNotFound)}
+	}
+	// longCursors are the cursor requests of a list.
+	longCursors := func(path string) []load {
+		return []load{noBody("long_cursor", path+longCursor, http.StatusBadRequest), noBody("huge_cursor", path+hugeCursor, http.StatusBadRequest)}
 	}
 	route := func(method, path string) httpapi.Route {
 		for _, r := range httpapi.Routes() {
@@ -207,7 +221,10 @@ func (f *worstFixture) worstLoads() []routeLoad {
 		{
 			route:    route(http.MethodGet, "/v1/auth/jwks"),
 			ordinary: load{name: "ordinary", path: "/v1/auth/jwks", status: http.StatusOK},
-			worst:    []load{{name: "long_query", path: "/v1/auth/jwks" + hugeCursor, status: http.StatusBadRequest}},
+			worst: []load{
+				{name: "long_query", path: "/v1/auth/jwks" + longCursor, status: http.StatusBadRequest},
+				{name: "huge_query", path: "/v1/auth/jwks" + hugeCursor, status: http.StatusBadRequest},
+			},
 		},
 		{
 			route:    route(http.MethodPost, "/oauth2/token"),
@@ -241,17 +258,26 @@ func (f *worstFixture) worstLoads() []routeLoad {
 		{
 			route:    route(http.MethodGet, "/.well-known/oauth-authorization-server"),
 			ordinary: load{name: "ordinary", path: "/.well-known/oauth-authorization-server", status: http.StatusOK},
-			worst:    []load{{name: "long_query", path: "/.well-known/oauth-authorization-server" + hugeCursor, status: http.StatusBadRequest}},
+			worst: []load{
+				{name: "long_query", path: "/.well-known/oauth-authorization-server" + longCursor, status: http.StatusBadRequest},
+				{name: "huge_query", path: "/.well-known/oauth-authorization-server" + hugeCursor, status: http.StatusBadRequest},
+			},
 		},
 		{
 			route:    route(http.MethodGet, "/.well-known/openid-configuration"),
 			ordinary: load{name: "ordinary", path: "/.well-known/openid-configuration", status: http.StatusOK},
-			worst:    []load{{name: "long_query", path: "/.well-known/openid-configuration" + hugeCursor, status: http.StatusBadRequest}},
+			worst: []load{
+				{name: "long_query", path: "/.well-known/openid-configuration" + longCursor, status: http.StatusBadRequest},
+				{name: "huge_query", path: "/.well-known/openid-configuration" + hugeCursor, status: http.StatusBadRequest},
+			},
 		},
 		{
 			route:    route(http.MethodGet, "/.well-known/jwks.json"),
 			ordinary: load{name: "ordinary", path: "/.well-known/jwks.json", status: http.StatusOK},
-			worst:    []load{{name: "long_query", path: "/.well-known/jwks.json" + hugeCursor, status: http.StatusBadRequest}},
+			worst: []load{
+				{name: "long_query", path: "/.well-known/jwks.json" + longCursor, status: http.StatusBadRequest},
+				{name: "huge_query", path: "/.well-known/jwks.json" + hugeCursor, status: http.StatusBadRequest},
+			},
 		},
 		{
 			route:    route(http.MethodPost, "/v1/api-keys"),
@@ -264,28 +290,22 @@ func (f *worstFixture) worstLoads() []routeLoad {
 		{
 			route:    route(http.MethodGet, "/v1/api-keys"),
 			ordinary: noBody("ordinary", "/v1/api-keys", http.StatusOK),
-			worst: []load{
-				noBody("full_page", "/v1/api-keys?limit=100", http.StatusOK),
-				noBody("long_cursor", "/v1/api-keys"+hugeCursor, http.StatusBadRequest),
-			},
+			worst:    append([]load{noBody("full_page", "/v1/api-keys?limit=100", http.StatusOK)}, longCursors("/v1/api-keys")...),
 		},
 		{
 			route:    route(http.MethodGet, "/v1/api-keys/{id}"),
 			ordinary: noBody("ordinary", "/v1/api-keys/"+f.key.ID, http.StatusOK),
-			worst:    []load{noBody("long_id", "/v1/api-keys/"+hugeID, http.StatusNotFound)},
+			worst:    longIDs("/v1/api-keys/"),
 		},
 		{
 			route:    route(http.MethodDelete, "/v1/api-keys/{id}"),
 			ordinary: noBody("ordinary", "/v1/api-keys/"+missing(account.PrefixAPIKey), http.StatusNotFound),
-			worst:    []load{noBody("long_id", "/v1/api-keys/"+hugeID, http.StatusNotFound)},
+			worst:    longIDs("/v1/api-keys/"),
 		},
 		{
 			route:    route(http.MethodGet, "/v1/organizations"),
 			ordinary: noBody("ordinary", "/v1/organizations", http.StatusOK),
-			worst: []load{
-				noBody("full_page", "/v1/organizations?limit=100", http.StatusOK),
-				noBody("long_cursor", "/v1/organizations"+hugeCursor, http.StatusBadRequest),
-			},
+			worst:    append([]load{noBody("full_page", "/v1/organizations?limit=100", http.StatusOK)}, longCursors("/v1/organizations")...),
 		},
 		{
 			route: route(http.MethodPost, "/v1/organizations"),
@@ -300,7 +320,7 @@ func (f *worstFixture) worstLoads() []routeLoad {
 		{
 			route:    route(http.MethodGet, "/v1/organizations/{id}"),
 			ordinary: noBody("ordinary", org, http.StatusOK),
-			worst:    []load{noBody("long_id", "/v1/organizations/"+hugeID, http.StatusNotFound)},
+			worst:    longIDs("/v1/organizations/"),
 		},
 		{
 			route:    route(http.MethodPatch, "/v1/organizations/{id}"),
@@ -310,15 +330,12 @@ func (f *worstFixture) worstLoads() []routeLoad {
 		{
 			route:    route(http.MethodDelete, "/v1/organizations/{id}"),
 			ordinary: noBody("ordinary", "/v1/organizations/"+missing(account.PrefixOrganization), http.StatusNotFound),
-			worst:    []load{noBody("long_id", "/v1/organizations/"+hugeID, http.StatusNotFound)},
+			worst:    longIDs("/v1/organizations/"),
 		},
 		{
 			route:    route(http.MethodGet, "/v1/organizations/{id}/members"),
 			ordinary: noBody("ordinary", members, http.StatusOK),
-			worst: []load{
-				noBody("full_page", members+"?limit=100", http.StatusOK),
-				noBody("long_cursor", members+hugeCursor, http.StatusBadRequest),
-			},
+			worst:    append([]load{noBody("full_page", members+"?limit=100", http.StatusOK)}, longCursors(members)...),
 		},
 		{
 			route:    route(http.MethodPost, "/v1/organizations/{id}/members"),
@@ -333,16 +350,15 @@ func (f *worstFixture) worstLoads() []routeLoad {
 		{
 			route:    route(http.MethodDelete, "/v1/organizations/{id}/members/{user_id}"),
 			ordinary: noBody("ordinary", members+"/"+missing(account.PrefixUser), http.StatusNotFound),
-			worst:    []load{noBody("long_id", members+"/"+hugeID, http.StatusNotFound)},
+			worst:    longIDs(members + "/"),
 		},
 		{
 			route:    route(http.MethodGet, "/v1/users"),
 			ordinary: noBody("ordinary", "/v1/users", http.StatusOK),
-			worst: []load{
+			worst: append([]load{
 				noBody("full_page", "/v1/users?limit=100", http.StatusOK),
-				noBody("long_cursor", "/v1/users"+hugeCursor, http.StatusBadRequest),
-				noBody("long_email", "/v1/users"+hugeEmail, http.StatusBadRequest),
-			},
+				noBody("long_email", "/v1/users"+longEmail, http.StatusBadRequest),
+			}, longCursors("/v1/users")...),
 		},
 		{
 			route: route(http.MethodPost, "/v1/users"),
@@ -359,7 +375,8 @@ func (f *worstFixture) worstLoads() []routeLoad {
 			route:    route(http.MethodGet, "/v1/users/{id}"),
 			ordinary: noBody("ordinary", user, http.StatusOK),
 			worst: []load{
-				noBody("long_id", "/v1/users/"+hugeID, http.StatusNotFound),
+				noBody("long_id", longPath("/v1/users/"), http.StatusNotFound),
+				noBody("huge_id", "/v1/users/"+hugeID, http.StatusNotFound),
 				// Every authenticated route hashes an API key first.
 				{name: "long_api_key", path: user, header: auth("lk_" + strings.Repeat("a", maxHeaderInput)), status: http.StatusUnauthorized},
 			},
@@ -372,15 +389,12 @@ func (f *worstFixture) worstLoads() []routeLoad {
 		{
 			route:    route(http.MethodDelete, "/v1/users/{id}"),
 			ordinary: noBody("ordinary", "/v1/users/"+missing(account.PrefixUser), http.StatusNotFound),
-			worst:    []load{noBody("long_id", "/v1/users/"+hugeID, http.StatusNotFound)},
+			worst:    longIDs("/v1/users/"),
 		},
 		{
 			route:    route(http.MethodGet, "/v1/users/{id}/organizations"),
 			ordinary: noBody("ordinary", user+"/organizations", http.StatusOK),
-			worst: []load{
-				noBody("full_page", user+"/organizations?limit=100", http.StatusOK),
-				noBody("long_cursor", user+"/organizations"+hugeCursor, http.StatusBadRequest),
-			},
+			worst:    append([]load{noBody("full_page", user+"/organizations?limit=100", http.StatusOK)}, longCursors(user+"/organizations")...),
 		},
 	}
 }
