@@ -299,7 +299,7 @@ func publish(ctx context.Context, store account.Store, jwks []byte, issuer strin
 // prints that. So no failure at any point leaves the user without a key.
 func bootstrapAdminKey(ctx context.Context, svc *account.Service, dir dataDir, configured string, out io.Writer) error {
 	if configured != "" {
-		if err := svc.EnsureBootstrapKey(ctx, configured); err != nil {
+		if err := svc.EnsureBootstrapKey(ctx, configured, time.Time{}); err != nil {
 			return err
 		}
 		return dir.clearAdminKeyPending() // the configured key retired an unshown one
@@ -318,7 +318,7 @@ func bootstrapAdminKey(ctx context.Context, svc *account.Service, dir dataDir, c
 		}
 	}
 	secret := account.NewAPIKeySecret()
-	if err := svc.EnsureBootstrapKey(ctx, secret); err != nil {
+	if err := svc.EnsureBootstrapKey(ctx, secret, time.Time{}); err != nil {
 		return err
 	}
 	// Never print a key that does not work (EnsureBootstrapKey keeps a

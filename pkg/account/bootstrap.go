@@ -9,23 +9,18 @@ import (
 // MinBootstrapKeyLength is the shortest admin key accepted from configuration.
 const MinBootstrapKeyLength = 32
 
-// EnsureBootstrapKey is EnsureBootstrapKeyAt with the current time: right
-// for one process whose configured key changes only across restarts (the
-// local server), where the key configured last is the newest.
-func (s *Service) EnsureBootstrapKey(ctx context.Context, secret string) error {
-	return s.EnsureBootstrapKeyAt(ctx, secret, s.now())
-}
-
-// EnsureBootstrapKeyAt makes secret the bootstrap admin key (grant "*:*"),
+// EnsureBootstrapKey makes secret the bootstrap admin key (grant "*:*"),
 // creating its record if needed and deleting any older bootstrap key, so
 // that changing the configured key retires the old one. created is when the
 // secret was created (the secret version's creation time, in a deployment);
 // it becomes the key's CreatedAt and orders bootstrap keys, so that a
 // process still holding an older secret, during a rotation, neither retires
-// the newer key nor brings its own back once the newer one exists. Safe to
-// call from several processes at once. A zero created is taken as now.
+// the newer key nor brings its own back once the newer one exists. A zero
+// created is taken as now: right for one process whose configured key
+// changes only across restarts (the local server), where the key configured
+// last is the newest. Safe to call from several processes at once.
 // CodeInvalidRequest for a secret unfit to be a key.
-func (s *Service) EnsureBootstrapKeyAt(ctx context.Context, secret string, created time.Time) error {
+func (s *Service) EnsureBootstrapKey(ctx context.Context, secret string, created time.Time) error {
 	if len(secret) < MinBootstrapKeyLength {
 		return Errorf(CodeInvalidRequest, "the admin API key must be at least %d characters", MinBootstrapKeyLength)
 	}
@@ -96,7 +91,7 @@ func (s *Service) EnsureBootstrapKeyAt(ctx context.Context, secret string, creat
 	return nil
 }
 
-// onlyBootstrap lets EnsureBootstrapKeyAt delete bootstrap keys and nothing
+// onlyBootstrap lets EnsureBootstrapKey delete bootstrap keys and nothing
 // else. A bootstrap key is nobody's ancestor, so deleting one deletes no
 // other key: the keys it created stay, as keys of the administrator.
 func onlyBootstrap(k APIKey) error {

@@ -48,7 +48,7 @@ func TestService_EnsureBootstrapKey(t *testing.T) {
 		e := newEnv(t)
 		before := bootstrapKeys(t, e)
 		for range 2 {
-			if err := e.svc.EnsureBootstrapKey(e.ctx, e.secret); err != nil {
+			if err := e.svc.EnsureBootstrapKey(e.ctx, e.secret, time.Time{}); err != nil {
 				t.Fatalf("EnsureBootstrapKey again: %v", err)
 			}
 		}
@@ -61,7 +61,7 @@ func TestService_EnsureBootstrapKey(t *testing.T) {
 		e := newEnv(t)
 		old := e.admin.KeyID
 		secret := strings.Repeat("x", account.MinBootstrapKeyLength)
-		if err := e.svc.EnsureBootstrapKey(e.ctx, secret); err != nil {
+		if err := e.svc.EnsureBootstrapKey(e.ctx, secret, time.Time{}); err != nil {
 			t.Fatalf("EnsureBootstrapKey with a new secret: %v", err)
 		}
 		_, err := e.svc.Authenticate(e.ctx, e.secret)
@@ -81,16 +81,16 @@ func TestService_EnsureBootstrapKey(t *testing.T) {
 		e := newEnv(t) // e.secret's key was created at e.clock.Now()
 		oldCreated := e.clock.Now()
 		newer := account.NewAPIKeySecret()
-		if err := e.svc.EnsureBootstrapKeyAt(e.ctx, newer, oldCreated.Add(time.Hour)); err != nil {
-			t.Fatalf("EnsureBootstrapKeyAt with the newer secret: %v", err)
+		if err := e.svc.EnsureBootstrapKey(e.ctx, newer, oldCreated.Add(time.Hour)); err != nil {
+			t.Fatalf("EnsureBootstrapKey with the newer secret: %v", err)
 		}
 		neverSeen := account.NewAPIKeySecret() // older still, and never a key
 		for _, old := range []struct {
 			secret  string
 			created time.Time
 		}{{e.secret, oldCreated}, {neverSeen, oldCreated.Add(-time.Hour)}} {
-			if err := e.svc.EnsureBootstrapKeyAt(e.ctx, old.secret, old.created); err != nil {
-				t.Fatalf("EnsureBootstrapKeyAt with an older secret: %v", err)
+			if err := e.svc.EnsureBootstrapKey(e.ctx, old.secret, old.created); err != nil {
+				t.Fatalf("EnsureBootstrapKey with an older secret: %v", err)
 			}
 			_, err := e.svc.Authenticate(e.ctx, old.secret)
 			wantCode(t, err, account.CodeUnauthorized)
@@ -109,12 +109,12 @@ func TestService_EnsureBootstrapKey(t *testing.T) {
 			older, newer := account.NewAPIKeySecret(), account.NewAPIKeySecret()
 			var wg sync.WaitGroup
 			errs := make([]error, 2)
-			wg.Go(func() { errs[0] = e.svc.EnsureBootstrapKeyAt(e.ctx, older, at.Add(time.Minute)) })
-			wg.Go(func() { errs[1] = e.svc.EnsureBootstrapKeyAt(e.ctx, newer, at.Add(2*time.Minute)) })
+			wg.Go(func() { errs[0] = e.svc.EnsureBootstrapKey(e.ctx, older, at.Add(time.Minute)) })
+			wg.Go(func() { errs[1] = e.svc.EnsureBootstrapKey(e.ctx, newer, at.Add(2*time.Minute)) })
 			wg.Wait()
 			for _, err := range errs {
 				if err != nil {
-					t.Fatalf("run %d: EnsureBootstrapKeyAt: %v", i, err)
+					t.Fatalf("run %d: EnsureBootstrapKey: %v", i, err)
 				}
 			}
 			p := e.auth(t, newer)
@@ -127,8 +127,8 @@ func TestService_EnsureBootstrapKey(t *testing.T) {
 		e := newEnv(t)
 		secret := account.NewAPIKeySecret()
 		created := e.clock.Now().Add(time.Hour).Truncate(time.Millisecond)
-		if err := e.svc.EnsureBootstrapKeyAt(e.ctx, secret, created); err != nil {
-			t.Fatalf("EnsureBootstrapKeyAt: %v", err)
+		if err := e.svc.EnsureBootstrapKey(e.ctx, secret, created); err != nil {
+			t.Fatalf("EnsureBootstrapKey: %v", err)
 		}
 		keys := bootstrapKeys(t, e)
 		if len(keys) != 1 || !keys[0].CreatedAt.Equal(created) {
@@ -145,7 +145,7 @@ func TestService_EnsureBootstrapKey(t *testing.T) {
 		if err != nil {
 			t.Fatalf("CreateAPIKey: %v", err)
 		}
-		if err := e.svc.EnsureBootstrapKey(e.ctx, account.NewAPIKeySecret()); err != nil {
+		if err := e.svc.EnsureBootstrapKey(e.ctx, account.NewAPIKeySecret(), time.Time{}); err != nil {
 			t.Fatalf("EnsureBootstrapKey: %v", err)
 		}
 		e.auth(t, other)
@@ -153,7 +153,7 @@ func TestService_EnsureBootstrapKey(t *testing.T) {
 	})
 	t.Run("ErrShortSecret", func(t *testing.T) {
 		e := newEnv(t)
-		err := e.svc.EnsureBootstrapKey(e.ctx, strings.Repeat("x", account.MinBootstrapKeyLength-1))
+		err := e.svc.EnsureBootstrapKey(e.ctx, strings.Repeat("x", account.MinBootstrapKeyLength-1), time.Time{})
 		wantCode(t, err, account.CodeInvalidRequest)
 	})
 	t.Run("HasBootstrapKey", func(t *testing.T) {

@@ -71,7 +71,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatalf("NewService: %v", err)
 	}
 	e := &env{svc: svc, store: store, clock: c, ctx: t.Context(), secret: account.NewAPIKeySecret()}
-	if err := svc.EnsureBootstrapKey(e.ctx, e.secret); err != nil {
+	if err := svc.EnsureBootstrapKey(e.ctx, e.secret, time.Time{}); err != nil {
 		t.Fatalf("EnsureBootstrapKey: %v", err)
 	}
 	e.admin = e.auth(t, e.secret)

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"latchkey/pkg/account"
 	"latchkey/pkg/dynamostore"
@@ -53,7 +54,7 @@ func TestHTTPRequestBudgets(t *testing.T) {
 	store := dynamostore.New(client, dynamotest.NewTable(t, client))
 	svc, pub := newService(t, store)
 	admin := account.NewAPIKeySecret()
-	if err := svc.EnsureBootstrapKey(t.Context(), admin); err != nil {
+	if err := svc.EnsureBootstrapKey(t.Context(), admin, time.Time{}); err != nil {
 		t.Fatalf("EnsureBootstrapKey: %v", err)
 	}
 	jwks := token.JWKS(pub)

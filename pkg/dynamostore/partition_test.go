@@ -48,7 +48,7 @@ func TestListAPIKeys_ForeignPartition(t *testing.T) {
 	svc, _ := newService(t, store)
 	created := time.Now().UTC().Truncate(time.Second)
 	old := account.NewAPIKeySecret()
-	must(t, svc.EnsureBootstrapKeyAt(ctx, old, created), "EnsureBootstrapKeyAt")
+	must(t, svc.EnsureBootstrapKey(ctx, old, created), "EnsureBootstrapKey")
 
 	fakeID := "key_7ZZZZZZZZZZZZZZZZZZZZZZZZZ" // the greatest ULID: first in the list
 	plant(t, client, table, map[string]any{
@@ -66,7 +66,7 @@ func TestListAPIKeys_ForeignPartition(t *testing.T) {
 	}
 
 	rotated := account.NewAPIKeySecret()
-	must(t, svc.EnsureBootstrapKeyAt(ctx, rotated, created.Add(time.Hour)), "EnsureBootstrapKeyAt with a rotated key")
+	must(t, svc.EnsureBootstrapKey(ctx, rotated, created.Add(time.Hour)), "EnsureBootstrapKey with a rotated key")
 	if _, err := store.GetAPIKeyByHash(ctx, account.HashAPIKey(rotated)); err != nil {
 		t.Errorf("the rotated admin key was not installed: %v", err)
 	}

@@ -264,7 +264,7 @@ func (s *Store) getItem(ctx context.Context, k key, out any) (found bool, err er
 // partitions, but IAM conditions on pk, not on gsi1pk: the users function,
 // say, could put an item with gsi1pk KEYS in a user's partition. Without
 // this check it would be listed as an API key, and a fake bootstrap key
-// newer than the real one would stop EnsureBootstrapKeyAt from installing
+// newer than the real one would stop EnsureBootstrapKey from installing
 // a rotated admin key.
 func list[I, T any](ctx context.Context, s *Store, partition, owner string, p account.ListParams, conv func(I) (T, bool)) (account.Page[T], error) {
 	kc := expression.Key("gsi1pk").Equal(expression.Value(partition))

@@ -166,7 +166,7 @@ func TestOAuthToken(t *testing.T) {
 		// admin key from configuration may have them) survives.
 		a := newAPI(t)
 		secret := "admin:key+with/special%chars=0123456789abcdef"
-		if err := a.Service.EnsureBootstrapKey(context.Background(), secret); err != nil {
+		if err := a.Service.EnsureBootstrapKey(context.Background(), secret, time.Time{}); err != nil {
 			t.Fatal(err)
 		}
 		p, err := a.Service.Authenticate(context.Background(), secret)

@@ -9,7 +9,7 @@
 //     the Ed25519 key, and publishes the public keys (current and, after a
 //     rotation, previous) as a JWKS item in the table. It alone reads the
 //     bootstrap admin API key secret and makes sure that key exists
-//     (EnsureBootstrapKeyAt): it is the only function that may write the
+//     (EnsureBootstrapKey): it is the only function that may write the
 //     items that decide which credentials are valid (public keys, API keys
 //     and their hash items, token records, revocation entries), and
 //     template.yaml denies those writes to the other two roles, since a role
@@ -409,7 +409,7 @@ func (a *App) build(ctx context.Context, cache *secrets.Cache, prev *built) (*bu
 	if a.cfg.Function.WritesCredentials() && (prev == nil || prev.versions.admin != v.admin) {
 		// Ordered by the secret version's creation time, so that an instance
 		// holding the admin key from before a rotation cannot undo it.
-		if err := svc.EnsureBootstrapKeyAt(ctx, admin.Current.Value, admin.Current.CreatedAt); err != nil {
+		if err := svc.EnsureBootstrapKey(ctx, admin.Current.Value, admin.Current.CreatedAt); err != nil {
 			return nil, fmt.Errorf("ensure the bootstrap admin key: %w", err)
 		}
 	}

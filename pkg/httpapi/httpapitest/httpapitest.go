@@ -92,7 +92,7 @@ func NewServer(tb testing.TB) *Env {
 		tb.Fatalf("account.NewService: %v", err)
 	}
 	admin := account.NewAPIKeySecret()
-	if err := svc.EnsureBootstrapKey(context.Background(), admin); err != nil {
+	if err := svc.EnsureBootstrapKey(context.Background(), admin, time.Time{}); err != nil {
 		tb.Fatalf("EnsureBootstrapKey: %v", err)
 	}
 	logs := &SyncBuffer{}
