@@ -22,7 +22,6 @@ package main
 
 import (
 	"context"
-	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"io"
@@ -42,10 +41,10 @@ import (
 
 	"latchkey"
 	"latchkey/pkg/account"
+	"latchkey/pkg/assembly"
 	"latchkey/pkg/boltstore"
 	"latchkey/pkg/dynamostore"
 	"latchkey/pkg/httpapi"
-	"latchkey/pkg/token"
 )
 
 func main() {
@@ -183,32 +182,23 @@ func run(logger *slog.Logger) error {
 	}
 	defer store.Close()
 
-	signer := token.NewSigner(signingKey, issuer)
-	svc, err := account.NewService(store, account.Options{
-		CursorKey: cursorKey,
-		Signer:    signer,
-		Parser:    token.NewParser(issuer, signer.PublicKey()),
+	asm, err := assembly.New(assembly.Parts{
+		Store: store, CursorKey: cursorKey, Issuer: issuer, SigningKey: signingKey, Logger: logger,
+		// GET /healthz, /readyz and /openapi.yaml: the local server's own.
+		Local: &httpapi.Local{Ready: httpapi.StoreReady(store), OpenAPI: latchkey.OpenAPI},
 	})
 	if err != nil {
 		return err
 	}
-	jwks := token.JWKS(signingKey.Public().(ed25519.PublicKey))
-	if err := publish(ctx, store, jwks, issuer); err != nil {
+	if err := publish(ctx, store, asm.JWKS, issuer); err != nil {
 		return err
 	}
-	handler := httpapi.New(httpapi.Config{
-		Service: svc,
-		JWKS:    func(context.Context) ([]byte, error) { return jwks, nil },
-		Logger:  logger,
-		// GET /healthz, /readyz and /openapi.yaml: the local server's own.
-		Local: &httpapi.Local{Ready: httpapi.StoreReady(store), OpenAPI: latchkey.OpenAPI},
-	})
 	storeName := "bbolt:" + filepath.Join(cfg.dataDir, "latchkey.db")
 	if cfg.dynamoEndpoint != "" {
 		storeName = "dynamodb:" + cfg.dynamoEndpoint + "/" + cfg.tableName
 	}
 	srv := &http.Server{
-		Handler:           handler,
+		Handler:           asm.Handler(),
 		ReadHeaderTimeout: cfg.readHeaderTimeout,
 		ReadTimeout:       15 * time.Second,
 		WriteTimeout:      30 * time.Second,
@@ -222,7 +212,7 @@ func run(logger *slog.Logger) error {
 
 	// Last before serving, with the listener bound and the store open: after
 	// the key is shown, nothing is left that can fail the start.
-	if err := bootstrapAdminKey(ctx, svc, dir, cfg.adminKey, os.Stdout); err != nil {
+	if err := bootstrapAdminKey(ctx, asm.Service, dir, cfg.adminKey, os.Stdout); err != nil {
 		return fmt.Errorf("bootstrap admin key: %w", err)
 	}
 	logger.Info("latchkey listening", "addr", "http://"+ln.Addr().String(), "issuer", issuer, "store", storeName,

@@ -2,7 +2,6 @@ package dynamostore_test
 
 import (
 	"bytes"
-	"context"
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
@@ -17,30 +16,30 @@ import (
 	"time"
 
 	"latchkey/pkg/account"
+	"latchkey/pkg/assembly"
 	"latchkey/pkg/dynamostore"
 	"latchkey/pkg/dynamostore/dynamotest"
-	"latchkey/pkg/httpapi"
-	"latchkey/pkg/token"
 )
 
-// newService returns a Service over store that signs and checks tokens
-// with a new Ed25519 key, and the key's public half.
-func newService(t *testing.T, store account.Store) (*account.Service, ed25519.PublicKey) {
+// newService returns the stack the servers build (assembly.New) over
+// store, signing and checking tokens with a new Ed25519 key.
+func newService(t *testing.T, store account.Store) *assembly.Assembly {
 	t.Helper()
-	pub, priv, err := ed25519.GenerateKey(nil)
+	_, priv, err := ed25519.GenerateKey(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	const issuer = "https://latchkey.test"
-	svc, err := account.NewService(store, account.Options{
-		CursorKey: bytes.Repeat([]byte("c"), 32),
-		Signer:    token.NewSigner(priv, issuer),
-		Parser:    token.NewParser(issuer, pub),
+	asm, err := assembly.New(assembly.Parts{
+		Store:      store,
+		CursorKey:  bytes.Repeat([]byte("c"), 32),
+		Issuer:     "https://latchkey.test",
+		SigningKey: priv,
+		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return svc, pub
+	return asm
 }
 
 // TestHTTPRequestBudgets measures whole API requests, authentication
@@ -52,17 +51,12 @@ func TestHTTPRequestBudgets(t *testing.T) {
 	var m meter
 	client := dynamotest.NewClient(t, m.option)
 	store := dynamostore.New(client, dynamotest.NewTable(t, client))
-	svc, pub := newService(t, store)
+	asm := newService(t, store)
+	svc, h := asm.Service, asm.Handler()
 	admin := account.NewAPIKeySecret()
 	if err := svc.EnsureBootstrapKey(t.Context(), admin, time.Time{}); err != nil {
 		t.Fatalf("EnsureBootstrapKey: %v", err)
 	}
-	jwks := token.JWKS(pub)
-	h := httpapi.New(httpapi.Config{
-		Service: svc,
-		JWKS:    func(context.Context) ([]byte, error) { return jwks, nil },
-		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
 
 	var report strings.Builder
 	fmt.Fprintf(&report, "| request | status | DynamoDB requests | capacity units (DynamoDB Local) |\n|---|---|---|---|\n")

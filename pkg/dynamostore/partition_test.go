@@ -45,7 +45,7 @@ func plant(t *testing.T, client *dynamodb.Client, table string, item map[string]
 func TestListAPIKeys_ForeignPartition(t *testing.T) {
 	client, table, store := newTableStore(t)
 	ctx := t.Context()
-	svc, _ := newService(t, store)
+	svc := newService(t, store).Service
 	created := time.Now().UTC().Truncate(time.Second)
 	old := account.NewAPIKeySecret()
 	must(t, svc.EnsureBootstrapKey(ctx, old, created), "EnsureBootstrapKey")

@@ -1,7 +1,8 @@
 // Package lambdaapp is the wiring shared by Latchkey's three Lambda
-// functions: configuration from the environment, the secrets, the token
-// signer or parser, the account service and the http.Handler of the
-// function's endpoint group, served through aws-lambda-go-api-proxy.
+// functions: configuration from the environment, the secrets, and the keys
+// they make, from which assembly.New builds the account service and the
+// http.Handler of the function's endpoint group, as it does the local
+// server's; served through aws-lambda-go-api-proxy.
 //
 // Which function reads and writes what:
 //
@@ -29,8 +30,9 @@
 // start.
 //
 // Secrets are refreshed on the request path every secrets.DefaultRefreshInterval;
-// when one changes, the service and handler are rebuilt and swapped in, so a
-// rotation needs no redeploy.
+// when one changes, the service and handler are built again (the store and
+// the token.KeySet outlive them) and swapped in, so a rotation needs no
+// redeploy.
 package lambdaapp
 
 import (
@@ -52,7 +54,7 @@ import (
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
 	"latchkey/pkg/account"
-	"latchkey/pkg/httpapi"
+	"latchkey/pkg/assembly"
 	"latchkey/pkg/secrets"
 	"latchkey/pkg/token"
 )
@@ -373,68 +375,57 @@ func (a *App) build(ctx context.Context, cache *secrets.Cache, prev *built) (*bu
 	if err != nil {
 		return nil, err
 	}
-	opts := account.Options{CursorKey: cursorKey, Now: a.deps.Now}
-	if !a.cfg.Function.SignsTokens() {
-		opts.Parser = a.published
+	parts := assembly.Parts{
+		Store: a.deps.Store, CursorKey: cursorKey, Issuer: v.issuer,
+		Now: a.deps.Now, Logger: a.deps.Logger, RequestID: RequestID,
 	}
-	var jwks func(context.Context) ([]byte, error)
 	if a.cfg.Function.SignsTokens() {
-		signer, public, err := signingKeys(v.issuer, signing)
-		if err != nil {
+		if parts.SigningKey, parts.PreviousKeys, err = signingKeys(signing); err != nil {
 			return nil, err
 		}
-		set := token.JWKS(public...)
-		// Published before the new signer serves a request, so that the
-		// other functions can verify its first token.
-		if prev == nil || prev.versions.signing != v.signing || prev.versions.signingPrevious != v.signingPrevious {
-			if err := a.deps.Keys.PutPublicKeys(ctx, set, signing.Current.CreatedAt); err != nil {
-				return nil, fmt.Errorf("publish the public keys: %w", err)
-			}
-		}
-		// Until the deployment has recorded the issuer, there is nothing to
-		// sign tokens as: issuance answers 503 (account.IssueToken), and no
-		// token is valid, as none can have been issued.
-		if v.issuer != "" {
-			opts.Signer = signer
-		} else {
+		if v.issuer == "" {
 			a.deps.Logger.WarnContext(ctx, "no issuer recorded yet; tokens are not issued until the deployment records it (the IssuerConfig custom resource)")
 		}
-		opts.Parser = token.NewParser(v.issuer, public...)
-		jwks = func(context.Context) ([]byte, error) { return set, nil }
+	} else {
+		parts.Verifier = a.published
 	}
-	svc, err := account.NewService(a.deps.Store, opts)
+	asm, err := assembly.New(parts)
 	if err != nil {
 		return nil, err
+	}
+	// Published before the new signer serves a request, so that the other
+	// functions can verify its first token.
+	if asm.JWKS != nil && (prev == nil || prev.versions.signing != v.signing || prev.versions.signingPrevious != v.signingPrevious) {
+		if err := a.deps.Keys.PutPublicKeys(ctx, asm.JWKS, signing.Current.CreatedAt); err != nil {
+			return nil, fmt.Errorf("publish the public keys: %w", err)
+		}
 	}
 	if a.cfg.Function.WritesCredentials() && (prev == nil || prev.versions.admin != v.admin) {
 		// Ordered by the secret version's creation time, so that an instance
 		// holding the admin key from before a rotation cannot undo it.
-		if err := svc.EnsureBootstrapKey(ctx, admin.Current.Value, admin.Current.CreatedAt); err != nil {
+		if err := asm.Service.EnsureBootstrapKey(ctx, admin.Current.Value, admin.Current.CreatedAt); err != nil {
 			return nil, fmt.Errorf("ensure the bootstrap admin key: %w", err)
 		}
 	}
-	h := httpapi.New(httpapi.Config{Service: svc, JWKS: jwks, Logger: a.deps.Logger, RequestID: RequestID}, a.cfg.Function.Group())
-	return &built{handler: h, versions: v}, nil
+	return &built{handler: asm.Handler(a.cfg.Function.Group()), versions: v}, nil
 }
 
-// signingKeys derives the signer from the current version of the signing
-// secret, and the public keys to accept: the current one first, then the
-// previous one, so that tokens signed before a rotation stay valid until
-// they expire (at most account.MaxTokenLifetime).
-func signingKeys(issuer string, v secrets.Value) (*token.Signer, []ed25519.PublicKey, error) {
+// signingKeys derives the signing key from the current version of the
+// signing secret, and the previous version's public key, which is accepted
+// too, so that tokens signed before a rotation stay valid until they
+// expire (at most account.MaxTokenLifetime).
+func signingKeys(v secrets.Value) (ed25519.PrivateKey, []ed25519.PublicKey, error) {
 	priv, err := secrets.SigningKey(v.Current.Value)
 	if err != nil {
 		return nil, nil, err
 	}
-	signer := token.NewSigner(priv, issuer)
-	public := []ed25519.PublicKey{signer.PublicKey()}
 	if v.Previous.Value != "" {
 		// A previous value too short to be a key was never used to sign.
 		if old, err := secrets.SigningKey(v.Previous.Value); err == nil && !old.Equal(priv) {
-			public = append(public, old.Public().(ed25519.PublicKey))
+			return priv, []ed25519.PublicKey{old.Public().(ed25519.PublicKey)}, nil
 		}
 	}
-	return signer, public, nil
+	return priv, nil, nil
 }
 
 // RequestID returns API Gateway's request id, which the adapter puts in the

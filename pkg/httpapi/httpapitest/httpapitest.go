@@ -1,7 +1,7 @@
-// Package httpapitest builds a complete Latchkey HTTP stack for tests: the
-// real handler over a real store, a real Ed25519 signer, a controllable
-// clock and a bootstrap admin key; and it checks responses against
-// openapi.yaml.
+// Package httpapitest builds a complete Latchkey HTTP stack for tests, as
+// the servers build theirs (assembly.New): the real handler over a real
+// store, a real Ed25519 signer, a controllable clock and a bootstrap admin
+// key; and it checks responses against openapi.yaml.
 //
 // The store is bbolt in a temporary directory, or, with
 // LATCHKEY_TEST_STORE=dynamodb, a fresh table in the DynamoDB Local at
@@ -35,6 +35,7 @@ import (
 
 	"latchkey"
 	"latchkey/pkg/account"
+	"latchkey/pkg/assembly"
 	"latchkey/pkg/boltstore"
 	"latchkey/pkg/dynamostore/dynamotest"
 	"latchkey/pkg/httpapi"
@@ -81,36 +82,31 @@ func NewServer(tb testing.TB) *Env {
 	// A whole second, so that lifetimes computed from truncated token times
 	// come out exact.
 	clock := NewClock(time.Now().Truncate(time.Second))
-	signer := token.NewSigner(priv, Issuer)
-	svc, err := account.NewService(store, account.Options{
-		CursorKey: bytes.Repeat([]byte("k"), 32),
-		Signer:    signer,
-		Parser:    token.NewParser(Issuer, pub),
-		Now:       clock.Now,
-	})
-	if err != nil {
-		tb.Fatalf("account.NewService: %v", err)
-	}
-	admin := account.NewAPIKeySecret()
-	if err := svc.EnsureBootstrapKey(context.Background(), admin, time.Time{}); err != nil {
-		tb.Fatalf("EnsureBootstrapKey: %v", err)
-	}
 	logs := &SyncBuffer{}
-	jwks := token.JWKS(pub)
-	cfg := httpapi.Config{
-		Service: svc,
-		JWKS:    func(context.Context) ([]byte, error) { return jwks, nil },
-		Logger:  slog.New(slog.NewJSONHandler(logs, nil)),
+	asm, err := assembly.New(assembly.Parts{
+		Store:      store,
+		CursorKey:  bytes.Repeat([]byte("k"), 32),
+		Issuer:     Issuer,
+		SigningKey: priv,
+		Now:        clock.Now,
+		Logger:     slog.New(slog.NewJSONHandler(logs, nil)),
 		// As cmd/local: Handler is the local server's, health checks too.
 		Local: &httpapi.Local{Ready: httpapi.StoreReady(store), OpenAPI: latchkey.OpenAPI},
+	})
+	if err != nil {
+		tb.Fatalf("assembly.New: %v", err)
+	}
+	admin := account.NewAPIKeySecret()
+	if err := asm.Service.EnsureBootstrapKey(context.Background(), admin, time.Time{}); err != nil {
+		tb.Fatalf("EnsureBootstrapKey: %v", err)
 	}
 	return &Env{
-		Handler:    httpapi.New(cfg),
-		Config:     cfg,
-		Service:    svc,
+		Handler:    asm.Handler(),
+		Config:     asm.Config,
+		Service:    asm.Service,
 		Store:      store,
 		Clock:      clock,
-		Signer:     signer,
+		Signer:     asm.Signer,
 		PublicKey:  pub,
 		PrivateKey: priv,
 		AdminKey:   admin,

@@ -1,0 +1,108 @@
+// Package assembly puts Latchkey together from its parts: the account
+// service over a store, the token signer and parser its keys make, the key
+// set it publishes, and the HTTP handler over the service. The local
+// server, the Lambda functions and the test stack all build theirs with
+// New, so they differ only in the parts they hand over, never in how the
+// parts are joined.
+//
+// What outlives an Assembly is a part, passed in: the store, and a
+// Verifier (token.KeySet) that keeps its own keys fresh. A Lambda function
+// builds a new Assembly when a secret changes; the local server builds one
+// for its lifetime.
+package assembly
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"latchkey/pkg/account"
+	"latchkey/pkg/httpapi"
+	"latchkey/pkg/token"
+)
+
+// Parts are what a service is built from. The keys decide what it can do:
+// with a SigningKey it issues tokens and verifies them with its own public
+// keys (the local server, the auth function); without one it only verifies
+// them, with a Verifier over the keys that the signing process publishes
+// (the organizations and users functions).
+type Parts struct {
+	// Store persists the domain. Required.
+	Store account.Store
+	// CursorKey signs list cursors. Required; at least 32 bytes.
+	CursorKey []byte
+	// Issuer is the iss claim of the tokens signed and accepted.
+	Issuer string
+	// SigningKey signs access tokens; nil in a process that does not
+	// issue them. With an empty Issuer (an auth function before the
+	// deployment has recorded one) nothing is signed: the key's tokens are
+	// verified and its key set served, and issuance answers 503.
+	SigningKey ed25519.PrivateKey
+	// PreviousKeys are accepted beside SigningKey's public key, and
+	// published after it: the keys of earlier signing secrets, so that
+	// tokens signed before a rotation stay valid until they expire.
+	PreviousKeys []ed25519.PublicKey
+	// Verifier checks tokens when there is no SigningKey. Required then,
+	// and ignored otherwise.
+	Verifier account.TokenParser
+	// Now is the service clock; time.Now when nil.
+	Now func() time.Time
+	// Logger, RequestID and Local go to the handler (httpapi.Config):
+	// Local is set by the local server alone.
+	Logger    *slog.Logger
+	RequestID func(r *http.Request) string
+	Local     *httpapi.Local
+}
+
+// Assembly is a service and what serves and publishes it.
+type Assembly struct {
+	Service *account.Service
+	// Signer signs the service's tokens; nil without a SigningKey or an
+	// Issuer.
+	Signer *token.Signer
+	// JWKS is the JSON Web Key Set of the keys that verify the tokens the
+	// service signs, current first: what the handler serves at
+	// GET /v1/auth/jwks and what the signing Lambda function publishes for
+	// the others. Nil without a SigningKey.
+	JWKS []byte
+	// Config is what Handler builds routers from.
+	Config httpapi.Config
+}
+
+// New builds the service, its signer and parser, and the handler
+// configuration from p.
+func New(p Parts) (*Assembly, error) {
+	a := &Assembly{}
+	opts := account.Options{CursorKey: p.CursorKey, Now: p.Now, Parser: p.Verifier}
+	if p.SigningKey != nil {
+		public := append([]ed25519.PublicKey{p.SigningKey.Public().(ed25519.PublicKey)}, p.PreviousKeys...)
+		a.JWKS = token.JWKS(public...)
+		opts.Parser = token.NewParser(p.Issuer, public...)
+		if p.Issuer != "" {
+			a.Signer = token.NewSigner(p.SigningKey, p.Issuer)
+			opts.Signer = a.Signer
+		}
+	} else if p.Verifier == nil {
+		return nil, errors.New("assembly: a SigningKey or a Verifier is required")
+	}
+	svc, err := account.NewService(p.Store, opts)
+	if err != nil {
+		return nil, err
+	}
+	a.Service = svc
+	a.Config = httpapi.Config{Service: svc, Logger: p.Logger, RequestID: p.RequestID, Local: p.Local}
+	if a.JWKS != nil {
+		set := a.JWKS
+		a.Config.JWKS = func(context.Context) ([]byte, error) { return set, nil }
+	}
+	return a, nil
+}
+
+// Handler returns the router of the named groups, or of every group when
+// none is named (httpapi.New).
+func (a *Assembly) Handler(groups ...httpapi.Group) http.Handler {
+	return httpapi.New(a.Config, groups...)
+}

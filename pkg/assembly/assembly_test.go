@@ -1,0 +1,104 @@
+package assembly_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"latchkey/pkg/account"
+	"latchkey/pkg/assembly"
+	"latchkey/pkg/boltstore"
+	"latchkey/pkg/token"
+)
+
+const issuer = "https://latchkey.test"
+
+func newStore(t *testing.T) account.Store {
+	t.Helper()
+	s, err := boltstore.Open(filepath.Join(t.TempDir(), "latchkey.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func newKey(t *testing.T) ed25519.PrivateKey {
+	t.Helper()
+	_, priv, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return priv
+}
+
+// TestNew checks the one way a service is put together: a process with a
+// signing key signs, publishes and accepts its own key and the previous
+// ones, current first; a process without one verifies with what it is given.
+func TestNew(t *testing.T) {
+	cursorKey := bytes.Repeat([]byte("c"), 32)
+
+	t.Run("Signing", func(t *testing.T) {
+		current, previous := newKey(t), newKey(t)
+		asm, err := assembly.New(assembly.Parts{
+			Store: newStore(t), CursorKey: cursorKey, Issuer: issuer,
+			SigningKey: current, PreviousKeys: []ed25519.PublicKey{previous.Public().(ed25519.PublicKey)},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var set struct{ Keys []struct{ Kid string } }
+		if err := json.Unmarshal(asm.JWKS, &set); err != nil {
+			t.Fatalf("JWKS %s: %v", asm.JWKS, err)
+		}
+		var kids []string
+		for _, k := range set.Keys {
+			kids = append(kids, k.Kid)
+		}
+		want := []string{token.KeyID(current.Public().(ed25519.PublicKey)), token.KeyID(previous.Public().(ed25519.PublicKey))}
+		if !slices.Equal(kids, want) {
+			t.Errorf("JWKS kids: got %q, want %q", kids, want)
+		}
+		if served, err := asm.Config.JWKS(context.Background()); err != nil || !bytes.Equal(served, asm.JWKS) {
+			t.Errorf("served JWKS: got %s, %v; want the published one", served, err)
+		}
+		// A token signed before the rotation is still accepted.
+		now := time.Now().Truncate(time.Second)
+		old, err := token.NewSigner(previous, issuer).Sign(account.TokenClaims{
+			ID: account.NewID(account.PrefixToken, now), KeyID: account.NewID(account.PrefixAPIKey, now),
+			Audience: issuer, Scopes: []string{"read:users"}, IssuedAt: now, ExpiresAt: now.Add(time.Hour),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := asm.Service.VerifyToken(context.Background(), old)
+		if err != nil || v.Reason == account.ReasonInvalid {
+			t.Errorf("token of the previous key: got %+v, %v; want its signature accepted", v, err)
+		}
+	})
+
+	t.Run("Verifying", func(t *testing.T) {
+		signer := token.NewSigner(newKey(t), issuer)
+		asm, err := assembly.New(assembly.Parts{
+			Store: newStore(t), CursorKey: cursorKey, Issuer: issuer,
+			Verifier: token.NewParser(issuer, signer.PublicKey()),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if asm.Signer != nil || asm.JWKS != nil || asm.Config.JWKS != nil {
+			t.Errorf("a verifying process got a signer or a key set to serve: %+v", asm)
+		}
+	})
+
+	t.Run("NoKeys", func(t *testing.T) {
+		if _, err := assembly.New(assembly.Parts{Store: newStore(t), CursorKey: cursorKey, Issuer: issuer}); err == nil {
+			t.Fatal("no signing key and no verifier: got no error")
+		}
+	})
+}
