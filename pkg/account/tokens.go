@@ -113,6 +113,9 @@ type Verification struct {
 	Valid  bool
 	Reason string // when not valid: ReasonRevoked, ReasonExpired or ReasonInvalid
 	Claims TokenClaims
+	// CheckedAt is the service clock's time of the check, from which the
+	// token's remaining lifetime counts.
+	CheckedAt time.Time
 }
 
 // VerifyToken checks an access token: signature, expiry, revocation entry,
@@ -157,18 +160,18 @@ func (v *TokenVerifier) Verify(ctx context.Context, token string) (Verification,
 	claims, err := v.parser.Parse(ctx, token, now)
 	switch {
 	case errors.Is(err, ErrTokenExpired):
-		return Verification{Reason: ReasonExpired}, nil
+		return Verification{Reason: ReasonExpired, CheckedAt: now}, nil
 	case err != nil:
-		return Verification{Reason: ReasonInvalid}, nil
+		return Verification{Reason: ReasonInvalid, CheckedAt: now}, nil
 	}
 	status, err := v.store.TokenStatus(ctx, claims.ID, claims.KeyID, claims.KeyAncestors)
 	if err != nil {
 		return Verification{}, storeErr(err)
 	}
 	if reason := status.invalidReason(now); reason != "" {
-		return Verification{Reason: reason}, nil
+		return Verification{Reason: reason, CheckedAt: now}, nil
 	}
-	return Verification{Valid: true, Claims: claims}, nil
+	return Verification{Valid: true, Claims: claims, CheckedAt: now}, nil
 }
 
 // TokenRequest asks for an access token.

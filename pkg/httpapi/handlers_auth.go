@@ -56,8 +56,7 @@ func (s *server) revokeToken(w http.ResponseWriter, r *http.Request, p account.P
 // verifyToken checks the bearer token itself. An invalid token is a
 // successful answer (200, valid false), not a failed request: the caller is
 // a resource server asking about someone else's credential.
-func (s *server) verifyToken(w http.ResponseWriter, r *http.Request, _ account.Principal) error {
-	token, _ := bearer(r) // the route wrapper has checked that there is one
+func (s *server) verifyToken(w http.ResponseWriter, r *http.Request, token string) error {
 	v, err := s.svc.VerifyToken(r.Context(), token)
 	if err != nil {
 		return err
@@ -77,7 +76,7 @@ func (s *server) verifyToken(w http.ResponseWriter, r *http.Request, _ account.P
 		Audience:  c.Audience,
 		IssuedAt:  timestamp(c.IssuedAt),
 		ExpiresAt: timestamp(c.ExpiresAt),
-		ExpiresIn: secondsUntil(c.ExpiresAt, s.svc.Now()),
+		ExpiresIn: secondsUntil(c.ExpiresAt, v.CheckedAt),
 	})
 	return nil
 }

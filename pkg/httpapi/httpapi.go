@@ -223,9 +223,10 @@ func (s *server) route(d routeDef) http.Handler {
 			return
 		}
 		var p account.Principal
+		var credential string
 		if d.auth != authPublic {
-			credential, ok := bearer(r)
-			if !ok {
+			var ok bool
+			if credential, ok = bearer(r); !ok {
 				s.writeError(w, r, errNoCredential)
 				return
 			}
@@ -256,7 +257,13 @@ func (s *server) route(d routeDef) http.Handler {
 			s.writeError(w, r, err)
 			return
 		}
-		if err := d.handler(s, w, r, p); err != nil {
+		var err error
+		if d.auth == authBearer {
+			err = d.subject(s, w, r, credential)
+		} else {
+			err = d.handler(s, w, r, p)
+		}
+		if err != nil {
 			s.writeError(w, r, err)
 		}
 	})

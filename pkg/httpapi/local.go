@@ -38,9 +38,9 @@ type Local struct {
 // others. Each is public and cheap: no credential, no body, at most one
 // store read.
 var localTable = []routeDef{
-	{Route{GroupLocal, http.MethodGet, "/healthz", "", nil}, authPublic, (*server).healthz},
-	{Route{GroupLocal, http.MethodGet, "/readyz", "", nil}, authPublic, (*server).readyz},
-	{Route{GroupLocal, http.MethodGet, "/openapi.yaml", "", nil}, authPublic, (*server).openAPI},
+	{Route: Route{GroupLocal, http.MethodGet, "/healthz", "", nil}, auth: authPublic, handler: (*server).healthz},
+	{Route: Route{GroupLocal, http.MethodGet, "/readyz", "", nil}, auth: authPublic, handler: (*server).readyz},
+	{Route: Route{GroupLocal, http.MethodGet, "/openapi.yaml", "", nil}, auth: authPublic, handler: (*server).openAPI},
 }
 
 // LocalRoutes returns the routes the local server serves beside Routes():

@@ -48,7 +48,8 @@ const (
 	// authKeyOnly: an API key; an access token is refused (403 forbidden).
 	authKeyOnly
 	// authBearer: the bearer credential is the subject of the request
-	// (verify), so any syntactically valid Bearer header is passed on as is.
+	// (verify), so any syntactically valid Bearer header is passed on as is,
+	// to the route's subject handler.
 	authBearer
 	// authPublic: no credential at all.
 	authPublic
@@ -62,47 +63,52 @@ const (
 // handlers that succeed write their own response.
 type handlerFunc func(s *server, w http.ResponseWriter, r *http.Request, p account.Principal) error
 
+// subjectFunc serves an authBearer route, given the bearer credential that
+// the route wrapper read, so that the header is parsed once.
+type subjectFunc func(s *server, w http.ResponseWriter, r *http.Request, credential string) error
+
 type routeDef struct {
 	Route
 	auth    auth
 	handler handlerFunc
+	subject subjectFunc // instead of handler, for authBearer
 }
 
 // routeTable is the single list of routes: Routes exposes it, New builds the
 // router from it, and the tests walk it, so none of them can drift.
 var routeTable = []routeDef{
-	{Route{GroupAuth, http.MethodPost, "/v1/auth/token", "", nil}, authKeyOnly, (*server).issueToken},
-	{Route{GroupAuth, http.MethodPost, "/v1/auth/revoke", "", nil}, authPrincipal, (*server).revokeToken},
-	{Route{GroupAuth, http.MethodGet, "/v1/auth/verify", "", nil}, authBearer, (*server).verifyToken},
-	{Route{GroupAuth, http.MethodGet, "/v1/auth/jwks", "", nil}, authPublic, (*server).serveJWKS},
+	{Route: Route{GroupAuth, http.MethodPost, "/v1/auth/token", "", nil}, auth: authKeyOnly, handler: (*server).issueToken},
+	{Route: Route{GroupAuth, http.MethodPost, "/v1/auth/revoke", "", nil}, auth: authPrincipal, handler: (*server).revokeToken},
+	{Route: Route{GroupAuth, http.MethodGet, "/v1/auth/verify", "", nil}, auth: authBearer, subject: (*server).verifyToken},
+	{Route: Route{GroupAuth, http.MethodGet, "/v1/auth/jwks", "", nil}, auth: authPublic, handler: (*server).serveJWKS},
 	// The OAuth endpoints take no query parameter: theirs go in the body.
-	{Route{GroupAuth, http.MethodPost, "/oauth2/token", "", nil}, authClient, (*server).oauthToken},
-	{Route{GroupAuth, http.MethodPost, "/oauth2/introspect", "", nil}, authClient, (*server).oauthIntrospect},
-	{Route{GroupAuth, http.MethodPost, "/oauth2/revoke", "", nil}, authClient, (*server).oauthRevoke},
-	{Route{GroupAuth, http.MethodGet, wellKnownAuthorizationServer, "", nil}, authPublic, (*server).serveMetadata},
-	{Route{GroupAuth, http.MethodGet, wellKnownOpenIDConfiguration, "", nil}, authPublic, (*server).serveMetadata},
-	{Route{GroupAuth, http.MethodGet, wellKnownJWKS, "", nil}, authPublic, (*server).serveJWKS},
-	{Route{GroupAuth, http.MethodPost, "/v1/api-keys", account.ScopeWriteAPIKeys, nil}, authKeyOnly, (*server).createAPIKey},
-	{Route{GroupAuth, http.MethodGet, "/v1/api-keys", account.ScopeReadAPIKeys, listQuery()}, authKeyOnly, (*server).listAPIKeys},
-	{Route{GroupAuth, http.MethodGet, "/v1/api-keys/{id}", account.ScopeReadAPIKeys, nil}, authKeyOnly, (*server).getAPIKey},
-	{Route{GroupAuth, http.MethodDelete, "/v1/api-keys/{id}", account.ScopeWriteAPIKeys, nil}, authKeyOnly, (*server).deleteAPIKey},
+	{Route: Route{GroupAuth, http.MethodPost, "/oauth2/token", "", nil}, auth: authClient, handler: (*server).oauthToken},
+	{Route: Route{GroupAuth, http.MethodPost, "/oauth2/introspect", "", nil}, auth: authClient, handler: (*server).oauthIntrospect},
+	{Route: Route{GroupAuth, http.MethodPost, "/oauth2/revoke", "", nil}, auth: authClient, handler: (*server).oauthRevoke},
+	{Route: Route{GroupAuth, http.MethodGet, wellKnownAuthorizationServer, "", nil}, auth: authPublic, handler: (*server).serveMetadata},
+	{Route: Route{GroupAuth, http.MethodGet, wellKnownOpenIDConfiguration, "", nil}, auth: authPublic, handler: (*server).serveMetadata},
+	{Route: Route{GroupAuth, http.MethodGet, wellKnownJWKS, "", nil}, auth: authPublic, handler: (*server).serveJWKS},
+	{Route: Route{GroupAuth, http.MethodPost, "/v1/api-keys", account.ScopeWriteAPIKeys, nil}, auth: authKeyOnly, handler: (*server).createAPIKey},
+	{Route: Route{GroupAuth, http.MethodGet, "/v1/api-keys", account.ScopeReadAPIKeys, listQuery()}, auth: authKeyOnly, handler: (*server).listAPIKeys},
+	{Route: Route{GroupAuth, http.MethodGet, "/v1/api-keys/{id}", account.ScopeReadAPIKeys, nil}, auth: authKeyOnly, handler: (*server).getAPIKey},
+	{Route: Route{GroupAuth, http.MethodDelete, "/v1/api-keys/{id}", account.ScopeWriteAPIKeys, nil}, auth: authKeyOnly, handler: (*server).deleteAPIKey},
 
-	{Route{GroupOrganizations, http.MethodGet, "/v1/organizations", account.ScopeReadOrganizations, listQuery()}, authPrincipal, (*server).listOrganizations},
-	{Route{GroupOrganizations, http.MethodPost, "/v1/organizations", account.ScopeWriteOrganizations, nil}, authPrincipal, (*server).createOrganization},
-	{Route{GroupOrganizations, http.MethodGet, "/v1/organizations/{id}", account.ScopeReadOrganizations, nil}, authPrincipal, (*server).getOrganization},
-	{Route{GroupOrganizations, http.MethodPatch, "/v1/organizations/{id}", account.ScopeWriteOrganizations, nil}, authPrincipal, (*server).updateOrganization},
-	{Route{GroupOrganizations, http.MethodDelete, "/v1/organizations/{id}", account.ScopeDeleteOrganizations, nil}, authPrincipal, (*server).deleteOrganization},
-	{Route{GroupOrganizations, http.MethodGet, "/v1/organizations/{id}/members", account.ScopeReadOrganizations, listQuery()}, authPrincipal, (*server).listMembers},
-	{Route{GroupOrganizations, http.MethodPost, "/v1/organizations/{id}/members", account.ScopeWriteOrganizations, nil}, authPrincipal, (*server).addMember},
-	{Route{GroupOrganizations, http.MethodPatch, "/v1/organizations/{id}/members/{user_id}", account.ScopeWriteOrganizations, nil}, authPrincipal, (*server).updateMember},
-	{Route{GroupOrganizations, http.MethodDelete, "/v1/organizations/{id}/members/{user_id}", account.ScopeWriteOrganizations, nil}, authPrincipal, (*server).removeMember},
+	{Route: Route{GroupOrganizations, http.MethodGet, "/v1/organizations", account.ScopeReadOrganizations, listQuery()}, auth: authPrincipal, handler: (*server).listOrganizations},
+	{Route: Route{GroupOrganizations, http.MethodPost, "/v1/organizations", account.ScopeWriteOrganizations, nil}, auth: authPrincipal, handler: (*server).createOrganization},
+	{Route: Route{GroupOrganizations, http.MethodGet, "/v1/organizations/{id}", account.ScopeReadOrganizations, nil}, auth: authPrincipal, handler: (*server).getOrganization},
+	{Route: Route{GroupOrganizations, http.MethodPatch, "/v1/organizations/{id}", account.ScopeWriteOrganizations, nil}, auth: authPrincipal, handler: (*server).updateOrganization},
+	{Route: Route{GroupOrganizations, http.MethodDelete, "/v1/organizations/{id}", account.ScopeDeleteOrganizations, nil}, auth: authPrincipal, handler: (*server).deleteOrganization},
+	{Route: Route{GroupOrganizations, http.MethodGet, "/v1/organizations/{id}/members", account.ScopeReadOrganizations, listQuery()}, auth: authPrincipal, handler: (*server).listMembers},
+	{Route: Route{GroupOrganizations, http.MethodPost, "/v1/organizations/{id}/members", account.ScopeWriteOrganizations, nil}, auth: authPrincipal, handler: (*server).addMember},
+	{Route: Route{GroupOrganizations, http.MethodPatch, "/v1/organizations/{id}/members/{user_id}", account.ScopeWriteOrganizations, nil}, auth: authPrincipal, handler: (*server).updateMember},
+	{Route: Route{GroupOrganizations, http.MethodDelete, "/v1/organizations/{id}/members/{user_id}", account.ScopeWriteOrganizations, nil}, auth: authPrincipal, handler: (*server).removeMember},
 
-	{Route{GroupUsers, http.MethodGet, "/v1/users", account.ScopeReadUsers, listQuery("email")}, authPrincipal, (*server).listUsers},
-	{Route{GroupUsers, http.MethodPost, "/v1/users", account.ScopeWriteUsers, nil}, authPrincipal, (*server).createUser},
-	{Route{GroupUsers, http.MethodGet, "/v1/users/{id}", account.ScopeReadUsers, nil}, authPrincipal, (*server).getUser},
-	{Route{GroupUsers, http.MethodPut, "/v1/users/{id}", account.ScopeWriteUsers, nil}, authPrincipal, (*server).updateUser},
-	{Route{GroupUsers, http.MethodDelete, "/v1/users/{id}", account.ScopeDeleteUsers, nil}, authPrincipal, (*server).deleteUser},
-	{Route{GroupUsers, http.MethodGet, "/v1/users/{id}/organizations", account.ScopeReadUsers, listQuery()}, authPrincipal, (*server).listUserOrganizations},
+	{Route: Route{GroupUsers, http.MethodGet, "/v1/users", account.ScopeReadUsers, listQuery("email")}, auth: authPrincipal, handler: (*server).listUsers},
+	{Route: Route{GroupUsers, http.MethodPost, "/v1/users", account.ScopeWriteUsers, nil}, auth: authPrincipal, handler: (*server).createUser},
+	{Route: Route{GroupUsers, http.MethodGet, "/v1/users/{id}", account.ScopeReadUsers, nil}, auth: authPrincipal, handler: (*server).getUser},
+	{Route: Route{GroupUsers, http.MethodPut, "/v1/users/{id}", account.ScopeWriteUsers, nil}, auth: authPrincipal, handler: (*server).updateUser},
+	{Route: Route{GroupUsers, http.MethodDelete, "/v1/users/{id}", account.ScopeDeleteUsers, nil}, auth: authPrincipal, handler: (*server).deleteUser},
+	{Route: Route{GroupUsers, http.MethodGet, "/v1/users/{id}/organizations", account.ScopeReadUsers, listQuery()}, auth: authPrincipal, handler: (*server).listUserOrganizations},
 }
 
 // listQuery returns the query parameters of a list: paging, then extra.
