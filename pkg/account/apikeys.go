@@ -32,7 +32,7 @@ type NewAPIKey struct {
 // CodeInsufficientScope, CodeInvalidRequest; CodeUnauthorized if the
 // caller's key is deleted meanwhile.
 func (s *Service) CreateAPIKey(ctx context.Context, p Principal, req NewAPIKey) (APIKey, string, error) {
-	if err := p.RequireKey(ScopeWriteAPIKeys); err != nil {
+	if err := p.Authorize(OpCreateAPIKey); err != nil {
 		return APIKey{}, "", err
 	}
 	var problems Problems
@@ -92,7 +92,7 @@ func (s *Service) CreateAPIKey(ctx context.Context, p Principal, req NewAPIKey) 
 // CodeForbidden for an access token caller, CodeInsufficientScope (also for
 // a key with a grant the caller does not hold), CodeNotFound.
 func (s *Service) GetAPIKey(ctx context.Context, p Principal, id string) (APIKey, error) {
-	if err := p.RequireKey(ScopeReadAPIKeys); err != nil {
+	if err := p.Authorize(OpGetAPIKey); err != nil {
 		return APIKey{}, err
 	}
 	if !ValidID(PrefixAPIKey, id) {
@@ -115,7 +115,7 @@ func (s *Service) GetAPIKey(ctx context.Context, p Principal, id string) (APIKey
 // after the last key read, not the last key returned. CodeForbidden,
 // CodeInsufficientScope, CodeInvalidRequest.
 func (s *Service) ListAPIKeys(ctx context.Context, p Principal, r PageRequest) (List[APIKey], error) {
-	if err := p.RequireKey(ScopeReadAPIKeys); err != nil {
+	if err := p.Authorize(OpListAPIKeys); err != nil {
 		return List[APIKey]{}, err
 	}
 	params, err := s.cursors.params("api_keys", r)
@@ -138,7 +138,7 @@ func (s *Service) ListAPIKeys(ctx context.Context, p Principal, r PageRequest) (
 // again. CodeForbidden, CodeInsufficientScope (also
 // for a key with a grant the caller does not hold), CodeNotFound.
 func (s *Service) DeleteAPIKey(ctx context.Context, p Principal, id string) error {
-	if err := p.RequireKey(ScopeWriteAPIKeys); err != nil {
+	if err := p.Authorize(OpDeleteAPIKey); err != nil {
 		return err
 	}
 	if !ValidID(PrefixAPIKey, id) {

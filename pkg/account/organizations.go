@@ -19,7 +19,7 @@ type OrganizationUpdate struct {
 // CreateOrganization creates an organization. CodeInsufficientScope,
 // CodeInvalidRequest, CodeSlugTaken.
 func (s *Service) CreateOrganization(ctx context.Context, p Principal, req NewOrganization) (Organization, error) {
-	if err := p.Require(ScopeWriteOrganizations); err != nil {
+	if err := p.Authorize(OpCreateOrganization); err != nil {
 		return Organization{}, err
 	}
 	var problems Problems
@@ -44,7 +44,7 @@ func (s *Service) CreateOrganization(ctx context.Context, p Principal, req NewOr
 
 // GetOrganization returns an organization. CodeInsufficientScope, CodeNotFound.
 func (s *Service) GetOrganization(ctx context.Context, p Principal, id string) (Organization, error) {
-	if err := p.Require(ScopeReadOrganizations); err != nil {
+	if err := p.Authorize(OpGetOrganization); err != nil {
 		return Organization{}, err
 	}
 	if !ValidID(PrefixOrganization, id) {
@@ -57,7 +57,7 @@ func (s *Service) GetOrganization(ctx context.Context, p Principal, id string) (
 // ListOrganizations lists organizations, newest first.
 // CodeInsufficientScope, CodeInvalidRequest.
 func (s *Service) ListOrganizations(ctx context.Context, p Principal, r PageRequest) (List[Organization], error) {
-	if err := p.Require(ScopeReadOrganizations); err != nil {
+	if err := p.Authorize(OpListOrganizations); err != nil {
 		return List[Organization]{}, err
 	}
 	params, err := s.cursors.params("organizations", r)
@@ -74,7 +74,7 @@ func (s *Service) ListOrganizations(ctx context.Context, p Principal, r PageRequ
 // UpdateOrganization changes an organization's name or plan.
 // CodeInsufficientScope, CodeNotFound, CodeInvalidRequest.
 func (s *Service) UpdateOrganization(ctx context.Context, p Principal, id string, req OrganizationUpdate) (Organization, error) {
-	if err := p.Require(ScopeWriteOrganizations); err != nil {
+	if err := p.Authorize(OpUpdateOrganization); err != nil {
 		return Organization{}, err
 	}
 	if !ValidID(PrefixOrganization, id) {
@@ -116,7 +116,7 @@ func (s *Service) UpdateOrganization(ctx context.Context, p Principal, id string
 // DeleteOrganization deletes an organization and its memberships; its slug
 // is free again. CodeInsufficientScope, CodeNotFound.
 func (s *Service) DeleteOrganization(ctx context.Context, p Principal, id string) error {
-	if err := p.Require(ScopeDeleteOrganizations); err != nil {
+	if err := p.Authorize(OpDeleteOrganization); err != nil {
 		return err
 	}
 	if !ValidID(PrefixOrganization, id) {
@@ -134,7 +134,7 @@ type NewMember struct {
 // AddMember adds a user to an organization. CodeInsufficientScope,
 // CodeNotFound (organization or user), CodeInvalidRequest, CodeAlreadyMember.
 func (s *Service) AddMember(ctx context.Context, p Principal, orgID string, req NewMember) (Membership, error) {
-	if err := p.Require(ScopeWriteOrganizations); err != nil {
+	if err := p.Authorize(OpAddMember); err != nil {
 		return Membership{}, err
 	}
 	if !ValidID(PrefixOrganization, orgID) {
@@ -162,7 +162,7 @@ func (s *Service) AddMember(ctx context.Context, p Principal, orgID string, req 
 // ListMembers lists an organization's members, newest first.
 // CodeInsufficientScope, CodeNotFound, CodeInvalidRequest.
 func (s *Service) ListMembers(ctx context.Context, p Principal, orgID string, r PageRequest) (List[Membership], error) {
-	if err := p.Require(ScopeReadOrganizations); err != nil {
+	if err := p.Authorize(OpListMembers); err != nil {
 		return List[Membership]{}, err
 	}
 	if !ValidID(PrefixOrganization, orgID) {
@@ -186,7 +186,7 @@ func (s *Service) ListMembers(ctx context.Context, p Principal, orgID string, r 
 // UpdateMember changes a member's role. CodeInsufficientScope, CodeNotFound,
 // CodeInvalidRequest.
 func (s *Service) UpdateMember(ctx context.Context, p Principal, orgID, userID, role string) (Membership, error) {
-	if err := p.Require(ScopeWriteOrganizations); err != nil {
+	if err := p.Authorize(OpUpdateMember); err != nil {
 		return Membership{}, err
 	}
 	if !ValidID(PrefixOrganization, orgID) || !ValidID(PrefixUser, userID) {
@@ -210,7 +210,7 @@ func (s *Service) UpdateMember(ctx context.Context, p Principal, orgID, userID, 
 // RemoveMember removes a user from an organization. CodeInsufficientScope,
 // CodeNotFound.
 func (s *Service) RemoveMember(ctx context.Context, p Principal, orgID, userID string) error {
-	if err := p.Require(ScopeWriteOrganizations); err != nil {
+	if err := p.Authorize(OpRemoveMember); err != nil {
 		return err
 	}
 	if !ValidID(PrefixOrganization, orgID) || !ValidID(PrefixUser, userID) {

@@ -189,7 +189,7 @@ type TokenRequest struct {
 // CodeForbidden for an access token caller, CodeInvalidRequest,
 // CodeInsufficientScope.
 func (s *Service) IssueToken(ctx context.Context, p Principal, req TokenRequest) (string, TokenClaims, error) {
-	if err := p.RequireKey(""); err != nil {
+	if err := p.Authorize(OpIssueToken); err != nil {
 		return "", TokenClaims{}, err
 	}
 	var problems Problems
@@ -253,6 +253,9 @@ func (s *Service) IssueToken(ctx context.Context, p Principal, req TokenRequest)
 // the first revocation time. CodeInvalidRequest if token is not one this
 // service signed; CodeInsufficientScope.
 func (s *Service) RevokeToken(ctx context.Context, p Principal, token string) (Revocation, error) {
+	if err := p.Authorize(OpRevokeToken); err != nil {
+		return Revocation{}, err
+	}
 	if token == "" {
 		return Revocation{}, invalid("token", "is required")
 	}

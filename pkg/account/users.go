@@ -19,7 +19,7 @@ type UserQuery struct {
 // CreateUser creates a user. CodeInsufficientScope, CodeInvalidRequest,
 // CodeEmailTaken.
 func (s *Service) CreateUser(ctx context.Context, p Principal, req NewUser) (User, error) {
-	if err := p.Require(ScopeWriteUsers); err != nil {
+	if err := p.Authorize(OpCreateUser); err != nil {
 		return User{}, err
 	}
 	var problems Problems
@@ -43,7 +43,7 @@ func (s *Service) CreateUser(ctx context.Context, p Principal, req NewUser) (Use
 
 // GetUser returns a user. CodeInsufficientScope, CodeNotFound.
 func (s *Service) GetUser(ctx context.Context, p Principal, id string) (User, error) {
-	if err := p.Require(ScopeReadUsers); err != nil {
+	if err := p.Authorize(OpGetUser); err != nil {
 		return User{}, err
 	}
 	if !ValidID(PrefixUser, id) {
@@ -56,7 +56,7 @@ func (s *Service) GetUser(ctx context.Context, p Principal, id string) (User, er
 // ListUsers lists users newest first, or finds one by e-mail.
 // CodeInsufficientScope, CodeInvalidRequest.
 func (s *Service) ListUsers(ctx context.Context, p Principal, q UserQuery) (List[User], error) {
-	if err := p.Require(ScopeReadUsers); err != nil {
+	if err := p.Authorize(OpListUsers); err != nil {
 		return List[User]{}, err
 	}
 	params, err := s.cursors.params("users", q.PageRequest)
@@ -93,7 +93,7 @@ type UserUpdate struct {
 // UpdateUser changes a user's name. CodeInsufficientScope, CodeNotFound,
 // CodeInvalidRequest.
 func (s *Service) UpdateUser(ctx context.Context, p Principal, id string, req UserUpdate) (User, error) {
-	if err := p.Require(ScopeWriteUsers); err != nil {
+	if err := p.Authorize(OpUpdateUser); err != nil {
 		return User{}, err
 	}
 	if !ValidID(PrefixUser, id) {
@@ -114,7 +114,7 @@ func (s *Service) UpdateUser(ctx context.Context, p Principal, id string, req Us
 // DeleteUser deletes a user and its memberships; its e-mail is free again.
 // CodeInsufficientScope, CodeNotFound.
 func (s *Service) DeleteUser(ctx context.Context, p Principal, id string) error {
-	if err := p.Require(ScopeDeleteUsers); err != nil {
+	if err := p.Authorize(OpDeleteUser); err != nil {
 		return err
 	}
 	if !ValidID(PrefixUser, id) {
@@ -126,7 +126,7 @@ func (s *Service) DeleteUser(ctx context.Context, p Principal, id string) error 
 // ListUserMemberships lists the organizations a user belongs to, newest
 // membership first. CodeInsufficientScope, CodeNotFound, CodeInvalidRequest.
 func (s *Service) ListUserMemberships(ctx context.Context, p Principal, userID string, r PageRequest) (List[Membership], error) {
-	if err := p.Require(ScopeReadUsers); err != nil {
+	if err := p.Authorize(OpListUserMemberships); err != nil {
 		return List[Membership]{}, err
 	}
 	if !ValidID(PrefixUser, userID) {

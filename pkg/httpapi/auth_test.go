@@ -137,7 +137,7 @@ func TestAuth(t *testing.T) {
 
 			// The scope a caller needs for a success. Routes without a fixed
 			// scope are given one that their fixture exercises.
-			scope := route.Scope
+			scope := route.Scope()
 			switch route.Path {
 			case "/v1/auth/token":
 				scope = "read:users" // the scope the fixture requests

@@ -230,7 +230,7 @@ func (s *server) route(d routeDef) http.Handler {
 				s.writeError(w, r, errNoCredential)
 				return
 			}
-			if d.auth == authPrincipal || d.auth == authKeyOnly {
+			if d.auth == authPrincipal {
 				var err error
 				if p, err = s.svc.Authenticate(r.Context(), credential); err != nil {
 					s.writeError(w, r, err)
@@ -238,17 +238,12 @@ func (s *server) route(d routeDef) http.Handler {
 				}
 				// Authorize before reading the body: a caller without the
 				// scope learns nothing about what a valid request looks
-				// like. The service checks again; this only moves the 403
-				// ahead of a 400 or 415.
-				authorize := p.Require
-				if d.auth == authKeyOnly {
-					authorize = p.RequireKey
-				}
-				if d.Scope != "" || d.auth == authKeyOnly {
-					if err := authorize(d.Scope); err != nil {
-						s.writeError(w, r, err)
-						return
-					}
+				// like. The service checks again, from the same entry of
+				// the domain's table; this only moves the 403 ahead of a
+				// 400 or 415.
+				if err := p.Authorize(d.Op); err != nil {
+					s.writeError(w, r, err)
+					return
 				}
 			}
 		}

@@ -45,10 +45,10 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 			t.Errorf("%s: query parameters in openapi.yaml %q, the route takes %q", key, got, want)
 		}
 		scope, _ := op.Extensions["x-required-scope"].(string)
-		if r.Scope != "" && scope != r.Scope {
-			t.Errorf("%s: x-required-scope %q, want %q", key, scope, r.Scope)
+		if r.Scope() != "" && scope != r.Scope() {
+			t.Errorf("%s: x-required-scope %q, want %q", key, scope, r.Scope())
 		}
-		if r.Scope == "" && scope == "" {
+		if r.Scope() == "" && scope == "" {
 			t.Errorf("%s: x-required-scope missing: say what authorizes the route", key)
 		}
 		public := op.Security != nil && len(*op.Security) == 0

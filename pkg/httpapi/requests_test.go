@@ -276,7 +276,7 @@ func TestErrorsAreProblems(t *testing.T) {
 		if !r.Public() && r.Path != "/v1/auth/verify" {
 			reqs = append(reqs, request{"unknown credential", r.Method, path, "lk_unknown", nil, nil, false, false})
 		}
-		if r.Scope != "" {
+		if r.Scope() != "" {
 			reqs = append(reqs, request{"without the scope", r.Method, path, other, nil, nil, false, false})
 		}
 		if strings.Contains(r.Path, "{") {

@@ -25,13 +25,13 @@ type Route struct {
 	// Path is in OpenAPI and API Gateway form, e.g. /v1/users/{id}; it is
 	// also a valid net/http ServeMux pattern.
 	Path string
-	// Scope is the scope an API key or access token needs to call the route.
-	// It is empty for routes whose authorization depends on the request: the
-	// public JWKS and metadata, verify and introspection (the token is the
-	// subject, not the caller), token issuance (the requested scopes must be
-	// within the key's grants) and revocation (a key may revoke its own
-	// tokens; others need revoke:tokens).
-	Scope string
+	// Op is the service operation the route calls: what it needs of its
+	// caller (Scope) is written once, in the domain, for the service and
+	// the route alike. Empty where the route wrapper authorizes no caller:
+	// verify and the public documents, which have none, and the OAuth
+	// endpoints, which authenticate their clients themselves (the service
+	// authorizes the operation they call).
+	Op account.Operation
 	// Query lists the query parameters the route takes, each at most once.
 	// Any other is refused with 400 invalid_request naming it, as an unknown
 	// body field is: a parameter the server ignores would let a client
@@ -39,14 +39,23 @@ type Route struct {
 	Query []string
 }
 
+// Scope is the scope an API key or access token needs to call the route,
+// its operation's. It is empty for routes whose authorization depends on
+// the request: the public JWKS, verify (the token is the subject, not the
+// caller), token issuance (the requested scopes must be within the key's
+// grants) and revocation (a key may revoke its own tokens; others need
+// revoke:tokens).
+func (r Route) Scope() string { return r.Op.Scope() }
+
 // auth says how a route authenticates its caller.
 type auth int
 
 const (
-	// authPrincipal: an API key or access token, resolved to a Principal.
+	// authPrincipal: an API key or access token, resolved to a Principal
+	// and authorized for the route's operation (account.Principal.Authorize:
+	// its scope, and whether access tokens may call it) before the request
+	// is read.
 	authPrincipal auth = iota
-	// authKeyOnly: an API key; an access token is refused (403 forbidden).
-	authKeyOnly
 	// authBearer: the bearer credential is the subject of the request
 	// (verify), so any syntactically valid Bearer header is passed on as is,
 	// to the route's subject handler.
@@ -77,8 +86,8 @@ type routeDef struct {
 // routeTable is the single list of routes: Routes exposes it, New builds the
 // router from it, and the tests walk it, so none of them can drift.
 var routeTable = []routeDef{
-	{Route: Route{GroupAuth, http.MethodPost, "/v1/auth/token", "", nil}, auth: authKeyOnly, handler: (*server).issueToken},
-	{Route: Route{GroupAuth, http.MethodPost, "/v1/auth/revoke", "", nil}, auth: authPrincipal, handler: (*server).revokeToken},
+	{Route: Route{GroupAuth, http.MethodPost, "/v1/auth/token", account.OpIssueToken, nil}, handler: (*server).issueToken},
+	{Route: Route{GroupAuth, http.MethodPost, "/v1/auth/revoke", account.OpRevokeToken, nil}, handler: (*server).revokeToken},
 	{Route: Route{GroupAuth, http.MethodGet, "/v1/auth/verify", "", nil}, auth: authBearer, subject: (*server).verifyToken},
 	{Route: Route{GroupAuth, http.MethodGet, "/v1/auth/jwks", "", nil}, auth: authPublic, handler: (*server).serveJWKS},
 	// The OAuth endpoints take no query parameter: theirs go in the body.
@@ -88,27 +97,27 @@ var routeTable = []routeDef{
 	{Route: Route{GroupAuth, http.MethodGet, wellKnownAuthorizationServer, "", nil}, auth: authPublic, handler: (*server).serveMetadata},
 	{Route: Route{GroupAuth, http.MethodGet, wellKnownOpenIDConfiguration, "", nil}, auth: authPublic, handler: (*server).serveMetadata},
 	{Route: Route{GroupAuth, http.MethodGet, wellKnownJWKS, "", nil}, auth: authPublic, handler: (*server).serveJWKS},
-	{Route: Route{GroupAuth, http.MethodPost, "/v1/api-keys", account.ScopeWriteAPIKeys, nil}, auth: authKeyOnly, handler: (*server).createAPIKey},
-	{Route: Route{GroupAuth, http.MethodGet, "/v1/api-keys", account.ScopeReadAPIKeys, listQuery()}, auth: authKeyOnly, handler: (*server).listAPIKeys},
-	{Route: Route{GroupAuth, http.MethodGet, "/v1/api-keys/{id}", account.ScopeReadAPIKeys, nil}, auth: authKeyOnly, handler: (*server).getAPIKey},
-	{Route: Route{GroupAuth, http.MethodDelete, "/v1/api-keys/{id}", account.ScopeWriteAPIKeys, nil}, auth: authKeyOnly, handler: (*server).deleteAPIKey},
+	{Route: Route{GroupAuth, http.MethodPost, "/v1/api-keys", account.OpCreateAPIKey, nil}, handler: (*server).createAPIKey},
+	{Route: Route{GroupAuth, http.MethodGet, "/v1/api-keys", account.OpListAPIKeys, listQuery()}, handler: (*server).listAPIKeys},
+	{Route: Route{GroupAuth, http.MethodGet, "/v1/api-keys/{id}", account.OpGetAPIKey, nil}, handler: (*server).getAPIKey},
+	{Route: Route{GroupAuth, http.MethodDelete, "/v1/api-keys/{id}", account.OpDeleteAPIKey, nil}, handler: (*server).deleteAPIKey},
 
-	{Route: Route{GroupOrganizations, http.MethodGet, "/v1/organizations", account.ScopeReadOrganizations, listQuery()}, auth: authPrincipal, handler: (*server).listOrganizations},
-	{Route: Route{GroupOrganizations, http.MethodPost, "/v1/organizations", account.ScopeWriteOrganizations, nil}, auth: authPrincipal, handler: (*server).createOrganization},
-	{Route: Route{GroupOrganizations, http.MethodGet, "/v1/organizations/{id}", account.ScopeReadOrganizations, nil}, auth: authPrincipal, handler: (*server).getOrganization},
-	{Route: Route{GroupOrganizations, http.MethodPatch, "/v1/organizations/{id}", account.ScopeWriteOrganizations, nil}, auth: authPrincipal, handler: (*server).updateOrganization},
-	{Route: Route{GroupOrganizations, http.MethodDelete, "/v1/organizations/{id}", account.ScopeDeleteOrganizations, nil}, auth: authPrincipal, handler: (*server).deleteOrganization},
-	{Route: Route{GroupOrganizations, http.MethodGet, "/v1/organizations/{id}/members", account.ScopeReadOrganizations, listQuery()}, auth: authPrincipal, handler: (*server).listMembers},
-	{Route: Route{GroupOrganizations, http.MethodPost, "/v1/organizations/{id}/members", account.ScopeWriteOrganizations, nil}, auth: authPrincipal, handler: (*server).addMember},
-	{Route: Route{GroupOrganizations, http.MethodPatch, "/v1/organizations/{id}/members/{user_id}", account.ScopeWriteOrganizations, nil}, auth: authPrincipal, handler: (*server).updateMember},
-	{Route: Route{GroupOrganizations, http.MethodDelete, "/v1/organizations/{id}/members/{user_id}", account.ScopeWriteOrganizations, nil}, auth: authPrincipal, handler: (*server).removeMember},
+	{Route: Route{GroupOrganizations, http.MethodGet, "/v1/organizations", account.OpListOrganizations, listQuery()}, handler: (*server).listOrganizations},
+	{Route: Route{GroupOrganizations, http.MethodPost, "/v1/organizations", account.OpCreateOrganization, nil}, handler: (*server).createOrganization},
+	{Route: Route{GroupOrganizations, http.MethodGet, "/v1/organizations/{id}", account.OpGetOrganization, nil}, handler: (*server).getOrganization},
+	{Route: Route{GroupOrganizations, http.MethodPatch, "/v1/organizations/{id}", account.OpUpdateOrganization, nil}, handler: (*server).updateOrganization},
+	{Route: Route{GroupOrganizations, http.MethodDelete, "/v1/organizations/{id}", account.OpDeleteOrganization, nil}, handler: (*server).deleteOrganization},
+	{Route: Route{GroupOrganizations, http.MethodGet, "/v1/organizations/{id}/members", account.OpListMembers, listQuery()}, handler: (*server).listMembers},
+	{Route: Route{GroupOrganizations, http.MethodPost, "/v1/organizations/{id}/members", account.OpAddMember, nil}, handler: (*server).addMember},
+	{Route: Route{GroupOrganizations, http.MethodPatch, "/v1/organizations/{id}/members/{user_id}", account.OpUpdateMember, nil}, handler: (*server).updateMember},
+	{Route: Route{GroupOrganizations, http.MethodDelete, "/v1/organizations/{id}/members/{user_id}", account.OpRemoveMember, nil}, handler: (*server).removeMember},
 
-	{Route: Route{GroupUsers, http.MethodGet, "/v1/users", account.ScopeReadUsers, listQuery("email")}, auth: authPrincipal, handler: (*server).listUsers},
-	{Route: Route{GroupUsers, http.MethodPost, "/v1/users", account.ScopeWriteUsers, nil}, auth: authPrincipal, handler: (*server).createUser},
-	{Route: Route{GroupUsers, http.MethodGet, "/v1/users/{id}", account.ScopeReadUsers, nil}, auth: authPrincipal, handler: (*server).getUser},
-	{Route: Route{GroupUsers, http.MethodPut, "/v1/users/{id}", account.ScopeWriteUsers, nil}, auth: authPrincipal, handler: (*server).updateUser},
-	{Route: Route{GroupUsers, http.MethodDelete, "/v1/users/{id}", account.ScopeDeleteUsers, nil}, auth: authPrincipal, handler: (*server).deleteUser},
-	{Route: Route{GroupUsers, http.MethodGet, "/v1/users/{id}/organizations", account.ScopeReadUsers, listQuery()}, auth: authPrincipal, handler: (*server).listUserOrganizations},
+	{Route: Route{GroupUsers, http.MethodGet, "/v1/users", account.OpListUsers, listQuery("email")}, handler: (*server).listUsers},
+	{Route: Route{GroupUsers, http.MethodPost, "/v1/users", account.OpCreateUser, nil}, handler: (*server).createUser},
+	{Route: Route{GroupUsers, http.MethodGet, "/v1/users/{id}", account.OpGetUser, nil}, handler: (*server).getUser},
+	{Route: Route{GroupUsers, http.MethodPut, "/v1/users/{id}", account.OpUpdateUser, nil}, handler: (*server).updateUser},
+	{Route: Route{GroupUsers, http.MethodDelete, "/v1/users/{id}", account.OpDeleteUser, nil}, handler: (*server).deleteUser},
+	{Route: Route{GroupUsers, http.MethodGet, "/v1/users/{id}/organizations", account.OpListUserMemberships, listQuery()}, handler: (*server).listUserOrganizations},
 }
 
 // listQuery returns the query parameters of a list: paging, then extra.
