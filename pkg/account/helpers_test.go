@@ -2,48 +2,26 @@ package account_test
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
 	"errors"
-	"path/filepath"
 	"slices"
 	"strconv"
-	"sync"
 	"testing"
-	"time"
 
 	"latchkey/pkg/account"
-	"latchkey/pkg/boltstore"
-	"latchkey/pkg/token"
+	"latchkey/pkg/httpapi/httpapitest"
+	"latchkey/pkg/mock"
 )
 
-const issuer = "https://latchkey.test"
+// issuer is the iss of the stack's tokens.
+const issuer = httpapitest.Issuer
 
-// clock is a settable time source, so that expiry can be tested without
-// sleeping.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
-// env is a Service over a real bbolt store and real Ed25519 tokens, with an
-// admin principal that holds "*:*".
+// env is the test stack's Service (httpapitest.NewServer: the one builder
+// of a service over a real store with real Ed25519 tokens), seen from the
+// domain: an admin principal that holds "*:*", and a settable clock.
 type env struct {
 	svc    *account.Service
-	store  *boltstore.Store
-	clock  *clock
+	store  account.Store
+	clock  *mock.Clock
 	admin  account.Principal
 	secret string // the admin key's secret
 	ctx    context.Context
@@ -51,29 +29,8 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	store, err := boltstore.Open(filepath.Join(t.TempDir(), "latchkey.db"))
-	if err != nil {
-		t.Fatalf("boltstore.Open: %v", err)
-	}
-	t.Cleanup(func() { store.Close() })
-	pub, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &clock{now: time.Now().UTC()}
-	svc, err := account.NewService(store, account.Options{
-		CursorKey: []byte("0123456789abcdef0123456789abcdef"),
-		Signer:    token.NewSigner(priv, issuer),
-		Parser:    token.NewParser(issuer, pub),
-		Now:       c.Now,
-	})
-	if err != nil {
-		t.Fatalf("NewService: %v", err)
-	}
-	e := &env{svc: svc, store: store, clock: c, ctx: t.Context(), secret: account.NewAPIKeySecret()}
-	if err := svc.EnsureBootstrapKey(e.ctx, e.secret, time.Time{}); err != nil {
-		t.Fatalf("EnsureBootstrapKey: %v", err)
-	}
+	s := httpapitest.NewServer(t)
+	e := &env{svc: s.Service, store: s.Store, clock: s.Clock, ctx: t.Context(), secret: s.AdminKey}
 	e.admin = e.auth(t, e.secret)
 	return e
 }

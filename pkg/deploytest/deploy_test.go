@@ -23,6 +23,7 @@ import (
 	"latchkey/pkg/httpapi"
 	"latchkey/pkg/lambdaapp"
 	"latchkey/pkg/lambdaapp/replay"
+	"latchkey/pkg/mock"
 	"latchkey/pkg/secrets"
 )
 
@@ -388,7 +389,7 @@ type recording struct {
 func replayFunction(t *testing.T, fn lambdaapp.Function, entries []replay.Entry) recording {
 	t.Helper()
 	rec := recording{actions: map[string]bool{}, ops: map[string]bool{}, secrets: map[string]bool{}}
-	run := func(b backend, sm *replay.Secrets, clock *fakeClock, evs ...string) {
+	run := func(b backend, sm *replay.Secrets, clock *mock.Clock, evs ...string) {
 		t.Helper()
 		app, err := lambdaapp.New(context.Background(), replay.Config(fn, "latchkey"), lambdaapp.Deps{
 			Store: b.store, Keys: b.keys, Secrets: sm, Logger: discard, Now: clock.Now,
@@ -420,14 +421,14 @@ func replayFunction(t *testing.T, fn lambdaapp.Function, entries []replay.Entry)
 		t.Fatalf("no events for %s", fn)
 	}
 	for _, name := range mine {
-		run(newBackend(t), replay.NewSecrets(), &fakeClock{t: time.Now()}, name)
+		run(newBackend(t), replay.NewSecrets(), mock.NewClock(time.Now()), name)
 	}
 	// Rotation: new secrets are put while the function is warm; the next
 	// request after the refresh interval applies them (auth retires the
 	// old bootstrap key and publishes the new public key).
 	b := newBackend(t)
 	sm := replay.NewSecrets()
-	clock := &fakeClock{t: time.Now()}
+	clock := mock.NewClock(time.Now())
 	app, err := lambdaapp.New(context.Background(), replay.Config(fn, "latchkey"), lambdaapp.Deps{
 		Store: b.store, Keys: b.keys, Secrets: sm, Logger: discard, Now: clock.Now,
 	})
@@ -437,7 +438,7 @@ func replayFunction(t *testing.T, fn lambdaapp.Function, entries []replay.Entry)
 	sm.Put(replay.AdminARN, replay.AdminSecret+"-rotated")
 	sm.Put(replay.CursorARN, replay.CursorSecret+"-rotated")
 	sm.Put(replay.SigningARN, replay.SigningSecret+"-rotated")
-	clock.Add(secrets.DefaultRefreshInterval)
+	clock.Advance(secrets.DefaultRefreshInterval)
 	ev, err := replay.LoadEvent(filepath.Join(eventsDir, mine[0]))
 	if err != nil {
 		t.Fatal(err)
@@ -654,11 +655,6 @@ func TestTemplate_CfnLint(t *testing.T) {
 		t.Fatal(err)
 	}
 }
-
-type fakeClock struct{ t time.Time }
-
-func (c *fakeClock) Now() time.Time      { return c.t }
-func (c *fakeClock) Add(d time.Duration) { c.t = c.t.Add(d) }
 
 // TestFunctions_RouteParity sends every route of the API, and the local
 // server's own, without a credential, to each function's Lambda handler

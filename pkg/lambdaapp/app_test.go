@@ -25,21 +25,10 @@ import (
 	"latchkey/pkg/httpapi/httpapitest"
 	"latchkey/pkg/lambdaapp"
 	"latchkey/pkg/lambdaapp/replay"
+	"latchkey/pkg/mock"
 	"latchkey/pkg/secrets"
 	"latchkey/pkg/token"
 )
-
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 // env is one store and one Secrets Manager shared by the functions, as in
 // a deployment.
@@ -62,7 +51,7 @@ func newEnv(t *testing.T) env {
 	return env{store: s, keys: &replay.MemoryKeys{}, secrets: replay.NewSecrets()}
 }
 
-func (e env) app(t *testing.T, fn lambdaapp.Function, c *clock) *lambdaapp.App {
+func (e env) app(t *testing.T, fn lambdaapp.Function, c *mock.Clock) *lambdaapp.App {
 	t.Helper()
 	a, err := lambdaapp.New(context.Background(), replay.Config(fn, "latchkey"), lambdaapp.Deps{
 		Store: e.store, Keys: e.keys, Secrets: e.secrets, Now: c.Now,
@@ -209,13 +198,13 @@ func TestConfigFromEnv(t *testing.T) {
 // on the unknown kid.
 func TestApp_SigningKeyRotation(t *testing.T) {
 	e := newEnv(t)
-	c := &clock{t: time.Now()}
+	c := mock.NewClock(time.Now())
 	auth := e.app(t, lambdaapp.Auth, c)
 	// The users function's clock stays a second short of its periodic
 	// refresh, so only the unknown kid can make it reload the keys; it may
 	// not stand still, or the new token, issued by auth after its clock
 	// moved on, would be from further in the future than token.ClockSkew.
-	usersClock := &clock{t: c.Now()}
+	usersClock := mock.NewClock(c.Now())
 	users := e.app(t, lambdaapp.Users, usersClock)
 	oldToken := replay.Token()
 	if code, _ := do(t, users, "GET", "/v1/users/"+replay.UserID, oldToken, ""); code != http.StatusOK {
@@ -223,8 +212,8 @@ func TestApp_SigningKeyRotation(t *testing.T) {
 	}
 
 	e.secrets.Put(replay.SigningARN, replay.SigningSecret+"-rotated")
-	c.Add(secrets.DefaultRefreshInterval)
-	usersClock.Add(secrets.DefaultRefreshInterval - time.Second)
+	c.Advance(secrets.DefaultRefreshInterval)
+	usersClock.Advance(secrets.DefaultRefreshInterval - time.Second)
 	code, body := do(t, auth, "POST", "/v1/auth/token", replay.KeySecret, `{"scopes":["read:users"]}`)
 	if code != http.StatusCreated {
 		t.Fatalf("issue after rotation: got %d, want 201: %v", code, body)
@@ -254,7 +243,7 @@ func TestApp_SigningKeyRotation(t *testing.T) {
 // working; the users function never reads the secret.
 func TestApp_AdminKeyRotation(t *testing.T) {
 	e := newEnv(t)
-	c := &clock{t: time.Now()}
+	c := mock.NewClock(time.Now())
 	auth := e.app(t, lambdaapp.Auth, c)
 	users := e.app(t, lambdaapp.Users, c)
 	if code, _ := do(t, users, "GET", "/v1/users", replay.AdminSecret, ""); code != http.StatusOK {
@@ -262,7 +251,7 @@ func TestApp_AdminKeyRotation(t *testing.T) {
 	}
 	rotated := replay.AdminSecret + "-rotated"
 	e.secrets.Put(replay.AdminARN, rotated)
-	c.Add(secrets.DefaultRefreshInterval)
+	c.Advance(secrets.DefaultRefreshInterval)
 	if code, _ := do(t, users, "GET", "/v1/users", rotated, ""); code != http.StatusUnauthorized {
 		t.Fatalf("new admin key before auth applied it: got %d, want 401", code)
 	}
@@ -283,9 +272,9 @@ func TestApp_OnlyAuthReadsTheAdminKey(t *testing.T) {
 	for _, fn := range []lambdaapp.Function{lambdaapp.Organizations, lambdaapp.Users} {
 		t.Run(string(fn), func(t *testing.T) {
 			e := newEnv(t)
-			c := &clock{t: time.Now()}
+			c := mock.NewClock(time.Now())
 			app := e.app(t, fn, c)
-			c.Add(secrets.DefaultRefreshInterval)
+			c.Advance(secrets.DefaultRefreshInterval)
 			do(t, app, "GET", "/v1/"+string(fn), replay.KeySecret, "")
 			if e.secrets.Read()[replay.AdminARN] {
 				t.Errorf("%s read the admin key secret", fn)
@@ -313,7 +302,7 @@ func TestApp_OnlyAuthReadsTheAdminKey(t *testing.T) {
 // once.
 func TestApp_Bootstrap(t *testing.T) {
 	e := newEnv(t)
-	c := &clock{t: time.Now()}
+	c := mock.NewClock(time.Now())
 	auth := e.app(t, lambdaapp.Auth, c)
 	users := e.app(t, lambdaapp.Users, c)
 	rotated := replay.AdminSecret + "-rotated"
@@ -403,7 +392,7 @@ func TestApp_CustomResource(t *testing.T) {
 	}
 
 	e := newEnv(t)
-	c := &clock{t: time.Now()}
+	c := mock.NewClock(time.Now())
 	auth := e.app(t, lambdaapp.Auth, c)
 	users := e.app(t, lambdaapp.Users, c)
 	rotated := replay.AdminSecret + "-rotated"
@@ -463,7 +452,7 @@ func TestApp_CustomResource(t *testing.T) {
 // admin key.
 func TestApp_StaleInstanceDuringRotation(t *testing.T) {
 	e := newEnv(t)
-	c := &clock{t: time.Now()}
+	c := mock.NewClock(time.Now())
 	e.app(t, lambdaapp.Auth, c) // before the rotation
 	rotatedAdmin := replay.AdminSecret + "-rotated"
 	e.secrets.Put(replay.SigningARN, replay.SigningSecret+"-rotated")
@@ -497,13 +486,13 @@ func TestApp_StaleInstanceDuringRotation(t *testing.T) {
 // auth publishes its keys.
 func TestApp_NoPublishedKeys(t *testing.T) {
 	e := newEnv(t)
-	c := &clock{t: time.Now()}
+	c := mock.NewClock(time.Now())
 	users := e.app(t, lambdaapp.Users, c)
 	if code, _ := do(t, users, "GET", "/v1/users/"+replay.UserID, replay.Token(), ""); code != http.StatusUnauthorized {
 		t.Fatalf("token before auth started: got %d, want 401", code)
 	}
 	e.app(t, lambdaapp.Auth, c) // publishes at init
-	c.Add(15 * time.Second)     // past the unknown-kid reload interval
+	c.Advance(15 * time.Second) // past the unknown-kid reload interval
 	if code, _ := do(t, users, "GET", "/v1/users/"+replay.UserID, replay.Token(), ""); code != http.StatusOK {
 		t.Fatalf("token after auth started: got %d, want 200", code)
 	}
@@ -532,7 +521,7 @@ func (f *flakySecrets) GetSecretValue(ctx context.Context, in *secretsmanager.Ge
 // with the request id of the request that hit it.
 func TestApp_RefreshFailure(t *testing.T) {
 	e := newEnv(t)
-	c := &clock{t: time.Now()}
+	c := mock.NewClock(time.Now())
 	sm := &flakySecrets{Secrets: e.secrets}
 	if err := replay.PublishKeys(context.Background(), e.keys); err != nil {
 		t.Fatal(err)
@@ -553,7 +542,7 @@ func TestApp_RefreshFailure(t *testing.T) {
 	sm.mu.Lock()
 	sm.down = true
 	sm.mu.Unlock()
-	c.Add(secrets.DefaultRefreshInterval)
+	c.Advance(secrets.DefaultRefreshInterval)
 	ev, err := replay.LoadEvent("../../events/users-get.json")
 	if err != nil {
 		t.Fatal(err)
@@ -688,7 +677,7 @@ func TestApp_UnknownKidLogsRequestID(t *testing.T) {
 // instance that was already warm accepts them as soon as it looks again.
 func TestApp_RecordedIssuer(t *testing.T) {
 	e := newEnv(t)
-	c := &clock{t: time.Now()}
+	c := mock.NewClock(time.Now())
 	newApp := func(fn lambdaapp.Function) *lambdaapp.App {
 		t.Helper()
 		cfg := replay.Config(fn, "latchkey")
@@ -730,7 +719,7 @@ func TestApp_RecordedIssuer(t *testing.T) {
 		t.Fatalf("issue: got %d %v, want 201 with the issuer as audience", code, body)
 	}
 	tok, _ := body["access_token"].(string)
-	c.Add(token.UnknownKidReloadInterval) // the users instance looks again this often until it has an issuer
+	c.Advance(token.UnknownKidReloadInterval) // the users instance looks again this often until it has an issuer
 	if code, _ := do(t, users, "GET", "/v1/users/"+replay.UserID, tok, ""); code != http.StatusOK {
 		t.Fatalf("users with the token: got %d, want 200", code)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"latchkey/pkg/lambdaapp"
 	"latchkey/pkg/lambdaapp/replay"
+	"latchkey/pkg/mock"
 )
 
 // TestApp_NonCanonicalPath: an event whose rawPath is not in canonical form
@@ -21,7 +22,7 @@ func TestApp_NonCanonicalPath(t *testing.T) {
 	if err := replay.PublishKeys(context.Background(), e.keys); err != nil {
 		t.Fatal(err)
 	}
-	app := e.app(t, lambdaapp.Users, &clock{t: time.Now()})
+	app := e.app(t, lambdaapp.Users, mock.NewClock(time.Now()))
 	for _, tc := range []struct {
 		rawPath string
 		status  int

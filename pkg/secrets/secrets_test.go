@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 
+	"latchkey/pkg/mock"
 	"latchkey/pkg/secrets"
 )
 
@@ -61,19 +62,6 @@ func putValue(tb testing.TB, c *secretsmanager.Client, id, value string) {
 	}
 }
 
-// clock is a settable clock for the refresh schedule.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // countingClient counts the calls that reach Secrets Manager.
 type countingClient struct {
 	secrets.Client
@@ -97,7 +85,7 @@ func TestCache_Get(t *testing.T) {
 	t.Run("OK", func(t *testing.T) {
 		arn := createSecret(t, sm, "first-value-0123456789abcdefghijklmnop")
 		client := &countingClient{Client: sm}
-		clk := &clock{t: time.Unix(1_700_000_000, 0)}
+		clk := mock.NewClock(time.Unix(1_700_000_000, 0))
 		cache := secrets.NewCache(client, secrets.Options{Now: clk.Now})
 		got, err := cache.Get(ctx, arn)
 		if err != nil {
@@ -110,7 +98,7 @@ func TestCache_Get(t *testing.T) {
 			t.Fatal("version id is empty")
 		}
 		// Within the interval the value comes from memory.
-		clk.Add(secrets.DefaultRefreshInterval - time.Second)
+		clk.Advance(secrets.DefaultRefreshInterval - time.Second)
 		if _, err := cache.Get(ctx, arn); err != nil {
 			t.Fatal(err)
 		}
@@ -121,7 +109,7 @@ func TestCache_Get(t *testing.T) {
 
 	t.Run("RefreshAfterRotation", func(t *testing.T) {
 		arn := createSecret(t, sm, "old-value-0123456789abcdefghijklmnopqr")
-		clk := &clock{t: time.Unix(1_700_000_000, 0)}
+		clk := mock.NewClock(time.Unix(1_700_000_000, 0))
 		cache := secrets.NewCache(sm, secrets.Options{Now: clk.Now})
 		before, err := cache.Get(ctx, arn)
 		if err != nil {
@@ -131,7 +119,7 @@ func TestCache_Get(t *testing.T) {
 		if got, _ := cache.Get(ctx, arn); got.Current.Value != before.Current.Value {
 			t.Fatalf("value changed before the interval: got %q", got.Current.Value)
 		}
-		clk.Add(secrets.DefaultRefreshInterval)
+		clk.Advance(secrets.DefaultRefreshInterval)
 		after, err := cache.Get(ctx, arn)
 		if err != nil {
 			t.Fatal(err)
@@ -152,7 +140,7 @@ func TestCache_Get(t *testing.T) {
 	t.Run("KeepsLastGoodValueOnFailure", func(t *testing.T) {
 		arn := createSecret(t, sm, "good-value-0123456789abcdefghijklmnopq")
 		client := &countingClient{Client: sm}
-		clk := &clock{t: time.Unix(1_700_000_000, 0)}
+		clk := mock.NewClock(time.Unix(1_700_000_000, 0))
 		var logs bytes.Buffer
 		cache := secrets.NewCache(client, secrets.Options{Now: clk.Now, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 		if _, err := cache.Get(ctx, arn); err != nil {
@@ -163,7 +151,7 @@ func TestCache_Get(t *testing.T) {
 		if _, err := sm.DeleteSecret(ctx, &secretsmanager.DeleteSecretInput{SecretId: aws.String(arn), ForceDeleteWithoutRecovery: aws.Bool(true)}); err != nil {
 			t.Fatalf("DeleteSecret: %v", err)
 		}
-		clk.Add(secrets.DefaultRefreshInterval)
+		clk.Advance(secrets.DefaultRefreshInterval)
 		got, err := cache.Get(ctx, arn)
 		if err != nil {
 			t.Fatalf("Get after a failed refresh: %v", err)
@@ -180,14 +168,14 @@ func TestCache_Get(t *testing.T) {
 		// The next attempt waits RetryAfterFailure, so an outage adds no
 		// call to every request.
 		calls := client.Calls()
-		clk.Add(secrets.RetryAfterFailure - time.Second)
+		clk.Advance(secrets.RetryAfterFailure - time.Second)
 		if _, err := cache.Get(ctx, arn); err != nil {
 			t.Fatal(err)
 		}
 		if got, want := client.Calls(), calls; got != want {
 			t.Fatalf("calls during the back-off: got %d, want %d", got, want)
 		}
-		clk.Add(time.Second)
+		clk.Advance(time.Second)
 		if _, err := cache.Get(ctx, arn); err != nil {
 			t.Fatal(err)
 		}
@@ -337,7 +325,7 @@ func TestCache_Load(t *testing.T) {
 	values := map[string]string{"cursor": strings.Repeat("c", 40), "admin": strings.Repeat("a", 40), "signing": strings.Repeat("s", 64)}
 	keys := []secrets.Key{{ID: "cursor"}, {ID: "admin"}, {ID: "signing", Previous: true}}
 	client := newBarrierClient(4, values) // signing is two calls: current and previous
-	c := &clock{t: time.Now()}
+	c := mock.NewClock(time.Now())
 	cache := secrets.NewCache(client, secrets.Options{Now: c.Now, Logger: slog.New(slog.DiscardHandler)})
 
 	if err := cache.Load(context.Background(), keys...); err != nil {
@@ -361,7 +349,7 @@ func TestCache_Load(t *testing.T) {
 	if calls, _ := client.stats(); calls != 0 {
 		t.Fatalf("Get and Load within the refresh interval made %d calls, want 0", calls)
 	}
-	c.Add(secrets.DefaultRefreshInterval)
+	c.Advance(secrets.DefaultRefreshInterval)
 	if err := cache.Load(context.Background(), keys...); err != nil {
 		t.Fatal(err)
 	}

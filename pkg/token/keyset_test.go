@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"latchkey/pkg/account"
+	"latchkey/pkg/mock"
 	"latchkey/pkg/token"
 )
 
@@ -52,11 +53,7 @@ func (s *source) publish(keys ...ed25519.PrivateKey) {
 func (s *source) fail(err error) { s.mu.Lock(); s.err = err; s.mu.Unlock() }
 func (s *source) count() int     { s.mu.Lock(); defer s.mu.Unlock(); return s.reads }
 
-type fakeClock struct{ t time.Time }
-
-func (c *fakeClock) Now() time.Time { return c.t }
-
-func newKeySet(t *testing.T, src *source, c *fakeClock, logger *slog.Logger) *token.KeySet {
+func newKeySet(t *testing.T, src *source, c *mock.Clock, logger *slog.Logger) *token.KeySet {
 	t.Helper()
 	ks, err := token.NewKeySet(t.Context(), issuer, src, token.KeySetOptions{Logger: logger, Now: c.Now, RefreshInterval: time.Minute})
 	if err != nil {
@@ -70,7 +67,7 @@ func newKeySet(t *testing.T, src *source, c *fakeClock, logger *slog.Logger) *to
 // token.UnknownKidReloadInterval; a known kid never reads the source.
 func TestKeySet_UnknownKid(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Second)
-	c := &fakeClock{t: now}
+	c := mock.NewClock(now)
 	a, b, d := newKey(t), newKey(t), newKey(t)
 	src := &source{}
 	src.publish(a)
@@ -99,7 +96,7 @@ func TestKeySet_UnknownKid(t *testing.T) {
 	if got, want := src.count(), 2; got != want {
 		t.Fatalf("reads after a second unknown kid within the interval: got %d, want %d", got, want)
 	}
-	c.t = now.Add(token.UnknownKidReloadInterval)
+	c.Set(now.Add(token.UnknownKidReloadInterval))
 	if _, err := ks.Parse(t.Context(), tokD, now); err != nil {
 		t.Fatalf("unknown kid after the interval: %v", err)
 	}
@@ -113,7 +110,7 @@ func TestKeySet_UnknownKid(t *testing.T) {
 // keys are published.
 func TestKeySet_NotPublished(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Second)
-	c := &fakeClock{t: now}
+	c := mock.NewClock(now)
 	src := &source{}
 	logs := &bytes.Buffer{}
 	ks := newKeySet(t, src, c, slog.New(slog.NewJSONHandler(logs, nil)))
@@ -137,7 +134,7 @@ func TestKeySet_NotPublished(t *testing.T) {
 // than on every request.
 func TestKeySet_RefreshIfStale(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Second)
-	c := &fakeClock{t: now}
+	c := mock.NewClock(now)
 	key := newKey(t)
 	src := &source{}
 	src.publish(key)
@@ -149,7 +146,7 @@ func TestKeySet_RefreshIfStale(t *testing.T) {
 	if got, want := src.count(), 1; got != want {
 		t.Fatalf("reads before the interval: got %d, want %d", got, want)
 	}
-	c.t = now.Add(time.Minute)
+	c.Set(now.Add(time.Minute))
 	src.fail(errors.New("connect: connection refused"))
 	ks.RefreshIfStale(t.Context())
 	if got, want := src.count(), 2; got != want {
@@ -165,7 +162,7 @@ func TestKeySet_RefreshIfStale(t *testing.T) {
 	if got, want := src.count(), 2; got != want {
 		t.Fatalf("reads right after a failure: got %d, want %d", got, want)
 	}
-	c.t = c.t.Add(token.UnknownKidReloadInterval)
+	c.Advance(token.UnknownKidReloadInterval)
 	src.fail(nil)
 	src.publish(newKey(t)) // the old key is gone: the reload must take effect
 	ks.RefreshIfStale(t.Context())
@@ -199,7 +196,7 @@ func TestNewKeySet_Err(t *testing.T) {
 // replaced by the source's.
 func TestKeySet_IssuerFromSource(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Second)
-	c := &fakeClock{t: now}
+	c := mock.NewClock(now)
 	key := newKey(t)
 	src := &source{}
 	src.publish(key)
@@ -212,7 +209,7 @@ func TestKeySet_IssuerFromSource(t *testing.T) {
 		t.Fatalf("before an issuer is recorded: got %v, issuer %q; want ErrTokenInvalid and none", err, ks.Issuer())
 	}
 	src.record(issuer)
-	c.t = now.Add(token.UnknownKidReloadInterval)
+	c.Set(now.Add(token.UnknownKidReloadInterval))
 	ks.RefreshIfStale(t.Context())
 	if _, err := ks.Parse(t.Context(), tok, now); err != nil || ks.Issuer() != issuer {
 		t.Fatalf("once it is recorded: got %v, issuer %q; want valid, %s", err, ks.Issuer(), issuer)

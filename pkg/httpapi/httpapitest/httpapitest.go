@@ -39,6 +39,7 @@ import (
 	"latchkey/pkg/boltstore"
 	"latchkey/pkg/dynamostore/dynamotest"
 	"latchkey/pkg/httpapi"
+	"latchkey/pkg/mock"
 	"latchkey/pkg/token"
 )
 
@@ -56,7 +57,7 @@ type Env struct {
 	Service *account.Service
 	Store   account.Store
 	// Clock is the service's clock; advance it to expire tokens.
-	Clock *Clock
+	Clock *mock.Clock
 	// Signer signs access tokens; PublicKey verifies them. PrivateKey is
 	// the Signer's key, for tests that make tokens by hand.
 	Signer     *token.Signer
@@ -81,7 +82,7 @@ func NewServer(tb testing.TB) *Env {
 	}
 	// A whole second, so that lifetimes computed from truncated token times
 	// come out exact.
-	clock := NewClock(time.Now().Truncate(time.Second))
+	clock := mock.NewClock(time.Now().Truncate(time.Second))
 	logs := &SyncBuffer{}
 	asm, err := assembly.New(assembly.Parts{
 		Store:      store,
@@ -275,29 +276,6 @@ func (e *Env) IssueToken(tb testing.TB, keySecret, expiresIn string, scopes ...s
 		tb.Fatalf("IssueToken(%v): %v", scopes, err)
 	}
 	return tok, claims
-}
-
-// Clock is a settable clock, safe for concurrent use.
-type Clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-// NewClock returns a clock stopped at t.
-func NewClock(t time.Time) *Clock { return &Clock{now: t} }
-
-// Now returns the clock's time.
-func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-// Advance moves the clock forward by d.
-func (c *Clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
 }
 
 // SyncBuffer is a bytes.Buffer safe for concurrent writers: a handler logs
