@@ -43,16 +43,21 @@ type KeySetOptions struct {
 	// RefreshInterval is the age after which RefreshIfStale reloads the
 	// set; DefaultKeySetRefresh when zero.
 	RefreshInterval time.Duration
+	// Algorithm is the one algorithm tokens are accepted with, the
+	// deployment's; EdDSA when empty. Published keys of another algorithm
+	// are ignored.
+	Algorithm Algorithm
 }
 
 // DefaultKeySetRefresh is the RefreshInterval of a KeySet when none is set.
 const DefaultKeySetRefresh = 5 * time.Minute
 
 // KeySet is an account.TokenParser over the key set read from a KeySource:
-// a Parser (EdDSA only, known kids only) rebuilt from the source every
+// a Parser (the configured algorithm only, known kids only) rebuilt from the source every
 // refresh interval, and when a token names a kid it does not know. Its
 // issuer is the one it was given, or, if none, the one the source records.
 type KeySet struct {
+	alg      Algorithm
 	issuer   string
 	src      KeySource
 	logger   *slog.Logger
@@ -79,7 +84,10 @@ var _ account.TokenParser = (*KeySet)(nil)
 // the issuer src records. An error reading or decoding the set is
 // returned; a set or issuer not yet published is not an error (see reload).
 func NewKeySet(ctx context.Context, issuer string, src KeySource, opts KeySetOptions) (*KeySet, error) {
-	k := &KeySet{issuer: issuer, src: src, logger: opts.Logger, now: opts.Now, interval: opts.RefreshInterval}
+	k := &KeySet{alg: opts.Algorithm, issuer: issuer, src: src, logger: opts.Logger, now: opts.Now, interval: opts.RefreshInterval}
+	if k.alg == "" {
+		k.alg = EdDSA
+	}
 	if k.logger == nil {
 		k.logger = slog.Default()
 	}
@@ -114,10 +122,10 @@ func (k *KeySet) reload(ctx context.Context) error {
 		k.logger.InfoContext(ctx, "no issuer recorded yet; tokens are refused until the deployment records it")
 	}
 	if set == nil || issuer == "" {
-		k.state.Store(&keySetState{parser: NewParser(issuer), kids: map[string]bool{}, issuer: issuer, fetchedAt: k.now()})
+		k.state.Store(&keySetState{parser: NewParserFor(k.alg, issuer), kids: map[string]bool{}, issuer: issuer, fetchedAt: k.now()})
 		return nil
 	}
-	parser, err := ParserFromJWKS(issuer, set)
+	parser, err := ParserFromJWKS(k.alg, issuer, set)
 	if err != nil {
 		return err
 	}

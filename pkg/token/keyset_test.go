@@ -3,6 +3,7 @@ package token_test
 import (
 	"bytes"
 	"context"
+	"crypto"
 	"crypto/ed25519"
 	"errors"
 	"log/slog"
@@ -43,9 +44,9 @@ func (s *source) record(issuer string) { s.mu.Lock(); s.issuer = issuer; s.mu.Un
 func (s *source) publish(keys ...ed25519.PrivateKey) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	pub := make([]ed25519.PublicKey, 0, len(keys))
+	pub := make([]crypto.PublicKey, 0, len(keys))
 	for _, k := range keys {
-		pub = append(pub, k.Public().(ed25519.PublicKey))
+		pub = append(pub, k.Public())
 	}
 	s.set = token.JWKS(pub...)
 }

@@ -1,7 +1,9 @@
 // Package token signs and verifies Latchkey's access tokens: JWTs in the
-// JWT profile for OAuth 2.0 access tokens (RFC 9068) signed with Ed25519
-// (JWS alg "EdDSA"). Verification accepts that one algorithm, keys it knows
-// by kid, and the typ at+jwt, and nothing else: no "none", no HMAC, no RSA.
+// JWT profile for OAuth 2.0 access tokens (RFC 9068) signed with one
+// configured algorithm: Ed25519 (JWS alg "EdDSA"), the default, or RS256
+// for gateways that take only RSA. Verification accepts that one
+// algorithm, keys of it it knows by kid, and the typ at+jwt, and nothing
+// else: no "none", no HMAC, never the algorithm a token's header names.
 // It accepts only tokens of the form Latchkey signs: no critical header
 // extensions, time claims that are JSON integers, none of them in the
 // future beyond ClockSkew.
@@ -13,9 +15,7 @@ package token
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/sha256"
-	"encoding/base64"
+	"crypto"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,13 +28,11 @@ import (
 	"latchkey/pkg/account"
 )
 
-// algorithm is the only JWS algorithm Latchkey signs with or accepts.
-const algorithm = "EdDSA"
-
 // MaxTokenBytes is the length beyond which a string is refused as a token
 // before any of it is decoded. The longest token Latchkey signs, with 32
 // scopes of the longest form, 8 ancestors and an audience of 256
-// characters, is 5,360 bytes.
+// characters, is 5,360 bytes with EdDSA, and about 5,600 with RS256 (its
+// 2048-bit signature is 256 bytes where Ed25519's is 64).
 const MaxTokenBytes = 8 << 10
 
 // ClockSkew is how far in the future a token's iat may lie: the clocks of
@@ -108,34 +106,37 @@ func (u *unixTime) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// KeyID returns the RFC 7638 JWK thumbprint of an Ed25519 public key: a kid
-// that any party can recompute from the key itself.
-func KeyID(pub ed25519.PublicKey) string {
-	// Members in lexicographic order, no whitespace, as RFC 7638 requires.
-	canonical := fmt.Sprintf(`{"crv":"Ed25519","kty":"OKP","x":"%s"}`, base64.RawURLEncoding.EncodeToString(pub))
-	sum := sha256.Sum256([]byte(canonical))
-	return base64.RawURLEncoding.EncodeToString(sum[:])
-}
-
 // Signer issues access tokens with one private key.
 type Signer struct {
-	key    ed25519.PrivateKey
+	key    crypto.Signer
+	alg    Algorithm
 	kid    string
 	issuer string
 }
 
 var _ account.TokenSigner = (*Signer)(nil)
 
-// NewSigner returns a Signer for priv, naming issuer in the iss claim.
-func NewSigner(priv ed25519.PrivateKey, issuer string) *Signer {
-	return &Signer{key: priv, kid: KeyID(priv.Public().(ed25519.PublicKey)), issuer: issuer}
+// NewSigner returns a Signer for priv, naming issuer in the iss claim. It
+// signs with the algorithm of the key: EdDSA for an ed25519.PrivateKey,
+// RS256 for an *rsa.PrivateKey. It panics on a key of another type, which
+// is a wiring bug.
+func NewSigner(priv crypto.Signer, issuer string) *Signer {
+	alg, ok := AlgorithmOf(priv)
+	if !ok {
+		panic(fmt.Sprintf("token: NewSigner with a %T", priv))
+	}
+	return &Signer{key: priv, alg: alg, kid: KeyID(priv.Public()), issuer: issuer}
 }
 
 // KeyID returns the kid of the signing key.
 func (s *Signer) KeyID() string { return s.kid }
 
-// PublicKey returns the public half of the signing key.
-func (s *Signer) PublicKey() ed25519.PublicKey { return s.key.Public().(ed25519.PublicKey) }
+// Algorithm returns the algorithm the Signer signs with.
+func (s *Signer) Algorithm() Algorithm { return s.alg }
+
+// PublicKey returns the public half of the signing key: an
+// ed25519.PublicKey or an *rsa.PublicKey.
+func (s *Signer) PublicKey() crypto.PublicKey { return s.key.Public() }
 
 // Issuer returns the iss of the tokens it signs.
 func (s *Signer) Issuer() string { return s.issuer }
@@ -147,7 +148,7 @@ func (s *Signer) Sign(c account.TokenClaims) (string, error) {
 	if c.Audience == "" {
 		return "", errors.New("token: an access token needs an audience")
 	}
-	t := jwt.NewWithClaims(jwt.SigningMethodEdDSA, claims{
+	t := jwt.NewWithClaims(s.alg.method(), claims{
 		Scope:     strings.Join(c.Scopes, " "),
 		ClientID:  c.KeyID,
 		Audience:  c.Audience,
@@ -165,24 +166,46 @@ func (s *Signer) Sign(c account.TokenClaims) (string, error) {
 	return t.SignedString(s.key)
 }
 
-// Parser verifies access tokens against a set of public keys, so that a
-// process can check tokens without holding the private key, and keys can
-// be rotated by publishing the new one beside the old.
+// Parser verifies access tokens against a set of public keys of one
+// algorithm, so that a process can check tokens without holding the
+// private key, and keys can be rotated by publishing the new one beside the
+// old.
 type Parser struct {
-	keys   map[string]ed25519.PublicKey
+	keys   map[string]crypto.PublicKey
+	alg    Algorithm
 	issuer string
 }
 
 var _ account.TokenParser = (*Parser)(nil)
 
-// NewParser returns a Parser that accepts tokens from issuer signed by any of keys.
-func NewParser(issuer string, keys ...ed25519.PublicKey) *Parser {
-	p := &Parser{keys: make(map[string]ed25519.PublicKey, len(keys)), issuer: issuer}
+// NewParser returns a Parser that accepts tokens from issuer signed by any
+// of keys, with the algorithm of the keys (see AlgorithmOf) and no other;
+// EdDSA when there are none (it then accepts nothing). It panics if the
+// keys are of different algorithms or of an unknown type: a wiring bug,
+// since a Parser has one algorithm. NewParserFor pins the algorithm.
+func NewParser(issuer string, keys ...crypto.PublicKey) *Parser {
+	alg := EdDSA
+	if len(keys) > 0 {
+		alg, _ = AlgorithmOf(keys[0])
+	}
+	return NewParserFor(alg, issuer, keys...)
+}
+
+// NewParserFor returns a Parser that accepts tokens from issuer signed with
+// alg by any of keys. It panics if a key is not one of alg's: a wiring bug.
+func NewParserFor(alg Algorithm, issuer string, keys ...crypto.PublicKey) *Parser {
+	p := &Parser{keys: make(map[string]crypto.PublicKey, len(keys)), alg: alg, issuer: issuer}
 	for _, k := range keys {
+		if a, ok := AlgorithmOf(k); !ok || a != alg {
+			panic(fmt.Sprintf("token: a %s Parser given a %T", alg, k))
+		}
 		p.keys[KeyID(k)] = k
 	}
 	return p
 }
+
+// Algorithm returns the one algorithm the Parser accepts.
+func (p *Parser) Algorithm() Algorithm { return p.alg }
 
 // Parse verifies token at now, the service's clock. It returns
 // account.ErrTokenInvalid, or account.ErrTokenExpired together with the
@@ -205,7 +228,7 @@ func (p *Parser) Parse(_ context.Context, token string, now time.Time) (account.
 	// nothing but its expiry is reported expired.
 	// Strict base64: a token has exactly one encoding, so flipping the unused
 	// bits of its last character does not yield a second valid string.
-	parser := jwt.NewParser(jwt.WithValidMethods([]string{algorithm}), jwt.WithoutClaimsValidation(), jwt.WithStrictDecoding())
+	parser := jwt.NewParser(jwt.WithValidMethods([]string{string(p.alg)}), jwt.WithoutClaimsValidation(), jwt.WithStrictDecoding())
 	t, err := parser.ParseWithClaims(token, &c, p.key)
 	if err != nil || !isAccessTokenType(t.Header["typ"]) {
 		return account.TokenClaims{}, account.ErrTokenInvalid
@@ -268,35 +291,42 @@ func (p *Parser) key(t *jwt.Token) (any, error) {
 	return nil, errors.New("unknown kid")
 }
 
-// jwk is one JSON Web Key (RFC 8037 for OKP/Ed25519).
+// jwk is one JSON Web Key (RFC 8037 for OKP/Ed25519, RFC 7518 section 6.3
+// for RSA).
 type jwk struct {
 	Kty string `json:"kty"`
-	Crv string `json:"crv"`
-	X   string `json:"x"`
+	Crv string `json:"crv,omitempty"`
+	X   string `json:"x,omitempty"`
+	N   string `json:"n,omitempty"`
+	E   string `json:"e,omitempty"`
 	Kid string `json:"kid"`
 	Alg string `json:"alg"`
 	Use string `json:"use"`
 }
 
-// JWKS returns the JSON Web Key Set of keys, as served at /v1/auth/jwks.
-func JWKS(keys ...ed25519.PublicKey) []byte {
+// JWKS returns the JSON Web Key Set of keys, as served at /v1/auth/jwks:
+// each key with its kid and its algorithm (alg). It panics on a key of a
+// type Latchkey does not sign with.
+func JWKS(keys ...crypto.PublicKey) []byte {
 	set := struct {
 		Keys []jwk `json:"keys"`
 	}{Keys: make([]jwk, 0, len(keys))}
 	for _, k := range keys {
-		set.Keys = append(set.Keys, jwk{
-			Kty: "OKP", Crv: "Ed25519", X: base64.RawURLEncoding.EncodeToString(k),
-			Kid: KeyID(k), Alg: algorithm, Use: "sig",
-		})
+		set.Keys = append(set.Keys, toJWK(k))
 	}
 	b, _ := json.Marshal(set) // plain strings: cannot fail
 	return b
 }
 
-// ParserFromJWKS returns a Parser for the Ed25519 keys of a JSON Web Key Set.
-// Keys of any other type are refused rather than skipped, so a tampered set
-// cannot slip in an algorithm Latchkey does not accept.
-func ParserFromJWKS(issuer string, set []byte) (*Parser, error) {
+// ParserFromJWKS returns a Parser for the keys of alg in a JSON Web Key Set.
+// A key that is neither a valid Ed25519 nor a valid RSA public key (of at
+// least MinRSAKeyBits), names an alg other than its type's, or whose kid is
+// not its thumbprint fails the whole set, so a tampered set is noticed.
+// Valid keys of the other algorithm are left out: the Parser would never
+// use them, and the set holds some for a moment after a deployment
+// switches algorithms. A set with no key of alg gives a Parser that
+// accepts nothing.
+func ParserFromJWKS(alg Algorithm, issuer string, set []byte) (*Parser, error) {
 	var s struct {
 		Keys []jwk `json:"keys"`
 	}
@@ -306,16 +336,15 @@ func ParserFromJWKS(issuer string, set []byte) (*Parser, error) {
 	if len(s.Keys) == 0 {
 		return nil, errors.New("token: JWKS has no keys")
 	}
-	keys := make([]ed25519.PublicKey, 0, len(s.Keys))
+	keys := make([]crypto.PublicKey, 0, len(s.Keys))
 	for _, k := range s.Keys {
-		x, err := base64.RawURLEncoding.DecodeString(k.X)
-		if k.Kty != "OKP" || k.Crv != "Ed25519" || err != nil || len(x) != ed25519.PublicKeySize {
-			return nil, fmt.Errorf("token: JWKS key %q is not an Ed25519 public key", k.Kid)
+		pub, a, err := k.publicKey()
+		if err != nil {
+			return nil, err
 		}
-		if k.Kid != KeyID(x) {
-			return nil, fmt.Errorf("token: JWKS key %q does not match its thumbprint", k.Kid)
+		if a == alg {
+			keys = append(keys, pub)
 		}
-		keys = append(keys, x)
 	}
-	return NewParser(issuer, keys...), nil
+	return NewParserFor(alg, issuer, keys...), nil
 }

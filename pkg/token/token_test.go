@@ -163,7 +163,7 @@ func TestParser_Parse(t *testing.T) {
 		"TruncatedSig":      tok[:len(tok)-4],
 		"LastCharBits":      lastCharVariant(tok),
 		"AlgNone":           forge(t, jwt.SigningMethodNone, jwt.UnsafeAllowNoneSignatureType, signer.KeyID(), want),
-		"HMACWithPubKey":    forge(t, jwt.SigningMethodHS256, []byte(signer.PublicKey()), signer.KeyID(), want),
+		"HMACWithPubKey":    forge(t, jwt.SigningMethodHS256, []byte(signer.PublicKey().(ed25519.PublicKey)), signer.KeyID(), want),
 		"OtherKey":          sign(t, token.NewSigner(newKey(t), issuer), want),
 		"OtherIssuer":       sign(t, token.NewSigner(priv, "https://evil.test"), want),
 		"UnknownKid":        forge(t, jwt.SigningMethodEdDSA, priv, "not-a-known-kid", want),
@@ -377,7 +377,7 @@ func TestParserFromJWKS(t *testing.T) {
 	set := token.JWKS(oldKey.Public().(ed25519.PublicKey), newKey.Public().(ed25519.PublicKey))
 
 	t.Run("OK", func(t *testing.T) {
-		p, err := token.ParserFromJWKS(issuer, set)
+		p, err := token.ParserFromJWKS(token.EdDSA, issuer, set)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -392,7 +392,7 @@ func TestParserFromJWKS(t *testing.T) {
 	t.Run("ThumbprintIsRFC7638", func(t *testing.T) {
 		// RFC 8037 appendix A.3: the thumbprint of its example Ed25519 key.
 		x, _ := base64.RawURLEncoding.DecodeString("11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo")
-		if got, want := token.KeyID(x), "kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k"; got != want {
+		if got, want := token.KeyID(ed25519.PublicKey(x)), "kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k"; got != want {
 			t.Fatalf("got %s, want %s", got, want)
 		}
 	})
@@ -407,7 +407,7 @@ func TestParserFromJWKS(t *testing.T) {
 	}
 	for name, s := range bad {
 		t.Run("Err/"+name, func(t *testing.T) {
-			if _, err := token.ParserFromJWKS(issuer, []byte(s)); err == nil {
+			if _, err := token.ParserFromJWKS(token.EdDSA, issuer, []byte(s)); err == nil {
 				t.Fatal("got nil error")
 			}
 		})
