@@ -13,8 +13,9 @@ package assembly
 
 import (
 	"context"
-	"crypto/ed25519"
+	"crypto"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -40,11 +41,17 @@ type Parts struct {
 	// issue them. With an empty Issuer (an auth function before the
 	// deployment has recorded one) nothing is signed: the key's tokens are
 	// verified and its key set served, and issuance answers 503.
-	SigningKey ed25519.PrivateKey
+	// An ed25519.PrivateKey or an *rsa.PrivateKey, of Algorithm.
+	SigningKey crypto.Signer
 	// PreviousKeys are accepted beside SigningKey's public key, and
 	// published after it: the keys of earlier signing secrets, so that
-	// tokens signed before a rotation stay valid until they expire.
-	PreviousKeys []ed25519.PublicKey
+	// tokens signed before a rotation stay valid until they expire. Keys
+	// of Algorithm only.
+	PreviousKeys []crypto.PublicKey
+	// Algorithm is the one algorithm tokens are signed and accepted with,
+	// named by the discovery documents; EdDSA when empty. A SigningKey or
+	// PreviousKeys of another algorithm is an error.
+	Algorithm token.Algorithm
 	// Verifier checks tokens when there is no SigningKey. Required then,
 	// and ignored otherwise.
 	Verifier account.TokenParser
@@ -77,10 +84,18 @@ type Assembly struct {
 func New(p Parts) (*Assembly, error) {
 	a := &Assembly{}
 	opts := account.Options{CursorKey: p.CursorKey, Now: p.Now, Parser: p.Verifier}
+	if p.Algorithm == "" {
+		p.Algorithm = token.EdDSA
+	}
 	if p.SigningKey != nil {
-		public := append([]ed25519.PublicKey{p.SigningKey.Public().(ed25519.PublicKey)}, p.PreviousKeys...)
+		public := append([]crypto.PublicKey{p.SigningKey.Public()}, p.PreviousKeys...)
+		for _, k := range public {
+			if alg, ok := token.AlgorithmOf(k); !ok || alg != p.Algorithm {
+				return nil, fmt.Errorf("assembly: a %T key, and the algorithm is %s", k, p.Algorithm)
+			}
+		}
 		a.JWKS = token.JWKS(public...)
-		opts.Parser = token.NewParser(p.Issuer, public...)
+		opts.Parser = token.NewParserFor(p.Algorithm, p.Issuer, public...)
 		if p.Issuer != "" {
 			a.Signer = token.NewSigner(p.SigningKey, p.Issuer)
 			opts.Signer = a.Signer
@@ -93,7 +108,7 @@ func New(p Parts) (*Assembly, error) {
 		return nil, err
 	}
 	a.Service = svc
-	a.Config = httpapi.Config{Service: svc, Logger: p.Logger, RequestID: p.RequestID, Local: p.Local}
+	a.Config = httpapi.Config{Service: svc, SigningAlgorithm: string(p.Algorithm), Logger: p.Logger, RequestID: p.RequestID, Local: p.Local}
 	if a.JWKS != nil {
 		set := a.JWKS
 		a.Config.JWKS = func(context.Context) ([]byte, error) { return set, nil }

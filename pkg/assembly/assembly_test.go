@@ -3,7 +3,10 @@ package assembly_test
 import (
 	"bytes"
 	"context"
+	"crypto"
 	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/rsa"
 	"encoding/json"
 	"path/filepath"
 	"slices"
@@ -47,7 +50,7 @@ func TestNew(t *testing.T) {
 		current, previous := newKey(t), newKey(t)
 		asm, err := assembly.New(assembly.Parts{
 			Store: newStore(t), CursorKey: cursorKey, Issuer: issuer,
-			SigningKey: current, PreviousKeys: []ed25519.PublicKey{previous.Public().(ed25519.PublicKey)},
+			SigningKey: current, PreviousKeys: []crypto.PublicKey{previous.Public()},
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -101,4 +104,32 @@ func TestNew(t *testing.T) {
 			t.Fatal("no signing key and no verifier: got no error")
 		}
 	})
+}
+
+// TestNew_Algorithm: the keys must be of the one configured algorithm; an
+// RS256 assembly signs RS256 tokens and names RS256 in its handler's
+// configuration, which the discovery documents serve.
+func TestNew_Algorithm(t *testing.T) {
+	cursorKey := bytes.Repeat([]byte("c"), 32)
+	rsaKey, err := rsa.GenerateKey(rand.Reader, token.RSAKeyBits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, p := range map[string]assembly.Parts{
+		"EdDSAKeyForRS256":       {SigningKey: newKey(t), Algorithm: token.RS256},
+		"RSAKeyForEdDSA":         {SigningKey: rsaKey},
+		"PreviousOfTheOtherKind": {SigningKey: rsaKey, Algorithm: token.RS256, PreviousKeys: []crypto.PublicKey{newKey(t).Public()}},
+	} {
+		p.Store, p.CursorKey, p.Issuer = newStore(t), cursorKey, issuer
+		if _, err := assembly.New(p); err == nil {
+			t.Errorf("%s: got nil error", name)
+		}
+	}
+	asm, err := assembly.New(assembly.Parts{Store: newStore(t), CursorKey: cursorKey, Issuer: issuer, SigningKey: rsaKey, Algorithm: token.RS256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if asm.Signer.Algorithm() != token.RS256 || asm.Config.SigningAlgorithm != "RS256" {
+		t.Fatalf("got signer %s, handler %q; want RS256", asm.Signer.Algorithm(), asm.Config.SigningAlgorithm)
+	}
 }

@@ -53,6 +53,9 @@ type Config struct {
 	Service *account.Service
 	// JWKS returns the public key set served at GET /v1/auth/jwks (auth group).
 	JWKS func(ctx context.Context) ([]byte, error)
+	// SigningAlgorithm is the JWS algorithm of the tokens, as the
+	// discovery documents name it; "EdDSA" when empty.
+	SigningAlgorithm string
 	// Logger receives one line per request and the causes of internal
 	// errors. Nil means slog.Default().
 	Logger *slog.Logger
@@ -69,6 +72,7 @@ type Config struct {
 type server struct {
 	svc       *account.Service
 	jwks      func(ctx context.Context) ([]byte, error)
+	alg       string
 	log       *slog.Logger
 	requestID func(r *http.Request) string
 	local     *Local
@@ -84,7 +88,10 @@ func New(cfg Config, groups ...Group) http.Handler {
 	if cfg.Service == nil {
 		panic("httpapi: Config.Service is required")
 	}
-	s := &server{svc: cfg.Service, jwks: cfg.JWKS, log: cfg.Logger, requestID: cfg.RequestID, local: cfg.Local}
+	s := &server{svc: cfg.Service, jwks: cfg.JWKS, alg: cfg.SigningAlgorithm, log: cfg.Logger, requestID: cfg.RequestID, local: cfg.Local}
+	if s.alg == "" {
+		s.alg = "EdDSA"
+	}
 	if s.log == nil {
 		s.log = slog.Default()
 	}

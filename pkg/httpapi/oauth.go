@@ -485,7 +485,7 @@ func (s *server) serveMetadata(w http.ResponseWriter, r *http.Request, _ account
 		ScopesSupported:                           account.KnownScopes(),
 		ResponseTypesSupported:                    []string{"token"},
 		SubjectTypesSupported:                     []string{"public"},
-		IDTokenSigningAlgValuesSupported:          []string{"EdDSA"},
+		IDTokenSigningAlgValuesSupported:          []string{s.alg},
 	})
 	return nil
 }

@@ -37,7 +37,7 @@ package lambdaapp
 
 import (
 	"context"
-	"crypto/ed25519"
+	"crypto"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -145,7 +145,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (*App, error) {
 	a.cache = a.newCache()
 	a.lambda = httpadapter.NewV2(a).ProxyWithContext
 	if !cfg.Function.SignsTokens() || cfg.Issuer == "" {
-		p, err := token.NewKeySet(ctx, cfg.Issuer, deps.Keys, token.KeySetOptions{Logger: deps.Logger, Now: deps.Now, RefreshInterval: a.interval})
+		p, err := token.NewKeySet(ctx, cfg.Issuer, deps.Keys, token.KeySetOptions{Logger: deps.Logger, Now: deps.Now, RefreshInterval: a.interval, Algorithm: cfg.SigningAlgorithm})
 		if err != nil {
 			return nil, fmt.Errorf("read the public keys from the table: %w", err)
 		}
@@ -361,6 +361,11 @@ func (a *App) build(ctx context.Context, cache *secrets.Cache, prev *built) (*bu
 		}
 	}
 	var signing secrets.Value
+	if a.cfg.Function.SignsTokens() && prev == nil && a.cfg.SigningAlgorithm == token.RS256 {
+		if err := a.ensureRSASigningKey(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if a.cfg.Function.SignsTokens() {
 		if signing, err = cache.GetWithPrevious(ctx, a.cfg.SigningKeySecret); err != nil {
 			return nil, fmt.Errorf("read the signing key secret: %w", err)
@@ -377,10 +382,10 @@ func (a *App) build(ctx context.Context, cache *secrets.Cache, prev *built) (*bu
 	}
 	parts := assembly.Parts{
 		Store: a.deps.Store, CursorKey: cursorKey, Issuer: v.issuer,
-		Now: a.deps.Now, Logger: a.deps.Logger, RequestID: RequestID,
+		Now: a.deps.Now, Logger: a.deps.Logger, RequestID: RequestID, Algorithm: a.cfg.SigningAlgorithm,
 	}
 	if a.cfg.Function.SignsTokens() {
-		if parts.SigningKey, parts.PreviousKeys, err = signingKeys(signing); err != nil {
+		if parts.SigningKey, parts.PreviousKeys, err = signingKeys(a.cfg.SigningAlgorithm, signing); err != nil {
 			return nil, err
 		}
 		if v.issuer == "" {
@@ -410,22 +415,57 @@ func (a *App) build(ctx context.Context, cache *secrets.Cache, prev *built) (*bu
 	return &built{handler: asm.Handler(a.cfg.Function.Group()), versions: v}, nil
 }
 
-// signingKeys derives the signing key from the current version of the
-// signing secret, and the previous version's public key, which is accepted
-// too, so that tokens signed before a rotation stay valid until they
-// expire (at most account.MaxTokenLifetime).
-func signingKeys(v secrets.Value) (ed25519.PrivateKey, []ed25519.PublicKey, error) {
-	priv, err := secrets.SigningKey(v.Current.Value)
+// signingKeys derives the signing key of alg from the current version of
+// the signing secret, and the previous version's public key, which is
+// accepted too, so that tokens signed before a rotation stay valid until
+// they expire (at most account.MaxTokenLifetime). A previous version that
+// held a key for the other algorithm is left out: switching algorithms
+// ends the tokens signed before, as changing the issuer does.
+func signingKeys(alg token.Algorithm, v secrets.Value) (crypto.Signer, []crypto.PublicKey, error) {
+	priv, err := signingKey(alg, v.Current.Value)
 	if err != nil {
 		return nil, nil, err
 	}
 	if v.Previous.Value != "" {
-		// A previous value too short to be a key was never used to sign.
-		if old, err := secrets.SigningKey(v.Previous.Value); err == nil && !old.Equal(priv) {
-			return priv, []ed25519.PublicKey{old.Public().(ed25519.PublicKey)}, nil
+		// A previous value that is no key of alg never signed with it: too
+		// short, or, with EdDSA, an RS256 deployment's RSA key.
+		wasRSA := secrets.IsRSASigningKey(v.Previous.Value)
+		if old, err := signingKey(alg, v.Previous.Value); err == nil && (alg == token.RS256 || !wasRSA) &&
+			!old.Public().(interface{ Equal(crypto.PublicKey) bool }).Equal(priv.Public()) {
+			return priv, []crypto.PublicKey{old.Public()}, nil
 		}
 	}
 	return priv, nil, nil
+}
+
+// signingKey reads the private key of alg from a signing secret string: an
+// RSA private key in PEM for RS256, and for EdDSA the Ed25519 key derived
+// from the string, whatever it holds (after a switch back from RS256, the
+// PEM of an RSA key, as random as any).
+func signingKey(alg token.Algorithm, secret string) (crypto.Signer, error) {
+	if alg == token.RS256 {
+		return secrets.RSASigningKey(secret)
+	}
+	return secrets.SigningKey(secret)
+}
+
+// ensureRSASigningKey puts an RSA key into the signing secret, in an RS256
+// deployment whose secret holds something else: the random string the
+// template generates, or an EdDSA deployment's. Only auth's role may, and
+// only when the template's SigningAlgorithm is RS256.
+func (a *App) ensureRSASigningKey(ctx context.Context) error {
+	rw, ok := a.deps.Secrets.(secrets.ReadWriter)
+	if !ok {
+		return errors.New("lambdaapp: SIGNING_ALG is RS256, and the secrets client cannot write the signing secret")
+	}
+	replaced, err := secrets.EnsureRSASigningKey(ctx, rw, a.cfg.SigningKeySecret)
+	if err != nil {
+		return fmt.Errorf("put an RSA key into the signing key secret: %w", err)
+	}
+	if replaced {
+		a.deps.Logger.InfoContext(ctx, "the signing key secret now holds a new RSA key (SIGNING_ALG RS256); tokens signed with the previous value are no longer accepted")
+	}
+	return nil
 }
 
 // RequestID returns API Gateway's request id, which the adapter puts in the

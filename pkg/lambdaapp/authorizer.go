@@ -44,10 +44,13 @@ type AuthorizerConfig struct {
 	// StoreTimeout bounds each DynamoDB call (STORE_TIMEOUT), as in the
 	// other functions.
 	StoreTimeout time.Duration
+	// SigningAlgorithm is the one algorithm tokens are accepted with
+	// (SIGNING_ALG), as in the other functions; EdDSA by default.
+	SigningAlgorithm token.Algorithm
 }
 
 // AuthorizerConfigFromEnv reads the authorizer's configuration: TABLE_NAME,
-// and optionally ISSUER, AUTHORIZER_ROUTES and STORE_TIMEOUT. It needs no secret: it
+// and optionally ISSUER, AUTHORIZER_ROUTES, STORE_TIMEOUT and SIGNING_ALG. It needs no secret: it
 // verifies with the public keys only.
 func AuthorizerConfigFromEnv(getenv func(string) string) (AuthorizerConfig, error) {
 	cfg := AuthorizerConfig{TableName: getenv(EnvTableName), Issuer: getenv(EnvIssuer)}
@@ -64,6 +67,9 @@ func AuthorizerConfigFromEnv(getenv func(string) string) (AuthorizerConfig, erro
 		return AuthorizerConfig{}, fmt.Errorf("%s: %w", EnvAuthorizerRoutes, err)
 	}
 	cfg.Routes = routes
+	if cfg.SigningAlgorithm, err = token.ParseAlgorithm(getenv(EnvSigningAlg)); err != nil {
+		return AuthorizerConfig{}, fmt.Errorf("%s: %w", EnvSigningAlg, err)
+	}
 	if cfg.StoreTimeout, err = dynamostore.ParseTimeout(getenv(EnvStoreTimeout)); err != nil {
 		return AuthorizerConfig{}, fmt.Errorf("%s: %w", EnvStoreTimeout, err)
 	}
@@ -95,7 +101,7 @@ func NewAuthorizer(ctx context.Context, cfg AuthorizerConfig, deps AuthorizerDep
 	if deps.Logger == nil {
 		deps.Logger = slog.Default()
 	}
-	keys, err := token.NewKeySet(ctx, cfg.Issuer, deps.Keys, token.KeySetOptions{Logger: deps.Logger, Now: deps.Now, RefreshInterval: deps.RefreshInterval})
+	keys, err := token.NewKeySet(ctx, cfg.Issuer, deps.Keys, token.KeySetOptions{Logger: deps.Logger, Now: deps.Now, RefreshInterval: deps.RefreshInterval, Algorithm: cfg.SigningAlgorithm})
 	if err != nil {
 		return nil, fmt.Errorf("read the public keys from the table: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"latchkey/pkg/account"
 	"latchkey/pkg/dynamostore"
 	"latchkey/pkg/httpapi"
+	"latchkey/pkg/token"
 )
 
 // Function names one of the three Lambda functions.
@@ -57,6 +58,9 @@ const (
 	EnvSigningKeySecret = "SIGNING_KEY_SECRET_ARN"
 	EnvAdminKeySecret   = "ADMIN_KEY_SECRET_ARN"
 	EnvCursorKeySecret  = "CURSOR_KEY_SECRET_ARN"
+	// EnvSigningAlg is optional: the one algorithm tokens are signed and
+	// accepted with, EdDSA (the default) or RS256 (token.ParseAlgorithm).
+	EnvSigningAlg = "SIGNING_ALG"
 	// EnvStoreTimeout is optional: see dynamostore.ParseTimeout.
 	EnvStoreTimeout = "STORE_TIMEOUT"
 )
@@ -89,6 +93,10 @@ type Config struct {
 	CursorKeySecret string
 	// StoreTimeout bounds each DynamoDB call (dynamostore.WithTimeout).
 	StoreTimeout time.Duration
+	// SigningAlgorithm is the one algorithm tokens are signed (auth) and
+	// accepted (every function) with. With RS256 the signing secret holds an
+	// RSA private key in PEM, which Bootstrap puts there.
+	SigningAlgorithm token.Algorithm
 }
 
 // ConfigFromEnv reads fn's configuration with getenv (os.Getenv in main).
@@ -130,6 +138,9 @@ func ConfigFromEnv(fn Function, getenv func(string) string) (Config, error) {
 	var err error
 	if cfg.StoreTimeout, err = dynamostore.ParseTimeout(getenv(EnvStoreTimeout)); err != nil {
 		problems = append(problems, EnvStoreTimeout+": "+err.Error())
+	}
+	if cfg.SigningAlgorithm, err = token.ParseAlgorithm(getenv(EnvSigningAlg)); err != nil {
+		problems = append(problems, EnvSigningAlg+": "+err.Error())
 	}
 	if cfg.Issuer != "" {
 		if err := account.CheckIssuer(cfg.Issuer); err != nil {

@@ -22,7 +22,12 @@ package secrets
 import (
 	"context"
 	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/rsa"
 	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -282,4 +287,121 @@ func CursorKey(secret string) ([]byte, error) {
 	}
 	sum := sha256.Sum256([]byte(secret))
 	return sum[:], nil
+}
+
+// RSAKeyBits is the size of the RSA signing keys GenerateRSASigningKey
+// makes: token.RSAKeyBits, which says why 2048.
+const RSAKeyBits = 2048
+
+// IsRSASigningKey reports whether a signing secret string holds an RSA
+// private key in PEM (PKCS #8, as GenerateRSASigningKey writes, or PKCS #1,
+// as older openssl writes), as a deployment that signs with RS256 keeps.
+func IsRSASigningKey(secret string) bool {
+	_, err := RSASigningKey(secret)
+	return err == nil
+}
+
+// RSASigningKey parses the RSA signing key of an RS256 deployment from a
+// secret string, a PEM private key of at least RSAKeyBits bits.
+func RSASigningKey(secret string) (*rsa.PrivateKey, error) {
+	block, _ := pem.Decode([]byte(secret))
+	if block == nil {
+		return nil, errors.New("secrets: the signing key secret is not a PEM RSA private key")
+	}
+	var key any
+	var err error
+	switch block.Type {
+	case "PRIVATE KEY":
+		key, err = x509.ParsePKCS8PrivateKey(block.Bytes)
+	case "RSA PRIVATE KEY":
+		key, err = x509.ParsePKCS1PrivateKey(block.Bytes)
+	default:
+		return nil, errors.New("secrets: the signing key secret is not a PEM RSA private key")
+	}
+	if err != nil {
+		return nil, errors.New("secrets: the signing key secret is not a valid PEM RSA private key")
+	}
+	rk, ok := key.(*rsa.PrivateKey)
+	if !ok || rk.N.BitLen() < RSAKeyBits {
+		return nil, fmt.Errorf("secrets: the signing key secret is not an RSA private key of at least %d bits", RSAKeyBits)
+	}
+	return rk, nil
+}
+
+// GenerateRSASigningKey returns a new RSAKeyBits-bit RSA private key in
+// PKCS #8 PEM, the value an RS256 deployment keeps in its signing secret.
+func GenerateRSASigningKey() (string, error) {
+	k, err := rsa.GenerateKey(rand.Reader, RSAKeyBits)
+	if err != nil {
+		return "", err
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		return "", err
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})), nil
+}
+
+// Writer is the part of the Secrets Manager API that PutRSASigningKey
+// calls. *secretsmanager.Client satisfies it.
+type Writer interface {
+	PutSecretValue(ctx context.Context, in *secretsmanager.PutSecretValueInput, optFns ...func(*secretsmanager.Options)) (*secretsmanager.PutSecretValueOutput, error)
+}
+
+var _ Writer = (*secretsmanager.Client)(nil)
+
+// PutRSASigningKey stores a new RSA signing key as the current version of
+// the secret id, replacing current, a value that is not one (the random
+// string the template generates, or an Ed25519 deployment's). Secrets
+// Manager labels the replaced version AWSPREVIOUS. The request token is
+// derived from current's version id, so that two instances replacing the
+// same version at once make one new version: the second's differing value
+// is refused, and it is told to read the secret again. It never logs or
+// returns the value.
+func PutRSASigningKey(ctx context.Context, w Writer, id string, current Version) error {
+	value, err := GenerateRSASigningKey()
+	if err != nil {
+		return fmt.Errorf("secrets: generate an RSA signing key: %w", err)
+	}
+	sum := sha256.Sum256([]byte("rs256\x00" + current.ID))
+	_, err = w.PutSecretValue(ctx, &secretsmanager.PutSecretValueInput{
+		SecretId:           aws.String(id),
+		SecretString:       aws.String(value),
+		ClientRequestToken: aws.String(hex.EncodeToString(sum[:16])),
+	})
+	if err != nil {
+		return fmt.Errorf("secrets: put an RSA signing key into %s: %w", id, err)
+	}
+	return nil
+}
+
+// ReadWriter reads and writes secrets: what EnsureRSASigningKey calls.
+type ReadWriter interface {
+	Client
+	Writer
+}
+
+// EnsureRSASigningKey makes the current version of the signing secret id
+// an RSA private key in PEM, for a deployment that signs with RS256: if it
+// holds anything else, it puts a new one (PutRSASigningKey), and reports
+// that it did. If that fails because another instance replaced the same
+// version at that moment, the secret is read again and the other's key is
+// kept.
+func EnsureRSASigningKey(ctx context.Context, c ReadWriter, id string) (replaced bool, err error) {
+	cache := NewCache(c, Options{})
+	cur, err := cache.version(ctx, id, "AWSCURRENT")
+	if err != nil {
+		return false, err
+	}
+	if IsRSASigningKey(cur.Value) {
+		return false, nil
+	}
+	putErr := PutRSASigningKey(ctx, c, id, cur)
+	if putErr == nil {
+		return true, nil
+	}
+	if again, err := cache.version(ctx, id, "AWSCURRENT"); err == nil && IsRSASigningKey(again.Value) {
+		return false, nil
+	}
+	return false, putErr
 }

@@ -274,6 +274,7 @@ type Secrets struct {
 	mu       sync.Mutex
 	versions map[string][]string // id -> values, oldest first
 	reads    map[string]bool
+	writes   map[string]bool
 }
 
 var _ secrets.Client = (*Secrets)(nil)
@@ -283,6 +284,7 @@ func NewSecrets() *Secrets {
 	return &Secrets{
 		versions: map[string][]string{SigningARN: {SigningSecret}, AdminARN: {AdminSecret}, CursorARN: {CursorSecret}},
 		reads:    map[string]bool{},
+		writes:   map[string]bool{},
 	}
 }
 
@@ -302,6 +304,31 @@ func (s *Secrets) Read() map[string]bool {
 		out[k] = true
 	}
 	return out
+}
+
+// Written returns the ids written so far by PutSecretValue.
+func (s *Secrets) Written() map[string]bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]bool{}
+	for k := range s.writes {
+		out[k] = true
+	}
+	return out
+}
+
+// PutSecretValue implements secrets.Writer: the value becomes the current
+// version, and the one before it the previous, as in Secrets Manager.
+func (s *Secrets) PutSecretValue(_ context.Context, in *secretsmanager.PutSecretValueInput, _ ...func(*secretsmanager.Options)) (*secretsmanager.PutSecretValueOutput, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := aws.ToString(in.SecretId)
+	if _, ok := s.versions[id]; !ok {
+		return nil, &types.ResourceNotFoundException{Message: aws.String("Secrets Manager can't find the specified secret")}
+	}
+	s.versions[id] = append(s.versions[id], aws.ToString(in.SecretString))
+	s.writes[id] = true
+	return &secretsmanager.PutSecretValueOutput{ARN: aws.String(id), VersionId: aws.String(fmt.Sprintf("v%d", len(s.versions[id])))}, nil
 }
 
 // GetSecretValue implements secrets.Client.
