@@ -208,6 +208,9 @@ func testAuthorizerTemplate(t *testing.T, tpl template) {
 		if k == lambdaapp.EnvAuthorizerRoutes {
 			return routes // the parameter, as the example deploys it
 		}
+		if r := refOf(env[k]); path(map[string]any(tpl), "Parameters", r) != nil {
+			return tpl.parameter(t, r, nil)
+		}
 		return "set"
 	}
 	if _, err := lambdaapp.AuthorizerConfigFromEnv(getenv); err != nil {

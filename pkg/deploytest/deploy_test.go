@@ -192,13 +192,7 @@ func TestTemplate_Environment(t *testing.T) {
 func testEnvironment(t *testing.T, tpl template) {
 	for _, fn := range lambdaapp.Functions() {
 		env := tpl.functionEnv(t, logicalID(fn))
-		getenv := func(k string) string {
-			if v, ok := env[k]; ok {
-				return fmt.Sprint(v)
-			}
-			return ""
-		}
-		if _, err := lambdaapp.ConfigFromEnv(fn, getenv); err != nil {
+		if _, err := lambdaapp.ConfigFromEnv(fn, tpl.getenv(t, env, nil)); err != nil {
 			t.Errorf("%s: %v", fn, err)
 		}
 		var secretRefs []string

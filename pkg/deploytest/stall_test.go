@@ -33,12 +33,7 @@ func TestTemplate_StoreTimeout(t *testing.T) {
 	tpl := loadTemplate(t)
 	for _, fn := range lambdaapp.Functions() {
 		env := tpl.functionEnv(t, logicalID(fn))
-		cfg, err := lambdaapp.ConfigFromEnv(fn, func(k string) string {
-			if v, ok := env[k]; ok {
-				return fmt.Sprint(v)
-			}
-			return ""
-		})
+		cfg, err := lambdaapp.ConfigFromEnv(fn, tpl.getenv(t, env, nil))
 		if err != nil {
 			t.Fatalf("%s: %v", fn, err)
 		}

@@ -238,10 +238,19 @@ func (t template) functionRole(tb testing.TB, id string) string {
 	return role
 }
 
-// statements returns the statements of the function's role: the test
-// insists on one inline policy and nothing else, since a managed policy
-// would grant more than the code uses.
+// statements returns the statements of the function's role as a stack
+// with the parameters' defaults deploys it: the test insists on one inline
+// policy and nothing else, since a managed policy would grant more than
+// the code uses.
 func (t template) statements(tb testing.TB, id string) []map[string]any {
+	tb.Helper()
+	return t.statementsWith(tb, id, nil)
+}
+
+// statementsWith is statements with the parameters in params set, the
+// others at their defaults: a statement under !If is kept or dropped as
+// its condition holds.
+func (t template) statementsWith(tb testing.TB, id string, params map[string]string) []map[string]any {
 	tb.Helper()
 	role := t.functionRole(tb, id)
 	props := t.resource(tb, role, "AWS::IAM::Role")
@@ -256,6 +265,18 @@ func (t template) statements(tb testing.TB, id string) []map[string]any {
 	}
 	var out []map[string]any
 	for _, s := range list(path(policies[0], "PolicyDocument", "Statement")) {
+		if args := list(path(s, "Fn::If")); args != nil {
+			if len(args) != 3 {
+				tb.Fatalf("%s: !If %v does not have 3 arguments", role, args)
+			}
+			name, _ := args[0].(string)
+			if s = args[2]; t.condition(tb, name, params) {
+				s = args[1]
+			}
+			if refOf(s) == "AWS::NoValue" {
+				continue
+			}
+		}
 		m, ok := s.(map[string]any)
 		if !ok || m["Fn::If"] != nil {
 			tb.Fatalf("%s: statement %v is not a plain statement (test the template under each variant)", role, s)
@@ -263,6 +284,53 @@ func (t template) statements(tb testing.TB, id string) []map[string]any {
 		out = append(out, m)
 	}
 	return out
+}
+
+// parameter returns the value of a template parameter: params[name] if
+// set, else its Default.
+func (t template) parameter(tb testing.TB, name string, params map[string]string) string {
+	tb.Helper()
+	if v, ok := params[name]; ok {
+		return v
+	}
+	p, ok := path(map[string]any(t), "Parameters", name).(map[string]any)
+	if !ok {
+		tb.Fatalf("no parameter %s", name)
+	}
+	return fmt.Sprint(p["Default"])
+}
+
+// condition evaluates a condition of the template, of the forms it uses
+// (!Equals of a !Ref to a parameter and a string, !Not), failing on any
+// other, so that a condition it cannot judge fails the test.
+func (t template) condition(tb testing.TB, name string, params map[string]string) bool {
+	tb.Helper()
+	c := path(map[string]any(t), "Conditions", name)
+	if c == nil {
+		tb.Fatalf("no condition %s", name)
+	}
+	var eval func(v any) bool
+	operand := func(v any) string {
+		if r := refOf(v); r != "" {
+			return t.parameter(tb, r, params)
+		}
+		s, ok := v.(string)
+		if !ok {
+			tb.Fatalf("condition %s: operand %v is neither a !Ref nor a string", name, v)
+		}
+		return s
+	}
+	eval = func(v any) bool {
+		if args := list(path(v, "Fn::Equals")); len(args) == 2 {
+			return operand(args[0]) == operand(args[1])
+		}
+		if args := list(path(v, "Fn::Not")); len(args) == 1 {
+			return !eval(args[0])
+		}
+		tb.Fatalf("condition %s: %v is not understood by this evaluator", name, v)
+		return false
+	}
+	return eval(c)
 }
 
 // policyStatement returns the Allow statement with Sid of the function's
@@ -279,4 +347,21 @@ func (t template) policyStatement(tb testing.TB, id, sid string) map[string]any 
 	}
 	tb.Fatalf("%s has no policy statement %s", id, sid)
 	return nil
+}
+
+// getenv returns a getenv over a function's env (functionEnv) as a stack
+// with params deploys it: a !Ref to a parameter is the parameter's value,
+// any other value its text, so that a !Ref to a secret is non-empty.
+func (t template) getenv(tb testing.TB, env map[string]any, params map[string]string) func(string) string {
+	tb.Helper()
+	return func(k string) string {
+		v, ok := env[k]
+		if !ok {
+			return ""
+		}
+		if r := refOf(v); path(map[string]any(t), "Parameters", r) != nil {
+			return t.parameter(tb, r, params)
+		}
+		return fmt.Sprint(v)
+	}
 }
