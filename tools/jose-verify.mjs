@@ -4,13 +4,15 @@
 // its jwks_uri, and verifies the token's signature, algorithm, type,
 // issuer, audience and lifetime. Run by cmd/local's TestClient_Jose:
 //
-//   node tools/jose-verify.mjs ISSUER AUDIENCE TOKEN
+//   node tools/jose-verify.mjs ISSUER AUDIENCE TOKEN [ALG]
 //
+// ALG is the one algorithm allowed, EdDSA unless given (RS256 for a server
+// with SIGNING_ALG=RS256).
 // On success it prints {"header": ..., "payload": ...} and exits 0; on
 // failure it prints {"error": code, "message": ...} and exits 1.
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 
-const [issuer, audience, token] = process.argv.slice(2);
+const [issuer, audience, token, alg = 'EdDSA'] = process.argv.slice(2);
 try {
   const res = await fetch(`${issuer}/.well-known/openid-configuration`);
   if (!res.ok) throw new Error(`discovery document: HTTP ${res.status}`);
@@ -22,7 +24,7 @@ try {
   const { payload, protectedHeader } = await jwtVerify(token, jwks, {
     issuer,
     audience,
-    algorithms: ['EdDSA'],
+    algorithms: [alg],
     typ: 'at+jwt',
     requiredClaims: ['iss', 'sub', 'aud', 'exp', 'iat', 'jti', 'client_id', 'scope'],
   });

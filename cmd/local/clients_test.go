@@ -6,12 +6,21 @@ package main_test
 
 import (
 	"context"
+	"crypto"
+	"crypto/rsa"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"math/big"
 	"net/http"
 	"net/url"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -151,13 +160,15 @@ func TestClient_GoOAuth2(t *testing.T) {
 // joseVerify runs tools/jose-verify.mjs: jose (npm, pinned in
 // tools/package-lock.json and installed by scripts/node-tools.sh) verifies
 // the token as a resource server that knows only the issuer's URL, with the
-// issuer and the audience required. It returns what the script printed and
-// whether the token was accepted.
-func joseVerify(t *testing.T, issuer, audience, token string) (map[string]any, bool) {
+// issuer and the audience required, and alg (EdDSA when empty) the one
+// algorithm allowed. It returns what the script printed and whether the
+// token was accepted.
+func joseVerify(t *testing.T, issuer, audience, token string, alg ...string) (map[string]any, bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "node", "../../tools/jose-verify.mjs", issuer, audience, token).Output()
+	args := append([]string{"../../tools/jose-verify.mjs", issuer, audience, token}, alg...)
+	out, err := exec.CommandContext(ctx, "node", args...).Output()
 	var result map[string]any
 	if jerr := json.Unmarshal(out, &result); jerr != nil {
 		t.Fatalf("jose-verify.mjs: %v; output %q (%v)", jerr, out, err)
@@ -170,47 +181,230 @@ func joseVerify(t *testing.T, issuer, audience, token string) (map[string]any, b
 }
 
 // TestClient_Jose: jose verifies a token through the discovery document's
-// jwks_uri, with issuer and audience required, and refuses it for another
-// audience or issuer.
+// jwks_uri, with issuer, audience and the server's one algorithm required,
+// and refuses it for another audience, issuer or algorithm; for a server
+// with each SIGNING_ALG. With RS256 the server keeps its RSA key in a file
+// of its own, 0600, beside the Ed25519 one.
 func TestClient_Jose(t *testing.T) {
 	if out, err := exec.Command("../../scripts/node-tools.sh").CombinedOutput(); err != nil {
 		t.Fatalf("scripts/node-tools.sh: %v\n%s", err, out)
 	}
-	admin := "lk_test_" + strings.Repeat("j", 40)
-	s := start(t, t.TempDir(), "ADMIN_API_KEY="+admin)
-	meta := discover(t, s.base)
-	id, secret := clientKey(t, s, admin, "read:users")
-	cfg := clientcredentials.Config{
-		ClientID: id, ClientSecret: secret, TokenURL: meta["token_endpoint"].(string),
-		EndpointParams: url.Values{"resource": {"https://orders.example.com"}},
-	}
-	tok, err := cfg.Token(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	for alg, other := range map[string]string{"EdDSA": "RS256", "RS256": "EdDSA"} {
+		t.Run(alg, func(t *testing.T) {
+			admin := "lk_test_" + strings.Repeat("j", 40)
+			dir := t.TempDir()
+			s := start(t, dir, "ADMIN_API_KEY="+admin, "SIGNING_ALG="+alg)
+			meta := discover(t, s.base)
+			if got := meta["id_token_signing_alg_values_supported"]; fmt.Sprint(got) != "["+alg+"]" {
+				t.Errorf("id_token_signing_alg_values_supported: got %v, want [%s]", got, alg)
+			}
+			id, secret := clientKey(t, s, admin, "read:users")
+			cfg := clientcredentials.Config{
+				ClientID: id, ClientSecret: secret, TokenURL: meta["token_endpoint"].(string),
+				EndpointParams: url.Values{"resource": {"https://orders.example.com"}},
+			}
+			tok, err := cfg.Token(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
 
-	got, ok := joseVerify(t, s.base, "https://orders.example.com", tok.AccessToken)
-	if !ok {
-		t.Fatalf("jose refused the token: %v", got)
+			got, ok := joseVerify(t, s.base, "https://orders.example.com", tok.AccessToken, alg)
+			if !ok {
+				t.Fatalf("jose refused the token: %v", got)
+			}
+			header, _ := got["header"].(map[string]any)
+			payload, _ := got["payload"].(map[string]any)
+			if header["alg"] != alg || header["typ"] != "at+jwt" || payload["iss"] != s.base || payload["client_id"] != id || payload["scope"] != "read:users" {
+				t.Errorf("jose's view of the token: %v", got)
+			}
+			for name, args := range map[string][3]string{
+				"OtherAudience": {s.base, "https://billing.example.com", alg},
+				// The same server by another name: not the issuer the token and
+				// the document name.
+				"OtherIssuer": {strings.Replace(s.base, "127.0.0.1", "localhost", 1), "https://orders.example.com", alg},
+				// A verifier that allows only the other algorithm.
+				"OtherAlgorithm": {s.base, "https://orders.example.com", other},
+			} {
+				if got, ok := joseVerify(t, args[0], args[1], tok.AccessToken, args[2]); ok {
+					t.Errorf("%s: jose accepted the token: %v", name, got)
+				}
+			}
+			if got, _ := joseVerify(t, s.base, "https://billing.example.com", tok.AccessToken, alg); got["error"] != "ERR_JWT_CLAIM_VALIDATION_FAILED" {
+				t.Errorf("another audience: got %v, want jose's claim validation error", got)
+			}
+			if alg == "RS256" {
+				fi, err := os.Stat(filepath.Join(dir, "signing-key-rs256.pem"))
+				if err != nil || fi.Mode().Perm() != 0o600 {
+					t.Errorf("the RSA key file: %v, %v; want it, 0600", fi, err)
+				}
+			}
+		})
 	}
-	header, _ := got["header"].(map[string]any)
-	payload, _ := got["payload"].(map[string]any)
-	if header["alg"] != "EdDSA" || header["typ"] != "at+jwt" || payload["iss"] != s.base || payload["client_id"] != id || payload["scope"] != "read:users" {
-		t.Errorf("jose's view of the token: %v", got)
+}
+
+// apiGatewayJWTCheck follows, step by step, what AWS documents that API
+// Gateway's built-in HTTP API JWT authorizer does with a token
+// (docs.aws.amazon.com/apigateway/latest/developerguide/http-api-jwt-authorizer.html,
+// "Validating a JWT"), written here from that page and not with
+// pkg/token: it fetches {issuer}/.well-known/openid-configuration, takes
+// jwks_uri, finds the key whose kid is the token's, checks "the token's
+// algorithm and signature by using the public key that is fetched from the
+// issuer's jwks_uri. Currently, only RSA-based algorithms are supported",
+// then iss, aud (one of audiences), exp and nbf (and iat) against now, and
+// that scope holds one of the route's scopes. It returns nil if the
+// authorizer would let the request through.
+func apiGatewayJWTCheck(issuer string, audiences, routeScopes []string, tok string, now time.Time) error {
+	get := func(u string, v any) error {
+		res, err := http.Get(u)
+		if err != nil {
+			return err
+		}
+		defer res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET %s: %d", u, res.StatusCode)
+		}
+		return json.NewDecoder(res.Body).Decode(v)
 	}
-	for name, args := range map[string][2]string{
-		"OtherAudience": {s.base, "https://billing.example.com"},
-		// The same server by another name: not the issuer the token and
-		// the document name.
-		"OtherIssuer": {strings.Replace(s.base, "127.0.0.1", "localhost", 1), "https://orders.example.com"},
-	} {
-		if got, ok := joseVerify(t, args[0], args[1], tok.AccessToken); ok {
-			t.Errorf("%s: jose accepted the token: %v", name, got)
+	var meta struct {
+		Issuer  string `json:"issuer"`
+		JWKSURI string `json:"jwks_uri"`
+	}
+	if err := get(issuer+"/.well-known/openid-configuration", &meta); err != nil {
+		return err
+	}
+	var set struct {
+		Keys []struct{ Kty, Kid, Alg, N, E string } `json:"keys"`
+	}
+	if err := get(meta.JWKSURI, &set); err != nil {
+		return err
+	}
+	parts := strings.Split(tok, ".")
+	if len(parts) != 3 {
+		return errors.New("not a JWS")
+	}
+	var header struct{ Alg, Kid string }
+	var claims struct {
+		Iss           string
+		Aud           any
+		Exp, Nbf, Iat *int64
+		Scope         string
+	}
+	for i, v := range []any{&header, &claims} {
+		b, err := base64.RawURLEncoding.DecodeString(parts[i])
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(b, v); err != nil {
+			return err
 		}
 	}
-	if got, _ := joseVerify(t, s.base, "https://billing.example.com", tok.AccessToken); got["error"] != "ERR_JWT_CLAIM_VALIDATION_FAILED" {
-		t.Errorf("another audience: got %v, want jose's claim validation error", got)
+	// kid: the token's kid names a key of jwks_uri; alg: RSA-based only.
+	if header.Alg != "RS256" {
+		return fmt.Errorf("alg %q: only RSA-based algorithms are supported", header.Alg)
 	}
+	var key *rsa.PublicKey
+	for _, k := range set.Keys {
+		if k.Kid == header.Kid && k.Kty == "RSA" && k.Alg == header.Alg {
+			n, nerr := base64.RawURLEncoding.DecodeString(k.N)
+			e, eerr := base64.RawURLEncoding.DecodeString(k.E)
+			if nerr != nil || eerr != nil {
+				return fmt.Errorf("jwks key %s: bad n or e", k.Kid)
+			}
+			key = &rsa.PublicKey{N: new(big.Int).SetBytes(n), E: int(new(big.Int).SetBytes(e).Int64())}
+		}
+	}
+	if key == nil {
+		return fmt.Errorf("no RSA key with kid %q in %s", header.Kid, meta.JWKSURI)
+	}
+	// The signature, RSASSA-PKCS1-v1_5 with SHA-256 (RFC 7518, 3.3).
+	sig, err := base64.RawURLEncoding.DecodeString(parts[2])
+	if err != nil {
+		return err
+	}
+	digest := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
+	if err := rsa.VerifyPKCS1v15(key, crypto.SHA256, digest[:], sig); err != nil {
+		return fmt.Errorf("signature: %w", err)
+	}
+	// iss: the issuer configured for the authorizer.
+	if claims.Iss != issuer {
+		return fmt.Errorf("iss %q, want %q", claims.Iss, issuer)
+	}
+	// aud: one of the audiences configured.
+	var aud []string
+	switch a := claims.Aud.(type) {
+	case string:
+		aud = []string{a}
+	case []any:
+		for _, v := range a {
+			aud = append(aud, fmt.Sprint(v))
+		}
+	}
+	if !slices.ContainsFunc(aud, func(a string) bool { return slices.Contains(audiences, a) }) {
+		return fmt.Errorf("aud %v, none of %v", aud, audiences)
+	}
+	// exp after now; nbf and iat before it.
+	if claims.Exp == nil || !now.Before(time.Unix(*claims.Exp, 0)) {
+		return errors.New("exp missing or past")
+	}
+	if claims.Nbf != nil && now.Before(time.Unix(*claims.Nbf, 0)) {
+		return errors.New("nbf in the future")
+	}
+	if claims.Iat != nil && now.Before(time.Unix(*claims.Iat, 0)) {
+		return errors.New("iat in the future")
+	}
+	// scope: at least one of the route's authorization scopes.
+	if len(routeScopes) > 0 && !slices.ContainsFunc(strings.Fields(claims.Scope), func(s string) bool { return slices.Contains(routeScopes, s) }) {
+		return fmt.Errorf("scope %q holds none of %v", claims.Scope, routeScopes)
+	}
+	return nil
+}
+
+// TestClient_APIGatewayJWTAuthorizer: a token from a server with
+// SIGNING_ALG=RS256 passes every check AWS documents for API Gateway's
+// built-in JWT authorizer, and fails it for another audience, issuer or
+// route scope; a token from an EdDSA server fails at the algorithm, as the
+// README says.
+func TestClient_APIGatewayJWTAuthorizer(t *testing.T) {
+	token := func(t *testing.T, s *server, admin string) string {
+		t.Helper()
+		meta := discover(t, s.base)
+		id, secret := clientKey(t, s, admin, "read:orders")
+		cfg := clientcredentials.Config{
+			ClientID: id, ClientSecret: secret, TokenURL: meta["token_endpoint"].(string),
+			EndpointParams: url.Values{"audience": {"https://orders.example.com"}},
+		}
+		tok, err := cfg.Token(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok.AccessToken
+	}
+	aud, scopes := []string{"https://orders.example.com"}, []string{"read:orders"}
+	t.Run("RS256", func(t *testing.T) {
+		admin := "lk_test_" + strings.Repeat("g", 40)
+		s := start(t, t.TempDir(), "ADMIN_API_KEY="+admin, "SIGNING_ALG=RS256")
+		tok := token(t, s, admin)
+		if err := apiGatewayJWTCheck(s.base, aud, scopes, tok, time.Now()); err != nil {
+			t.Fatalf("the documented checks refuse the token: %v", err)
+		}
+		for name, err := range map[string]error{
+			"OtherAudience": apiGatewayJWTCheck(s.base, []string{"https://billing.example.com"}, scopes, tok, time.Now()),
+			"OtherIssuer":   apiGatewayJWTCheck(strings.Replace(s.base, "127.0.0.1", "localhost", 1), aud, scopes, tok, time.Now()),
+			"OtherScope":    apiGatewayJWTCheck(s.base, aud, []string{"write:orders"}, tok, time.Now()),
+			"Expired":       apiGatewayJWTCheck(s.base, aud, scopes, tok, time.Now().Add(2*time.Hour)),
+		} {
+			if err == nil {
+				t.Errorf("%s: the documented checks accept the token", name)
+			}
+		}
+	})
+	t.Run("EdDSA", func(t *testing.T) {
+		admin := "lk_test_" + strings.Repeat("h", 40)
+		s := start(t, t.TempDir(), "ADMIN_API_KEY="+admin)
+		if err := apiGatewayJWTCheck(s.base, aud, scopes, token(t, s, admin), time.Now()); err == nil || !strings.Contains(err.Error(), "RSA") {
+			t.Fatalf("an EdDSA token: got %v, want refused for its algorithm", err)
+		}
+	})
 }
 
 // TestClient_RevokedEverywhere: the server runs over DynamoDB Local, as

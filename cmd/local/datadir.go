@@ -1,8 +1,10 @@
 package main
 
 import (
+	"crypto"
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/rsa"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
@@ -10,6 +12,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"latchkey/pkg/token"
 )
 
 // dataDir holds the local server's state: the database and the secrets that
@@ -26,8 +30,51 @@ func openDataDir(path string) (dataDir, error) {
 
 func (d dataDir) path(name string) string { return filepath.Join(string(d), name) }
 
-// signingKey loads the Ed25519 signing key, generating it on first start.
-func (d dataDir) signingKey() (ed25519.PrivateKey, error) {
+// signingKey loads the signing key of alg, generating it on first start:
+// the Ed25519 key for EdDSA, and for RS256 an RSA key of token.RSAKeyBits
+// in a file of its own beside it, so that switching back and forth keeps
+// each key (though not the tokens: a server accepts one algorithm).
+func (d dataDir) signingKey(alg token.Algorithm) (crypto.Signer, error) {
+	if alg == token.RS256 {
+		return d.rsaSigningKey()
+	}
+	return d.ed25519SigningKey()
+}
+
+// rsaSigningKey loads the RSA signing key, generating it on first start.
+func (d dataDir) rsaSigningKey() (*rsa.PrivateKey, error) {
+	const name = "signing-key-rs256.pem"
+	raw, err := d.secretFile(name, func() ([]byte, error) {
+		priv, err := rsa.GenerateKey(rand.Reader, token.RSAKeyBits)
+		if err != nil {
+			return nil, err
+		}
+		der, err := x509.MarshalPKCS8PrivateKey(priv)
+		if err != nil {
+			return nil, err
+		}
+		return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	block, _ := pem.Decode(raw)
+	if block == nil || block.Type != "PRIVATE KEY" {
+		return nil, fmt.Errorf("%s is not a PEM private key", d.path(name))
+	}
+	key, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("parse %s: %w", d.path(name), err)
+	}
+	priv, ok := key.(*rsa.PrivateKey)
+	if !ok || priv.N.BitLen() < token.MinRSAKeyBits {
+		return nil, fmt.Errorf("%s is not an RSA key of at least %d bits", d.path(name), token.MinRSAKeyBits)
+	}
+	return priv, nil
+}
+
+// ed25519SigningKey loads the Ed25519 signing key, generating it on first start.
+func (d dataDir) ed25519SigningKey() (ed25519.PrivateKey, error) {
 	raw, err := d.secretFile("signing-key.pem", func() ([]byte, error) {
 		_, priv, err := ed25519.GenerateKey(rand.Reader)
 		if err != nil {

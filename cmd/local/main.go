@@ -45,6 +45,7 @@ import (
 	"latchkey/pkg/boltstore"
 	"latchkey/pkg/dynamostore"
 	"latchkey/pkg/httpapi"
+	"latchkey/pkg/token"
 )
 
 func main() {
@@ -62,6 +63,8 @@ type config struct {
 	maxConns                       int
 	idleTimeout, readHeaderTimeout time.Duration
 	storeTimeout                   time.Duration
+	// signingAlg is SIGNING_ALG: EdDSA (the default) or RS256.
+	signingAlg token.Algorithm
 }
 
 // fdReserve is the file descriptors the server needs besides its
@@ -104,6 +107,9 @@ func configFromEnv() (config, error) {
 	}
 	if c.storeTimeout, err = dynamostore.ParseTimeout(os.Getenv("STORE_TIMEOUT")); err != nil {
 		return c, fmt.Errorf("STORE_TIMEOUT: %w", err)
+	}
+	if c.signingAlg, err = token.ParseAlgorithm(os.Getenv("SIGNING_ALG")); err != nil {
+		return c, fmt.Errorf("SIGNING_ALG: %w", err)
 	}
 	return c, nil
 }
@@ -168,7 +174,7 @@ func run(logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	signingKey, err := dir.signingKey()
+	signingKey, err := dir.signingKey(cfg.signingAlg)
 	if err != nil {
 		return err
 	}
@@ -183,7 +189,7 @@ func run(logger *slog.Logger) error {
 	defer store.Close()
 
 	asm, err := assembly.New(assembly.Parts{
-		Store: store, CursorKey: cursorKey, Issuer: issuer, SigningKey: signingKey, Logger: logger,
+		Store: store, CursorKey: cursorKey, Issuer: issuer, SigningKey: signingKey, Algorithm: cfg.signingAlg, Logger: logger,
 		// GET /healthz, /readyz and /openapi.yaml: the local server's own.
 		Local: &httpapi.Local{Ready: httpapi.StoreReady(store), OpenAPI: latchkey.OpenAPI},
 	})
