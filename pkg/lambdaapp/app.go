@@ -138,6 +138,9 @@ func New(ctx context.Context, cfg Config, deps Deps) (*App, error) {
 	if deps.Now == nil {
 		deps.Now = time.Now
 	}
+	if cfg.SigningAlgorithm == "" {
+		cfg.SigningAlgorithm = token.EdDSA
+	}
 	a := &App{cfg: cfg, deps: deps, interval: deps.RefreshInterval}
 	if a.interval <= 0 {
 		a.interval = secrets.DefaultRefreshInterval

@@ -94,7 +94,7 @@ type Config struct {
 	// StoreTimeout bounds each DynamoDB call (dynamostore.WithTimeout).
 	StoreTimeout time.Duration
 	// SigningAlgorithm is the one algorithm tokens are signed (auth) and
-	// accepted (every function) with. With RS256 the signing secret holds an
+	// accepted (every function) with; EdDSA when empty. With RS256 the signing secret holds an
 	// RSA private key in PEM, which Bootstrap puts there.
 	SigningAlgorithm token.Algorithm
 }
