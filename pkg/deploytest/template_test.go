@@ -114,6 +114,9 @@ func resolveIfs(v any, conds map[string]bool) any {
 					return resolveIfs(args[2], conds)
 				}
 			}
+			// Left as written, with its branches resolved: an
+			// AWS::NoValue branch stays, or the !If would lose an argument.
+			return map[string]any{"Fn::If": []any{args[0], resolveIfs(args[1], conds), resolveIfs(args[2], conds)}}
 		}
 		out := make(map[string]any, len(v))
 		for k, e := range v {
@@ -286,18 +289,14 @@ func (t template) statementsWith(tb testing.TB, id string, params map[string]str
 	return out
 }
 
-// parameter returns the value of a template parameter: params[name] if
-// set, else its Default.
-func (t template) parameter(tb testing.TB, name string, params map[string]string) string {
+// parameterValue returns the value of a template parameter: params[name]
+// if set, else its Default.
+func (t template) parameterValue(tb testing.TB, name string, params map[string]string) string {
 	tb.Helper()
 	if v, ok := params[name]; ok {
 		return v
 	}
-	p, ok := path(map[string]any(t), "Parameters", name).(map[string]any)
-	if !ok {
-		tb.Fatalf("no parameter %s", name)
-	}
-	return fmt.Sprint(p["Default"])
+	return fmt.Sprint(t.parameter(tb, name)["Default"])
 }
 
 // condition evaluates a condition of the template, of the forms it uses
@@ -312,7 +311,7 @@ func (t template) condition(tb testing.TB, name string, params map[string]string
 	var eval func(v any) bool
 	operand := func(v any) string {
 		if r := refOf(v); r != "" {
-			return t.parameter(tb, r, params)
+			return t.parameterValue(tb, r, params)
 		}
 		s, ok := v.(string)
 		if !ok {
@@ -350,8 +349,10 @@ func (t template) policyStatement(tb testing.TB, id, sid string) map[string]any 
 }
 
 // getenv returns a getenv over a function's env (functionEnv) as a stack
-// with params deploys it: a !Ref to a parameter is the parameter's value,
-// any other value its text, so that a !Ref to a secret is non-empty.
+// with params deploys it: a !Ref to a parameter is the parameter's value;
+// any other value, and a parameter whose value is empty (ExistingTableName,
+// which a stack that uses it sets), is its text, so that a !Ref is
+// non-empty.
 func (t template) getenv(tb testing.TB, env map[string]any, params map[string]string) func(string) string {
 	tb.Helper()
 	return func(k string) string {
@@ -360,7 +361,9 @@ func (t template) getenv(tb testing.TB, env map[string]any, params map[string]st
 			return ""
 		}
 		if r := refOf(v); path(map[string]any(t), "Parameters", r) != nil {
-			return t.parameter(tb, r, params)
+			if p := t.parameterValue(tb, r, params); p != "" {
+				return p
+			}
 		}
 		return fmt.Sprint(v)
 	}

@@ -339,6 +339,14 @@ func (a *App) refresh(ctx context.Context) {
 // case on all but the few requests after a rotation. With a nil prev it
 // publishes the public keys and ensures the bootstrap admin key (auth).
 func (a *App) build(ctx context.Context, cache *secrets.Cache, prev *built) (*built, error) {
+	// Before the cache reads the signing secret: with RS256, a cold start
+	// or a bootstrap (prev nil; each with a fresh cache) first makes it an
+	// RSA key.
+	if a.cfg.Function.SignsTokens() && prev == nil && a.cfg.SigningAlgorithm == token.RS256 {
+		if err := a.ensureRSASigningKey(ctx); err != nil {
+			return nil, err
+		}
+	}
 	// The secrets that are due (all of them at a cold start) are read at
 	// once, concurrently, and the Gets below answer from the cache: a cold
 	// start waits for one round trip to Secrets Manager, not four. A secret
@@ -364,11 +372,6 @@ func (a *App) build(ctx context.Context, cache *secrets.Cache, prev *built) (*bu
 		}
 	}
 	var signing secrets.Value
-	if a.cfg.Function.SignsTokens() && prev == nil && a.cfg.SigningAlgorithm == token.RS256 {
-		if err := a.ensureRSASigningKey(ctx); err != nil {
-			return nil, err
-		}
-	}
 	if a.cfg.Function.SignsTokens() {
 		if signing, err = cache.GetWithPrevious(ctx, a.cfg.SigningKeySecret); err != nil {
 			return nil, fmt.Errorf("read the signing key secret: %w", err)
