@@ -9,6 +9,7 @@ import (
 
 	"latchkey/pkg/lambdaapp"
 	"latchkey/pkg/lambdaapp/replay"
+	"latchkey/pkg/mock"
 	"latchkey/pkg/token"
 )
 
@@ -95,7 +96,7 @@ func TestTemplate_SigningAlgorithm(t *testing.T) {
 		sm := replay.NewSecrets()
 		appCfg := replay.Config(lambdaapp.Auth, "latchkey")
 		appCfg.SigningAlgorithm = alg
-		clock := &fakeClock{t: time.Now()}
+		clock := mock.NewClock(time.Now())
 		app, err := lambdaapp.New(context.Background(), appCfg, lambdaapp.Deps{Store: b.store, Keys: b.keys, Secrets: sm, Logger: discard, Now: clock.Now})
 		if err != nil {
 			t.Fatalf("auth with %s: %v", alg, err)

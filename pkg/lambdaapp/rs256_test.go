@@ -18,6 +18,7 @@ import (
 
 	"latchkey/pkg/lambdaapp"
 	"latchkey/pkg/lambdaapp/replay"
+	"latchkey/pkg/mock"
 	"latchkey/pkg/secrets"
 	"latchkey/pkg/token"
 )
@@ -85,7 +86,7 @@ func TestApp_RS256(t *testing.T) {
 		cfg.SigningAlgorithm = alg
 		return cfg
 	}
-	c := &clock{t: time.Now()}
+	c := mock.NewClock(time.Now())
 	newApp := func(fn lambdaapp.Function, alg token.Algorithm) *lambdaapp.App {
 		t.Helper()
 		a, err := lambdaapp.New(ctx, cfgFor(fn, alg), lambdaapp.Deps{Store: e.store, Keys: e.keys, Secrets: sm, Now: c.Now})
@@ -163,7 +164,7 @@ func TestApp_RS256(t *testing.T) {
 	if _, err := sm.PutSecretValue(ctx, &secretsmanager.PutSecretValueInput{SecretId: aws.String(signingARN), SecretString: aws.String(pemKey)}); err != nil {
 		t.Fatal(err)
 	}
-	c.Add(secrets.DefaultRefreshInterval)
+	c.Advance(secrets.DefaultRefreshInterval)
 	code, body = do(t, auth, "POST", "/v1/auth/token", replay.KeySecret, `{"scopes":["read:users"]}`)
 	newTok, _ := body["access_token"].(string)
 	if code != http.StatusCreated || strings.Split(newTok, ".")[0] == strings.Split(tok, ".")[0] {
