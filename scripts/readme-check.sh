@@ -54,6 +54,7 @@ expect=(
   '"role":"owner"'
   '"code":"email_taken"'
   '"plan":"enterprise"'
+  '"email":"ada.king@example.com","name":"Ada Lovelace","role":"admin","external_id":"crm-4711","metadata":{"plan":"pro","source":"signup"}'
   '"has_more":true'
 )
 for e in "${expect[@]}"; do
@@ -69,6 +70,9 @@ listed=$(grep -n -m1 -F '"data":[{"id":"usr_' "$work/out.txt" | cut -d: -f1)
 revoked=$(grep -n -m1 -F '"revoked":true' "$work/out.txt" | cut -d: -f1)
 [ -n "$listed" ] && [ "$listed" -lt "$revoked" ] || {
   echo "readme-check: step 4 listed no user before the token was revoked:" >&2; cat "$work/out.txt" >&2; exit 1; }
+# The lookup by external id found Ada (a list holding her, not an empty one).
+grep -qE '^\{"data":\[\{"id":"usr_[^"]*","email":"ada@example.com".*"external_id":"crm-4711"' "$work/out.txt" || {
+  echo "readme-check: ?external_id= did not find the user:" >&2; cat "$work/out.txt" >&2; exit 1; }
 # Keys and tokens stay in shell variables: the walk-through writes no file
 # into the directory it runs in, which for a reader is the checkout.
 written=$(cd "$work" && ls -A | grep -vxE 'quickstart\.sh|latchkey|data|server\.log|out\.txt' || true)

@@ -129,7 +129,7 @@ func TestServer_ProtocolErrors(t *testing.T) {
 			{"unknown method", "BREW /v1/users HTTP/1.1\r\nHost: x\r\n" + auth + "\r\n", http.StatusMethodNotAllowed, "method_not_allowed", false},
 			{"lower-case method", "get /v1/users HTTP/1.1\r\nHost: x\r\n" + auth + "\r\n", http.StatusMethodNotAllowed, "method_not_allowed", false},
 			{"HTTP/1.0 without Host", "GET /v1/users HTTP/1.0\r\n\r\n", http.StatusUnauthorized, "unauthorized", false},
-			{"unknown query parameter", "GET /v1/organizations?slug=x HTTP/1.1\r\nHost: x\r\n" + auth + "\r\n", http.StatusBadRequest, "invalid_request", false},
+			{"unknown query parameter", "GET /v1/organizations?plan=x HTTP/1.1\r\nHost: x\r\n" + auth + "\r\n", http.StatusBadRequest, "invalid_request", false},
 			{"malformed chunk", "POST /v1/users HTTP/1.1\r\nHost: x\r\n" + auth + "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n", http.StatusBadRequest, "invalid_request", false},
 			{"body shorter than its Content-Length", "POST /v1/users HTTP/1.1\r\nHost: x\r\n" + auth + "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{}", http.StatusBadRequest, "invalid_request", true},
 			{"body over the limit", post(bigBody), http.StatusRequestEntityTooLarge, "payload_too_large", false},

@@ -117,7 +117,7 @@ func TestService_ListPaging(t *testing.T) {
 			}
 		}
 		one := account.PageRequest{Limit: "1"}
-		orgs, err := e.svc.ListOrganizations(e.ctx, e.admin, one)
+		orgs, err := e.svc.ListOrganizations(e.ctx, e.admin, account.OrganizationQuery{PageRequest: one})
 		if err != nil || orgs.NextCursor == "" {
 			t.Fatalf("ListOrganizations: %+v, %v", orgs, err)
 		}

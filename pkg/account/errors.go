@@ -20,6 +20,7 @@ const (
 	CodeEmailTaken           Code = "email_taken"
 	CodeSlugTaken            Code = "slug_taken"
 	CodeAlreadyMember        Code = "already_member"
+	CodeExternalIDTaken      Code = "external_id_taken"
 	CodePayloadTooLarge      Code = "payload_too_large"
 	CodeUnsupportedMediaType Code = "unsupported_media_type"
 	CodeUnavailable          Code = "unavailable"
@@ -117,6 +118,18 @@ func ErrEmailTaken() *Error {
 // ErrSlugTaken is CodeSlugTaken: another organization has the slug.
 func ErrSlugTaken() *Error {
 	return Errorf(CodeSlugTaken, "another organization has this slug")
+}
+
+// ErrUserExternalIDTaken is CodeExternalIDTaken: another user has the
+// external id.
+func ErrUserExternalIDTaken() *Error {
+	return Errorf(CodeExternalIDTaken, "another user has this external_id")
+}
+
+// ErrOrganizationExternalIDTaken is CodeExternalIDTaken: another
+// organization has the external id.
+func ErrOrganizationExternalIDTaken() *Error {
+	return Errorf(CodeExternalIDTaken, "another organization has this external_id")
 }
 
 // ErrAlreadyMember is CodeAlreadyMember: the membership exists.

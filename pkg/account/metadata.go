@@ -76,3 +76,12 @@ func (m Metadata) check(field string, problems *Problems) {
 		problems.Add(field, fmt.Sprintf("must be at most %d bytes in all (keys and values, UTF-8); it has %d", MaxMetadataBytes, total))
 	}
 }
+
+// normalized returns a copy of m that shares nothing with the caller's map,
+// or nil when m is empty: the one stored form of "no metadata".
+func (m Metadata) normalized() Metadata {
+	if len(m) == 0 {
+		return nil
+	}
+	return maps.Clone(m)
+}

@@ -4,9 +4,20 @@ import "context"
 
 // NewOrganization describes an organization to create.
 type NewOrganization struct {
-	Name string
+	Name       string
+	Slug       string
+	Plan       string // "" means DefaultPlan
+	ExternalID string // "" means none
+	Metadata   Metadata
+}
+
+// OrganizationQuery filters and pages the organization list.
+type OrganizationQuery struct {
+	PageRequest
+	// Slug, when set, finds the one organization with that slug.
 	Slug string
-	Plan string // "" means DefaultPlan
+	// ExternalID, when set, finds the one organization with that external id.
+	ExternalID string
 }
 
 // OrganizationUpdate holds the fields of an organization that can change;
@@ -14,6 +25,10 @@ type NewOrganization struct {
 type OrganizationUpdate struct {
 	Name *string
 	Plan *string
+	// ExternalID replaces the external id; "" removes it.
+	ExternalID *string
+	// Metadata replaces the metadata whole; nil or empty removes it.
+	Metadata *Metadata
 }
 
 // CreateOrganization creates an organization. CodeInsufficientScope,
@@ -33,6 +48,9 @@ func (s *Service) CreateOrganization(ctx context.Context, p Principal, req NewOr
 		UpdatedAt: now,
 	}
 	checkSlug("slug", req.Slug, &problems)
+	o.ExternalID = checkExternalID("external_id", req.ExternalID, &problems)
+	req.Metadata.check("metadata", &problems)
+	o.Metadata = req.Metadata.normalized()
 	if err := problems.Err(); err != nil {
 		return Organization{}, err
 	}
@@ -54,15 +72,34 @@ func (s *Service) GetOrganization(ctx context.Context, p Principal, id string) (
 	return o, storeErr(err)
 }
 
-// ListOrganizations lists organizations, newest first.
-// CodeInsufficientScope, CodeInvalidRequest.
-func (s *Service) ListOrganizations(ctx context.Context, p Principal, r PageRequest) (List[Organization], error) {
+// ListOrganizations lists organizations newest first, or finds one by slug
+// or by external id: a lookup is strongly consistent, and its list holds
+// the one organization or none. CodeInsufficientScope, CodeInvalidRequest.
+func (s *Service) ListOrganizations(ctx context.Context, p Principal, q OrganizationQuery) (List[Organization], error) {
 	if err := p.Authorize(OpListOrganizations); err != nil {
 		return List[Organization]{}, err
 	}
-	params, err := s.cursors.params("organizations", r)
+	params, err := s.cursors.params("organizations", q.PageRequest)
 	if err != nil {
 		return List[Organization]{}, err
+	}
+	var problems Problems
+	switch {
+	case q.Slug != "" && q.ExternalID != "":
+		problems.Add("external_id", "cannot be given with slug: look an organization up by one of them")
+		return List[Organization]{}, problems.Err()
+	case q.Slug != "":
+		checkSlug("slug", q.Slug, &problems)
+		if err := problems.Err(); err != nil {
+			return List[Organization]{}, err
+		}
+		return lookup(s.store.GetOrganizationBySlug(ctx, q.Slug))
+	case q.ExternalID != "":
+		id := checkExternalID("external_id", q.ExternalID, &problems)
+		if err := problems.Err(); err != nil {
+			return List[Organization]{}, err
+		}
+		return lookup(s.store.GetOrganizationByExternalID(ctx, id))
 	}
 	page, err := s.store.ListOrganizations(ctx, params)
 	if err != nil {
@@ -71,8 +108,10 @@ func (s *Service) ListOrganizations(ctx context.Context, p Principal, r PageRequ
 	return toList(s.cursors, "organizations", page), nil
 }
 
-// UpdateOrganization changes an organization's name or plan.
-// CodeInsufficientScope, CodeNotFound, CodeInvalidRequest.
+// UpdateOrganization changes the given fields of an organization, and only
+// those, in one atomic step; a new external id is claimed and the old one
+// freed in that step. CodeInsufficientScope, CodeNotFound,
+// CodeInvalidRequest, CodeExternalIDTaken.
 func (s *Service) UpdateOrganization(ctx context.Context, p Principal, id string, req OrganizationUpdate) (Organization, error) {
 	if err := p.Authorize(OpUpdateOrganization); err != nil {
 		return Organization{}, err
@@ -80,11 +119,11 @@ func (s *Service) UpdateOrganization(ctx context.Context, p Principal, id string
 	if !ValidID(PrefixOrganization, id) {
 		return Organization{}, ErrOrganizationNotFound()
 	}
+	if req == (OrganizationUpdate{}) {
+		return Organization{}, errNothingToChange
+	}
 	var problems Problems
 	var name, plan string
-	if req.Name == nil && req.Plan == nil {
-		problems.Add("name", "at least one of name and plan is required")
-	}
 	if req.Name != nil {
 		name = normalizeName("name", *req.Name, &problems)
 	}
@@ -94,12 +133,23 @@ func (s *Service) UpdateOrganization(ctx context.Context, p Principal, id string
 		}
 		plan = normalizeChoice("plan", *req.Plan, DefaultPlan, Plans, &problems)
 	}
+	var ext *string
+	if req.ExternalID != nil {
+		e := checkExternalID("external_id", *req.ExternalID, &problems)
+		ext = &e
+	}
+	var metadata *Metadata
+	if req.Metadata != nil {
+		req.Metadata.check("metadata", &problems)
+		m := req.Metadata.normalized()
+		metadata = &m
+	}
 	if err := problems.Err(); err != nil {
 		return Organization{}, err
 	}
 	// The store applies the patch atomically: a concurrent PATCH of the
 	// other field cannot be overwritten with a value read before it.
-	patch := OrganizationPatch{UpdatedAt: s.now()}
+	patch := OrganizationPatch{ExternalID: ext, Metadata: metadata, UpdatedAt: s.now()}
 	if req.Name != nil {
 		patch.Name = &name
 	}

@@ -52,6 +52,17 @@ func TestService_CreateOrganization(t *testing.T) {
 		_, err := e.svc.CreateOrganization(e.ctx, e.admin, account.NewOrganization{Name: "Org", Slug: "org", Plan: "gold"})
 		wantFields(t, err, "plan")
 	})
+	t.Run("ExternalIDAndMetadata", func(t *testing.T) {
+		e := newEnv(t)
+		o, err := e.svc.CreateOrganization(e.ctx, e.admin, account.NewOrganization{Name: "Org", Slug: "org", ExternalID: "acct_9", Metadata: account.Metadata{"region": "eu"}})
+		if err != nil || o.ExternalID != "acct_9" || o.Metadata["region"] != "eu" {
+			t.Fatalf("CreateOrganization: got %+v, %v", o, err)
+		}
+		_, err = e.svc.CreateOrganization(e.ctx, e.admin, account.NewOrganization{Name: "Other", Slug: "other", ExternalID: "acct_9"})
+		wantCode(t, err, account.CodeExternalIDTaken)
+		_, err = e.svc.CreateOrganization(e.ctx, e.admin, account.NewOrganization{Name: "Other", Slug: "other", ExternalID: strings.Repeat("x", 257), Metadata: account.Metadata{strings.Repeat("k", 41): "v"}})
+		wantFields(t, err, "external_id", "metadata")
+	})
 	t.Run("ErrInsufficientScope", func(t *testing.T) {
 		e := newEnv(t)
 		p, _ := e.key(t, "", account.ScopeReadOrganizations, account.ScopeWriteUsers)
@@ -60,7 +71,60 @@ func TestService_CreateOrganization(t *testing.T) {
 	})
 }
 
+func TestService_ListOrganizations(t *testing.T) {
+	t.Run("BySlugAndExternalID", func(t *testing.T) {
+		e := newEnv(t)
+		o, err := e.svc.CreateOrganization(e.ctx, e.admin, account.NewOrganization{Name: "Engines", Slug: "engines", ExternalID: "acct_9"})
+		if err != nil {
+			t.Fatalf("CreateOrganization: %v", err)
+		}
+		e.org(t, "other")
+		for _, q := range []account.OrganizationQuery{{Slug: "engines"}, {ExternalID: "acct_9"}} {
+			list, err := e.svc.ListOrganizations(e.ctx, e.admin, q)
+			if err != nil || len(list.Items) != 1 || list.Items[0].ID != o.ID || list.HasMore {
+				t.Errorf("ListOrganizations(%+v): got %+v, %v; want only %s", q, list, err, o.ID)
+			}
+		}
+		for _, q := range []account.OrganizationQuery{{Slug: "nobody"}, {ExternalID: "ACCT_9"}} {
+			list, err := e.svc.ListOrganizations(e.ctx, e.admin, q)
+			if err != nil || list.Items == nil || len(list.Items) != 0 {
+				t.Errorf("ListOrganizations(%+v): got %+v, %v; want an empty, non-nil list", q, list, err)
+			}
+		}
+		_, err = e.svc.ListOrganizations(e.ctx, e.admin, account.OrganizationQuery{Slug: "Not A Slug"})
+		wantFields(t, err, "slug")
+		_, err = e.svc.ListOrganizations(e.ctx, e.admin, account.OrganizationQuery{Slug: "engines", ExternalID: "acct_9"})
+		wantFields(t, err, "external_id")
+	})
+}
+
 func TestService_UpdateOrganization(t *testing.T) {
+	t.Run("ExternalIDAndMetadata", func(t *testing.T) {
+		e := newEnv(t)
+		o := e.org(t, "engines")
+		other, err := e.svc.CreateOrganization(e.ctx, e.admin, account.NewOrganization{Name: "Other", Slug: "other", ExternalID: "acct_1"})
+		if err != nil {
+			t.Fatalf("CreateOrganization: %v", err)
+		}
+		got, err := e.svc.UpdateOrganization(e.ctx, e.admin, o.ID, account.OrganizationUpdate{ExternalID: ptr("acct_2"), Metadata: &account.Metadata{"region": "eu"}})
+		if err != nil || got.ExternalID != "acct_2" || got.Metadata["region"] != "eu" || got.Name != o.Name || got.Plan != o.Plan {
+			t.Fatalf("UpdateOrganization: got %+v, %v", got, err)
+		}
+		_, err = e.svc.UpdateOrganization(e.ctx, e.admin, o.ID, account.OrganizationUpdate{ExternalID: ptr("acct_1"), Name: ptr("Not Applied")})
+		wantCode(t, err, account.CodeExternalIDTaken)
+		// Moving an external id frees the old one at once.
+		if _, err := e.svc.UpdateOrganization(e.ctx, e.admin, other.ID, account.OrganizationUpdate{ExternalID: ptr("")}); err != nil {
+			t.Fatalf("UpdateOrganization removing the external id: %v", err)
+		}
+		got, err = e.svc.UpdateOrganization(e.ctx, e.admin, o.ID, account.OrganizationUpdate{ExternalID: ptr("acct_1"), Metadata: &account.Metadata{}})
+		if err != nil || got.ExternalID != "acct_1" || got.Metadata != nil || got.Name != o.Name {
+			t.Fatalf("UpdateOrganization to the freed external id: got %+v, %v", got, err)
+		}
+		list, err := e.svc.ListOrganizations(e.ctx, e.admin, account.OrganizationQuery{ExternalID: "acct_2"})
+		if err != nil || len(list.Items) != 0 {
+			t.Errorf("the old external id still finds %+v, %v", list, err)
+		}
+	})
 	t.Run("OK", func(t *testing.T) {
 		e := newEnv(t)
 		o := e.org(t, "engines")

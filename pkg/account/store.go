@@ -49,14 +49,27 @@ type Page[T any] struct {
 type OrganizationPatch struct {
 	Name *string
 	Plan *string
+	// ExternalID replaces the external id; "" removes it. The store claims
+	// the new one and frees the old one in the same atomic step as the rest
+	// of the patch. CodeExternalIDTaken.
+	ExternalID *string
+	// Metadata replaces the metadata whole; nil or empty removes it.
+	Metadata *Metadata
 	// UpdatedAt is always written.
 	UpdatedAt time.Time
 }
 
-// UserPatch is a change to a user, applied as OrganizationPatch is. The
-// role is left out: the API cannot change it.
+// UserPatch is a change to a user, applied as OrganizationPatch is.
 type UserPatch struct {
 	Name *string
+	Role *string
+	// Email moves the user to another (lower-cased) address: the store
+	// claims it and frees the old one in the same atomic step as the rest
+	// of the patch. CodeEmailTaken.
+	Email *string
+	// ExternalID and Metadata: as in OrganizationPatch.
+	ExternalID *string
+	Metadata   *Metadata
 	// UpdatedAt is always written.
 	UpdatedAt time.Time
 }
@@ -71,43 +84,55 @@ type MemberPatch struct {
 // Store persists the domain. Implementations enforce uniqueness and the
 // atomicity of multi-item writes; every other rule lives in Service.
 //
-// Errors: methods return CodeNotFound, CodeEmailTaken, CodeSlugTaken or
-// CodeAlreadyMember as documented, each built by its constructor
+// Errors: methods return CodeNotFound, CodeEmailTaken, CodeSlugTaken,
+// CodeExternalIDTaken or CodeAlreadyMember as documented, each built by its
+// constructor
 // (ErrUserNotFound for a user, ErrOrganizationNotFound, ErrEmailTaken, …)
 // so that the message a client reads is the domain's, not the store's;
 // CodeUnavailable when the backend asks to retry later or does not answer
 // in time, and CodeInternal (or any other error) otherwise. A store that watches ctx returns an error
 // wrapping ctx.Err(), with no code, when ctx ends before it has finished.
 type Store interface {
-	// CreateUser stores a new user and claims its e-mail. CodeEmailTaken if
-	// another user has the e-mail.
+	// CreateUser stores a new user and claims its e-mail and its external
+	// id, if it has one. CodeEmailTaken if another user has the e-mail,
+	// CodeExternalIDTaken if another user has the external id.
 	CreateUser(ctx context.Context, u User) error
 	// GetUser returns a user. CodeNotFound.
 	GetUser(ctx context.Context, id string) (User, error)
 	// GetUserByEmail returns the user with the (lower-cased) e-mail, read
 	// strongly consistently. CodeNotFound.
 	GetUserByEmail(ctx context.Context, email string) (User, error)
+	// GetUserByExternalID returns the user with the external id, read
+	// strongly consistently. CodeNotFound.
+	GetUserByExternalID(ctx context.Context, externalID string) (User, error)
 	// UpdateUser applies patch to the user with the given id atomically, in
-	// the store, and returns the user as the patch left it. CodeNotFound.
+	// the store, and returns the user as the patch left it. CodeNotFound,
+	// CodeEmailTaken, CodeExternalIDTaken.
 	UpdateUser(ctx context.Context, id string, patch UserPatch) (User, error)
-	// DeleteUser deletes a user, its memberships and its e-mail claim.
-	// CodeNotFound.
+	// DeleteUser deletes a user, its memberships and its e-mail and
+	// external id claims. CodeNotFound.
 	DeleteUser(ctx context.Context, id string) error
 	// ListUsers lists users, newest first.
 	ListUsers(ctx context.Context, p ListParams) (Page[User], error)
 
-	// CreateOrganization stores a new organization and claims its slug.
-	// CodeSlugTaken.
+	// CreateOrganization stores a new organization and claims its slug and
+	// its external id, if it has one. CodeSlugTaken, CodeExternalIDTaken.
 	CreateOrganization(ctx context.Context, o Organization) error
 	// GetOrganization returns an organization. CodeNotFound.
 	GetOrganization(ctx context.Context, id string) (Organization, error)
+	// GetOrganizationBySlug returns the organization with the slug, read
+	// strongly consistently. CodeNotFound.
+	GetOrganizationBySlug(ctx context.Context, slug string) (Organization, error)
+	// GetOrganizationByExternalID returns the organization with the
+	// external id, read strongly consistently. CodeNotFound.
+	GetOrganizationByExternalID(ctx context.Context, externalID string) (Organization, error)
 	// UpdateOrganization applies patch to the organization with the given id
 	// atomically, in the store, and returns the organization as the patch
 	// left it. CodeNotFound, also for an organization whose deletion has
-	// begun.
+	// begun; CodeExternalIDTaken.
 	UpdateOrganization(ctx context.Context, id string, patch OrganizationPatch) (Organization, error)
 	// DeleteOrganization deletes an organization, its memberships and its
-	// slug claim. CodeNotFound.
+	// slug and external id claims. CodeNotFound.
 	DeleteOrganization(ctx context.Context, id string) error
 	// ListOrganizations lists organizations, newest first.
 	ListOrganizations(ctx context.Context, p ListParams) (Page[Organization], error)

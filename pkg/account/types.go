@@ -4,22 +4,30 @@ import "time"
 
 // User is a person with an account.
 type User struct {
-	ID        string
-	Email     string // lower-cased; unique
-	Name      string
-	Role      string // one of UserRoles
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	ID    string
+	Email string // lower-cased; unique
+	Name  string
+	Role  string // one of UserRoles
+	// ExternalID is the integrator's own identifier for the user, unique
+	// among users (ValidExternalID); "" when there is none.
+	ExternalID string
+	Metadata   Metadata // nil when there is none
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
 }
 
 // Organization groups users.
 type Organization struct {
-	ID        string
-	Name      string
-	Slug      string // unique
-	Plan      string // one of Plans
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	ID   string
+	Name string
+	Slug string // unique
+	Plan string // one of Plans
+	// ExternalID is the integrator's own identifier for the organization,
+	// unique among organizations; "" when there is none.
+	ExternalID string
+	Metadata   Metadata // nil when there is none
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
 }
 
 // Membership says that a user belongs to an organization with a role.

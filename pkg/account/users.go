@@ -1,12 +1,17 @@
 package account
 
-import "context"
+import (
+	"context"
+	"strings"
+)
 
 // NewUser describes a user to create.
 type NewUser struct {
-	Email string
-	Name  string
-	Role  string // "" means DefaultUserRole
+	Email      string
+	Name       string
+	Role       string // "" means DefaultUserRole
+	ExternalID string // "" means none
+	Metadata   Metadata
 }
 
 // UserQuery filters and pages the user list.
@@ -14,6 +19,8 @@ type UserQuery struct {
 	PageRequest
 	// Email, when set, finds the one user with that address, ignoring case.
 	Email string
+	// ExternalID, when set, finds the one user with that external id.
+	ExternalID string
 }
 
 // CreateUser creates a user. CodeInsufficientScope, CodeInvalidRequest,
@@ -32,6 +39,9 @@ func (s *Service) CreateUser(ctx context.Context, p Principal, req NewUser) (Use
 		CreatedAt: now,
 		UpdatedAt: now,
 	}
+	u.ExternalID = checkExternalID("external_id", req.ExternalID, &problems)
+	req.Metadata.check("metadata", &problems)
+	u.Metadata = req.Metadata.normalized()
 	if err := problems.Err(); err != nil {
 		return User{}, err
 	}
@@ -53,8 +63,9 @@ func (s *Service) GetUser(ctx context.Context, p Principal, id string) (User, er
 	return u, storeErr(err)
 }
 
-// ListUsers lists users newest first, or finds one by e-mail.
-// CodeInsufficientScope, CodeInvalidRequest.
+// ListUsers lists users newest first, or finds one by e-mail or by
+// external id: a lookup is strongly consistent, and its list holds the one
+// user or none. CodeInsufficientScope, CodeInvalidRequest.
 func (s *Service) ListUsers(ctx context.Context, p Principal, q UserQuery) (List[User], error) {
 	if err := p.Authorize(OpListUsers); err != nil {
 		return List[User]{}, err
@@ -63,20 +74,23 @@ func (s *Service) ListUsers(ctx context.Context, p Principal, q UserQuery) (List
 	if err != nil {
 		return List[User]{}, err
 	}
-	if q.Email != "" {
-		var problems Problems
+	var problems Problems
+	switch {
+	case q.Email != "" && q.ExternalID != "":
+		problems.Add("external_id", "cannot be given with email: look a user up by one of them")
+		return List[User]{}, problems.Err()
+	case q.Email != "":
 		email := normalizeEmail("email", q.Email, &problems)
 		if err := problems.Err(); err != nil {
 			return List[User]{}, err
 		}
-		u, err := s.store.GetUserByEmail(ctx, email)
-		switch {
-		case IsCode(err, CodeNotFound):
-			return List[User]{Items: []User{}}, nil
-		case err != nil:
-			return List[User]{}, storeErr(err)
+		return lookup(s.store.GetUserByEmail(ctx, email))
+	case q.ExternalID != "":
+		id := checkExternalID("external_id", q.ExternalID, &problems)
+		if err := problems.Err(); err != nil {
+			return List[User]{}, err
 		}
-		return List[User]{Items: []User{u}}, nil
+		return lookup(s.store.GetUserByExternalID(ctx, id))
 	}
 	page, err := s.store.ListUsers(ctx, params)
 	if err != nil {
@@ -85,13 +99,34 @@ func (s *Service) ListUsers(ctx context.Context, p Principal, q UserQuery) (List
 	return toList(s.cursors, "users", page), nil
 }
 
-// UserUpdate holds the fields of a user that can change.
-type UserUpdate struct {
-	Name string
+// lookup turns the result of a store's lookup by a unique value into a
+// list of that one item, or of none when it is not found.
+func lookup[T any](item T, err error) (List[T], error) {
+	switch {
+	case IsCode(err, CodeNotFound):
+		return List[T]{Items: []T{}}, nil
+	case err != nil:
+		return List[T]{}, storeErr(err)
+	}
+	return List[T]{Items: []T{item}}, nil
 }
 
-// UpdateUser changes a user's name. CodeInsufficientScope, CodeNotFound,
-// CodeInvalidRequest.
+// UserUpdate holds the fields of a user that can change; nil leaves a
+// field as it is.
+type UserUpdate struct {
+	Name  *string
+	Role  *string
+	Email *string
+	// ExternalID replaces the external id; "" removes it.
+	ExternalID *string
+	// Metadata replaces the metadata whole; nil or empty removes it.
+	Metadata *Metadata
+}
+
+// UpdateUser changes the given fields of a user, and only those, in one
+// atomic step; a new e-mail or external id is claimed and the old one freed
+// in that step. CodeInsufficientScope, CodeNotFound, CodeInvalidRequest,
+// CodeEmailTaken, CodeExternalIDTaken.
 func (s *Service) UpdateUser(ctx context.Context, p Principal, id string, req UserUpdate) (User, error) {
 	if err := p.Authorize(OpUpdateUser); err != nil {
 		return User{}, err
@@ -99,12 +134,39 @@ func (s *Service) UpdateUser(ctx context.Context, p Principal, id string, req Us
 	if !ValidID(PrefixUser, id) {
 		return User{}, ErrUserNotFound()
 	}
+	if req == (UserUpdate{}) {
+		return User{}, errNothingToChange
+	}
 	var problems Problems
-	name := normalizeName("name", req.Name, &problems)
+	patch := UserPatch{UpdatedAt: s.now()}
+	if req.Name != nil {
+		name := normalizeName("name", *req.Name, &problems)
+		patch.Name = &name
+	}
+	if req.Role != nil {
+		if *req.Role == "" {
+			problems.Add("role", "must be one of "+strings.Join(UserRoles, ", "))
+		}
+		role := normalizeChoice("role", *req.Role, "", UserRoles, &problems)
+		patch.Role = &role
+	}
+	if req.Email != nil {
+		email := normalizeEmail("email", *req.Email, &problems)
+		patch.Email = &email
+	}
+	if req.ExternalID != nil {
+		ext := checkExternalID("external_id", *req.ExternalID, &problems)
+		patch.ExternalID = &ext
+	}
+	if req.Metadata != nil {
+		req.Metadata.check("metadata", &problems)
+		m := req.Metadata.normalized()
+		patch.Metadata = &m
+	}
 	if err := problems.Err(); err != nil {
 		return User{}, err
 	}
-	u, err := s.store.UpdateUser(ctx, id, UserPatch{Name: &name, UpdatedAt: s.now()})
+	u, err := s.store.UpdateUser(ctx, id, patch)
 	if err != nil {
 		return User{}, storeErr(err)
 	}

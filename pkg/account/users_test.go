@@ -97,6 +97,47 @@ func TestService_CreateUser(t *testing.T) {
 		_, err := e.svc.CreateUser(e.ctx, e.admin, account.NewUser{Email: "nope", Name: "", Role: "root"})
 		wantFields(t, err, "email", "name", "role")
 	})
+	t.Run("ExternalIDAndMetadata", func(t *testing.T) {
+		e := newEnv(t)
+		meta := account.Metadata{"crm": "hubspot:42", "tier": "gold"}
+		u, err := e.svc.CreateUser(e.ctx, e.admin, account.NewUser{Email: "ada@example.com", Name: "Ada", ExternalID: "CRM-42", Metadata: meta})
+		if err != nil {
+			t.Fatalf("CreateUser: %v", err)
+		}
+		meta["tier"] = "changed after the call"
+		got, err := e.svc.GetUser(e.ctx, e.admin, u.ID)
+		if err != nil {
+			t.Fatalf("GetUser: %v", err)
+		}
+		if got.ExternalID != "CRM-42" || len(got.Metadata) != 2 || got.Metadata["tier"] != "gold" {
+			t.Errorf("got external id %q, metadata %v; want CRM-42 and the metadata as sent", got.ExternalID, got.Metadata)
+		}
+		// Empty metadata is none.
+		u, err = e.svc.CreateUser(e.ctx, e.admin, account.NewUser{Email: "bob@example.com", Name: "Bob", Metadata: account.Metadata{}})
+		if err != nil || u.Metadata != nil || u.ExternalID != "" {
+			t.Errorf("CreateUser with empty metadata: got %+v, %v; want no metadata and no external id", u, err)
+		}
+	})
+	t.Run("ErrExternalIDTaken", func(t *testing.T) {
+		// External ids are compared with their case, and only among users.
+		e := newEnv(t)
+		if _, err := e.svc.CreateUser(e.ctx, e.admin, account.NewUser{Email: "ada@example.com", Name: "Ada", ExternalID: "crm-42"}); err != nil {
+			t.Fatalf("CreateUser: %v", err)
+		}
+		_, err := e.svc.CreateUser(e.ctx, e.admin, account.NewUser{Email: "bob@example.com", Name: "Bob", ExternalID: "crm-42"})
+		wantCode(t, err, account.CodeExternalIDTaken)
+		if _, err := e.svc.CreateUser(e.ctx, e.admin, account.NewUser{Email: "bob@example.com", Name: "Bob", ExternalID: "CRM-42"}); err != nil {
+			t.Errorf("CreateUser with the external id in other case: %v", err)
+		}
+		if _, err := e.svc.CreateOrganization(e.ctx, e.admin, account.NewOrganization{Name: "Org", Slug: "org", ExternalID: "crm-42"}); err != nil {
+			t.Errorf("CreateOrganization with a user's external id: %v", err)
+		}
+	})
+	t.Run("ErrInvalidExternalIDAndMetadata", func(t *testing.T) {
+		e := newEnv(t)
+		_, err := e.svc.CreateUser(e.ctx, e.admin, account.NewUser{Email: "ada@example.com", Name: "Ada", ExternalID: " x", Metadata: account.Metadata{"k": strings.Repeat("v", 501)}})
+		wantFields(t, err, "external_id", "metadata.k")
+	})
 	t.Run("ErrInsufficientScope", func(t *testing.T) {
 		e := newEnv(t)
 		p, _ := e.key(t, "", account.ScopeReadUsers)
@@ -136,6 +177,26 @@ func TestService_ListUsers(t *testing.T) {
 		_, err = e.svc.ListUsers(e.ctx, e.admin, account.UserQuery{Email: "not an address"})
 		wantFields(t, err, "email")
 	})
+	t.Run("ByExternalID", func(t *testing.T) {
+		e := newEnv(t)
+		u, err := e.svc.CreateUser(e.ctx, e.admin, account.NewUser{Email: "ada@example.com", Name: "Ada", ExternalID: "crm-42"})
+		if err != nil {
+			t.Fatalf("CreateUser: %v", err)
+		}
+		e.user(t, "bob@example.com")
+		list, err := e.svc.ListUsers(e.ctx, e.admin, account.UserQuery{ExternalID: "crm-42"})
+		if err != nil || len(list.Items) != 1 || list.Items[0].ID != u.ID || list.HasMore {
+			t.Errorf("ListUsers(external_id): got %+v, %v; want only %s", list, err, u.ID)
+		}
+		list, err = e.svc.ListUsers(e.ctx, e.admin, account.UserQuery{ExternalID: "CRM-42"})
+		if err != nil || list.Items == nil || len(list.Items) != 0 {
+			t.Errorf("ListUsers of an unknown external id: got %+v, %v; want an empty, non-nil list", list, err)
+		}
+		_, err = e.svc.ListUsers(e.ctx, e.admin, account.UserQuery{ExternalID: "tab\there"})
+		wantFields(t, err, "external_id")
+		_, err = e.svc.ListUsers(e.ctx, e.admin, account.UserQuery{Email: "ada@example.com", ExternalID: "crm-42"})
+		wantFields(t, err, "external_id")
+	})
 	t.Run("ErrInsufficientScope", func(t *testing.T) {
 		e := newEnv(t)
 		p, _ := e.key(t, "", account.ScopeWriteUsers)
@@ -149,7 +210,7 @@ func TestService_UpdateUser(t *testing.T) {
 		e := newEnv(t)
 		u := e.user(t, "ada@example.com")
 		e.clock.Advance(time.Second)
-		got, err := e.svc.UpdateUser(e.ctx, e.admin, u.ID, account.UserUpdate{Name: " Ada King "})
+		got, err := e.svc.UpdateUser(e.ctx, e.admin, u.ID, account.UserUpdate{Name: ptr(" Ada King ")})
 		if err != nil {
 			t.Fatalf("UpdateUser: %v", err)
 		}
@@ -157,15 +218,86 @@ func TestService_UpdateUser(t *testing.T) {
 			t.Errorf("got %+v; want name changed, e-mail and created_at kept", got)
 		}
 	})
+	t.Run("EveryField", func(t *testing.T) {
+		e := newEnv(t)
+		u := e.user(t, "ada@example.com")
+		e.clock.Advance(time.Second)
+		got, err := e.svc.UpdateUser(e.ctx, e.admin, u.ID, account.UserUpdate{
+			Role: ptr("admin"), Email: ptr("Ada.King@Example.com"), ExternalID: ptr("crm-42"), Metadata: &account.Metadata{"tier": "gold"},
+		})
+		if err != nil {
+			t.Fatalf("UpdateUser: %v", err)
+		}
+		want := u
+		want.Role, want.Email, want.ExternalID, want.Metadata, want.UpdatedAt = "admin", "ada.king@example.com", "crm-42", account.Metadata{"tier": "gold"}, e.svc.Now()
+		if got.Role != want.Role || got.Email != want.Email || got.ExternalID != want.ExternalID || got.Metadata["tier"] != "gold" || got.Name != u.Name || !got.UpdatedAt.Equal(want.UpdatedAt) {
+			t.Errorf("got %+v, want %+v", got, want)
+		}
+		// The old address is free at once, the new one taken.
+		if _, err := e.svc.CreateUser(e.ctx, e.admin, account.NewUser{Email: "ada@example.com", Name: "Another Ada"}); err != nil {
+			t.Errorf("CreateUser with the old address: %v", err)
+		}
+		_, err = e.svc.CreateUser(e.ctx, e.admin, account.NewUser{Email: "ada.king@example.com", Name: "Another Ada"})
+		wantCode(t, err, account.CodeEmailTaken)
+		list, err := e.svc.ListUsers(e.ctx, e.admin, account.UserQuery{ExternalID: "crm-42"})
+		if err != nil || len(list.Items) != 1 || list.Items[0].ID != u.ID {
+			t.Errorf("ListUsers(external_id) after the update: got %+v, %v", list, err)
+		}
+	})
+	t.Run("RemoveExternalIDAndMetadata", func(t *testing.T) {
+		e := newEnv(t)
+		u, err := e.svc.CreateUser(e.ctx, e.admin, account.NewUser{Email: "ada@example.com", Name: "Ada", ExternalID: "crm-42", Metadata: account.Metadata{"a": "b"}})
+		if err != nil {
+			t.Fatalf("CreateUser: %v", err)
+		}
+		got, err := e.svc.UpdateUser(e.ctx, e.admin, u.ID, account.UserUpdate{ExternalID: ptr(""), Metadata: &account.Metadata{}})
+		if err != nil || got.ExternalID != "" || got.Metadata != nil {
+			t.Fatalf("UpdateUser: got %+v, %v; want no external id and no metadata", got, err)
+		}
+		if _, err := e.svc.CreateUser(e.ctx, e.admin, account.NewUser{Email: "bob@example.com", Name: "Bob", ExternalID: "crm-42"}); err != nil {
+			t.Errorf("CreateUser with the freed external id: %v", err)
+		}
+	})
+	t.Run("ErrTaken", func(t *testing.T) {
+		e := newEnv(t)
+		u := e.user(t, "ada@example.com")
+		if _, err := e.svc.CreateUser(e.ctx, e.admin, account.NewUser{Email: "bob@example.com", Name: "Bob", ExternalID: "crm-7"}); err != nil {
+			t.Fatalf("CreateUser: %v", err)
+		}
+		_, err := e.svc.UpdateUser(e.ctx, e.admin, u.ID, account.UserUpdate{Email: ptr("BOB@example.com"), Name: ptr("Not Applied")})
+		wantCode(t, err, account.CodeEmailTaken)
+		_, err = e.svc.UpdateUser(e.ctx, e.admin, u.ID, account.UserUpdate{ExternalID: ptr("crm-7"), Name: ptr("Not Applied")})
+		wantCode(t, err, account.CodeExternalIDTaken)
+		got, err := e.svc.GetUser(e.ctx, e.admin, u.ID)
+		if err != nil || got.Name != u.Name || got.Email != u.Email || got.ExternalID != "" {
+			t.Errorf("after refused updates: got %+v, %v; want the user unchanged", got, err)
+		}
+	})
+	t.Run("ErrNothingToChange", func(t *testing.T) {
+		e := newEnv(t)
+		u := e.user(t, "ada@example.com")
+		_, err := e.svc.UpdateUser(e.ctx, e.admin, u.ID, account.UserUpdate{})
+		wantCode(t, err, account.CodeInvalidRequest)
+	})
+	t.Run("ErrInvalidFields", func(t *testing.T) {
+		e := newEnv(t)
+		u := e.user(t, "ada@example.com")
+		_, err := e.svc.UpdateUser(e.ctx, e.admin, u.ID, account.UserUpdate{
+			Name: ptr(""), Role: ptr(""), Email: ptr("nope"), ExternalID: ptr("x\n"), Metadata: &account.Metadata{"": "v"},
+		})
+		wantFields(t, err, "name", "role", "email", "external_id", "metadata")
+		_, err = e.svc.UpdateUser(e.ctx, e.admin, u.ID, account.UserUpdate{Role: ptr("owner")})
+		wantFields(t, err, "role")
+	})
 	t.Run("ErrInvalidName", func(t *testing.T) {
 		e := newEnv(t)
 		u := e.user(t, "ada@example.com")
-		_, err := e.svc.UpdateUser(e.ctx, e.admin, u.ID, account.UserUpdate{Name: " "})
+		_, err := e.svc.UpdateUser(e.ctx, e.admin, u.ID, account.UserUpdate{Name: ptr(" ")})
 		wantFields(t, err, "name")
 	})
 	t.Run("ErrNotFound", func(t *testing.T) {
 		e := newEnv(t)
-		_, err := e.svc.UpdateUser(e.ctx, e.admin, account.NewID(account.PrefixUser, e.svc.Now()), account.UserUpdate{Name: "Ada"})
+		_, err := e.svc.UpdateUser(e.ctx, e.admin, account.NewID(account.PrefixUser, e.svc.Now()), account.UserUpdate{Name: ptr("Ada")})
 		wantCode(t, err, account.CodeNotFound)
 	})
 }

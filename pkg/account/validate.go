@@ -229,3 +229,14 @@ func ValidExternalID(s string) bool {
 	}
 	return true
 }
+
+// checkExternalID checks an external id as a request gives it: "" is none.
+func checkExternalID(field, s string, problems *Problems) string {
+	if s != "" && !ValidExternalID(s) {
+		problems.Add(field, fmt.Sprintf("must be 1 to %d printable characters, not starting or ending with a space", MaxExternalIDLength))
+	}
+	return s
+}
+
+// errNothingToChange refuses an update that names no field.
+var errNothingToChange = Errorf(CodeInvalidRequest, "the request changes nothing: give at least one field to change")

@@ -13,30 +13,50 @@ import (
 // change to the domain cannot silently change the file format.
 
 type userItem struct {
-	ID        string    `json:"id"`
-	Email     string    `json:"email"`
-	Name      string    `json:"name"`
-	Role      string    `json:"role"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	ID         string           `json:"id"`
+	Email      string           `json:"email"`
+	Name       string           `json:"name"`
+	Role       string           `json:"role"`
+	ExternalID string           `json:"external_id,omitempty"`
+	Metadata   account.Metadata `json:"metadata,omitempty"`
+	CreatedAt  time.Time        `json:"created_at"`
+	UpdatedAt  time.Time        `json:"updated_at"`
 }
 
 func toUserItem(u account.User) userItem { return userItem(u) }
 
-func (it userItem) domain() account.User { return account.User(it) }
+func (it userItem) domain() account.User {
+	u := account.User(it)
+	u.Metadata = metadata(u.Metadata)
+	return u
+}
 
 type orgItem struct {
-	ID        string    `json:"id"`
-	Name      string    `json:"name"`
-	Slug      string    `json:"slug"`
-	Plan      string    `json:"plan"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	ID         string           `json:"id"`
+	Name       string           `json:"name"`
+	Slug       string           `json:"slug"`
+	Plan       string           `json:"plan"`
+	ExternalID string           `json:"external_id,omitempty"`
+	Metadata   account.Metadata `json:"metadata,omitempty"`
+	CreatedAt  time.Time        `json:"created_at"`
+	UpdatedAt  time.Time        `json:"updated_at"`
 }
 
 func toOrgItem(o account.Organization) orgItem { return orgItem(o) }
 
-func (it orgItem) domain() account.Organization { return account.Organization(it) }
+func (it orgItem) domain() account.Organization {
+	o := account.Organization(it)
+	o.Metadata = metadata(o.Metadata)
+	return o
+}
+
+// metadata is nil for none, as the domain has it, however it was stored.
+func metadata(m account.Metadata) account.Metadata {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
 
 type memberItem struct {
 	OrganizationID string    `json:"organization_id"`

@@ -1,7 +1,6 @@
 package boltstore
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 
@@ -13,17 +12,17 @@ import (
 // CreateOrganization implements account.Store.
 func (s *Store) CreateOrganization(_ context.Context, o account.Organization) error {
 	return s.write(func(tx *bolt.Tx) error {
-		orgs, slugs := tx.Bucket(bucketOrgs), tx.Bucket(bucketOrgSlugs)
-		if slugs.Get([]byte(o.Slug)) != nil {
-			return account.ErrSlugTaken()
+		if err := slugGuard.claim(tx, o.Slug, o.ID); err != nil {
+			return err
 		}
+		if err := orgExtIDGuard.claim(tx, o.ExternalID, o.ID); err != nil {
+			return err
+		}
+		orgs := tx.Bucket(bucketOrgs)
 		if orgs.Get([]byte(o.ID)) != nil {
 			return account.Internal(fmt.Errorf("boltstore: organization %s exists already", o.ID))
 		}
-		if err := put(orgs, []byte(o.ID), toOrgItem(o)); err != nil {
-			return err
-		}
-		return slugs.Put([]byte(o.Slug), []byte(o.ID))
+		return put(orgs, []byte(o.ID), toOrgItem(o))
 	})
 }
 
@@ -57,6 +56,15 @@ func (s *Store) UpdateOrganization(_ context.Context, id string, p account.Organ
 		if p.Plan != nil {
 			it.Plan = *p.Plan
 		}
+		if p.ExternalID != nil {
+			if err := orgExtIDGuard.move(tx, it.ExternalID, *p.ExternalID, id); err != nil {
+				return err
+			}
+			it.ExternalID = *p.ExternalID
+		}
+		if p.Metadata != nil {
+			it.Metadata = *p.Metadata
+		}
 		it.UpdatedAt = p.UpdatedAt
 		if err := put(orgs, []byte(id), it); err != nil {
 			return err
@@ -82,11 +90,11 @@ func (s *Store) DeleteOrganization(_ context.Context, id string) error {
 		if err := orgs.Delete([]byte(id)); err != nil {
 			return err
 		}
-		slugs := tx.Bucket(bucketOrgSlugs)
-		if bytes.Equal(slugs.Get([]byte(it.Slug)), []byte(id)) {
-			if err := slugs.Delete([]byte(it.Slug)); err != nil {
-				return err
-			}
+		if err := slugGuard.release(tx, it.Slug, id); err != nil {
+			return err
+		}
+		if err := orgExtIDGuard.release(tx, it.ExternalID, id); err != nil {
+			return err
 		}
 		return deleteMemberships(tx, bucketOrgMembers, id, func(other string) (string, string) { return id, other })
 	})
@@ -104,4 +112,24 @@ func (s *Store) ListOrganizations(_ context.Context, p account.ListParams) (acco
 		return err
 	})
 	return page, err
+}
+
+// GetOrganizationBySlug implements account.Store.
+func (s *Store) GetOrganizationBySlug(_ context.Context, slug string) (account.Organization, error) {
+	var it orgItem
+	err := s.read(func(tx *bolt.Tx) (err error) {
+		it, err = lookupBy[orgItem](tx, slugGuard, bucketOrgs, slug, account.ErrOrganizationNotFound())
+		return err
+	})
+	return it.domain(), err
+}
+
+// GetOrganizationByExternalID implements account.Store.
+func (s *Store) GetOrganizationByExternalID(_ context.Context, externalID string) (account.Organization, error) {
+	var it orgItem
+	err := s.read(func(tx *bolt.Tx) (err error) {
+		it, err = lookupBy[orgItem](tx, orgExtIDGuard, bucketOrgs, externalID, account.ErrOrganizationNotFound())
+		return err
+	})
+	return it.domain(), err
 }

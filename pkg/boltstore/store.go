@@ -44,23 +44,25 @@ import (
 // Bucket names. Keys are ASCII (IDs, e-mails, slugs, timestamps) except in
 // bucketKeyHashes, whose keys are raw SHA-256 hashes.
 var (
-	bucketUsers      = []byte("users")              // user id -> userItem
-	bucketUserEmails = []byte("users_by_email")     // e-mail -> user id (uniqueness guard)
-	bucketOrgs       = []byte("orgs")               // org id -> orgItem
-	bucketOrgSlugs   = []byte("orgs_by_slug")       // slug -> org id (uniqueness guard)
-	bucketMembers    = []byte("members")            // org id/user id -> memberItem
-	bucketOrgMembers = []byte("members_by_org")     // org id/sort time/user id -> nothing (list index)
-	bucketUserOrgs   = []byte("members_by_user")    // user id/sort time/org id -> nothing (list index)
-	bucketKeys       = []byte("api_keys")           // key id -> apiKeyItem
-	bucketKeyHashes  = []byte("api_keys_by_hash")   // SHA-256 -> key id
-	bucketKeyTree    = []byte("api_keys_by_parent") // parent key id/key id -> nothing (the keys below a key)
-	bucketTokens     = []byte("tokens")             // token id -> tokenItem
-	bucketRevoked    = []byte("revocations")        // token id -> revocationItem
-	bucketExpiries   = []byte("expiries")           // expiry time/kind/token id -> nothing (pruning index)
+	bucketUsers      = []byte("users")                // user id -> userItem
+	bucketUserEmails = []byte("users_by_email")       // e-mail -> user id (uniqueness guard)
+	bucketUserExtIDs = []byte("users_by_external_id") // external id -> user id (uniqueness guard)
+	bucketOrgs       = []byte("orgs")                 // org id -> orgItem
+	bucketOrgSlugs   = []byte("orgs_by_slug")         // slug -> org id (uniqueness guard)
+	bucketOrgExtIDs  = []byte("orgs_by_external_id")  // external id -> org id (uniqueness guard)
+	bucketMembers    = []byte("members")              // org id/user id -> memberItem
+	bucketOrgMembers = []byte("members_by_org")       // org id/sort time/user id -> nothing (list index)
+	bucketUserOrgs   = []byte("members_by_user")      // user id/sort time/org id -> nothing (list index)
+	bucketKeys       = []byte("api_keys")             // key id -> apiKeyItem
+	bucketKeyHashes  = []byte("api_keys_by_hash")     // SHA-256 -> key id
+	bucketKeyTree    = []byte("api_keys_by_parent")   // parent key id/key id -> nothing (the keys below a key)
+	bucketTokens     = []byte("tokens")               // token id -> tokenItem
+	bucketRevoked    = []byte("revocations")          // token id -> revocationItem
+	bucketExpiries   = []byte("expiries")             // expiry time/kind/token id -> nothing (pruning index)
 )
 
 var allBuckets = [][]byte{
-	bucketUsers, bucketUserEmails, bucketOrgs, bucketOrgSlugs,
+	bucketUsers, bucketUserEmails, bucketUserExtIDs, bucketOrgs, bucketOrgSlugs, bucketOrgExtIDs,
 	bucketMembers, bucketOrgMembers, bucketUserOrgs,
 	bucketKeys, bucketKeyHashes, bucketKeyTree, bucketTokens, bucketRevoked, bucketExpiries,
 }

@@ -1,7 +1,6 @@
 package boltstore
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 
@@ -13,17 +12,17 @@ import (
 // CreateUser implements account.Store.
 func (s *Store) CreateUser(_ context.Context, u account.User) error {
 	return s.write(func(tx *bolt.Tx) error {
-		users, emails := tx.Bucket(bucketUsers), tx.Bucket(bucketUserEmails)
-		if emails.Get([]byte(u.Email)) != nil {
-			return account.ErrEmailTaken()
+		if err := emailGuard.claim(tx, u.Email, u.ID); err != nil {
+			return err
 		}
+		if err := userExtIDGuard.claim(tx, u.ExternalID, u.ID); err != nil {
+			return err
+		}
+		users := tx.Bucket(bucketUsers)
 		if users.Get([]byte(u.ID)) != nil {
 			return account.Internal(fmt.Errorf("boltstore: user %s exists already", u.ID))
 		}
-		if err := put(users, []byte(u.ID), toUserItem(u)); err != nil {
-			return err
-		}
-		return emails.Put([]byte(u.Email), []byte(u.ID))
+		return put(users, []byte(u.ID), toUserItem(u))
 	})
 }
 
@@ -43,27 +42,17 @@ func (s *Store) GetUser(_ context.Context, id string) (account.User, error) {
 
 // GetUserByEmail implements account.Store.
 func (s *Store) GetUserByEmail(_ context.Context, email string) (account.User, error) {
-	var u account.User
-	err := s.read(func(tx *bolt.Tx) error {
-		id := tx.Bucket(bucketUserEmails).Get([]byte(email))
-		if id == nil {
-			return account.ErrUserNotFound()
-		}
-		it, ok, err := get[userItem](tx.Bucket(bucketUsers), id)
-		if err != nil || !ok {
-			// A guard without its user would be a broken invariant; answer
-			// as the guard's absence would, and let the cause show in logs.
-			return orNotFound(err, account.ErrUserNotFound())
-		}
-		u = it.domain()
-		return nil
+	var it userItem
+	err := s.read(func(tx *bolt.Tx) (err error) {
+		it, err = lookupBy[userItem](tx, emailGuard, bucketUsers, email, account.ErrUserNotFound())
+		return err
 	})
-	return u, err
+	return it.domain(), err
 }
 
 // UpdateUser implements account.Store: the read, the patch and the write
-// share one transaction, so a concurrent update cannot slip in between.
-// The e-mail and its guard stay as they are.
+// share one transaction, so a concurrent update cannot slip in between. A
+// new e-mail or external id is claimed, and the old one freed, in it too.
 func (s *Store) UpdateUser(_ context.Context, id string, p account.UserPatch) (account.User, error) {
 	var u account.User
 	err := s.write(func(tx *bolt.Tx) error {
@@ -72,8 +61,26 @@ func (s *Store) UpdateUser(_ context.Context, id string, p account.UserPatch) (a
 		if err != nil || !ok {
 			return orNotFound(err, account.ErrUserNotFound())
 		}
+		if p.Email != nil {
+			if err := emailGuard.move(tx, it.Email, *p.Email, id); err != nil {
+				return err
+			}
+			it.Email = *p.Email
+		}
+		if p.ExternalID != nil {
+			if err := userExtIDGuard.move(tx, it.ExternalID, *p.ExternalID, id); err != nil {
+				return err
+			}
+			it.ExternalID = *p.ExternalID
+		}
 		if p.Name != nil {
 			it.Name = *p.Name
+		}
+		if p.Role != nil {
+			it.Role = *p.Role
+		}
+		if p.Metadata != nil {
+			it.Metadata = *p.Metadata
 		}
 		it.UpdatedAt = p.UpdatedAt
 		if err := put(users, []byte(id), it); err != nil {
@@ -100,11 +107,11 @@ func (s *Store) DeleteUser(_ context.Context, id string) error {
 		if err := users.Delete([]byte(id)); err != nil {
 			return err
 		}
-		emails := tx.Bucket(bucketUserEmails)
-		if bytes.Equal(emails.Get([]byte(it.Email)), []byte(id)) {
-			if err := emails.Delete([]byte(it.Email)); err != nil {
-				return err
-			}
+		if err := emailGuard.release(tx, it.Email, id); err != nil {
+			return err
+		}
+		if err := userExtIDGuard.release(tx, it.ExternalID, id); err != nil {
+			return err
 		}
 		return deleteMemberships(tx, bucketUserOrgs, id, func(other string) (string, string) { return other, id })
 	})
@@ -123,4 +130,14 @@ func (s *Store) ListUsers(_ context.Context, p account.ListParams) (account.Page
 		return err
 	})
 	return page, err
+}
+
+// GetUserByExternalID implements account.Store.
+func (s *Store) GetUserByExternalID(_ context.Context, externalID string) (account.User, error) {
+	var it userItem
+	err := s.read(func(tx *bolt.Tx) (err error) {
+		it, err = lookupBy[userItem](tx, userExtIDGuard, bucketUsers, externalID, account.ErrUserNotFound())
+		return err
+	})
+	return it.domain(), err
 }

@@ -617,6 +617,48 @@ func checkLeastPrivilege(t *testing.T, tpl template, recs map[lambdaapp.Function
 			}
 		}
 	})
+	t.Run("GuardsOnlyTheirFunction", func(t *testing.T) {
+		// The guards of users' unique values (e-mail, external id) are
+		// written by the users function, those of organizations' (slug,
+		// external id) by the organizations function; the other's role
+		// may write none of them. The replays must have written each kind.
+		for owner, kinds := range map[lambdaapp.Function][]string{
+			lambdaapp.Users:         {"EMAIL", "USEREXT"},
+			lambdaapp.Organizations: {"SLUG", "ORGEXT"},
+		} {
+			written := map[string][]string{} // kind -> partitions
+			for _, req := range recs[owner].requests {
+				if slices.Contains(writeActions, req.Action) && slices.Contains(kinds, req.SortKey) {
+					written[req.SortKey] = append(written[req.SortKey], req.LeadingKeys[0])
+				}
+			}
+			for _, kind := range kinds {
+				if len(written[kind]) == 0 {
+					t.Errorf("the %s replay wrote no guard of kind %s; it must, for this test to cover it", owner, kind)
+				}
+			}
+			for _, fn := range lambdaapp.Functions() {
+				if fn == owner || fn.WritesCredentials() {
+					continue
+				}
+				statements := tpl.statements(t, logicalID(fn))
+				for _, kind := range kinds {
+					for _, pk := range written[kind] {
+						for _, action := range writeActions {
+							req := iamRequest{Action: action, LeadingKeys: []string{pk}, SortKey: kind}
+							allowed, err := decide(statements, req)
+							if err != nil {
+								t.Fatalf("%s: %s: %v", fn, req, err)
+							}
+							if allowed {
+								t.Errorf("%s's role may %s the %s guard %q, which only %s writes", fn, action, kind, pk, owner)
+							}
+						}
+					}
+				}
+			}
+		}
+	})
 }
 
 // logicalFromARN maps the fixture's ARNs (…:secret:<LogicalId>-AbCdEf) to

@@ -280,6 +280,34 @@ func TestRequestBudgets(t *testing.T) {
 				must(t, err, "UpdateUser")
 			}
 		}},
+		{"CreateUser (with external_id and metadata)", 1, []string{"TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				u := newUser(f.tick())
+				u.ExternalID, u.Metadata = "crm:"+u.ID, account.Metadata{"plan": "pro"}
+				must(t, f.s.CreateUser(f.ctx, u), "CreateUser")
+			}
+		}},
+		{"GetUserByExternalID", 2, []string{"GetItem", "GetItem"}, func(t *testing.T, f *budgetFixture) func() {
+			u := newUser(f.tick())
+			u.ExternalID = "crm:" + u.ID
+			must(t, f.s.CreateUser(f.ctx, u), "CreateUser")
+			return func() {
+				_, err := f.s.GetUserByExternalID(f.ctx, u.ExternalID)
+				must(t, err, "GetUserByExternalID")
+			}
+		}},
+		// A change of e-mail or external id reads the user for the value
+		// it frees, then claims and frees in one transaction.
+		{"UpdateUser (e-mail and external_id)", 2, []string{"GetItem", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+			u := newUser(f.tick())
+			u.ExternalID = "crm:" + u.ID
+			must(t, f.s.CreateUser(f.ctx, u), "CreateUser")
+			return func() {
+				email, ext := "new."+u.Email, "crm:new "+u.ID
+				_, err := f.s.UpdateUser(f.ctx, u.ID, account.UserPatch{Email: &email, ExternalID: &ext, UpdatedAt: f.tick()})
+				must(t, err, "UpdateUser")
+			}
+		}},
 		{"ListUsers (page of 20)", 1, []string{"Query"}, func(t *testing.T, f *budgetFixture) func() {
 			return func() {
 				_, err := f.s.ListUsers(f.ctx, page)
@@ -304,6 +332,35 @@ func TestRequestBudgets(t *testing.T) {
 			return func() {
 				_, err := f.s.GetOrganization(f.ctx, f.org.ID)
 				must(t, err, "GetOrganization")
+			}
+		}},
+		{"CreateOrganization (with external_id and metadata)", 1, []string{"TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				o := newOrg(f.tick())
+				o.ExternalID, o.Metadata = "acct:"+o.ID, account.Metadata{"region": "eu"}
+				must(t, f.s.CreateOrganization(f.ctx, o), "CreateOrganization")
+			}
+		}},
+		{"GetOrganizationBySlug", 2, []string{"GetItem", "GetItem"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				_, err := f.s.GetOrganizationBySlug(f.ctx, f.org.Slug)
+				must(t, err, "GetOrganizationBySlug")
+			}
+		}},
+		{"GetOrganizationByExternalID", 2, []string{"GetItem", "GetItem"}, func(t *testing.T, f *budgetFixture) func() {
+			o := newOrg(f.tick())
+			o.ExternalID = "acct:" + o.ID
+			must(t, f.s.CreateOrganization(f.ctx, o), "CreateOrganization")
+			return func() {
+				_, err := f.s.GetOrganizationByExternalID(f.ctx, o.ExternalID)
+				must(t, err, "GetOrganizationByExternalID")
+			}
+		}},
+		{"UpdateOrganization (external_id)", 2, []string{"GetItem", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				ext := "acct:" + f.org.ID
+				_, err := f.s.UpdateOrganization(f.ctx, f.org.ID, account.OrganizationPatch{ExternalID: &ext, UpdatedAt: f.tick()})
+				must(t, err, "UpdateOrganization")
 			}
 		}},
 		{"UpdateOrganization", 1, []string{"UpdateItem"}, func(t *testing.T, f *budgetFixture) func() {

@@ -54,14 +54,27 @@ func storeCalls(s *dynamostore.Store, user account.User, org account.Organizatio
 		"CreateUser":     func(ctx context.Context) error { return s.CreateUser(ctx, other) },
 		"GetUser":        func(ctx context.Context) error { _, err := s.GetUser(ctx, user.ID); return err },
 		"GetUserByEmail": func(ctx context.Context) error { _, err := s.GetUserByEmail(ctx, user.Email); return err },
+		"GetUserByExternalID": func(ctx context.Context) error {
+			_, err := s.GetUserByExternalID(ctx, "crm-1")
+			return err
+		},
 		"UpdateUser": func(ctx context.Context) error {
-			_, err := s.UpdateUser(ctx, user.ID, account.UserPatch{Name: &name, UpdatedAt: at})
+			// An e-mail change: the read and the transaction.
+			_, err := s.UpdateUser(ctx, user.ID, account.UserPatch{Name: &name, Email: &other.Email, UpdatedAt: at})
 			return err
 		},
 		"DeleteUser":         func(ctx context.Context) error { return s.DeleteUser(ctx, user.ID) },
 		"ListUsers":          func(ctx context.Context) error { _, err := s.ListUsers(ctx, page); return err },
 		"CreateOrganization": func(ctx context.Context) error { return s.CreateOrganization(ctx, newOrg(at)) },
 		"GetOrganization":    func(ctx context.Context) error { _, err := s.GetOrganization(ctx, org.ID); return err },
+		"GetOrganizationBySlug": func(ctx context.Context) error {
+			_, err := s.GetOrganizationBySlug(ctx, org.Slug)
+			return err
+		},
+		"GetOrganizationByExternalID": func(ctx context.Context) error {
+			_, err := s.GetOrganizationByExternalID(ctx, "acct-1")
+			return err
+		},
 		"UpdateOrganization": func(ctx context.Context) error {
 			_, err := s.UpdateOrganization(ctx, org.ID, account.OrganizationPatch{Name: &name, UpdatedAt: at})
 			return err

@@ -146,6 +146,12 @@ func TestHTTPRequestBudgets(t *testing.T) {
 	do("", "GET", "/v1/users?limit=20", admin, nil, 200, get, query)
 	do("", "GET", "/v1/users?email=ada@example.com", admin, nil, 200, get, get, get)
 	do("", "PUT", "/v1/users/"+uid, admin, map[string]any{"name": "Ada L."}, 200, get, upd)
+	do("role and metadata", "PUT", "/v1/users/"+uid, admin, map[string]any{"role": "admin", "metadata": map[string]string{"plan": "pro"}}, 200, get, upd)
+	do("external_id", "PUT", "/v1/users/"+uid, admin, map[string]any{"external_id": "crm-42"}, 200, get, get, tx)
+	do("", "GET", "/v1/users?external_id=crm-42", admin, nil, 200, get, get, get)
+	do("email", "PATCH", "/v1/users/"+uid, admin, map[string]any{"email": "ada.king@example.com"}, 200, get, get, tx)
+	bob := do("another", "POST", "/v1/users", admin, map[string]any{"email": "bob@example.com", "name": "Bob"}, 201, get, tx)
+	do("email_taken", "PATCH", "/v1/users/"+str(bob, "id"), admin, map[string]any{"email": "ada.king@example.com"}, 409, get, get, tx, get)
 
 	o := do("", "POST", "/v1/organizations", admin, map[string]any{"name": "Engines", "slug": "engines"}, 201, get, tx)
 	oid := str(o, "id")
@@ -153,6 +159,9 @@ func TestHTTPRequestBudgets(t *testing.T) {
 	do("", "GET", "/v1/organizations?limit=20", admin, nil, 200, get, query)
 	do("", "GET", "/v1/organizations/"+oid, admin, nil, 200, get, get)
 	do("", "PATCH", "/v1/organizations/"+oid, admin, map[string]any{"plan": "pro"}, 200, get, upd)
+	do("external_id", "PATCH", "/v1/organizations/"+oid, admin, map[string]any{"external_id": "acct-7"}, 200, get, get, tx)
+	do("", "GET", "/v1/organizations?slug=engines", admin, nil, 200, get, get, get)
+	do("", "GET", "/v1/organizations?external_id=acct-7", admin, nil, 200, get, get, get)
 	do("", "POST", "/v1/organizations/"+oid+"/members", admin, map[string]any{"user_id": uid, "role": "admin"}, 201, get, tx)
 	do("already_member", "POST", "/v1/organizations/"+oid+"/members", admin, map[string]any{"user_id": uid}, 409, get, tx)
 	do("", "GET", "/v1/organizations/"+oid+"/members?limit=20", admin, nil, 200, get, get, query)
@@ -195,8 +204,10 @@ func TestHTTPRequestBudgets(t *testing.T) {
 func route(path string) string {
 	path, query, _ := strings.Cut(path, "?")
 	suffix := ""
-	if strings.Contains(query, "email=") {
-		suffix = "?email="
+	for _, p := range []string{"email", "external_id", "slug"} {
+		if strings.HasPrefix(query, p+"=") {
+			suffix = "?" + p + "="
+		}
 	}
 	parts := strings.Split(path, "/")
 	for i, p := range parts {

@@ -22,6 +22,9 @@ type userItem struct {
 	Role      string    `dynamodbav:"role"`
 	CreatedAt time.Time `dynamodbav:"created_at"`
 	UpdatedAt time.Time `dynamodbav:"updated_at"`
+	// ExternalID and Metadata are absent when there are none.
+	ExternalID string            `dynamodbav:"external_id,omitempty"`
+	Metadata   map[string]string `dynamodbav:"metadata,omitempty"`
 	// Deleting is set by the first step of DeleteUser; AddMember refuses a
 	// user that has it, so the cascade sees every membership.
 	Deleting bool `dynamodbav:"deleting,omitempty"`
@@ -29,26 +32,39 @@ type userItem struct {
 
 func newUserItem(u account.User) userItem {
 	return userItem{
-		key:       userKey(u.ID),
-		GSI1PK:    listUsers,
-		GSI1SK:    u.ID,
-		Email:     u.Email,
-		Name:      u.Name,
-		Role:      u.Role,
-		CreatedAt: u.CreatedAt.UTC(),
-		UpdatedAt: u.UpdatedAt.UTC(),
+		key:        userKey(u.ID),
+		GSI1PK:     listUsers,
+		GSI1SK:     u.ID,
+		Email:      u.Email,
+		Name:       u.Name,
+		Role:       u.Role,
+		CreatedAt:  u.CreatedAt.UTC(),
+		UpdatedAt:  u.UpdatedAt.UTC(),
+		ExternalID: u.ExternalID,
+		Metadata:   u.Metadata,
 	}
 }
 
 func (it userItem) user() account.User {
 	return account.User{
-		ID:        idFrom(it.PK, prefixUser),
-		Email:     it.Email,
-		Name:      it.Name,
-		Role:      it.Role,
-		CreatedAt: it.CreatedAt,
-		UpdatedAt: it.UpdatedAt,
+		ID:         idFrom(it.PK, prefixUser),
+		Email:      it.Email,
+		Name:       it.Name,
+		Role:       it.Role,
+		ExternalID: it.ExternalID,
+		Metadata:   metadata(it.Metadata),
+		CreatedAt:  it.CreatedAt,
+		UpdatedAt:  it.UpdatedAt,
 	}
+}
+
+// metadata converts a stored map: nil when there is none, as the domain
+// has it.
+func metadata(m map[string]string) account.Metadata {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
 }
 
 // guardItem claims a unique value (an e-mail or a slug) for its owner.
@@ -66,31 +82,38 @@ type orgItem struct {
 	Plan      string    `dynamodbav:"plan"`
 	CreatedAt time.Time `dynamodbav:"created_at"`
 	UpdatedAt time.Time `dynamodbav:"updated_at"`
+	// ExternalID and Metadata: as for userItem.
+	ExternalID string            `dynamodbav:"external_id,omitempty"`
+	Metadata   map[string]string `dynamodbav:"metadata,omitempty"`
 	// Deleting: as for userItem.
 	Deleting bool `dynamodbav:"deleting,omitempty"`
 }
 
 func newOrgItem(o account.Organization) orgItem {
 	return orgItem{
-		key:       orgKey(o.ID),
-		GSI1PK:    listOrgs,
-		GSI1SK:    o.ID,
-		Name:      o.Name,
-		Slug:      o.Slug,
-		Plan:      o.Plan,
-		CreatedAt: o.CreatedAt.UTC(),
-		UpdatedAt: o.UpdatedAt.UTC(),
+		key:        orgKey(o.ID),
+		GSI1PK:     listOrgs,
+		GSI1SK:     o.ID,
+		Name:       o.Name,
+		Slug:       o.Slug,
+		Plan:       o.Plan,
+		CreatedAt:  o.CreatedAt.UTC(),
+		UpdatedAt:  o.UpdatedAt.UTC(),
+		ExternalID: o.ExternalID,
+		Metadata:   o.Metadata,
 	}
 }
 
 func (it orgItem) organization() account.Organization {
 	return account.Organization{
-		ID:        idFrom(it.PK, prefixOrg),
-		Name:      it.Name,
-		Slug:      it.Slug,
-		Plan:      it.Plan,
-		CreatedAt: it.CreatedAt,
-		UpdatedAt: it.UpdatedAt,
+		ID:         idFrom(it.PK, prefixOrg),
+		Name:       it.Name,
+		Slug:       it.Slug,
+		Plan:       it.Plan,
+		ExternalID: it.ExternalID,
+		Metadata:   metadata(it.Metadata),
+		CreatedAt:  it.CreatedAt,
+		UpdatedAt:  it.UpdatedAt,
 	}
 }
 

@@ -12,8 +12,10 @@ import (
 //	item                 pk                   sk                  gsi1pk               gsi1sk
 //	user                 USER#<usr_id>        USER                USERS                <usr_id>
 //	e-mail guard         EMAIL#<email>        EMAIL               -                    -
+//	external id guard    USEREXT#<ext_id>     USEREXT             -                    -
 //	organization         ORG#<org_id>         ORG                 ORGS                 <org_id>
 //	slug guard           SLUG#<slug>          SLUG                -                    -
+//	external id guard    ORGEXT#<ext_id>      ORGEXT              -                    -
 //	membership (org)     ORG#<org_id>         MEMBER#<usr_id>     MEMBERS#<org_id>     <created>#<usr_id>
 //	membership (user)    USER#<usr_id>        MEMBER#<org_id>     MEMBERSHIPS#<usr_id> <created>#<org_id>
 //	API key by id        KEY#<key_id>         KEY                 KEYS                 <key_id>
@@ -32,6 +34,8 @@ const (
 	prefixEmail      = "EMAIL#"
 	prefixOrg        = "ORG#"
 	prefixSlug       = "SLUG#"
+	prefixUserExt    = "USEREXT#"
+	prefixOrgExt     = "ORGEXT#"
 	prefixMember     = "MEMBER#"
 	prefixMembers    = "MEMBERS#"
 	prefixMemberOf   = "MEMBERSHIPS#"
@@ -43,6 +47,8 @@ const (
 	sortEmail        = "EMAIL"
 	sortOrg          = "ORG"
 	sortSlug         = "SLUG"
+	sortUserExt      = "USEREXT"
+	sortOrgExt       = "ORGEXT"
 	sortKey          = "KEY"
 	sortKeyHash      = "KEYHASH"
 	sortToken        = "TOKEN"
@@ -65,6 +71,8 @@ func userKey(id string) key                 { return key{prefixUser + id, sortUs
 func emailKey(email string) key             { return key{prefixEmail + email, sortEmail} }
 func orgKey(id string) key                  { return key{prefixOrg + id, sortOrg} }
 func slugKey(slug string) key               { return key{prefixSlug + slug, sortSlug} }
+func userExtKey(ext string) key             { return key{prefixUserExt + ext, sortUserExt} }
+func orgExtKey(ext string) key              { return key{prefixOrgExt + ext, sortOrgExt} }
 func apiKeyKey(id string) key               { return key{prefixKey + id, sortKey} }
 func keyHashKey(hash []byte) key            { return key{prefixKeyHash + hex.EncodeToString(hash), sortKeyHash} }
 func keyLinkKey(parentID, id string) key    { return key{prefixKey + parentID, prefixChild + id} }

@@ -2,26 +2,22 @@ package dynamostore
 
 import (
 	"context"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"latchkey/pkg/account"
 )
 
-// CreateOrganization writes the organization and its slug guard in one
-// transaction; see claim. CodeSlugTaken.
+// CreateOrganization writes the organization, its slug guard and its
+// external id guard (if it has one) in one transaction; see claim.
+// CodeSlugTaken, CodeExternalIDTaken.
 func (s *Store) CreateOrganization(ctx context.Context, o account.Organization) error {
-	items, err := build(
-		func() (types.TransactWriteItem, error) { return s.put(newOrgItem(o), condAbsent) },
-		func() (types.TransactWriteItem, error) {
-			return s.put(guardItem{key: slugKey(o.Slug), OwnerID: o.ID}, condAbsent)
-		},
-	)
-	if err != nil {
-		return err
-	}
-	return s.claim(ctx, items, account.ErrSlugTaken(), orgKey, s.DeleteOrganization)
+	return s.create(ctx, newOrgItem(o), o.ID, []claimed{{uniqueSlug, o.Slug}, {uniqueOrgExtID, o.ExternalID}}, s.orgOwners())
+}
+
+func (s *Store) orgOwners() owners {
+	return owners{orgKey, s.DeleteOrganization, account.ErrOrganizationNotFound}
 }
 
 // GetOrganization reads the organization strongly consistently.
@@ -38,32 +34,75 @@ func (s *Store) GetOrganization(ctx context.Context, id string) (account.Organiz
 	return it.organization(), nil
 }
 
+// GetOrganizationBySlug reads the slug guard, then the organization it
+// names, both strongly consistently. CodeNotFound.
+func (s *Store) GetOrganizationBySlug(ctx context.Context, slug string) (account.Organization, error) {
+	return lookupBy(ctx, s, slugKey(slug), s.GetOrganization, account.ErrOrganizationNotFound)
+}
+
+// GetOrganizationByExternalID reads the external id guard, then the
+// organization it names, both strongly consistently. CodeNotFound.
+func (s *Store) GetOrganizationByExternalID(ctx context.Context, externalID string) (account.Organization, error) {
+	return lookupBy(ctx, s, orgExtKey(externalID), s.GetOrganization, account.ErrOrganizationNotFound)
+}
+
 // UpdateOrganization applies the patch as UpdateUser does: one UpdateItem,
-// no read. CodeNotFound, also while the organization is being deleted.
+// no read, unless it changes the external id (see updateClaiming).
+// CodeNotFound, also while the organization is being deleted;
+// CodeExternalIDTaken.
 func (s *Store) UpdateOrganization(ctx context.Context, id string, p account.OrganizationPatch) (account.Organization, error) {
-	upd := expression.Set(expression.Name("updated_at"), expression.Value(p.UpdatedAt.UTC()))
-	if p.Name != nil {
-		upd = upd.Set(expression.Name("name"), expression.Value(*p.Name))
-	}
-	if p.Plan != nil {
-		upd = upd.Set(expression.Name("plan"), expression.Value(*p.Plan))
+	upd := func() expression.UpdateBuilder { // one per attempt, as in UpdateUser
+		upd := expression.Set(expression.Name("updated_at"), expression.Value(p.UpdatedAt.UTC()))
+		if p.Name != nil {
+			upd = upd.Set(expression.Name("name"), expression.Value(*p.Name))
+		}
+		if p.Plan != nil {
+			upd = upd.Set(expression.Name("plan"), expression.Value(*p.Plan))
+		}
+		return setMetadata(upd, p.Metadata)
 	}
 	var it orgItem
-	if err := s.updateItem(ctx, orgKey(id), upd, condLive, &it, account.ErrOrganizationNotFound()); err != nil {
+	if p.ExternalID == nil {
+		if err := s.updateItem(ctx, orgKey(id), upd(), condLive, &it, account.ErrOrganizationNotFound()); err != nil {
+			return account.Organization{}, err
+		}
+		return it.organization(), nil
+	}
+	err := s.updateClaiming(ctx, orgKey(id), id, &it, upd, func() []move {
+		return []move{{uniqueOrgExtID, it.ExternalID, *p.ExternalID}}
+	}, func() bool { return it.Deleting }, func() time.Time { return it.UpdatedAt }, s.orgOwners())
+	if err != nil {
 		return account.Organization{}, err
 	}
-	return it.organization(), nil
+	o := it.organization()
+	o.UpdatedAt = p.UpdatedAt.UTC()
+	if p.Name != nil {
+		o.Name = *p.Name
+	}
+	if p.Plan != nil {
+		o.Plan = *p.Plan
+	}
+	o.ExternalID = *p.ExternalID
+	if p.Metadata != nil {
+		o.Metadata = metadata(*p.Metadata)
+	}
+	return o, nil
 }
 
 // DeleteOrganization deletes the organization, both sides of each of its
-// memberships and its slug guard; see cascade for organizations with more
-// than 49 members. CodeNotFound.
+// memberships, its slug guard and its external id guard; see cascade for
+// organizations with more than 49 members (48 with an external id).
+// CodeNotFound.
 func (s *Store) DeleteOrganization(ctx context.Context, id string) error {
 	var o orgItem
 	if err := s.markDeleting(ctx, orgKey(id), &o, account.ErrOrganizationNotFound()); err != nil {
 		return err
 	}
-	return s.deleteWithMemberships(ctx, id, orgKey(id), slugKey(o.Slug), func(userID string) [2]key {
+	guards := []key{slugKey(o.Slug)}
+	if o.ExternalID != "" {
+		guards = append(guards, orgExtKey(o.ExternalID))
+	}
+	return s.deleteWithMemberships(ctx, id, orgKey(id), guards, func(userID string) [2]key {
 		return [2]key{orgMemberKey(id, userID), userMemberKey(userID, id)}
 	}, account.ErrOrganizationNotFound())
 }

@@ -324,37 +324,6 @@ func list[I, T any](ctx context.Context, s *Store, partition, owner string, p ac
 	return page, nil
 }
 
-// claim runs a create transaction whose second item is the guard that
-// claims a unique value (an e-mail or a slug), and whose first item is the
-// new owner. If the guard is taken by an owner flagged deleting (a delete
-// cut off between its transactions, see cascade), claim finishes that delete
-// and tries once more: an abandoned delete holds its e-mail or slug only
-// until the next attempt to claim it, never forever. That costs one GetItem
-// of the holder on a conflict, nothing otherwise: the guard's old item,
-// which names the holder, comes back with the failed condition. If the
-// holder cannot be read, the conflict stands.
-func (s *Store) claim(ctx context.Context, items []types.TransactWriteItem, taken error, holderKey func(id string) key, finishDelete func(context.Context, string) error) error {
-	items[1].Put.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
-	old, err := s.transactReturningOld(ctx, items, nil, taken)
-	if !errors.Is(err, taken) {
-		return err
-	}
-	var g guardItem
-	if old == nil || attributevalue.UnmarshalMap(old, &g) != nil || g.OwnerID == "" {
-		return err
-	}
-	var holder struct {
-		Deleting bool `dynamodbav:"deleting"`
-	}
-	if found, rerr := s.getItem(ctx, holderKey(g.OwnerID), &holder); rerr != nil || !found || !holder.Deleting {
-		return err
-	}
-	if ferr := finishDelete(ctx, g.OwnerID); ferr != nil && !account.IsCode(ferr, account.CodeNotFound) {
-		return ferr
-	}
-	return s.transact(ctx, items, nil, taken)
-}
-
 // updateItem applies upd to the item k if it meets cond, in one UpdateItem,
 // and decodes the item as written into out. notFound (the domain's
 // not-found error for the item) when cond fails: every condition here
@@ -460,9 +429,9 @@ func (s *Store) cascade(ctx context.Context, pairs [][2]key, final []types.Trans
 // deleteWithMemberships is the rest of a delete after markDeleting: it finds
 // the memberships in the partition of owner (a user or an organization) and
 // deletes both sides of each (pair gives them from the other side's ID),
-// then owner and its guard, which must still belong to id; notFound if
+// then owner and its guards, which must still belong to id; notFound if
 // owner is gone meanwhile.
-func (s *Store) deleteWithMemberships(ctx context.Context, id string, owner, guard key, pair func(otherID string) [2]key, notFound error) error {
+func (s *Store) deleteWithMemberships(ctx context.Context, id string, owner key, guards []key, pair func(otherID string) [2]key, notFound error) error {
 	otherIDs, err := s.memberSides(ctx, owner)
 	if err != nil {
 		return err
@@ -472,10 +441,13 @@ func (s *Store) deleteWithMemberships(ctx context.Context, id string, owner, gua
 		pairs[i] = pair(otherID)
 	}
 	ownedBy := expression.Name("owner_id").Equal(expression.Value(id))
-	final, err := build(
+	steps := []func() (types.TransactWriteItem, error){
 		func() (types.TransactWriteItem, error) { return s.del(owner, &condPresent) },
-		func() (types.TransactWriteItem, error) { return s.del(guard, &ownedBy) },
-	)
+	}
+	for _, g := range guards {
+		steps = append(steps, func() (types.TransactWriteItem, error) { return s.del(g, &ownedBy) })
+	}
+	final, err := build(steps...)
 	if err != nil {
 		return err
 	}

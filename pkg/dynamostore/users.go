@@ -2,28 +2,21 @@ package dynamostore
 
 import (
 	"context"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"latchkey/pkg/account"
 )
 
-// CreateUser writes the user and its e-mail guard in one transaction; see
-// claim for an e-mail held by a user whose delete was cut off.
-// CodeEmailTaken.
+// CreateUser writes the user, its e-mail guard and its external id guard
+// (if it has one) in one transaction; see claim for a value held by a user
+// whose delete was cut off. CodeEmailTaken, CodeExternalIDTaken.
 func (s *Store) CreateUser(ctx context.Context, u account.User) error {
-	items, err := build(
-		func() (types.TransactWriteItem, error) { return s.put(newUserItem(u), condAbsent) },
-		func() (types.TransactWriteItem, error) {
-			return s.put(guardItem{key: emailKey(u.Email), OwnerID: u.ID}, condAbsent)
-		},
-	)
-	if err != nil {
-		return err
-	}
-	return s.claim(ctx, items, account.ErrEmailTaken(), userKey, s.DeleteUser)
+	return s.create(ctx, newUserItem(u), u.ID, []claimed{{uniqueEmail, u.Email}, {uniqueUserExtID, u.ExternalID}}, s.userOwners())
 }
+
+func (s *Store) userOwners() owners { return owners{userKey, s.DeleteUser, account.ErrUserNotFound} }
 
 // GetUser reads the user strongly consistently, so that a client reads its
 // own writes. CodeNotFound, also for a user whose delete has begun.
@@ -44,15 +37,13 @@ func (s *Store) GetUser(ctx context.Context, id string) (account.User, error) {
 // GetUserByEmail reads the e-mail guard, then the user it names, both
 // strongly consistently. CodeNotFound.
 func (s *Store) GetUserByEmail(ctx context.Context, email string) (account.User, error) {
-	var g guardItem
-	found, err := s.getItem(ctx, emailKey(email), &g)
-	if err != nil {
-		return account.User{}, err
-	}
-	if !found {
-		return account.User{}, account.ErrUserNotFound()
-	}
-	return s.GetUser(ctx, g.OwnerID)
+	return lookupBy(ctx, s, emailKey(email), s.GetUser, account.ErrUserNotFound)
+}
+
+// GetUserByExternalID reads the external id guard, then the user it
+// names, both strongly consistently. CodeNotFound.
+func (s *Store) GetUserByExternalID(ctx context.Context, externalID string) (account.User, error) {
+	return lookupBy(ctx, s, userExtKey(externalID), s.GetUser, account.ErrUserNotFound)
 }
 
 // UpdateUser applies the patch with one UpdateItem that sets only the
@@ -60,26 +51,71 @@ func (s *Store) GetUserByEmail(ctx context.Context, email string) (account.User,
 // returns the item as written (ReturnValues ALL_NEW): no read before or
 // after. A user whose deletion has begun is not found. CodeNotFound.
 func (s *Store) UpdateUser(ctx context.Context, id string, p account.UserPatch) (account.User, error) {
-	upd := expression.Set(expression.Name("updated_at"), expression.Value(p.UpdatedAt.UTC()))
-	if p.Name != nil {
-		upd = upd.Set(expression.Name("name"), expression.Value(*p.Name))
+	// A builder's operations live in a map that copies share: each
+	// attempt of updateClaiming builds its own.
+	upd := func() expression.UpdateBuilder {
+		upd := expression.Set(expression.Name("updated_at"), expression.Value(p.UpdatedAt.UTC()))
+		if p.Name != nil {
+			upd = upd.Set(expression.Name("name"), expression.Value(*p.Name))
+		}
+		if p.Role != nil {
+			upd = upd.Set(expression.Name("role"), expression.Value(*p.Role))
+		}
+		return setMetadata(upd, p.Metadata)
 	}
 	var it userItem
-	if err := s.updateItem(ctx, userKey(id), upd, condLive, &it, account.ErrUserNotFound()); err != nil {
+	if p.Email == nil && p.ExternalID == nil {
+		if err := s.updateItem(ctx, userKey(id), upd(), condLive, &it, account.ErrUserNotFound()); err != nil {
+			return account.User{}, err
+		}
+		return it.user(), nil
+	}
+	err := s.updateClaiming(ctx, userKey(id), id, &it, upd, func() []move {
+		var moves []move
+		if p.Email != nil {
+			moves = append(moves, move{uniqueEmail, it.Email, *p.Email})
+		}
+		if p.ExternalID != nil {
+			moves = append(moves, move{uniqueUserExtID, it.ExternalID, *p.ExternalID})
+		}
+		return moves
+	}, func() bool { return it.Deleting }, func() time.Time { return it.UpdatedAt }, s.userOwners())
+	if err != nil {
 		return account.User{}, err
 	}
-	return it.user(), nil
+	u := it.user()
+	u.UpdatedAt = p.UpdatedAt.UTC()
+	if p.Name != nil {
+		u.Name = *p.Name
+	}
+	if p.Role != nil {
+		u.Role = *p.Role
+	}
+	if p.Email != nil {
+		u.Email = *p.Email
+	}
+	if p.ExternalID != nil {
+		u.ExternalID = *p.ExternalID
+	}
+	if p.Metadata != nil {
+		u.Metadata = metadata(*p.Metadata)
+	}
+	return u, nil
 }
 
-// DeleteUser deletes the user, both sides of each of its memberships and its
-// e-mail guard; see cascade for users with more than 49 memberships.
-// CodeNotFound.
+// DeleteUser deletes the user, both sides of each of its memberships, its
+// e-mail guard and its external id guard; see cascade for users with more
+// than 49 memberships (48 with an external id). CodeNotFound.
 func (s *Store) DeleteUser(ctx context.Context, id string) error {
 	var u userItem
 	if err := s.markDeleting(ctx, userKey(id), &u, account.ErrUserNotFound()); err != nil {
 		return err
 	}
-	return s.deleteWithMemberships(ctx, id, userKey(id), emailKey(u.Email), func(orgID string) [2]key {
+	guards := []key{emailKey(u.Email)}
+	if u.ExternalID != "" {
+		guards = append(guards, userExtKey(u.ExternalID))
+	}
+	return s.deleteWithMemberships(ctx, id, userKey(id), guards, func(orgID string) [2]key {
 		return [2]key{orgMemberKey(orgID, id), userMemberKey(id, orgID)}
 	}, account.ErrUserNotFound())
 }

@@ -103,6 +103,9 @@ var fixtures = map[string]fixture{
 	"PUT /v1/users/{id}": func(a api) (string, any, int) {
 		return "/v1/users/" + a.CreateUser(a.t, uniqueEmail()).ID, map[string]any{"name": "Ada King"}, http.StatusOK
 	},
+	"PATCH /v1/users/{id}": func(a api) (string, any, int) {
+		return "/v1/users/" + a.CreateUser(a.t, uniqueEmail()).ID, map[string]any{"email": uniqueEmail()}, http.StatusOK
+	},
 	"DELETE /v1/users/{id}": func(a api) (string, any, int) {
 		return "/v1/users/" + a.CreateUser(a.t, uniqueEmail()).ID, nil, http.StatusNoContent
 	},

@@ -68,29 +68,33 @@ func toListResponse[S, T any](l account.List[S], conv func(S) T) listResponse[T]
 }
 
 type userResponse struct {
-	ID        string    `json:"id"`
-	Email     string    `json:"email"`
-	Name      string    `json:"name"`
-	Role      string    `json:"role"`
-	CreatedAt timestamp `json:"created_at"`
-	UpdatedAt timestamp `json:"updated_at"`
+	ID         string            `json:"id"`
+	Email      string            `json:"email"`
+	Name       string            `json:"name"`
+	Role       string            `json:"role"`
+	ExternalID *string           `json:"external_id"`
+	Metadata   map[string]string `json:"metadata"`
+	CreatedAt  timestamp         `json:"created_at"`
+	UpdatedAt  timestamp         `json:"updated_at"`
 }
 
 func toUser(u account.User) userResponse {
-	return userResponse{u.ID, u.Email, u.Name, u.Role, timestamp(u.CreatedAt), timestamp(u.UpdatedAt)}
+	return userResponse{u.ID, u.Email, u.Name, u.Role, optionalString(u.ExternalID), metadataResponse(u.Metadata), timestamp(u.CreatedAt), timestamp(u.UpdatedAt)}
 }
 
 type organizationResponse struct {
-	ID        string    `json:"id"`
-	Name      string    `json:"name"`
-	Slug      string    `json:"slug"`
-	Plan      string    `json:"plan"`
-	CreatedAt timestamp `json:"created_at"`
-	UpdatedAt timestamp `json:"updated_at"`
+	ID         string            `json:"id"`
+	Name       string            `json:"name"`
+	Slug       string            `json:"slug"`
+	Plan       string            `json:"plan"`
+	ExternalID *string           `json:"external_id"`
+	Metadata   map[string]string `json:"metadata"`
+	CreatedAt  timestamp         `json:"created_at"`
+	UpdatedAt  timestamp         `json:"updated_at"`
 }
 
 func toOrganization(o account.Organization) organizationResponse {
-	return organizationResponse{o.ID, o.Name, o.Slug, o.Plan, timestamp(o.CreatedAt), timestamp(o.UpdatedAt)}
+	return organizationResponse{o.ID, o.Name, o.Slug, o.Plan, optionalString(o.ExternalID), metadataResponse(o.Metadata), timestamp(o.CreatedAt), timestamp(o.UpdatedAt)}
 }
 
 type membershipResponse struct {

@@ -7,15 +7,19 @@ import (
 )
 
 type organizationRequest struct {
-	Name string `json:"name"`
-	Slug string `json:"slug"`
-	Plan string `json:"plan"`
+	Name       string        `json:"name"`
+	Slug       string        `json:"slug"`
+	Plan       string        `json:"plan"`
+	ExternalID *string       `json:"external_id"`
+	Metadata   metadataField `json:"metadata"`
 }
 
 // organizationPatch uses pointers because an absent field stays as it is.
 type organizationPatch struct {
-	Name *string `json:"name"`
-	Plan *string `json:"plan"`
+	Name       *string        `json:"name"`
+	Plan       *string        `json:"plan"`
+	ExternalID nullableString `json:"external_id"`
+	Metadata   metadataField  `json:"metadata"`
 }
 
 type memberRequest struct {
@@ -28,7 +32,8 @@ type memberPatch struct {
 }
 
 func (s *server) listOrganizations(w http.ResponseWriter, r *http.Request, p account.Principal) error {
-	l, err := s.svc.ListOrganizations(r.Context(), p, pageRequest(r))
+	q := r.URL.Query()
+	l, err := s.svc.ListOrganizations(r.Context(), p, account.OrganizationQuery{PageRequest: pageRequest(r), Slug: q.Get("slug"), ExternalID: q.Get("external_id")})
 	if err != nil {
 		return err
 	}
@@ -41,7 +46,9 @@ func (s *server) createOrganization(w http.ResponseWriter, r *http.Request, p ac
 	if err := decode(w, r, &req); err != nil {
 		return err
 	}
-	o, err := s.svc.CreateOrganization(r.Context(), p, account.NewOrganization{Name: req.Name, Slug: req.Slug, Plan: req.Plan})
+	o, err := s.svc.CreateOrganization(r.Context(), p, account.NewOrganization{
+		Name: req.Name, Slug: req.Slug, Plan: req.Plan, ExternalID: deref(req.ExternalID), Metadata: req.Metadata.Value,
+	})
 	if err != nil {
 		return err
 	}
@@ -64,7 +71,9 @@ func (s *server) updateOrganization(w http.ResponseWriter, r *http.Request, p ac
 	if err := decode(w, r, &req); err != nil {
 		return err
 	}
-	o, err := s.svc.UpdateOrganization(r.Context(), p, r.PathValue("id"), account.OrganizationUpdate{Name: req.Name, Plan: req.Plan})
+	o, err := s.svc.UpdateOrganization(r.Context(), p, r.PathValue("id"), account.OrganizationUpdate{
+		Name: req.Name, Plan: req.Plan, ExternalID: req.ExternalID.update(), Metadata: req.Metadata.update(),
+	})
 	if err != nil {
 		return err
 	}

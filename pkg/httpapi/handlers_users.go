@@ -7,19 +7,35 @@ import (
 )
 
 type userRequest struct {
-	Email string `json:"email"`
-	Name  string `json:"name"`
-	Role  string `json:"role"`
+	Email      string        `json:"email"`
+	Name       string        `json:"name"`
+	Role       string        `json:"role"`
+	ExternalID *string       `json:"external_id"`
+	Metadata   metadataField `json:"metadata"`
 }
 
-// userUpdate holds the only field PUT accepts; any other field is refused
-// by the strict decoder as unknown.
+// userUpdate holds the fields PUT accepts, each replaced when given; any
+// other field, e-mail included, is refused by the strict decoder as
+// unknown.
 type userUpdate struct {
-	Name string `json:"name"`
+	Name       *string        `json:"name"`
+	Role       *string        `json:"role"`
+	ExternalID nullableString `json:"external_id"`
+	Metadata   metadataField  `json:"metadata"`
+}
+
+// userPatch is what PATCH accepts: PUT's fields and the e-mail address.
+type userPatch struct {
+	Name       *string        `json:"name"`
+	Role       *string        `json:"role"`
+	ExternalID nullableString `json:"external_id"`
+	Metadata   metadataField  `json:"metadata"`
+	Email      *string        `json:"email"`
 }
 
 func (s *server) listUsers(w http.ResponseWriter, r *http.Request, p account.Principal) error {
-	l, err := s.svc.ListUsers(r.Context(), p, account.UserQuery{PageRequest: pageRequest(r), Email: r.URL.Query().Get("email")})
+	q := r.URL.Query()
+	l, err := s.svc.ListUsers(r.Context(), p, account.UserQuery{PageRequest: pageRequest(r), Email: q.Get("email"), ExternalID: q.Get("external_id")})
 	if err != nil {
 		return err
 	}
@@ -32,7 +48,9 @@ func (s *server) createUser(w http.ResponseWriter, r *http.Request, p account.Pr
 	if err := decode(w, r, &req); err != nil {
 		return err
 	}
-	u, err := s.svc.CreateUser(r.Context(), p, account.NewUser{Email: req.Email, Name: req.Name, Role: req.Role})
+	u, err := s.svc.CreateUser(r.Context(), p, account.NewUser{
+		Email: req.Email, Name: req.Name, Role: req.Role, ExternalID: deref(req.ExternalID), Metadata: req.Metadata.Value,
+	})
 	if err != nil {
 		return err
 	}
@@ -50,12 +68,40 @@ func (s *server) getUser(w http.ResponseWriter, r *http.Request, p account.Princ
 	return nil
 }
 
+// updateUser serves PUT: the given fields are replaced, the others kept.
 func (s *server) updateUser(w http.ResponseWriter, r *http.Request, p account.Principal) error {
 	var req userUpdate
 	if err := decode(w, r, &req); err != nil {
 		return err
 	}
-	u, err := s.svc.UpdateUser(r.Context(), p, r.PathValue("id"), account.UserUpdate{Name: req.Name})
+	return s.changeUser(w, r, p, req.update())
+}
+
+// patchUser serves PATCH: as PUT, and the e-mail address too.
+func (s *server) patchUser(w http.ResponseWriter, r *http.Request, p account.Principal) error {
+	var req userPatch
+	if err := decode(w, r, &req); err != nil {
+		return err
+	}
+	u := userUpdate{req.Name, req.Role, req.ExternalID, req.Metadata}.update()
+	u.Email = req.Email
+	return s.changeUser(w, r, p, u)
+}
+
+func (req userUpdate) update() account.UserUpdate {
+	return account.UserUpdate{Name: req.Name, Role: req.Role, ExternalID: req.ExternalID.update(), Metadata: req.Metadata.update()}
+}
+
+// deref is the string p points to, or "" for nil (absent or JSON null).
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+func (s *server) changeUser(w http.ResponseWriter, r *http.Request, p account.Principal, req account.UserUpdate) error {
+	u, err := s.svc.UpdateUser(r.Context(), p, r.PathValue("id"), req)
 	if err != nil {
 		return err
 	}

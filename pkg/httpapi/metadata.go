@@ -52,3 +52,55 @@ func (f *metadataField) UnmarshalJSON(b []byte) error {
 	f.Value = m
 	return nil
 }
+
+// update is the field as an account update takes it: nil when the body did
+// not name it, else the new metadata (nil or empty removes it).
+func (f metadataField) update() *account.Metadata {
+	if !f.Set {
+		return nil
+	}
+	return &f.Value
+}
+
+// metadataResponse is metadata as every response shows it: always an
+// object, {} when there is none, so that clients need not handle null.
+func metadataResponse(m account.Metadata) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}
+
+// nullableString is a string member of an update that null removes: Set
+// records that the body named it, Value is "" for null.
+type nullableString struct {
+	Set   bool
+	Value string
+}
+
+// UnmarshalJSON takes a string or null. encoding/json names the field in
+// the type error of anything else.
+func (f *nullableString) UnmarshalJSON(b []byte) error {
+	f.Set, f.Value = true, ""
+	if string(b) == "null" {
+		return nil
+	}
+	return json.Unmarshal(b, &f.Value)
+}
+
+// update is the field as an account update takes it: nil when the body did
+// not name it, else the new value ("" removes it).
+func (f nullableString) update() *string {
+	if !f.Set {
+		return nil
+	}
+	return &f.Value
+}
+
+// optionalString is a string that may be absent, JSON null.
+func optionalString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

@@ -108,11 +108,11 @@ func TestQueryParameters(t *testing.T) {
 				if r.OAuth() {
 					// Its parameters go in the body; in the URI they could
 					// carry a client secret into logs (RFC 6749 2.3.1).
-					wantOAuthError(t, a.form(routePath(r, ids)+"?limit=5&slug=x", client{bearer: admin}, nil), http.StatusBadRequest, "invalid_request")
+					wantOAuthError(t, a.form(routePath(r, ids)+"?limit=5&plan=x", client{bearer: admin}, nil), http.StatusBadRequest, "invalid_request")
 					return
 				}
-				p := wantProblem(t, a.do(r.Method, routePath(r, ids)+"?limit=5&slug=x", admin, nil), http.StatusBadRequest, "invalid_request")
-				wantField(t, p, "slug")
+				p := wantProblem(t, a.do(r.Method, routePath(r, ids)+"?limit=5&plan=x", admin, nil), http.StatusBadRequest, "invalid_request")
+				wantField(t, p, "plan")
 				if !slices.Contains(r.Query, "limit") {
 					wantField(t, p, "limit") // every unknown one is named
 				} else {

@@ -35,7 +35,7 @@ type Route struct {
 	// Query lists the query parameters the route takes, each at most once.
 	// Any other is refused with 400 invalid_request naming it, as an unknown
 	// body field is: a parameter the server ignores would let a client
-	// believe it had filtered (?slug=acme) when it had not.
+	// believe it had filtered (?plan=pro) when it had not.
 	Query []string
 }
 
@@ -102,7 +102,7 @@ var routeTable = []routeDef{
 	{Route: Route{GroupAuth, http.MethodGet, "/v1/api-keys/{id}", account.OpGetAPIKey, nil}, handler: (*server).getAPIKey},
 	{Route: Route{GroupAuth, http.MethodDelete, "/v1/api-keys/{id}", account.OpDeleteAPIKey, nil}, handler: (*server).deleteAPIKey},
 
-	{Route: Route{GroupOrganizations, http.MethodGet, "/v1/organizations", account.OpListOrganizations, listQuery()}, handler: (*server).listOrganizations},
+	{Route: Route{GroupOrganizations, http.MethodGet, "/v1/organizations", account.OpListOrganizations, listQuery("slug", "external_id")}, handler: (*server).listOrganizations},
 	{Route: Route{GroupOrganizations, http.MethodPost, "/v1/organizations", account.OpCreateOrganization, nil}, handler: (*server).createOrganization},
 	{Route: Route{GroupOrganizations, http.MethodGet, "/v1/organizations/{id}", account.OpGetOrganization, nil}, handler: (*server).getOrganization},
 	{Route: Route{GroupOrganizations, http.MethodPatch, "/v1/organizations/{id}", account.OpUpdateOrganization, nil}, handler: (*server).updateOrganization},
@@ -112,10 +112,11 @@ var routeTable = []routeDef{
 	{Route: Route{GroupOrganizations, http.MethodPatch, "/v1/organizations/{id}/members/{user_id}", account.OpUpdateMember, nil}, handler: (*server).updateMember},
 	{Route: Route{GroupOrganizations, http.MethodDelete, "/v1/organizations/{id}/members/{user_id}", account.OpRemoveMember, nil}, handler: (*server).removeMember},
 
-	{Route: Route{GroupUsers, http.MethodGet, "/v1/users", account.OpListUsers, listQuery("email")}, handler: (*server).listUsers},
+	{Route: Route{GroupUsers, http.MethodGet, "/v1/users", account.OpListUsers, listQuery("email", "external_id")}, handler: (*server).listUsers},
 	{Route: Route{GroupUsers, http.MethodPost, "/v1/users", account.OpCreateUser, nil}, handler: (*server).createUser},
 	{Route: Route{GroupUsers, http.MethodGet, "/v1/users/{id}", account.OpGetUser, nil}, handler: (*server).getUser},
 	{Route: Route{GroupUsers, http.MethodPut, "/v1/users/{id}", account.OpUpdateUser, nil}, handler: (*server).updateUser},
+	{Route: Route{GroupUsers, http.MethodPatch, "/v1/users/{id}", account.OpUpdateUser, nil}, handler: (*server).patchUser},
 	{Route: Route{GroupUsers, http.MethodDelete, "/v1/users/{id}", account.OpDeleteUser, nil}, handler: (*server).deleteUser},
 	{Route: Route{GroupUsers, http.MethodGet, "/v1/users/{id}/organizations", account.OpListUserMemberships, listQuery()}, handler: (*server).listUserOrganizations},
 }

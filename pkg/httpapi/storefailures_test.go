@@ -181,7 +181,7 @@ func storeFailureRequests(now time.Time, token string) map[string][]storeFailure
 		"GET /v1/api-keys":                                {{}},
 		"GET /v1/api-keys/{id}":                           {{prefix: key}},
 		"DELETE /v1/api-keys/{id}":                        {{prefix: key}},
-		"GET /v1/organizations":                           {{}},
+		"GET /v1/organizations":                           {{}, {query: "?slug=acme"}, {query: "?external_id=acct-1"}},
 		"POST /v1/organizations":                          {{body: map[string]any{"name": "Acme", "slug": "acme"}}},
 		"GET /v1/organizations/{id}":                      {{prefix: org}},
 		"PATCH /v1/organizations/{id}":                    {{prefix: org, body: map[string]any{"name": "Acme 2"}}},
@@ -190,10 +190,11 @@ func storeFailureRequests(now time.Time, token string) map[string][]storeFailure
 		"POST /v1/organizations/{id}/members":             {{prefix: org, body: map[string]any{"user_id": user}}},
 		"PATCH /v1/organizations/{id}/members/{user_id}":  {{prefix: org, body: map[string]any{"role": "admin"}}},
 		"DELETE /v1/organizations/{id}/members/{user_id}": {{prefix: org}},
-		"GET /v1/users":                                   {{}, {query: "?email=ada%40example.com"}},
+		"GET /v1/users":                                   {{}, {query: "?email=ada%40example.com"}, {query: "?external_id=crm-1"}},
 		"POST /v1/users":                                  {{body: map[string]any{"email": "ada@example.com", "name": "Ada"}}},
 		"GET /v1/users/{id}":                              {{prefix: usr}},
 		"PUT /v1/users/{id}":                              {{prefix: usr, body: map[string]any{"name": "Ada"}}},
+		"PATCH /v1/users/{id}":                            {{prefix: usr, body: map[string]any{"email": "ada@example.com"}}},
 		"DELETE /v1/users/{id}":                           {{prefix: usr}},
 		"GET /v1/users/{id}/organizations":                {{prefix: usr}},
 	}
@@ -231,6 +232,18 @@ func failingStore(err error) (*mock.Store, *storeCalls) {
 		GetUserByEmailFn: func(context.Context, string) (account.User, error) {
 			c.add("GetUserByEmail")
 			return account.User{}, err
+		},
+		GetUserByExternalIDFn: func(context.Context, string) (account.User, error) {
+			c.add("GetUserByExternalID")
+			return account.User{}, err
+		},
+		GetOrganizationBySlugFn: func(context.Context, string) (account.Organization, error) {
+			c.add("GetOrganizationBySlug")
+			return account.Organization{}, err
+		},
+		GetOrganizationByExternalIDFn: func(context.Context, string) (account.Organization, error) {
+			c.add("GetOrganizationByExternalID")
+			return account.Organization{}, err
 		},
 		UpdateUserFn: func(context.Context, string, account.UserPatch) (account.User, error) {
 			c.add("UpdateUser")

@@ -110,6 +110,14 @@ func longString(field string) []byte {
 	return []byte(head + strings.Repeat("a", httpapi.MaxBodyBytes-len(head)-2) + `"}`)
 }
 
+// manyMetadataKeys is a body of as many metadata entries as fit: the
+// object the decoder walks entry by entry, and the service counts.
+func manyMetadataKeys() []byte {
+	return repeatTo(httpapi.MaxBodyBytes, `{"metadata":{`, ",", `}}`, func(i int) string {
+		return fmt.Sprintf(`"k%d":"v"`, i)
+	})
+}
+
 // manyScopes is a body of as many distinct well-formed scopes as fit, after
 // the other fields: the list whose de-duplication was once quadratic.
 func manyScopes(otherFields string) []byte {
@@ -384,7 +392,18 @@ func (f *worstFixture) worstLoads() []routeLoad {
 		{
 			route:    route(http.MethodPut, "/v1/users/{id}"),
 			ordinary: withBody("ordinary", user, http.StatusOK, []byte(`{"name":"worst-0"}`)),
-			worst:    []load{withBody("long_name", user, http.StatusBadRequest, longString("name"))},
+			worst: []load{
+				withBody("long_name", user, http.StatusBadRequest, longString("name")),
+				withBody("many_metadata_keys", user, http.StatusBadRequest, manyMetadataKeys()),
+			},
+		},
+		{
+			route:    route(http.MethodPatch, "/v1/users/{id}"),
+			ordinary: withBody("ordinary", user, http.StatusOK, []byte(`{"name":"worst-1"}`)),
+			worst: []load{
+				withBody("long_email", user, http.StatusBadRequest, longString("email")),
+				withBody("many_metadata_keys", user, http.StatusBadRequest, manyMetadataKeys()),
+			},
 		},
 		{
 			route:    route(http.MethodDelete, "/v1/users/{id}"),

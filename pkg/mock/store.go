@@ -13,32 +13,35 @@ import (
 // panics, naming a call the test did not expect. Close alone may be left
 // nil.
 type Store struct {
-	CreateUserFn          func(ctx context.Context, u account.User) error
-	GetUserFn             func(ctx context.Context, id string) (account.User, error)
-	GetUserByEmailFn      func(ctx context.Context, email string) (account.User, error)
-	UpdateUserFn          func(ctx context.Context, id string, patch account.UserPatch) (account.User, error)
-	DeleteUserFn          func(ctx context.Context, id string) error
-	ListUsersFn           func(ctx context.Context, p account.ListParams) (account.Page[account.User], error)
-	CreateOrganizationFn  func(ctx context.Context, o account.Organization) error
-	GetOrganizationFn     func(ctx context.Context, id string) (account.Organization, error)
-	UpdateOrganizationFn  func(ctx context.Context, id string, patch account.OrganizationPatch) (account.Organization, error)
-	DeleteOrganizationFn  func(ctx context.Context, id string) error
-	ListOrganizationsFn   func(ctx context.Context, p account.ListParams) (account.Page[account.Organization], error)
-	AddMemberFn           func(ctx context.Context, m account.Membership) error
-	GetMemberFn           func(ctx context.Context, orgID, userID string) (account.Membership, error)
-	UpdateMemberFn        func(ctx context.Context, orgID, userID string, patch account.MemberPatch) (account.Membership, error)
-	RemoveMemberFn        func(ctx context.Context, orgID, userID string) error
-	ListMembersFn         func(ctx context.Context, orgID string, p account.ListParams) (account.Page[account.Membership], error)
-	ListUserMembershipsFn func(ctx context.Context, userID string, p account.ListParams) (account.Page[account.Membership], error)
-	CreateAPIKeyFn        func(ctx context.Context, k account.APIKey) error
-	GetAPIKeyFn           func(ctx context.Context, id string) (account.APIKey, error)
-	GetAPIKeyByHashFn     func(ctx context.Context, hash []byte) (account.APIKey, error)
-	DeleteAPIKeyFn        func(ctx context.Context, id string, allow func(account.APIKey) error) error
-	ListAPIKeysFn         func(ctx context.Context, p account.ListParams) (account.Page[account.APIKey], error)
-	CreateTokenFn         func(ctx context.Context, t account.TokenRecord) error
-	RevokeTokenFn         func(ctx context.Context, r account.Revocation) (time.Time, error)
-	TokenStatusFn         func(ctx context.Context, tokenID, keyID string, ancestors []string) (account.TokenStatus, error)
-	CloseFn               func() error
+	CreateUserFn                  func(ctx context.Context, u account.User) error
+	GetUserFn                     func(ctx context.Context, id string) (account.User, error)
+	GetUserByEmailFn              func(ctx context.Context, email string) (account.User, error)
+	GetUserByExternalIDFn         func(ctx context.Context, externalID string) (account.User, error)
+	UpdateUserFn                  func(ctx context.Context, id string, patch account.UserPatch) (account.User, error)
+	DeleteUserFn                  func(ctx context.Context, id string) error
+	ListUsersFn                   func(ctx context.Context, p account.ListParams) (account.Page[account.User], error)
+	CreateOrganizationFn          func(ctx context.Context, o account.Organization) error
+	GetOrganizationFn             func(ctx context.Context, id string) (account.Organization, error)
+	GetOrganizationBySlugFn       func(ctx context.Context, slug string) (account.Organization, error)
+	GetOrganizationByExternalIDFn func(ctx context.Context, externalID string) (account.Organization, error)
+	UpdateOrganizationFn          func(ctx context.Context, id string, patch account.OrganizationPatch) (account.Organization, error)
+	DeleteOrganizationFn          func(ctx context.Context, id string) error
+	ListOrganizationsFn           func(ctx context.Context, p account.ListParams) (account.Page[account.Organization], error)
+	AddMemberFn                   func(ctx context.Context, m account.Membership) error
+	GetMemberFn                   func(ctx context.Context, orgID, userID string) (account.Membership, error)
+	UpdateMemberFn                func(ctx context.Context, orgID, userID string, patch account.MemberPatch) (account.Membership, error)
+	RemoveMemberFn                func(ctx context.Context, orgID, userID string) error
+	ListMembersFn                 func(ctx context.Context, orgID string, p account.ListParams) (account.Page[account.Membership], error)
+	ListUserMembershipsFn         func(ctx context.Context, userID string, p account.ListParams) (account.Page[account.Membership], error)
+	CreateAPIKeyFn                func(ctx context.Context, k account.APIKey) error
+	GetAPIKeyFn                   func(ctx context.Context, id string) (account.APIKey, error)
+	GetAPIKeyByHashFn             func(ctx context.Context, hash []byte) (account.APIKey, error)
+	DeleteAPIKeyFn                func(ctx context.Context, id string, allow func(account.APIKey) error) error
+	ListAPIKeysFn                 func(ctx context.Context, p account.ListParams) (account.Page[account.APIKey], error)
+	CreateTokenFn                 func(ctx context.Context, t account.TokenRecord) error
+	RevokeTokenFn                 func(ctx context.Context, r account.Revocation) (time.Time, error)
+	TokenStatusFn                 func(ctx context.Context, tokenID, keyID string, ancestors []string) (account.TokenStatus, error)
+	CloseFn                       func() error
 }
 
 var _ account.Store = (*Store)(nil)
@@ -56,6 +59,11 @@ func (s *Store) GetUser(ctx context.Context, id string) (account.User, error) {
 // GetUserByEmail calls GetUserByEmailFn.
 func (s *Store) GetUserByEmail(ctx context.Context, email string) (account.User, error) {
 	return s.GetUserByEmailFn(ctx, email)
+}
+
+// GetUserByExternalID calls GetUserByExternalIDFn.
+func (s *Store) GetUserByExternalID(ctx context.Context, externalID string) (account.User, error) {
+	return s.GetUserByExternalIDFn(ctx, externalID)
 }
 
 // UpdateUser calls UpdateUserFn.
@@ -81,6 +89,16 @@ func (s *Store) CreateOrganization(ctx context.Context, o account.Organization) 
 // GetOrganization calls GetOrganizationFn.
 func (s *Store) GetOrganization(ctx context.Context, id string) (account.Organization, error) {
 	return s.GetOrganizationFn(ctx, id)
+}
+
+// GetOrganizationBySlug calls GetOrganizationBySlugFn.
+func (s *Store) GetOrganizationBySlug(ctx context.Context, slug string) (account.Organization, error) {
+	return s.GetOrganizationBySlugFn(ctx, slug)
+}
+
+// GetOrganizationByExternalID calls GetOrganizationByExternalIDFn.
+func (s *Store) GetOrganizationByExternalID(ctx context.Context, externalID string) (account.Organization, error) {
+	return s.GetOrganizationByExternalIDFn(ctx, externalID)
 }
 
 // UpdateOrganization calls UpdateOrganizationFn.

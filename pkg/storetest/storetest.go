@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -30,16 +31,19 @@ import (
 // store's lifetime (close it with t.Cleanup).
 func Run(t *testing.T, newStore func(t *testing.T) account.Store) {
 	s := suite{newStore: newStore}
-	t.Run("CreateUser", s.createUser)
+	t.Run("CreateUser", func(t *testing.T) { s.createUser(t); s.createUserUnique(t) })
 	t.Run("GetUser", s.getUser)
 	t.Run("GetUserByEmail", s.getUserByEmail)
-	t.Run("UpdateUser", s.updateUser)
+	t.Run("GetUserByExternalID", s.getUserByExternalID)
+	t.Run("UpdateUser", func(t *testing.T) { s.updateUser(t); s.updateUserUnique(t) })
 	t.Run("DeleteUser", s.deleteUser)
 	t.Run("ListUsers", func(t *testing.T) { runList(t, s, usersList) })
 
-	t.Run("CreateOrganization", s.createOrganization)
+	t.Run("CreateOrganization", func(t *testing.T) { s.createOrganization(t); s.createOrganizationUnique(t) })
 	t.Run("GetOrganization", s.getOrganization)
-	t.Run("UpdateOrganization", s.updateOrganization)
+	t.Run("GetOrganizationBySlug", s.getOrganizationBySlug)
+	t.Run("GetOrganizationByExternalID", s.getOrganizationByExternalID)
+	t.Run("UpdateOrganization", func(t *testing.T) { s.updateOrganization(t); s.updateOrganizationUnique(t) })
 	t.Run("DeleteOrganization", s.deleteOrganization)
 	t.Run("ListOrganizations", func(t *testing.T) { runList(t, s, organizationsList) })
 
@@ -103,13 +107,17 @@ func (f *fixture) now() time.Time {
 func (f *fixture) newUser() account.User {
 	at := f.now()
 	id := account.NewID(account.PrefixUser, at)
+	// Every user has an external id and metadata, so that every test
+	// checks they round-trip; tests of their absence remove them.
 	return account.User{
-		ID:        id,
-		Email:     strings.ToLower(id) + "@example.com",
-		Name:      "Ada Lovelace ✓",
-		Role:      "member",
-		CreatedAt: at,
-		UpdatedAt: at,
+		ID:         id,
+		Email:      strings.ToLower(id) + "@example.com",
+		Name:       "Ada Lovelace ✓",
+		Role:       "member",
+		ExternalID: "crm:" + id,
+		Metadata:   account.Metadata{"source": "storetest", "ключ": "значение ✓"},
+		CreatedAt:  at,
+		UpdatedAt:  at,
 	}
 }
 
@@ -124,12 +132,14 @@ func (f *fixture) newOrg() account.Organization {
 	at := f.now()
 	id := account.NewID(account.PrefixOrganization, at)
 	return account.Organization{
-		ID:        id,
-		Name:      "Analytical Engines Ltd",
-		Slug:      "org-" + strings.ToLower(id[len(id)-12:]),
-		Plan:      "pro",
-		CreatedAt: at,
-		UpdatedAt: at,
+		ID:         id,
+		Name:       "Analytical Engines Ltd",
+		Slug:       "org-" + strings.ToLower(id[len(id)-12:]),
+		Plan:       "pro",
+		ExternalID: "acct " + id,
+		Metadata:   account.Metadata{"region": "eu-west-1"},
+		CreatedAt:  at,
+		UpdatedAt:  at,
 	}
 }
 
@@ -255,6 +265,8 @@ func fieldEqual(got, want any) bool {
 		return bytes.Equal(got.([]byte), w)
 	case []string:
 		return slices.Equal(got.([]string), w)
+	case account.Metadata:
+		return maps.Equal(got.(account.Metadata), w)
 	}
 	return got == want
 }

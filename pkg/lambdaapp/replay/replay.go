@@ -137,9 +137,10 @@ func Config(fn lambdaapp.Function, table string) lambdaapp.Config {
 	return cfg
 }
 
-// Seed writes the fixture into store: two API keys, two users, one
-// organization with alice as owner, the token's record, and the
-// revocation entry of the authorizer's RevokedTokenID.
+// Seed writes the fixture into store: two API keys, two users (alice with
+// the external id crm-alice), one organization (acme, external id
+// acct-acme) with alice as owner, the token's record, and the revocation
+// entry of the authorizer's RevokedTokenID.
 func Seed(ctx context.Context, store account.Store) error {
 	at := fixtureTime
 	steps := []func() error{
@@ -150,13 +151,13 @@ func Seed(ctx context.Context, store account.Store) error {
 			return store.CreateAPIKey(ctx, account.APIKey{ID: OtherKeyID, Name: "ci reader", Hash: account.HashAPIKey(KeySecret + "-other"), Last4: "ther", Scopes: []string{"read:users"}, CreatedBy: KeyID, CreatedAt: at.Add(time.Minute)})
 		},
 		func() error {
-			return store.CreateUser(ctx, account.User{ID: UserID, Email: "alice@example.com", Name: "Alice", Role: "admin", CreatedAt: at, UpdatedAt: at})
+			return store.CreateUser(ctx, account.User{ID: UserID, Email: "alice@example.com", Name: "Alice", Role: "admin", ExternalID: "crm-alice", CreatedAt: at, UpdatedAt: at})
 		},
 		func() error {
 			return store.CreateUser(ctx, account.User{ID: OtherUser, Email: "bob@example.com", Name: "Bob", Role: "member", CreatedAt: at, UpdatedAt: at})
 		},
 		func() error {
-			return store.CreateOrganization(ctx, account.Organization{ID: OrgID, Name: "Acme", Slug: "acme", Plan: "pro", CreatedAt: at, UpdatedAt: at})
+			return store.CreateOrganization(ctx, account.Organization{ID: OrgID, Name: "Acme", Slug: "acme", Plan: "pro", ExternalID: "acct-acme", CreatedAt: at, UpdatedAt: at})
 		},
 		func() error {
 			return store.AddMember(ctx, account.Membership{OrganizationID: OrgID, UserID: UserID, Role: "owner", CreatedAt: at, UpdatedAt: at})
