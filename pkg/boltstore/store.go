@@ -23,7 +23,8 @@
 // transaction that cannot be usefully abandoned halfway.
 //
 // This file holds opening and closing, transactions, encoding, paging,
-// the membership cascade and pruning; users.go, organizations.go,
+// the membership cascade and pruning; guards.go the buckets that keep
+// e-mails, slugs and external ids unique; users.go, organizations.go,
 // members.go, apikeys.go and tokens.go hold each entity's methods, and
 // items.go the stored form of each.
 package boltstore

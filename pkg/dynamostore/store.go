@@ -3,8 +3,9 @@
 // The layout (keys in keys.go, items in items.go, table in table.go) and the
 // cost of every operation are described in docs/dynamodb.md. This file
 // holds what every entity's methods share: transactions and their
-// conflict retries, paging, uniqueness claims, patches, the membership
-// cascade and batched reads; users.go, organizations.go, members.go,
+// conflict retries, paging, patches, the membership cascade and batched
+// reads; unique.go the claims of unique values (e-mail, slug, external
+// ids) and the updates that move them; users.go, organizations.go, members.go,
 // apikeys.go (with keytree.go, the cascade of a key's tree) and tokens.go
 // hold each entity's methods. In short:
 // uniqueness is enforced by guard items written in the same
