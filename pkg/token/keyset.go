@@ -2,10 +2,8 @@ package token
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
+	"errors"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,6 +45,10 @@ type KeySetOptions struct {
 	// deployment's; EdDSA when empty. Published keys of another algorithm
 	// are ignored.
 	Algorithm Algorithm
+	// Cache, when not nil, remembers verified tokens across reloads; an
+	// entry is honoured only while the current set holds the key that
+	// verified its token and accepts its issuer (see Cache).
+	Cache *Cache
 }
 
 // DefaultKeySetRefresh is the RefreshInterval of a KeySet when none is set.
@@ -63,6 +65,7 @@ type KeySet struct {
 	logger   *slog.Logger
 	now      func() time.Time
 	interval time.Duration
+	cache    *Cache
 
 	state atomic.Pointer[keySetState]
 	// mu serialises reloads; Parse never waits on it for a known kid.
@@ -72,7 +75,6 @@ type KeySet struct {
 
 type keySetState struct {
 	parser    *Parser
-	kids      map[string]bool
 	issuer    string
 	fetchedAt time.Time
 }
@@ -84,7 +86,7 @@ var _ account.TokenParser = (*KeySet)(nil)
 // the issuer src records. An error reading or decoding the set is
 // returned; a set or issuer not yet published is not an error (see reload).
 func NewKeySet(ctx context.Context, issuer string, src KeySource, opts KeySetOptions) (*KeySet, error) {
-	k := &KeySet{alg: opts.Algorithm, issuer: issuer, src: src, logger: opts.Logger, now: opts.Now, interval: opts.RefreshInterval}
+	k := &KeySet{alg: opts.Algorithm, issuer: issuer, src: src, logger: opts.Logger, now: opts.Now, interval: opts.RefreshInterval, cache: opts.Cache}
 	if k.alg == "" {
 		k.alg = EdDSA
 	}
@@ -122,14 +124,14 @@ func (k *KeySet) reload(ctx context.Context) error {
 		k.logger.InfoContext(ctx, "no issuer recorded yet; tokens are refused until the deployment records it")
 	}
 	if set == nil || issuer == "" {
-		k.state.Store(&keySetState{parser: NewParserFor(k.alg, issuer), kids: map[string]bool{}, issuer: issuer, fetchedAt: k.now()})
+		k.state.Store(&keySetState{parser: NewParserFor(k.alg, issuer).WithCache(k.cache), issuer: issuer, fetchedAt: k.now()})
 		return nil
 	}
 	parser, err := ParserFromJWKS(k.alg, issuer, set)
 	if err != nil {
 		return err
 	}
-	k.state.Store(&keySetState{parser: parser, kids: kidsOf(set), issuer: issuer, fetchedAt: k.now()})
+	k.state.Store(&keySetState{parser: parser.WithCache(k.cache), issuer: issuer, fetchedAt: k.now()})
 	return nil
 }
 
@@ -173,10 +175,11 @@ func (k *KeySet) RefreshIfStale(ctx context.Context) {
 }
 
 // Parse implements account.TokenParser. ctx is the request's, so that the
-// lines a reload logs carry its request id.
+// lines a reload logs carry its request id. The token is decoded once: only
+// a token whose kid the current set lacks is parsed again, after a reload.
 func (k *KeySet) Parse(ctx context.Context, tok string, now time.Time) (account.TokenClaims, error) {
-	st := k.state.Load()
-	if kid := kidOf(tok); kid != "" && !st.kids[kid] && k.mayReloadForUnknownKid() {
+	tc, err := k.state.Load().parser.parse(tok, now)
+	if errors.Is(err, errUnknownKid) && k.mayReloadForUnknownKid() {
 		// The reload serves every later request too, so the client that
 		// triggered it must not cancel it by going away; it keeps the
 		// request's values (the request id) and its own deadline.
@@ -186,9 +189,12 @@ func (k *KeySet) Parse(ctx context.Context, tok string, now time.Time) (account.
 		}
 		cancel()
 		k.mu.Unlock()
-		st = k.state.Load()
+		tc, err = k.state.Load().parser.parse(tok, now)
 	}
-	return st.parser.Parse(ctx, tok, now)
+	if errors.Is(err, errUnknownKid) {
+		err = account.ErrTokenInvalid
+	}
+	return tc, err
 }
 
 // mayReloadForUnknownKid takes mu (the caller unlocks) if a reload for an
@@ -201,38 +207,4 @@ func (k *KeySet) mayReloadForUnknownKid() bool {
 	}
 	k.lastUnknownKid = k.now()
 	return true
-}
-
-// kidOf returns the kid in a compact JWS header, or "" if tok is not one.
-// Only the header is decoded; the signature is checked by Parser.
-func kidOf(tok string) string {
-	header, _, ok := strings.Cut(tok, ".")
-	if !ok {
-		return ""
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(header)
-	if err != nil {
-		return ""
-	}
-	var h struct {
-		Kid string `json:"kid"`
-	}
-	if json.Unmarshal(raw, &h) != nil {
-		return ""
-	}
-	return h.Kid
-}
-
-// kidsOf returns the kids of a JSON Web Key Set.
-func kidsOf(set []byte) map[string]bool {
-	var s struct {
-		Keys []jwk `json:"keys"`
-	}
-	kids := map[string]bool{}
-	if json.Unmarshal(set, &s) == nil {
-		for _, k := range s.Keys {
-			kids[k.Kid] = true
-		}
-	}
-	return kids
 }

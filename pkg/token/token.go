@@ -16,6 +16,7 @@ package token
 import (
 	"context"
 	"crypto"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -174,6 +175,8 @@ type Parser struct {
 	keys   map[string]crypto.PublicKey
 	alg    Algorithm
 	issuer string
+	jwt    *jwt.Parser // the library's parser, pinned to alg
+	cache  *Cache      // nil: every token is checked in full
 }
 
 var _ account.TokenParser = (*Parser)(nil)
@@ -194,7 +197,14 @@ func NewParser(issuer string, keys ...crypto.PublicKey) *Parser {
 // NewParserFor returns a Parser that accepts tokens from issuer signed with
 // alg by any of keys. It panics if a key is not one of alg's: a wiring bug.
 func NewParserFor(alg Algorithm, issuer string, keys ...crypto.PublicKey) *Parser {
-	p := &Parser{keys: make(map[string]crypto.PublicKey, len(keys)), alg: alg, issuer: issuer}
+	// The library checks the algorithm and the signature; the claims are
+	// checked by parse, each on its own, so that only a token that is wrong
+	// in nothing but its expiry is reported expired. Strict base64: a token
+	// has exactly one encoding, so flipping the unused bits of its last
+	// character does not yield a second valid string. Built once: it holds
+	// only its options.
+	p := &Parser{keys: make(map[string]crypto.PublicKey, len(keys)), alg: alg, issuer: issuer,
+		jwt: jwt.NewParser(jwt.WithValidMethods([]string{string(alg)}), jwt.WithoutClaimsValidation(), jwt.WithStrictDecoding())}
 	for _, k := range keys {
 		if a, ok := AlgorithmOf(k); !ok || a != alg {
 			panic(fmt.Sprintf("token: a %s Parser given a %T", alg, k))
@@ -206,6 +216,21 @@ func NewParserFor(alg Algorithm, issuer string, keys ...crypto.PublicKey) *Parse
 
 // Algorithm returns the one algorithm the Parser accepts.
 func (p *Parser) Algorithm() Algorithm { return p.alg }
+
+// WithCache returns a copy of p that remembers the tokens it has verified
+// in c (see Cache), and skips their signature check until they expire. c
+// may be shared with other Parsers: each honours an entry only while it
+// holds the key that verified the token and accepts its issuer.
+func (p *Parser) WithCache(c *Cache) *Parser {
+	cp := *p
+	cp.cache = c
+	return &cp
+}
+
+// errUnknownKid is the error of parse for a token whose kid names none of
+// the parser's keys: a KeySet reloads its keys on it. Parse reports it as
+// account.ErrTokenInvalid.
+var errUnknownKid = errors.New("token: unknown kid")
 
 // Parse verifies token at now, the service's clock. It returns
 // account.ErrTokenInvalid, or account.ErrTokenExpired together with the
@@ -219,17 +244,32 @@ func (p *Parser) Algorithm() Algorithm { return p.alg }
 // ClockSkew after now, has a client_id other than its sub, or has not
 // exactly one audience.
 func (p *Parser) Parse(_ context.Context, token string, now time.Time) (account.TokenClaims, error) {
+	tc, err := p.parse(token, now)
+	if errors.Is(err, errUnknownKid) {
+		err = account.ErrTokenInvalid
+	}
+	return tc, err
+}
+
+// parse is Parse, with errUnknownKid for a token signed with a kid that p
+// does not hold. A token found in p's cache is not decoded at all: every
+// rule above holds at any time between its check and the token's exp.
+func (p *Parser) parse(token string, now time.Time) (account.TokenClaims, error) {
 	if len(token) > MaxTokenBytes {
 		return account.TokenClaims{}, account.ErrTokenInvalid
 	}
+	var d [sha256.Size]byte
+	if p.cache != nil {
+		d = digest(token)
+		if tc, ok := p.cache.get(d, now, p.issuer, p.keys); ok {
+			return tc, nil
+		}
+	}
 	var c parsedClaims
-	// The library checks the algorithm and the signature; the claims are
-	// checked below, each on its own, so that only a token that is wrong in
-	// nothing but its expiry is reported expired.
-	// Strict base64: a token has exactly one encoding, so flipping the unused
-	// bits of its last character does not yield a second valid string.
-	parser := jwt.NewParser(jwt.WithValidMethods([]string{string(p.alg)}), jwt.WithoutClaimsValidation(), jwt.WithStrictDecoding())
-	t, err := parser.ParseWithClaims(token, &c, p.key)
+	t, err := p.jwt.ParseWithClaims(token, &c, p.key)
+	if errors.Is(err, errUnknownKid) {
+		return account.TokenClaims{}, errUnknownKid
+	}
 	if err != nil || !isAccessTokenType(t.Header["typ"]) {
 		return account.TokenClaims{}, account.ErrTokenInvalid
 	}
@@ -263,6 +303,10 @@ func (p *Parser) Parse(_ context.Context, token string, now time.Time) (account.
 	if !now.Before(tc.ExpiresAt) {
 		return tc, account.ErrTokenExpired
 	}
+	if p.cache != nil {
+		kid := t.Header["kid"].(string) // p.key has found a key under it
+		p.cache.put(d, kid, p.keys[kid], tc, now)
+	}
 	return tc, nil
 }
 
@@ -288,7 +332,7 @@ func (p *Parser) key(t *jwt.Token) (any, error) {
 	if k, ok := p.keys[kid]; ok {
 		return k, nil
 	}
-	return nil, errors.New("unknown kid")
+	return nil, errUnknownKid
 }
 
 // jwk is one JSON Web Key (RFC 8037 for OKP/Ed25519, RFC 7518 section 6.3

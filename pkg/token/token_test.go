@@ -424,15 +424,24 @@ func BenchmarkSign(b *testing.B) {
 	}
 }
 
+// BenchmarkParse: a full check (signature and claims), and a token found in
+// the cache (a digest and a map read).
 func BenchmarkParse(b *testing.B) {
 	s := token.NewSigner(newKey(b), issuer)
-	p := token.NewParser(issuer, s.PublicKey())
 	now := time.Now()
 	tok := sign(b, s, sampleClaims(now))
-	for b.Loop() {
-		if _, err := p.Parse(b.Context(), tok, now); err != nil {
-			b.Fatal(err)
-		}
+	for name, p := range map[string]*token.Parser{
+		"Full":   token.NewParser(issuer, s.PublicKey()),
+		"Cached": token.NewParser(issuer, s.PublicKey()).WithCache(token.NewCache(token.CacheOptions{})),
+	} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := p.Parse(b.Context(), tok, now); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

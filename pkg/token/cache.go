@@ -1,0 +1,206 @@
+package token
+
+import (
+	"container/heap"
+	"crypto"
+	"crypto/sha256"
+	"slices"
+	"sync"
+	"time"
+	"unsafe"
+
+	"latchkey/pkg/account"
+)
+
+// Default bounds of a Cache. An entry takes about 450 bytes with a handful
+// of scopes (entryOverhead plus its strings), so 32,768 entries fit in about
+// 15 MiB: the byte bound rarely binds first unless tokens carry many long
+// scopes. 16 MiB is 6% of a 256 MB Lambda, whose cold start and first
+// request peak at about 22 MiB.
+const (
+	DefaultCacheEntries = 32 << 10
+	DefaultCacheBytes   = 16 << 20
+)
+
+// entryOverhead is what an entry costs besides its strings: the entry
+// itself (digest, key header, claims headers and times, bookkeeping), its
+// slot in the map and its slot in the expiry heap, rounded up.
+const entryOverhead = 320
+
+// CacheOptions bound a Cache. Zero fields take the defaults.
+type CacheOptions struct {
+	// MaxEntries is the most tokens remembered; DefaultCacheEntries when zero.
+	MaxEntries int
+	// MaxBytes bounds the memory the entries take, as estimated by the
+	// cache (entryOverhead and the claims' strings per entry);
+	// DefaultCacheBytes when zero.
+	MaxBytes int64
+}
+
+// Cache remembers the tokens whose signature and claims a Parser has
+// verified, keyed by the SHA-256 of the whole token, so that the same bytes
+// presented again are not verified again until they expire. It remembers
+// only successes, so a forged token costs a signature check every time,
+// never a cache slot.
+//
+// An entry keeps the exact public key that verified the token, and a hit is
+// honoured only while the parser that looks it up still holds that key
+// under the same kid, and accepts the token's issuer: a key retired from
+// the set (a rotation that drops the previous key, a KeySet reloaded
+// without it) or an issuer changed stops the token at once, as a full
+// check would. An entry is never used at or after the token's exp,
+// nor at a time before the one at which it was verified (a clock set back),
+// because the checks a Parser makes on time (exp, and any rule on iat or
+// nbf) hold at every instant between those two.
+//
+// The cache says only that the signature and claims are good. Revocation
+// and the issuing key are the service's to check on every request; the
+// cache never answers "valid" on its own.
+//
+// Memory is bounded by MaxEntries and MaxBytes: an insert beyond either
+// evicts the entries that expire soonest. Expired entries are dropped when
+// they are looked up, and by the next insert. Safe for concurrent use; one
+// Cache may serve several Parsers (successive key sets of one process).
+type Cache struct {
+	maxEntries int
+	maxBytes   int64
+
+	mu      sync.RWMutex
+	entries map[[sha256.Size]byte]*cacheEntry
+	expiry  expiryHeap
+	bytes   int64
+}
+
+type cacheEntry struct {
+	digest     [sha256.Size]byte
+	kid        string
+	key        crypto.PublicKey
+	claims     account.TokenClaims
+	verifiedAt time.Time
+	size       int64
+	index      int // in Cache.expiry
+}
+
+// NewCache returns an empty Cache with the given bounds.
+func NewCache(opts CacheOptions) *Cache {
+	if opts.MaxEntries <= 0 {
+		opts.MaxEntries = DefaultCacheEntries
+	}
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = DefaultCacheBytes
+	}
+	return &Cache{maxEntries: opts.MaxEntries, maxBytes: opts.MaxBytes, entries: map[[sha256.Size]byte]*cacheEntry{}}
+}
+
+// Len returns the number of tokens remembered, expired ones not yet dropped
+// included.
+func (c *Cache) Len() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.entries)
+}
+
+// Bytes returns the estimated memory the entries take.
+func (c *Cache) Bytes() int64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.bytes
+}
+
+// digest is the cache key of tok. The token is hashed in place: a copy into
+// a []byte would allocate on every request.
+func digest(tok string) [sha256.Size]byte {
+	return sha256.Sum256(unsafe.Slice(unsafe.StringData(tok), len(tok)))
+}
+
+// get returns the claims remembered for d if they may be used at now by a
+// parser that accepts issuer and holds keys, by kid.
+func (c *Cache) get(d [sha256.Size]byte, now time.Time, issuer string, keys map[string]crypto.PublicKey) (account.TokenClaims, bool) {
+	c.mu.RLock()
+	e, ok := c.entries[d]
+	c.mu.RUnlock()
+	if !ok {
+		return account.TokenClaims{}, false
+	}
+	if !now.Before(e.claims.ExpiresAt) {
+		c.remove(e)
+		return account.TokenClaims{}, false
+	}
+	if now.Before(e.verifiedAt) || e.claims.Issuer != issuer {
+		return account.TokenClaims{}, false
+	}
+	if k, ok := keys[e.kid].(interface{ Equal(crypto.PublicKey) bool }); !ok || !k.Equal(e.key) {
+		return account.TokenClaims{}, false
+	}
+	return e.claims, true
+}
+
+// put remembers that the token with digest d was verified at now by key,
+// named kid, with claims tc. The claims are kept as they are and handed to
+// every later caller, so they must not be changed: their Scopes are clipped
+// so that an append by a caller copies them instead.
+func (c *Cache) put(d [sha256.Size]byte, kid string, key crypto.PublicKey, tc account.TokenClaims, now time.Time) {
+	tc.Scopes = slices.Clip(tc.Scopes)
+	e := &cacheEntry{digest: d, kid: kid, key: key, claims: tc, verifiedAt: now}
+	e.size = entryOverhead + int64(len(kid)+len(tc.ID)+len(tc.KeyID)+len(tc.Issuer)+len(tc.Audience))
+	for _, s := range tc.Scopes {
+		e.size += int64(16 + len(s))
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.entries[d]; ok {
+		c.removeLocked(old) // verified again, by another key set: keep the newer
+	}
+	// Drop what has expired, then what expires soonest while over a bound.
+	for len(c.expiry) > 0 && !now.Before(c.expiry[0].claims.ExpiresAt) {
+		c.removeLocked(c.expiry[0])
+	}
+	for len(c.expiry) > 0 && (len(c.entries)+1 > c.maxEntries || c.bytes+e.size > c.maxBytes) {
+		c.removeLocked(c.expiry[0])
+	}
+	if e.size > c.maxBytes {
+		return // larger than the whole cache: not remembered
+	}
+	c.entries[d] = e
+	heap.Push(&c.expiry, e)
+	c.bytes += e.size
+}
+
+// remove drops e unless it has been replaced or dropped already.
+func (c *Cache) remove(e *cacheEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries[e.digest] == e {
+		c.removeLocked(e)
+	}
+}
+
+func (c *Cache) removeLocked(e *cacheEntry) {
+	delete(c.entries, e.digest)
+	heap.Remove(&c.expiry, e.index)
+	c.bytes -= e.size
+}
+
+// expiryHeap orders entries by expiry, soonest first.
+type expiryHeap []*cacheEntry
+
+func (h expiryHeap) Len() int { return len(h) }
+func (h expiryHeap) Less(i, j int) bool {
+	return h[i].claims.ExpiresAt.Before(h[j].claims.ExpiresAt)
+}
+func (h expiryHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+func (h *expiryHeap) Push(x any) {
+	e := x.(*cacheEntry)
+	e.index = len(*h)
+	*h = append(*h, e)
+}
+func (h *expiryHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return e
+}
