@@ -18,6 +18,8 @@
 //	IDLE_TIMEOUT         how long a keep-alive connection may wait for its next request (default 60s)
 //	READ_HEADER_TIMEOUT  how long a client may take to send a request's headers (default 5s)
 //	STORE_TIMEOUT        how long one DynamoDB call may take before the request gets 503 (default 3s)
+//	TOKEN_CACHE_MAX_ENTRIES, TOKEN_CACHE_MAX_BYTES
+//	                     bounds of the verified-token cache (default 32768 and 16 MiB)
 package main
 
 import (
@@ -65,6 +67,7 @@ type config struct {
 	storeTimeout                   time.Duration
 	// signingAlg is SIGNING_ALG: EdDSA (the default) or RS256.
 	signingAlg token.Algorithm
+	tokenCache token.CacheOptions
 }
 
 // fdReserve is the file descriptors the server needs besides its
@@ -111,7 +114,8 @@ func configFromEnv() (config, error) {
 	if c.signingAlg, err = token.ParseAlgorithm(os.Getenv("SIGNING_ALG")); err != nil {
 		return c, fmt.Errorf("SIGNING_ALG: %w", err)
 	}
-	return c, nil
+	c.tokenCache, err = token.CacheOptionsFromEnv(os.Getenv)
+	return c, err
 }
 
 func envOr(name, def string) string {
@@ -190,6 +194,7 @@ func run(logger *slog.Logger) error {
 
 	asm, err := assembly.New(assembly.Parts{
 		Store: store, CursorKey: cursorKey, Issuer: issuer, SigningKey: signingKey, Algorithm: cfg.signingAlg, Logger: logger,
+		TokenCache: token.NewCache(cfg.tokenCache),
 		// GET /healthz, /readyz and /openapi.yaml: the local server's own.
 		Local: &httpapi.Local{Ready: httpapi.StoreReady(store), OpenAPI: latchkey.OpenAPI},
 	})

@@ -55,6 +55,12 @@ type Parts struct {
 	// Verifier checks tokens when there is no SigningKey. Required then,
 	// and ignored otherwise.
 	Verifier account.TokenParser
+	// TokenCache remembers the tokens the parser made from SigningKey and
+	// PreviousKeys has verified (token.Cache); nil for none. It outlives
+	// an Assembly: a rebuilt one, after a rotation, honours an entry only
+	// while it still holds the key that verified the token. A Verifier
+	// brings its own (token.KeySetOptions.Cache).
+	TokenCache *token.Cache
 	// Now is the service clock; time.Now when nil.
 	Now func() time.Time
 	// Logger, RequestID and Local go to the handler (httpapi.Config):
@@ -95,7 +101,7 @@ func New(p Parts) (*Assembly, error) {
 			}
 		}
 		a.JWKS = token.JWKS(public...)
-		opts.Parser = token.NewParserFor(p.Algorithm, p.Issuer, public...)
+		opts.Parser = token.NewParserFor(p.Algorithm, p.Issuer, public...).WithCache(p.TokenCache)
 		if p.Issuer != "" {
 			a.Signer = token.NewSigner(p.SigningKey, p.Issuer)
 			opts.Signer = a.Signer

@@ -311,11 +311,13 @@ func testVerifyAuth(t *testing.T, a api, deletedSecret string) {
 }
 
 // TestRevocation checks that revoking a token takes effect on the very next
-// request, and that revoking again reports the first revocation.
+// request, the token's signature being in the cache, and that revoking
+// again reports the first revocation.
 func TestRevocation(t *testing.T) {
 	a := newAPI(t)
 	tok, claims := a.IssueToken(t, a.AdminKey, "", "read:users")
 	want(t, a.do(http.MethodGet, "/v1/users", tok, nil), http.StatusOK)
+	wantCached(t, a, 1)
 
 	first := a.do(http.MethodPost, "/v1/auth/revoke", a.AdminKey, map[string]string{"token": tok})
 	want(t, first, http.StatusOK)
@@ -336,6 +338,16 @@ func TestRevocation(t *testing.T) {
 	}
 }
 
+// wantCached fails t unless the token cache holds n tokens: the refusals
+// that follow then come from the revocation entry and issuing key read on
+// every request, not from a signature check.
+func wantCached(t *testing.T, a api, n int) {
+	t.Helper()
+	if got := a.TokenCache.Len(); got != n {
+		t.Fatalf("token cache: %d tokens, want %d", got, n)
+	}
+}
+
 // TestDeleteAPIKeyInvalidatesTokens checks that deleting a key stops it and
 // every token issued for it at once.
 func TestDeleteAPIKeyInvalidatesTokens(t *testing.T) {
@@ -343,6 +355,7 @@ func TestDeleteAPIKeyInvalidatesTokens(t *testing.T) {
 	key, secret := a.CreateAPIKey(t, "read:users")
 	tok, _ := a.IssueToken(t, secret, "", "read:users")
 	want(t, a.do(http.MethodGet, "/v1/users", tok, nil), http.StatusOK)
+	wantCached(t, a, 1)
 
 	want(t, a.do(http.MethodDelete, "/v1/api-keys/"+key.ID, a.AdminKey, nil), http.StatusNoContent)
 

@@ -94,8 +94,12 @@ type App struct {
 	// source of the issuer unless ISSUER configures one. Nil in auth with
 	// a configured issuer: it parses with its own keys.
 	published *token.KeySet
-	interval  time.Duration
-	lambda    Handler
+	// tokens remembers verified tokens for the life of the instance, across
+	// key reloads and rebuilds: each parser honours an entry only while it
+	// holds the key that verified the token and accepts its issuer.
+	tokens   *token.Cache
+	interval time.Duration
+	lambda   Handler
 
 	current atomic.Pointer[built]
 	mu      sync.Mutex     // serialises rebuilds; guards cache and retryAt
@@ -141,14 +145,14 @@ func New(ctx context.Context, cfg Config, deps Deps) (*App, error) {
 	if cfg.SigningAlgorithm == "" {
 		cfg.SigningAlgorithm = token.EdDSA
 	}
-	a := &App{cfg: cfg, deps: deps, interval: deps.RefreshInterval}
+	a := &App{cfg: cfg, deps: deps, interval: deps.RefreshInterval, tokens: token.NewCache(cfg.TokenCache)}
 	if a.interval <= 0 {
 		a.interval = secrets.DefaultRefreshInterval
 	}
 	a.cache = a.newCache()
 	a.lambda = httpadapter.NewV2(a).ProxyWithContext
 	if !cfg.Function.SignsTokens() || cfg.Issuer == "" {
-		p, err := token.NewKeySet(ctx, cfg.Issuer, deps.Keys, token.KeySetOptions{Logger: deps.Logger, Now: deps.Now, RefreshInterval: a.interval, Algorithm: cfg.SigningAlgorithm})
+		p, err := token.NewKeySet(ctx, cfg.Issuer, deps.Keys, token.KeySetOptions{Logger: deps.Logger, Now: deps.Now, RefreshInterval: a.interval, Algorithm: cfg.SigningAlgorithm, Cache: a.tokens})
 		if err != nil {
 			return nil, fmt.Errorf("read the public keys from the table: %w", err)
 		}
@@ -389,6 +393,7 @@ func (a *App) build(ctx context.Context, cache *secrets.Cache, prev *built) (*bu
 	parts := assembly.Parts{
 		Store: a.deps.Store, CursorKey: cursorKey, Issuer: v.issuer,
 		Now: a.deps.Now, Logger: a.deps.Logger, RequestID: RequestID, Algorithm: a.cfg.SigningAlgorithm,
+		TokenCache: a.tokens,
 	}
 	if a.cfg.Function.SignsTokens() {
 		if parts.SigningKey, parts.PreviousKeys, err = signingKeys(a.cfg.SigningAlgorithm, signing); err != nil {

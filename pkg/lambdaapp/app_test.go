@@ -184,6 +184,26 @@ func TestConfigFromEnv(t *testing.T) {
 			t.Fatalf("got %v, want STORE_TIMEOUT and TABLE_NAME named", err)
 		}
 	})
+	t.Run("TokenCache", func(t *testing.T) {
+		cfg, err := lambdaapp.ConfigFromEnv(lambdaapp.Users, func(k string) string {
+			if k == token.EnvCacheMaxBytes {
+				return "1048576"
+			}
+			return full[k]
+		})
+		if err != nil || cfg.TokenCache != (token.CacheOptions{MaxBytes: 1 << 20}) {
+			t.Fatalf("got %+v, %v; want MaxBytes 1 MiB", cfg.TokenCache, err)
+		}
+		_, err = lambdaapp.ConfigFromEnv(lambdaapp.Users, func(k string) string {
+			if k == token.EnvCacheMaxEntries {
+				return "many"
+			}
+			return full[k]
+		})
+		if err == nil || !strings.Contains(err.Error(), token.EnvCacheMaxEntries) {
+			t.Fatalf("got %v, want an error naming %s", err, token.EnvCacheMaxEntries)
+		}
+	})
 	t.Run("ErrUnknownFunction", func(t *testing.T) {
 		if _, err := lambdaapp.ConfigFromEnv("billing", func(k string) string { return full[k] }); err == nil {
 			t.Fatal("got nil error")
@@ -234,6 +254,37 @@ func TestApp_SigningKeyRotation(t *testing.T) {
 	}
 	if code, body := do(t, auth, "GET", "/v1/auth/verify", oldToken, ""); code != http.StatusOK || body["valid"] != true {
 		t.Fatalf("verify the old token: got %d %v, want valid", code, body)
+	}
+}
+
+// TestApp_RetiredKeyRefusedFromCache: a token whose signature both
+// functions remember stops working in each once its key is retired (a
+// second rotation drops it from the key set), as it would with no cache.
+func TestApp_RetiredKeyRefusedFromCache(t *testing.T) {
+	e := newEnv(t)
+	c := mock.NewClock(time.Now())
+	auth := e.app(t, lambdaapp.Auth, c)
+	users := e.app(t, lambdaapp.Users, c)
+	oldToken := replay.Token()
+	if code, body := do(t, auth, "GET", "/v1/auth/verify", oldToken, ""); code != http.StatusOK || body["valid"] != true {
+		t.Fatalf("verify before rotation: got %d %v, want valid", code, body)
+	}
+	if code, _ := do(t, users, "GET", "/v1/users/"+replay.UserID, oldToken, ""); code != http.StatusOK {
+		t.Fatalf("users before rotation: got %d, want 200", code)
+	}
+	for i, v := range []string{"-rotated", "-rotated-again"} {
+		e.secrets.Put(replay.SigningARN, replay.SigningSecret+v)
+		c.Advance(secrets.DefaultRefreshInterval)
+		// A request to auth applies the rotation and publishes the keys.
+		if code, _ := do(t, auth, "GET", "/v1/auth/jwks", "", ""); code != http.StatusOK {
+			t.Fatalf("rotation %d: jwks got %d", i+1, code)
+		}
+	}
+	if code, body := do(t, auth, "GET", "/v1/auth/verify", oldToken, ""); code != http.StatusOK || body["valid"] != false || body["reason"] != account.ReasonInvalid {
+		t.Errorf("verify the retired key's token: got %d %v, want valid false, reason invalid", code, body)
+	}
+	if code, _ := do(t, users, "GET", "/v1/users/"+replay.UserID, oldToken, ""); code != http.StatusUnauthorized {
+		t.Errorf("users with the retired key's token: got %d, want 401", code)
 	}
 }
 

@@ -47,11 +47,15 @@ type AuthorizerConfig struct {
 	// SigningAlgorithm is the one algorithm tokens are accepted with
 	// (SIGNING_ALG), as in the other functions; EdDSA by default.
 	SigningAlgorithm token.Algorithm
+	// TokenCache bounds the verified-token cache, as in the other
+	// functions (token.EnvCacheMaxEntries, token.EnvCacheMaxBytes).
+	TokenCache token.CacheOptions
 }
 
 // AuthorizerConfigFromEnv reads the authorizer's configuration: TABLE_NAME,
-// and optionally ISSUER, AUTHORIZER_ROUTES, STORE_TIMEOUT and SIGNING_ALG. It needs no secret: it
-// verifies with the public keys only.
+// and optionally ISSUER, AUTHORIZER_ROUTES, STORE_TIMEOUT, SIGNING_ALG and
+// the token cache's bounds. It needs no secret: it verifies with the public
+// keys only.
 func AuthorizerConfigFromEnv(getenv func(string) string) (AuthorizerConfig, error) {
 	cfg := AuthorizerConfig{TableName: getenv(EnvTableName), Issuer: getenv(EnvIssuer)}
 	if strings.TrimSpace(cfg.TableName) == "" {
@@ -72,6 +76,9 @@ func AuthorizerConfigFromEnv(getenv func(string) string) (AuthorizerConfig, erro
 	}
 	if cfg.StoreTimeout, err = dynamostore.ParseTimeout(getenv(EnvStoreTimeout)); err != nil {
 		return AuthorizerConfig{}, fmt.Errorf("%s: %w", EnvStoreTimeout, err)
+	}
+	if cfg.TokenCache, err = token.CacheOptionsFromEnv(getenv); err != nil {
+		return AuthorizerConfig{}, err
 	}
 	return cfg, nil
 }
@@ -101,7 +108,10 @@ func NewAuthorizer(ctx context.Context, cfg AuthorizerConfig, deps AuthorizerDep
 	if deps.Logger == nil {
 		deps.Logger = slog.Default()
 	}
-	keys, err := token.NewKeySet(ctx, cfg.Issuer, deps.Keys, token.KeySetOptions{Logger: deps.Logger, Now: deps.Now, RefreshInterval: deps.RefreshInterval, Algorithm: cfg.SigningAlgorithm})
+	keys, err := token.NewKeySet(ctx, cfg.Issuer, deps.Keys, token.KeySetOptions{
+		Logger: deps.Logger, Now: deps.Now, RefreshInterval: deps.RefreshInterval, Algorithm: cfg.SigningAlgorithm,
+		Cache: token.NewCache(cfg.TokenCache),
+	})
 	if err != nil {
 		return nil, fmt.Errorf("read the public keys from the table: %w", err)
 	}

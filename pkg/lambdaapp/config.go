@@ -97,6 +97,9 @@ type Config struct {
 	// accepted (every function) with; EdDSA when empty. With RS256 the signing secret holds an
 	// RSA private key in PEM, which Bootstrap puts there.
 	SigningAlgorithm token.Algorithm
+	// TokenCache bounds the verified-token cache (token.EnvCacheMaxEntries,
+	// token.EnvCacheMaxBytes; optional).
+	TokenCache token.CacheOptions
 }
 
 // ConfigFromEnv reads fn's configuration with getenv (os.Getenv in main).
@@ -146,6 +149,9 @@ func ConfigFromEnv(fn Function, getenv func(string) string) (Config, error) {
 		if err := account.CheckIssuer(cfg.Issuer); err != nil {
 			problems = append(problems, EnvIssuer+": "+err.Error())
 		}
+	}
+	if cfg.TokenCache, err = token.CacheOptionsFromEnv(getenv); err != nil {
+		problems = append(problems, err.Error())
 	}
 	if len(problems) > 0 {
 		return Config{}, errors.New(strings.Join(problems, "; "))

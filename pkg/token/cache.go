@@ -4,7 +4,9 @@ import (
 	"container/heap"
 	"crypto"
 	"crypto/sha256"
+	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 	"unsafe"
@@ -35,6 +37,39 @@ type CacheOptions struct {
 	// cache (entryOverhead and the claims' strings per entry);
 	// DefaultCacheBytes when zero.
 	MaxBytes int64
+}
+
+// Environment variables that bound a process's Cache (see
+// CacheOptionsFromEnv), read by the local server and by each Lambda function.
+const (
+	EnvCacheMaxEntries = "TOKEN_CACHE_MAX_ENTRIES"
+	EnvCacheMaxBytes   = "TOKEN_CACHE_MAX_BYTES"
+)
+
+// CacheOptionsFromEnv reads a Cache's bounds with getenv (os.Getenv in a
+// main): EnvCacheMaxEntries and EnvCacheMaxBytes, positive integers, the
+// defaults when unset. Anything else is an error naming the variable, for
+// the process to refuse to start with.
+func CacheOptionsFromEnv(getenv func(string) string) (CacheOptions, error) {
+	var opts CacheOptions
+	for _, v := range []struct {
+		name string
+		set  func(n int64)
+	}{
+		{EnvCacheMaxEntries, func(n int64) { opts.MaxEntries = int(n) }},
+		{EnvCacheMaxBytes, func(n int64) { opts.MaxBytes = n }},
+	} {
+		s := getenv(v.name)
+		if s == "" {
+			continue
+		}
+		n, err := strconv.ParseInt(s, 10, 32)
+		if err != nil || n <= 0 {
+			return CacheOptions{}, fmt.Errorf("%s must be a positive integer below 2^31, not %q", v.name, s)
+		}
+		v.set(n)
+	}
+	return opts, nil
 }
 
 // Cache remembers the tokens whose signature and claims a Parser has

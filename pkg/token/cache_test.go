@@ -5,6 +5,7 @@ import (
 	"crypto/rsa"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -270,5 +271,29 @@ func TestCache_RS256(t *testing.T) {
 	rotated := token.NewParser(issuer, cur.PublicKey()).WithCache(cache)
 	if _, err := rotated.Parse(t.Context(), tok, now); !errors.Is(err, account.ErrTokenInvalid) {
 		t.Fatalf("token of the retired RSA key: got %v, want ErrTokenInvalid", err)
+	}
+}
+
+func TestCacheOptionsFromEnv(t *testing.T) {
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	t.Run("Defaults", func(t *testing.T) {
+		got, err := token.CacheOptionsFromEnv(env(nil))
+		if err != nil || got != (token.CacheOptions{}) {
+			t.Fatalf("got %+v, %v; want the zero options (the defaults)", got, err)
+		}
+	})
+	t.Run("OK", func(t *testing.T) {
+		got, err := token.CacheOptionsFromEnv(env(map[string]string{token.EnvCacheMaxEntries: "1000", token.EnvCacheMaxBytes: "1048576"}))
+		if err != nil || got != (token.CacheOptions{MaxEntries: 1000, MaxBytes: 1 << 20}) {
+			t.Fatalf("got %+v, %v", got, err)
+		}
+	})
+	for _, bad := range []string{"0", "-1", "16MiB", "1e6", "4294967296"} {
+		t.Run("Err/"+bad, func(t *testing.T) {
+			_, err := token.CacheOptionsFromEnv(env(map[string]string{token.EnvCacheMaxBytes: bad}))
+			if err == nil || !strings.Contains(err.Error(), token.EnvCacheMaxBytes) {
+				t.Fatalf("got %v, want an error naming %s", err, token.EnvCacheMaxBytes)
+			}
+		})
 	}
 }

@@ -63,6 +63,9 @@ type Env struct {
 	Signer     *token.Signer
 	PublicKey  ed25519.PublicKey
 	PrivateKey ed25519.PrivateKey
+	// TokenCache remembers the tokens the service's parser has verified,
+	// with the default bounds, as in every process that serves the API.
+	TokenCache *token.Cache
 	// AdminKey is the secret of the bootstrap admin key (grant "*:*").
 	AdminKey string
 	// Logs holds every line the handler logged, JSON, one per line.
@@ -84,11 +87,13 @@ func NewServer(tb testing.TB) *Env {
 	// come out exact.
 	clock := mock.NewClock(time.Now().Truncate(time.Second))
 	logs := &SyncBuffer{}
+	cache := token.NewCache(token.CacheOptions{})
 	asm, err := assembly.New(assembly.Parts{
 		Store:      store,
 		CursorKey:  bytes.Repeat([]byte("k"), 32),
 		Issuer:     Issuer,
 		SigningKey: priv,
+		TokenCache: cache,
 		Now:        clock.Now,
 		Logger:     slog.New(slog.NewJSONHandler(logs, nil)),
 		// As cmd/local: Handler is the local server's, health checks too.
@@ -110,6 +115,7 @@ func NewServer(tb testing.TB) *Env {
 		Signer:     asm.Signer,
 		PublicKey:  pub,
 		PrivateKey: priv,
+		TokenCache: cache,
 		AdminKey:   admin,
 		Logs:       logs,
 	}
