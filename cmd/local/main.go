@@ -47,13 +47,22 @@ import (
 	"latchkey/pkg/boltstore"
 	"latchkey/pkg/dynamostore"
 	"latchkey/pkg/httpapi"
+	"latchkey/pkg/logbuf"
 	"latchkey/pkg/token"
 )
 
 func main() {
-	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	if err := run(logger); err != nil {
+	// Lines are written in batches, at most logbuf.DefaultFlushInterval
+	// (100 ms) after they are logged: one write per request cost as much
+	// CPU as verifying a token. Close writes the rest before exit.
+	logs := logbuf.New(os.Stderr, logbuf.Options{})
+	logger := slog.New(slog.NewJSONHandler(logs, nil))
+	err := run(logger)
+	if err != nil {
 		logger.Error("latchkey stopped", "error", err.Error())
+	}
+	logs.Close()
+	if err != nil {
 		os.Exit(1)
 	}
 }
