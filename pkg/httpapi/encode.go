@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"sync"
 	"time"
 
 	"latchkey/pkg/account"
@@ -12,33 +13,59 @@ import (
 // writeJSON writes v with status. Marshalling the response types cannot
 // fail, so an error here would be a bug: it is logged, not hidden.
 func (s *server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
-	body, err := marshal(v)
-	if err != nil {
+	b := getJSONBuffer()
+	defer putJSONBuffer(b)
+	if err := b.enc.Encode(v); err != nil {
 		s.writeError(w, r, account.Internal(err))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	w.Write(body)
+	w.Write(b.Bytes())
 }
 
-// marshal encodes v as one line of JSON. HTML escaping is off: the API is
-// not HTML, and "\u003c" in a message only confuses a reader.
-func marshal(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	err := enc.Encode(v)
-	return b.Bytes(), err
+// jsonBuffer is an encoder with the buffer it writes to. Responses are
+// encoded into a pooled one: a new buffer and encoder for each response
+// were two allocations and the buffer's growth.
+type jsonBuffer struct {
+	bytes.Buffer
+	enc *json.Encoder
+}
+
+var jsonBuffers = sync.Pool{New: func() any {
+	b := &jsonBuffer{}
+	b.enc = json.NewEncoder(&b.Buffer)
+	// One line of JSON. HTML escaping is off: the API is not HTML, and
+	// "\u003c" in a message only confuses a reader.
+	b.enc.SetEscapeHTML(false)
+	return b
+}}
+
+// maxPooledJSON is the largest buffer put back in the pool, so that one
+// large list does not pin its buffer for the life of the process.
+const maxPooledJSON = 64 << 10
+
+func getJSONBuffer() *jsonBuffer { return jsonBuffers.Get().(*jsonBuffer) }
+
+func putJSONBuffer(b *jsonBuffer) {
+	if b.Cap() > maxPooledJSON {
+		return
+	}
+	b.Reset()
+	jsonBuffers.Put(b)
 }
 
 // timestamp formats t as RFC 3339 in UTC with millisecond precision, the
-// precision the service keeps.
+// precision the service keeps. It is a TextMarshaler, not a Marshaler:
+// encoding/json quotes the text itself, where it would parse and compact
+// what MarshalJSON returns.
 type timestamp time.Time
 
-func (t timestamp) MarshalJSON() ([]byte, error) {
-	return []byte(`"` + time.Time(t).UTC().Format("2006-01-02T15:04:05.000Z07:00") + `"`), nil
+func (t timestamp) MarshalText() ([]byte, error) {
+	return time.Time(t).UTC().AppendFormat(make([]byte, 0, len(timestampLayout)), timestampLayout), nil
 }
+
+const timestampLayout = "2006-01-02T15:04:05.000Z07:00"
 
 // optionalTime is a timestamp that may be absent: JSON null.
 func optionalTime(t time.Time) *timestamp {

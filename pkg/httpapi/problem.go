@@ -107,7 +107,9 @@ func (s *server) writeProblem(w http.ResponseWriter, r *http.Request, e *account
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(c.status)
-	body, _ := marshal(problem{ // cannot fail: strings, ints and a slice of them
+	b := getJSONBuffer()
+	defer putJSONBuffer(b)
+	b.enc.Encode(problem{ // cannot fail: strings, ints and a slice of them
 		Type:      problemTypeBase + string(e.Code),
 		Title:     c.title,
 		Status:    c.status,
@@ -116,7 +118,7 @@ func (s *server) writeProblem(w http.ResponseWriter, r *http.Request, e *account
 		RequestID: info(r.Context()).id,
 		Errors:    e.Fields,
 	})
-	w.Write(body)
+	w.Write(b.Bytes())
 }
 
 // quoteSafe drops the characters that would end a quoted-string early.
