@@ -172,14 +172,16 @@ func (c *Cache) get(d [sha256.Size]byte, now time.Time, issuer string, keys map[
 
 // put remembers that the token with digest d was verified at now by key,
 // named kid, with claims tc. The claims are kept as they are and handed to
-// every later caller, so they must not be changed: their Scopes are clipped
+// every later caller, so they must not be changed: their slices are clipped
 // so that an append by a caller copies them instead.
 func (c *Cache) put(d [sha256.Size]byte, kid string, key crypto.PublicKey, tc account.TokenClaims, now time.Time) {
-	tc.Scopes = slices.Clip(tc.Scopes)
+	tc.Scopes, tc.KeyAncestors = slices.Clip(tc.Scopes), slices.Clip(tc.KeyAncestors)
 	e := &cacheEntry{digest: d, kid: kid, key: key, claims: tc, verifiedAt: now}
 	e.size = entryOverhead + int64(len(kid)+len(tc.ID)+len(tc.KeyID)+len(tc.Issuer)+len(tc.Audience))
-	for _, s := range tc.Scopes {
-		e.size += int64(16 + len(s))
+	for _, list := range [][]string{tc.Scopes, tc.KeyAncestors} {
+		for _, s := range list {
+			e.size += int64(16 + len(s)) // string header and bytes
+		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

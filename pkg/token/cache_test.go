@@ -34,6 +34,7 @@ func TestCache_RemembersSuccessesOnly(t *testing.T) {
 	cache := token.NewCache(token.CacheOptions{})
 	p := token.NewParser(issuer, signer.PublicKey()).WithCache(cache)
 	want := sampleClaims(now)
+	want.KeyAncestors = []string{account.NewID(account.PrefixAPIKey, now)}
 	tok := sign(t, signer, want)
 
 	first := parseOK(t, p, tok, now)
@@ -42,6 +43,7 @@ func TestCache_RemembersSuccessesOnly(t *testing.T) {
 	}
 	second := parseOK(t, p, tok, now.Add(time.Minute))
 	if second.ID != want.ID || second.KeyID != want.KeyID || !slices.Equal(second.Scopes, want.Scopes) ||
+		!slices.Equal(second.KeyAncestors, want.KeyAncestors) ||
 		!second.IssuedAt.Equal(first.IssuedAt) || !second.ExpiresAt.Equal(first.ExpiresAt) {
 		t.Errorf("claims from the cache: got %+v, want %+v", second, first)
 	}
