@@ -54,11 +54,11 @@ func (s *Store) CreateAPIKey(_ context.Context, k account.APIKey) error {
 func (s *Store) GetAPIKey(_ context.Context, id string) (account.APIKey, error) {
 	var k account.APIKey
 	err := s.read(func(tx *bolt.Tx) error {
-		it, ok, err := get[apiKeyItem](tx.Bucket(bucketKeys), []byte(id))
-		if err != nil || !ok {
+		var ok bool
+		var err error
+		if k, ok, err = s.keys.get(tx.Bucket(bucketKeys), []byte(id)); err != nil || !ok {
 			return orNotFound(err, account.ErrAPIKeyNotFound())
 		}
-		k = it.domain()
 		return nil
 	})
 	return k, err
@@ -75,11 +75,11 @@ func (s *Store) GetAPIKeyByHash(_ context.Context, hash []byte) (account.APIKey,
 		if id == nil {
 			return account.ErrAPIKeyNotFound()
 		}
-		it, ok, err := get[apiKeyItem](tx.Bucket(bucketKeys), id)
-		if err != nil || !ok {
+		var ok bool
+		var err error
+		if k, ok, err = s.keys.get(tx.Bucket(bucketKeys), id); err != nil || !ok {
 			return orNotFound(err, account.ErrAPIKeyNotFound())
 		}
-		k = it.domain()
 		return nil
 	})
 	return k, err

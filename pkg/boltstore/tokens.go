@@ -56,12 +56,11 @@ func (s *Store) TokenStatus(_ context.Context, tokenID, keyID string, _ []string
 		if ok {
 			st.RevokedAt = r.RevokedAt
 		}
-		k, ok, err := get[apiKeyItem](tx.Bucket(bucketKeys), []byte(keyID))
+		key, ok, err := s.keys.get(tx.Bucket(bucketKeys), []byte(keyID))
 		if err != nil {
 			return err
 		}
 		if ok {
-			key := k.domain()
 			st.Key = &key
 		}
 		return nil
