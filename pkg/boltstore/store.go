@@ -148,8 +148,11 @@ func (s *Store) read(fn func(tx *bolt.Tx) error) error {
 }
 
 func wrap(err error) error {
+	if err == nil {
+		return nil // before e, which escapes: no allocation on the common path
+	}
 	var e *account.Error
-	if err == nil || errors.As(err, &e) {
+	if errors.As(err, &e) {
 		return err
 	}
 	return account.Internal(fmt.Errorf("boltstore: %w", err))
