@@ -89,3 +89,23 @@ func TestCache_Issuer(t *testing.T) {
 		t.Fatalf("a parser for another issuer: got %v, want ErrTokenInvalid", err)
 	}
 }
+
+// TestCache_ClockSetBack: an entry is not used at a time before the one at
+// which its token was verified, so every check on time is made afresh.
+func TestCache_ClockSetBack(t *testing.T) {
+	now := time.Now().UTC().Truncate(time.Second)
+	_, priv, _ := ed25519.GenerateKey(nil)
+	cache := NewCache(CacheOptions{})
+	p := NewParser("iss", priv.Public().(ed25519.PublicKey)).WithCache(cache)
+	tok := internalToken(t, priv, now, now.Add(time.Hour))
+	at := now.Add(time.Minute)
+	if _, err := p.Parse(t.Context(), tok, at); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := cache.get(digest(tok), at.Add(-time.Second), "iss", p.keys); ok {
+		t.Error("the entry was used before the time it was verified at")
+	}
+	if _, ok := cache.get(digest(tok), at, "iss", p.keys); !ok {
+		t.Error("the entry was not used at the time it was verified at")
+	}
+}

@@ -95,22 +95,6 @@ func tok2(tb testing.TB, s *token.Signer, now time.Time) string {
 	return sign(tb, s, sampleClaims(now))
 }
 
-// TestCache_ClockSetBack: an entry is not used at a time before the one at
-// which its token was verified, so every check on time is made afresh.
-func TestCache_ClockSetBack(t *testing.T) {
-	now := time.Now().UTC().Truncate(time.Second)
-	signer := token.NewSigner(newKey(t), issuer)
-	cache := token.NewCache(token.CacheOptions{MaxEntries: 1})
-	p := token.NewParser(issuer, signer.PublicKey()).WithCache(cache)
-	tok := tok2(t, signer, now)
-	parseOK(t, p, tok, now.Add(time.Minute))
-	// Verified again at the earlier time: the entry is replaced, not used.
-	parseOK(t, p, tok, now)
-	if n := cache.Len(); n != 1 {
-		t.Errorf("Len: got %d, want 1", n)
-	}
-}
-
 // TestCache_MemoryBound: the cache never holds more entries or bytes than
 // its bounds, and evicting never changes an answer.
 func TestCache_MemoryBound(t *testing.T) {
