@@ -38,7 +38,7 @@ type env struct {
 	secrets *replay.Secrets
 }
 
-func newEnv(t *testing.T) env {
+func newEnv(t testing.TB) env {
 	t.Helper()
 	s, err := boltstore.Open(filepath.Join(t.TempDir(), "latchkey.db"))
 	if err != nil {
@@ -51,7 +51,7 @@ func newEnv(t *testing.T) env {
 	return env{store: s, keys: &replay.MemoryKeys{}, secrets: replay.NewSecrets()}
 }
 
-func (e env) app(t *testing.T, fn lambdaapp.Function, c *mock.Clock) *lambdaapp.App {
+func (e env) app(t testing.TB, fn lambdaapp.Function, c *mock.Clock) *lambdaapp.App {
 	t.Helper()
 	a, err := lambdaapp.New(context.Background(), replay.Config(fn, "latchkey"), lambdaapp.Deps{
 		Store: e.store, Keys: e.keys, Secrets: e.secrets, Now: c.Now,
