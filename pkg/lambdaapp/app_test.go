@@ -833,3 +833,17 @@ func TestApp_ColdStartReadsSecretsAtOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestAuthorizerConfigFromEnv_TokenCache: the authorizer reads the token
+// cache's bounds as the other functions do.
+func TestAuthorizerConfigFromEnv_TokenCache(t *testing.T) {
+	env := map[string]string{lambdaapp.EnvTableName: "latchkey", token.EnvCacheMaxEntries: "100"}
+	cfg, err := lambdaapp.AuthorizerConfigFromEnv(func(k string) string { return env[k] })
+	if err != nil || cfg.TokenCache != (token.CacheOptions{MaxEntries: 100}) {
+		t.Fatalf("got %+v, %v; want MaxEntries 100", cfg.TokenCache, err)
+	}
+	env[token.EnvCacheMaxEntries] = "0"
+	if _, err := lambdaapp.AuthorizerConfigFromEnv(func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), token.EnvCacheMaxEntries) {
+		t.Fatalf("got %v, want an error naming %s", err, token.EnvCacheMaxEntries)
+	}
+}
