@@ -272,6 +272,8 @@ func (v verifyValidResponse) appendJSON(b []byte) []byte {
 	b = appendJSONString(b, v.KeyID)
 	b = append(b, `,"scopes":`...)
 	b = appendJSONStrings(b, v.Scopes)
+	b = append(b, `,"audience":`...)
+	b = appendJSONString(b, v.Audience)
 	b = append(b, `,"issued_at":"`...)
 	b = v.IssuedAt.appendText(b)
 	b = append(b, `","expires_at":"`...)

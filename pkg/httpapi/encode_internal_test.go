@@ -35,7 +35,7 @@ func TestAppendJSON(t *testing.T) {
 	var cases []jsonAppender
 	for _, s := range nastyStrings {
 		cases = append(cases,
-			verifyValidResponse{Valid: true, TokenID: s, KeyID: s + "k", Scopes: []string{s, "b"},
+			verifyValidResponse{Valid: true, TokenID: s, KeyID: s + "k", Scopes: []string{s, "b"}, Audience: s + "a",
 				IssuedAt: timestamp(now), ExpiresAt: timestamp(now.Add(time.Hour)), ExpiresIn: 3599},
 			verifyInvalidResponse{Valid: true, Reason: s})
 	}
