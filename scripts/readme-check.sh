@@ -53,6 +53,8 @@ expect=(
   '"slug":"analytical-engines"'
   '"role":"owner"'
   '"code":"email_taken"'
+  '"code":"last_owner"'
+  '"organization":{"id":"org_'
   '"plan":"enterprise"'
   '"email":"ada.king@example.com","name":"Ada Lovelace","role":"admin","external_id":"crm-4711","metadata":{"plan":"pro","source":"signup"}'
   '"has_more":true'

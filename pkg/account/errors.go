@@ -21,6 +21,7 @@ const (
 	CodeSlugTaken            Code = "slug_taken"
 	CodeAlreadyMember        Code = "already_member"
 	CodeExternalIDTaken      Code = "external_id_taken"
+	CodeLastOwner            Code = "last_owner"
 	CodePayloadTooLarge      Code = "payload_too_large"
 	CodeUnsupportedMediaType Code = "unsupported_media_type"
 	CodeUnavailable          Code = "unavailable"
@@ -130,6 +131,12 @@ func ErrUserExternalIDTaken() *Error {
 // organization has the external id.
 func ErrOrganizationExternalIDTaken() *Error {
 	return Errorf(CodeExternalIDTaken, "another organization has this external_id")
+}
+
+// ErrLastOwner is CodeLastOwner: the change would leave an organization
+// that has an owner without one.
+func ErrLastOwner() *Error {
+	return Errorf(CodeLastOwner, "this is the organization's last owner: make another member an owner first")
 }
 
 // ErrAlreadyMember is CodeAlreadyMember: the membership exists.

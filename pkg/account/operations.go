@@ -22,6 +22,7 @@ const (
 	OpDeleteOrganization Operation = "DeleteOrganization"
 	OpAddMember          Operation = "AddMember"
 	OpListMembers        Operation = "ListMembers"
+	OpGetMember          Operation = "GetMember"
 	OpUpdateMember       Operation = "UpdateMember"
 	OpRemoveMember       Operation = "RemoveMember"
 
@@ -65,6 +66,7 @@ var operations = map[Operation]access{
 	OpDeleteOrganization: {ScopeDeleteOrganizations, false},
 	OpAddMember:          {ScopeWriteOrganizations, false},
 	OpListMembers:        {ScopeReadOrganizations, false},
+	OpGetMember:          {ScopeReadOrganizations, false},
 	OpUpdateMember:       {ScopeWriteOrganizations, false},
 	OpRemoveMember:       {ScopeWriteOrganizations, false},
 

@@ -233,8 +233,21 @@ func (s *Service) ListMembers(ctx context.Context, p Principal, orgID string, r 
 	return toList(s.cursors, list, page), nil
 }
 
-// UpdateMember changes a member's role. CodeInsufficientScope, CodeNotFound,
-// CodeInvalidRequest.
+// GetMember returns one membership. CodeInsufficientScope, CodeNotFound.
+func (s *Service) GetMember(ctx context.Context, p Principal, orgID, userID string) (Membership, error) {
+	if err := p.Authorize(OpGetMember); err != nil {
+		return Membership{}, err
+	}
+	if !ValidID(PrefixOrganization, orgID) || !ValidID(PrefixUser, userID) {
+		return Membership{}, ErrMembershipNotFound()
+	}
+	m, err := s.store.GetMember(ctx, orgID, userID)
+	return m, storeErr(err)
+}
+
+// UpdateMember changes a member's role. An organization that has an owner
+// keeps one: demoting its last owner is CodeLastOwner. CodeInsufficientScope,
+// CodeNotFound, CodeInvalidRequest, CodeLastOwner.
 func (s *Service) UpdateMember(ctx context.Context, p Principal, orgID, userID, role string) (Membership, error) {
 	if err := p.Authorize(OpUpdateMember); err != nil {
 		return Membership{}, err
@@ -257,8 +270,9 @@ func (s *Service) UpdateMember(ctx context.Context, p Principal, orgID, userID, 
 	return m, nil
 }
 
-// RemoveMember removes a user from an organization. CodeInsufficientScope,
-// CodeNotFound.
+// RemoveMember removes a user from an organization; removing its last
+// owner is CodeLastOwner. CodeInsufficientScope, CodeNotFound,
+// CodeLastOwner.
 func (s *Service) RemoveMember(ctx context.Context, p Principal, orgID, userID string) error {
 	if err := p.Authorize(OpRemoveMember); err != nil {
 		return err

@@ -260,3 +260,60 @@ func TestService_UpdateMember(t *testing.T) {
 		wantCode(t, e.svc.RemoveMember(e.ctx, e.admin, o.ID, u.ID), account.CodeNotFound)
 	})
 }
+
+func TestService_GetMember(t *testing.T) {
+	t.Run("OK", func(t *testing.T) {
+		e := newEnv(t)
+		o, u := e.org(t, "engines"), e.user(t, "ada@example.com")
+		m, err := e.svc.AddMember(e.ctx, e.admin, o.ID, account.NewMember{UserID: u.ID, Role: "admin"})
+		if err != nil {
+			t.Fatalf("AddMember: %v", err)
+		}
+		got, err := e.svc.GetMember(e.ctx, e.admin, o.ID, u.ID)
+		if err != nil || got.Role != "admin" || !got.CreatedAt.Equal(m.CreatedAt) {
+			t.Fatalf("GetMember: got %+v, %v; want %+v", got, err, m)
+		}
+	})
+	t.Run("ErrNotFound", func(t *testing.T) {
+		e := newEnv(t)
+		o, u := e.org(t, "engines"), e.user(t, "ada@example.com")
+		for _, ids := range [][2]string{{o.ID, u.ID}, {"org_nope", u.ID}, {o.ID, "usr_nope"}} {
+			_, err := e.svc.GetMember(e.ctx, e.admin, ids[0], ids[1])
+			wantCode(t, err, account.CodeNotFound)
+		}
+	})
+	t.Run("ErrInsufficientScope", func(t *testing.T) {
+		e := newEnv(t)
+		p, _ := e.key(t, "", account.ScopeWriteOrganizations)
+		_, err := e.svc.GetMember(e.ctx, p, account.NewID(account.PrefixOrganization, e.svc.Now()), account.NewID(account.PrefixUser, e.svc.Now()))
+		wantCode(t, err, account.CodeInsufficientScope)
+	})
+}
+
+// TestService_LastOwner: the service passes the store's last-owner rule
+// through, with its code, and allows deleting the last owner's user.
+func TestService_LastOwner(t *testing.T) {
+	e := newEnv(t)
+	o, a, b := e.org(t, "engines"), e.user(t, "ada@example.com"), e.user(t, "bob@example.com")
+	for _, u := range []account.User{a, b} {
+		if _, err := e.svc.AddMember(e.ctx, e.admin, o.ID, account.NewMember{UserID: u.ID, Role: "owner"}); err != nil {
+			t.Fatalf("AddMember: %v", err)
+		}
+	}
+	if _, err := e.svc.UpdateMember(e.ctx, e.admin, o.ID, a.ID, "member"); err != nil {
+		t.Fatalf("UpdateMember of one of two owners: %v", err)
+	}
+	_, err := e.svc.UpdateMember(e.ctx, e.admin, o.ID, b.ID, "admin")
+	wantCode(t, err, account.CodeLastOwner)
+	wantCode(t, e.svc.RemoveMember(e.ctx, e.admin, o.ID, b.ID), account.CodeLastOwner)
+	if err := e.svc.RemoveMember(e.ctx, e.admin, o.ID, a.ID); err != nil {
+		t.Fatalf("RemoveMember of a member: %v", err)
+	}
+	if err := e.svc.DeleteUser(e.ctx, e.admin, b.ID); err != nil {
+		t.Fatalf("DeleteUser of the last owner: %v", err)
+	}
+	l, err := e.svc.ListMembers(e.ctx, e.admin, o.ID, account.PageRequest{})
+	if err != nil || len(l.Items) != 0 {
+		t.Errorf("members after deleting the last owner: %+v, %v; want none", l.Items, err)
+	}
+}

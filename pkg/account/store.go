@@ -85,7 +85,7 @@ type MemberPatch struct {
 // atomicity of multi-item writes; every other rule lives in Service.
 //
 // Errors: methods return CodeNotFound, CodeEmailTaken, CodeSlugTaken,
-// CodeExternalIDTaken or CodeAlreadyMember as documented, each built by its
+// CodeExternalIDTaken, CodeAlreadyMember or CodeLastOwner as documented, each built by its
 // constructor
 // (ErrUserNotFound for a user, ErrOrganizationNotFound, ErrEmailTaken, …)
 // so that the message a client reads is the domain's, not the store's;
@@ -110,7 +110,9 @@ type Store interface {
 	// CodeEmailTaken, CodeExternalIDTaken.
 	UpdateUser(ctx context.Context, id string, patch UserPatch) (User, error)
 	// DeleteUser deletes a user, its memberships and its e-mail and
-	// external id claims. CodeNotFound.
+	// external id claims. CodeNotFound. It is allowed when the user is an
+	// organization's last owner: the organization is then left without
+	// one.
 	DeleteUser(ctx context.Context, id string) error
 	// ListUsers lists users, newest first.
 	ListUsers(ctx context.Context, p ListParams) (Page[User], error)
@@ -145,14 +147,22 @@ type Store interface {
 	GetMember(ctx context.Context, orgID, userID string) (Membership, error)
 	// UpdateMember applies patch to the membership of userID in orgID
 	// atomically, in the store, and returns the membership as the patch left
-	// it. CodeNotFound.
+	// it. CodeNotFound; CodeLastOwner, changing nothing, if it would take
+	// the OwnerRole from the organization's only owner. The rule holds
+	// under concurrent updates and removals: of two owners demoting each
+	// other at once, one succeeds.
 	UpdateMember(ctx context.Context, orgID, userID string, patch MemberPatch) (Membership, error)
-	// RemoveMember deletes a membership. CodeNotFound.
+	// RemoveMember deletes a membership. CodeNotFound; CodeLastOwner, as
+	// for UpdateMember, if it is the organization's only owner's.
 	RemoveMember(ctx context.Context, orgID, userID string) error
 	// ListMembers lists the memberships of an organization, newest first.
 	ListMembers(ctx context.Context, orgID string, p ListParams) (Page[Membership], error)
-	// ListUserMemberships lists the memberships of a user, newest first.
-	ListUserMemberships(ctx context.Context, userID string, p ListParams) (Page[Membership], error)
+	// ListUserMemberships lists the memberships of a user, newest first,
+	// each with its organization's name and slug as they are when the page
+	// is read, at a bounded cost per page whatever its size (a store
+	// documents how). A membership whose organization's delete has begun
+	// is left out.
+	ListUserMemberships(ctx context.Context, userID string, p ListParams) (Page[UserMembership], error)
 
 	// CreateAPIKey stores a new API key. It fails (with any error) if a key
 	// with the same hash exists: EnsureBootstrapKey relies on that when

@@ -30,6 +30,19 @@ type Organization struct {
 	UpdatedAt  time.Time
 }
 
+// OwnerRole is the member role that LastOwner protects: an organization
+// that has a member with it always keeps one, except when that user is
+// deleted.
+const OwnerRole = "owner"
+
+// UserMembership is a membership as a user's list shows it: with the
+// organization's name and slug, read by the store with the page.
+type UserMembership struct {
+	Membership
+	OrganizationName string
+	OrganizationSlug string
+}
+
 // Membership says that a user belongs to an organization with a role.
 type Membership struct {
 	OrganizationID string

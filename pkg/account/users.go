@@ -186,25 +186,26 @@ func (s *Service) DeleteUser(ctx context.Context, p Principal, id string) error 
 }
 
 // ListUserMemberships lists the organizations a user belongs to, newest
-// membership first. CodeInsufficientScope, CodeNotFound, CodeInvalidRequest.
-func (s *Service) ListUserMemberships(ctx context.Context, p Principal, userID string, r PageRequest) (List[Membership], error) {
+// membership first, each with the organization's name and slug.
+// CodeInsufficientScope, CodeNotFound, CodeInvalidRequest.
+func (s *Service) ListUserMemberships(ctx context.Context, p Principal, userID string, r PageRequest) (List[UserMembership], error) {
 	if err := p.Authorize(OpListUserMemberships); err != nil {
-		return List[Membership]{}, err
+		return List[UserMembership]{}, err
 	}
 	if !ValidID(PrefixUser, userID) {
-		return List[Membership]{}, ErrUserNotFound()
+		return List[UserMembership]{}, ErrUserNotFound()
 	}
 	list := "memberships/" + userID
 	params, err := s.cursors.params(list, r)
 	if err != nil {
-		return List[Membership]{}, err
+		return List[UserMembership]{}, err
 	}
 	if _, err := s.store.GetUser(ctx, userID); err != nil {
-		return List[Membership]{}, storeErr(err)
+		return List[UserMembership]{}, storeErr(err)
 	}
 	page, err := s.store.ListUserMemberships(ctx, userID, params)
 	if err != nil {
-		return List[Membership]{}, storeErr(err)
+		return List[UserMembership]{}, storeErr(err)
 	}
 	return toList(s.cursors, list, page), nil
 }

@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -52,7 +53,9 @@ func (s *Store) GetMember(_ context.Context, orgID, userID string) (account.Memb
 }
 
 // UpdateMember implements account.Store as UpdateUser does. Only role and
-// updated_at change: created_at is part of the list index keys.
+// updated_at change: created_at is part of the list index keys. Writes are
+// serial, so the last-owner check and the write cannot be separated by
+// another.
 func (s *Store) UpdateMember(_ context.Context, orgID, userID string, p account.MemberPatch) (account.Membership, error) {
 	var m account.Membership
 	err := s.write(func(tx *bolt.Tx) error {
@@ -61,6 +64,11 @@ func (s *Store) UpdateMember(_ context.Context, orgID, userID string, p account.
 		it, ok, err := get[memberItem](members, key)
 		if err != nil || !ok {
 			return orNotFound(err, account.ErrMembershipNotFound())
+		}
+		if it.Role == account.OwnerRole && p.Role != account.OwnerRole {
+			if err := keepsAnOwner(tx, orgID, userID); err != nil {
+				return err
+			}
 		}
 		it.Role, it.UpdatedAt = p.Role, p.UpdatedAt
 		if err := put(members, key, it); err != nil {
@@ -75,12 +83,53 @@ func (s *Store) UpdateMember(_ context.Context, orgID, userID string, p account.
 	return m, nil
 }
 
-// RemoveMember implements account.Store.
+// RemoveMember implements account.Store, with the last-owner check in the
+// same transaction as the delete.
 func (s *Store) RemoveMember(_ context.Context, orgID, userID string) error {
-	return s.write(func(tx *bolt.Tx) error { return removeMember(tx, orgID, userID) })
+	return s.write(func(tx *bolt.Tx) error {
+		it, ok, err := get[memberItem](tx.Bucket(bucketMembers), join(orgID, userID))
+		if err != nil || !ok {
+			return orNotFound(err, account.ErrMembershipNotFound())
+		}
+		if it.Role == account.OwnerRole {
+			if err := keepsAnOwner(tx, orgID, userID); err != nil {
+				return err
+			}
+		}
+		return removeMember(tx, orgID, userID)
+	})
 }
 
-// removeMember deletes a membership and both of its index entries.
+// keepsAnOwner returns account.ErrLastOwner unless the organization has an
+// owner besides userID. It walks the organization's members until it finds
+// one: a count on the organization would save the walk, but would be a
+// second record of the same fact, and a local read of a member is cheap.
+func keepsAnOwner(tx *bolt.Tx, orgID, userID string) error {
+	members := tx.Bucket(bucketMembers)
+	prefix := []byte(orgID + "/")
+	c := tx.Bucket(bucketOrgMembers).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		_, other, ok := strings.Cut(string(k[len(prefix):]), "/")
+		if !ok {
+			return fmt.Errorf("malformed membership index key %q", k)
+		}
+		if other == userID {
+			continue
+		}
+		it, found, err := get[memberItem](members, join(orgID, other))
+		if err != nil {
+			return err
+		}
+		if found && it.Role == account.OwnerRole {
+			return nil
+		}
+	}
+	return account.ErrLastOwner()
+}
+
+// removeMember deletes a membership and both of its index entries. It
+// does not check the last-owner rule: a cascade (deleting a user or an
+// organization) may remove an organization's last owner.
 func removeMember(tx *bolt.Tx, orgID, userID string) error {
 	members := tx.Bucket(bucketMembers)
 	key := join(orgID, userID)
@@ -101,31 +150,50 @@ func removeMember(tx *bolt.Tx, orgID, userID string) error {
 // ListMembers implements account.Store, newest membership first. The
 // position is "<sort time>/<user id>".
 func (s *Store) ListMembers(_ context.Context, orgID string, p account.ListParams) (account.Page[account.Membership], error) {
-	return s.listMemberships(bucketOrgMembers, orgID, p, func(other string) (string, string) { return orgID, other })
+	return listMemberships(s, bucketOrgMembers, orgID, p, func(other string) (string, string) { return orgID, other },
+		func(_ *bolt.Tx, it memberItem) (account.Membership, error) { return it.domain(), nil })
 }
 
-// ListUserMemberships implements account.Store, newest membership first.
-// The position is "<sort time>/<organization id>".
-func (s *Store) ListUserMemberships(_ context.Context, userID string, p account.ListParams) (account.Page[account.Membership], error) {
-	return s.listMemberships(bucketUserOrgs, userID, p, func(other string) (string, string) { return other, userID })
+// ListUserMemberships implements account.Store, newest membership first,
+// each with its organization's name and slug, read in the same
+// transaction. The position is "<sort time>/<organization id>".
+func (s *Store) ListUserMemberships(_ context.Context, userID string, p account.ListParams) (account.Page[account.UserMembership], error) {
+	return listMemberships(s, bucketUserOrgs, userID, p, func(other string) (string, string) { return other, userID },
+		func(tx *bolt.Tx, it memberItem) (account.UserMembership, error) {
+			o, found, err := get[orgItem](tx.Bucket(bucketOrgs), []byte(it.OrganizationID))
+			if err == nil && !found {
+				// An organization's delete takes its memberships in the
+				// same transaction: a membership without one is a broken
+				// invariant.
+				err = fmt.Errorf("membership %s/%s has no organization", it.OrganizationID, it.UserID)
+			}
+			return account.UserMembership{Membership: it.domain(), OrganizationName: o.Name, OrganizationSlug: o.Slug}, err
+		})
 }
 
-func (s *Store) listMemberships(idx []byte, owner string, p account.ListParams, pair func(other string) (orgID, userID string)) (account.Page[account.Membership], error) {
-	var page account.Page[account.Membership]
+// listMemberships reads a page of the membership index idx under owner;
+// pair maps the other side's id to (org id, user id), and conv turns each
+// membership into the list's item.
+func listMemberships[T any](s *Store, idx []byte, owner string, p account.ListParams, pair func(other string) (orgID, userID string), conv func(*bolt.Tx, memberItem) (T, error)) (account.Page[T], error) {
+	var page account.Page[T]
 	err := s.read(func(tx *bolt.Tx) error {
 		members := tx.Bucket(bucketMembers)
 		var err error
-		page, err = list(tx.Bucket(idx), owner+"/", p, func(suffix string, _ []byte) (account.Membership, error) {
+		page, err = list(tx.Bucket(idx), owner+"/", p, func(suffix string, _ []byte) (T, error) {
+			var zero T
 			_, other, ok := strings.Cut(suffix, "/")
 			if !ok {
-				return account.Membership{}, fmt.Errorf("malformed membership index key %q", suffix)
+				return zero, fmt.Errorf("malformed membership index key %q", suffix)
 			}
 			orgID, userID := pair(other)
 			it, found, err := get[memberItem](members, join(orgID, userID))
 			if err == nil && !found {
 				err = fmt.Errorf("membership index entry %s/%s has no membership", owner, suffix)
 			}
-			return it.domain(), err
+			if err != nil {
+				return zero, err
+			}
+			return conv(tx, it)
 		})
 		return err
 	})

@@ -143,6 +143,14 @@ type budgetFixture struct {
 	extra   int
 }
 
+// twoOwners makes f.user and f.loner the owners of f.org.
+func (f *budgetFixture) twoOwners(t *testing.T) {
+	_, err := f.s.UpdateMember(f.ctx, f.org.ID, f.user.ID, account.MemberPatch{Role: "owner", UpdatedAt: f.tick()})
+	must(t, err, "UpdateMember to owner")
+	at := f.tick()
+	must(t, f.s.AddMember(f.ctx, account.Membership{OrganizationID: f.org.ID, UserID: f.loner.ID, Role: "owner", CreatedAt: at, UpdatedAt: at}), "AddMember as owner")
+}
+
 func (f *budgetFixture) tick() time.Time {
 	f.extra++
 	return f.now.Add(time.Duration(f.extra) * time.Millisecond)
@@ -382,16 +390,48 @@ func TestRequestBudgets(t *testing.T) {
 				must(t, f.s.AddMember(f.ctx, account.Membership{OrganizationID: f.org.ID, UserID: f.loner.ID, Role: "admin", CreatedAt: at, UpdatedAt: at}), "AddMember")
 			}
 		}},
+		{"AddMember (owner)", 1, []string{"TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				at := f.tick()
+				must(t, f.s.AddMember(f.ctx, account.Membership{OrganizationID: f.org.ID, UserID: f.loner.ID, Role: "owner", CreatedAt: at, UpdatedAt: at}), "AddMember")
+			}
+		}},
 		{"GetMember", 1, []string{"GetItem"}, func(t *testing.T, f *budgetFixture) func() {
 			return func() {
 				_, err := f.s.GetMember(f.ctx, f.org.ID, f.user.ID)
 				must(t, err, "GetMember")
 			}
 		}},
-		{"UpdateMember", 2, []string{"TransactWriteItems", "GetItem"}, func(t *testing.T, f *budgetFixture) func() {
+		// A role change reads the membership (is it an owner's?), then
+		// writes both sides, and the owner count when the owner role is
+		// gained or lost, in one transaction.
+		{"UpdateMember (member to admin)", 2, []string{"GetItem", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				_, err := f.s.UpdateMember(f.ctx, f.org.ID, f.user.ID, account.MemberPatch{Role: "admin", UpdatedAt: f.tick()})
+				must(t, err, "UpdateMember")
+			}
+		}},
+		{"UpdateMember (to owner)", 2, []string{"GetItem", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
 			return func() {
 				_, err := f.s.UpdateMember(f.ctx, f.org.ID, f.user.ID, account.MemberPatch{Role: "owner", UpdatedAt: f.tick()})
 				must(t, err, "UpdateMember")
+			}
+		}},
+		{"UpdateMember (one of two owners to admin)", 2, []string{"GetItem", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+			f.twoOwners(t)
+			return func() {
+				_, err := f.s.UpdateMember(f.ctx, f.org.ID, f.user.ID, account.MemberPatch{Role: "admin", UpdatedAt: f.tick()})
+				must(t, err, "UpdateMember")
+			}
+		}},
+		{"UpdateMember (last_owner)", 2, []string{"GetItem", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+			_, err := f.s.UpdateMember(f.ctx, f.org.ID, f.user.ID, account.MemberPatch{Role: "owner", UpdatedAt: f.tick()})
+			must(t, err, "UpdateMember to owner")
+			return func() {
+				_, err := f.s.UpdateMember(f.ctx, f.org.ID, f.user.ID, account.MemberPatch{Role: "admin", UpdatedAt: f.tick()})
+				if !account.IsCode(err, account.CodeLastOwner) {
+					t.Fatalf("UpdateMember: got %v, want last_owner", err)
+				}
 			}
 		}},
 		{"ListMembers (page of 20)", 1, []string{"Query"}, func(t *testing.T, f *budgetFixture) func() {
@@ -400,7 +440,9 @@ func TestRequestBudgets(t *testing.T) {
 				must(t, err, "ListMembers")
 			}
 		}},
-		{"ListUserMemberships (page of 20)", 1, []string{"Query"}, func(t *testing.T, f *budgetFixture) func() {
+		// The page's organizations, for their names and slugs, in one
+		// BatchGetItem whatever the page's size.
+		{"ListUserMemberships (page of 20)", 2, []string{"Query", "BatchGetItem"}, func(t *testing.T, f *budgetFixture) func() {
 			return func() {
 				_, err := f.s.ListUserMemberships(f.ctx, f.user.ID, page)
 				must(t, err, "ListUserMemberships")
@@ -409,6 +451,23 @@ func TestRequestBudgets(t *testing.T) {
 		{"RemoveMember", 1, []string{"TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
 			return func() {
 				must(t, f.s.RemoveMember(f.ctx, f.org.ID, f.user.ID), "RemoveMember")
+			}
+		}},
+		// An owner's membership comes back from the first transaction's
+		// failed condition; the second takes it with the owner count.
+		{"RemoveMember (one of two owners)", 2, []string{"TransactWriteItems", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+			f.twoOwners(t)
+			return func() {
+				must(t, f.s.RemoveMember(f.ctx, f.org.ID, f.user.ID), "RemoveMember")
+			}
+		}},
+		{"RemoveMember (last_owner)", 2, []string{"TransactWriteItems", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+			_, err := f.s.UpdateMember(f.ctx, f.org.ID, f.user.ID, account.MemberPatch{Role: "owner", UpdatedAt: f.tick()})
+			must(t, err, "UpdateMember to owner")
+			return func() {
+				if err := f.s.RemoveMember(f.ctx, f.org.ID, f.user.ID); !account.IsCode(err, account.CodeLastOwner) {
+					t.Fatalf("RemoveMember: got %v, want last_owner", err)
+				}
 			}
 		}},
 		{"DeleteAPIKey (no keys below, 2 ancestors)", 3, []string{"Query", "BatchGetItem", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
@@ -422,6 +481,12 @@ func TestRequestBudgets(t *testing.T) {
 			}
 		}},
 		{"DeleteUser (3 memberships)", 3, []string{"UpdateItem", "Query", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				must(t, f.s.DeleteUser(f.ctx, f.user.ID), "DeleteUser")
+			}
+		}},
+		{"DeleteUser (3 memberships, owner in 1)", 3, []string{"UpdateItem", "Query", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+			f.twoOwners(t)
 			return func() {
 				must(t, f.s.DeleteUser(f.ctx, f.user.ID), "DeleteUser")
 			}

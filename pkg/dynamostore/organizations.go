@@ -102,8 +102,14 @@ func (s *Store) DeleteOrganization(ctx context.Context, id string) error {
 	if o.ExternalID != "" {
 		guards = append(guards, orgExtKey(o.ExternalID))
 	}
-	return s.deleteWithMemberships(ctx, id, orgKey(id), guards, func(userID string) [2]key {
-		return [2]key{orgMemberKey(id, userID), userMemberKey(userID, id)}
+	return s.deleteWithMemberships(ctx, id, orgKey(id), guards, func(m memberSide) ([]step, error) {
+		// The organization goes too: its owner count does not matter.
+		org, err := s.del(orgMemberKey(id, m.otherID), nil)
+		if err != nil {
+			return nil, err
+		}
+		user, err := s.del(userMemberKey(m.otherID, id), nil)
+		return []step{{org, nil}, {user, nil}}, err
 	}, account.ErrOrganizationNotFound())
 }
 

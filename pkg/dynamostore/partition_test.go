@@ -105,8 +105,15 @@ func TestList_ForeignPartition(t *testing.T) {
 		t.Errorf("ListOrganizations: got %+v, want only %s", orgs.Items, o.ID)
 	}
 	for name, list := range map[string]func() (account.Page[account.Membership], error){
-		"ListMembers":         func() (account.Page[account.Membership], error) { return store.ListMembers(ctx, o.ID, p) },
-		"ListUserMemberships": func() (account.Page[account.Membership], error) { return store.ListUserMemberships(ctx, u.ID, p) },
+		"ListMembers": func() (account.Page[account.Membership], error) { return store.ListMembers(ctx, o.ID, p) },
+		"ListUserMemberships": func() (account.Page[account.Membership], error) {
+			page, err := store.ListUserMemberships(ctx, u.ID, p)
+			out := account.Page[account.Membership]{Next: page.Next}
+			for _, m := range page.Items {
+				out.Items = append(out.Items, m.Membership)
+			}
+			return out, err
+		},
 	} {
 		page, err := list()
 		must(t, err, name)

@@ -367,9 +367,26 @@ func (s *Store) markDeleting(ctx context.Context, k key, out any, notFound error
 // memberSides returns the IDs on the other side of every membership in the
 // partition of owner (an organization or a user), read strongly consistently.
 func (s *Store) memberSides(ctx context.Context, owner key) ([]string, error) {
+	sides, err := s.memberships(ctx, owner)
+	ids := make([]string, len(sides))
+	for i, m := range sides {
+		ids[i] = m.otherID
+	}
+	return ids, err
+}
+
+// memberSide is one membership as seen from the partition it was read in.
+type memberSide struct {
+	otherID string
+	role    string
+}
+
+// memberships returns every membership in the partition of owner (an
+// organization or a user), read strongly consistently, with its role.
+func (s *Store) memberships(ctx context.Context, owner key) ([]memberSide, error) {
 	kc := expression.Key("pk").Equal(expression.Value(owner.PK)).And(expression.Key("sk").BeginsWith(prefixMember))
 	e, err := expression.NewBuilder().WithKeyCondition(kc).
-		WithProjection(expression.NamesList(expression.Name("sk"))).Build()
+		WithProjection(expression.NamesList(expression.Name("sk"), expression.Name("role"))).Build()
 	if err != nil {
 		return nil, account.Internal(err)
 	}
@@ -378,81 +395,125 @@ func (s *Store) memberSides(ctx context.Context, owner key) ([]string, error) {
 		KeyConditionExpression: e.KeyCondition(), ProjectionExpression: e.Projection(),
 		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
 	})
-	var ids []string
+	var sides []memberSide
 	for pages.HasMorePages() {
 		out, err := pages.NextPage(ctx)
 		if err != nil {
 			return nil, storeErr(err)
 		}
-		var keys []key
-		if err := attributevalue.UnmarshalListOfMaps(out.Items, &keys); err != nil {
+		var items []struct {
+			SK   string `dynamodbav:"sk"`
+			Role string `dynamodbav:"role"`
+		}
+		if err := attributevalue.UnmarshalListOfMaps(out.Items, &items); err != nil {
 			return nil, account.Internal(err)
 		}
-		for _, k := range keys {
-			ids = append(ids, idFrom(k.SK, prefixMember))
+		for _, it := range items {
+			sides = append(sides, memberSide{otherID: idFrom(it.SK, prefixMember), role: it.Role})
 		}
 	}
-	return ids, nil
+	return sides, nil
 }
 
-// cascade deletes the memberships pairs (both sides of each) and then the
-// final items. When everything fits in one transaction it is one
-// transaction. Otherwise the pairs go first, 50 to a transaction (each pair
-// atomically), and the final transaction (the owner and its guard, with the
-// last pairs) comes last: the guard disappears together with its owner,
-// never before and never without it. A failure in between leaves the owner
-// in place, marked deleting, with fewer memberships; retrying the delete
-// finishes the job. final must hold the owner first; onCheckFailed applies
-// to final's items.
-func (s *Store) cascade(ctx context.Context, pairs [][2]key, final []types.TransactWriteItem, onCheckFailed ...error) error {
-	var items []types.TransactWriteItem
-	for _, p := range pairs {
-		a, err := s.del(p[0], nil)
-		if err != nil {
-			return err
-		}
-		b, err := s.del(p[1], nil)
-		if err != nil {
-			return err
-		}
-		items = append(items, a, b)
-	}
-	for len(final)+len(items) > maxTransactItems {
-		chunk := items[:maxTransactItems]
-		if err := s.transact(ctx, chunk); err != nil {
-			return err
-		}
-		items = items[maxTransactItems:]
-	}
-	return s.transact(ctx, append(final, items...), onCheckFailed...)
+// step is one item of a transaction with the error its failed condition
+// means (nil: none can fail, or a failure is a bug).
+type step struct {
+	item          types.TransactWriteItem
+	onCheckFailed error
 }
+
+// cascade deletes the memberships in groups (each group's items go in one
+// transaction: both sides of a membership, and for a user's owner
+// membership the organization's owner count) and then the final items.
+// When everything fits in one transaction it is one transaction.
+// Otherwise groups go first, as many as fit in a transaction, and the
+// final transaction (the owner and its guards, with the last groups) comes
+// last: a guard disappears together with its owner, never before and
+// never without it. A failure in between leaves the owner in place, marked
+// deleting, with fewer memberships; retrying the delete finishes the job.
+// final must hold the owner first.
+func (s *Store) cascade(ctx context.Context, groups [][]step, final []step) error {
+	size := len(final)
+	for _, g := range groups {
+		size += len(g)
+	}
+	for size > maxTransactItems {
+		var chunk []step
+		for len(groups) > 0 && len(chunk)+len(groups[0]) <= maxTransactItems {
+			chunk = append(chunk, groups[0]...)
+			size -= len(groups[0])
+			groups = groups[1:]
+		}
+		if err := s.transactSteps(ctx, chunk); err != nil {
+			return err
+		}
+	}
+	all := final
+	for _, g := range groups {
+		all = append(all, g...)
+	}
+	return s.transactSteps(ctx, all)
+}
+
+// transactSteps is transact over steps.
+func (s *Store) transactSteps(ctx context.Context, steps []step) error {
+	items := make([]types.TransactWriteItem, len(steps))
+	onCheckFailed := make([]error, len(steps))
+	for i, st := range steps {
+		items[i], onCheckFailed[i] = st.item, st.onCheckFailed
+	}
+	return s.transact(ctx, items, onCheckFailed...)
+}
+
+// errMembershipsChanged marks a cascade step that found a membership other
+// than the Query had shown it (its role changed, or it went), for a
+// user's delete, whose steps keep the owner counts of organizations: the
+// delete reads the memberships again.
+var errMembershipsChanged = errors.New("dynamostore: a membership changed while its user was being deleted")
+
+// cascadeAttempts bounds how often a user's delete reads its memberships
+// again because one changed under it.
+const cascadeAttempts = 5
 
 // deleteWithMemberships is the rest of a delete after markDeleting: it finds
 // the memberships in the partition of owner (a user or an organization) and
-// deletes both sides of each (pair gives them from the other side's ID),
-// then owner and its guards, which must still belong to id; notFound if
-// owner is gone meanwhile.
-func (s *Store) deleteWithMemberships(ctx context.Context, id string, owner key, guards []key, pair func(otherID string) [2]key, notFound error) error {
-	otherIDs, err := s.memberSides(ctx, owner)
-	if err != nil {
-		return err
-	}
-	pairs := make([][2]key, len(otherIDs))
-	for i, otherID := range otherIDs {
-		pairs[i] = pair(otherID)
-	}
+// deletes each (group gives its steps), then owner and its guards, which
+// must still belong to id; notFound if owner is gone meanwhile. When a
+// group's step fails with errMembershipsChanged it starts over from the
+// Query, up to cascadeAttempts times.
+func (s *Store) deleteWithMemberships(ctx context.Context, id string, owner key, guards []key, group func(memberSide) ([]step, error), notFound error) error {
 	ownedBy := expression.Name("owner_id").Equal(expression.Value(id))
-	steps := []func() (types.TransactWriteItem, error){
-		func() (types.TransactWriteItem, error) { return s.del(owner, &condPresent) },
+	for attempt := 0; ; attempt++ {
+		sides, err := s.memberships(ctx, owner)
+		if err != nil {
+			return err
+		}
+		groups := make([][]step, len(sides))
+		for i, side := range sides {
+			if groups[i], err = group(side); err != nil {
+				return err
+			}
+		}
+		del, err := s.del(owner, &condPresent)
+		if err != nil {
+			return err
+		}
+		final := []step{{del, notFound}}
+		for _, g := range guards {
+			del, err := s.del(g, &ownedBy)
+			if err != nil {
+				return err
+			}
+			final = append(final, step{del, nil})
+		}
+		err = s.cascade(ctx, groups, final)
+		if !errors.Is(err, errMembershipsChanged) {
+			return err
+		}
+		if attempt+1 >= cascadeAttempts {
+			return account.Unavailable(err)
+		}
 	}
-	for _, g := range guards {
-		steps = append(steps, func() (types.TransactWriteItem, error) { return s.del(g, &ownedBy) })
-	}
-	final, err := build(steps...)
-	if err != nil {
-		return err
-	}
-	return s.cascade(ctx, pairs, final, notFound)
 }
 
 // unprocessedRetries bounds the re-requests of keys that BatchGetItem left

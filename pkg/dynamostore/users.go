@@ -105,7 +105,10 @@ func (s *Store) UpdateUser(ctx context.Context, id string, p account.UserPatch) 
 
 // DeleteUser deletes the user, both sides of each of its memberships, its
 // e-mail guard and its external id guard; see cascade for users with more
-// than 49 memberships (48 with an external id). CodeNotFound.
+// than 49 memberships (48 with an external id). Leaving an organization
+// as an owner takes 1 from its owner count in the same transaction as the
+// membership (see leaveSteps), also when the user is its last owner,
+// which the API allows. CodeNotFound.
 func (s *Store) DeleteUser(ctx context.Context, id string) error {
 	var u userItem
 	if err := s.markDeleting(ctx, userKey(id), &u, account.ErrUserNotFound()); err != nil {
@@ -115,8 +118,8 @@ func (s *Store) DeleteUser(ctx context.Context, id string) error {
 	if u.ExternalID != "" {
 		guards = append(guards, userExtKey(u.ExternalID))
 	}
-	return s.deleteWithMemberships(ctx, id, userKey(id), guards, func(orgID string) [2]key {
-		return [2]key{orgMemberKey(orgID, id), userMemberKey(id, orgID)}
+	return s.deleteWithMemberships(ctx, id, userKey(id), guards, func(m memberSide) ([]step, error) {
+		return s.leaveSteps(m.otherID, id, m.role, false)
 	}, account.ErrUserNotFound())
 }
 

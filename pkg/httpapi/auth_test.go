@@ -83,6 +83,11 @@ var fixtures = map[string]fixture{
 		o, u := a.CreateOrganization(a.t, uniqueSlug()), a.CreateUser(a.t, uniqueEmail())
 		return "/v1/organizations/" + o.ID + "/members", map[string]any{"user_id": u.ID, "role": "admin"}, http.StatusCreated
 	},
+	"GET /v1/organizations/{id}/members/{user_id}": func(a api) (string, any, int) {
+		o, u := a.CreateOrganization(a.t, uniqueSlug()), a.CreateUser(a.t, uniqueEmail())
+		a.AddMember(a.t, o.ID, u.ID, "member")
+		return "/v1/organizations/" + o.ID + "/members/" + u.ID, nil, http.StatusOK
+	},
 	"PATCH /v1/organizations/{id}/members/{user_id}": func(a api) (string, any, int) {
 		o, u := a.CreateOrganization(a.t, uniqueSlug()), a.CreateUser(a.t, uniqueEmail())
 		a.AddMember(a.t, o.ID, u.ID, "member")

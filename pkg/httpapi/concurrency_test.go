@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"sync"
 	"testing"
+
+	"latchkey/pkg/httpapi/httpapitest"
 )
 
 // TestConcurrentCreateUser sends 50 creates of one e-mail at once: exactly
@@ -100,6 +102,62 @@ func TestPagingWhileCreating(t *testing.T) {
 	for id, n := range seen {
 		if !existing[id] || n != 1 {
 			t.Errorf("user %s seen %d times; existed before paging: %v", id, n, existing[id])
+		}
+	}
+}
+
+// TestConcurrentLastOwner: two owners of an organization, each removed or
+// demoted by a request sent at the same moment as the other's, round after
+// round: one request succeeds, the other is 409 last_owner, and one owner
+// remains. make test runs it over bbolt and over DynamoDB Local.
+func TestConcurrentLastOwner(t *testing.T) {
+	a := newAPI(t)
+	for round := range 6 {
+		o := a.CreateOrganization(t, uniqueSlug())
+		base := "/v1/organizations/" + o.ID + "/members/"
+		ids := []string{a.CreateUser(t, uniqueEmail()).ID, a.CreateUser(t, uniqueEmail()).ID}
+		for _, id := range ids {
+			a.AddMember(t, o.ID, id, "owner")
+		}
+		statuses := make([]int, 2)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range 2 {
+			wg.Go(func() {
+				<-start
+				var res *httpapitest.Response
+				if round%2 == 0 {
+					res = a.do(http.MethodDelete, base+ids[1-i], a.AdminKey, nil)
+				} else {
+					res = a.do(http.MethodPatch, base+ids[1-i], a.AdminKey, map[string]any{"role": "admin"})
+				}
+				statuses[i] = res.StatusCode
+				if res.StatusCode == http.StatusConflict {
+					wantProblem(t, res, http.StatusConflict, "last_owner")
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		ok := http.StatusNoContent
+		if round%2 == 1 {
+			ok = http.StatusOK
+		}
+		if !(statuses[0] == ok && statuses[1] == http.StatusConflict) && !(statuses[1] == ok && statuses[0] == http.StatusConflict) {
+			t.Errorf("round %d: got statuses %v, want one %d and one 409", round, statuses, ok)
+		}
+		var list struct {
+			Data []map[string]any `json:"data"`
+		}
+		a.do(http.MethodGet, "/v1/organizations/"+o.ID+"/members", a.AdminKey, nil).Decode(t, &list)
+		owners := 0
+		for _, m := range list.Data {
+			if m["role"] == "owner" {
+				owners++
+			}
+		}
+		if owners != 1 {
+			t.Errorf("round %d: %d owners after the race, want 1: %v", round, owners, list.Data)
 		}
 	}
 }

@@ -186,6 +186,23 @@ func toMembership(m account.Membership) membershipResponse {
 	return membershipResponse{m.OrganizationID, m.UserID, m.Role, timestamp(m.CreatedAt), timestamp(m.UpdatedAt)}
 }
 
+// userMembershipResponse is a membership in a user's list: the membership's
+// fields and the organization's id, name and slug.
+type userMembershipResponse struct {
+	membershipResponse
+	Organization organizationRef `json:"organization"`
+}
+
+type organizationRef struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Slug string `json:"slug"`
+}
+
+func toUserMembership(m account.UserMembership) userMembershipResponse {
+	return userMembershipResponse{toMembership(m.Membership), organizationRef{m.OrganizationID, m.OrganizationName, m.OrganizationSlug}}
+}
+
 // apiKeyResponse never carries the hash. The secret appears only in the
 // create response, in Key.
 type apiKeyResponse struct {

@@ -226,8 +226,20 @@ func TestEndpoints(t *testing.T) {
 		if len(list.Data) != 1 || list.Data[0]["organization_id"] != orgID {
 			t.Errorf("user's organizations: got %v", list)
 		}
+		if org, _ := list.Data[0]["organization"].(map[string]any); org["id"] != orgID || org["name"] == "" || org["slug"] == "" {
+			t.Errorf("user's organizations: got organization %v, want its id, name and slug", list.Data[0]["organization"])
+		}
+		if got := a.do(http.MethodGet, base+"/"+userID, admin, nil).Map(t); got["role"] != "owner" || got["user_id"] != userID {
+			t.Errorf("get: got %v", got)
+		}
+		// The only owner stays: neither removed nor demoted.
+		wantProblem(t, a.do(http.MethodDelete, base+"/"+userID, admin, nil), http.StatusConflict, "last_owner")
+		wantProblem(t, a.do(http.MethodPatch, base+"/"+userID, admin, map[string]any{"role": "admin"}), http.StatusConflict, "last_owner")
+		other := a.CreateUser(t, uniqueEmail())
+		want(t, a.do(http.MethodPost, base, admin, map[string]any{"user_id": other.ID, "role": "owner"}), http.StatusCreated)
 		want(t, a.do(http.MethodDelete, base+"/"+userID, admin, nil), http.StatusNoContent)
 		wantProblem(t, a.do(http.MethodDelete, base+"/"+userID, admin, nil), http.StatusNotFound, "not_found")
+		wantProblem(t, a.do(http.MethodGet, base+"/"+userID, admin, nil), http.StatusNotFound, "not_found")
 	})
 
 	t.Run("Deletes", func(t *testing.T) {
@@ -238,8 +250,10 @@ func TestEndpoints(t *testing.T) {
 			Data []map[string]any `json:"data"`
 		}
 		a.do(http.MethodGet, "/v1/organizations/"+orgID+"/members", admin, nil).Decode(t, &list)
-		if len(list.Data) != 0 {
-			t.Errorf("members after deleting the user: got %v, want none", list.Data)
+		for _, m := range list.Data {
+			if m["user_id"] == userID {
+				t.Errorf("members after deleting the user: got %v, want the user gone", list.Data)
+			}
 		}
 		want(t, a.do(http.MethodPost, "/v1/users", admin, map[string]any{"email": "ada@example.com", "name": "Ada"}), http.StatusCreated)
 

@@ -182,7 +182,7 @@ func TestErrors(t *testing.T) {
 			{http.MethodPost, "/v1/users/" + a.CreateUser(t, uniqueEmail()).ID, "GET, PUT, PATCH, DELETE, HEAD"},
 			{http.MethodPost, "/v1/auth/verify", "GET, HEAD"},
 			{http.MethodGet, "/v1/auth/token", "POST"},
-			{http.MethodPut, "/v1/organizations/org_x/members/usr_y", "PATCH, DELETE"},
+			{http.MethodPut, "/v1/organizations/org_x/members/usr_y", "GET, PATCH, DELETE, HEAD"},
 		} {
 			res := a.do(tc.method, tc.path, admin, nil)
 			wantProblem(t, res, http.StatusMethodNotAllowed, "method_not_allowed")

@@ -112,6 +112,15 @@ func (s *server) addMember(w http.ResponseWriter, r *http.Request, p account.Pri
 	return nil
 }
 
+func (s *server) getMember(w http.ResponseWriter, r *http.Request, p account.Principal) error {
+	m, err := s.svc.GetMember(r.Context(), p, r.PathValue("id"), r.PathValue("user_id"))
+	if err != nil {
+		return err
+	}
+	s.writeJSON(w, r, http.StatusOK, toMembership(m))
+	return nil
+}
+
 func (s *server) updateMember(w http.ResponseWriter, r *http.Request, p account.Principal) error {
 	var req memberPatch
 	if err := decode(w, r, &req); err != nil {

@@ -122,6 +122,6 @@ func (s *server) listUserOrganizations(w http.ResponseWriter, r *http.Request, p
 	if err != nil {
 		return err
 	}
-	s.writeJSON(w, r, http.StatusOK, toListResponse(l, toMembership))
+	s.writeJSON(w, r, http.StatusOK, toListResponse(l, toUserMembership))
 	return nil
 }

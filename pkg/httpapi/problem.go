@@ -31,6 +31,7 @@ var codes = map[account.Code]struct {
 	account.CodeEmailTaken:           {http.StatusConflict, "E-mail taken"},
 	account.CodeSlugTaken:            {http.StatusConflict, "Slug taken"},
 	account.CodeExternalIDTaken:      {http.StatusConflict, "External id taken"},
+	account.CodeLastOwner:            {http.StatusConflict, "Last owner"},
 	account.CodeAlreadyMember:        {http.StatusConflict, "Already a member"},
 	account.CodePayloadTooLarge:      {http.StatusRequestEntityTooLarge, "Payload too large"},
 	account.CodeUnsupportedMediaType: {http.StatusUnsupportedMediaType, "Unsupported media type"},

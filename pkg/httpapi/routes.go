@@ -109,6 +109,7 @@ var routeTable = []routeDef{
 	{Route: Route{GroupOrganizations, http.MethodDelete, "/v1/organizations/{id}", account.OpDeleteOrganization, nil}, handler: (*server).deleteOrganization},
 	{Route: Route{GroupOrganizations, http.MethodGet, "/v1/organizations/{id}/members", account.OpListMembers, listQuery()}, handler: (*server).listMembers},
 	{Route: Route{GroupOrganizations, http.MethodPost, "/v1/organizations/{id}/members", account.OpAddMember, nil}, handler: (*server).addMember},
+	{Route: Route{GroupOrganizations, http.MethodGet, "/v1/organizations/{id}/members/{user_id}", account.OpGetMember, nil}, handler: (*server).getMember},
 	{Route: Route{GroupOrganizations, http.MethodPatch, "/v1/organizations/{id}/members/{user_id}", account.OpUpdateMember, nil}, handler: (*server).updateMember},
 	{Route: Route{GroupOrganizations, http.MethodDelete, "/v1/organizations/{id}/members/{user_id}", account.OpRemoveMember, nil}, handler: (*server).removeMember},
 

@@ -188,6 +188,7 @@ func storeFailureRequests(now time.Time, token string) map[string][]storeFailure
 		"DELETE /v1/organizations/{id}":                   {{prefix: org}},
 		"GET /v1/organizations/{id}/members":              {{prefix: org}},
 		"POST /v1/organizations/{id}/members":             {{prefix: org, body: map[string]any{"user_id": user}}},
+		"GET /v1/organizations/{id}/members/{user_id}":    {{prefix: org}},
 		"PATCH /v1/organizations/{id}/members/{user_id}":  {{prefix: org, body: map[string]any{"role": "admin"}}},
 		"DELETE /v1/organizations/{id}/members/{user_id}": {{prefix: org}},
 		"GET /v1/users":                                   {{}, {query: "?email=ada%40example.com"}, {query: "?external_id=crm-1"}},
@@ -282,9 +283,9 @@ func failingStore(err error) (*mock.Store, *storeCalls) {
 			c.add("ListMembers")
 			return account.Page[account.Membership]{}, err
 		},
-		ListUserMembershipsFn: func(context.Context, string, account.ListParams) (account.Page[account.Membership], error) {
+		ListUserMembershipsFn: func(context.Context, string, account.ListParams) (account.Page[account.UserMembership], error) {
 			c.add("ListUserMemberships")
-			return account.Page[account.Membership]{}, err
+			return account.Page[account.UserMembership]{}, err
 		},
 		CreateAPIKeyFn: func(context.Context, account.APIKey) error { c.add("CreateAPIKey"); return err },
 		GetAPIKeyFn: func(context.Context, string) (account.APIKey, error) {

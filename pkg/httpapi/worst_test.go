@@ -351,6 +351,11 @@ func (f *worstFixture) worstLoads() []routeLoad {
 			worst:    []load{withBody("long_user_id", members, http.StatusNotFound, longString("user_id"))},
 		},
 		{
+			route:    route(http.MethodGet, "/v1/organizations/{id}/members/{user_id}"),
+			ordinary: noBody("ordinary", members+"/"+f.user.ID, http.StatusOK),
+			worst:    []load{noBody("long_id", members+"/"+hugeID, http.StatusNotFound)},
+		},
+		{
 			route:    route(http.MethodPatch, "/v1/organizations/{id}/members/{user_id}"),
 			ordinary: withBody("ordinary", members+"/"+f.user.ID, http.StatusOK, []byte(`{"role":"member"}`)),
 			worst:    []load{withBody("long_role", members+"/"+f.user.ID, http.StatusBadRequest, longString("role"))},

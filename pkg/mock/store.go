@@ -32,7 +32,7 @@ type Store struct {
 	UpdateMemberFn                func(ctx context.Context, orgID, userID string, patch account.MemberPatch) (account.Membership, error)
 	RemoveMemberFn                func(ctx context.Context, orgID, userID string) error
 	ListMembersFn                 func(ctx context.Context, orgID string, p account.ListParams) (account.Page[account.Membership], error)
-	ListUserMembershipsFn         func(ctx context.Context, userID string, p account.ListParams) (account.Page[account.Membership], error)
+	ListUserMembershipsFn         func(ctx context.Context, userID string, p account.ListParams) (account.Page[account.UserMembership], error)
 	CreateAPIKeyFn                func(ctx context.Context, k account.APIKey) error
 	GetAPIKeyFn                   func(ctx context.Context, id string) (account.APIKey, error)
 	GetAPIKeyByHashFn             func(ctx context.Context, hash []byte) (account.APIKey, error)
@@ -142,7 +142,7 @@ func (s *Store) ListMembers(ctx context.Context, orgID string, p account.ListPar
 }
 
 // ListUserMemberships calls ListUserMembershipsFn.
-func (s *Store) ListUserMemberships(ctx context.Context, userID string, p account.ListParams) (account.Page[account.Membership], error) {
+func (s *Store) ListUserMemberships(ctx context.Context, userID string, p account.ListParams) (account.Page[account.UserMembership], error) {
 	return s.ListUserMembershipsFn(ctx, userID, p)
 }
 

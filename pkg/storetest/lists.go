@@ -77,17 +77,23 @@ func membersList(f *fixture) listOps[account.Membership] {
 	}
 }
 
-// userMembershipsList lists one user's memberships, beside another user's.
-func userMembershipsList(f *fixture) listOps[account.Membership] {
+// userMembershipsList lists one user's memberships, beside another user's,
+// each with its organization's name and slug.
+func userMembershipsList(f *fixture) listOps[account.UserMembership] {
 	u := f.user()
 	f.member(f.org().ID, f.user().ID)
-	return listOps[account.Membership]{
-		add: func() account.Membership { return f.member(f.org().ID, u.ID) },
-		list: func(p account.ListParams) (account.Page[account.Membership], error) {
+	return listOps[account.UserMembership]{
+		add: func() account.UserMembership {
+			o := f.newOrg()
+			o.Name = "Org " + o.ID // a name of its own, to tell them apart
+			f.ok(f.s.CreateOrganization(f.ctx, o), "CreateOrganization")
+			return account.UserMembership{Membership: f.member(o.ID, u.ID), OrganizationName: o.Name, OrganizationSlug: o.Slug}
+		},
+		list: func(p account.ListParams) (account.Page[account.UserMembership], error) {
 			return f.s.ListUserMemberships(f.ctx, u.ID, p)
 		},
-		remove: removeMembership(f),
-		key:    membershipKey,
+		remove: func(m account.UserMembership) { removeMembership(f)(m.Membership) },
+		key:    func(m account.UserMembership) string { return membershipKey(m.Membership) },
 	}
 }
 

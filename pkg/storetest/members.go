@@ -24,7 +24,7 @@ func (s suite) addMember(t *testing.T) {
 			t.Fatalf("got %d members and %d memberships, want 1 and 1", len(byOrg.Items), len(byUser.Items))
 		}
 		assertSame(t, "ListMembers", byOrg.Items[0], want)
-		assertSame(t, "ListUserMemberships", byUser.Items[0], want)
+		assertSame(t, "ListUserMemberships", byUser.Items[0].Membership, want)
 	})
 	t.Run("ErrAlreadyMember", func(t *testing.T) {
 		f := s.fix(t)
@@ -79,7 +79,7 @@ func (s suite) addMember(t *testing.T) {
 			t.Fatalf("got %d members and %d memberships, want 1 and 1", len(byOrg.Items), len(byUser.Items))
 		}
 		assertSame(t, "ListMembers", byOrg.Items[0], ms[winner])
-		assertSame(t, "ListUserMemberships", byUser.Items[0], ms[winner])
+		assertSame(t, "ListUserMemberships", byUser.Items[0].Membership, ms[winner])
 	})
 	t.Run("ConcurrentWithDeleteUser", func(t *testing.T) { testAddMemberDeleting(t, s, userKind) })
 	t.Run("ConcurrentWithDeleteOrganization", func(t *testing.T) { testAddMemberDeleting(t, s, orgKind) })
@@ -126,7 +126,7 @@ func (s suite) updateMember(t *testing.T) {
 		if len(byUser.Items) != 1 {
 			t.Fatalf("ListUserMemberships: got %d, want 1", len(byUser.Items))
 		}
-		assertSame(t, "ListUserMemberships[0]", byUser.Items[0], want)
+		assertSame(t, "ListUserMemberships[0]", byUser.Items[0].Membership, want)
 	})
 	t.Run("ConcurrentPatches", func(t *testing.T) {
 		// Each call returns its own role, and at the end the role is one of
@@ -167,7 +167,7 @@ func (s suite) updateMember(t *testing.T) {
 		if len(byUser.Items) != 1 {
 			t.Fatalf("ListUserMemberships: got %d, want 1", len(byUser.Items))
 		}
-		assertSame(t, "the user's side of the membership", byUser.Items[0], got)
+		assertSame(t, "the user's side of the membership", byUser.Items[0].Membership, got)
 	})
 	t.Run("ErrNotFound", func(t *testing.T) {
 		f := s.fix(t)

@@ -52,7 +52,8 @@ func Run(t *testing.T, newStore func(t *testing.T) account.Store) {
 	t.Run("UpdateMember", s.updateMember)
 	t.Run("RemoveMember", s.removeMember)
 	t.Run("ListMembers", func(t *testing.T) { runList(t, s, membersList) })
-	t.Run("ListUserMemberships", func(t *testing.T) { runList(t, s, userMembershipsList) })
+	t.Run("ListUserMemberships", func(t *testing.T) { runList(t, s, userMembershipsList); s.userMembershipNames(t) })
+	t.Run("LastOwner", s.lastOwner)
 
 	t.Run("CreateAPIKey", s.createAPIKey)
 	t.Run("GetAPIKey", s.getAPIKey)
@@ -267,6 +268,8 @@ func fieldEqual(got, want any) bool {
 		return slices.Equal(got.([]string), w)
 	case account.Metadata:
 		return maps.Equal(got.(account.Metadata), w)
+	case account.Membership: // embedded in account.UserMembership
+		return diff(got, w) == ""
 	}
 	return got == want
 }

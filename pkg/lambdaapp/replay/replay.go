@@ -40,8 +40,11 @@ const (
 	OtherKeyID = "key_01KF0E5Z700000000000000002"
 	UserID     = "usr_01KF0E7ST00000000000000003" // alice, owner of OrgID
 	OtherUser  = "usr_01KF0E9MD00000000000000004" // bob, in no organization
-	OrgID      = "org_01KF0EBF000000000000000005"
-	TokenID    = "tok_01KF0ED9K00000000000000006"
+	// SecondOwner is dora, acme's other owner, so that alice can be
+	// demoted or removed: an organization keeps its last owner.
+	SecondOwner = "usr_01KF0EF4V00000000000000007"
+	OrgID       = "org_01KF0EBF000000000000000005"
+	TokenID     = "tok_01KF0ED9K00000000000000006"
 	// Issuer is the issuer of the fixture's deployment: the URL of the
 	// HTTP API that the events were sent to (their requestContext.domainName).
 	Issuer = "https://a1b2c3d4e5.execute-api.us-east-1.amazonaws.com"
@@ -137,9 +140,9 @@ func Config(fn lambdaapp.Function, table string) lambdaapp.Config {
 	return cfg
 }
 
-// Seed writes the fixture into store: two API keys, two users (alice with
-// the external id crm-alice), one organization (acme, external id
-// acct-acme) with alice as owner, the token's record, and the revocation
+// Seed writes the fixture into store: two API keys, three users (alice
+// with the external id crm-alice), one organization (acme, external id
+// acct-acme) with alice and dora as owners, the token's record, and the revocation
 // entry of the authorizer's RevokedTokenID.
 func Seed(ctx context.Context, store account.Store) error {
 	at := fixtureTime
@@ -161,6 +164,12 @@ func Seed(ctx context.Context, store account.Store) error {
 		},
 		func() error {
 			return store.AddMember(ctx, account.Membership{OrganizationID: OrgID, UserID: UserID, Role: "owner", CreatedAt: at, UpdatedAt: at})
+		},
+		func() error {
+			return store.CreateUser(ctx, account.User{ID: SecondOwner, Email: "dora@example.com", Name: "Dora", Role: "member", CreatedAt: at, UpdatedAt: at})
+		},
+		func() error {
+			return store.AddMember(ctx, account.Membership{OrganizationID: OrgID, UserID: SecondOwner, Role: "owner", CreatedAt: at.Add(time.Second), UpdatedAt: at.Add(time.Second)})
 		},
 		func() error { return store.CreateToken(ctx, fixtureToken()) },
 		func() error {
