@@ -28,6 +28,14 @@ const (
 	CodeInternal             Code = "internal"
 )
 
+// The outcomes of an Idempotency-Key that is not carried out afresh (see
+// Service.BeginIdempotent).
+const (
+	CodeIdempotencyKeyReused    Code = "idempotency_key_reused"
+	CodeIdempotencyInProgress   Code = "idempotency_in_progress"
+	CodeIdempotencyResponseLost Code = "idempotency_response_lost"
+)
+
 // FieldError names one invalid field of a request and says what is wrong.
 type FieldError struct {
 	Field   string `json:"field"`

@@ -84,6 +84,9 @@ type MemberPatch struct {
 // Store persists the domain. Implementations enforce uniqueness and the
 // atomicity of multi-item writes; every other rule lives in Service.
 //
+// Every method that changes data commits the IdempotencyCommit that its
+// context carries, if any, with the change (see IdempotencyCommit).
+//
 // Errors: methods return CodeNotFound, CodeEmailTaken, CodeSlugTaken,
 // CodeExternalIDTaken, CodeAlreadyMember or CodeLastOwner as documented, each built by its
 // constructor
@@ -206,6 +209,22 @@ type Store interface {
 	// same round trip as the key, but it decides by the key's own list, so
 	// a wrong or missing hint costs a read and never changes the answer.
 	TokenStatus(ctx context.Context, tokenID, keyID string, ancestors []string) (TokenStatus, error)
+
+	// ClaimIdempotency writes r, a started record, unless the record of
+	// r.KeyID and r.Key that the store holds is in force at now for r's
+	// fingerprint (IdempotencyRecord.InForceAt); the check and the write
+	// are one atomic step. It returns r and true when it wrote r, and the
+	// record in force and false otherwise.
+	ClaimIdempotency(ctx context.Context, r IdempotencyRecord, now time.Time) (IdempotencyRecord, bool, error)
+	// FinishIdempotency stores r, a done record with its Response, in place
+	// of the record of r.KeyID and r.Key, if r.Owner holds that record.
+	// CodeIdempotencyInProgress, writing nothing, if another request has
+	// taken it over.
+	FinishIdempotency(ctx context.Context, r IdempotencyRecord) error
+	// ReleaseIdempotency deletes the record of keyID and key if owner holds
+	// it and it is still started (no change was committed with it), and
+	// does nothing otherwise.
+	ReleaseIdempotency(ctx context.Context, keyID, key, owner string) error
 
 	// Close releases the store's resources.
 	Close() error

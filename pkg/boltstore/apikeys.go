@@ -16,8 +16,8 @@ import (
 // Ancestors is entered in the tree index under its parent, which must
 // exist; deletes take a key's whole subtree in one transaction, so the
 // other ancestors exist too.
-func (s *Store) CreateAPIKey(_ context.Context, k account.APIKey) error {
-	return s.write(func(tx *bolt.Tx) error {
+func (s *Store) CreateAPIKey(ctx context.Context, k account.APIKey) error {
+	return s.write(ctx, func(tx *bolt.Tx) error {
 		keys, hashes := tx.Bucket(bucketKeys), tx.Bucket(bucketKeyHashes)
 		if n := len(k.Ancestors); n > 0 {
 			parent := k.Ancestors[n-1]
@@ -88,8 +88,8 @@ func (s *Store) GetAPIKeyByHash(_ context.Context, hash []byte) (account.APIKey,
 // DeleteAPIKey implements account.Store: the key, every key below it, their
 // hash entries and tree index entries go in one transaction, so every
 // secret of the tree stops authenticating with this commit.
-func (s *Store) DeleteAPIKey(_ context.Context, id string, allow func(account.APIKey) error) error {
-	return s.write(func(tx *bolt.Tx) error {
+func (s *Store) DeleteAPIKey(ctx context.Context, id string, allow func(account.APIKey) error) error {
+	return s.write(ctx, func(tx *bolt.Tx) error {
 		it, ok, err := get[apiKeyItem](tx.Bucket(bucketKeys), []byte(id))
 		if err != nil || !ok {
 			return orNotFound(err, account.ErrAPIKeyNotFound())

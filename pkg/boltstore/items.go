@@ -125,3 +125,20 @@ func decode[T any](b []byte) (T, error) {
 	}
 	return v, nil
 }
+
+// idempotencyItem is an account.IdempotencyRecord.
+type idempotencyItem struct {
+	KeyID       string                   `json:"key_id"`
+	Key         string                   `json:"key"`
+	Fingerprint []byte                   `json:"fingerprint"`
+	Owner       string                   `json:"owner"`
+	State       account.IdempotencyState `json:"state"`
+	LeaseUntil  time.Time                `json:"lease_until"`
+	Response    []byte                   `json:"response,omitempty"`
+	CreatedAt   time.Time                `json:"created_at"`
+	ExpiresAt   time.Time                `json:"expires_at"`
+}
+
+func toIdempotencyItem(r account.IdempotencyRecord) idempotencyItem { return idempotencyItem(r) }
+
+func (it idempotencyItem) domain() account.IdempotencyRecord { return account.IdempotencyRecord(it) }

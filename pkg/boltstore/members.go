@@ -14,8 +14,8 @@ import (
 // AddMember implements account.Store. The existence checks and the three
 // writes share one transaction, so a membership never outlives a user or
 // organization deleted concurrently.
-func (s *Store) AddMember(_ context.Context, m account.Membership) error {
-	return s.write(func(tx *bolt.Tx) error {
+func (s *Store) AddMember(ctx context.Context, m account.Membership) error {
+	return s.write(ctx, func(tx *bolt.Tx) error {
 		if tx.Bucket(bucketOrgs).Get([]byte(m.OrganizationID)) == nil {
 			return account.ErrOrganizationNotFound()
 		}
@@ -56,9 +56,9 @@ func (s *Store) GetMember(_ context.Context, orgID, userID string) (account.Memb
 // updated_at change: created_at is part of the list index keys. Writes are
 // serial, so the last-owner check and the write cannot be separated by
 // another.
-func (s *Store) UpdateMember(_ context.Context, orgID, userID string, p account.MemberPatch) (account.Membership, error) {
+func (s *Store) UpdateMember(ctx context.Context, orgID, userID string, p account.MemberPatch) (account.Membership, error) {
 	var m account.Membership
-	err := s.write(func(tx *bolt.Tx) error {
+	err := s.write(ctx, func(tx *bolt.Tx) error {
 		members := tx.Bucket(bucketMembers)
 		key := join(orgID, userID)
 		it, ok, err := get[memberItem](members, key)
@@ -85,8 +85,8 @@ func (s *Store) UpdateMember(_ context.Context, orgID, userID string, p account.
 
 // RemoveMember implements account.Store, with the last-owner check in the
 // same transaction as the delete.
-func (s *Store) RemoveMember(_ context.Context, orgID, userID string) error {
-	return s.write(func(tx *bolt.Tx) error {
+func (s *Store) RemoveMember(ctx context.Context, orgID, userID string) error {
+	return s.write(ctx, func(tx *bolt.Tx) error {
 		it, ok, err := get[memberItem](tx.Bucket(bucketMembers), join(orgID, userID))
 		if err != nil || !ok {
 			return orNotFound(err, account.ErrMembershipNotFound())

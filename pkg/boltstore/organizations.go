@@ -10,8 +10,8 @@ import (
 )
 
 // CreateOrganization implements account.Store.
-func (s *Store) CreateOrganization(_ context.Context, o account.Organization) error {
-	return s.write(func(tx *bolt.Tx) error {
+func (s *Store) CreateOrganization(ctx context.Context, o account.Organization) error {
+	return s.write(ctx, func(tx *bolt.Tx) error {
 		if err := slugGuard.claim(tx, o.Slug, o.ID); err != nil {
 			return err
 		}
@@ -42,9 +42,9 @@ func (s *Store) GetOrganization(_ context.Context, id string) (account.Organizat
 
 // UpdateOrganization implements account.Store as UpdateUser does. The slug
 // and its guard stay as they are.
-func (s *Store) UpdateOrganization(_ context.Context, id string, p account.OrganizationPatch) (account.Organization, error) {
+func (s *Store) UpdateOrganization(ctx context.Context, id string, p account.OrganizationPatch) (account.Organization, error) {
 	var o account.Organization
-	err := s.write(func(tx *bolt.Tx) error {
+	err := s.write(ctx, func(tx *bolt.Tx) error {
 		orgs := tx.Bucket(bucketOrgs)
 		it, ok, err := get[orgItem](orgs, []byte(id))
 		if err != nil || !ok {
@@ -80,8 +80,8 @@ func (s *Store) UpdateOrganization(_ context.Context, id string, p account.Organ
 
 // DeleteOrganization implements account.Store: the organization, its slug
 // guard and all its memberships go in one transaction.
-func (s *Store) DeleteOrganization(_ context.Context, id string) error {
-	return s.write(func(tx *bolt.Tx) error {
+func (s *Store) DeleteOrganization(ctx context.Context, id string) error {
+	return s.write(ctx, func(tx *bolt.Tx) error {
 		orgs := tx.Bucket(bucketOrgs)
 		it, ok, err := get[orgItem](orgs, []byte(id))
 		if err != nil || !ok {

@@ -25,12 +25,14 @@
 // This file holds opening and closing, transactions, encoding, paging,
 // the membership cascade and pruning; guards.go the buckets that keep
 // e-mails, slugs and external ids unique; users.go, organizations.go,
-// members.go, apikeys.go and tokens.go hold each entity's methods, and
-// items.go the stored form of each.
+// members.go, apikeys.go and tokens.go hold each entity's methods,
+// idempotency.go the records of Idempotency-Key (committed with the change
+// by write, here), and items.go the stored form of each.
 package boltstore
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -60,12 +62,15 @@ var (
 	bucketTokens     = []byte("tokens")               // token id -> tokenItem
 	bucketRevoked    = []byte("revocations")          // token id -> revocationItem
 	bucketExpiries   = []byte("expiries")             // expiry time/kind/token id -> nothing (pruning index)
+	// key id/Idempotency-Key -> idempotencyItem
+	bucketIdempotency = []byte("idempotency")
 )
 
 var allBuckets = [][]byte{
 	bucketUsers, bucketUserEmails, bucketUserExtIDs, bucketOrgs, bucketOrgSlugs, bucketOrgExtIDs,
 	bucketMembers, bucketOrgMembers, bucketUserOrgs,
 	bucketKeys, bucketKeyHashes, bucketKeyTree, bucketTokens, bucketRevoked, bucketExpiries,
+	bucketIdempotency,
 }
 
 const (
@@ -91,6 +96,10 @@ type Store struct {
 	stop chan struct{}
 	done sync.WaitGroup
 	once sync.Once
+	// beforeCommit, set by tests, runs in the transaction of a write that
+	// commits an idempotency record, after the change and the record are
+	// written: an error it returns is a fault between them and the commit.
+	beforeCommit func() error
 }
 
 var _ account.Store = (*Store)(nil)
@@ -137,9 +146,30 @@ func (s *Store) Close() error {
 
 // write runs fn in a batched read-write transaction. Domain errors returned
 // by fn reach the caller unchanged (bbolt re-runs a failing function on its
-// own and returns its error); anything else is internal.
-func (s *Store) write(fn func(tx *bolt.Tx) error) error {
-	return wrap(s.db.Batch(fn))
+// own and returns its error); anything else is internal. If ctx carries an
+// account.IdempotencyCommit, its record is committed in the same
+// transaction as what fn writes (see commitIdempotency).
+func (s *Store) write(ctx context.Context, fn func(tx *bolt.Tx) error) error {
+	c := account.IdempotencyCommitFrom(ctx)
+	if c == nil {
+		return wrap(nothingChanged(s.db.Batch(fn)))
+	}
+	err := s.db.Batch(func(tx *bolt.Tx) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		if err := commitIdempotency(tx, c); err != nil {
+			return err
+		}
+		if s.beforeCommit != nil {
+			return s.beforeCommit()
+		}
+		return nil
+	})
+	if err == nil {
+		c.MarkApplied()
+	}
+	return wrap(nothingChanged(err))
 }
 
 // read runs fn in a read-only transaction.
@@ -269,7 +299,8 @@ const (
 )
 
 // Prune deletes token records and revocation entries whose ExpiresAt is
-// before now, and API keys expired for account.ExpiredKeyRetention, at most pruneMax of them, and returns how many entries it
+// before now, API keys expired for account.ExpiredKeyRetention and expired
+// idempotency records, at most pruneMax of them, and returns how many entries it
 // deleted. It walks the expiry index from its oldest end, so its cost is
 // proportional to what it deletes, not to what the store holds. Open calls
 // it, and then a background loop every ten minutes.
@@ -299,6 +330,8 @@ func (s *Store) Prune(now time.Time) (int, error) {
 				err = tx.Bucket(bucketTokens).Delete([]byte(parts[2]))
 			case expiryRevocation:
 				err = tx.Bucket(bucketRevoked).Delete([]byte(parts[2]))
+			case expiryIdempotency:
+				err = pruneIdempotency(tx, []byte(parts[2]), now)
 			case expiryAPIKey:
 				// The keys below it have expired too (no key outlives
 				// its creator), and usually gone already.

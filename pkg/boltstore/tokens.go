@@ -11,8 +11,8 @@ import (
 
 // CreateToken implements account.Store. The record is also entered in the
 // expiry index, so that pruning finds it without a scan.
-func (s *Store) CreateToken(_ context.Context, t account.TokenRecord) error {
-	return s.write(func(tx *bolt.Tx) error {
+func (s *Store) CreateToken(ctx context.Context, t account.TokenRecord) error {
+	return s.write(ctx, func(tx *bolt.Tx) error {
 		if err := put(tx.Bucket(bucketTokens), []byte(t.ID), toTokenItem(t)); err != nil {
 			return err
 		}
@@ -21,9 +21,9 @@ func (s *Store) CreateToken(_ context.Context, t account.TokenRecord) error {
 }
 
 // RevokeToken implements account.Store.
-func (s *Store) RevokeToken(_ context.Context, r account.Revocation) (time.Time, error) {
+func (s *Store) RevokeToken(ctx context.Context, r account.Revocation) (time.Time, error) {
 	var at time.Time
-	err := s.write(func(tx *bolt.Tx) error {
+	err := s.write(ctx, func(tx *bolt.Tx) error {
 		revoked := tx.Bucket(bucketRevoked)
 		it, ok, err := get[revocationItem](revoked, []byte(r.TokenID))
 		if err != nil {
@@ -31,7 +31,7 @@ func (s *Store) RevokeToken(_ context.Context, r account.Revocation) (time.Time,
 		}
 		if ok {
 			at = it.RevokedAt
-			return nil
+			return errNothingChanged
 		}
 		at = r.RevokedAt
 		if err := put(revoked, []byte(r.TokenID), toRevocationItem(r)); err != nil {

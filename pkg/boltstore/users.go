@@ -10,8 +10,8 @@ import (
 )
 
 // CreateUser implements account.Store.
-func (s *Store) CreateUser(_ context.Context, u account.User) error {
-	return s.write(func(tx *bolt.Tx) error {
+func (s *Store) CreateUser(ctx context.Context, u account.User) error {
+	return s.write(ctx, func(tx *bolt.Tx) error {
 		if err := emailGuard.claim(tx, u.Email, u.ID); err != nil {
 			return err
 		}
@@ -53,9 +53,9 @@ func (s *Store) GetUserByEmail(_ context.Context, email string) (account.User, e
 // UpdateUser implements account.Store: the read, the patch and the write
 // share one transaction, so a concurrent update cannot slip in between. A
 // new e-mail or external id is claimed, and the old one freed, in it too.
-func (s *Store) UpdateUser(_ context.Context, id string, p account.UserPatch) (account.User, error) {
+func (s *Store) UpdateUser(ctx context.Context, id string, p account.UserPatch) (account.User, error) {
 	var u account.User
-	err := s.write(func(tx *bolt.Tx) error {
+	err := s.write(ctx, func(tx *bolt.Tx) error {
 		users := tx.Bucket(bucketUsers)
 		it, ok, err := get[userItem](users, []byte(id))
 		if err != nil || !ok {
@@ -97,8 +97,8 @@ func (s *Store) UpdateUser(_ context.Context, id string, p account.UserPatch) (a
 
 // DeleteUser implements account.Store: the user, its e-mail guard and all
 // its memberships go in one transaction.
-func (s *Store) DeleteUser(_ context.Context, id string) error {
-	return s.write(func(tx *bolt.Tx) error {
+func (s *Store) DeleteUser(ctx context.Context, id string) error {
+	return s.write(ctx, func(tx *bolt.Tx) error {
 		users := tx.Bucket(bucketUsers)
 		it, ok, err := get[userItem](users, []byte(id))
 		if err != nil || !ok {

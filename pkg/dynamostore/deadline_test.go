@@ -50,6 +50,8 @@ func storeCalls(s *dynamostore.Store, user account.User, org account.Organizatio
 	name := "Renamed"
 	at := time.Now().UTC()
 	other := newUser(at)
+	idem := account.IdempotencyRecord{KeyID: key.ID, Key: "deadline", Fingerprint: []byte{1}, Owner: "deadline", State: account.IdempotencyStarted,
+		LeaseUntil: at.Add(account.IdempotencyLease), CreatedAt: at, ExpiresAt: at.Add(account.IdempotencyRetention)}
 	return map[string]func(context.Context) error{
 		"CreateUser":     func(ctx context.Context) error { return s.CreateUser(ctx, other) },
 		"GetUser":        func(ctx context.Context) error { _, err := s.GetUser(ctx, user.ID); return err },
@@ -106,6 +108,12 @@ func storeCalls(s *dynamostore.Store, user account.User, org account.Organizatio
 		"PutPublicKeys": func(ctx context.Context) error { return s.PutPublicKeys(ctx, []byte(`{"keys":[]}`), at) },
 		"PutIssuer":     func(ctx context.Context) error { return s.PutIssuer(ctx, "https://auth.example.com") },
 		"Published":     func(ctx context.Context) error { _, _, err := s.Published(ctx); return err },
+		"ClaimIdempotency": func(ctx context.Context) error {
+			_, _, err := s.ClaimIdempotency(ctx, idem, at)
+			return err
+		},
+		"FinishIdempotency":  func(ctx context.Context) error { return s.FinishIdempotency(ctx, idem) },
+		"ReleaseIdempotency": func(ctx context.Context) error { return s.ReleaseIdempotency(ctx, idem.KeyID, idem.Key, idem.Owner) },
 		// Test-only views (export_test.go), which read the table too.
 		"UserMembershipSides": func(ctx context.Context) error { _, err := s.UserMembershipSides(ctx, user.ID); return err },
 		"OrgMembershipSides":  func(ctx context.Context) error { _, err := s.OrgMembershipSides(ctx, org.ID); return err },

@@ -308,3 +308,50 @@ type jwksItem struct {
 	JWKS   []byte `dynamodbav:"jwks"`
 	Issuer string `dynamodbav:"issuer"`
 }
+
+// idempotencyItem is an account.IdempotencyRecord. The lease and the
+// expiry are epoch milliseconds, for the conditions of ClaimIdempotency;
+// ExpireAt is the TTL attribute (epoch seconds, rounded up).
+type idempotencyItem struct {
+	key
+	KeyID       string                   `dynamodbav:"key_id"`
+	Key         string                   `dynamodbav:"idempotency_key"`
+	Fingerprint []byte                   `dynamodbav:"fingerprint"`
+	Owner       string                   `dynamodbav:"owner"`
+	State       account.IdempotencyState `dynamodbav:"state"`
+	LeaseUntil  int64                    `dynamodbav:"lease_until"`
+	Response    []byte                   `dynamodbav:"response,omitempty"`
+	CreatedAt   time.Time                `dynamodbav:"created_at"`
+	ExpiresAt   int64                    `dynamodbav:"expires_at"`
+	ExpireAt    int64                    `dynamodbav:"expire_at"`
+}
+
+func newIdempotencyItem(r account.IdempotencyRecord) idempotencyItem {
+	return idempotencyItem{
+		key:         idempotencyKey(r.KeyID, r.Key),
+		KeyID:       r.KeyID,
+		Key:         r.Key,
+		Fingerprint: r.Fingerprint,
+		Owner:       r.Owner,
+		State:       r.State,
+		LeaseUntil:  r.LeaseUntil.UnixMilli(),
+		Response:    r.Response,
+		CreatedAt:   r.CreatedAt.UTC(),
+		ExpiresAt:   r.ExpiresAt.UnixMilli(),
+		ExpireAt:    r.ExpiresAt.Add(time.Second - 1).Unix(),
+	}
+}
+
+func (it idempotencyItem) record() account.IdempotencyRecord {
+	return account.IdempotencyRecord{
+		KeyID:       it.KeyID,
+		Key:         it.Key,
+		Fingerprint: it.Fingerprint,
+		Owner:       it.Owner,
+		State:       it.State,
+		LeaseUntil:  time.UnixMilli(it.LeaseUntil).UTC(),
+		Response:    it.Response,
+		CreatedAt:   it.CreatedAt,
+		ExpiresAt:   time.UnixMilli(it.ExpiresAt).UTC(),
+	}
+}

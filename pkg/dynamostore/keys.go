@@ -24,6 +24,7 @@ import (
 //	token record         TOKEN#<tok_id>       TOKEN               -                    -
 //	revocation entry     TOKEN#<tok_id>       REVOKED             -                    -
 //	public signing keys  CONFIG               JWKS                -                    -
+//	idempotency record   IDEM#<key_id>        IDEM#<key>          -                    -
 //
 // IDs are ULIDs, so sorting gsi1sk descending lists users, organizations and
 // keys newest first. Memberships have no ID of their own; their gsi1sk starts
@@ -43,6 +44,7 @@ const (
 	prefixKeyHash    = "KEYHASH#"
 	prefixChild      = "CHILD#"
 	prefixToken      = "TOKEN#"
+	prefixIdem       = "IDEM#"
 	sortUser         = "USER"
 	sortEmail        = "EMAIL"
 	sortOrg          = "ORG"
@@ -99,3 +101,8 @@ func memberSort(created time.Time, otherID string) string {
 // idFrom strips a key prefix. TrimPrefix, not TrimLeft: the prefix is a
 // string, not a set of characters.
 func idFrom(s, prefix string) string { return strings.TrimPrefix(s, prefix) }
+
+// idempotencyKey is the record of an Idempotency-Key of the API key keyID:
+// a partition per calling key, outside those that only the auth function
+// may write, since every function records the requests it serves.
+func idempotencyKey(keyID, k string) key { return key{prefixIdem + keyID, prefixIdem + k} }

@@ -188,12 +188,14 @@ func (d *treeDelete) walk(ctx context.Context, n keyNode) error {
 		if len(d.queue) < maxTreeKeys {
 			continue
 		}
+		// Not the last transaction: the idempotency record goes with the
+		// last, which deletes the root (maxTreeKeys leaves it room).
 		if !d.flagged {
-			if err := d.flag(ctx); err != nil {
+			if err := d.flag(withoutCommit(ctx)); err != nil {
 				return err
 			}
 		}
-		if err := d.transact(ctx, d.queued(nil)); err != nil {
+		if err := d.transact(withoutCommit(ctx), d.queued(nil)); err != nil {
 			return err
 		}
 		d.queue = d.queue[:0]

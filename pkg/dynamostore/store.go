@@ -189,10 +189,17 @@ func (s *Store) transact(ctx context.Context, items []types.TransactWriteItem, o
 
 // transactReturningOld is transact that also returns, when a condition
 // fails, the item as it was if that item asked for it
-// (ReturnValuesOnConditionCheckFailure ALL_OLD); nil otherwise.
+// (ReturnValuesOnConditionCheckFailure ALL_OLD); nil otherwise. When ctx
+// carries an account.IdempotencyCommit, its record goes into the same
+// transaction (withCommit), and is marked applied once it has committed.
 func (s *Store) transactReturningOld(ctx context.Context, items []types.TransactWriteItem, onCheckFailed ...error) (map[string]types.AttributeValue, error) {
+	c := account.IdempotencyCommitFrom(ctx)
+	items, onCheckFailed, err := s.withCommit(c, items, onCheckFailed)
+	if err != nil {
+		return nil, err
+	}
 	var old map[string]types.AttributeValue
-	err := s.retryConflicts(ctx, func() error {
+	err = s.retryConflicts(ctx, func() error {
 		_, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 		if err == nil {
 			return nil
@@ -203,6 +210,9 @@ func (s *Store) transactReturningOld(ctx context.Context, items []types.Transact
 		}
 		return storeErr(err)
 	})
+	if err == nil && c != nil {
+		c.MarkApplied()
+	}
 	return old, err
 }
 
@@ -330,7 +340,14 @@ func list[I, T any](ctx context.Context, s *Store, partition, owner string, p ac
 // not-found error for the item) when cond fails: every condition here
 // requires at least that the item exists, and without one UpdateItem would
 // create an item from nothing.
+//
+// With an idempotency record to commit (ctx carries one), it is a
+// transaction of the update and the record instead, then a read (see
+// updateWithCommit).
 func (s *Store) updateItem(ctx context.Context, k key, upd expression.UpdateBuilder, cond expression.ConditionBuilder, out any, notFound error) error {
+	if account.IdempotencyCommitFrom(ctx) != nil {
+		return s.updateWithCommit(ctx, k, upd, cond, out, notFound)
+	}
 	it, err := s.update(k, upd, cond)
 	if err != nil {
 		return err
@@ -361,7 +378,8 @@ func (s *Store) updateItem(ctx context.Context, k key, upd expression.UpdateBuil
 // and returns the item as it now is. From then on AddMember refuses it, so
 // the membership Query that follows sees every membership there will be.
 func (s *Store) markDeleting(ctx context.Context, k key, out any, notFound error) error {
-	return s.updateItem(ctx, k, expression.Set(expression.Name("deleting"), expression.Value(true)), condPresent, out, notFound)
+	// The first step of a delete: the record goes with the last.
+	return s.updateItem(withoutCommit(ctx), k, expression.Set(expression.Name("deleting"), expression.Value(true)), condPresent, out, notFound)
 }
 
 // memberSides returns the IDs on the other side of every membership in the
@@ -437,14 +455,19 @@ func (s *Store) cascade(ctx context.Context, groups [][]step, final []step) erro
 	for _, g := range groups {
 		size += len(g)
 	}
-	for size > maxTransactItems {
+	room := maxTransactItems
+	if account.IdempotencyCommitFrom(ctx) != nil {
+		room-- // the final transaction carries the idempotency record too
+	}
+	for size > room {
 		var chunk []step
 		for len(groups) > 0 && len(chunk)+len(groups[0]) <= maxTransactItems {
 			chunk = append(chunk, groups[0]...)
 			size -= len(groups[0])
 			groups = groups[1:]
 		}
-		if err := s.transactSteps(ctx, chunk); err != nil {
+		// Not the last transaction: the idempotency record goes with the last.
+		if err := s.transactSteps(withoutCommit(ctx), chunk); err != nil {
 			return err
 		}
 	}

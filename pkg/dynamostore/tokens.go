@@ -15,6 +15,14 @@ import (
 // CreateToken writes the token record with one PutItem; TTL removes it after
 // the token expires. Token IDs are fresh ULIDs, so there is nothing to guard.
 func (s *Store) CreateToken(ctx context.Context, t account.TokenRecord) error {
+	if account.IdempotencyCommitFrom(ctx) != nil {
+		// With its idempotency record: a transaction of the two.
+		it, err := s.put(newTokenItem(t), condAbsent)
+		if err != nil {
+			return err
+		}
+		return s.transact(ctx, []types.TransactWriteItem{it}, account.Internal(errors.New("dynamostore: a token with this ID exists already")))
+	}
 	av, err := attributevalue.MarshalMap(newTokenItem(t))
 	if err != nil {
 		return account.Internal(err)
@@ -31,6 +39,9 @@ func (s *Store) RevokeToken(ctx context.Context, r account.Revocation) (time.Tim
 	it, err := s.put(newRevocationItem(r), condAbsent)
 	if err != nil {
 		return time.Time{}, err
+	}
+	if account.IdempotencyCommitFrom(ctx) != nil {
+		return s.revokeWithCommit(ctx, r, it)
 	}
 	p := it.Put
 	err = s.retryConflicts(ctx, func() error {

@@ -119,7 +119,8 @@ func (s *Store) finishedAbandoned(ctx context.Context, err error, old map[string
 	if found, rerr := s.getItem(ctx, o.key(g.OwnerID), &holder); rerr != nil || !found || !holder.Deleting {
 		return false
 	}
-	ferr := o.finishDelete(ctx, g.OwnerID)
+	// Another's delete, not this request's change: no idempotency record.
+	ferr := o.finishDelete(withoutCommit(ctx), g.OwnerID)
 	return ferr == nil || account.IsCode(ferr, account.CodeNotFound)
 }
 

@@ -41,6 +41,9 @@ type Store struct {
 	CreateTokenFn                 func(ctx context.Context, t account.TokenRecord) error
 	RevokeTokenFn                 func(ctx context.Context, r account.Revocation) (time.Time, error)
 	TokenStatusFn                 func(ctx context.Context, tokenID, keyID string, ancestors []string) (account.TokenStatus, error)
+	ClaimIdempotencyFn            func(ctx context.Context, r account.IdempotencyRecord, now time.Time) (account.IdempotencyRecord, bool, error)
+	FinishIdempotencyFn           func(ctx context.Context, r account.IdempotencyRecord) error
+	ReleaseIdempotencyFn          func(ctx context.Context, keyID, key, owner string) error
 	CloseFn                       func() error
 }
 
@@ -184,6 +187,21 @@ func (s *Store) RevokeToken(ctx context.Context, r account.Revocation) (time.Tim
 // TokenStatus calls TokenStatusFn.
 func (s *Store) TokenStatus(ctx context.Context, tokenID, keyID string, ancestors []string) (account.TokenStatus, error) {
 	return s.TokenStatusFn(ctx, tokenID, keyID, ancestors)
+}
+
+// ClaimIdempotency calls ClaimIdempotencyFn.
+func (s *Store) ClaimIdempotency(ctx context.Context, r account.IdempotencyRecord, now time.Time) (account.IdempotencyRecord, bool, error) {
+	return s.ClaimIdempotencyFn(ctx, r, now)
+}
+
+// FinishIdempotency calls FinishIdempotencyFn.
+func (s *Store) FinishIdempotency(ctx context.Context, r account.IdempotencyRecord) error {
+	return s.FinishIdempotencyFn(ctx, r)
+}
+
+// ReleaseIdempotency calls ReleaseIdempotencyFn.
+func (s *Store) ReleaseIdempotency(ctx context.Context, keyID, key, owner string) error {
+	return s.ReleaseIdempotencyFn(ctx, keyID, key, owner)
 }
 
 // Close calls CloseFn, if set.

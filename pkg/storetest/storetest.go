@@ -64,6 +64,8 @@ func Run(t *testing.T, newStore func(t *testing.T) account.Store) {
 	t.Run("CreateToken", s.createToken)
 	t.Run("RevokeToken", s.revokeToken)
 	t.Run("TokenStatus", s.tokenStatus)
+
+	t.Run("Idempotency", s.idempotency)
 }
 
 // concurrency is how many goroutines race in the uniqueness tests.
