@@ -14,6 +14,7 @@ package assembly
 import (
 	"context"
 	"crypto"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -52,6 +53,12 @@ type Parts struct {
 	// named by the discovery documents; EdDSA when empty. A SigningKey or
 	// PreviousKeys of another algorithm is an error.
 	Algorithm token.Algorithm
+	// PreviousSealKeys open answers stored for Idempotency-Key under
+	// earlier signing keys (SealKey of each), so that they still replay
+	// after a rotation. The answers are sealed under SealKey(SigningKey):
+	// only a process that holds it (the local server, the auth function)
+	// can read or forge them.
+	PreviousSealKeys [][]byte
 	// Verifier checks tokens when there is no SigningKey. Required then,
 	// and ignored otherwise.
 	Verifier account.TokenParser
@@ -115,11 +122,30 @@ func New(p Parts) (*Assembly, error) {
 	}
 	a.Service = svc
 	a.Config = httpapi.Config{Service: svc, SigningAlgorithm: string(p.Algorithm), Logger: p.Logger, RequestID: p.RequestID, Local: p.Local}
+	if p.SigningKey != nil {
+		seal, err := SealKey(p.SigningKey)
+		if err != nil {
+			return nil, err
+		}
+		a.Config.SealKeys = append([][]byte{seal}, p.PreviousSealKeys...)
+	}
 	if a.JWKS != nil {
 		set := a.JWKS
 		a.Config.JWKS = func(context.Context) ([]byte, error) { return set, nil }
 	}
 	return a, nil
+}
+
+// SealKey is the key (httpapi.SealKey) that seals the answers stored for
+// Idempotency-Key in a process whose signing key is priv, derived from the
+// key's PKCS #8 form: a key of either algorithm, only from its private
+// half.
+func SealKey(priv crypto.Signer) ([]byte, error) {
+	der, err := x509.MarshalPKCS8PrivateKey(priv)
+	if err != nil {
+		return nil, fmt.Errorf("assembly: the signing key cannot make a seal key: %w", err)
+	}
+	return httpapi.SealKey(der), nil
 }
 
 // Handler returns the router of the named groups, or of every group when

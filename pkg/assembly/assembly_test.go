@@ -31,6 +31,15 @@ func newStore(t *testing.T) account.Store {
 	return s
 }
 
+func sealKey(t *testing.T, priv ed25519.PrivateKey) []byte {
+	t.Helper()
+	k, err := assembly.SealKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
 func newKey(t *testing.T) ed25519.PrivateKey {
 	t.Helper()
 	_, priv, err := ed25519.GenerateKey(nil)
@@ -51,9 +60,15 @@ func TestNew(t *testing.T) {
 		asm, err := assembly.New(assembly.Parts{
 			Store: newStore(t), CursorKey: cursorKey, Issuer: issuer,
 			SigningKey: current, PreviousKeys: []crypto.PublicKey{previous.Public()},
+			PreviousSealKeys: [][]byte{sealKey(t, previous)},
 		})
 		if err != nil {
 			t.Fatal(err)
+		}
+		// Answers stored for Idempotency-Key are sealed under the signing
+		// key's seal key, and those of the previous key still open.
+		if got, want := asm.Config.SealKeys, [][]byte{sealKey(t, current), sealKey(t, previous)}; !slices.EqualFunc(got, want, bytes.Equal) {
+			t.Errorf("SealKeys: got %x, want %x", got, want)
 		}
 		var set struct{ Keys []struct{ Kid string } }
 		if err := json.Unmarshal(asm.JWKS, &set); err != nil {
@@ -94,8 +109,8 @@ func TestNew(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if asm.Signer != nil || asm.JWKS != nil || asm.Config.JWKS != nil {
-			t.Errorf("a verifying process got a signer or a key set to serve: %+v", asm)
+		if asm.Signer != nil || asm.JWKS != nil || asm.Config.JWKS != nil || asm.Config.SealKeys != nil {
+			t.Errorf("a verifying process got a signer, a key set to serve or seal keys: %+v", asm)
 		}
 	})
 

@@ -27,15 +27,24 @@ func decode(w http.ResponseWriter, r *http.Request, dst any) error {
 	if err := checkContentType(r.Header.Get("Content-Type")); err != nil {
 		return err
 	}
+	body, err := readBody(w, r)
+	if err != nil {
+		return err
+	}
+	return decodeJSON(body, dst)
+}
+
+// readBody reads the whole request body, at most MaxBodyBytes.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
-		return account.Errorf(account.CodePayloadTooLarge, "the request body must be at most %d bytes", MaxBodyBytes)
+		return nil, account.Errorf(account.CodePayloadTooLarge, "the request body must be at most %d bytes", MaxBodyBytes)
 	case err != nil:
-		return account.Errorf(account.CodeInvalidRequest, "the request body could not be read")
+		return nil, account.Errorf(account.CodeInvalidRequest, "the request body could not be read")
 	}
-	return decodeJSON(body, dst)
+	return body, nil
 }
 
 func checkContentType(contentType string) error {

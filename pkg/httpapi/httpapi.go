@@ -66,6 +66,14 @@ type Config struct {
 	// Local, when set, adds the routes of GroupLocal (LocalRoutes: health
 	// checks and the API description), which only the local server serves.
 	Local *Local
+	// SealKeys are AES-256 keys (see SealKey) for the answers stored for
+	// Idempotency-Key replays: the first seals every answer stored, and an
+	// answer opens under any of them (keep the previous key after a
+	// rotation, so that answers sealed before it still replay). Without
+	// keys, answers are stored as they are. A handler of the auth group,
+	// whose answers hold API key secrets and access tokens, needs at least
+	// one: New panics without.
+	SealKeys [][]byte
 }
 
 // server is the state shared by the handlers of one New.
@@ -76,6 +84,7 @@ type server struct {
 	log       *slog.Logger
 	requestID func(r *http.Request) string
 	local     *Local
+	sealKeys  [][]byte
 }
 
 // New returns a handler serving the routes of the named groups, or of every
@@ -88,7 +97,12 @@ func New(cfg Config, groups ...Group) http.Handler {
 	if cfg.Service == nil {
 		panic("httpapi: Config.Service is required")
 	}
-	s := &server{svc: cfg.Service, jwks: cfg.JWKS, alg: cfg.SigningAlgorithm, log: cfg.Logger, requestID: cfg.RequestID, local: cfg.Local}
+	s := &server{svc: cfg.Service, jwks: cfg.JWKS, alg: cfg.SigningAlgorithm, log: cfg.Logger, requestID: cfg.RequestID, local: cfg.Local, sealKeys: cfg.SealKeys}
+	for _, k := range cfg.SealKeys {
+		if len(k) != 32 {
+			panic("httpapi: every Config.SealKeys key must be 32 bytes (see SealKey)")
+		}
+	}
 	if s.alg == "" {
 		s.alg = "EdDSA"
 	}
@@ -108,6 +122,12 @@ func New(cfg Config, groups ...Group) http.Handler {
 	for _, d := range table {
 		if len(groups) > 0 && !slices.Contains(groups, d.Group) {
 			continue
+		}
+		if d.TakesIdempotencyKey() && d.auth != authPrincipal {
+			panic("httpapi: " + d.Method + " " + d.Path + " takes Idempotency-Key, which is scoped to the calling key, but authenticates none")
+		}
+		if d.Group == GroupAuth && len(cfg.SealKeys) == 0 {
+			panic("httpapi: the auth group stores answers that hold secrets for Idempotency-Key replays; Config.SealKeys is required")
 		}
 		mux.Handle(d.Method+" "+d.Path, s.route(d))
 		if _, ok := allowed[d.Path]; !ok {
@@ -258,6 +278,12 @@ func (s *server) route(d routeDef) http.Handler {
 		if err := checkQuery(r.URL.RawQuery, d.Query); err != nil {
 			s.writeError(w, r, err)
 			return
+		}
+		if d.TakesIdempotencyKey() {
+			if keys := r.Header.Values(headerIdempotencyKey); len(keys) > 0 {
+				s.serveIdempotent(w, r, d, p, keys)
+				return
+			}
 		}
 		var err error
 		if d.auth == authBearer {

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"net/http"
 	"slices"
 	"testing"
 
@@ -51,6 +52,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		if r.Scope() == "" && scope == "" {
 			t.Errorf("%s: x-required-scope missing: say what authorizes the route", key)
 		}
+		checkIdempotencyKey(t, key, r, op)
 		public := op.Security != nil && len(*op.Security) == 0
 		if want := r.Public(); public != want {
 			t.Errorf("%s: public in openapi.yaml: %v, want %v", key, public, want)
@@ -80,5 +82,34 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	}
 	for key := range documented {
 		t.Errorf("%s: in openapi.yaml but not in Routes() or LocalRoutes()", key)
+	}
+}
+
+// checkIdempotencyKey checks that the operation documents Idempotency-Key
+// exactly when the route takes it: the parameter, the 409 and 422 it may
+// answer, and Idempotent-Replayed on its success.
+func checkIdempotencyKey(t *testing.T, key string, r httpapi.Route, op *openapi3.Operation) {
+	t.Helper()
+	var takes bool
+	for _, p := range op.Parameters {
+		if p.Value.In == openapi3.ParameterInHeader && p.Value.Name == "Idempotency-Key" {
+			takes = true
+		}
+	}
+	if takes != r.TakesIdempotencyKey() {
+		t.Errorf("%s: Idempotency-Key documented %v, the route takes it %v", key, takes, r.TakesIdempotencyKey())
+	}
+	if !r.TakesIdempotencyKey() {
+		return
+	}
+	for _, status := range []int{http.StatusConflict, http.StatusUnprocessableEntity} {
+		if op.Responses.Status(status) == nil {
+			t.Errorf("%s: takes Idempotency-Key but documents no %d", key, status)
+		}
+	}
+	for code, res := range op.Responses.Map() {
+		if code[0] == '2' && res.Value.Headers["Idempotent-Replayed"] == nil {
+			t.Errorf("%s: %s does not document Idempotent-Replayed", key, code)
+		}
 	}
 }

@@ -37,6 +37,10 @@ var codes = map[account.Code]struct {
 	account.CodeUnsupportedMediaType: {http.StatusUnsupportedMediaType, "Unsupported media type"},
 	account.CodeUnavailable:          {http.StatusServiceUnavailable, "Service unavailable"},
 	account.CodeInternal:             {http.StatusInternalServerError, "Internal error"},
+
+	account.CodeIdempotencyKeyReused:    {http.StatusUnprocessableEntity, "Idempotency key reused"},
+	account.CodeIdempotencyInProgress:   {http.StatusConflict, "Idempotent request in progress"},
+	account.CodeIdempotencyResponseLost: {http.StatusConflict, "Idempotent response lost"},
 }
 
 // problem is an RFC 9457 problem details body.
@@ -95,6 +99,8 @@ func (s *server) writeProblem(w http.ResponseWriter, r *http.Request, e *account
 	case account.CodeUnavailable:
 		detail = "the service is temporarily unavailable; retry shortly"
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
+	case account.CodeIdempotencyInProgress:
+		w.Header().Set("Retry-After", idempotencyRetryAfter)
 	case account.CodeUnauthorized:
 		// RFC 6750, section 3: no error attribute when no credential was sent.
 		challenge := `Bearer realm="latchkey"`

@@ -396,7 +396,7 @@ func (a *App) build(ctx context.Context, cache *secrets.Cache, prev *built) (*bu
 		TokenCache: a.tokens,
 	}
 	if a.cfg.Function.SignsTokens() {
-		if parts.SigningKey, parts.PreviousKeys, err = signingKeys(a.cfg.SigningAlgorithm, signing); err != nil {
+		if parts.SigningKey, parts.PreviousKeys, parts.PreviousSealKeys, err = signingKeys(a.cfg.SigningAlgorithm, signing); err != nil {
 			return nil, err
 		}
 		if v.issuer == "" {
@@ -431,11 +431,14 @@ func (a *App) build(ctx context.Context, cache *secrets.Cache, prev *built) (*bu
 // accepted too, so that tokens signed before a rotation stay valid until
 // they expire (at most account.MaxTokenLifetime). A previous version that
 // held a key for the other algorithm is left out: switching algorithms
-// ends the tokens signed before, as changing the issuer does.
-func signingKeys(alg token.Algorithm, v secrets.Value) (crypto.Signer, []crypto.PublicKey, error) {
+// ends the tokens signed before, as changing the issuer does. It also
+// returns the previous key's seal key, so that answers stored for
+// Idempotency-Key before the rotation still replay
+// (assembly.Parts.PreviousSealKeys).
+func signingKeys(alg token.Algorithm, v secrets.Value) (crypto.Signer, []crypto.PublicKey, [][]byte, error) {
 	priv, err := signingKey(alg, v.Current.Value)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if v.Previous.Value != "" {
 		// A previous value that is no key of alg never signed with it: too
@@ -443,10 +446,14 @@ func signingKeys(alg token.Algorithm, v secrets.Value) (crypto.Signer, []crypto.
 		wasRSA := secrets.IsRSASigningKey(v.Previous.Value)
 		if old, err := signingKey(alg, v.Previous.Value); err == nil && (alg == token.RS256 || !wasRSA) &&
 			!old.Public().(interface{ Equal(crypto.PublicKey) bool }).Equal(priv.Public()) {
-			return priv, []crypto.PublicKey{old.Public()}, nil
+			seal, err := assembly.SealKey(old)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			return priv, []crypto.PublicKey{old.Public()}, [][]byte{seal}, nil
 		}
 	}
-	return priv, nil, nil
+	return priv, nil, nil, nil
 }
 
 // signingKey reads the private key of alg from a signing secret string: an

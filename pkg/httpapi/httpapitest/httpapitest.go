@@ -76,8 +76,19 @@ type Env struct {
 // bootstrap admin key.
 func NewServer(tb testing.TB) *Env {
 	tb.Helper()
+	return NewServerWith(tb, nil)
+}
+
+// NewServerWith is NewServer with the store wrapped by wrap (unless nil)
+// before anything uses it: a test injects faults or observes calls with a
+// wrapper that embeds the real store.
+func NewServerWith(tb testing.TB, wrap func(account.Store) account.Store) *Env {
+	tb.Helper()
 	store := newStore(tb)
 	tb.Cleanup(func() { store.Close() })
+	if wrap != nil {
+		store = wrap(store)
+	}
 
 	pub, priv, err := ed25519.GenerateKey(nil)
 	if err != nil {

@@ -179,7 +179,9 @@ func checkCommon(res *Response) error {
 		switch {
 		case p.Status != res.StatusCode:
 			return errors.New("problem status differs from the HTTP status")
-		case p.RequestID != res.Header.Get("X-Request-Id"):
+		case p.RequestID != res.Header.Get("X-Request-Id") && res.Header.Get("Idempotent-Replayed") != "true":
+			// A replay is the stored answer as it was: its request_id
+			// names the request that was carried out.
 			return errors.New("problem request_id differs from X-Request-Id")
 		case p.Type != "https://latchkey.dev/problems/"+p.Code:
 			return errors.New("problem type does not name its code")
