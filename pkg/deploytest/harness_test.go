@@ -2,17 +2,23 @@ package deploytest_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
+	bolt "go.etcd.io/bbolt"
 
 	"latchkey/pkg/account"
 	"latchkey/pkg/boltstore"
@@ -32,6 +38,9 @@ type backend struct {
 	// calls records the IAM actions of the DynamoDB requests made through
 	// store; nil over bbolt.
 	calls *callRecorder
+	// snapshot returns every item the store holds but idempotency
+	// records, each as a string, by its key.
+	snapshot func(tb testing.TB) map[string]string
 }
 
 // newBackend returns a seeded store: a new table in DynamoDB Local when
@@ -45,12 +54,13 @@ func newBackend(tb testing.TB) backend {
 	if os.Getenv(dynamotest.EndpointEnv) != "" {
 		b = dynamoBackend(tb)
 	} else {
-		s, err := boltstore.Open(filepath.Join(tb.TempDir(), "latchkey.db"))
+		path := filepath.Join(tb.TempDir(), "latchkey.db")
+		s, err := boltstore.Open(path)
 		if err != nil {
 			tb.Fatal(err)
 		}
 		tb.Cleanup(func() { s.Close() })
-		b = backend{store: s, keys: &replay.MemoryKeys{}}
+		b = backend{store: s, keys: &replay.MemoryKeys{}, snapshot: func(tb testing.TB) map[string]string { return boltSnapshot(tb, path) }}
 	}
 	if err := replay.Seed(ctx, b.store); err != nil {
 		tb.Fatal(err)
@@ -75,7 +85,79 @@ func dynamoBackend(tb testing.TB) backend {
 	rec := &callRecorder{}
 	client := dynamotest.NewClient(tb, func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, rec.register) })
 	s := dynamostore.New(client, table)
-	return backend{store: s, keys: s, calls: rec}
+	raw := dynamotest.NewClient(tb)
+	return backend{store: s, keys: s, calls: rec, snapshot: func(tb testing.TB) map[string]string { return tableSnapshot(tb, raw, table) }}
+}
+
+// tableSnapshot scans the table, strongly consistently. The deleting flag
+// is left out: it is what a delete cut off before its last transaction
+// leaves (docs/dynamodb.md, Cascades), gone to readers until a retry.
+func tableSnapshot(tb testing.TB, client *dynamodb.Client, table string) map[string]string {
+	tb.Helper()
+	out := map[string]string{}
+	pages := dynamodb.NewScanPaginator(client, &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(context.Background())
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for _, av := range page.Items {
+			var item map[string]any
+			if err := attributevalue.UnmarshalMap(av, &item); err != nil {
+				tb.Fatal(err)
+			}
+			pk, _ := item["pk"].(string)
+			if strings.HasPrefix(pk, idempotencyPartition) {
+				continue
+			}
+			delete(item, "deleting")
+			b, err := json.Marshal(item)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			out[pk+" "+fmt.Sprint(item["sk"])] = string(b)
+		}
+	}
+	return out
+}
+
+// boltSnapshot reads a copy of the bbolt file at path, which the store
+// holds open: between transactions the file is consistent. The
+// idempotency bucket and its entries in the expiry index are left out.
+func boltSnapshot(tb testing.TB, path string) map[string]string {
+	tb.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cp := filepath.Join(tb.TempDir(), "snapshot.db")
+	if err := os.WriteFile(cp, raw, 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	db, err := bolt.Open(cp, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer db.Close()
+	out := map[string]string{}
+	err = db.View(func(tx *bolt.Tx) error {
+		return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+			if string(name) == "idempotency" {
+				return nil
+			}
+			return b.ForEach(func(k, v []byte) error {
+				if string(name) == "expiries" && strings.Contains(string(k), "/i/") {
+					return nil
+				}
+				out[string(name)+" "+string(k)] = string(v)
+				return nil
+			})
+		})
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return out
 }
 
 // callRecorder is SDK middleware that records, for every DynamoDB request,

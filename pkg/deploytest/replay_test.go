@@ -2,6 +2,7 @@ package deploytest_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -63,8 +64,36 @@ func TestReplay(t *testing.T) {
 				Request:  eventRequest(t, ev),
 			})
 			checkLogs(t, logs.String(), ev)
+			if e.Retried {
+				checkRetry(t, app, ev, res)
+			}
 		})
 	}
+}
+
+// checkRetry sends ev again, as a client that lost the answer first does,
+// and fails unless the answer is first's, replayed, changing nothing.
+func checkRetry(t *testing.T, app *lambdaapp.App, ev events.APIGatewayV2HTTPRequest, first events.APIGatewayV2HTTPResponse) {
+	t.Helper()
+	if ev.Headers["idempotency-key"] == "" {
+		t.Fatal("a retried event must carry Idempotency-Key")
+	}
+	res, err := app.Lambda()(context.Background(), ev)
+	if err != nil {
+		t.Fatalf("handler error on the retry: %v", err)
+	}
+	header, body := responseHeader(res), responseBody(t, res)
+	if got := header.Get("Idempotent-Replayed"); got != "true" {
+		t.Fatalf("retry: Idempotent-Replayed %q, want true (%d %s)", got, res.StatusCode, body)
+	}
+	if res.StatusCode != first.StatusCode || !bytes.Equal(body, responseBody(t, first)) {
+		t.Fatalf("retry: got %d %s, want the first answer %d %s", res.StatusCode, body, first.StatusCode, responseBody(t, first))
+	}
+	httpapitest.CheckResponse(t, &httpapitest.Response{
+		Response: &http.Response{StatusCode: res.StatusCode, Header: header},
+		Body:     body,
+		Request:  eventRequest(t, ev),
+	})
 }
 
 // TestManifest checks that the events cover every route with a success, that

@@ -197,6 +197,9 @@ type Entry struct {
 	Status int `json:"status"`
 	// Description says what the event shows.
 	Description string `json:"description"`
+	// Retried: the event carries Idempotency-Key and is sent twice; the
+	// second answer must be the first, replayed (Idempotent-Replayed).
+	Retried bool `json:"retried,omitempty"`
 }
 
 // Manifest reads dir/manifest.json.
