@@ -512,6 +512,53 @@ func TestRequestBudgets(t *testing.T) {
 				must(t, f.s.PutIssuer(f.ctx, "https://auth.example.com"), "PutIssuer")
 			}
 		}},
+		// Idempotency-Key: what a write with a key adds (docs/dynamodb.md,
+		// "Idempotency-Key").
+		{"ClaimIdempotency", 1, []string{"PutItem"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				_, claimed, err := f.s.ClaimIdempotency(f.ctx, f.idem("claim"), f.now)
+				must(t, err, "ClaimIdempotency")
+				if !claimed {
+					t.Fatal("ClaimIdempotency: not claimed")
+				}
+			}
+		}},
+		{"ClaimIdempotency (a replay: the record comes back)", 1, []string{"PutItem"}, func(t *testing.T, f *budgetFixture) func() {
+			r := f.idem("replay")
+			f.claim(t, r)
+			r.State, r.Response = account.IdempotencyDone, make([]byte, 400)
+			must(t, f.s.FinishIdempotency(f.ctx, r), "FinishIdempotency")
+			again := f.idem("replay")
+			return func() {
+				held, claimed, err := f.s.ClaimIdempotency(f.ctx, again, f.now)
+				must(t, err, "ClaimIdempotency")
+				if claimed || held.State != account.IdempotencyDone {
+					t.Fatalf("ClaimIdempotency: claimed %v, state %s; want the done record", claimed, held.State)
+				}
+			}
+		}},
+		{"CreateUser (with its idempotency record)", 1, []string{"TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+			ctx := f.committing(t, "create-user")
+			return func() { must(t, f.s.CreateUser(ctx, newUser(f.tick())), "CreateUser") }
+		}},
+		{"CreateToken (with its idempotency record)", 1, []string{"TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+			ctx := f.committing(t, "create-token")
+			return func() {
+				at := f.tick()
+				must(t, f.s.CreateToken(ctx, account.TokenRecord{ID: account.NewID(account.PrefixToken, at), KeyID: f.key.ID, Scopes: []string{"read:users"}, IssuedAt: at, ExpiresAt: at.Add(time.Hour)}), "CreateToken")
+			}
+		}},
+		{"FinishIdempotency (an answer of 400 bytes)", 1, []string{"PutItem"}, func(t *testing.T, f *budgetFixture) func() {
+			r := f.idem("finish")
+			f.claim(t, r)
+			r.State, r.Response = account.IdempotencyDone, make([]byte, 400)
+			return func() { must(t, f.s.FinishIdempotency(f.ctx, r), "FinishIdempotency") }
+		}},
+		{"ReleaseIdempotency", 1, []string{"DeleteItem"}, func(t *testing.T, f *budgetFixture) func() {
+			r := f.idem("release")
+			f.claim(t, r)
+			return func() { must(t, f.s.ReleaseIdempotency(f.ctx, r.KeyID, r.Key, r.Owner), "ReleaseIdempotency") }
+		}},
 	}
 	var report strings.Builder
 	fmt.Fprintf(&report, "| store operation | budget | DynamoDB requests | capacity units (DynamoDB Local) |\n|---|---|---|---|\n")
@@ -602,4 +649,30 @@ func newKey(at time.Time) account.APIKey {
 		ID: account.NewID(account.PrefixAPIKey, at), Name: "ci", Hash: account.HashAPIKey(secret),
 		Last4: secret[len(secret)-4:], Scopes: []string{"read:users", "write:users"}, CreatedAt: at,
 	}
+}
+
+// idem returns a started record of the fixture key's Idempotency-Key key,
+// for a request of a 32-byte fingerprint, at the fixture's time.
+func (f *budgetFixture) idem(key string) account.IdempotencyRecord {
+	return account.IdempotencyRecord{
+		KeyID: f.key.ID, Key: key, Fingerprint: make([]byte, 32), Owner: "owner-" + key + "-" + f.tick().Format(time.RFC3339Nano),
+		State: account.IdempotencyStarted, LeaseUntil: f.now.Add(account.IdempotencyLease),
+		CreatedAt: f.now, ExpiresAt: f.now.Add(account.IdempotencyRetention),
+	}
+}
+
+func (f *budgetFixture) claim(t *testing.T, r account.IdempotencyRecord) {
+	t.Helper()
+	if _, claimed, err := f.s.ClaimIdempotency(f.ctx, r, f.now); err != nil || !claimed {
+		t.Fatalf("ClaimIdempotency: claimed %v, %v", claimed, err)
+	}
+}
+
+// committing claims key and returns a context whose store writes commit
+// its record with their change.
+func (f *budgetFixture) committing(t *testing.T, key string) context.Context {
+	t.Helper()
+	r := f.idem(key)
+	f.claim(t, r)
+	return account.WithIdempotencyCommit(f.ctx, &account.IdempotencyCommit{KeyID: r.KeyID, Key: r.Key, Owner: r.Owner})
 }

@@ -58,6 +58,8 @@ func TestHTTPRequestBudgets(t *testing.T) {
 		t.Fatalf("EnsureBootstrapKey: %v", err)
 	}
 
+	// idemKey, when set, is sent as Idempotency-Key.
+	idemKey := ""
 	var report strings.Builder
 	fmt.Fprintf(&report, "| request | status | DynamoDB requests | capacity units (DynamoDB Local) |\n|---|---|---|---|\n")
 	// do sends one request, checks its status and its DynamoDB calls
@@ -87,6 +89,9 @@ func TestHTTPRequestBudgets(t *testing.T) {
 			req.Header.Set("Authorization", credential)
 		case credential != "":
 			req.Header.Set("Authorization", "Bearer "+credential)
+		}
+		if idemKey != "" {
+			req.Header.Set("Idempotency-Key", idemKey)
 		}
 		rec := httptest.NewRecorder()
 		calls := m.measure(func() { h.ServeHTTP(rec, req) })
@@ -152,6 +157,19 @@ func TestHTTPRequestBudgets(t *testing.T) {
 	do("email", "PATCH", "/v1/users/"+uid, admin, map[string]any{"email": "ada.king@example.com"}, 200, get, get, tx)
 	bob := do("another", "POST", "/v1/users", admin, map[string]any{"email": "bob@example.com", "name": "Bob"}, 201, get, tx)
 	do("email_taken", "PATCH", "/v1/users/"+str(bob, "id"), admin, map[string]any{"email": "ada.king@example.com"}, 409, get, get, tx, get)
+
+	// With Idempotency-Key: the claim (a conditional PutItem), the record
+	// in the change's own transaction, the answer stored (a PutItem); a
+	// replay is the authentication and the claim, which fails its
+	// condition and brings the answer back.
+	idemKey = "budget-create-user"
+	grace := do("Idempotency-Key", "POST", "/v1/users", admin, map[string]any{"email": "grace@example.com", "name": "Grace"}, 201, get, put, tx, put)
+	do("Idempotency-Key, replayed", "POST", "/v1/users", admin, map[string]any{"email": "grace@example.com", "name": "Grace"}, 201, get, put)
+	idemKey = "budget-token"
+	do("Idempotency-Key", "POST", "/v1/auth/token", secret, map[string]any{"scopes": []string{"read:users"}}, 201, get, put, tx, put)
+	idemKey = "budget-delete-user"
+	do("Idempotency-Key", "DELETE", "/v1/users/"+str(grace, "id"), admin, nil, 204, get, put, upd, query, tx, put)
+	idemKey = ""
 
 	o := do("", "POST", "/v1/organizations", admin, map[string]any{"name": "Engines", "slug": "engines"}, 201, get, tx)
 	oid := str(o, "id")
