@@ -58,6 +58,8 @@ expect=(
   '"plan":"enterprise"'
   '"email":"ada.king@example.com","name":"Ada Lovelace","role":"admin","external_id":"crm-4711","metadata":{"plan":"pro","source":"signup"}'
   '"has_more":true'
+  'Idempotent-Replayed: true'
+  '"code":"idempotency_key_reused"'
 )
 for e in "${expect[@]}"; do
   grep -qF -- "$e" "$work/out.txt" || { echo "readme-check: expected $e in the output:" >&2; cat "$work/out.txt" >&2; exit 1; }
@@ -75,6 +77,10 @@ revoked=$(grep -n -m1 -F '"revoked":true' "$work/out.txt" | cut -d: -f1)
 # The lookup by external id found Ada (a list holding her, not an empty one).
 grep -qE '^\{"data":\[\{"id":"usr_[^"]*","email":"ada@example.com".*"external_id":"crm-4711"' "$work/out.txt" || {
   echo "readme-check: ?external_id= did not find the user:" >&2; cat "$work/out.txt" >&2; exit 1; }
+# Step 8: the retried create made one user, and the second answer was the first.
+[ "$(grep -c -F '"email":"grace@example.com"' "$work/out.txt")" -eq 2 ] &&
+  [ "$(grep -F '"email":"grace@example.com"' "$work/out.txt" | sort -u | wc -l)" -eq 1 ] && grep -qx 1 "$work/out.txt" || {
+  echo "readme-check: step 8 did not replay the create:" >&2; cat "$work/out.txt" >&2; exit 1; }
 # Keys and tokens stay in shell variables: the walk-through writes no file
 # into the directory it runs in, which for a reader is the checkout.
 written=$(cd "$work" && ls -A | grep -vxE 'quickstart\.sh|latchkey|data|server\.log|out\.txt' || true)
