@@ -131,7 +131,9 @@ func (s *Store) ReleaseIdempotency(ctx context.Context, keyID, k, owner string) 
 // move of c's record to applied appended, on condition that c.Owner holds
 // it and it is not done: a record another request has taken over cancels
 // the transaction, change and all, with account.ErrIdempotencyLost. The
-// slices passed in are not modified.
+// slices passed in are not modified. It is the one place where the last
+// transaction of a change gains items, and so where an event of the
+// change (issue 11's feed) would join it too.
 func (s *Store) withCommit(c *account.IdempotencyCommit, items []types.TransactWriteItem, onCheckFailed []error) ([]types.TransactWriteItem, []error, error) {
 	if c == nil {
 		return items, onCheckFailed, nil

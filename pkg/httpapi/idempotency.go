@@ -164,6 +164,9 @@ func (s *server) serveIdempotent(w http.ResponseWriter, r *http.Request, d route
 	if err := d.handler(s, held, rc, p); err != nil {
 		s.writeError(held, rc, err)
 	}
+	if held.status == 0 {
+		held.status = http.StatusOK // what net/http sends for a handler that wrote nothing
+	}
 	settled = true
 	if held.status >= 500 && !claim.Applied() {
 		// Nothing was changed: a retry is carried out afresh.
