@@ -23,6 +23,7 @@ type NewAPIKey struct {
 	Name      string
 	Scopes    []string
 	ExpiresIn string // "" means the key does not expire (unless its creator does)
+	Metadata  Metadata
 }
 
 // CreateAPIKey creates a key with grants within the caller's own, below the
@@ -38,6 +39,7 @@ func (s *Service) CreateAPIKey(ctx context.Context, p Principal, req NewAPIKey) 
 	var problems Problems
 	name := normalizeName("name", req.Name, &problems)
 	scopes := normalizeScopes("scopes", req.Scopes, maxScopes, &problems)
+	req.Metadata.check("metadata", &problems)
 	var lifetime time.Duration
 	if req.ExpiresIn != "" {
 		d, err := ParseDuration(req.ExpiresIn, MinKeyLifetime, MaxKeyLifetime)
@@ -69,6 +71,7 @@ func (s *Service) CreateAPIKey(ctx context.Context, p Principal, req NewAPIKey) 
 		Scopes:    scopes,
 		CreatedBy: p.KeyID,
 		Ancestors: ancestors,
+		Metadata:  req.Metadata,
 		CreatedAt: now,
 	}
 	if lifetime > 0 {
@@ -147,18 +150,91 @@ func (s *Service) DeleteAPIKey(ctx context.Context, p Principal, id string) erro
 	// The store reads the key, asks whether it may go, and deletes it in
 	// the same call: one read, and the answer is about the key it deletes.
 	return storeErr(s.store.DeleteAPIKey(ctx, id, func(k APIKey) error {
-		if err := p.requireWithin(k.Scopes); err != nil {
+		if err := p.mayChange(k, "delete"); err != nil {
 			return err
 		}
 		if k.Bootstrap {
 			return Errorf(CodeForbidden, "the bootstrap admin key is managed by configuration and cannot be deleted through the API")
 		}
-		// Deleting a key above the caller's would delete the caller's key
-		// too, and every sibling: a leaked key must not be able to take
-		// down the keys that created it, whatever their grants.
-		if slices.Contains(p.KeyAncestors, k.ID) {
-			return Errorf(CodeForbidden, "an API key cannot delete a key above it (one that created it, directly or not); use that key or one above it")
-		}
 		return nil
 	}))
+}
+
+// mayChange returns the error that keeps the principal from changing,
+// disabling or deleting (verb) the key k, or nil: k must be within the
+// caller's grants (CodeInsufficientScope), and must not be above the
+// caller's key (CodeForbidden). Changing a key above the caller's would
+// change the caller's key too, and every sibling's: a leaked key must not be
+// able to take down or take over the keys that created it, whatever their
+// grants.
+func (p Principal) mayChange(k APIKey, verb string) error {
+	if err := p.requireWithin(k.Scopes); err != nil {
+		return err
+	}
+	if slices.Contains(p.KeyAncestors, k.ID) {
+		return Errorf(CodeForbidden, "an API key cannot %s a key above it (one that created it, directly or not); use that key or one above it", verb)
+	}
+	return nil
+}
+
+// APIKeyUpdate holds the fields of an API key that can change; nil leaves a
+// field as it is.
+type APIKeyUpdate struct {
+	Name    *string
+	Enabled *bool
+	// Metadata, when set, replaces the metadata whole; an empty one removes
+	// it.
+	Metadata *Metadata
+}
+
+// UpdateAPIKey renames, disables or enables a key, or replaces its
+// metadata, and returns the key as changed. A disabled key authenticates
+// nothing and its tokens do not verify, nor do those of the keys below it,
+// until it is enabled again; tokens that have not expired meanwhile then
+// work again. The key must be within the caller's grants and not above the
+// caller's key, as for DeleteAPIKey; the bootstrap admin key cannot be
+// disabled. CodeForbidden, CodeInsufficientScope, CodeInvalidRequest,
+// CodeNotFound.
+func (s *Service) UpdateAPIKey(ctx context.Context, p Principal, id string, req APIKeyUpdate) (APIKey, error) {
+	if err := p.Authorize(OpUpdateAPIKey); err != nil {
+		return APIKey{}, err
+	}
+	if !ValidID(PrefixAPIKey, id) {
+		return APIKey{}, notFound("API key")
+	}
+	var problems Problems
+	var patch APIKeyPatch
+	if req.Name == nil && req.Enabled == nil && req.Metadata == nil {
+		problems.Add("name", "at least one of name, enabled and metadata is required")
+	}
+	if req.Name != nil {
+		name := normalizeName("name", *req.Name, &problems)
+		patch.Name = &name
+	}
+	if req.Metadata != nil {
+		req.Metadata.check("metadata", &problems)
+		patch.Metadata = req.Metadata
+	}
+	if req.Enabled != nil {
+		disabled := !*req.Enabled
+		patch.Disabled = &disabled
+	}
+	if err := problems.Err(); err != nil {
+		return APIKey{}, err
+	}
+	// As for a delete: the store reads the key, asks whether it may change,
+	// and changes the key it read.
+	k, err := s.store.UpdateAPIKey(ctx, id, patch, func(k APIKey) error {
+		if err := p.mayChange(k, "change"); err != nil {
+			return err
+		}
+		if k.Bootstrap && patch.Disabled != nil && *patch.Disabled {
+			return Errorf(CodeForbidden, "the bootstrap admin key is managed by configuration and cannot be disabled through the API")
+		}
+		return nil
+	})
+	if err != nil {
+		return APIKey{}, storeErr(err)
+	}
+	return k, nil
 }

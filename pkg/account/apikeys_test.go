@@ -32,6 +32,24 @@ func TestService_CreateAPIKey(t *testing.T) {
 			t.Errorf("the secret authenticates as %s, want %s", p.KeyID, k.ID)
 		}
 	})
+	t.Run("Metadata", func(t *testing.T) {
+		e := newEnv(t)
+		meta := account.Metadata{"team": "billing", "env": ""}
+		k, _, err := e.svc.CreateAPIKey(e.ctx, e.admin, account.NewAPIKey{Name: "ci", Scopes: []string{"read:users"}, Metadata: meta})
+		if err != nil {
+			t.Fatalf("CreateAPIKey: %v", err)
+		}
+		got, err := e.svc.GetAPIKey(e.ctx, e.admin, k.ID)
+		if err != nil || len(got.Metadata) != 2 || got.Metadata["team"] != "billing" {
+			t.Errorf("GetAPIKey: got metadata %v, %v; want %v", got.Metadata, err, meta)
+		}
+		tooMany := account.Metadata{}
+		for i := range account.MaxMetadataKeys + 1 {
+			tooMany[itoa(int64(i))] = "v"
+		}
+		_, _, err = e.svc.CreateAPIKey(e.ctx, e.admin, account.NewAPIKey{Name: "ci", Scopes: []string{"read:users"}, Metadata: tooMany})
+		wantFields(t, err, "metadata")
+	})
 	t.Run("NeverOutlivesCreator", func(t *testing.T) {
 		e := newEnv(t)
 		creator, _ := e.key(t, "1h", account.ScopeWriteAPIKeys, "read:users")
@@ -239,5 +257,156 @@ func TestService_DeleteAPIKey(t *testing.T) {
 		e := newEnv(t)
 		wantCode(t, e.svc.DeleteAPIKey(e.ctx, e.admin, account.NewID(account.PrefixAPIKey, e.svc.Now())), account.CodeNotFound)
 		wantCode(t, e.svc.DeleteAPIKey(e.ctx, e.admin, "key_bogus"), account.CodeNotFound)
+	})
+}
+
+func TestService_UpdateAPIKey(t *testing.T) {
+	ptr := func(s string) *string { return &s }
+	enabled := func(b bool) *bool { return &b }
+	t.Run("OK", func(t *testing.T) {
+		e := newEnv(t)
+		p, _ := e.key(t, "", "read:users")
+		meta := account.Metadata{"team": "billing"}
+		k, err := e.svc.UpdateAPIKey(e.ctx, e.admin, p.KeyID, account.APIKeyUpdate{Name: ptr("  renamed  "), Metadata: &meta})
+		if err != nil {
+			t.Fatalf("UpdateAPIKey: %v", err)
+		}
+		if k.Name != "renamed" || k.Metadata["team"] != "billing" || k.Disabled {
+			t.Errorf("UpdateAPIKey: got name %q, metadata %v, disabled %v; want renamed, team=billing, enabled", k.Name, k.Metadata, k.Disabled)
+		}
+		none := account.Metadata{}
+		k, err = e.svc.UpdateAPIKey(e.ctx, e.admin, p.KeyID, account.APIKeyUpdate{Metadata: &none})
+		if err != nil || len(k.Metadata) != 0 || k.Name != "renamed" {
+			t.Errorf("UpdateAPIKey removing the metadata: got %+v, %v; want no metadata, the name kept", k, err)
+		}
+	})
+	t.Run("Disable", func(t *testing.T) {
+		// A disabled key's secret and tokens are refused, verify says
+		// disabled; the keys below it are paused with it. Enabling it
+		// restores every one of them.
+		e := newEnv(t)
+		p, secret := e.key(t, "", account.ScopeWriteAPIKeys, "read:users")
+		tok, _, err := e.svc.IssueToken(e.ctx, p, account.TokenRequest{Scopes: []string{"read:users"}})
+		if err != nil {
+			t.Fatalf("IssueToken: %v", err)
+		}
+		_, childSecret, err := e.svc.CreateAPIKey(e.ctx, p, account.NewAPIKey{Name: "child", Scopes: []string{"read:users"}})
+		if err != nil {
+			t.Fatalf("CreateAPIKey: %v", err)
+		}
+		childTok, _, err := e.svc.IssueToken(e.ctx, e.auth(t, childSecret), account.TokenRequest{Scopes: []string{"read:users"}})
+		if err != nil {
+			t.Fatalf("IssueToken: %v", err)
+		}
+		k, err := e.svc.UpdateAPIKey(e.ctx, e.admin, p.KeyID, account.APIKeyUpdate{Enabled: enabled(false)})
+		if err != nil || !k.Disabled {
+			t.Fatalf("UpdateAPIKey disabling: got %+v, %v", k, err)
+		}
+		for _, tc := range []struct{ what, credential, message string }{
+			{"the key's secret", secret, "the API key is disabled"},
+			{"the key's token", tok, "the access token's API key is disabled"},
+			{"the secret of a key below it", childSecret, "a key above the API key is disabled"},
+			{"the token of a key below it", childTok, "a key above the access token's API key is disabled"},
+		} {
+			_, err := e.svc.Authenticate(e.ctx, tc.credential)
+			wantCode(t, err, account.CodeUnauthorized)
+			if got := asError(t, err).Message; got != tc.message {
+				t.Errorf("%s: message %q, want %q", tc.what, got, tc.message)
+			}
+		}
+		for _, tk := range []string{tok, childTok} {
+			if v, err := e.svc.VerifyToken(e.ctx, tk); err != nil || v.Valid || v.Reason != account.ReasonDisabled {
+				t.Errorf("VerifyToken of a token of a paused key: got %+v, %v; want disabled", v, err)
+			}
+		}
+		if _, err := e.svc.UpdateAPIKey(e.ctx, e.admin, p.KeyID, account.APIKeyUpdate{Enabled: enabled(true)}); err != nil {
+			t.Fatalf("UpdateAPIKey enabling: %v", err)
+		}
+		for _, cred := range []string{secret, tok, childSecret, childTok} {
+			e.auth(t, cred)
+		}
+		if v, err := e.svc.VerifyToken(e.ctx, childTok); err != nil || !v.Valid {
+			t.Errorf("VerifyToken after enabling: got %+v, %v; want valid", v, err)
+		}
+	})
+	t.Run("DisabledExpiredStaysExpired", func(t *testing.T) {
+		// A token that expires while its key is disabled is expired, not
+		// restored, once the key is enabled.
+		e := newEnv(t)
+		p, _ := e.key(t, "", "read:users")
+		tok, _, err := e.svc.IssueToken(e.ctx, p, account.TokenRequest{Scopes: []string{"read:users"}, ExpiresIn: "1m"})
+		if err != nil {
+			t.Fatalf("IssueToken: %v", err)
+		}
+		if _, err := e.svc.UpdateAPIKey(e.ctx, e.admin, p.KeyID, account.APIKeyUpdate{Enabled: enabled(false)}); err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Advance(2 * time.Minute)
+		if _, err := e.svc.UpdateAPIKey(e.ctx, e.admin, p.KeyID, account.APIKeyUpdate{Enabled: enabled(true)}); err != nil {
+			t.Fatal(err)
+		}
+		if v, err := e.svc.VerifyToken(e.ctx, tok); err != nil || v.Reason != account.ReasonExpired {
+			t.Errorf("VerifyToken: got %+v, %v; want expired", v, err)
+		}
+	})
+	t.Run("ErrForbiddenBootstrap", func(t *testing.T) {
+		// The admin key cannot be disabled; renaming it is harmless.
+		e := newEnv(t)
+		_, err := e.svc.UpdateAPIKey(e.ctx, e.admin, e.admin.KeyID, account.APIKeyUpdate{Enabled: enabled(false)})
+		wantCode(t, err, account.CodeForbidden)
+		e.auth(t, e.secret)
+		if _, err := e.svc.UpdateAPIKey(e.ctx, e.admin, e.admin.KeyID, account.APIKeyUpdate{Name: ptr("admin"), Enabled: enabled(true)}); err != nil {
+			t.Errorf("UpdateAPIKey renaming the admin key: %v", err)
+		}
+	})
+	t.Run("ErrAncestor", func(t *testing.T) {
+		// A key cannot change, nor disable, the keys above it.
+		e := newEnv(t)
+		a, _ := e.key(t, "", account.ScopeWriteAPIKeys)
+		_, bSecret, err := e.svc.CreateAPIKey(e.ctx, a, account.NewAPIKey{Name: "b", Scopes: []string{account.ScopeWriteAPIKeys}})
+		if err != nil {
+			t.Fatalf("CreateAPIKey: %v", err)
+		}
+		b := e.auth(t, bSecret)
+		_, err = e.svc.UpdateAPIKey(e.ctx, b, a.KeyID, account.APIKeyUpdate{Enabled: enabled(false)})
+		wantCode(t, err, account.CodeForbidden)
+		e.auth(t, bSecret)
+		// Itself, it may.
+		if _, err := e.svc.UpdateAPIKey(e.ctx, b, b.KeyID, account.APIKeyUpdate{Name: ptr("me")}); err != nil {
+			t.Errorf("UpdateAPIKey of the caller's own key: %v", err)
+		}
+	})
+	t.Run("ErrOutsideGrants", func(t *testing.T) {
+		e := newEnv(t)
+		p, _ := e.key(t, "", account.ScopeWriteAPIKeys)
+		wider, widerSecret := e.key(t, "", account.ScopeAll)
+		_, err := e.svc.UpdateAPIKey(e.ctx, p, wider.KeyID, account.APIKeyUpdate{Enabled: enabled(false)})
+		wantCode(t, err, account.CodeInsufficientScope)
+		e.auth(t, widerSecret)
+	})
+	t.Run("ErrForbiddenForTokens", func(t *testing.T) {
+		e := newEnv(t)
+		tok, _, err := e.svc.IssueToken(e.ctx, e.admin, account.TokenRequest{Scopes: []string{account.ScopeAll}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = e.svc.UpdateAPIKey(e.ctx, e.auth(t, tok), e.admin.KeyID, account.APIKeyUpdate{Name: ptr("x")})
+		wantCode(t, err, account.CodeForbidden)
+	})
+	t.Run("ErrInvalidRequest", func(t *testing.T) {
+		e := newEnv(t)
+		p, _ := e.key(t, "", "read:users")
+		_, err := e.svc.UpdateAPIKey(e.ctx, e.admin, p.KeyID, account.APIKeyUpdate{})
+		wantFields(t, err, "name")
+		big := account.Metadata{"k": strings.Repeat("v", account.MaxMetadataValueLength+1)}
+		_, err = e.svc.UpdateAPIKey(e.ctx, e.admin, p.KeyID, account.APIKeyUpdate{Name: ptr(""), Metadata: &big})
+		wantFields(t, err, "name", "metadata.k")
+	})
+	t.Run("ErrNotFound", func(t *testing.T) {
+		e := newEnv(t)
+		for _, id := range []string{account.NewID(account.PrefixAPIKey, e.svc.Now()), "key_bogus"} {
+			_, err := e.svc.UpdateAPIKey(e.ctx, e.admin, id, account.APIKeyUpdate{Name: ptr("x")})
+			wantCode(t, err, account.CodeNotFound)
+		}
 	})
 }

@@ -8,6 +8,15 @@ import (
 
 var errUnauthorized = Errorf(CodeUnauthorized, "the credential is missing, malformed, unknown, expired or revoked")
 
+// errPaused answers a credential of a disabled key, or of a key below one:
+// it is valid, so saying why it is refused helps its holder, who knows it.
+func errPaused(k APIKey, what string) error {
+	if k.Disabled {
+		return Errorf(CodeUnauthorized, "%s is disabled", what)
+	}
+	return Errorf(CodeUnauthorized, "a key above %s is disabled", what)
+}
+
 // looksLikeJWT tells an access token (three base64url segments) from an API key.
 func looksLikeJWT(s string) bool {
 	return strings.HasPrefix(s, "eyJ") && strings.Count(s, ".") == 2
@@ -15,9 +24,9 @@ func looksLikeJWT(s string) bool {
 
 // Authenticate resolves a bearer credential, API key or access token, to the
 // principal that presented it. The key is read from the store on every call,
-// so a deleted key, and every key below it, stops working at once; a
-// token's revocation entry, issuing key and the key's ancestors are read in
-// one round trip. CodeUnauthorized.
+// so a deleted or disabled key, and every key below it, stops working at
+// once; a token's revocation entry, issuing key and the key's ancestors are
+// read in one round trip. CodeUnauthorized.
 func (s *Service) Authenticate(ctx context.Context, credential string) (Principal, error) {
 	if credential == "" {
 		return Principal{}, errUnauthorized
@@ -32,7 +41,11 @@ func (s *Service) Authenticate(ctx context.Context, credential string) (Principa
 		if err != nil {
 			return Principal{}, storeErr(err)
 		}
-		if reason := status.invalidReason(now); reason != "" {
+		switch status.invalidReason(now) {
+		case "":
+		case ReasonDisabled:
+			return Principal{}, errPaused(*status.Key, "the access token's API key")
+		default:
 			return Principal{}, errUnauthorized
 		}
 		return Principal{
@@ -50,6 +63,9 @@ func (s *Service) Authenticate(ctx context.Context, credential string) (Principa
 	}
 	if subtle.ConstantTimeCompare(key.Hash, hash) != 1 || key.Expired(now) {
 		return Principal{}, errUnauthorized
+	}
+	if key.Paused() {
+		return Principal{}, errPaused(key, "the API key")
 	}
 	return Principal{KeyID: key.ID, Scopes: key.Scopes, KeyExpiresAt: key.ExpiresAt, KeyAncestors: key.Ancestors, KeyBootstrap: key.Bootstrap}, nil
 }

@@ -13,6 +13,7 @@ const (
 	OpCreateAPIKey Operation = "CreateAPIKey"
 	OpGetAPIKey    Operation = "GetAPIKey"
 	OpListAPIKeys  Operation = "ListAPIKeys"
+	OpUpdateAPIKey Operation = "UpdateAPIKey"
 	OpDeleteAPIKey Operation = "DeleteAPIKey"
 
 	OpCreateOrganization Operation = "CreateOrganization"
@@ -57,6 +58,7 @@ var operations = map[Operation]access{
 	OpCreateAPIKey: {ScopeWriteAPIKeys, true},
 	OpGetAPIKey:    {ScopeReadAPIKeys, true},
 	OpListAPIKeys:  {ScopeReadAPIKeys, true},
+	OpUpdateAPIKey: {ScopeWriteAPIKeys, true},
 	OpDeleteAPIKey: {ScopeWriteAPIKeys, true},
 
 	OpCreateOrganization: {ScopeWriteOrganizations, false},

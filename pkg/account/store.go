@@ -74,6 +74,17 @@ type UserPatch struct {
 	UpdatedAt time.Time
 }
 
+// APIKeyPatch is a change to an API key that a store applies to the stored
+// key, every copy of it, in one atomic step. Nil fields are left as they
+// are.
+type APIKeyPatch struct {
+	Name *string
+	// Metadata, when set, replaces the metadata whole; an empty one removes
+	// it.
+	Metadata *Metadata
+	Disabled *bool
+}
+
 // MemberPatch is a change to a membership, applied as OrganizationPatch is.
 // The role is the only field the API can change, so it is always set.
 type MemberPatch struct {
@@ -191,6 +202,13 @@ type Store interface {
 	// delete that failed halfway. CodeNotFound if there is no key id, or
 	// the delete of one of its Ancestors has begun.
 	DeleteAPIKey(ctx context.Context, id string, allow func(APIKey) error) error
+	// UpdateAPIKey reads the key id strongly consistently, as GetAPIKey
+	// does, calls allow (unless nil) with it, and applies patch to it in one
+	// atomic step, on the key as it was read: a change made meanwhile makes
+	// the store read it again and call allow again. It returns the key as
+	// the patch left it. If allow returns an error, it changes nothing and
+	// returns that error. CodeNotFound as for GetAPIKey.
+	UpdateAPIKey(ctx context.Context, id string, patch APIKeyPatch, allow func(APIKey) error) (APIKey, error)
 	// ListAPIKeys lists keys, newest first. A store may drop a key
 	// ExpiredKeyRetention after it has expired. It leaves out a key whose
 	// delete has begun; the keys below it may show until the delete is

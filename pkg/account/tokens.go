@@ -97,13 +97,21 @@ const (
 	ReasonRevoked = "revoked"
 	ReasonExpired = "expired"
 	ReasonInvalid = "invalid"
+	// ReasonDisabled: the token's key, or a key above it, is disabled. It
+	// verifies again once the key is enabled, if it has not expired.
+	ReasonDisabled = "disabled"
 )
 
-// invalidReason says why a well-signed, unexpired token is no longer valid:
-// it was revoked, or its key was deleted or has expired. "" if it is valid.
+// invalidReason says why a well-signed, unexpired token is not valid: it
+// was revoked, or its key was deleted or has expired (ReasonRevoked, for
+// good), or its key or one above it is disabled (ReasonDisabled, for now).
+// "" if it is valid.
 func (st TokenStatus) invalidReason(now time.Time) string {
-	if !st.RevokedAt.IsZero() || st.Key == nil || st.Key.Expired(now) {
+	switch {
+	case !st.RevokedAt.IsZero() || st.Key == nil || st.Key.Expired(now):
 		return ReasonRevoked
+	case st.Key.Paused():
+		return ReasonDisabled
 	}
 	return ""
 }
@@ -111,7 +119,7 @@ func (st TokenStatus) invalidReason(now time.Time) string {
 // Verification is the result of VerifyToken.
 type Verification struct {
 	Valid  bool
-	Reason string // when not valid: ReasonRevoked, ReasonExpired or ReasonInvalid
+	Reason string // when not valid: ReasonRevoked, ReasonDisabled, ReasonExpired or ReasonInvalid
 	Claims TokenClaims
 	// CheckedAt is the service clock's time of the check, from which the
 	// token's remaining lifetime counts.

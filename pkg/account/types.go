@@ -69,10 +69,27 @@ type APIKey struct {
 	// replaces the credential and keeps what the administrator created.
 	// At most MaxKeyAncestors.
 	Ancestors []string
-	Bootstrap bool // the admin key from configuration; cannot be deleted through the API
-	CreatedAt time.Time
-	ExpiresAt time.Time // zero: never expires
+	Bootstrap bool // the admin key from configuration; cannot be deleted or disabled through the API
+	// Metadata is the integrator's own data on the key.
+	Metadata Metadata
+	// Disabled is the key's own switch (UpdateAPIKey): a disabled key
+	// authenticates nothing and its tokens do not verify, and neither do
+	// the keys below it nor theirs (see DisabledAbove), until it is
+	// enabled again.
+	Disabled bool
+	// DisabledAbove is never stored: the stores set it on every read that
+	// checks a key's Ancestors (GetAPIKey, GetAPIKeyByHash, UpdateAPIKey,
+	// TokenStatus) when one of them is Disabled. A key acts with the
+	// authority of the keys above it, so pausing a key pauses what was made
+	// with it, as deleting one deletes it.
+	DisabledAbove bool
+	CreatedAt     time.Time
+	ExpiresAt     time.Time // zero: never expires
 }
+
+// Paused reports whether the key is disabled, itself or by a key above it:
+// it then authenticates nothing, and its tokens do not verify.
+func (k APIKey) Paused() bool { return k.Disabled || k.DisabledAbove }
 
 // ExpiredKeyRetention is how long stores keep an API key after it has
 // expired: long enough for an operator to see in the list why a caller is

@@ -54,14 +54,31 @@ func (s *Store) CreateAPIKey(ctx context.Context, k account.APIKey) error {
 func (s *Store) GetAPIKey(_ context.Context, id string) (account.APIKey, error) {
 	var k account.APIKey
 	err := s.read(func(tx *bolt.Tx) error {
-		var ok bool
 		var err error
-		if k, ok, err = s.keys.get(tx.Bucket(bucketKeys), []byte(id)); err != nil || !ok {
-			return orNotFound(err, account.ErrAPIKeyNotFound())
-		}
-		return nil
+		k, err = s.readAPIKey(tx, []byte(id))
+		return err
 	})
 	return k, err
+}
+
+// readAPIKey reads the key id and sets its DisabledAbove from its
+// ancestors. A delete takes a key and every key below it in one
+// transaction, so the ancestors of a key that is there are there too.
+// CodeNotFound.
+func (s *Store) readAPIKey(tx *bolt.Tx, id []byte) (account.APIKey, error) {
+	keys := tx.Bucket(bucketKeys)
+	k, ok, err := s.keys.get(keys, id)
+	if err != nil || !ok {
+		return account.APIKey{}, orNotFound(err, account.ErrAPIKeyNotFound())
+	}
+	for _, a := range k.Ancestors {
+		above, ok, err := s.keys.get(keys, []byte(a))
+		if err != nil {
+			return account.APIKey{}, err
+		}
+		k.DisabledAbove = k.DisabledAbove || (ok && above.Disabled)
+	}
+	return k, nil
 }
 
 // GetAPIKeyByHash implements account.Store.
@@ -75,14 +92,45 @@ func (s *Store) GetAPIKeyByHash(_ context.Context, hash []byte) (account.APIKey,
 		if id == nil {
 			return account.ErrAPIKeyNotFound()
 		}
-		var ok bool
 		var err error
-		if k, ok, err = s.keys.get(tx.Bucket(bucketKeys), id); err != nil || !ok {
-			return orNotFound(err, account.ErrAPIKeyNotFound())
-		}
-		return nil
+		k, err = s.readAPIKey(tx, id)
+		return err
 	})
 	return k, err
+}
+
+// UpdateAPIKey implements account.Store: the read, allow and the write are
+// one transaction, so the key changed is the key allow saw.
+func (s *Store) UpdateAPIKey(ctx context.Context, id string, p account.APIKeyPatch, allow func(account.APIKey) error) (account.APIKey, error) {
+	var k account.APIKey
+	err := s.write(ctx, func(tx *bolt.Tx) error {
+		var err error
+		if k, err = s.readAPIKey(tx, []byte(id)); err != nil {
+			return err
+		}
+		if allow != nil {
+			if err := allow(k); err != nil {
+				return err
+			}
+		}
+		if p.Name != nil {
+			k.Name = *p.Name
+		}
+		if p.Metadata != nil {
+			k.Metadata = *p.Metadata
+		}
+		if p.Disabled != nil {
+			k.Disabled = *p.Disabled
+		}
+		return put(tx.Bucket(bucketKeys), []byte(id), toAPIKeyItem(k))
+	})
+	if err != nil {
+		return account.APIKey{}, err
+	}
+	if len(k.Metadata) == 0 {
+		k.Metadata = nil // as a read would return it
+	}
+	return k, nil
 }
 
 // DeleteAPIKey implements account.Store: the key, every key below it, their

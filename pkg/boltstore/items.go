@@ -71,21 +71,54 @@ func toMemberItem(m account.Membership) memberItem { return memberItem(m) }
 func (it memberItem) domain() account.Membership { return account.Membership(it) }
 
 type apiKeyItem struct {
-	ID        string    `json:"id"`
-	Name      string    `json:"name"`
-	Hash      []byte    `json:"hash"`
-	Last4     string    `json:"last4"`
-	Scopes    []string  `json:"scopes"`
-	CreatedBy string    `json:"created_by,omitempty"`
-	Ancestors []string  `json:"ancestors,omitempty"`
-	Bootstrap bool      `json:"bootstrap,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
-	ExpiresAt time.Time `json:"expires_at"`
+	ID        string            `json:"id"`
+	Name      string            `json:"name"`
+	Hash      []byte            `json:"hash"`
+	Last4     string            `json:"last4"`
+	Scopes    []string          `json:"scopes"`
+	CreatedBy string            `json:"created_by,omitempty"`
+	Ancestors []string          `json:"ancestors,omitempty"`
+	Bootstrap bool              `json:"bootstrap,omitempty"`
+	Metadata  map[string]string `json:"metadata,omitempty"`
+	Disabled  bool              `json:"disabled,omitempty"`
+	CreatedAt time.Time         `json:"created_at"`
+	ExpiresAt time.Time         `json:"expires_at"`
 }
 
-func toAPIKeyItem(k account.APIKey) apiKeyItem { return apiKeyItem(k) }
+func toAPIKeyItem(k account.APIKey) apiKeyItem {
+	return apiKeyItem{
+		ID:        k.ID,
+		Name:      k.Name,
+		Hash:      k.Hash,
+		Last4:     k.Last4,
+		Scopes:    k.Scopes,
+		CreatedBy: k.CreatedBy,
+		Ancestors: k.Ancestors,
+		Bootstrap: k.Bootstrap,
+		Metadata:  k.Metadata,
+		Disabled:  k.Disabled,
+		CreatedAt: k.CreatedAt,
+		ExpiresAt: k.ExpiresAt,
+	}
+}
 
-func (it apiKeyItem) domain() account.APIKey { return account.APIKey(it) }
+// domain returns the key as stored; DisabledAbove is for the reader to set.
+func (it apiKeyItem) domain() account.APIKey {
+	return account.APIKey{
+		ID:        it.ID,
+		Name:      it.Name,
+		Hash:      it.Hash,
+		Last4:     it.Last4,
+		Scopes:    it.Scopes,
+		CreatedBy: it.CreatedBy,
+		Ancestors: it.Ancestors,
+		Bootstrap: it.Bootstrap,
+		Metadata:  it.Metadata,
+		Disabled:  it.Disabled,
+		CreatedAt: it.CreatedAt,
+		ExpiresAt: it.ExpiresAt,
+	}
+}
 
 type tokenItem struct {
 	ID        string    `json:"id"`

@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"maps"
 	"slices"
 	"sync"
 
@@ -60,5 +61,6 @@ func (km *keyMemo) decode(v []byte) (account.APIKey, error) {
 	}
 	k := it.domain()
 	k.Hash, k.Scopes, k.Ancestors = slices.Clone(k.Hash), slices.Clone(k.Scopes), slices.Clone(k.Ancestors)
+	k.Metadata = maps.Clone(k.Metadata)
 	return k, nil
 }

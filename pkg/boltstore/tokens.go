@@ -43,9 +43,10 @@ func (s *Store) RevokeToken(ctx context.Context, r account.Revocation) (time.Tim
 }
 
 // TokenStatus implements account.Store: one read transaction covers the
-// revocation entry and the key, so the two are consistent with each other.
-// A key's ancestors need no reading here: a delete takes a key and every
-// key below it in one transaction, so a key is there only while they are.
+// revocation entry and the key (with its ancestors, for DisabledAbove), so
+// they are consistent with each other. Whether the ancestors exist needs no
+// reading: a delete takes a key and every key below it in one transaction,
+// so a key is there only while they are.
 func (s *Store) TokenStatus(_ context.Context, tokenID, keyID string, _ []string) (account.TokenStatus, error) {
 	var st account.TokenStatus
 	err := s.read(func(tx *bolt.Tx) error {
@@ -56,13 +57,14 @@ func (s *Store) TokenStatus(_ context.Context, tokenID, keyID string, _ []string
 		if ok {
 			st.RevokedAt = r.RevokedAt
 		}
-		key, ok, err := s.keys.get(tx.Bucket(bucketKeys), []byte(keyID))
+		k, err := s.readAPIKey(tx, []byte(keyID))
+		if account.IsCode(err, account.CodeNotFound) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
-		if ok {
-			st.Key = &key
-		}
+		st.Key = &k
 		return nil
 	})
 	return st, err

@@ -49,49 +49,58 @@ func (s *Store) CreateAPIKey(ctx context.Context, k account.APIKey) error {
 }
 
 // GetAPIKey reads a key by ID, strongly consistently, and checks its
-// Ancestors (see liveKey). CodeNotFound.
+// Ancestors (see checkKey). CodeNotFound.
 func (s *Store) GetAPIKey(ctx context.Context, id string) (account.APIKey, error) {
 	return s.getAPIKey(ctx, apiKeyKey(id))
 }
 
 // GetAPIKeyByHash reads the copy of the key stored under its hash, strongly
 // consistently: one GetItem on every request authenticated by an API key,
-// and a BatchGetItem of its Ancestors for a key that has any (see liveKey).
+// and a BatchGetItem of its Ancestors for a key that has any (see checkKey).
 // CodeNotFound.
 func (s *Store) GetAPIKeyByHash(ctx context.Context, hash []byte) (account.APIKey, error) {
 	return s.getAPIKey(ctx, keyHashKey(hash))
 }
 
 func (s *Store) getAPIKey(ctx context.Context, k key) (account.APIKey, error) {
+	_, key, err := s.readLiveKey(ctx, k)
+	return key, err
+}
+
+// readLiveKey reads the copy of a key at k strongly consistently and checks
+// it (see checkKey): the item as read, and the key with DisabledAbove set.
+// CodeNotFound if it is not there or not live.
+func (s *Store) readLiveKey(ctx context.Context, k key) (apiKeyItem, account.APIKey, error) {
 	var it apiKeyItem
 	found, err := s.getItem(ctx, k, &it)
 	if err != nil {
-		return account.APIKey{}, err
+		return apiKeyItem{}, account.APIKey{}, err
 	}
 	if !found {
-		return account.APIKey{}, account.ErrAPIKeyNotFound()
+		return apiKeyItem{}, account.APIKey{}, account.ErrAPIKeyNotFound()
 	}
-	live, err := s.liveKey(ctx, it, nil)
+	key, live, err := s.checkKey(ctx, it, nil)
 	if err != nil {
-		return account.APIKey{}, err
+		return apiKeyItem{}, account.APIKey{}, err
 	}
 	if !live {
-		return account.APIKey{}, account.ErrAPIKeyNotFound()
+		return apiKeyItem{}, account.APIKey{}, account.ErrAPIKeyNotFound()
 	}
-	return it.apiKey(), nil
+	return it, key, nil
 }
 
-// liveKey reports whether the key it (a copy read strongly consistently)
-// is live: not being deleted, and neither is any of its Ancestors, each of
-// which still exists. A delete of a tree too large for one transaction
-// flags only its root before it starts (see DeleteAPIKey), so this is how
-// the keys below it are gone from that instant. have holds ancestors'
-// items read already, by ID; the others are read with one strongly
-// consistent BatchGetItem. A key without ancestors (the bootstrap key and
-// the keys it created) costs no read.
-func (s *Store) liveKey(ctx context.Context, it apiKeyItem, have map[string]apiKeyItem) (bool, error) {
+// checkKey reports whether the key it (a copy read strongly consistently)
+// is live, and returns it with DisabledAbove set. A key is live when it is
+// not being deleted, and neither is any of its Ancestors, each of which
+// still exists. A delete of a tree too large for one transaction flags only
+// its root before it starts (see DeleteAPIKey), so this is how the keys
+// below it are gone from that instant. have holds ancestors' items read
+// already, by ID; the others are read with one strongly consistent
+// BatchGetItem. A key without ancestors (the bootstrap key and the keys it
+// created) costs no read.
+func (s *Store) checkKey(ctx context.Context, it apiKeyItem, have map[string]apiKeyItem) (k account.APIKey, live bool, err error) {
 	if it.Deleting {
-		return false, nil
+		return account.APIKey{}, false, nil
 	}
 	var missing []key
 	for _, id := range it.Ancestors {
@@ -102,7 +111,7 @@ func (s *Store) liveKey(ctx context.Context, it apiKeyItem, have map[string]apiK
 	if len(missing) > 0 {
 		read, err := s.batchGet(ctx, missing)
 		if err != nil {
-			return false, err
+			return account.APIKey{}, false, err
 		}
 		have = maps.Clone(have)
 		if have == nil {
@@ -111,17 +120,109 @@ func (s *Store) liveKey(ctx context.Context, it apiKeyItem, have map[string]apiK
 		for _, av := range read {
 			var a apiKeyItem
 			if err := attributevalue.UnmarshalMap(av, &a); err != nil {
-				return false, account.Internal(err)
+				return account.APIKey{}, false, account.Internal(err)
 			}
 			have[a.KeyID] = a
 		}
 	}
+	k = it.apiKey()
 	for _, id := range it.Ancestors {
-		if a, ok := have[id]; !ok || a.Deleting {
-			return false, nil
+		a, ok := have[id]
+		if !ok || a.Deleting {
+			return account.APIKey{}, false, nil
+		}
+		k.DisabledAbove = k.DisabledAbove || a.Disabled
+	}
+	return k, true, nil
+}
+
+// errKeyChanged cancels a pass of UpdateAPIKey whose key changed, or went,
+// after it was read. The next pass reads it again.
+var errKeyChanged = errors.New("dynamostore: the API key changed while it was being updated")
+
+// UpdateAPIKey reads the key as GetAPIKey does, calls allow, and writes
+// the patched key in one transaction: an UpdateItem of the item under the
+// ID that sets only the patched attributes (a concurrent create below the
+// key adds to its Children), on condition that it is still the Version
+// read and not being deleted, and a Put of the copy under the hash. A
+// change made between the read and the write cancels the transaction and
+// the update starts again from the read, at most WithConflictRetries
+// times; then the store reports CodeUnavailable. CodeNotFound.
+func (s *Store) UpdateAPIKey(ctx context.Context, id string, p account.APIKeyPatch, allow func(account.APIKey) error) (account.APIKey, error) {
+	for attempt := 0; ; attempt++ {
+		k, err := s.updateAPIKey(ctx, id, p, allow)
+		if !errors.Is(err, errKeyChanged) {
+			return k, err
+		}
+		if attempt >= s.conflictRetries {
+			return account.APIKey{}, account.Unavailable(err)
 		}
 	}
-	return true, nil
+}
+
+// updateAPIKey is one pass of UpdateAPIKey: errKeyChanged if the key
+// changed under it.
+func (s *Store) updateAPIKey(ctx context.Context, id string, p account.APIKeyPatch, allow func(account.APIKey) error) (account.APIKey, error) {
+	it, k, err := s.readLiveKey(ctx, apiKeyKey(id))
+	if err != nil {
+		return account.APIKey{}, err
+	}
+	if allow != nil {
+		if err := allow(k); err != nil {
+			return account.APIKey{}, err
+		}
+	}
+	next := it
+	next.Version++
+	upd := expression.Add(expression.Name("version"), expression.Value(1))
+	if p.Name != nil {
+		next.Name = *p.Name
+		upd = upd.Set(expression.Name("name"), expression.Value(next.Name))
+	}
+	if p.Metadata != nil {
+		next.Metadata = *p.Metadata
+		if len(next.Metadata) == 0 {
+			next.Metadata = nil
+			upd = upd.Remove(expression.Name("metadata"))
+		} else {
+			upd = upd.Set(expression.Name("metadata"), expression.Value(next.Metadata))
+		}
+	}
+	if p.Disabled != nil {
+		next.Disabled = *p.Disabled
+		if next.Disabled {
+			upd = upd.Set(expression.Name("disabled"), expression.Value(true))
+		} else {
+			upd = upd.Remove(expression.Name("disabled"))
+		}
+	}
+	items, err := build(
+		func() (types.TransactWriteItem, error) {
+			return s.update(apiKeyKey(id), upd, condLive.And(versionIs(it.Version)))
+		},
+		// The copy needs no condition of its own: the transaction writes
+		// it only if the item under the ID is the one read, and a delete
+		// removes both in one transaction.
+		func() (types.TransactWriteItem, error) { return s.putAlways(next.hashCopy()) },
+	)
+	if err != nil {
+		return account.APIKey{}, err
+	}
+	if err := s.transact(ctx, items, errKeyChanged); err != nil {
+		return account.APIKey{}, err
+	}
+	out := next.apiKey()
+	out.DisabledAbove = k.DisabledAbove
+	return out, nil
+}
+
+// versionIs is the condition that a key item has version v (see
+// apiKeyItem.Version): a key never changed has no version attribute.
+func versionIs(v int) expression.ConditionBuilder {
+	if v == 0 {
+		return expression.AttributeNotExists(expression.Name("version"))
+	}
+	return expression.Name("version").Equal(expression.Value(v))
 }
 
 // ListAPIKeys lists keys newest first from the KEYS partition of gsi1,

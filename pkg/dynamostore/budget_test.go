@@ -247,6 +247,32 @@ func TestRequestBudgets(t *testing.T) {
 				must(t, err, "GetAPIKey")
 			}
 		}},
+		{"UpdateAPIKey", 2, []string{"GetItem", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				off, meta := true, account.Metadata{"team": "billing"}
+				_, err := f.s.UpdateAPIKey(f.ctx, f.key.ID, account.APIKeyPatch{Disabled: &off, Metadata: &meta}, nil)
+				must(t, err, "UpdateAPIKey")
+			}
+		}},
+		{"UpdateAPIKey (key with 2 ancestors)", 3, []string{"GetItem", "BatchGetItem", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				name := "renamed"
+				_, err := f.s.UpdateAPIKey(f.ctx, f.deep.ID, account.APIKeyPatch{Name: &name}, nil)
+				must(t, err, "UpdateAPIKey")
+			}
+		}},
+		{"TokenStatus (verify, key disabled)", 1, []string{"BatchGetItem"}, func(t *testing.T, f *budgetFixture) func() {
+			off := true
+			_, err := f.s.UpdateAPIKey(f.ctx, f.key.ID, account.APIKeyPatch{Disabled: &off}, nil)
+			must(t, err, "UpdateAPIKey")
+			return func() {
+				st, err := f.s.TokenStatus(f.ctx, f.tok.ID, f.key.ID, nil)
+				must(t, err, "TokenStatus")
+				if st.Key == nil || !st.Key.Disabled {
+					t.Fatalf("TokenStatus: got %+v, want the key, disabled", st.Key)
+				}
+			}
+		}},
 		{"ListAPIKeys (page of 20)", 1, []string{"Query"}, func(t *testing.T, f *budgetFixture) func() {
 			return func() {
 				_, err := f.s.ListAPIKeys(f.ctx, page)

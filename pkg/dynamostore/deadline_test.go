@@ -97,9 +97,13 @@ func storeCalls(s *dynamostore.Store, user account.User, org account.Organizatio
 		"CreateAPIKey":        func(ctx context.Context) error { return s.CreateAPIKey(ctx, newKey(at)) },
 		"GetAPIKey":           func(ctx context.Context) error { _, err := s.GetAPIKey(ctx, key.ID); return err },
 		"GetAPIKeyByHash":     func(ctx context.Context) error { _, err := s.GetAPIKeyByHash(ctx, key.Hash); return err },
-		"DeleteAPIKey":        func(ctx context.Context) error { return s.DeleteAPIKey(ctx, key.ID, nil) },
-		"ListAPIKeys":         func(ctx context.Context) error { _, err := s.ListAPIKeys(ctx, page); return err },
-		"CreateToken":         func(ctx context.Context) error { return s.CreateToken(ctx, tok) },
+		"UpdateAPIKey": func(ctx context.Context) error {
+			_, err := s.UpdateAPIKey(ctx, key.ID, account.APIKeyPatch{Name: &name}, nil)
+			return err
+		},
+		"DeleteAPIKey": func(ctx context.Context) error { return s.DeleteAPIKey(ctx, key.ID, nil) },
+		"ListAPIKeys":  func(ctx context.Context) error { _, err := s.ListAPIKeys(ctx, page); return err },
+		"CreateToken":  func(ctx context.Context) error { return s.CreateToken(ctx, tok) },
 		"RevokeToken": func(ctx context.Context) error {
 			_, err := s.RevokeToken(ctx, account.Revocation{TokenID: tok.ID, KeyID: key.ID, RevokedAt: at, ExpiresAt: tok.ExpiresAt})
 			return err

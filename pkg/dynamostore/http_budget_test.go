@@ -195,6 +195,11 @@ func TestHTTPRequestBudgets(t *testing.T) {
 
 	do("", "GET", "/v1/api-keys?limit=20", admin, nil, 200, get, query)
 	do("", "GET", "/v1/api-keys/"+str(key, "id"), admin, nil, 200, get, get)
+	do("", "PATCH", "/v1/api-keys/"+str(leaf, "id"), admin, map[string]any{"name": "leaf ✓", "metadata": map[string]string{"team": "billing"}}, 200, get, get, tx)
+	do("disable, key below a key", "PATCH", "/v1/api-keys/"+str(child, "id"), admin, map[string]any{"enabled": false}, 200, get, get, batch, tx)
+	if v := do("key disabled", "GET", "/v1/auth/verify", str(childTok, "access_token"), nil, 200, batch); v["valid"] != false || v["reason"] != "disabled" {
+		t.Errorf("verify of a disabled key's token: got %v, want invalid, disabled", v)
+	}
 	do("", "POST", "/v1/auth/revoke", secret, map[string]any{"token": access}, 200, get, put)
 	do("already revoked", "POST", "/v1/auth/revoke", secret, map[string]any{"token": access}, 200, get, put)
 	if v := do("token revoked", "GET", "/v1/auth/verify", access, nil, 200, batch); v["valid"] != false {

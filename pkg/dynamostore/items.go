@@ -158,27 +158,35 @@ func (it memberItem) membership() account.Membership {
 
 // apiKeyItem is stored twice with the same attributes: under its ID (listed,
 // read by TokenStatus) and under its hash (read on every API-key request).
-// Keys never change after creation, so the copies cannot diverge; the two
-// attributes a store operation writes later are Deleting, set on both
-// copies in one transaction, and Children, which only the item under the
-// ID carries.
+// Every change to a key (UpdateAPIKey) writes both copies in one
+// transaction, on condition that the item under the ID still has the
+// Version that was read, so the copies never diverge. The attributes a
+// store operation writes on one copy alone are Children, which only the
+// item under the ID carries, and Deleting, which a tree delete sets on both
+// in one transaction.
 type apiKeyItem struct {
 	key
-	GSI1PK    string    `dynamodbav:"gsi1pk,omitempty"`
-	GSI1SK    string    `dynamodbav:"gsi1sk,omitempty"`
-	KeyID     string    `dynamodbav:"key_id"`
-	Name      string    `dynamodbav:"name"`
-	Hash      []byte    `dynamodbav:"hash"`
-	Last4     string    `dynamodbav:"last4"`
-	Scopes    []string  `dynamodbav:"scopes"`
-	CreatedBy string    `dynamodbav:"created_by,omitempty"`
-	Ancestors []string  `dynamodbav:"ancestors,omitempty"`
-	Bootstrap bool      `dynamodbav:"bootstrap,omitempty"`
-	CreatedAt time.Time `dynamodbav:"created_at"`
-	ExpiresAt time.Time `dynamodbav:"expires_at"`
+	GSI1PK    string            `dynamodbav:"gsi1pk,omitempty"`
+	GSI1SK    string            `dynamodbav:"gsi1sk,omitempty"`
+	KeyID     string            `dynamodbav:"key_id"`
+	Name      string            `dynamodbav:"name"`
+	Hash      []byte            `dynamodbav:"hash"`
+	Last4     string            `dynamodbav:"last4"`
+	Scopes    []string          `dynamodbav:"scopes"`
+	CreatedBy string            `dynamodbav:"created_by,omitempty"`
+	Ancestors []string          `dynamodbav:"ancestors,omitempty"`
+	Bootstrap bool              `dynamodbav:"bootstrap,omitempty"`
+	Metadata  map[string]string `dynamodbav:"metadata,omitempty"`
+	Disabled  bool              `dynamodbav:"disabled,omitempty"`
+	CreatedAt time.Time         `dynamodbav:"created_at"`
+	ExpiresAt time.Time         `dynamodbav:"expires_at"`
 	// ExpireAt is the TTL attribute (epoch seconds), on keys that expire:
 	// DynamoDB drops both copies account.ExpiredKeyRetention after expiry.
 	ExpireAt int64 `dynamodbav:"expire_at,omitempty"`
+	// Version counts the changes made to the key since it was created:
+	// every change, and every delete of it, is conditional on the version
+	// it read, so none is made to a key other than the one it read.
+	Version int `dynamodbav:"version,omitempty"`
 	// Children counts the keys ever created below this one (each create
 	// adds 1 in its transaction): a delete of the tree deletes this item
 	// only if the count is still the one it read, so no key created
@@ -209,18 +217,27 @@ func newAPIKeyItems(k account.APIKey) (byID, byHash apiKeyItem) {
 		CreatedBy: k.CreatedBy,
 		Ancestors: k.Ancestors,
 		Bootstrap: k.Bootstrap,
+		Metadata:  k.Metadata,
+		Disabled:  k.Disabled,
 		CreatedAt: k.CreatedAt.UTC(),
 		ExpiresAt: k.ExpiresAt.UTC(),
 	}
 	if !k.ExpiresAt.IsZero() {
 		byID.ExpireAt = k.ExpiresAt.Add(account.ExpiredKeyRetention).Unix()
 	}
-	byHash = byID
-	byHash.key = keyHashKey(k.Hash)
-	byHash.GSI1PK, byHash.GSI1SK = "", ""
-	return byID, byHash
+	return byID, byID.hashCopy()
 }
 
+// hashCopy returns the copy of the item under the ID (it) that is stored
+// under the key's hash: outside the list, without Children.
+func (it apiKeyItem) hashCopy() apiKeyItem {
+	it.key = keyHashKey(it.Hash)
+	it.GSI1PK, it.GSI1SK = "", ""
+	it.Children = 0
+	return it
+}
+
+// apiKey returns the key as stored; DisabledAbove is for the reader to set.
 func (it apiKeyItem) apiKey() account.APIKey {
 	k := account.APIKey{
 		ID:        it.KeyID,
@@ -231,6 +248,8 @@ func (it apiKeyItem) apiKey() account.APIKey {
 		CreatedBy: it.CreatedBy,
 		Ancestors: it.Ancestors,
 		Bootstrap: it.Bootstrap,
+		Metadata:  it.Metadata,
+		Disabled:  it.Disabled,
 		CreatedAt: it.CreatedAt,
 		ExpiresAt: it.ExpiresAt,
 	}

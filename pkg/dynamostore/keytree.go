@@ -29,7 +29,7 @@ import (
 //   - Up to maxTreeKeys keys, root included, everything is one transaction.
 //   - Beyond that, the root's two copies are first flagged deleting, in one
 //     transaction. From then on the root and every key below it are gone to
-//     readers (liveKey: a key is live only if no ancestor is flagged), and
+//     readers (checkKey: a key is live only if no ancestor is flagged), and
 //     no key can be created below the root. Then the queue is deleted
 //     maxTreeKeys keys to a transaction, and the root last.
 //   - Every transaction deletes a key's item only if its Children count is
@@ -136,7 +136,7 @@ func (s *Store) deleteKeyTree(ctx context.Context, id string, allow func(account
 	// The root's own flag does not matter here: that is a delete to finish.
 	it := *root.item
 	it.Deleting = false
-	live, err := s.liveKey(ctx, it, nil)
+	_, live, err := s.checkKey(ctx, it, nil)
 	if err != nil {
 		return err
 	}
@@ -204,8 +204,10 @@ func (d *treeDelete) walk(ctx context.Context, n keyNode) error {
 }
 
 // deletes returns the items that delete the key n, linked below parent (""
-// for none). Its item goes only if its Children count is the one read, and
-// for the root only if it is still there.
+// for none). Its item goes only if its Children count and its Version are
+// the ones read (a change meanwhile, such as a new secret, may have added
+// a copy that the walk did not see), and for the root only if it is still
+// there.
 func (d *treeDelete) deletes(n keyNode, parent string) ([]types.TransactWriteItem, error) {
 	var steps []func() (types.TransactWriteItem, error)
 	if n.item != nil {
@@ -213,6 +215,7 @@ func (d *treeDelete) deletes(n keyNode, parent string) ([]types.TransactWriteIte
 		if n.item.Children > 0 {
 			cond = expression.Name("children").Equal(expression.Value(n.item.Children))
 		}
+		cond = cond.And(versionIs(n.item.Version))
 		if n.id == d.root.id {
 			cond = condPresent.And(cond)
 		}

@@ -120,6 +120,15 @@ func (s *Store) put(item any, c expression.ConditionBuilder) (types.TransactWrit
 	}}, nil
 }
 
+// putAlways writes item with no condition.
+func (s *Store) putAlways(item any) (types.TransactWriteItem, error) {
+	av, err := attributevalue.MarshalMap(item)
+	if err != nil {
+		return types.TransactWriteItem{}, account.Internal(err)
+	}
+	return types.TransactWriteItem{Put: &types.Put{TableName: s.table, Item: av}}, nil
+}
+
 func (s *Store) check(k key, c expression.ConditionBuilder) (types.TransactWriteItem, error) {
 	av, err := marshalKey(k)
 	if err != nil {

@@ -82,7 +82,7 @@ func (s *Store) RevokeToken(ctx context.Context, r account.Revocation) (time.Tim
 // BatchGetItem: 1 request and 2 RCU for a key without ancestors (a
 // TransactGetItems would cost 4), 1 more RCU per ancestor. The key's own
 // Ancestors decide: any the hint left out are read with a second
-// BatchGetItem (liveKey), which a token this service issued never needs.
+// BatchGetItem (checkKey), which a token this service issued never needs.
 func (s *Store) TokenStatus(ctx context.Context, tokenID, keyID string, ancestors []string) (account.TokenStatus, error) {
 	if len(ancestors) > account.MaxKeyAncestors {
 		ancestors = nil // a hint, and not one this service wrote
@@ -121,12 +121,11 @@ func (s *Store) TokenStatus(ctx context.Context, tokenID, keyID string, ancestor
 	if !ok {
 		return st, nil
 	}
-	live, err := s.liveKey(ctx, it, items)
+	issuer, live, err := s.checkKey(ctx, it, items)
 	if err != nil {
 		return account.TokenStatus{}, err
 	}
 	if live {
-		issuer := it.apiKey()
 		st.Key = &issuer
 	}
 	return st, nil

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"latchkey/pkg/account"
 	"latchkey/pkg/httpapi/httpapitest"
@@ -230,4 +231,73 @@ func TestCreateAPIKey_Depth(t *testing.T) {
 		t.Errorf("detail %q does not say why", p.Detail)
 	}
 	a.wantAlive("the deepest key", k)
+}
+
+// TestAPIKeyUpdate: PATCH renames a key, replaces its metadata, and
+// disables and enables it; a disabled key and the keys below it are
+// refused everywhere, and their tokens verify as disabled, until it is
+// enabled again.
+func TestAPIKeyUpdate(t *testing.T) {
+	a := newAPI(t)
+	parent := a.createKey(a.AdminKey, account.ScopeWriteAPIKeys, "read:users")
+	child := a.createKey(parent.secret, "read:users")
+
+	res := a.do(http.MethodPatch, "/v1/api-keys/"+parent.id, a.AdminKey, map[string]any{"name": "renamed", "metadata": map[string]string{"team": "billing"}})
+	want(t, res, http.StatusOK)
+	if got := res.Map(t); got["name"] != "renamed" || got["enabled"] != true || got["metadata"].(map[string]any)["team"] != "billing" {
+		t.Errorf("PATCH name and metadata: got %v", got)
+	}
+	res = a.do(http.MethodPatch, "/v1/api-keys/"+parent.id, a.AdminKey, map[string]any{"metadata": nil})
+	want(t, res, http.StatusOK)
+	if got := res.Map(t); got["name"] != "renamed" || len(got["metadata"].(map[string]any)) != 0 {
+		t.Errorf("PATCH metadata null: got %v, want the name kept and metadata {}", got)
+	}
+
+	res = a.do(http.MethodPatch, "/v1/api-keys/"+parent.id, a.AdminKey, map[string]any{"enabled": false})
+	want(t, res, http.StatusOK)
+	if got := res.Map(t); got["enabled"] != false {
+		t.Errorf("PATCH enabled false: got %v", got)
+	}
+	for _, k := range []apiKey{parent, child} {
+		p := wantProblem(t, a.do(http.MethodGet, "/v1/users", k.secret, nil), http.StatusUnauthorized, "unauthorized")
+		if !strings.Contains(p.Detail, "disabled") {
+			t.Errorf("a paused key's secret: detail %q, want it to say disabled", p.Detail)
+		}
+		wantProblem(t, a.do(http.MethodGet, "/v1/users", k.token, nil), http.StatusUnauthorized, "unauthorized")
+		wantProblem(t, a.do(http.MethodPost, "/v1/auth/token", k.secret, map[string]any{"scopes": []string{"read:users"}}), http.StatusUnauthorized, "unauthorized")
+		if v := a.do(http.MethodGet, "/v1/auth/verify", k.token, nil).Map(t); v["valid"] != false || v["reason"] != account.ReasonDisabled {
+			t.Errorf("verify of a paused key's token: got %v, want invalid, disabled", v)
+		}
+	}
+	if got := a.do(http.MethodGet, "/v1/api-keys/"+child.id, a.AdminKey, nil).Map(t); got["enabled"] != true {
+		t.Errorf("the key below keeps its own switch: got %v, want enabled true", got)
+	}
+
+	want(t, a.do(http.MethodPatch, "/v1/api-keys/"+parent.id, a.AdminKey, map[string]any{"enabled": true}), http.StatusOK)
+	a.wantAlive("the enabled key", parent)
+	a.wantAlive("the key below it", child)
+
+	t.Run("ErrBootstrap", func(t *testing.T) {
+		admin, err := a.Service.Authenticate(t.Context(), a.AdminKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantProblem(t, a.do(http.MethodPatch, "/v1/api-keys/"+admin.KeyID, a.AdminKey, map[string]any{"enabled": false}), http.StatusForbidden, "forbidden")
+		want(t, a.do(http.MethodGet, "/v1/users", a.AdminKey, nil), http.StatusOK)
+	})
+	t.Run("ErrAbove", func(t *testing.T) {
+		wantProblem(t, a.do(http.MethodPatch, "/v1/api-keys/"+parent.id, child.secret, map[string]any{"enabled": false}), http.StatusForbidden, "insufficient_scope")
+		writer := a.createKey(parent.secret, account.ScopeWriteAPIKeys, "read:users")
+		wantProblem(t, a.do(http.MethodPatch, "/v1/api-keys/"+parent.id, writer.secret, map[string]any{"enabled": false}), http.StatusForbidden, "forbidden")
+		a.wantAlive("the key above", parent)
+	})
+	t.Run("ErrInvalidRequest", func(t *testing.T) {
+		wantField(t, wantProblem(t, a.do(http.MethodPatch, "/v1/api-keys/"+parent.id, a.AdminKey, map[string]any{}), http.StatusBadRequest, "invalid_request"), "name")
+		wantField(t, wantProblem(t, a.do(http.MethodPatch, "/v1/api-keys/"+parent.id, a.AdminKey, map[string]any{"scopes": []string{"*:*"}}), http.StatusBadRequest, "invalid_request"), "scopes")
+		wantField(t, wantProblem(t, a.do(http.MethodPatch, "/v1/api-keys/"+parent.id, a.AdminKey, map[string]any{"enabled": "no"}), http.StatusBadRequest, "invalid_request"), "enabled")
+		wantField(t, wantProblem(t, a.do(http.MethodPatch, "/v1/api-keys/"+parent.id, a.AdminKey, map[string]any{"metadata": map[string]any{"n": 1}}), http.StatusBadRequest, "invalid_request"), "metadata.n")
+	})
+	t.Run("ErrNotFound", func(t *testing.T) {
+		wantProblem(t, a.do(http.MethodPatch, "/v1/api-keys/"+account.NewID(account.PrefixAPIKey, time.Now()), a.AdminKey, map[string]any{"name": "x"}), http.StatusNotFound, "not_found")
+	})
 }

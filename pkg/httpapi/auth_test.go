@@ -59,6 +59,10 @@ var fixtures = map[string]fixture{
 		k, _ := a.CreateAPIKey(a.t, account.ScopeReadAPIKeys)
 		return "/v1/api-keys/" + k.ID, nil, http.StatusOK
 	},
+	"PATCH /v1/api-keys/{id}": func(a api) (string, any, int) {
+		k, _ := a.CreateAPIKey(a.t, account.ScopeWriteAPIKeys)
+		return "/v1/api-keys/" + k.ID, map[string]any{"name": "renamed", "metadata": map[string]string{"team": "billing"}}, http.StatusOK
+	},
 	"DELETE /v1/api-keys/{id}": func(a api) (string, any, int) {
 		k, _ := a.CreateAPIKey(a.t, account.ScopeWriteAPIKeys)
 		return "/v1/api-keys/" + k.ID, nil, http.StatusNoContent

@@ -206,15 +206,17 @@ func toUserMembership(m account.UserMembership) userMembershipResponse {
 // apiKeyResponse never carries the hash. The secret appears only in the
 // create response, in Key.
 type apiKeyResponse struct {
-	ID        string     `json:"id"`
-	Name      string     `json:"name"`
-	MaskedKey string     `json:"masked_key"`
-	Scopes    []string   `json:"scopes"`
-	CreatedBy *string    `json:"created_by"`
-	Bootstrap bool       `json:"bootstrap"`
-	CreatedAt timestamp  `json:"created_at"`
-	ExpiresAt *timestamp `json:"expires_at"`
-	Key       string     `json:"key,omitempty"`
+	ID        string           `json:"id"`
+	Name      string           `json:"name"`
+	MaskedKey string           `json:"masked_key"`
+	Scopes    []string         `json:"scopes"`
+	CreatedBy *string          `json:"created_by"`
+	Bootstrap bool             `json:"bootstrap"`
+	Enabled   bool             `json:"enabled"`
+	Metadata  account.Metadata `json:"metadata"`
+	CreatedAt timestamp        `json:"created_at"`
+	ExpiresAt *timestamp       `json:"expires_at"`
+	Key       string           `json:"key,omitempty"`
 }
 
 func toAPIKey(k account.APIKey) apiKeyResponse {
@@ -224,11 +226,16 @@ func toAPIKey(k account.APIKey) apiKeyResponse {
 		MaskedKey: maskKey(k),
 		Scopes:    k.Scopes,
 		Bootstrap: k.Bootstrap,
+		Enabled:   !k.Disabled,
+		Metadata:  k.Metadata,
 		CreatedAt: timestamp(k.CreatedAt),
 		ExpiresAt: optionalTime(k.ExpiresAt),
 	}
 	if out.Scopes == nil {
 		out.Scopes = []string{}
+	}
+	if out.Metadata == nil {
+		out.Metadata = account.Metadata{}
 	}
 	if k.CreatedBy != "" {
 		out.CreatedBy = &k.CreatedBy

@@ -101,9 +101,17 @@ func (s *server) serveJWKS(w http.ResponseWriter, r *http.Request, _ account.Pri
 }
 
 type apiKeyRequest struct {
-	Name      string   `json:"name"`
-	Scopes    []string `json:"scopes"`
-	ExpiresIn string   `json:"expires_in"`
+	Name      string        `json:"name"`
+	Scopes    []string      `json:"scopes"`
+	ExpiresIn string        `json:"expires_in"`
+	Metadata  metadataField `json:"metadata"`
+}
+
+// apiKeyPatch uses pointers because an absent field stays as it is.
+type apiKeyPatch struct {
+	Name     *string       `json:"name"`
+	Enabled  *bool         `json:"enabled"`
+	Metadata metadataField `json:"metadata"`
 }
 
 func (s *server) createAPIKey(w http.ResponseWriter, r *http.Request, p account.Principal) error {
@@ -111,7 +119,9 @@ func (s *server) createAPIKey(w http.ResponseWriter, r *http.Request, p account.
 	if err := decode(w, r, &req); err != nil {
 		return err
 	}
-	key, secret, err := s.svc.CreateAPIKey(r.Context(), p, account.NewAPIKey{Name: req.Name, Scopes: req.Scopes, ExpiresIn: req.ExpiresIn})
+	key, secret, err := s.svc.CreateAPIKey(r.Context(), p, account.NewAPIKey{
+		Name: req.Name, Scopes: req.Scopes, ExpiresIn: req.ExpiresIn, Metadata: req.Metadata.Value,
+	})
 	if err != nil {
 		return err
 	}
@@ -134,6 +144,23 @@ func (s *server) listAPIKeys(w http.ResponseWriter, r *http.Request, p account.P
 
 func (s *server) getAPIKey(w http.ResponseWriter, r *http.Request, p account.Principal) error {
 	k, err := s.svc.GetAPIKey(r.Context(), p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	s.writeJSON(w, r, http.StatusOK, toAPIKey(k))
+	return nil
+}
+
+func (s *server) updateAPIKey(w http.ResponseWriter, r *http.Request, p account.Principal) error {
+	var req apiKeyPatch
+	if err := decode(w, r, &req); err != nil {
+		return err
+	}
+	update := account.APIKeyUpdate{Name: req.Name, Enabled: req.Enabled}
+	if req.Metadata.Set {
+		update.Metadata = &req.Metadata.Value
+	}
+	k, err := s.svc.UpdateAPIKey(r.Context(), p, r.PathValue("id"), update)
 	if err != nil {
 		return err
 	}

@@ -100,6 +100,7 @@ var routeTable = []routeDef{
 	{Route: Route{GroupAuth, http.MethodPost, "/v1/api-keys", account.OpCreateAPIKey, nil}, handler: (*server).createAPIKey},
 	{Route: Route{GroupAuth, http.MethodGet, "/v1/api-keys", account.OpListAPIKeys, listQuery()}, handler: (*server).listAPIKeys},
 	{Route: Route{GroupAuth, http.MethodGet, "/v1/api-keys/{id}", account.OpGetAPIKey, nil}, handler: (*server).getAPIKey},
+	{Route: Route{GroupAuth, http.MethodPatch, "/v1/api-keys/{id}", account.OpUpdateAPIKey, nil}, handler: (*server).updateAPIKey},
 	{Route: Route{GroupAuth, http.MethodDelete, "/v1/api-keys/{id}", account.OpDeleteAPIKey, nil}, handler: (*server).deleteAPIKey},
 
 	{Route: Route{GroupOrganizations, http.MethodGet, "/v1/organizations", account.OpListOrganizations, listQuery("slug", "external_id")}, handler: (*server).listOrganizations},

@@ -180,6 +180,7 @@ func storeFailureRequests(now time.Time, token string) map[string][]storeFailure
 		"POST /v1/api-keys":                               {{body: map[string]any{"name": "k", "scopes": []string{"read:users"}}}},
 		"GET /v1/api-keys":                                {{}},
 		"GET /v1/api-keys/{id}":                           {{prefix: key}},
+		"PATCH /v1/api-keys/{id}":                         {{prefix: key, body: map[string]any{"enabled": false}}},
 		"DELETE /v1/api-keys/{id}":                        {{prefix: key}},
 		"GET /v1/organizations":                           {{}, {query: "?slug=acme"}, {query: "?external_id=acct-1"}},
 		"POST /v1/organizations":                          {{body: map[string]any{"name": "Acme", "slug": "acme"}}},
@@ -294,6 +295,10 @@ func failingStore(err error) (*mock.Store, *storeCalls) {
 		},
 		GetAPIKeyByHashFn: func(context.Context, []byte) (account.APIKey, error) {
 			c.add("GetAPIKeyByHash")
+			return account.APIKey{}, err
+		},
+		UpdateAPIKeyFn: func(context.Context, string, account.APIKeyPatch, func(account.APIKey) error) (account.APIKey, error) {
+			c.add("UpdateAPIKey")
 			return account.APIKey{}, err
 		},
 		DeleteAPIKeyFn: func(context.Context, string, func(account.APIKey) error) error { c.add("DeleteAPIKey"); return err },

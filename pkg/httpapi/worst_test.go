@@ -126,6 +126,14 @@ func manyScopes(otherFields string) []byte {
 	})
 }
 
+// manyMetadata is a body whose metadata holds as many entries as fit, after
+// the other fields: every one is decoded before the count is checked.
+func manyMetadata(otherFields string) []byte {
+	return repeatTo(httpapi.MaxBodyBytes, `{`+otherFields+`"metadata":{`, ",", `}}`, func(i int) string {
+		return fmt.Sprintf(`"k%d":"v"`, i)
+	})
+}
+
 // forgedJWT is a token-shaped credential of size bytes: a header naming the
 // real kid and EdDSA, a payload of claims with one long scope, a signature
 // that does not verify. Everything a verifier does before it checks the
@@ -293,6 +301,7 @@ func (f *worstFixture) worstLoads() []routeLoad {
 			worst: []load{
 				withBody("many_scopes", "/v1/api-keys", http.StatusBadRequest, manyScopes(`"name":"k",`)),
 				withBody("long_name", "/v1/api-keys", http.StatusBadRequest, longString("name")),
+				withBody("many_metadata", "/v1/api-keys", http.StatusBadRequest, manyMetadata(`"name":"k","scopes":["read:users"],`)),
 			},
 		},
 		{
@@ -304,6 +313,15 @@ func (f *worstFixture) worstLoads() []routeLoad {
 			route:    route(http.MethodGet, "/v1/api-keys/{id}"),
 			ordinary: noBody("ordinary", "/v1/api-keys/"+f.key.ID, http.StatusOK),
 			worst:    longIDs("/v1/api-keys/"),
+		},
+		{
+			route:    route(http.MethodPatch, "/v1/api-keys/{id}"),
+			ordinary: withBody("ordinary", "/v1/api-keys/"+f.key.ID, http.StatusOK, []byte(`{"name":"k","metadata":{"team":"billing"}}`)),
+			worst: []load{
+				withBody("long_name", "/v1/api-keys/"+f.key.ID, http.StatusBadRequest, longString("name")),
+				withBody("many_metadata", "/v1/api-keys/"+f.key.ID, http.StatusBadRequest, manyMetadata("")),
+				withBody("long_id", "/v1/api-keys/"+hugeID, http.StatusNotFound, []byte(`{"name":"k"}`)),
+			},
 		},
 		{
 			route:    route(http.MethodDelete, "/v1/api-keys/{id}"),

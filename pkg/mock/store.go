@@ -36,6 +36,7 @@ type Store struct {
 	CreateAPIKeyFn                func(ctx context.Context, k account.APIKey) error
 	GetAPIKeyFn                   func(ctx context.Context, id string) (account.APIKey, error)
 	GetAPIKeyByHashFn             func(ctx context.Context, hash []byte) (account.APIKey, error)
+	UpdateAPIKeyFn                func(ctx context.Context, id string, patch account.APIKeyPatch, allow func(account.APIKey) error) (account.APIKey, error)
 	DeleteAPIKeyFn                func(ctx context.Context, id string, allow func(account.APIKey) error) error
 	ListAPIKeysFn                 func(ctx context.Context, p account.ListParams) (account.Page[account.APIKey], error)
 	CreateTokenFn                 func(ctx context.Context, t account.TokenRecord) error
@@ -162,6 +163,11 @@ func (s *Store) GetAPIKey(ctx context.Context, id string) (account.APIKey, error
 // GetAPIKeyByHash calls GetAPIKeyByHashFn.
 func (s *Store) GetAPIKeyByHash(ctx context.Context, hash []byte) (account.APIKey, error) {
 	return s.GetAPIKeyByHashFn(ctx, hash)
+}
+
+// UpdateAPIKey calls UpdateAPIKeyFn.
+func (s *Store) UpdateAPIKey(ctx context.Context, id string, patch account.APIKeyPatch, allow func(account.APIKey) error) (account.APIKey, error) {
+	return s.UpdateAPIKeyFn(ctx, id, patch, allow)
 }
 
 // DeleteAPIKey calls DeleteAPIKeyFn.

@@ -108,6 +108,162 @@ func (s suite) getAPIKeyByHash(t *testing.T) {
 	})
 }
 
+func (s suite) updateAPIKey(t *testing.T) {
+	t.Run("OK", func(t *testing.T) {
+		// Every field of the patch lands on every copy of the key: by ID,
+		// by hash, in the list and for a token's verify.
+		f := s.fix(t)
+		k := f.key()
+		tok := f.token(k.ID)
+		name, meta, off := "renamed ✓", account.Metadata{"plan": "pro"}, true
+		got, err := f.s.UpdateAPIKey(f.ctx, k.ID, account.APIKeyPatch{Name: &name, Metadata: &meta, Disabled: &off}, nil)
+		f.ok(err, "UpdateAPIKey")
+		want := k
+		want.Name, want.Metadata, want.Disabled = name, meta, true
+		assertSame(t, "UpdateAPIKey's key", got, want)
+		f.wantKey("the updated key", want)
+		st, err := f.s.TokenStatus(f.ctx, tok.ID, k.ID, nil)
+		f.ok(err, "TokenStatus")
+		if st.Key == nil {
+			t.Fatal("TokenStatus of a disabled key's token: got no key, want the key, disabled")
+		}
+		assertSame(t, "TokenStatus's key", *st.Key, want)
+	})
+	t.Run("NilFieldsStay", func(t *testing.T) {
+		f := s.fix(t)
+		k := f.key()
+		off, on := true, false
+		_, err := f.s.UpdateAPIKey(f.ctx, k.ID, account.APIKeyPatch{Disabled: &off}, nil)
+		f.ok(err, "UpdateAPIKey disabling")
+		got, err := f.s.UpdateAPIKey(f.ctx, k.ID, account.APIKeyPatch{Disabled: &on}, nil)
+		f.ok(err, "UpdateAPIKey enabling")
+		assertSame(t, "the key disabled and enabled again", got, k)
+		f.wantKey("the key disabled and enabled again", k)
+	})
+	t.Run("MetadataRemoved", func(t *testing.T) {
+		f := s.fix(t)
+		k := f.key()
+		none := account.Metadata{}
+		got, err := f.s.UpdateAPIKey(f.ctx, k.ID, account.APIKeyPatch{Metadata: &none}, nil)
+		f.ok(err, "UpdateAPIKey")
+		k.Metadata = nil
+		assertSame(t, "UpdateAPIKey's key", got, k)
+		f.wantKey("the key without metadata", k)
+	})
+	t.Run("Allow", func(t *testing.T) {
+		// allow sees the key as stored, DisabledAbove included, and its
+		// error is the answer: nothing changes.
+		f := s.fix(t)
+		parent := f.key()
+		k := f.childKey(parent)
+		off := true
+		_, err := f.s.UpdateAPIKey(f.ctx, parent.ID, account.APIKeyPatch{Disabled: &off}, nil)
+		f.ok(err, "UpdateAPIKey disabling the parent")
+		refused := account.Errorf(account.CodeForbidden, "no")
+		var seen []account.APIKey
+		name := "not this"
+		_, err = f.s.UpdateAPIKey(f.ctx, k.ID, account.APIKeyPatch{Name: &name}, func(got account.APIKey) error {
+			seen = append(seen, got)
+			return refused
+		})
+		if !errors.Is(err, refused) {
+			t.Fatalf("UpdateAPIKey refused by allow: got %v, want allow's error", err)
+		}
+		if len(seen) == 0 {
+			t.Fatal("allow was not called")
+		}
+		want := k
+		want.DisabledAbove = true
+		assertSame(t, "the key allow saw", seen[0], want)
+		f.wantKey("the key after a refused update", want)
+	})
+	t.Run("DisabledAbove", func(t *testing.T) {
+		// Every key below a disabled key is read with DisabledAbove, by
+		// ID, by hash and for a verify, whatever the token's hint; the
+		// keys beside and above it are not. Enabling it clears it.
+		f := s.fix(t)
+		root := f.key()
+		k := f.childKey(root)
+		child := f.childKey(k)
+		grandchild := f.childKey(child)
+		sibling := f.childKey(root)
+		tok := f.token(grandchild.ID)
+		off, on := true, false
+		_, err := f.s.UpdateAPIKey(f.ctx, k.ID, account.APIKeyPatch{Disabled: &off}, nil)
+		f.ok(err, "UpdateAPIKey disabling")
+		for _, below := range []account.APIKey{child, grandchild} {
+			below.DisabledAbove = true
+			f.wantKey("a key below the disabled key", below)
+		}
+		for _, hint := range [][]string{grandchild.Ancestors, nil} {
+			st, err := f.s.TokenStatus(f.ctx, tok.ID, grandchild.ID, hint)
+			f.ok(err, "TokenStatus")
+			if st.Key == nil || !st.Key.DisabledAbove || st.Key.Disabled {
+				t.Errorf("TokenStatus (hint %v) of a token of a key below a disabled key: got %+v, want the key with DisabledAbove only", hint, st.Key)
+			}
+		}
+		f.wantKey("the key beside it", sibling)
+		f.wantKey("the key above it", root)
+		_, err = f.s.UpdateAPIKey(f.ctx, k.ID, account.APIKeyPatch{Disabled: &on}, nil)
+		f.ok(err, "UpdateAPIKey enabling")
+		f.wantKey("a key below the enabled key", grandchild)
+	})
+	t.Run("Concurrently", func(t *testing.T) {
+		// Patches of different fields at once all take effect: none is
+		// lost to another written from an older read.
+		f := s.fix(t)
+		k := f.key()
+		name, meta, off := "renamed", account.Metadata{"plan": "pro"}, true
+		patches := []account.APIKeyPatch{{Name: &name}, {Metadata: &meta}, {Disabled: &off}}
+		errs := race(len(patches), func(i int) error {
+			_, err := f.s.UpdateAPIKey(f.ctx, k.ID, patches[i], nil)
+			return err
+		})
+		for i, err := range errs {
+			f.ok(err, fmt.Sprintf("UpdateAPIKey %d", i))
+		}
+		want := k
+		want.Name, want.Metadata, want.Disabled = name, meta, true
+		f.wantKey("the key after three concurrent updates", want)
+	})
+	t.Run("ErrNotFound", func(t *testing.T) {
+		f := s.fix(t)
+		k := f.key()
+		child := f.childKey(k)
+		name := "x"
+		_, err := f.s.UpdateAPIKey(f.ctx, f.newKey().ID, account.APIKeyPatch{Name: &name}, nil)
+		wantErr(t, "UpdateAPIKey of a key never stored", err, account.ErrAPIKeyNotFound())
+		f.ok(f.s.DeleteAPIKey(f.ctx, k.ID, nil), "DeleteAPIKey")
+		for _, gone := range []account.APIKey{k, child} {
+			_, err = f.s.UpdateAPIKey(f.ctx, gone.ID, account.APIKeyPatch{Name: &name}, nil)
+			wantErr(t, "UpdateAPIKey of a deleted key", err, account.ErrAPIKeyNotFound())
+			f.wantKeyGone("a deleted key after UpdateAPIKey", gone)
+		}
+	})
+}
+
+// wantKey fails unless k reads back as want by ID and by hash, and is in
+// the list as want.
+func (f *fixture) wantKey(what string, want account.APIKey) {
+	f.t.Helper()
+	got, err := f.s.GetAPIKey(f.ctx, want.ID)
+	f.ok(err, what+": GetAPIKey")
+	assertSame(f.t, what+" by ID", got, want)
+	got, err = f.s.GetAPIKeyByHash(f.ctx, want.Hash)
+	f.ok(err, what+": GetAPIKeyByHash")
+	assertSame(f.t, what+" by hash", got, want)
+	page, err := f.s.ListAPIKeys(f.ctx, account.ListParams{Limit: 100})
+	f.ok(err, what+": ListAPIKeys")
+	for _, got := range page.Items {
+		if got.ID == want.ID {
+			want.DisabledAbove = false // a list does not read the ancestors
+			assertSame(f.t, what+" in the list", got, want)
+			return
+		}
+	}
+	f.t.Errorf("%s: not in the list", what)
+}
+
 func (s suite) deleteAPIKey(t *testing.T) {
 	t.Run("OK", func(t *testing.T) {
 		f := s.fix(t)

@@ -58,6 +58,7 @@ func Run(t *testing.T, newStore func(t *testing.T) account.Store) {
 	t.Run("CreateAPIKey", s.createAPIKey)
 	t.Run("GetAPIKey", s.getAPIKey)
 	t.Run("GetAPIKeyByHash", s.getAPIKeyByHash)
+	t.Run("UpdateAPIKey", s.updateAPIKey)
 	t.Run("DeleteAPIKey", s.deleteAPIKey)
 	t.Run("ListAPIKeys", func(t *testing.T) { runList(t, s, apiKeysList) })
 
@@ -172,6 +173,7 @@ func (f *fixture) newKey() account.APIKey {
 		Last4:     secret[len(secret)-4:],
 		Scopes:    []string{"read:users", "write:*", "*:*"},
 		CreatedBy: account.NewID(account.PrefixAPIKey, at),
+		Metadata:  account.Metadata{"team": "billing", "région": "eu-west ✓"},
 		CreatedAt: at,
 		ExpiresAt: at.Add(90 * 24 * time.Hour),
 	}
