@@ -64,6 +64,7 @@ expect=(
   '{"code":"unauthorized","detail":"the API key is disabled"}'
   '"enabled":false}'
   '{"valid":true,"key_id":"key_'
+  '"previous_key_expires_at":"20'
 )
 for e in "${expect[@]}"; do
   grep -qF -- "$e" "$work/out.txt" || { echo "readme-check: expected $e in the output:" >&2; cat "$work/out.txt" >&2; exit 1; }
@@ -87,6 +88,9 @@ grep -qE '^\{"data":\[\{"id":"usr_[^"]*","email":"ada@example.com".*"external_id
 [ "$(grep -c -F '"email":"grace@example.com"' "$work/out.txt")" -eq 2 ] &&
   [ "$(grep -F '"email":"grace@example.com"' "$work/out.txt" | sort -u | wc -l)" -eq 1 ] && grep -qx 1 "$work/out.txt" || {
   echo "readme-check: step 8 did not replay the create:" >&2; cat "$work/out.txt" >&2; exit 1; }
+# Step 10: the old and the new secret each got a token.
+[ "$(grep -c -F '{"token_type":"Bearer","scopes":["read:users"]}' "$work/out.txt")" -eq 2 ] || {
+  echo "readme-check: step 10 did not get a token with both secrets:" >&2; cat "$work/out.txt" >&2; exit 1; }
 # Keys and tokens stay in shell variables: the walk-through writes no file
 # into the directory it runs in, which for a reader is the checkout.
 written=$(cd "$work" && ls -A | grep -vxE 'quickstart\.sh|latchkey|data|server\.log|out\.txt' || true)

@@ -108,7 +108,7 @@ func (s *Service) GetAPIKey(ctx context.Context, p Principal, id string) (APIKey
 	if err := p.requireWithin(k.Scopes); err != nil {
 		return APIKey{}, err
 	}
-	return k, nil
+	return s.asOfNow(k), nil
 }
 
 // ListAPIKeys lists the keys whose grants are within the caller's, newest
@@ -130,6 +130,9 @@ func (s *Service) ListAPIKeys(ctx context.Context, p Principal, r PageRequest) (
 		return List[APIKey]{}, storeErr(err)
 	}
 	page.Items = slices.DeleteFunc(page.Items, func(k APIKey) bool { return p.requireWithin(k.Scopes) != nil })
+	for i, k := range page.Items {
+		page.Items[i] = s.asOfNow(k)
+	}
 	return toList(s.cursors, "api_keys", page), nil
 }
 
@@ -203,7 +206,7 @@ func (s *Service) UpdateAPIKey(ctx context.Context, p Principal, id string, req 
 		return APIKey{}, notFound("API key")
 	}
 	var problems Problems
-	var patch APIKeyPatch
+	patch := APIKeyPatch{At: s.now()}
 	if req.Name == nil && req.Enabled == nil && req.Metadata == nil {
 		problems.Add("name", "at least one of name, enabled and metadata is required")
 	}
@@ -236,5 +239,75 @@ func (s *Service) UpdateAPIKey(ctx context.Context, p Principal, id string, req 
 	if err != nil {
 		return APIKey{}, storeErr(err)
 	}
-	return k, nil
+	return s.asOfNow(k), nil
+}
+
+// Grace periods of a rotation: how long the replaced secret keeps working.
+const (
+	DefaultRotationGrace time.Duration = 0
+	MaxRotationGrace     time.Duration = 7 * 24 * time.Hour
+)
+
+// KeyRotationRequest asks for a new secret for a key.
+type KeyRotationRequest struct {
+	// ExpiresIn is how long the secret being replaced keeps working, 0s
+	// to 7d; "" means DefaultRotationGrace: it stops at once.
+	ExpiresIn string
+}
+
+// RotateAPIKey gives a key a new secret and returns the key with it, shown
+// this once. Its id, grants, metadata and tokens stay. The secret it
+// replaces keeps working for the grace period asked for, then stops by
+// itself; a secret replaced by an earlier rotation whose grace period has
+// not ended stops at once. The key must be within the caller's grants and
+// not above the caller's key, as for DeleteAPIKey; the bootstrap admin key
+// is rotated through its configuration, not here. CodeForbidden,
+// CodeInsufficientScope, CodeInvalidRequest, CodeNotFound.
+func (s *Service) RotateAPIKey(ctx context.Context, p Principal, id string, req KeyRotationRequest) (APIKey, string, error) {
+	if err := p.Authorize(OpRotateAPIKey); err != nil {
+		return APIKey{}, "", err
+	}
+	if !ValidID(PrefixAPIKey, id) {
+		return APIKey{}, "", notFound("API key")
+	}
+	grace := DefaultRotationGrace
+	if req.ExpiresIn != "" {
+		d, err := ParseDuration(req.ExpiresIn, 0, MaxRotationGrace)
+		if err != nil {
+			return APIKey{}, "", invalid("expires_in", err.Error())
+		}
+		grace = d
+	}
+	now := s.now()
+	secret := NewAPIKeySecret()
+	rotation := &KeyRotation{Hash: HashAPIKey(secret), Last4: last4(secret)}
+	if grace > 0 {
+		rotation.PreviousUntil = now.Add(grace)
+	}
+	k, err := s.store.UpdateAPIKey(ctx, id, APIKeyPatch{Rotate: rotation, At: now}, func(k APIKey) error {
+		if err := p.mayChange(k, "rotate"); err != nil {
+			return err
+		}
+		if k.Bootstrap {
+			return Errorf(CodeForbidden, "the bootstrap admin key is managed by configuration: rotate its configured secret instead")
+		}
+		// The old secret never outlives the key.
+		if !k.ExpiresAt.IsZero() && k.ExpiresAt.Before(rotation.PreviousUntil) {
+			rotation.PreviousUntil = k.ExpiresAt
+		}
+		return nil
+	})
+	if err != nil {
+		return APIKey{}, "", storeErr(err)
+	}
+	return s.asOfNow(k), secret, nil
+}
+
+// asOfNow returns k without a previous secret that has stopped: what
+// clients see of a key.
+func (s *Service) asOfNow(k APIKey) APIKey {
+	if !k.PreviousActive(s.now()) {
+		k.PreviousHash, k.PreviousExpiresAt = nil, time.Time{}
+	}
+	return k
 }

@@ -410,3 +410,151 @@ func TestService_UpdateAPIKey(t *testing.T) {
 		}
 	})
 }
+
+func TestService_RotateAPIKey(t *testing.T) {
+	t.Run("WithGrace", func(t *testing.T) {
+		// The new secret works at once; the old one until the grace period
+		// ends, then not; the key's id, grants and tokens stay.
+		e := newEnv(t)
+		p, old := e.key(t, "", "read:users")
+		tok, _, err := e.svc.IssueToken(e.ctx, p, account.TokenRequest{Scopes: []string{"read:users"}, ExpiresIn: "24h"})
+		if err != nil {
+			t.Fatalf("IssueToken: %v", err)
+		}
+		k, secret, err := e.svc.RotateAPIKey(e.ctx, e.admin, p.KeyID, account.KeyRotationRequest{ExpiresIn: "1h"})
+		if err != nil {
+			t.Fatalf("RotateAPIKey: %v", err)
+		}
+		if k.ID != p.KeyID || secret == old || k.Last4 != secret[len(secret)-4:] || !slices.Equal(k.Scopes, []string{"read:users"}) {
+			t.Errorf("RotateAPIKey: got %+v and secret …%s, want the same key with a new secret", k, secret[len(secret)-4:])
+		}
+		if want := e.svc.Now().Add(time.Hour); !k.PreviousExpiresAt.Equal(want) {
+			t.Errorf("PreviousExpiresAt: got %v, want %v", k.PreviousExpiresAt, want)
+		}
+		for _, cred := range []string{secret, old, tok} {
+			if got := e.auth(t, cred); got.KeyID != p.KeyID {
+				t.Errorf("after the rotation a credential authenticates as %s, want %s", got.KeyID, p.KeyID)
+			}
+		}
+		e.clock.Advance(time.Hour)
+		_, err = e.svc.Authenticate(e.ctx, old)
+		wantCode(t, err, account.CodeUnauthorized)
+		e.auth(t, secret)
+		e.auth(t, tok)
+		got, err := e.svc.GetAPIKey(e.ctx, e.admin, p.KeyID)
+		if err != nil || len(got.PreviousHash) != 0 || !got.PreviousExpiresAt.IsZero() {
+			t.Errorf("GetAPIKey after the grace period: got %+v, %v; want no previous secret", got, err)
+		}
+	})
+	t.Run("WithoutGrace", func(t *testing.T) {
+		e := newEnv(t)
+		p, old := e.key(t, "", "read:users")
+		for _, expiresIn := range []string{"", "0s"} {
+			_, secret, err := e.svc.RotateAPIKey(e.ctx, e.admin, p.KeyID, account.KeyRotationRequest{ExpiresIn: expiresIn})
+			if err != nil {
+				t.Fatalf("RotateAPIKey(%q): %v", expiresIn, err)
+			}
+			_, err = e.svc.Authenticate(e.ctx, old)
+			wantCode(t, err, account.CodeUnauthorized)
+			e.auth(t, secret)
+			old = secret
+		}
+	})
+	t.Run("AgainEndsTheOlderGrace", func(t *testing.T) {
+		e := newEnv(t)
+		p, first := e.key(t, "", "read:users")
+		_, second, err := e.svc.RotateAPIKey(e.ctx, e.admin, p.KeyID, account.KeyRotationRequest{ExpiresIn: "7d"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, third, err := e.svc.RotateAPIKey(e.ctx, e.admin, p.KeyID, account.KeyRotationRequest{ExpiresIn: "1h"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = e.svc.Authenticate(e.ctx, first)
+		wantCode(t, err, account.CodeUnauthorized)
+		e.auth(t, second)
+		e.auth(t, third)
+	})
+	t.Run("GraceNeverOutlivesTheKey", func(t *testing.T) {
+		e := newEnv(t)
+		p, _ := e.key(t, "2h", "read:users")
+		k, _, err := e.svc.RotateAPIKey(e.ctx, e.admin, p.KeyID, account.KeyRotationRequest{ExpiresIn: "7d"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !k.PreviousExpiresAt.Equal(k.ExpiresAt) {
+			t.Errorf("PreviousExpiresAt: got %v, want the key's expiry %v", k.PreviousExpiresAt, k.ExpiresAt)
+		}
+	})
+	t.Run("Itself", func(t *testing.T) {
+		// A key may rotate its own secret, with the grants rule of creation.
+		e := newEnv(t)
+		p, old := e.key(t, "", account.ScopeWriteAPIKeys)
+		_, secret, err := e.svc.RotateAPIKey(e.ctx, p, p.KeyID, account.KeyRotationRequest{ExpiresIn: "10m"})
+		if err != nil {
+			t.Fatalf("RotateAPIKey of the caller's own key: %v", err)
+		}
+		e.auth(t, secret)
+		e.auth(t, old)
+	})
+	t.Run("DisabledWithEitherSecret", func(t *testing.T) {
+		e := newEnv(t)
+		p, old := e.key(t, "", "read:users")
+		_, secret, err := e.svc.RotateAPIKey(e.ctx, e.admin, p.KeyID, account.KeyRotationRequest{ExpiresIn: "1h"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		off := false
+		if _, err := e.svc.UpdateAPIKey(e.ctx, e.admin, p.KeyID, account.APIKeyUpdate{Enabled: &off}); err != nil {
+			t.Fatal(err)
+		}
+		for _, cred := range []string{old, secret} {
+			_, err := e.svc.Authenticate(e.ctx, cred)
+			wantCode(t, err, account.CodeUnauthorized)
+		}
+	})
+	t.Run("ErrForbidden", func(t *testing.T) {
+		// Not the bootstrap key, not a key above the caller's.
+		e := newEnv(t)
+		_, _, err := e.svc.RotateAPIKey(e.ctx, e.admin, e.admin.KeyID, account.KeyRotationRequest{})
+		wantCode(t, err, account.CodeForbidden)
+		e.auth(t, e.secret)
+		a, aSecret := e.key(t, "", account.ScopeWriteAPIKeys)
+		_, bSecret, err := e.svc.CreateAPIKey(e.ctx, a, account.NewAPIKey{Name: "b", Scopes: []string{account.ScopeWriteAPIKeys}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, err = e.svc.RotateAPIKey(e.ctx, e.auth(t, bSecret), a.KeyID, account.KeyRotationRequest{})
+		wantCode(t, err, account.CodeForbidden)
+		e.auth(t, aSecret)
+		tok, _, err := e.svc.IssueToken(e.ctx, a, account.TokenRequest{Scopes: []string{account.ScopeWriteAPIKeys}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, err = e.svc.RotateAPIKey(e.ctx, e.auth(t, tok), a.KeyID, account.KeyRotationRequest{})
+		wantCode(t, err, account.CodeForbidden)
+	})
+	t.Run("ErrOutsideGrants", func(t *testing.T) {
+		e := newEnv(t)
+		p, _ := e.key(t, "", account.ScopeWriteAPIKeys)
+		wider, widerSecret := e.key(t, "", account.ScopeAll)
+		_, _, err := e.svc.RotateAPIKey(e.ctx, p, wider.KeyID, account.KeyRotationRequest{})
+		wantCode(t, err, account.CodeInsufficientScope)
+		e.auth(t, widerSecret)
+	})
+	t.Run("ErrInvalidRequest", func(t *testing.T) {
+		e := newEnv(t)
+		p, secret := e.key(t, "", "read:users")
+		for _, expiresIn := range []string{"8d", "1w", "-1s", "soon"} {
+			_, _, err := e.svc.RotateAPIKey(e.ctx, e.admin, p.KeyID, account.KeyRotationRequest{ExpiresIn: expiresIn})
+			wantFields(t, err, "expires_in")
+		}
+		e.auth(t, secret)
+	})
+	t.Run("ErrNotFound", func(t *testing.T) {
+		e := newEnv(t)
+		_, _, err := e.svc.RotateAPIKey(e.ctx, e.admin, account.NewID(account.PrefixAPIKey, e.svc.Now()), account.KeyRotationRequest{})
+		wantCode(t, err, account.CodeNotFound)
+	})
+}

@@ -61,7 +61,10 @@ func (s *Service) Authenticate(ctx context.Context, credential string) (Principa
 	if err != nil {
 		return Principal{}, storeErr(err)
 	}
-	if subtle.ConstantTimeCompare(key.Hash, hash) != 1 || key.Expired(now) {
+	// The current secret, or the previous one during its grace period.
+	current := subtle.ConstantTimeCompare(key.Hash, hash) == 1
+	previous := subtle.ConstantTimeCompare(key.PreviousHash, hash) == 1 && key.PreviousActive(now)
+	if !current && !previous || key.Expired(now) {
 		return Principal{}, errUnauthorized
 	}
 	if key.Paused() {

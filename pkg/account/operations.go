@@ -14,6 +14,7 @@ const (
 	OpGetAPIKey    Operation = "GetAPIKey"
 	OpListAPIKeys  Operation = "ListAPIKeys"
 	OpUpdateAPIKey Operation = "UpdateAPIKey"
+	OpRotateAPIKey Operation = "RotateAPIKey"
 	OpDeleteAPIKey Operation = "DeleteAPIKey"
 
 	OpCreateOrganization Operation = "CreateOrganization"
@@ -59,6 +60,7 @@ var operations = map[Operation]access{
 	OpGetAPIKey:    {ScopeReadAPIKeys, true},
 	OpListAPIKeys:  {ScopeReadAPIKeys, true},
 	OpUpdateAPIKey: {ScopeWriteAPIKeys, true},
+	OpRotateAPIKey: {ScopeWriteAPIKeys, true},
 	OpDeleteAPIKey: {ScopeWriteAPIKeys, true},
 
 	OpCreateOrganization: {ScopeWriteOrganizations, false},

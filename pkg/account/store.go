@@ -83,6 +83,22 @@ type APIKeyPatch struct {
 	// it.
 	Metadata *Metadata
 	Disabled *bool
+	// Rotate, when set, gives the key a new secret.
+	Rotate *KeyRotation
+	// At is the time of the change. A previous secret that has stopped by
+	// then (PreviousExpiresAt) is dropped with it.
+	At time.Time
+}
+
+// KeyRotation gives a key a new secret (APIKeyPatch.Rotate): Hash and Last4
+// replace the key's. The secret they replace becomes PreviousHash, accepted
+// until PreviousUntil, unless PreviousUntil is zero: then it stops with the
+// change. A previous secret from an earlier rotation stops with the change
+// either way.
+type KeyRotation struct {
+	Hash          []byte
+	Last4         string
+	PreviousUntil time.Time
 }
 
 // MemberPatch is a change to a membership, applied as OrganizationPatch is.
@@ -188,8 +204,10 @@ type Store interface {
 	// GetAPIKey returns a key by ID. CodeNotFound, also for a key whose
 	// delete, or that of one of its Ancestors, has begun.
 	GetAPIKey(ctx context.Context, id string) (APIKey, error)
-	// GetAPIKeyByHash returns the key whose secret hashes to hash, read
-	// strongly consistently. CodeNotFound, as for GetAPIKey.
+	// GetAPIKeyByHash returns the key whose secret, or previous secret
+	// (PreviousHash), hashes to hash, read strongly consistently. A store
+	// may find a key by a previous secret after it has stopped; the caller
+	// checks PreviousExpiresAt. CodeNotFound, as for GetAPIKey.
 	GetAPIKeyByHash(ctx context.Context, hash []byte) (APIKey, error)
 	// DeleteAPIKey deletes the key id and every key below it (whose
 	// Ancestors include id), so that from the caller's view they all stop
@@ -207,7 +225,8 @@ type Store interface {
 	// atomic step, on the key as it was read: a change made meanwhile makes
 	// the store read it again and call allow again. It returns the key as
 	// the patch left it. If allow returns an error, it changes nothing and
-	// returns that error. CodeNotFound as for GetAPIKey.
+	// returns that error. A rotation to a hash that another key has fails
+	// (with any error), as CreateAPIKey does. CodeNotFound as for GetAPIKey.
 	UpdateAPIKey(ctx context.Context, id string, patch APIKeyPatch, allow func(APIKey) error) (APIKey, error)
 	// ListAPIKeys lists keys, newest first. A store may drop a key
 	// ExpiredKeyRetention after it has expired. It leaves out a key whose

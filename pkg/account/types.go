@@ -83,8 +83,20 @@ type APIKey struct {
 	// authority of the keys above it, so pausing a key pauses what was made
 	// with it, as deleting one deletes it.
 	DisabledAbove bool
-	CreatedAt     time.Time
-	ExpiresAt     time.Time // zero: never expires
+	// PreviousHash is the hash of the secret the last rotation replaced,
+	// which authenticates too until PreviousExpiresAt (the end of the grace
+	// period the rotation gave it), then stops by itself. Empty when the
+	// rotation gave none, and once a later rotation has replaced it.
+	PreviousHash      []byte
+	PreviousExpiresAt time.Time
+	CreatedAt         time.Time
+	ExpiresAt         time.Time // zero: never expires
+}
+
+// PreviousActive reports whether the key has a previous secret that is
+// still accepted at now.
+func (k APIKey) PreviousActive(now time.Time) bool {
+	return len(k.PreviousHash) > 0 && now.Before(k.PreviousExpiresAt)
 }
 
 // Paused reports whether the key is disabled, itself or by a key above it:

@@ -194,6 +194,8 @@ func ParseDuration(s string, min, max time.Duration) (time.Duration, error) {
 
 func formatDuration(d time.Duration) string {
 	switch {
+	case d == 0:
+		return "0s"
 	case d%(24*time.Hour) == 0:
 		return fmt.Sprintf("%dd", d/(24*time.Hour))
 	case d%time.Hour == 0:

@@ -3,8 +3,10 @@ package boltstore
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -100,7 +102,10 @@ func (s *Store) GetAPIKeyByHash(_ context.Context, hash []byte) (account.APIKey,
 }
 
 // UpdateAPIKey implements account.Store: the read, allow and the write are
-// one transaction, so the key changed is the key allow saw.
+// one transaction, so the key changed is the key allow saw. A rotation
+// enters the new hash in api_keys_by_hash, keeps the replaced one there
+// for its grace period (an expiryKeyHash entry drops it after) or drops
+// it at once, and drops an earlier previous hash.
 func (s *Store) UpdateAPIKey(ctx context.Context, id string, p account.APIKeyPatch, allow func(account.APIKey) error) (account.APIKey, error) {
 	var k account.APIKey
 	err := s.write(ctx, func(tx *bolt.Tx) error {
@@ -122,6 +127,33 @@ func (s *Store) UpdateAPIKey(ctx context.Context, id string, p account.APIKeyPat
 		if p.Disabled != nil {
 			k.Disabled = *p.Disabled
 		}
+		hashes := tx.Bucket(bucketKeyHashes)
+		if len(k.PreviousHash) > 0 && (p.Rotate != nil || !p.At.Before(k.PreviousExpiresAt)) {
+			if err := dropHash(hashes, k.PreviousHash, id); err != nil {
+				return err
+			}
+			k.PreviousHash, k.PreviousExpiresAt = nil, time.Time{}
+		}
+		if r := p.Rotate; r != nil {
+			if len(r.Hash) == 0 || hashes.Get(r.Hash) != nil {
+				return account.Internal(errors.New("boltstore: an API key with this hash exists already"))
+			}
+			if r.PreviousUntil.IsZero() {
+				if err := dropHash(hashes, k.Hash, id); err != nil {
+					return err
+				}
+			} else {
+				k.PreviousHash, k.PreviousExpiresAt = k.Hash, r.PreviousUntil
+				entry := join(sortTime(r.PreviousUntil), expiryKeyHash, hex.EncodeToString(k.Hash))
+				if err := tx.Bucket(bucketExpiries).Put(entry, nil); err != nil {
+					return err
+				}
+			}
+			k.Hash, k.Last4 = r.Hash, r.Last4
+			if err := hashes.Put(k.Hash, []byte(id)); err != nil {
+				return err
+			}
+		}
 		return put(tx.Bucket(bucketKeys), []byte(id), toAPIKeyItem(k))
 	})
 	if err != nil {
@@ -131,6 +163,41 @@ func (s *Store) UpdateAPIKey(ctx context.Context, id string, p account.APIKeyPat
 		k.Metadata = nil // as a read would return it
 	}
 	return k, nil
+}
+
+// dropHash removes hash from api_keys_by_hash if it finds the key id.
+func dropHash(hashes *bolt.Bucket, hash []byte, id string) error {
+	if bytes.Equal(hashes.Get(hash), []byte(id)) {
+		return hashes.Delete(hash)
+	}
+	return nil
+}
+
+// dropPreviousHash is the expiryKeyHash entry of hexHash falling due: if
+// it is still a key's previous hash, the key's previous secret has stopped,
+// and both its entry in api_keys_by_hash and the key's record of it go.
+func dropPreviousHash(tx *bolt.Tx, hexHash string) error {
+	hash, err := hex.DecodeString(hexHash)
+	if err != nil {
+		return fmt.Errorf("malformed hash %q in the expiry index", hexHash)
+	}
+	hashes, keys := tx.Bucket(bucketKeyHashes), tx.Bucket(bucketKeys)
+	id := hashes.Get(hash)
+	if id == nil {
+		return nil
+	}
+	it, ok, err := get[apiKeyItem](keys, id)
+	if err != nil || !ok || bytes.Equal(it.Hash, hash) {
+		return err // the current secret, or a key gone: nothing to drop
+	}
+	if err := hashes.Delete(hash); err != nil {
+		return err
+	}
+	if bytes.Equal(it.PreviousHash, hash) {
+		it.PreviousHash, it.PreviousExpiresAt = nil, time.Time{}
+		return put(keys, id, it)
+	}
+	return nil
 }
 
 // DeleteAPIKey implements account.Store: the key, every key below it, their
@@ -189,10 +256,10 @@ func deleteAPIKey(tx *bolt.Tx, id string) error {
 		}
 	}
 	hashes := tx.Bucket(bucketKeyHashes)
-	if bytes.Equal(hashes.Get(it.Hash), []byte(id)) {
-		return hashes.Delete(it.Hash)
+	if err := dropHash(hashes, it.PreviousHash, id); err != nil {
+		return err
 	}
-	return nil
+	return dropHash(hashes, it.Hash, id)
 }
 
 // ListAPIKeys implements account.Store, in ULID (creation) order.

@@ -81,8 +81,12 @@ type apiKeyItem struct {
 	Bootstrap bool              `json:"bootstrap,omitempty"`
 	Metadata  map[string]string `json:"metadata,omitempty"`
 	Disabled  bool              `json:"disabled,omitempty"`
-	CreatedAt time.Time         `json:"created_at"`
-	ExpiresAt time.Time         `json:"expires_at"`
+	// PreviousHash is entered in api_keys_by_hash too, until
+	// PreviousExpiresAt (see the expiry kind expiryKeyHash).
+	PreviousHash      []byte    `json:"previous_hash,omitempty"`
+	PreviousExpiresAt time.Time `json:"previous_expires_at,omitzero"`
+	CreatedAt         time.Time `json:"created_at"`
+	ExpiresAt         time.Time `json:"expires_at"`
 }
 
 func toAPIKeyItem(k account.APIKey) apiKeyItem {
@@ -97,8 +101,11 @@ func toAPIKeyItem(k account.APIKey) apiKeyItem {
 		Bootstrap: k.Bootstrap,
 		Metadata:  k.Metadata,
 		Disabled:  k.Disabled,
-		CreatedAt: k.CreatedAt,
-		ExpiresAt: k.ExpiresAt,
+
+		PreviousHash:      k.PreviousHash,
+		PreviousExpiresAt: k.PreviousExpiresAt,
+		CreatedAt:         k.CreatedAt,
+		ExpiresAt:         k.ExpiresAt,
 	}
 }
 
@@ -115,8 +122,11 @@ func (it apiKeyItem) domain() account.APIKey {
 		Bootstrap: it.Bootstrap,
 		Metadata:  it.Metadata,
 		Disabled:  it.Disabled,
-		CreatedAt: it.CreatedAt,
-		ExpiresAt: it.ExpiresAt,
+
+		PreviousHash:      it.PreviousHash,
+		PreviousExpiresAt: it.PreviousExpiresAt,
+		CreatedAt:         it.CreatedAt,
+		ExpiresAt:         it.ExpiresAt,
 	}
 }
 

@@ -296,11 +296,15 @@ const (
 	// key expires; a key deleted before then leaves an entry that pruning
 	// simply drops.
 	expiryAPIKey = "k"
+	// expiryKeyHash entries fall due when a rotated key's previous secret
+	// stops; the entry names the hash, in hex.
+	expiryKeyHash = "h"
 )
 
 // Prune deletes token records and revocation entries whose ExpiresAt is
-// before now, API keys expired for account.ExpiredKeyRetention and expired
-// idempotency records, at most pruneMax of them, and returns how many entries it
+// before now, API keys expired for account.ExpiredKeyRetention, expired
+// idempotency records and the previous secrets of rotated keys whose grace
+// period has ended, at most pruneMax of them, and returns how many entries it
 // deleted. It walks the expiry index from its oldest end, so its cost is
 // proportional to what it deletes, not to what the store holds. Open calls
 // it, and then a background loop every ten minutes.
@@ -336,6 +340,8 @@ func (s *Store) Prune(now time.Time) (int, error) {
 				// The keys below it have expired too (no key outlives
 				// its creator), and usually gone already.
 				err = deleteKeyTree(tx, parts[2])
+			case expiryKeyHash:
+				err = dropPreviousHash(tx, parts[2])
 			default:
 				err = fmt.Errorf("malformed expiry index key %q", k)
 			}

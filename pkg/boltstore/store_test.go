@@ -211,6 +211,57 @@ func TestStore_PruneExpiredAPIKeys(t *testing.T) {
 	}
 }
 
+// TestStore_PrunePreviousSecrets: a rotated key's previous secret is
+// dropped, from the hash index and from the key, once its grace period has
+// ended; a previous secret replaced by a later rotation leaves only an
+// index entry that pruning drops without touching the key.
+func TestStore_PrunePreviousSecrets(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := newStore(t)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	k := account.APIKey{ID: account.NewID(account.PrefixAPIKey, now), Name: "rotated", Hash: account.HashAPIKey("first"), Last4: "irst", Scopes: []string{"read:users"}, CreatedAt: now}
+	if err := s.CreateAPIKey(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	rotate := func(secret string, until time.Time) account.APIKey {
+		t.Helper()
+		r := &account.KeyRotation{Hash: account.HashAPIKey(secret), Last4: "xxxx", PreviousUntil: until}
+		got, err := s.UpdateAPIKey(ctx, k.ID, account.APIKeyPatch{Rotate: r, At: now}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	rotate("second", now.Add(2*time.Hour)) // "first" until then, but:
+	rotated := rotate("third", now.Add(time.Hour))
+	if n, err := s.Prune(now.Add(time.Hour - time.Minute)); err != nil || n != 0 {
+		t.Fatalf("Prune within the grace period: got %d, %v; want 0, nil", n, err)
+	}
+	if _, err := s.GetAPIKeyByHash(ctx, account.HashAPIKey("second")); err != nil {
+		t.Fatalf("the previous secret within its grace period: %v", err)
+	}
+	n, err := s.Prune(now.Add(3 * time.Hour))
+	if err != nil {
+		t.Fatalf("Prune: %v", err)
+	}
+	if n != 2 {
+		t.Errorf("Prune: got %d entries, want 2 (the previous secret, the leftover of the one replaced before)", n)
+	}
+	for _, secret := range []string{"first", "second"} {
+		if _, err := s.GetAPIKeyByHash(ctx, account.HashAPIKey(secret)); !account.IsCode(err, account.CodeNotFound) {
+			t.Errorf("GetAPIKeyByHash of the stopped secret %q: got %v, want not_found", secret, err)
+		}
+	}
+	got, err := s.GetAPIKeyByHash(ctx, rotated.Hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.PreviousHash) != 0 || !got.PreviousExpiresAt.IsZero() {
+		t.Errorf("the key after pruning: previous %x until %v, want none", got.PreviousHash, got.PreviousExpiresAt)
+	}
+}
+
 // BenchmarkCreateUser measures a lone writer, who pays the batch delay and
 // an fsync per write, and 32 concurrent writers, who share them.
 func BenchmarkCreateUser(b *testing.B) {

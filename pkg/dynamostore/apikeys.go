@@ -1,6 +1,7 @@
 package dynamostore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"maps"
@@ -172,48 +173,99 @@ func (s *Store) updateAPIKey(ctx context.Context, id string, p account.APIKeyPat
 			return account.APIKey{}, err
 		}
 	}
-	next := it
-	next.Version++
-	upd := expression.Add(expression.Name("version"), expression.Value(1))
-	if p.Name != nil {
-		next.Name = *p.Name
-		upd = upd.Set(expression.Name("name"), expression.Value(next.Name))
-	}
-	if p.Metadata != nil {
-		next.Metadata = *p.Metadata
-		if len(next.Metadata) == 0 {
-			next.Metadata = nil
-			upd = upd.Remove(expression.Name("metadata"))
-		} else {
-			upd = upd.Set(expression.Name("metadata"), expression.Value(next.Metadata))
+	next := it.patched(p)
+	// The item under the ID gets every attribute a change can touch, as
+	// next has it: the version condition makes that safe, and leaves
+	// children alone, which a create below the key may be adding to.
+	upd := expression.Set(expression.Name("version"), expression.Value(next.Version)).
+		Set(expression.Name("name"), expression.Value(next.Name)).
+		Set(expression.Name("hash"), expression.Value(next.Hash)).
+		Set(expression.Name("last4"), expression.Value(next.Last4))
+	for _, a := range []struct {
+		name string
+		set  bool
+	}{{"metadata", next.Metadata != nil}, {"disabled", next.Disabled}, {"previous_hash", next.PreviousHash != nil}, {"previous_expires_at", next.PreviousHash != nil}} {
+		if !a.set {
+			upd = upd.Remove(expression.Name(a.name))
 		}
 	}
-	if p.Disabled != nil {
-		next.Disabled = *p.Disabled
-		if next.Disabled {
-			upd = upd.Set(expression.Name("disabled"), expression.Value(true))
-		} else {
-			upd = upd.Remove(expression.Name("disabled"))
-		}
+	if next.Metadata != nil {
+		upd = upd.Set(expression.Name("metadata"), expression.Value(next.Metadata))
 	}
-	items, err := build(
+	if next.Disabled {
+		upd = upd.Set(expression.Name("disabled"), expression.Value(true))
+	}
+	if next.PreviousHash != nil {
+		upd = upd.Set(expression.Name("previous_hash"), expression.Value(next.PreviousHash)).
+			Set(expression.Name("previous_expires_at"), expression.Value(next.PreviousExpiresAt.UTC()))
+	}
+	steps := []func() (types.TransactWriteItem, error){
 		func() (types.TransactWriteItem, error) {
 			return s.update(apiKeyKey(id), upd, condLive.And(versionIs(it.Version)))
 		},
-		// The copy needs no condition of its own: the transaction writes
-		// it only if the item under the ID is the one read, and a delete
-		// removes both in one transaction.
-		func() (types.TransactWriteItem, error) { return s.putAlways(next.hashCopy()) },
-	)
+	}
+	onCheckFailed := []error{errKeyChanged}
+	// The copies need no condition of their own, but for a new secret's,
+	// which must not be another key's: the transaction writes them only if
+	// the item under the ID is the one read, and a delete removes them all
+	// in one transaction with it.
+	if p.Rotate != nil {
+		steps = append(steps, func() (types.TransactWriteItem, error) { return s.put(next.hashCopy(), condAbsent) })
+		onCheckFailed = append(onCheckFailed, account.Internal(errors.New("dynamostore: an API key with this hash exists already")))
+	} else {
+		steps = append(steps, func() (types.TransactWriteItem, error) { return s.putAlways(next.hashCopy()) })
+	}
+	if next.PreviousHash != nil {
+		steps = append(steps, func() (types.TransactWriteItem, error) { return s.putAlways(next.previousCopy()) })
+	}
+	// The copies that next no longer has: a secret that stopped.
+	for _, h := range [][]byte{it.Hash, it.PreviousHash} {
+		if h != nil && !bytes.Equal(h, next.Hash) && !bytes.Equal(h, next.PreviousHash) {
+			steps = append(steps, func() (types.TransactWriteItem, error) { return s.del(keyHashKey(h), nil) })
+		}
+	}
+	items, err := build(steps...)
 	if err != nil {
 		return account.APIKey{}, err
 	}
-	if err := s.transact(ctx, items, errKeyChanged); err != nil {
+	if err := s.transact(ctx, items, onCheckFailed...); err != nil {
 		return account.APIKey{}, err
 	}
 	out := next.apiKey()
 	out.DisabledAbove = k.DisabledAbove
 	return out, nil
+}
+
+// patched returns the key item it with p applied and its Version one up. A
+// rotation makes the current hash the previous one (or drops it, with no
+// grace period) and drops an earlier previous one; any change drops a
+// previous hash whose grace period ended by p.At.
+func (it apiKeyItem) patched(p account.APIKeyPatch) apiKeyItem {
+	next := it
+	next.Version++
+	if p.Name != nil {
+		next.Name = *p.Name
+	}
+	if p.Metadata != nil {
+		next.Metadata = *p.Metadata
+		if len(next.Metadata) == 0 {
+			next.Metadata = nil
+		}
+	}
+	if p.Disabled != nil {
+		next.Disabled = *p.Disabled
+	}
+	if next.PreviousHash != nil && (p.Rotate != nil || !p.At.Before(*next.PreviousExpiresAt)) {
+		next.PreviousHash, next.PreviousExpiresAt = nil, nil
+	}
+	if r := p.Rotate; r != nil {
+		if !r.PreviousUntil.IsZero() {
+			until := r.PreviousUntil.UTC()
+			next.PreviousHash, next.PreviousExpiresAt = it.Hash, &until
+		}
+		next.Hash, next.Last4 = r.Hash, r.Last4
+	}
+	return next
 }
 
 // versionIs is the condition that a key item has version v (see

@@ -261,6 +261,23 @@ func TestRequestBudgets(t *testing.T) {
 				must(t, err, "UpdateAPIKey")
 			}
 		}},
+		{"UpdateAPIKey (rotate, with grace)", 2, []string{"GetItem", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				r := &account.KeyRotation{Hash: account.HashAPIKey(account.NewAPIKeySecret()), Last4: "abcd", PreviousUntil: f.now.Add(time.Hour)}
+				_, err := f.s.UpdateAPIKey(f.ctx, f.key.ID, account.APIKeyPatch{Rotate: r, At: f.tick()}, nil)
+				must(t, err, "UpdateAPIKey")
+			}
+		}},
+		{"UpdateAPIKey (rotate again, during the grace)", 2, []string{"GetItem", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+			r := &account.KeyRotation{Hash: account.HashAPIKey(account.NewAPIKeySecret()), Last4: "abcd", PreviousUntil: f.now.Add(time.Hour)}
+			_, err := f.s.UpdateAPIKey(f.ctx, f.key.ID, account.APIKeyPatch{Rotate: r, At: f.tick()}, nil)
+			must(t, err, "UpdateAPIKey")
+			return func() {
+				r := &account.KeyRotation{Hash: account.HashAPIKey(account.NewAPIKeySecret()), Last4: "efgh", PreviousUntil: f.now.Add(time.Hour)}
+				_, err := f.s.UpdateAPIKey(f.ctx, f.key.ID, account.APIKeyPatch{Rotate: r, At: f.tick()}, nil)
+				must(t, err, "UpdateAPIKey")
+			}
+		}},
 		{"TokenStatus (verify, key disabled)", 1, []string{"BatchGetItem"}, func(t *testing.T, f *budgetFixture) func() {
 			off := true
 			_, err := f.s.UpdateAPIKey(f.ctx, f.key.ID, account.APIKeyPatch{Disabled: &off}, nil)

@@ -196,6 +196,9 @@ func TestHTTPRequestBudgets(t *testing.T) {
 	do("", "GET", "/v1/api-keys?limit=20", admin, nil, 200, get, query)
 	do("", "GET", "/v1/api-keys/"+str(key, "id"), admin, nil, 200, get, get)
 	do("", "PATCH", "/v1/api-keys/"+str(leaf, "id"), admin, map[string]any{"name": "leaf ✓", "metadata": map[string]string{"team": "billing"}}, 200, get, get, tx)
+	rotated := do("", "POST", "/v1/api-keys/"+str(leaf, "id")+"/rotate", admin, map[string]any{"expires_in": "1h"}, 200, get, get, tx)
+	do("previous secret, during its grace", "GET", "/v1/users/"+uid, str(leaf, "key"), nil, 200, get, get)
+	do("new secret", "GET", "/v1/users/"+uid, str(rotated, "key"), nil, 200, get, get)
 	do("disable, key below a key", "PATCH", "/v1/api-keys/"+str(child, "id"), admin, map[string]any{"enabled": false}, 200, get, get, batch, tx)
 	if v := do("key disabled", "GET", "/v1/auth/verify", str(childTok, "access_token"), nil, 200, batch); v["valid"] != false || v["reason"] != "disabled" {
 		t.Errorf("verify of a disabled key's token: got %v, want invalid, disabled", v)

@@ -178,8 +178,13 @@ type apiKeyItem struct {
 	Bootstrap bool              `dynamodbav:"bootstrap,omitempty"`
 	Metadata  map[string]string `dynamodbav:"metadata,omitempty"`
 	Disabled  bool              `dynamodbav:"disabled,omitempty"`
-	CreatedAt time.Time         `dynamodbav:"created_at"`
-	ExpiresAt time.Time         `dynamodbav:"expires_at"`
+	// PreviousHash is the hash of the secret the last rotation replaced,
+	// until PreviousExpiresAt; a third copy of the key is stored under it
+	// meanwhile (see previousCopy).
+	PreviousHash      []byte     `dynamodbav:"previous_hash,omitempty"`
+	PreviousExpiresAt *time.Time `dynamodbav:"previous_expires_at,omitempty"`
+	CreatedAt         time.Time  `dynamodbav:"created_at"`
+	ExpiresAt         time.Time  `dynamodbav:"expires_at"`
 	// ExpireAt is the TTL attribute (epoch seconds), on keys that expire:
 	// DynamoDB drops both copies account.ExpiredKeyRetention after expiry.
 	ExpireAt int64 `dynamodbav:"expire_at,omitempty"`
@@ -217,10 +222,12 @@ func newAPIKeyItems(k account.APIKey) (byID, byHash apiKeyItem) {
 		CreatedBy: k.CreatedBy,
 		Ancestors: k.Ancestors,
 		Bootstrap: k.Bootstrap,
-		Metadata:  k.Metadata,
 		Disabled:  k.Disabled,
 		CreatedAt: k.CreatedAt.UTC(),
 		ExpiresAt: k.ExpiresAt.UTC(),
+	}
+	if len(k.Metadata) > 0 {
+		byID.Metadata = k.Metadata
 	}
 	if !k.ExpiresAt.IsZero() {
 		byID.ExpireAt = k.ExpiresAt.Add(account.ExpiredKeyRetention).Unix()
@@ -235,6 +242,17 @@ func (it apiKeyItem) hashCopy() apiKeyItem {
 	it.GSI1PK, it.GSI1SK = "", ""
 	it.Children = 0
 	return it
+}
+
+// previousCopy returns the copy of the item under the ID (it) that is
+// stored under its PreviousHash while that secret is accepted. DynamoDB
+// deletes it (TTL) once the grace period has ended; the service refuses the
+// secret from that instant on whether or not it is gone.
+func (it apiKeyItem) previousCopy() apiKeyItem {
+	c := it.hashCopy()
+	c.key = keyHashKey(it.PreviousHash)
+	c.ExpireAt = it.PreviousExpiresAt.Unix()
+	return c
 }
 
 // apiKey returns the key as stored; DisabledAbove is for the reader to set.
@@ -252,6 +270,11 @@ func (it apiKeyItem) apiKey() account.APIKey {
 		Disabled:  it.Disabled,
 		CreatedAt: it.CreatedAt,
 		ExpiresAt: it.ExpiresAt,
+
+		PreviousHash: it.PreviousHash,
+	}
+	if it.PreviousExpiresAt != nil {
+		k.PreviousExpiresAt = *it.PreviousExpiresAt
 	}
 	if k.Scopes == nil {
 		k.Scopes = []string{}

@@ -38,8 +38,17 @@ import (
 //     starts again from the root, which finds the new key. A create after
 //     the key's item is gone fails, since it needs the parent.
 
-// maxTreeKeys is how many keys one transaction deletes: three items each.
-const maxTreeKeys = maxTransactItems / 3
+const (
+	// maxKeyItems is the most items that delete one key: its item, its
+	// copy under its hash, the copy under its previous hash (see
+	// apiKeyItem.PreviousHash), and its link in its parent's partition.
+	maxKeyItems = 4
+	// maxTreeKeys is how many keys of three items (no previous secret) one
+	// transaction deletes. A transaction takes keys while it has room for
+	// one more of maxKeyItems besides them, so that the root always fits
+	// in the last.
+	maxTreeKeys = maxTransactItems / 3
+)
 
 // errTreeChanged cancels a pass of DeleteAPIKey whose transaction found a
 // key other than the walk read it: a key created below it meanwhile, or a
@@ -119,8 +128,10 @@ type treeDelete struct {
 	root keyNode
 	// flagged is set once the root's copies carry deleting.
 	flagged bool
-	// queue holds, per key, the items that delete it, children first.
+	// queue holds, per key, the items that delete it, children first;
+	// items counts them.
 	queue [][]types.TransactWriteItem
+	items int
 }
 
 // deleteKeyTree is one pass of DeleteAPIKey: errTreeChanged if the tree
@@ -169,8 +180,8 @@ func parentOf(it apiKeyItem) string {
 }
 
 // walk queues the keys below n, each after the keys below it, and deletes
-// the queue maxTreeKeys keys at a time whenever it is full, flagging the
-// root first.
+// the queue whenever it has no room left for one more key (maxKeyItems),
+// flagging the root first.
 func (d *treeDelete) walk(ctx context.Context, n keyNode) error {
 	for _, id := range n.children {
 		child, err := d.s.readKeyNode(ctx, id)
@@ -185,7 +196,8 @@ func (d *treeDelete) walk(ctx context.Context, n keyNode) error {
 			return err
 		}
 		d.queue = append(d.queue, dels)
-		if len(d.queue) < maxTreeKeys {
+		d.items += len(dels)
+		if d.items <= maxTransactItems-maxKeyItems {
 			continue
 		}
 		// Not the last transaction: the idempotency record goes with the
@@ -198,7 +210,7 @@ func (d *treeDelete) walk(ctx context.Context, n keyNode) error {
 		if err := d.transact(withoutCommit(ctx), d.queued(nil)); err != nil {
 			return err
 		}
-		d.queue = d.queue[:0]
+		d.queue, d.items = d.queue[:0], 0
 	}
 	return nil
 }
@@ -224,6 +236,9 @@ func (d *treeDelete) deletes(n keyNode, parent string) ([]types.TransactWriteIte
 			func() (types.TransactWriteItem, error) { return d.s.del(apiKeyKey(n.id), &cond) },
 			func() (types.TransactWriteItem, error) { return d.s.del(keyHashKey(hash), nil) },
 		)
+		if previous := n.item.PreviousHash; previous != nil {
+			steps = append(steps, func() (types.TransactWriteItem, error) { return d.s.del(keyHashKey(previous), nil) })
+		}
 	}
 	if parent != "" {
 		steps = append(steps, func() (types.TransactWriteItem, error) { return d.s.del(keyLinkKey(parent, n.id), nil) })
@@ -239,17 +254,29 @@ func (d *treeDelete) queued(items []types.TransactWriteItem) []types.TransactWri
 	return items
 }
 
-// flag sets deleting on both copies of the root, in one transaction: from
+// flag sets deleting on every copy of the root, in one transaction: from
 // then on the root and every key below it are gone to readers, and no key
-// can be created below the root.
+// can be created below, nor change, the root. It is conditional on the
+// root's version, so that the copies flagged are the copies there are: a
+// new secret since the walk makes the delete start over.
 func (d *treeDelete) flag(ctx context.Context) error {
 	set := expression.Set(expression.Name("deleting"), expression.Value(true))
-	items, err := build(
-		func() (types.TransactWriteItem, error) { return d.s.update(apiKeyKey(d.root.id), set, condPresent) },
+	steps := []func() (types.TransactWriteItem, error){
+		func() (types.TransactWriteItem, error) {
+			return d.s.update(apiKeyKey(d.root.id), set, condPresent.And(versionIs(d.root.item.Version)))
+		},
 		func() (types.TransactWriteItem, error) {
 			return d.s.update(keyHashKey(d.root.item.Hash), set, condPresent)
 		},
-	)
+	}
+	if d.root.item.PreviousHash != nil {
+		// A Put, not an update: the copy may be gone already (TTL, once
+		// its grace period has ended); the delete removes it at its end.
+		previous := d.root.item.previousCopy()
+		previous.Deleting = true
+		steps = append(steps, func() (types.TransactWriteItem, error) { return d.s.putAlways(previous) })
+	}
+	items, err := build(steps...)
 	if err != nil {
 		return err
 	}

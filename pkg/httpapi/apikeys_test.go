@@ -301,3 +301,71 @@ func TestAPIKeyUpdate(t *testing.T) {
 		wantProblem(t, a.do(http.MethodPatch, "/v1/api-keys/"+account.NewID(account.PrefixAPIKey, time.Now()), a.AdminKey, map[string]any{"name": "x"}), http.StatusNotFound, "not_found")
 	})
 }
+
+// TestAPIKeyRotate: POST /v1/api-keys/{id}/rotate returns the key with a
+// new secret; the old secret works until the grace period ends, the key's
+// tokens stay.
+func TestAPIKeyRotate(t *testing.T) {
+	a := newAPI(t)
+	k := a.createKey(a.AdminKey, "read:users")
+	res := a.do(http.MethodPost, "/v1/api-keys/"+k.id+"/rotate", a.AdminKey, map[string]any{"expires_in": "24h"})
+	want(t, res, http.StatusOK)
+	if got := res.Header.Get("Cache-Control"); got != "no-store" {
+		t.Errorf("Cache-Control: got %q, want no-store", got)
+	}
+	var rotated struct {
+		ID                   string  `json:"id"`
+		Key                  string  `json:"key"`
+		MaskedKey            string  `json:"masked_key"`
+		PreviousKeyExpiresAt *string `json:"previous_key_expires_at"`
+	}
+	res.Decode(t, &rotated)
+	if rotated.ID != k.id || rotated.Key == "" || rotated.Key == k.secret || !strings.HasSuffix(rotated.MaskedKey, rotated.Key[len(rotated.Key)-4:]) {
+		t.Errorf("rotate: got %+v, want the same key with a new secret", rotated)
+	}
+	if want := a.Clock.Now().Add(24 * time.Hour).UTC().Format("2006-01-02T15:04:05.000Z"); rotated.PreviousKeyExpiresAt == nil || *rotated.PreviousKeyExpiresAt != want {
+		t.Errorf("previous_key_expires_at: got %v, want %s", rotated.PreviousKeyExpiresAt, want)
+	}
+	for _, cred := range []string{rotated.Key, k.secret} {
+		want(t, a.do(http.MethodGet, "/v1/users", cred, nil), http.StatusOK)
+	}
+	if v := a.do(http.MethodGet, "/v1/auth/verify", k.token, nil).Map(t); v["valid"] != true {
+		t.Errorf("verify of a token issued before the rotation: got %v, want valid", v)
+	}
+
+	a.Clock.Advance(24 * time.Hour)
+	wantProblem(t, a.do(http.MethodGet, "/v1/users", k.secret, nil), http.StatusUnauthorized, "unauthorized")
+	want(t, a.do(http.MethodGet, "/v1/users", rotated.Key, nil), http.StatusOK)
+	if got := a.do(http.MethodGet, "/v1/api-keys/"+k.id, a.AdminKey, nil).Map(t); got["previous_key_expires_at"] != nil {
+		t.Errorf("previous_key_expires_at after the grace period: got %v, want null", got["previous_key_expires_at"])
+	}
+
+	// Without a grace period, the old secret stops at once.
+	res = a.do(http.MethodPost, "/v1/api-keys/"+k.id+"/rotate", a.AdminKey, map[string]any{})
+	want(t, res, http.StatusOK)
+	wantProblem(t, a.do(http.MethodGet, "/v1/users", rotated.Key, nil), http.StatusUnauthorized, "unauthorized")
+	if got := res.Map(t); got["previous_key_expires_at"] != nil {
+		t.Errorf("previous_key_expires_at without a grace period: got %v, want null", got["previous_key_expires_at"])
+	}
+
+	t.Run("ErrInvalidRequest", func(t *testing.T) {
+		for _, body := range []map[string]any{{"expires_in": "8d"}, {"expires_in": "x"}, {"expires_in": 60}, {"scopes": []string{"*:*"}}} {
+			p := wantProblem(t, a.do(http.MethodPost, "/v1/api-keys/"+k.id+"/rotate", a.AdminKey, body), http.StatusBadRequest, "invalid_request")
+			if len(p.Errors) != 1 {
+				t.Errorf("body %v: got errors %v, want one naming the field", body, p.Errors)
+			}
+		}
+	})
+	t.Run("ErrBootstrap", func(t *testing.T) {
+		admin, err := a.Service.Authenticate(t.Context(), a.AdminKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantProblem(t, a.do(http.MethodPost, "/v1/api-keys/"+admin.KeyID+"/rotate", a.AdminKey, map[string]any{}), http.StatusForbidden, "forbidden")
+		want(t, a.do(http.MethodGet, "/v1/users", a.AdminKey, nil), http.StatusOK)
+	})
+	t.Run("ErrToken", func(t *testing.T) {
+		tok, _ := a.IssueToken(t, a.AdminKey, "", account.ScopeWriteAPIKeys)
+		wantProblem(t, a.do(http.MethodPost, "/v1/api-keys/"+k.id+"/rotate", tok, map[string]any{}), http.StatusForbidden, "forbidden")
+	})
+}

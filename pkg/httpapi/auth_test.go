@@ -63,6 +63,10 @@ var fixtures = map[string]fixture{
 		k, _ := a.CreateAPIKey(a.t, account.ScopeWriteAPIKeys)
 		return "/v1/api-keys/" + k.ID, map[string]any{"name": "renamed", "metadata": map[string]string{"team": "billing"}}, http.StatusOK
 	},
+	"POST /v1/api-keys/{id}/rotate": func(a api) (string, any, int) {
+		k, _ := a.CreateAPIKey(a.t, account.ScopeWriteAPIKeys)
+		return "/v1/api-keys/" + k.ID + "/rotate", map[string]any{"expires_in": "1h"}, http.StatusOK
+	},
 	"DELETE /v1/api-keys/{id}": func(a api) (string, any, int) {
 		k, _ := a.CreateAPIKey(a.t, account.ScopeWriteAPIKeys)
 		return "/v1/api-keys/" + k.ID, nil, http.StatusNoContent

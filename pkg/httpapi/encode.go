@@ -216,7 +216,10 @@ type apiKeyResponse struct {
 	Metadata  account.Metadata `json:"metadata"`
 	CreatedAt timestamp        `json:"created_at"`
 	ExpiresAt *timestamp       `json:"expires_at"`
-	Key       string           `json:"key,omitempty"`
+	// PreviousKeyExpiresAt is when the secret a rotation replaced stops;
+	// null when there is none that still works.
+	PreviousKeyExpiresAt *timestamp `json:"previous_key_expires_at"`
+	Key                  string     `json:"key,omitempty"`
 }
 
 func toAPIKey(k account.APIKey) apiKeyResponse {
@@ -230,6 +233,8 @@ func toAPIKey(k account.APIKey) apiKeyResponse {
 		Metadata:  k.Metadata,
 		CreatedAt: timestamp(k.CreatedAt),
 		ExpiresAt: optionalTime(k.ExpiresAt),
+
+		PreviousKeyExpiresAt: optionalTime(k.PreviousExpiresAt),
 	}
 	if out.Scopes == nil {
 		out.Scopes = []string{}

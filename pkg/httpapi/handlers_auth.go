@@ -168,6 +168,26 @@ func (s *server) updateAPIKey(w http.ResponseWriter, r *http.Request, p account.
 	return nil
 }
 
+type rotateRequest struct {
+	ExpiresIn string `json:"expires_in"`
+}
+
+func (s *server) rotateAPIKey(w http.ResponseWriter, r *http.Request, p account.Principal) error {
+	var req rotateRequest
+	if err := decode(w, r, &req); err != nil {
+		return err
+	}
+	key, secret, err := s.svc.RotateAPIKey(r.Context(), p, r.PathValue("id"), account.KeyRotationRequest{ExpiresIn: req.ExpiresIn})
+	if err != nil {
+		return err
+	}
+	out := toAPIKey(key)
+	out.Key = secret
+	w.Header().Set("Cache-Control", "no-store") // the secret is shown this once
+	s.writeJSON(w, r, http.StatusOK, out)
+	return nil
+}
+
 func (s *server) deleteAPIKey(w http.ResponseWriter, r *http.Request, p account.Principal) error {
 	if err := s.svc.DeleteAPIKey(r.Context(), p, r.PathValue("id")); err != nil {
 		return err

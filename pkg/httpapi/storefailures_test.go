@@ -182,6 +182,7 @@ func storeFailureRequests(now time.Time, token string) map[string][]storeFailure
 		"GET /v1/api-keys/{id}":                           {{prefix: key}},
 		"PATCH /v1/api-keys/{id}":                         {{prefix: key, body: map[string]any{"enabled": false}}},
 		"DELETE /v1/api-keys/{id}":                        {{prefix: key}},
+		"POST /v1/api-keys/{id}/rotate":                   {{prefix: key, body: map[string]any{"expires_in": "1h"}}},
 		"GET /v1/organizations":                           {{}, {query: "?slug=acme"}, {query: "?external_id=acct-1"}},
 		"POST /v1/organizations":                          {{body: map[string]any{"name": "Acme", "slug": "acme"}}},
 		"GET /v1/organizations/{id}":                      {{prefix: org}},

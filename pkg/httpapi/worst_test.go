@@ -324,6 +324,15 @@ func (f *worstFixture) worstLoads() []routeLoad {
 			},
 		},
 		{
+			route:    route(http.MethodPost, "/v1/api-keys/{id}/rotate"),
+			ordinary: withBody("ordinary", "/v1/api-keys/"+f.key.ID+"/rotate", http.StatusOK, []byte(`{"expires_in":"1h"}`)),
+			worst: []load{
+				withBody("long_expires_in", "/v1/api-keys/"+f.key.ID+"/rotate", http.StatusBadRequest,
+					[]byte(`{"expires_in":"`+strings.Repeat("9", httpapi.MaxBodyBytes-20)+`s"}`)),
+				withBody("long_id", "/v1/api-keys/"+hugeID+"/rotate", http.StatusNotFound, []byte(`{}`)),
+			},
+		},
+		{
 			route:    route(http.MethodDelete, "/v1/api-keys/{id}"),
 			ordinary: noBody("ordinary", "/v1/api-keys/"+missing(account.PrefixAPIKey), http.StatusNotFound),
 			worst:    longIDs("/v1/api-keys/"),

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -242,6 +243,121 @@ func (s suite) updateAPIKey(t *testing.T) {
 	})
 }
 
+func (s suite) rotateAPIKey(t *testing.T) {
+	rotate := func(f *fixture, k account.APIKey, until time.Time) (account.APIKey, error) {
+		secret := account.NewAPIKeySecret()
+		r := &account.KeyRotation{Hash: account.HashAPIKey(secret), Last4: secret[len(secret)-4:], PreviousUntil: until}
+		return f.s.UpdateAPIKey(f.ctx, k.ID, account.APIKeyPatch{Rotate: r, At: f.now()}, nil)
+	}
+	t.Run("WithGrace", func(t *testing.T) {
+		// The new secret finds the key, and so does the old one, with
+		// the old one recorded as previous, until when it was given.
+		f := s.fix(t)
+		k := f.key()
+		until := f.now().Add(time.Hour)
+		got, err := rotate(f, k, until)
+		f.ok(err, "UpdateAPIKey rotating")
+		want := k
+		want.Hash, want.Last4, want.PreviousHash, want.PreviousExpiresAt = got.Hash, got.Last4, k.Hash, until
+		assertSame(t, "the rotated key", got, want)
+		if bytes.Equal(got.Hash, k.Hash) {
+			t.Fatal("the rotated key kept its hash")
+		}
+		f.wantKey("the rotated key", want)
+		old, err := f.s.GetAPIKeyByHash(f.ctx, k.Hash)
+		f.ok(err, "GetAPIKeyByHash of the previous secret")
+		assertSame(t, "the key found by its previous secret", old, want)
+	})
+	t.Run("WithoutGrace", func(t *testing.T) {
+		f := s.fix(t)
+		k := f.key()
+		got, err := rotate(f, k, time.Time{})
+		f.ok(err, "UpdateAPIKey rotating")
+		if len(got.PreviousHash) != 0 || !got.PreviousExpiresAt.IsZero() {
+			t.Errorf("a rotation without grace: got previous %x until %v, want none", got.PreviousHash, got.PreviousExpiresAt)
+		}
+		f.wantKey("the rotated key", got)
+		_, err = f.s.GetAPIKeyByHash(f.ctx, k.Hash)
+		wantErr(t, "GetAPIKeyByHash of the replaced secret", err, account.ErrAPIKeyNotFound())
+	})
+	t.Run("AgainEndsTheOlderGrace", func(t *testing.T) {
+		f := s.fix(t)
+		k := f.key()
+		first, err := rotate(f, k, f.now().Add(time.Hour))
+		f.ok(err, "first rotation")
+		until := f.now().Add(2 * time.Hour)
+		second, err := rotate(f, first, until)
+		f.ok(err, "second rotation")
+		if !bytes.Equal(second.PreviousHash, first.Hash) || !second.PreviousExpiresAt.Equal(until) {
+			t.Errorf("after two rotations: previous %x until %v, want the first rotation's %x until %v", second.PreviousHash, second.PreviousExpiresAt, first.Hash, until)
+		}
+		_, err = f.s.GetAPIKeyByHash(f.ctx, k.Hash)
+		wantErr(t, "GetAPIKeyByHash of the original secret", err, account.ErrAPIKeyNotFound())
+		f.wantKey("the key rotated twice", second)
+		got, err := f.s.GetAPIKeyByHash(f.ctx, first.Hash)
+		f.ok(err, "GetAPIKeyByHash of the previous secret")
+		assertSame(t, "the key by its previous secret", got, second)
+	})
+	t.Run("ChangesReachThePreviousSecret", func(t *testing.T) {
+		// Disabling a key disables it whichever secret is presented; a
+		// change after the grace period drops the previous secret.
+		f := s.fix(t)
+		k := f.key()
+		until := f.now().Add(time.Minute)
+		rotated, err := rotate(f, k, until)
+		f.ok(err, "rotation")
+		off := true
+		got, err := f.s.UpdateAPIKey(f.ctx, k.ID, account.APIKeyPatch{Disabled: &off, At: f.now()}, nil)
+		f.ok(err, "UpdateAPIKey disabling")
+		if !bytes.Equal(got.PreviousHash, k.Hash) {
+			t.Errorf("a change during the grace period dropped the previous secret")
+		}
+		old, err := f.s.GetAPIKeyByHash(f.ctx, k.Hash)
+		f.ok(err, "GetAPIKeyByHash of the previous secret")
+		if !old.Disabled {
+			t.Error("the key found by its previous secret is not disabled")
+		}
+		on := false
+		got, err = f.s.UpdateAPIKey(f.ctx, k.ID, account.APIKeyPatch{Disabled: &on, At: until}, nil)
+		f.ok(err, "UpdateAPIKey after the grace period")
+		want := rotated
+		want.PreviousHash, want.PreviousExpiresAt = nil, time.Time{}
+		assertSame(t, "the key changed after the grace period", got, want)
+		f.wantKey("the key changed after the grace period", want)
+		_, err = f.s.GetAPIKeyByHash(f.ctx, k.Hash)
+		wantErr(t, "GetAPIKeyByHash of the previous secret after its grace period", err, account.ErrAPIKeyNotFound())
+	})
+	t.Run("Delete", func(t *testing.T) {
+		// Deleting a key, or a key above it, takes both its secrets.
+		f := s.fix(t)
+		parent := f.key()
+		k := f.childKey(parent)
+		rotatedParent, err := rotate(f, parent, f.now().Add(time.Hour))
+		f.ok(err, "rotation of the parent")
+		rotated, err := rotate(f, k, f.now().Add(time.Hour))
+		f.ok(err, "rotation of the child")
+		f.ok(f.s.DeleteAPIKey(f.ctx, parent.ID, nil), "DeleteAPIKey")
+		for _, old := range []account.APIKey{parent, k} {
+			f.wantKeyGone("a deleted key, by its previous secret", old)
+		}
+		for _, gone := range []account.APIKey{rotatedParent, rotated} {
+			f.wantKeyGone("a deleted key, by its secret", gone)
+		}
+	})
+	t.Run("ErrHashExists", func(t *testing.T) {
+		// A new secret is never another key's: the rotation fails (with any
+		// error) and changes nothing.
+		f := s.fix(t)
+		k, other := f.key(), f.key()
+		r := &account.KeyRotation{Hash: other.Hash, Last4: other.Last4, PreviousUntil: f.now().Add(time.Hour)}
+		if _, err := f.s.UpdateAPIKey(f.ctx, k.ID, account.APIKeyPatch{Rotate: r, At: f.now()}, nil); err == nil {
+			t.Fatal("a rotation to another key's hash: got no error")
+		}
+		f.wantKey("the key after a refused rotation", k)
+		f.wantKey("the other key", other)
+	})
+}
+
 // wantKey fails unless k reads back as want by ID and by hash, and is in
 // the list as want.
 func (f *fixture) wantKey(what string, want account.APIKey) {
@@ -350,8 +466,11 @@ func (s suite) deleteAPIKey(t *testing.T) {
 	t.Run("Large", func(t *testing.T) {
 		// More keys than one DynamoDB transaction holds: a root with 40
 		// children, one of which has 30, and a chain as deep as keys go.
+		// The root and one key below it have a previous secret, still
+		// accepted.
 		f := s.fix(t)
 		root := f.key()
+		defer f.wantKeyGone("the root, by its previous secret", root)
 		var gone []account.APIKey
 		for range 40 {
 			gone = append(gone, f.childKey(root))
@@ -363,6 +482,18 @@ func (s suite) deleteAPIKey(t *testing.T) {
 		for range account.MaxKeyAncestors - 1 {
 			deep = f.childKey(deep)
 			gone = append(gone, deep)
+		}
+		for i, k := range []account.APIKey{root, gone[7]} {
+			secret := account.NewAPIKeySecret()
+			r := &account.KeyRotation{Hash: account.HashAPIKey(secret), Last4: secret[len(secret)-4:], PreviousUntil: f.now().Add(time.Hour)}
+			rotated, err := f.s.UpdateAPIKey(f.ctx, k.ID, account.APIKeyPatch{Rotate: r, At: f.now()}, nil)
+			f.ok(err, "UpdateAPIKey rotating")
+			if i == 0 {
+				root = rotated
+			} else {
+				gone = append(gone, k) // by its previous secret
+				gone[7] = rotated
+			}
 		}
 		if n := len(deep.Ancestors); n != account.MaxKeyAncestors {
 			t.Fatalf("the deepest key has %d ancestors, want %d", n, account.MaxKeyAncestors)
@@ -415,6 +546,9 @@ func (s suite) deleteAPIKey(t *testing.T) {
 
 // wantKeyGone fails unless k can be found neither by ID nor by hash, and
 // cannot be deleted again.
+//
+// k's Hash is looked up; to check a previous secret, pass the key as it was
+// before the rotation.
 func (f *fixture) wantKeyGone(what string, k account.APIKey) {
 	f.t.Helper()
 	if _, err := f.s.GetAPIKey(f.ctx, k.ID); !isErr(err, account.ErrAPIKeyNotFound()) {
