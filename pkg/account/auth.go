@@ -70,6 +70,7 @@ func (s *Service) Authenticate(ctx context.Context, credential string) (Principa
 	if key.Paused() {
 		return Principal{}, errPaused(key, "the API key")
 	}
+	s.recordUse(ctx, key, now)
 	return Principal{KeyID: key.ID, Scopes: key.Scopes, KeyExpiresAt: key.ExpiresAt, KeyAncestors: key.Ancestors, KeyBootstrap: key.Bootstrap}, nil
 }
 

@@ -1,16 +1,22 @@
 package account_test
 
 import (
+	"bytes"
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"errors"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"latchkey/pkg/account"
 	"latchkey/pkg/boltstore"
+	"latchkey/pkg/mock"
 	"latchkey/pkg/token"
 )
 
@@ -101,5 +107,128 @@ func TestCheckIssuer(t *testing.T) {
 	})
 	if err == nil {
 		t.Error("NewService with the issuer \"latchkey\": got nil error")
+	}
+}
+
+// useCounter is a store that counts the uses of API keys recorded, and can
+// be made to fail them.
+type useCounter struct {
+	*boltstore.Store
+	mu    sync.Mutex
+	calls int
+	fail  error
+}
+
+func (c *useCounter) RecordAPIKeyUse(ctx context.Context, k account.APIKey, at time.Time) (time.Time, error) {
+	c.mu.Lock()
+	c.calls++
+	fail := c.fail
+	c.mu.Unlock()
+	if fail != nil {
+		return time.Time{}, fail
+	}
+	return c.Store.RecordAPIKeyUse(ctx, k, at)
+}
+
+func (c *useCounter) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.calls
+}
+
+// TestService_LastUse: a key's secret authenticating a request records its
+// last use, at most once a minute per key in a process; a token of the key
+// records nothing (it is not the key's secret); a failure to record is
+// logged and the request goes on.
+func TestService_LastUse(t *testing.T) {
+	store, err := boltstore.Open(filepath.Join(t.TempDir(), "latchkey.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	counter := &useCounter{Store: store}
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mock.NewClock(time.Now().UTC().Truncate(time.Millisecond))
+	var logs bytes.Buffer
+	svc, err := account.NewService(counter, account.Options{
+		CursorKey: []byte("0123456789abcdef0123456789abcdef"),
+		Signer:    token.NewSigner(priv, issuer),
+		Parser:    token.NewParser(issuer, pub),
+		Now:       c.Now,
+		Logger:    slog.New(slog.NewTextHandler(&logs, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	secret := account.NewAPIKeySecret()
+	if err := svc.EnsureBootstrapKey(ctx, secret, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := counter.count(); n != 0 {
+		t.Fatalf("EnsureBootstrapKey recorded %d uses, want none: it authenticates no request", n)
+	}
+	admin, err := svc.Authenticate(ctx, secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := c.Now()
+	lastUse := func() time.Time {
+		t.Helper()
+		k, err := svc.GetAPIKey(ctx, admin, admin.KeyID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k.LastUsedAt
+	}
+	if got := lastUse(); !got.Equal(first) {
+		t.Errorf("LastUsedAt after the first request: got %v, want %v", got, first)
+	}
+	tok, _, err := svc.IssueToken(ctx, admin, account.TokenRequest{Scopes: []string{"read:users"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		c.Advance(10 * time.Second)
+		if _, err := svc.Authenticate(ctx, secret); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.Authenticate(ctx, tok); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := counter.count(); n != 1 {
+		t.Errorf("uses recorded within a minute: got %d, want 1", n)
+	}
+	if got := lastUse(); !got.Equal(first) {
+		t.Errorf("LastUsedAt within the minute: got %v, want the first use %v", got, first)
+	}
+	c.Advance(10 * time.Second) // a minute after the first
+	if _, err := svc.Authenticate(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	if n, got := counter.count(), lastUse(); n != 2 || !got.Equal(c.Now()) {
+		t.Errorf("a minute later: %d uses recorded, LastUsedAt %v; want 2 and %v", n, got, c.Now())
+	}
+
+	// The store fails: the request authenticates all the same, the
+	// failure is logged, and the process waits a minute before trying again.
+	counter.mu.Lock()
+	counter.fail = errors.New("disk on fire")
+	counter.mu.Unlock()
+	c.Advance(time.Minute)
+	for range 3 {
+		if _, err := svc.Authenticate(ctx, secret); err != nil {
+			t.Fatalf("Authenticate while the last use cannot be recorded: %v", err)
+		}
+	}
+	if n := counter.count(); n != 3 {
+		t.Errorf("uses recorded: got %d, want 3 (one failed try)", n)
+	}
+	if !strings.Contains(logs.String(), "the last use of an API key was not recorded") || !strings.Contains(logs.String(), admin.KeyID) {
+		t.Errorf("log: %q, want a warning naming the key", logs.String())
 	}
 }

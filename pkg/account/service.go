@@ -6,6 +6,7 @@ package account
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 )
 
@@ -20,6 +21,10 @@ type Options struct {
 	Parser TokenParser
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// Logger receives what the service does besides the request it serves
+	// and does not let fail it: a last use of an API key it could not
+	// record. Nil discards it.
+	Logger *slog.Logger
 }
 
 // Service carries out every operation of the API for an authenticated
@@ -32,6 +37,8 @@ type Service struct {
 	verifier *TokenVerifier
 	cursors  cursorCodec
 	now      func() time.Time
+	uses     keyUses
+	log      *slog.Logger
 }
 
 // NewService returns a Service over store.
@@ -51,6 +58,10 @@ func NewService(store Store, opts Options) (*Service, error) {
 	if now == nil {
 		now = time.Now
 	}
+	log := opts.Logger
+	if log == nil {
+		log = discardLogger
+	}
 	return &Service{
 		store:    store,
 		signer:   opts.Signer,
@@ -58,6 +69,7 @@ func NewService(store Store, opts Options) (*Service, error) {
 		verifier: NewTokenVerifier(store, opts.Parser, now),
 		cursors:  cursorCodec{key: opts.CursorKey},
 		now:      func() time.Time { return now().UTC().Truncate(time.Millisecond) },
+		log:      log,
 	}, nil
 }
 

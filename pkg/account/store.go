@@ -228,6 +228,13 @@ type Store interface {
 	// returns that error. A rotation to a hash that another key has fails
 	// (with any error), as CreateAPIKey does. CodeNotFound as for GetAPIKey.
 	UpdateAPIKey(ctx context.Context, id string, patch APIKeyPatch, allow func(APIKey) error) (APIKey, error)
+	// RecordAPIKeyUse records that k's secret authenticated a request at
+	// at, unless a use after at minus KeyUseResolution is recorded
+	// already, and returns the last use recorded after the call: at, or
+	// the later one it kept. A use recorded for a key deleted a moment
+	// before is harmless: nothing reads it but GetAPIKey and ListAPIKeys,
+	// which do not find the key.
+	RecordAPIKeyUse(ctx context.Context, k APIKey, at time.Time) (time.Time, error)
 	// ListAPIKeys lists keys, newest first. A store may drop a key
 	// ExpiredKeyRetention after it has expired. It leaves out a key whose
 	// delete has begun; the keys below it may show until the delete is

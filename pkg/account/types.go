@@ -89,9 +89,21 @@ type APIKey struct {
 	// rotation gave none, and once a later rotation has replaced it.
 	PreviousHash      []byte
 	PreviousExpiresAt time.Time
-	CreatedAt         time.Time
-	ExpiresAt         time.Time // zero: never expires
+	// LastUsedAt is the last time the key's secret (either one, during a
+	// rotation's grace period) authenticated a request, to within
+	// KeyUseResolution; zero if it never has. GetAPIKey, ListAPIKeys and
+	// UpdateAPIKey read it; GetAPIKeyByHash and TokenStatus, which decide
+	// whether a credential is valid, do not.
+	LastUsedAt time.Time
+	CreatedAt  time.Time
+	ExpiresAt  time.Time // zero: never expires
 }
+
+// KeyUseResolution is how exact APIKey.LastUsedAt is: a use of a key is
+// recorded only if the last one recorded is at least this old, so that
+// a key in constant use costs at most one write a minute, not one per
+// request.
+const KeyUseResolution = time.Minute
 
 // PreviousActive reports whether the key has a previous secret that is
 // still accepted at now.

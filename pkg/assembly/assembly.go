@@ -96,7 +96,7 @@ type Assembly struct {
 // configuration from p.
 func New(p Parts) (*Assembly, error) {
 	a := &Assembly{}
-	opts := account.Options{CursorKey: p.CursorKey, Now: p.Now, Parser: p.Verifier}
+	opts := account.Options{CursorKey: p.CursorKey, Now: p.Now, Parser: p.Verifier, Logger: p.Logger}
 	if p.Algorithm == "" {
 		p.Algorithm = token.EdDSA
 	}

@@ -58,9 +58,42 @@ func (s *Store) GetAPIKey(_ context.Context, id string) (account.APIKey, error) 
 	err := s.read(func(tx *bolt.Tx) error {
 		var err error
 		k, err = s.readAPIKey(tx, []byte(id))
+		k.LastUsedAt = lastUse(tx, id)
 		return err
 	})
 	return k, err
+}
+
+// lastUse returns the key id's last use recorded, or the zero time.
+func lastUse(tx *bolt.Tx, id string) time.Time {
+	var t time.Time
+	if v := tx.Bucket(bucketKeyUses).Get([]byte(id)); v != nil {
+		_ = t.UnmarshalText(v) // written by RecordAPIKeyUse; a bad one reads as never used
+	}
+	return t
+}
+
+// RecordAPIKeyUse implements account.Store, in one write transaction: it
+// reads the last use recorded, and records at only if that is at least
+// account.KeyUseResolution older. A key deleted meanwhile gets nothing recorded.
+func (s *Store) RecordAPIKeyUse(ctx context.Context, k account.APIKey, at time.Time) (time.Time, error) {
+	last := at
+	err := s.write(ctx, func(tx *bolt.Tx) error {
+		last = at
+		if tx.Bucket(bucketKeys).Get([]byte(k.ID)) == nil {
+			return nil
+		}
+		if prev := lastUse(tx, k.ID); prev.After(at.Add(-account.KeyUseResolution)) {
+			last = prev
+			return nil
+		}
+		v, err := at.UTC().MarshalText()
+		if err != nil {
+			return err
+		}
+		return tx.Bucket(bucketKeyUses).Put([]byte(k.ID), v)
+	})
+	return last, err
 }
 
 // readAPIKey reads the key id and sets its DisabledAbove from its
@@ -154,6 +187,7 @@ func (s *Store) UpdateAPIKey(ctx context.Context, id string, p account.APIKeyPat
 				return err
 			}
 		}
+		k.LastUsedAt = lastUse(tx, id)
 		return put(tx.Bucket(bucketKeys), []byte(id), toAPIKeyItem(k))
 	})
 	if err != nil {
@@ -255,6 +289,9 @@ func deleteAPIKey(tx *bolt.Tx, id string) error {
 			return err
 		}
 	}
+	if err := tx.Bucket(bucketKeyUses).Delete([]byte(id)); err != nil {
+		return err
+	}
 	hashes := tx.Bucket(bucketKeyHashes)
 	if err := dropHash(hashes, it.PreviousHash, id); err != nil {
 		return err
@@ -267,9 +304,11 @@ func (s *Store) ListAPIKeys(_ context.Context, p account.ListParams) (account.Pa
 	var page account.Page[account.APIKey]
 	err := s.read(func(tx *bolt.Tx) error {
 		var err error
-		page, err = list(tx.Bucket(bucketKeys), "", p, func(_ string, v []byte) (account.APIKey, error) {
+		page, err = list(tx.Bucket(bucketKeys), "", p, func(id string, v []byte) (account.APIKey, error) {
 			it, err := decode[apiKeyItem](v)
-			return it.domain(), err
+			k := it.domain()
+			k.LastUsedAt = lastUse(tx, id)
+			return k, err
 		})
 		return err
 	})

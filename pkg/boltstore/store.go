@@ -59,6 +59,7 @@ var (
 	bucketKeys       = []byte("api_keys")             // key id -> apiKeyItem
 	bucketKeyHashes  = []byte("api_keys_by_hash")     // SHA-256 -> key id
 	bucketKeyTree    = []byte("api_keys_by_parent")   // parent key id/key id -> nothing (the keys below a key)
+	bucketKeyUses    = []byte("api_key_uses")         // key id -> last use, RFC 3339 (account.APIKey.LastUsedAt)
 	bucketTokens     = []byte("tokens")               // token id -> tokenItem
 	bucketRevoked    = []byte("revocations")          // token id -> revocationItem
 	bucketExpiries   = []byte("expiries")             // expiry time/kind/token id -> nothing (pruning index)
@@ -69,7 +70,7 @@ var (
 var allBuckets = [][]byte{
 	bucketUsers, bucketUserEmails, bucketUserExtIDs, bucketOrgs, bucketOrgSlugs, bucketOrgExtIDs,
 	bucketMembers, bucketOrgMembers, bucketUserOrgs,
-	bucketKeys, bucketKeyHashes, bucketKeyTree, bucketTokens, bucketRevoked, bucketExpiries,
+	bucketKeys, bucketKeyHashes, bucketKeyTree, bucketKeyUses, bucketTokens, bucketRevoked, bucketExpiries,
 	bucketIdempotency,
 }
 

@@ -49,10 +49,11 @@ func (s *Store) CreateAPIKey(ctx context.Context, k account.APIKey) error {
 	return s.transact(ctx, items, onCheckFailed...)
 }
 
-// GetAPIKey reads a key by ID, strongly consistently, and checks its
-// Ancestors (see checkKey). CodeNotFound.
+// GetAPIKey reads a key by ID and its last use, strongly consistently, in
+// one BatchGetItem, and checks its Ancestors (see checkKey). CodeNotFound.
 func (s *Store) GetAPIKey(ctx context.Context, id string) (account.APIKey, error) {
-	return s.getAPIKey(ctx, apiKeyKey(id))
+	_, k, err := s.readKeyWithUse(ctx, id)
+	return k, err
 }
 
 // GetAPIKeyByHash reads the copy of the key stored under its hash, strongly
@@ -164,7 +165,7 @@ func (s *Store) UpdateAPIKey(ctx context.Context, id string, p account.APIKeyPat
 // updateAPIKey is one pass of UpdateAPIKey: errKeyChanged if the key
 // changed under it.
 func (s *Store) updateAPIKey(ctx context.Context, id string, p account.APIKeyPatch, allow func(account.APIKey) error) (account.APIKey, error) {
-	it, k, err := s.readLiveKey(ctx, apiKeyKey(id))
+	it, k, err := s.readKeyWithUse(ctx, id)
 	if err != nil {
 		return account.APIKey{}, err
 	}
@@ -232,7 +233,7 @@ func (s *Store) updateAPIKey(ctx context.Context, id string, p account.APIKeyPat
 		return account.APIKey{}, err
 	}
 	out := next.apiKey()
-	out.DisabledAbove = k.DisabledAbove
+	out.DisabledAbove, out.LastUsedAt = k.DisabledAbove, k.LastUsedAt
 	return out, nil
 }
 
@@ -282,6 +283,13 @@ func versionIs(v int) expression.ConditionBuilder {
 // delete has begun. The keys below it are listed
 // until the delete is finished: checking every key's ancestors would cost
 // a BatchGetItem per page, and only a delete cut off halfway is seen here.
+//
+// The keys' last uses are read with one more request, an eventually
+// consistent BatchGetItem of the page's KEYUSE# items.
 func (s *Store) ListAPIKeys(ctx context.Context, p account.ListParams) (account.Page[account.APIKey], error) {
-	return list(ctx, s, listKeys, prefixKey, p, func(it apiKeyItem) (account.APIKey, bool) { return it.apiKey(), !it.Deleting })
+	page, err := list(ctx, s, listKeys, prefixKey, p, func(it apiKeyItem) (account.APIKey, bool) { return it.apiKey(), !it.Deleting })
+	if err != nil {
+		return page, err
+	}
+	return page, s.withLastUses(ctx, page.Items)
 }

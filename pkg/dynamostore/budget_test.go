@@ -241,34 +241,48 @@ func TestRequestBudgets(t *testing.T) {
 				must(t, f.s.CreateAPIKey(f.ctx, k), "CreateAPIKey")
 			}
 		}},
-		{"GetAPIKey", 1, []string{"GetItem"}, func(t *testing.T, f *budgetFixture) func() {
+		{"RecordAPIKeyUse (last use older than a minute)", 1, []string{"UpdateItem"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				_, err := f.s.RecordAPIKeyUse(f.ctx, f.key, f.tick())
+				must(t, err, "RecordAPIKeyUse")
+			}
+		}},
+		{"RecordAPIKeyUse (used within the minute)", 1, []string{"UpdateItem"}, func(t *testing.T, f *budgetFixture) func() {
+			_, err := f.s.RecordAPIKeyUse(f.ctx, f.key, f.tick())
+			must(t, err, "RecordAPIKeyUse")
+			return func() {
+				_, err := f.s.RecordAPIKeyUse(f.ctx, f.key, f.tick())
+				must(t, err, "RecordAPIKeyUse")
+			}
+		}},
+		{"GetAPIKey", 1, []string{"BatchGetItem"}, func(t *testing.T, f *budgetFixture) func() {
 			return func() {
 				_, err := f.s.GetAPIKey(f.ctx, f.key.ID)
 				must(t, err, "GetAPIKey")
 			}
 		}},
-		{"UpdateAPIKey", 2, []string{"GetItem", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+		{"UpdateAPIKey", 2, []string{"BatchGetItem", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
 			return func() {
 				off, meta := true, account.Metadata{"team": "billing"}
 				_, err := f.s.UpdateAPIKey(f.ctx, f.key.ID, account.APIKeyPatch{Disabled: &off, Metadata: &meta}, nil)
 				must(t, err, "UpdateAPIKey")
 			}
 		}},
-		{"UpdateAPIKey (key with 2 ancestors)", 3, []string{"GetItem", "BatchGetItem", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+		{"UpdateAPIKey (key with 2 ancestors)", 3, []string{"BatchGetItem", "BatchGetItem", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
 			return func() {
 				name := "renamed"
 				_, err := f.s.UpdateAPIKey(f.ctx, f.deep.ID, account.APIKeyPatch{Name: &name}, nil)
 				must(t, err, "UpdateAPIKey")
 			}
 		}},
-		{"UpdateAPIKey (rotate, with grace)", 2, []string{"GetItem", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+		{"UpdateAPIKey (rotate, with grace)", 2, []string{"BatchGetItem", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
 			return func() {
 				r := &account.KeyRotation{Hash: account.HashAPIKey(account.NewAPIKeySecret()), Last4: "abcd", PreviousUntil: f.now.Add(time.Hour)}
 				_, err := f.s.UpdateAPIKey(f.ctx, f.key.ID, account.APIKeyPatch{Rotate: r, At: f.tick()}, nil)
 				must(t, err, "UpdateAPIKey")
 			}
 		}},
-		{"UpdateAPIKey (rotate again, during the grace)", 2, []string{"GetItem", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+		{"UpdateAPIKey (rotate again, during the grace)", 2, []string{"BatchGetItem", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
 			r := &account.KeyRotation{Hash: account.HashAPIKey(account.NewAPIKeySecret()), Last4: "abcd", PreviousUntil: f.now.Add(time.Hour)}
 			_, err := f.s.UpdateAPIKey(f.ctx, f.key.ID, account.APIKeyPatch{Rotate: r, At: f.tick()}, nil)
 			must(t, err, "UpdateAPIKey")
@@ -290,7 +304,7 @@ func TestRequestBudgets(t *testing.T) {
 				}
 			}
 		}},
-		{"ListAPIKeys (page of 20)", 1, []string{"Query"}, func(t *testing.T, f *budgetFixture) func() {
+		{"ListAPIKeys (page of 20)", 2, []string{"Query", "BatchGetItem"}, func(t *testing.T, f *budgetFixture) func() {
 			return func() {
 				_, err := f.s.ListAPIKeys(f.ctx, page)
 				must(t, err, "ListAPIKeys")

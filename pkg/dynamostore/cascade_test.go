@@ -388,8 +388,9 @@ func (f *cascadeFixture) itemsLeft(keys []account.APIKey) int {
 }
 
 // TestDeleteAPIKey_BeyondOneTransaction deletes a tree of 77 keys (228
-// items): the root is flagged, then 33 keys go per transaction, the root
-// with the last 10. The second of those transactions fails. In between, the
+// items): the root is flagged, then 24 keys go per transaction (room for
+// their last uses too), the root with the last 4. The second of those
+// transactions fails. In between, the
 // whole tree is gone to readers, tokens included, and no key can be created
 // below the root; the retry removes every item that is left.
 func TestDeleteAPIKey_BeyondOneTransaction(t *testing.T) {
@@ -404,7 +405,8 @@ func TestDeleteAPIKey_BeyondOneTransaction(t *testing.T) {
 		t.Fatalf("fixture: %d items, want %d", itemsBefore, want)
 	}
 
-	// Transactions: the flag, 33 keys, 33 keys, then the root and 10 keys.
+	// Transactions: the flag, 24 keys, 24 keys, 24 keys, then the root and
+	// 4 keys.
 	f.failTransaction(3)
 	if err := f.s.DeleteAPIKey(ctx, root.ID, nil); !errors.Is(err, errInjected) {
 		t.Fatalf("DeleteAPIKey with a failing transaction: got %v, want the injected failure", err)
@@ -455,6 +457,11 @@ func TestDeleteAPIKey_FlagFails(t *testing.T) {
 	ctx := t.Context()
 	root, below, tokens := f.keyTree()
 	all := append([]account.APIKey{root}, below...)
+	// Every key has been used: its last use goes with it.
+	for _, k := range all {
+		_, err := f.s.RecordAPIKeyUse(ctx, k, f.tick())
+		must(t, err, "RecordAPIKeyUse")
+	}
 	f.failTransaction(1)
 	if err := f.s.DeleteAPIKey(ctx, root.ID, nil); !errors.Is(err, errInjected) {
 		t.Fatalf("DeleteAPIKey with a failing flag: got %v, want the injected failure", err)

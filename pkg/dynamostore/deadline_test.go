@@ -102,8 +102,12 @@ func storeCalls(s *dynamostore.Store, user account.User, org account.Organizatio
 			return err
 		},
 		"DeleteAPIKey": func(ctx context.Context) error { return s.DeleteAPIKey(ctx, key.ID, nil) },
-		"ListAPIKeys":  func(ctx context.Context) error { _, err := s.ListAPIKeys(ctx, page); return err },
-		"CreateToken":  func(ctx context.Context) error { return s.CreateToken(ctx, tok) },
+		"RecordAPIKeyUse": func(ctx context.Context) error {
+			_, err := s.RecordAPIKeyUse(ctx, key, at)
+			return err
+		},
+		"ListAPIKeys": func(ctx context.Context) error { _, err := s.ListAPIKeys(ctx, page); return err },
+		"CreateToken": func(ctx context.Context) error { return s.CreateToken(ctx, tok) },
 		"RevokeToken": func(ctx context.Context) error {
 			_, err := s.RevokeToken(ctx, account.Revocation{TokenID: tok.ID, KeyID: key.ID, RevokedAt: at, ExpiresAt: tok.ExpiresAt})
 			return err

@@ -39,10 +39,13 @@ func (s *Store) APIKeyExpireAt(ctx context.Context, id string, hash []byte) (byI
 const MaxTreeKeys = maxTreeKeys
 
 // APIKeyItems counts the items of k left in the table, read strongly
-// consistently: its item under its ID, its copy under its hash and its link
-// below its parent.
+// consistently: its item under its ID, its copies under its hash and
+// previous hash, its link below its parent and its last use.
 func (s *Store) APIKeyItems(ctx context.Context, k account.APIKey) (int, error) {
-	keys := []key{apiKeyKey(k.ID), keyHashKey(k.Hash)}
+	keys := []key{apiKeyKey(k.ID), keyHashKey(k.Hash), keyUseKey(k.ID)}
+	if k.PreviousHash != nil {
+		keys = append(keys, keyHashKey(k.PreviousHash))
+	}
 	if n := len(k.Ancestors); n > 0 {
 		keys = append(keys, keyLinkKey(k.Ancestors[n-1], k.ID))
 	}

@@ -298,6 +298,26 @@ func newKeyLinkItem(parentID string, k account.APIKey) keyLinkItem {
 	return it
 }
 
+// keyUseItem records when a key's secret last authenticated a request. It
+// is an item of its own, in a partition of its own, so that every function
+// may write it (each authenticates API keys) while only the auth function
+// may write the key's items: a function that can set a key's last use can
+// change nothing else about it. It expires with the key.
+type keyUseItem struct {
+	key
+	KeyID string `dynamodbav:"key_id"`
+	// LastUsedAt is epoch milliseconds, so that a condition can compare it.
+	LastUsedAt int64 `dynamodbav:"last_used_at"`
+	ExpireAt   int64 `dynamodbav:"expire_at,omitempty"`
+}
+
+func (it keyUseItem) lastUsed() time.Time {
+	if it.LastUsedAt == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(it.LastUsedAt).UTC()
+}
+
 type tokenItem struct {
 	key
 	KeyID     string    `dynamodbav:"key_id"`

@@ -21,6 +21,7 @@ import (
 //	API key by id        KEY#<key_id>         KEY                 KEYS                 <key_id>
 //	API key by hash      KEYHASH#<hex sha256> KEYHASH             -                    -
 //	key below a key      KEY#<parent key_id>  CHILD#<key_id>      -                    -
+//	last use of a key    KEYUSE#<key_id>      USE                 -                    -
 //	token record         TOKEN#<tok_id>       TOKEN               -                    -
 //	revocation entry     TOKEN#<tok_id>       REVOKED             -                    -
 //	public signing keys  CONFIG               JWKS                -                    -
@@ -43,6 +44,7 @@ const (
 	prefixKey        = "KEY#"
 	prefixKeyHash    = "KEYHASH#"
 	prefixChild      = "CHILD#"
+	prefixKeyUse     = "KEYUSE#"
 	prefixToken      = "TOKEN#"
 	prefixIdem       = "IDEM#"
 	sortUser         = "USER"
@@ -53,6 +55,7 @@ const (
 	sortOrgExt       = "ORGEXT"
 	sortKey          = "KEY"
 	sortKeyHash      = "KEYHASH"
+	sortKeyUse       = "USE"
 	sortToken        = "TOKEN"
 	sortRevoked      = "REVOKED"
 	pkConfig         = "CONFIG"
@@ -78,6 +81,7 @@ func orgExtKey(ext string) key              { return key{prefixOrgExt + ext, sor
 func apiKeyKey(id string) key               { return key{prefixKey + id, sortKey} }
 func keyHashKey(hash []byte) key            { return key{prefixKeyHash + hex.EncodeToString(hash), sortKeyHash} }
 func keyLinkKey(parentID, id string) key    { return key{prefixKey + parentID, prefixChild + id} }
+func keyUseKey(id string) key               { return key{prefixKeyUse + id, sortKeyUse} }
 func tokenKey(id string) key                { return key{prefixToken + id, sortToken} }
 func revocationKey(id string) key           { return key{prefixToken + id, sortRevoked} }
 func jwksKey() key                          { return key{pkConfig, sortJWKS} }

@@ -41,13 +41,18 @@ import (
 const (
 	// maxKeyItems is the most items that delete one key: its item, its
 	// copy under its hash, the copy under its previous hash (see
-	// apiKeyItem.PreviousHash), and its link in its parent's partition.
-	maxKeyItems = 4
-	// maxTreeKeys is how many keys of three items (no previous secret) one
-	// transaction deletes. A transaction takes keys while it has room for
-	// one more of maxKeyItems besides them, so that the root always fits
-	// in the last.
-	maxTreeKeys = maxTransactItems / 3
+	// apiKeyItem.PreviousHash), its link in its parent's partition, and its
+	// last use (KEYUSE#).
+	maxKeyItems = 5
+	// keyItems is what deleting a key below another takes without a
+	// previous secret: its item, its copy, its link and its last use.
+	keyItems = 4
+	// treeRoom is what a transaction of the queue may hold: room is left
+	// for one more key of maxKeyItems and for the idempotency record, so
+	// that the last transaction always holds the root and the record.
+	treeRoom = maxTransactItems - maxKeyItems - 1
+	// maxTreeKeys is how many keys of keyItems one transaction deletes.
+	maxTreeKeys = treeRoom/keyItems + 1
 )
 
 // errTreeChanged cancels a pass of DeleteAPIKey whose transaction found a
@@ -180,8 +185,8 @@ func parentOf(it apiKeyItem) string {
 }
 
 // walk queues the keys below n, each after the keys below it, and deletes
-// the queue whenever it has no room left for one more key (maxKeyItems),
-// flagging the root first.
+// the queue whenever it has no room left for one more key (maxKeyItems)
+// and the idempotency record, flagging the root first.
 func (d *treeDelete) walk(ctx context.Context, n keyNode) error {
 	for _, id := range n.children {
 		child, err := d.s.readKeyNode(ctx, id)
@@ -197,7 +202,7 @@ func (d *treeDelete) walk(ctx context.Context, n keyNode) error {
 		}
 		d.queue = append(d.queue, dels)
 		d.items += len(dels)
-		if d.items <= maxTransactItems-maxKeyItems {
+		if d.items <= treeRoom {
 			continue
 		}
 		// Not the last transaction: the idempotency record goes with the
@@ -243,6 +248,7 @@ func (d *treeDelete) deletes(n keyNode, parent string) ([]types.TransactWriteIte
 	if parent != "" {
 		steps = append(steps, func() (types.TransactWriteItem, error) { return d.s.del(keyLinkKey(parent, n.id), nil) })
 	}
+	steps = append(steps, func() (types.TransactWriteItem, error) { return d.s.del(keyUseKey(n.id), nil) })
 	return build(steps...)
 }
 

@@ -558,6 +558,11 @@ const unprocessedRetries = 4
 // leave keys unprocessed; they are re-requested a few times, then the store
 // reports CodeUnavailable.
 func (s *Store) batchGet(ctx context.Context, keys []key) ([]map[string]types.AttributeValue, error) {
+	return s.batchGetWith(ctx, keys, true)
+}
+
+// batchGetWith is batchGet, strongly consistent or not.
+func (s *Store) batchGetWith(ctx context.Context, keys []key, consistent bool) ([]map[string]types.AttributeValue, error) {
 	var out []map[string]types.AttributeValue
 	seen := make(map[key]bool, len(keys))
 	var batch []map[string]types.AttributeValue
@@ -565,7 +570,7 @@ func (s *Store) batchGet(ctx context.Context, keys []key) ([]map[string]types.At
 		if len(batch) == 0 {
 			return nil
 		}
-		read, err := s.batchGetOnce(ctx, batch)
+		read, err := s.batchGetOnce(ctx, batch, consistent)
 		out = append(out, read...)
 		batch = batch[:0]
 		return err
@@ -597,9 +602,9 @@ const maxBatchGetKeys = 100
 
 // batchGetOnce is one BatchGetItem of at most maxBatchGetKeys keys, with
 // its unprocessed keys re-requested.
-func (s *Store) batchGetOnce(ctx context.Context, keys []map[string]types.AttributeValue) ([]map[string]types.AttributeValue, error) {
+func (s *Store) batchGetOnce(ctx context.Context, keys []map[string]types.AttributeValue, consistent bool) ([]map[string]types.AttributeValue, error) {
 	request := map[string]types.KeysAndAttributes{
-		*s.table: {Keys: keys, ConsistentRead: aws.Bool(true)},
+		*s.table: {Keys: keys, ConsistentRead: aws.Bool(consistent)},
 	}
 	var items []map[string]types.AttributeValue
 	for attempt := 0; ; attempt++ {

@@ -369,3 +369,46 @@ func TestAPIKeyRotate(t *testing.T) {
 		wantProblem(t, a.do(http.MethodPost, "/v1/api-keys/"+k.id+"/rotate", tok, map[string]any{}), http.StatusForbidden, "forbidden")
 	})
 }
+
+// TestAPIKeyLastUse: a key shows when its secret last authenticated a
+// request, to within a minute, by id and in the list; its tokens do not
+// count.
+func TestAPIKeyLastUse(t *testing.T) {
+	a := newAPI(t)
+	res := a.do(http.MethodPost, "/v1/api-keys", a.AdminKey, map[string]any{"name": "ci", "scopes": []string{"read:users"}})
+	want(t, res, http.StatusCreated)
+	created := res.Map(t)
+	if created["last_used_at"] != nil {
+		t.Errorf("a new key: last_used_at %v, want null", created["last_used_at"])
+	}
+	id, secret := created["id"].(string), created["key"].(string)
+	lastUse := func() any {
+		t.Helper()
+		return a.do(http.MethodGet, "/v1/api-keys/"+id, a.AdminKey, nil).Map(t)["last_used_at"]
+	}
+	stamp := func(at time.Time) string { return at.UTC().Format("2006-01-02T15:04:05.000Z") }
+
+	first := a.Clock.Now()
+	tok, _ := a.IssueToken(t, secret, "", "read:users")
+	if got := lastUse(); got != stamp(first) {
+		t.Errorf("after the first request: last_used_at %v, want %s", got, stamp(first))
+	}
+	a.Clock.Advance(2 * time.Minute)
+	want(t, a.do(http.MethodGet, "/v1/users", tok, nil), http.StatusOK)
+	if got := lastUse(); got != stamp(first) {
+		t.Errorf("after a request with a token of the key: last_used_at %v, want still %s", got, stamp(first))
+	}
+	want(t, a.do(http.MethodGet, "/v1/users", secret, nil), http.StatusOK)
+	if got := lastUse(); got != stamp(a.Clock.Now()) {
+		t.Errorf("after a request with the secret: last_used_at %v, want %s", got, stamp(a.Clock.Now()))
+	}
+	var list struct {
+		Data []map[string]any `json:"data"`
+	}
+	a.do(http.MethodGet, "/v1/api-keys", a.AdminKey, nil).Decode(t, &list)
+	for _, k := range list.Data {
+		if k["id"] == id && k["last_used_at"] != stamp(a.Clock.Now()) {
+			t.Errorf("in the list: last_used_at %v, want %s", k["last_used_at"], stamp(a.Clock.Now()))
+		}
+	}
+}

@@ -219,6 +219,7 @@ type apiKeyResponse struct {
 	// PreviousKeyExpiresAt is when the secret a rotation replaced stops;
 	// null when there is none that still works.
 	PreviousKeyExpiresAt *timestamp `json:"previous_key_expires_at"`
+	LastUsedAt           *timestamp `json:"last_used_at"`
 	Key                  string     `json:"key,omitempty"`
 }
 
@@ -235,6 +236,7 @@ func toAPIKey(k account.APIKey) apiKeyResponse {
 		ExpiresAt: optionalTime(k.ExpiresAt),
 
 		PreviousKeyExpiresAt: optionalTime(k.PreviousExpiresAt),
+		LastUsedAt:           optionalTime(k.LastUsedAt),
 	}
 	if out.Scopes == nil {
 		out.Scopes = []string{}

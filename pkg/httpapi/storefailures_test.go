@@ -68,6 +68,9 @@ func TestStoreFailures(t *testing.T) {
 						}
 						return admin, nil
 					}
+					// Recording the key's use, part of its authentication,
+					// succeeds too (its failure fails no request anyway).
+					store.RecordAPIKeyUseFn = func(_ context.Context, _ account.APIKey, at time.Time) (time.Time, error) { return at, nil }
 				}
 				logs := &httpapitest.SyncBuffer{}
 				asm, err := assembly.New(assembly.Parts{
@@ -218,7 +221,7 @@ func (c *storeCalls) operations() []string {
 	defer c.mu.Unlock()
 	var out []string
 	for _, n := range c.names {
-		if n != "GetAPIKeyByHash" {
+		if n != "GetAPIKeyByHash" && n != "RecordAPIKeyUse" {
 			out = append(out, n)
 		}
 	}
@@ -303,6 +306,10 @@ func failingStore(err error) (*mock.Store, *storeCalls) {
 			return account.APIKey{}, err
 		},
 		DeleteAPIKeyFn: func(context.Context, string, func(account.APIKey) error) error { c.add("DeleteAPIKey"); return err },
+		RecordAPIKeyUseFn: func(context.Context, account.APIKey, time.Time) (time.Time, error) {
+			c.add("RecordAPIKeyUse")
+			return time.Time{}, err
+		},
 		ListAPIKeysFn: func(context.Context, account.ListParams) (account.Page[account.APIKey], error) {
 			c.add("ListAPIKeys")
 			return account.Page[account.APIKey]{}, err

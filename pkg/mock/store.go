@@ -38,6 +38,7 @@ type Store struct {
 	GetAPIKeyByHashFn             func(ctx context.Context, hash []byte) (account.APIKey, error)
 	UpdateAPIKeyFn                func(ctx context.Context, id string, patch account.APIKeyPatch, allow func(account.APIKey) error) (account.APIKey, error)
 	DeleteAPIKeyFn                func(ctx context.Context, id string, allow func(account.APIKey) error) error
+	RecordAPIKeyUseFn             func(ctx context.Context, k account.APIKey, at time.Time) (time.Time, error)
 	ListAPIKeysFn                 func(ctx context.Context, p account.ListParams) (account.Page[account.APIKey], error)
 	CreateTokenFn                 func(ctx context.Context, t account.TokenRecord) error
 	RevokeTokenFn                 func(ctx context.Context, r account.Revocation) (time.Time, error)
@@ -173,6 +174,11 @@ func (s *Store) UpdateAPIKey(ctx context.Context, id string, patch account.APIKe
 // DeleteAPIKey calls DeleteAPIKeyFn.
 func (s *Store) DeleteAPIKey(ctx context.Context, id string, allow func(account.APIKey) error) error {
 	return s.DeleteAPIKeyFn(ctx, id, allow)
+}
+
+// RecordAPIKeyUse calls RecordAPIKeyUseFn.
+func (s *Store) RecordAPIKeyUse(ctx context.Context, k account.APIKey, at time.Time) (time.Time, error) {
+	return s.RecordAPIKeyUseFn(ctx, k, at)
 }
 
 // ListAPIKeys calls ListAPIKeysFn.

@@ -358,6 +358,96 @@ func (s suite) rotateAPIKey(t *testing.T) {
 	})
 }
 
+func (s suite) recordAPIKeyUse(t *testing.T) {
+	t.Run("OK", func(t *testing.T) {
+		// The use recorded comes back by ID, in the list and with the
+		// key an update returns; not by hash, which decides validity and
+		// reads nothing it does not need.
+		f := s.fix(t)
+		k := f.key()
+		at := f.now()
+		last, err := f.s.RecordAPIKeyUse(f.ctx, k, at)
+		f.ok(err, "RecordAPIKeyUse")
+		if !last.Equal(at) {
+			t.Errorf("RecordAPIKeyUse: got %v, want %v", last, at)
+		}
+		want := k
+		want.LastUsedAt = at
+		got, err := f.s.GetAPIKey(f.ctx, k.ID)
+		f.ok(err, "GetAPIKey")
+		assertSame(t, "GetAPIKey", got, want)
+		page, err := f.s.ListAPIKeys(f.ctx, account.ListParams{Limit: 100})
+		f.ok(err, "ListAPIKeys")
+		assertIDs(t, "ListAPIKeys", page.Items, k)
+		assertSame(t, "the key in the list", page.Items[0], want)
+		name := "renamed"
+		got, err = f.s.UpdateAPIKey(f.ctx, k.ID, account.APIKeyPatch{Name: &name, At: f.now()}, nil)
+		f.ok(err, "UpdateAPIKey")
+		if !got.LastUsedAt.Equal(at) {
+			t.Errorf("UpdateAPIKey's key: LastUsedAt %v, want %v", got.LastUsedAt, at)
+		}
+		byHash, err := f.s.GetAPIKeyByHash(f.ctx, k.Hash)
+		f.ok(err, "GetAPIKeyByHash")
+		if !byHash.LastUsedAt.IsZero() {
+			t.Errorf("GetAPIKeyByHash: LastUsedAt %v, want it left out", byHash.LastUsedAt)
+		}
+	})
+	t.Run("AtMostOnceAMinute", func(t *testing.T) {
+		// A use within KeyUseResolution of the one recorded changes
+		// nothing, and says which use is kept; a later one is recorded.
+		f := s.fix(t)
+		k := f.key()
+		at := f.now()
+		_, err := f.s.RecordAPIKeyUse(f.ctx, k, at)
+		f.ok(err, "RecordAPIKeyUse")
+		for _, d := range []time.Duration{time.Second, account.KeyUseResolution - time.Millisecond} {
+			last, err := f.s.RecordAPIKeyUse(f.ctx, k, at.Add(d))
+			f.ok(err, "RecordAPIKeyUse")
+			if !last.Equal(at) {
+				t.Errorf("RecordAPIKeyUse %v after the recorded use: got %v, want the recorded %v", d, last, at)
+			}
+		}
+		later := at.Add(account.KeyUseResolution)
+		last, err := f.s.RecordAPIKeyUse(f.ctx, k, later)
+		f.ok(err, "RecordAPIKeyUse")
+		got, err := f.s.GetAPIKey(f.ctx, k.ID)
+		f.ok(err, "GetAPIKey")
+		if !last.Equal(later) || !got.LastUsedAt.Equal(later) {
+			t.Errorf("a use more than a minute later: recorded %v, read %v; want %v", last, got.LastUsedAt, later)
+		}
+	})
+	t.Run("Concurrently", func(t *testing.T) {
+		// Processes recording the same key's use at once agree on the one
+		// kept.
+		f := s.fix(t)
+		k := f.key()
+		at := f.now()
+		lasts := make([]time.Time, concurrency)
+		errs := race(concurrency, func(i int) error {
+			var err error
+			lasts[i], err = f.s.RecordAPIKeyUse(f.ctx, k, at.Add(time.Duration(i)*time.Millisecond))
+			return err
+		})
+		got, err := f.s.GetAPIKey(f.ctx, k.ID)
+		f.ok(err, "GetAPIKey")
+		for i, err := range errs {
+			f.ok(err, fmt.Sprintf("RecordAPIKeyUse %d", i))
+			if !lasts[i].Equal(got.LastUsedAt) {
+				t.Errorf("RecordAPIKeyUse %d: got %v, want the use kept, %v", i, lasts[i], got.LastUsedAt)
+			}
+		}
+	})
+	t.Run("NeverUsed", func(t *testing.T) {
+		f := s.fix(t)
+		k := f.key()
+		got, err := f.s.GetAPIKey(f.ctx, k.ID)
+		f.ok(err, "GetAPIKey")
+		if !got.LastUsedAt.IsZero() {
+			t.Errorf("LastUsedAt of a key never used: got %v, want zero", got.LastUsedAt)
+		}
+	})
+}
+
 // wantKey fails unless k reads back as want by ID and by hash, and is in
 // the list as want.
 func (f *fixture) wantKey(what string, want account.APIKey) {
@@ -365,9 +455,11 @@ func (f *fixture) wantKey(what string, want account.APIKey) {
 	got, err := f.s.GetAPIKey(f.ctx, want.ID)
 	f.ok(err, what+": GetAPIKey")
 	assertSame(f.t, what+" by ID", got, want)
+	byHash := want
+	byHash.LastUsedAt = time.Time{} // GetAPIKey reads it, not GetAPIKeyByHash
 	got, err = f.s.GetAPIKeyByHash(f.ctx, want.Hash)
 	f.ok(err, what+": GetAPIKeyByHash")
-	assertSame(f.t, what+" by hash", got, want)
+	assertSame(f.t, what+" by hash", got, byHash)
 	page, err := f.s.ListAPIKeys(f.ctx, account.ListParams{Limit: 100})
 	f.ok(err, what+": ListAPIKeys")
 	for _, got := range page.Items {
