@@ -2,6 +2,8 @@ package account
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"time"
 )
@@ -24,14 +26,22 @@ type NewAPIKey struct {
 	Scopes    []string
 	ExpiresIn string // "" means the key does not expire (unless its creator does)
 	Metadata  Metadata
+	// OrganizationID binds the key to an existing organization; "" binds
+	// it to the caller's key's organization, if that has one.
+	OrganizationID string
+	// OwnerID is the integrator's identifier of the key's owner; "" for
+	// none.
+	OwnerID string
 }
 
 // CreateAPIKey creates a key with grants within the caller's own, below the
 // caller's key (APIKey.Ancestors), and returns it with its secret, which is
-// never shown again. A key never outlives the key that created it.
-// CodeForbidden for an access token caller or a key MaxKeyAncestors deep,
-// CodeInsufficientScope, CodeInvalidRequest; CodeUnauthorized if the
-// caller's key is deleted meanwhile.
+// never shown again. A key never outlives the key that created it, and a
+// key bound to an organization creates keys bound to it and to no other.
+// CodeForbidden for an access token caller, a key MaxKeyAncestors deep, or
+// another organization than the caller's; CodeInsufficientScope,
+// CodeInvalidRequest; CodeNotFound for an organization that does not
+// exist; CodeUnauthorized if the caller's key is deleted meanwhile.
 func (s *Service) CreateAPIKey(ctx context.Context, p Principal, req NewAPIKey) (APIKey, string, error) {
 	if err := p.Authorize(OpCreateAPIKey); err != nil {
 		return APIKey{}, "", err
@@ -40,6 +50,9 @@ func (s *Service) CreateAPIKey(ctx context.Context, p Principal, req NewAPIKey) 
 	name := normalizeName("name", req.Name, &problems)
 	scopes := normalizeScopes("scopes", req.Scopes, maxScopes, &problems)
 	req.Metadata.check("metadata", &problems)
+	if req.OwnerID != "" && !ValidExternalID(req.OwnerID) {
+		problems.Add("owner_id", fmt.Sprintf("must be 1 to %d printable characters, not starting or ending with a space", MaxExternalIDLength))
+	}
 	var lifetime time.Duration
 	if req.ExpiresIn != "" {
 		d, err := ParseDuration(req.ExpiresIn, MinKeyLifetime, MaxKeyLifetime)
@@ -53,6 +66,15 @@ func (s *Service) CreateAPIKey(ctx context.Context, p Principal, req NewAPIKey) 
 	}
 	if err := p.requireHeld(scopes, "it cannot grant it to another key"); err != nil {
 		return APIKey{}, "", err
+	}
+	org := req.OrganizationID
+	switch {
+	case p.KeyOrganizationID != "" && org == "":
+		org = p.KeyOrganizationID
+	case p.KeyOrganizationID != "" && org != p.KeyOrganizationID:
+		return APIKey{}, "", Errorf(CodeForbidden, "this API key is bound to an organization: the keys it creates are bound to it, and to no other")
+	case org != "" && !ValidID(PrefixOrganization, org):
+		return APIKey{}, "", ErrOrganizationNotFound()
 	}
 	var ancestors []string
 	if !p.KeyBootstrap {
@@ -73,6 +95,9 @@ func (s *Service) CreateAPIKey(ctx context.Context, p Principal, req NewAPIKey) 
 		Ancestors: ancestors,
 		Metadata:  req.Metadata,
 		CreatedAt: now,
+
+		OrganizationID: org,
+		OwnerID:        req.OwnerID,
 	}
 	if lifetime > 0 {
 		key.ExpiresAt = now.Add(lifetime)
@@ -81,6 +106,9 @@ func (s *Service) CreateAPIKey(ctx context.Context, p Principal, req NewAPIKey) 
 		key.ExpiresAt = p.KeyExpiresAt
 	}
 	err := s.store.CreateAPIKey(ctx, key)
+	if sameError(err, ErrOrganizationNotFound()) {
+		return APIKey{}, "", storeErr(err)
+	}
 	if IsCode(err, CodeNotFound) {
 		// The caller's key was deleted after it authenticated this request.
 		return APIKey{}, "", errUnauthorized
@@ -105,27 +133,69 @@ func (s *Service) GetAPIKey(ctx context.Context, p Principal, id string) (APIKey
 	if err != nil {
 		return APIKey{}, storeErr(err)
 	}
+	if !p.sees(k) {
+		return APIKey{}, notFound("API key")
+	}
 	if err := p.requireWithin(k.Scopes); err != nil {
 		return APIKey{}, err
 	}
 	return s.asOfNow(k), nil
 }
 
+// sameError reports whether err is the domain's error want: its code and
+// its message, which is how a store's errors tell apart what CodeNotFound
+// alone does not (CreateAPIKey: the parent key, or the organization).
+func sameError(err error, want *Error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code == want.Code && e.Message == want.Message
+}
+
+// sees reports whether the principal may know of the key k at all: a key
+// bound to an organization acts only on the keys bound to it, as if no
+// other existed (the tenants of an integrator do not see each other's).
+func (p Principal) sees(k APIKey) bool {
+	return p.KeyOrganizationID == "" || p.KeyOrganizationID == k.OrganizationID
+}
+
 // ListAPIKeys lists the keys whose grants are within the caller's, newest
-// first. The others are left out of each page after the store has read it,
-// so a page may hold fewer than the limit, even none, while Next says
-// there is more; paging stays exact because the position is the store's,
-// after the last key read, not the last key returned. CodeForbidden,
-// CodeInsufficientScope, CodeInvalidRequest.
-func (s *Service) ListAPIKeys(ctx context.Context, p Principal, r PageRequest) (List[APIKey], error) {
+// first, of the organization and owner f names if it does. The others are
+// left out of each page after the store has read it, so a page may hold
+// fewer than the limit, even none, while Next says there is more; paging
+// stays exact because the position is the store's, after the last key
+// read, not the last key returned. A caller bound to an organization lists
+// only its keys. CodeForbidden (a caller bound to an organization naming
+// another), CodeInsufficientScope, CodeInvalidRequest.
+func (s *Service) ListAPIKeys(ctx context.Context, p Principal, r PageRequest, f APIKeyFilter) (List[APIKey], error) {
 	if err := p.Authorize(OpListAPIKeys); err != nil {
 		return List[APIKey]{}, err
 	}
-	params, err := s.cursors.params("api_keys", r)
+	var problems Problems
+	if f.OrganizationID != "" && !ValidID(PrefixOrganization, f.OrganizationID) {
+		problems.Add("organization_id", "must be an organization id, like org_01JD3Q5T2H7R9C4M8P1Q6W3E5R")
+	}
+	if f.OwnerID != "" && !ValidExternalID(f.OwnerID) {
+		problems.Add("owner_id", fmt.Sprintf("must be 1 to %d printable characters, not starting or ending with a space", MaxExternalIDLength))
+	}
+	if err := problems.Err(); err != nil {
+		return List[APIKey]{}, err
+	}
+	switch {
+	case p.KeyOrganizationID != "" && f.OrganizationID == "":
+		f.OrganizationID = p.KeyOrganizationID
+	case p.KeyOrganizationID != "" && f.OrganizationID != p.KeyOrganizationID:
+		return List[APIKey]{}, Errorf(CodeForbidden, "this API key is bound to an organization: it lists the keys of that organization only")
+	}
+	// Each filter is a list of its own: a cursor of one is refused by
+	// another (NUL cannot occur in an id).
+	name := "api_keys"
+	if f != (APIKeyFilter{}) {
+		name += "\x00" + f.OrganizationID + "\x00" + f.OwnerID
+	}
+	params, err := s.cursors.params(name, r)
 	if err != nil {
 		return List[APIKey]{}, err
 	}
-	page, err := s.store.ListAPIKeys(ctx, params)
+	page, err := s.store.ListAPIKeys(ctx, f, params)
 	if err != nil {
 		return List[APIKey]{}, storeErr(err)
 	}
@@ -133,7 +203,7 @@ func (s *Service) ListAPIKeys(ctx context.Context, p Principal, r PageRequest) (
 	for i, k := range page.Items {
 		page.Items[i] = s.asOfNow(k)
 	}
-	return toList(s.cursors, "api_keys", page), nil
+	return toList(s.cursors, name, page), nil
 }
 
 // DeleteAPIKey deletes a key whose grants are within the caller's, and
@@ -171,6 +241,9 @@ func (s *Service) DeleteAPIKey(ctx context.Context, p Principal, id string) erro
 // able to take down or take over the keys that created it, whatever their
 // grants.
 func (p Principal) mayChange(k APIKey, verb string) error {
+	if !p.sees(k) {
+		return notFound("API key")
+	}
 	if err := p.requireWithin(k.Scopes); err != nil {
 		return err
 	}

@@ -239,7 +239,7 @@ func TestService_DeleteAPIKey(t *testing.T) {
 			_, err = e.svc.GetAPIKey(e.ctx, p, id)
 			wantCode(t, err, account.CodeInsufficientScope)
 		}
-		list, err := e.svc.ListAPIKeys(e.ctx, p, account.PageRequest{Limit: "100"})
+		list, err := e.svc.ListAPIKeys(e.ctx, p, account.PageRequest{Limit: "100"}, account.APIKeyFilter{})
 		if err != nil {
 			t.Fatalf("ListAPIKeys: %v", err)
 		}
@@ -556,5 +556,117 @@ func TestService_RotateAPIKey(t *testing.T) {
 		e := newEnv(t)
 		_, _, err := e.svc.RotateAPIKey(e.ctx, e.admin, account.NewID(account.PrefixAPIKey, e.svc.Now()), account.KeyRotationRequest{})
 		wantCode(t, err, account.CodeNotFound)
+	})
+}
+
+func TestService_APIKeyOwners(t *testing.T) {
+	t.Run("OK", func(t *testing.T) {
+		// The organization and the owner are on the key and in its
+		// tokens, which verify says them.
+		e := newEnv(t)
+		o := e.org(t, "acme")
+		k, secret, err := e.svc.CreateAPIKey(e.ctx, e.admin, account.NewAPIKey{Name: "acme ci", Scopes: []string{"read:users"}, OrganizationID: o.ID, OwnerID: "crm:4711"})
+		if err != nil {
+			t.Fatalf("CreateAPIKey: %v", err)
+		}
+		if k.OrganizationID != o.ID || k.OwnerID != "crm:4711" {
+			t.Errorf("CreateAPIKey: organization %q, owner %q", k.OrganizationID, k.OwnerID)
+		}
+		p := e.auth(t, secret)
+		tok, c, err := e.svc.IssueToken(e.ctx, p, account.TokenRequest{Scopes: []string{"read:users"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.OrganizationID != o.ID || c.OwnerID != "crm:4711" {
+			t.Errorf("token claims: organization %q, owner %q", c.OrganizationID, c.OwnerID)
+		}
+		v, err := e.svc.VerifyToken(e.ctx, tok)
+		if err != nil || !v.Valid || v.Claims.OrganizationID != o.ID || v.Claims.OwnerID != "crm:4711" {
+			t.Errorf("VerifyToken: got %+v, %v", v, err)
+		}
+	})
+	t.Run("ErrInvalid", func(t *testing.T) {
+		e := newEnv(t)
+		for _, orgID := range []string{account.NewID(account.PrefixOrganization, e.svc.Now()), "org_bogus", "usr_01JD3Q8B2C3D4E5F6G7H8J9K0M"} {
+			_, _, err := e.svc.CreateAPIKey(e.ctx, e.admin, account.NewAPIKey{Name: "k", Scopes: []string{"read:users"}, OrganizationID: orgID})
+			wantCode(t, err, account.CodeNotFound)
+		}
+		for _, owner := range []string{" padded", strings.Repeat("x", account.MaxExternalIDLength+1), "tab\t"} {
+			_, _, err := e.svc.CreateAPIKey(e.ctx, e.admin, account.NewAPIKey{Name: "k", Scopes: []string{"read:users"}, OwnerID: owner})
+			wantFields(t, err, "owner_id")
+		}
+		_, err := e.svc.ListAPIKeys(e.ctx, e.admin, account.PageRequest{}, account.APIKeyFilter{OrganizationID: "org_bogus", OwnerID: " x"})
+		wantFields(t, err, "organization_id", "owner_id")
+	})
+	t.Run("BoundCaller", func(t *testing.T) {
+		// A key bound to an organization creates keys bound to it, and
+		// sees, changes and lists the keys of that organization only.
+		e := newEnv(t)
+		acme, globex := e.org(t, "acme"), e.org(t, "globex")
+		_, secret, err := e.svc.CreateAPIKey(e.ctx, e.admin, account.NewAPIKey{Name: "acme admin", Scopes: []string{account.ScopeReadAPIKeys, account.ScopeWriteAPIKeys}, OrganizationID: acme.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := e.auth(t, secret)
+		child, _, err := e.svc.CreateAPIKey(e.ctx, p, account.NewAPIKey{Name: "acme ci", Scopes: []string{account.ScopeReadAPIKeys}})
+		if err != nil || child.OrganizationID != acme.ID {
+			t.Fatalf("CreateAPIKey by a bound key: got %+v, %v; want the key bound to acme", child, err)
+		}
+		_, _, err = e.svc.CreateAPIKey(e.ctx, p, account.NewAPIKey{Name: "x", Scopes: []string{account.ScopeReadAPIKeys}, OrganizationID: globex.ID})
+		wantCode(t, err, account.CodeForbidden)
+		foreign, _, err := e.svc.CreateAPIKey(e.ctx, e.admin, account.NewAPIKey{Name: "globex", Scopes: []string{account.ScopeReadAPIKeys}, OrganizationID: globex.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		unbound, _ := e.key(t, "", account.ScopeReadAPIKeys)
+		for _, id := range []string{foreign.ID, unbound.KeyID} {
+			_, err := e.svc.GetAPIKey(e.ctx, p, id)
+			wantCode(t, err, account.CodeNotFound)
+			wantCode(t, e.svc.DeleteAPIKey(e.ctx, p, id), account.CodeNotFound)
+			name := "mine now"
+			_, err = e.svc.UpdateAPIKey(e.ctx, p, id, account.APIKeyUpdate{Name: &name})
+			wantCode(t, err, account.CodeNotFound)
+			_, _, err = e.svc.RotateAPIKey(e.ctx, p, id, account.KeyRotationRequest{})
+			wantCode(t, err, account.CodeNotFound)
+		}
+		list, err := e.svc.ListAPIKeys(e.ctx, p, account.PageRequest{Limit: "100"}, account.APIKeyFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list.Items) != 2 || list.Items[0].ID != child.ID || list.Items[1].ID != p.KeyID {
+			t.Errorf("ListAPIKeys by a bound key: got %v, want its organization's two keys", list.Items)
+		}
+		_, err = e.svc.ListAPIKeys(e.ctx, p, account.PageRequest{}, account.APIKeyFilter{OrganizationID: globex.ID})
+		wantCode(t, err, account.CodeForbidden)
+	})
+	t.Run("DeleteOrganization", func(t *testing.T) {
+		// The organization's keys go with it: their secrets and tokens
+		// stop at once.
+		e := newEnv(t)
+		o := e.org(t, "acme")
+		_, secret, err := e.svc.CreateAPIKey(e.ctx, e.admin, account.NewAPIKey{Name: "acme", Scopes: []string{account.ScopeWriteAPIKeys, "read:users"}, OrganizationID: o.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := e.auth(t, secret)
+		_, childSecret, err := e.svc.CreateAPIKey(e.ctx, p, account.NewAPIKey{Name: "acme ci", Scopes: []string{"read:users"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok, _, err := e.svc.IssueToken(e.ctx, e.auth(t, childSecret), account.TokenRequest{Scopes: []string{"read:users"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.svc.DeleteOrganization(e.ctx, e.admin, o.ID); err != nil {
+			t.Fatalf("DeleteOrganization: %v", err)
+		}
+		for _, cred := range []string{secret, childSecret, tok} {
+			_, err := e.svc.Authenticate(e.ctx, cred)
+			wantCode(t, err, account.CodeUnauthorized)
+		}
+		if v, err := e.svc.VerifyToken(e.ctx, tok); err != nil || v.Reason != account.ReasonRevoked {
+			t.Errorf("VerifyToken of a token of a deleted organization's key: got %+v, %v; want revoked", v, err)
+		}
+		e.auth(t, e.secret)
 	})
 }

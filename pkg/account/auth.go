@@ -37,7 +37,7 @@ func (s *Service) Authenticate(ctx context.Context, credential string) (Principa
 		if err != nil {
 			return Principal{}, errUnauthorized
 		}
-		status, err := s.store.TokenStatus(ctx, claims.ID, claims.KeyID, claims.KeyAncestors)
+		status, err := s.store.TokenStatus(ctx, claims.ID, claims.KeyID, claims.KeyAncestors, claims.OrganizationID)
 		if err != nil {
 			return Principal{}, storeErr(err)
 		}
@@ -48,10 +48,9 @@ func (s *Service) Authenticate(ctx context.Context, credential string) (Principa
 		default:
 			return Principal{}, errUnauthorized
 		}
-		return Principal{
-			KeyID: claims.KeyID, TokenID: claims.ID, Scopes: claims.Scopes,
-			KeyExpiresAt: status.Key.ExpiresAt, KeyAncestors: status.Key.Ancestors, KeyBootstrap: status.Key.Bootstrap,
-		}, nil
+		p := keyPrincipal(*status.Key)
+		p.TokenID, p.Scopes = claims.ID, claims.Scopes
+		return p, nil
 	}
 	hash := HashAPIKey(credential)
 	key, err := s.store.GetAPIKeyByHash(ctx, hash)
@@ -71,7 +70,15 @@ func (s *Service) Authenticate(ctx context.Context, credential string) (Principa
 		return Principal{}, errPaused(key, "the API key")
 	}
 	s.recordUse(ctx, key, now)
-	return Principal{KeyID: key.ID, Scopes: key.Scopes, KeyExpiresAt: key.ExpiresAt, KeyAncestors: key.Ancestors, KeyBootstrap: key.Bootstrap}, nil
+	return keyPrincipal(key), nil
+}
+
+// keyPrincipal is the principal that presents k's secret.
+func keyPrincipal(k APIKey) Principal {
+	return Principal{
+		KeyID: k.ID, Scopes: k.Scopes, KeyExpiresAt: k.ExpiresAt, KeyAncestors: k.Ancestors, KeyBootstrap: k.Bootstrap,
+		KeyOrganizationID: k.OrganizationID, KeyOwnerID: k.OwnerID,
+	}
 }
 
 // AuthenticateClient authenticates an OAuth 2.0 client by its client

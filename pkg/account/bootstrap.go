@@ -115,7 +115,7 @@ func (s *Service) bootstrapKeys(ctx context.Context) ([]APIKey, error) {
 	var out []APIKey
 	params := ListParams{Limit: MaxPageSize}
 	for {
-		page, err := s.store.ListAPIKeys(ctx, params)
+		page, err := s.store.ListAPIKeys(ctx, APIKeyFilter{}, params)
 		if err != nil {
 			return nil, err
 		}

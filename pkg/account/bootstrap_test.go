@@ -13,7 +13,7 @@ import (
 // bootstrapKeys returns the bootstrap keys in the store.
 func bootstrapKeys(t *testing.T, e *env) []account.APIKey {
 	t.Helper()
-	list, err := e.svc.ListAPIKeys(e.ctx, e.admin, account.PageRequest{Limit: "100"})
+	list, err := e.svc.ListAPIKeys(e.ctx, e.admin, account.PageRequest{Limit: "100"}, account.APIKeyFilter{})
 	if err != nil {
 		t.Fatalf("ListAPIKeys: %v", err)
 	}

@@ -127,7 +127,7 @@ func TestService_ListPaging(t *testing.T) {
 		}
 		_, err = e.svc.ListUsers(e.ctx, e.admin, account.UserQuery{PageRequest: account.PageRequest{Cursor: orgs.NextCursor}})
 		wantCode(t, err, account.CodeInvalidRequest)
-		_, err = e.svc.ListAPIKeys(e.ctx, e.admin, account.PageRequest{Cursor: orgs.NextCursor})
+		_, err = e.svc.ListAPIKeys(e.ctx, e.admin, account.PageRequest{Cursor: orgs.NextCursor}, account.APIKeyFilter{})
 		wantCode(t, err, account.CodeInvalidRequest)
 		_, err = e.svc.ListMembers(e.ctx, e.admin, b.ID, account.PageRequest{Cursor: members.NextCursor})
 		wantCode(t, err, account.CodeInvalidRequest)

@@ -83,6 +83,11 @@ type Principal struct {
 	// the ancestors (TokenClaims.KeyAncestors).
 	KeyAncestors []string
 	KeyBootstrap bool
+	// KeyOrganizationID and KeyOwnerID are the key's OrganizationID and
+	// OwnerID: its tokens say them, and a key bound to an organization
+	// acts only on the keys bound to it.
+	KeyOrganizationID string
+	KeyOwnerID        string
 }
 
 // IsToken reports whether the caller presented an access token.

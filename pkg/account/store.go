@@ -101,6 +101,13 @@ type KeyRotation struct {
 	PreviousUntil time.Time
 }
 
+// APIKeyFilter narrows a list of API keys to an organization's or an
+// owner's, or both; an empty field does not narrow it.
+type APIKeyFilter struct {
+	OrganizationID string
+	OwnerID        string
+}
+
 // MemberPatch is a change to a membership, applied as OrganizationPatch is.
 // The role is the only field the API can change, so it is always set.
 type MemberPatch struct {
@@ -163,8 +170,10 @@ type Store interface {
 	// left it. CodeNotFound, also for an organization whose deletion has
 	// begun; CodeExternalIDTaken.
 	UpdateOrganization(ctx context.Context, id string, patch OrganizationPatch) (Organization, error)
-	// DeleteOrganization deletes an organization, its memberships and its
-	// slug and external id claims. CodeNotFound.
+	// DeleteOrganization deletes an organization, its memberships, its
+	// slug and external id claims and the API keys bound to it, with every
+	// key below them, which stop authenticating and verifying tokens when
+	// the delete begins. CodeNotFound.
 	DeleteOrganization(ctx context.Context, id string) error
 	// ListOrganizations lists organizations, newest first.
 	ListOrganizations(ctx context.Context, p ListParams) (Page[Organization], error)
@@ -235,11 +244,15 @@ type Store interface {
 	// before is harmless: nothing reads it but GetAPIKey and ListAPIKeys,
 	// which do not find the key.
 	RecordAPIKeyUse(ctx context.Context, k APIKey, at time.Time) (time.Time, error)
-	// ListAPIKeys lists keys, newest first. A store may drop a key
+	// ListAPIKeys lists keys, newest first: every key, or those f names.
+	// With both an organization and an owner, a page holds the keys of the
+	// organization, among p.Limit of them, that have the owner: it may hold
+	// fewer, even none, with Next set. A store may drop a key
 	// ExpiredKeyRetention after it has expired. It leaves out a key whose
 	// delete has begun; the keys below it may show until the delete is
-	// finished (see DeleteAPIKey).
-	ListAPIKeys(ctx context.Context, p ListParams) (Page[APIKey], error)
+	// finished (see DeleteAPIKey), and so may the keys of an organization
+	// being deleted until that is finished.
+	ListAPIKeys(ctx context.Context, f APIKeyFilter, p ListParams) (Page[APIKey], error)
 
 	// CreateToken stores the record of an issued access token.
 	CreateToken(ctx context.Context, t TokenRecord) error
@@ -248,11 +261,12 @@ type Store interface {
 	// one. Idempotent.
 	RevokeToken(ctx context.Context, r Revocation) (time.Time, error)
 	// TokenStatus reads the revocation entry of tokenID, the key keyID and
-	// the key's Ancestors, strongly consistently. ancestors is what the
-	// token says the key's Ancestors are: a store may read them in the
-	// same round trip as the key, but it decides by the key's own list, so
-	// a wrong or missing hint costs a read and never changes the answer.
-	TokenStatus(ctx context.Context, tokenID, keyID string, ancestors []string) (TokenStatus, error)
+	// the key's Ancestors (and its organization), strongly consistently.
+	// ancestors and orgID are what the token says the key's Ancestors and
+	// OrganizationID are: a store may read them in the same round trip as
+	// the key, but it decides by the key's own, so a wrong or missing hint
+	// costs a read and never changes the answer.
+	TokenStatus(ctx context.Context, tokenID, keyID string, ancestors []string, orgID string) (TokenStatus, error)
 
 	// ClaimIdempotency writes r, a started record, unless the record of
 	// r.KeyID and r.Key that the store holds is in force at now for r's

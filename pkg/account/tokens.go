@@ -14,6 +14,11 @@ type TokenClaims struct {
 	// never change), so that a verify can read them in the same round trip
 	// as the key. A hint only: the store checks the key's own list.
 	KeyAncestors []string
+	// OrganizationID and OwnerID are the key's (org_id and owner_id),
+	// which never change: what a resource server authorizes a tenant by.
+	// Verify reads the organization with the key, in the same round trip.
+	OrganizationID string
+	OwnerID        string
 	// Issuer is the JWT's iss: the URL at which the issuing service is
 	// served. Set by the parser; a signer writes its own.
 	Issuer string
@@ -136,7 +141,7 @@ func (s *Service) VerifyToken(ctx context.Context, token string) (Verification, 
 // TokenStatusReader is the part of Store that verification reads.
 type TokenStatusReader interface {
 	// TokenStatus is Store.TokenStatus.
-	TokenStatus(ctx context.Context, tokenID, keyID string, ancestors []string) (TokenStatus, error)
+	TokenStatus(ctx context.Context, tokenID, keyID string, ancestors []string, orgID string) (TokenStatus, error)
 }
 
 // TokenVerifier checks access tokens, and nothing else: what
@@ -172,7 +177,7 @@ func (v *TokenVerifier) Verify(ctx context.Context, token string) (Verification,
 	case err != nil:
 		return Verification{Reason: ReasonInvalid, CheckedAt: now}, nil
 	}
-	status, err := v.store.TokenStatus(ctx, claims.ID, claims.KeyID, claims.KeyAncestors)
+	status, err := v.store.TokenStatus(ctx, claims.ID, claims.KeyID, claims.KeyAncestors, claims.OrganizationID)
 	if err != nil {
 		return Verification{}, storeErr(err)
 	}
@@ -229,14 +234,16 @@ func (s *Service) IssueToken(ctx context.Context, p Principal, req TokenRequest)
 	}
 	now := s.now()
 	claims := TokenClaims{
-		ID:           NewID(PrefixToken, now),
-		KeyID:        p.KeyID,
-		KeyAncestors: p.KeyAncestors,
-		Issuer:       s.signer.Issuer(),
-		Audience:     audience,
-		Scopes:       scopes,
-		IssuedAt:     now.Truncate(time.Second),
-		ExpiresAt:    now.Truncate(time.Second).Add(lifetime),
+		ID:             NewID(PrefixToken, now),
+		KeyID:          p.KeyID,
+		KeyAncestors:   p.KeyAncestors,
+		OrganizationID: p.KeyOrganizationID,
+		OwnerID:        p.KeyOwnerID,
+		Issuer:         s.signer.Issuer(),
+		Audience:       audience,
+		Scopes:         scopes,
+		IssuedAt:       now.Truncate(time.Second),
+		ExpiresAt:      now.Truncate(time.Second).Add(lifetime),
 	}
 	if !p.KeyExpiresAt.IsZero() && p.KeyExpiresAt.Before(claims.ExpiresAt) {
 		claims.ExpiresAt = p.KeyExpiresAt.Truncate(time.Second)

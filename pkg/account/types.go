@@ -70,6 +70,15 @@ type APIKey struct {
 	// At most MaxKeyAncestors.
 	Ancestors []string
 	Bootstrap bool // the admin key from configuration; cannot be deleted or disabled through the API
+	// OrganizationID is the organization the key is bound to, "" for none:
+	// the keys below it are bound to it too, a key bound to it acts on the
+	// keys of no other organization, its tokens say it (org_id), and
+	// deleting the organization deletes the key. Fixed at creation.
+	OrganizationID string
+	// OwnerID is the integrator's own identifier of whom the key belongs
+	// to (ValidExternalID), not unique, "" for none; its tokens say it
+	// (owner_id). Fixed at creation.
+	OwnerID string
 	// Metadata is the integrator's own data on the key.
 	Metadata Metadata
 	// Disabled is the key's own switch (UpdateAPIKey): a disabled key

@@ -221,7 +221,7 @@ func TestAuthorize(t *testing.T) {
 // failingStore is a table that cannot be read.
 type failingStore struct{}
 
-func (failingStore) TokenStatus(context.Context, string, string, []string) (account.TokenStatus, error) {
+func (failingStore) TokenStatus(context.Context, string, string, []string, string) (account.TokenStatus, error) {
 	return account.TokenStatus{}, account.Unavailable(errors.New("ProvisionedThroughputExceededException"))
 }
 

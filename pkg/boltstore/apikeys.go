@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -27,6 +28,19 @@ func (s *Store) CreateAPIKey(ctx context.Context, k account.APIKey) error {
 				return account.ErrAPIKeyNotFound()
 			}
 			if err := tx.Bucket(bucketKeyTree).Put(join(parent, k.ID), nil); err != nil {
+				return err
+			}
+		}
+		if k.OrganizationID != "" {
+			if tx.Bucket(bucketOrgs).Get([]byte(k.OrganizationID)) == nil {
+				return account.ErrOrganizationNotFound()
+			}
+			if err := tx.Bucket(bucketKeyOrgs).Put(join(k.OrganizationID, k.ID), nil); err != nil {
+				return err
+			}
+		}
+		if k.OwnerID != "" {
+			if err := tx.Bucket(bucketKeyOwners).Put(ownerIndexKey(k.OwnerID, k.ID), nil); err != nil {
 				return err
 			}
 		}
@@ -292,6 +306,16 @@ func deleteAPIKey(tx *bolt.Tx, id string) error {
 	if err := tx.Bucket(bucketKeyUses).Delete([]byte(id)); err != nil {
 		return err
 	}
+	if it.OrganizationID != "" {
+		if err := tx.Bucket(bucketKeyOrgs).Delete(join(it.OrganizationID, id)); err != nil {
+			return err
+		}
+	}
+	if it.OwnerID != "" {
+		if err := tx.Bucket(bucketKeyOwners).Delete(ownerIndexKey(it.OwnerID, id)); err != nil {
+			return err
+		}
+	}
 	hashes := tx.Bucket(bucketKeyHashes)
 	if err := dropHash(hashes, it.PreviousHash, id); err != nil {
 		return err
@@ -299,18 +323,53 @@ func deleteAPIKey(tx *bolt.Tx, id string) error {
 	return dropHash(hashes, it.Hash, id)
 }
 
-// ListAPIKeys implements account.Store, in ULID (creation) order.
-func (s *Store) ListAPIKeys(_ context.Context, p account.ListParams) (account.Page[account.APIKey], error) {
+// ListAPIKeys implements account.Store, in ULID (creation) order: from the
+// keys, or from the index of the organization or the owner f names. With
+// both, the organization's index is read and keys of other owners are left
+// out of the page.
+func (s *Store) ListAPIKeys(_ context.Context, f account.APIKeyFilter, p account.ListParams) (account.Page[account.APIKey], error) {
 	var page account.Page[account.APIKey]
 	err := s.read(func(tx *bolt.Tx) error {
-		var err error
-		page, err = list(tx.Bucket(bucketKeys), "", p, func(id string, v []byte) (account.APIKey, error) {
-			it, err := decode[apiKeyItem](v)
+		keys := tx.Bucket(bucketKeys)
+		read := func(id string) (account.APIKey, error) {
+			it, _, err := get[apiKeyItem](keys, []byte(id))
 			k := it.domain()
 			k.LastUsedAt = lastUse(tx, id)
 			return k, err
-		})
+		}
+		var err error
+		switch {
+		case f.OrganizationID != "":
+			page, err = list(tx.Bucket(bucketKeyOrgs), f.OrganizationID+"/", p, func(id string, _ []byte) (account.APIKey, error) { return read(id) })
+		case f.OwnerID != "":
+			page, err = list(tx.Bucket(bucketKeyOwners), f.OwnerID+"\x00", p, func(id string, _ []byte) (account.APIKey, error) { return read(id) })
+		default:
+			page, err = list(keys, "", p, func(id string, _ []byte) (account.APIKey, error) { return read(id) })
+		}
+		if f.OrganizationID != "" && f.OwnerID != "" {
+			page.Items = slices.DeleteFunc(page.Items, func(k account.APIKey) bool { return k.OwnerID != f.OwnerID })
+		}
 		return err
 	})
 	return page, err
+}
+
+// ownerIndexKey is the key of the key id in api_keys_by_owner.
+func ownerIndexKey(owner, id string) []byte { return []byte(owner + "\x00" + id) }
+
+// deleteOrgKeys deletes the keys bound to the organization orgID, with the
+// keys below them (bound to it too).
+func deleteOrgKeys(tx *bolt.Tx, orgID string) error {
+	prefix := []byte(orgID + "/")
+	var ids []string
+	c := tx.Bucket(bucketKeyOrgs).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		ids = append(ids, string(k[len(prefix):]))
+	}
+	for _, id := range ids {
+		if err := deleteKeyTree(tx, id); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -71,16 +71,20 @@ func toMemberItem(m account.Membership) memberItem { return memberItem(m) }
 func (it memberItem) domain() account.Membership { return account.Membership(it) }
 
 type apiKeyItem struct {
-	ID        string            `json:"id"`
-	Name      string            `json:"name"`
-	Hash      []byte            `json:"hash"`
-	Last4     string            `json:"last4"`
-	Scopes    []string          `json:"scopes"`
-	CreatedBy string            `json:"created_by,omitempty"`
-	Ancestors []string          `json:"ancestors,omitempty"`
-	Bootstrap bool              `json:"bootstrap,omitempty"`
-	Metadata  map[string]string `json:"metadata,omitempty"`
-	Disabled  bool              `json:"disabled,omitempty"`
+	ID        string   `json:"id"`
+	Name      string   `json:"name"`
+	Hash      []byte   `json:"hash"`
+	Last4     string   `json:"last4"`
+	Scopes    []string `json:"scopes"`
+	CreatedBy string   `json:"created_by,omitempty"`
+	Ancestors []string `json:"ancestors,omitempty"`
+	Bootstrap bool     `json:"bootstrap,omitempty"`
+	// OrganizationID and OwnerID are entered in api_keys_by_org and
+	// api_keys_by_owner too.
+	OrganizationID string            `json:"organization_id,omitempty"`
+	OwnerID        string            `json:"owner_id,omitempty"`
+	Metadata       map[string]string `json:"metadata,omitempty"`
+	Disabled       bool              `json:"disabled,omitempty"`
 	// PreviousHash is entered in api_keys_by_hash too, until
 	// PreviousExpiresAt (see the expiry kind expiryKeyHash).
 	PreviousHash      []byte    `json:"previous_hash,omitempty"`
@@ -102,6 +106,8 @@ func toAPIKeyItem(k account.APIKey) apiKeyItem {
 		Metadata:  k.Metadata,
 		Disabled:  k.Disabled,
 
+		OrganizationID:    k.OrganizationID,
+		OwnerID:           k.OwnerID,
 		PreviousHash:      k.PreviousHash,
 		PreviousExpiresAt: k.PreviousExpiresAt,
 		CreatedAt:         k.CreatedAt,
@@ -123,6 +129,8 @@ func (it apiKeyItem) domain() account.APIKey {
 		Metadata:  it.Metadata,
 		Disabled:  it.Disabled,
 
+		OrganizationID:    it.OrganizationID,
+		OwnerID:           it.OwnerID,
 		PreviousHash:      it.PreviousHash,
 		PreviousExpiresAt: it.PreviousExpiresAt,
 		CreatedAt:         it.CreatedAt,

@@ -90,6 +90,9 @@ func (s *Store) DeleteOrganization(ctx context.Context, id string) error {
 		if err := orgs.Delete([]byte(id)); err != nil {
 			return err
 		}
+		if err := deleteOrgKeys(tx, id); err != nil {
+			return err
+		}
 		if err := slugGuard.release(tx, it.Slug, id); err != nil {
 			return err
 		}

@@ -60,6 +60,8 @@ var (
 	bucketKeyHashes  = []byte("api_keys_by_hash")     // SHA-256 -> key id
 	bucketKeyTree    = []byte("api_keys_by_parent")   // parent key id/key id -> nothing (the keys below a key)
 	bucketKeyUses    = []byte("api_key_uses")         // key id -> last use, RFC 3339 (account.APIKey.LastUsedAt)
+	bucketKeyOrgs    = []byte("api_keys_by_org")      // org id/key id -> nothing (an organization's keys)
+	bucketKeyOwners  = []byte("api_keys_by_owner")    // owner id NUL key id -> nothing (an owner's keys; an owner id may hold a slash)
 	bucketTokens     = []byte("tokens")               // token id -> tokenItem
 	bucketRevoked    = []byte("revocations")          // token id -> revocationItem
 	bucketExpiries   = []byte("expiries")             // expiry time/kind/token id -> nothing (pruning index)
@@ -70,7 +72,7 @@ var (
 var allBuckets = [][]byte{
 	bucketUsers, bucketUserEmails, bucketUserExtIDs, bucketOrgs, bucketOrgSlugs, bucketOrgExtIDs,
 	bucketMembers, bucketOrgMembers, bucketUserOrgs,
-	bucketKeys, bucketKeyHashes, bucketKeyTree, bucketKeyUses, bucketTokens, bucketRevoked, bucketExpiries,
+	bucketKeys, bucketKeyHashes, bucketKeyTree, bucketKeyUses, bucketKeyOrgs, bucketKeyOwners, bucketTokens, bucketRevoked, bucketExpiries,
 	bucketIdempotency,
 }
 

@@ -78,7 +78,7 @@ func TestOpen_KeepsDataAcrossReopen(t *testing.T) {
 	if got, err := s.GetMember(ctx, o.ID, u.ID); err != nil || got.Role != m.Role {
 		t.Errorf("GetMember after reopen: got %+v, %v; want role %s", got, err, m.Role)
 	}
-	st, err := s.TokenStatus(ctx, r.TokenID, k.ID, nil)
+	st, err := s.TokenStatus(ctx, r.TokenID, k.ID, nil, "")
 	if err != nil || !st.RevokedAt.Equal(r.RevokedAt) || st.Key == nil || st.Key.Last4 != k.Last4 {
 		t.Errorf("TokenStatus after reopen: got %+v, %v; want revoked at %v with key %s", st, err, r.RevokedAt, k.ID)
 	}
@@ -102,7 +102,7 @@ func TestOpen_PrunesExpired(t *testing.T) {
 	}
 	s = open(t, path)
 	defer s.Close()
-	st, err := s.TokenStatus(ctx, r.TokenID, r.KeyID, nil)
+	st, err := s.TokenStatus(ctx, r.TokenID, r.KeyID, nil, "")
 	if err != nil || !st.RevokedAt.IsZero() {
 		t.Errorf("TokenStatus of a token expired before Open: got %+v, %v; want the revocation pruned", st, err)
 	}
@@ -152,10 +152,10 @@ func TestStore_Prune(t *testing.T) {
 	if n != 2 {
 		t.Errorf("Prune: got %d entries deleted, want 2 (one token record, one revocation)", n)
 	}
-	if st, err := s.TokenStatus(ctx, expired.TokenID, k.ID, nil); err != nil || !st.RevokedAt.IsZero() {
+	if st, err := s.TokenStatus(ctx, expired.TokenID, k.ID, nil, ""); err != nil || !st.RevokedAt.IsZero() {
 		t.Errorf("TokenStatus of the pruned token: got %+v, %v; want no revocation", st, err)
 	}
-	if st, err := s.TokenStatus(ctx, live.TokenID, k.ID, nil); err != nil || !st.RevokedAt.Equal(now) {
+	if st, err := s.TokenStatus(ctx, live.TokenID, k.ID, nil, ""); err != nil || !st.RevokedAt.Equal(now) {
 		t.Errorf("TokenStatus of the live token: got %+v, %v; want revoked at %v", st, err, now)
 	}
 	if n, err := s.Prune(now.Add(2 * time.Minute)); err != nil || n != 0 {
@@ -308,7 +308,7 @@ func BenchmarkTokenStatus(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			st, err := s.TokenStatus(ctx, tr.ID, k.ID, nil)
+			st, err := s.TokenStatus(ctx, tr.ID, k.ID, nil, "")
 			if err != nil || st.Key == nil {
 				b.Fatalf("TokenStatus: %+v, %v", st, err)
 			}

@@ -47,7 +47,7 @@ func (s *Store) RevokeToken(ctx context.Context, r account.Revocation) (time.Tim
 // they are consistent with each other. Whether the ancestors exist needs no
 // reading: a delete takes a key and every key below it in one transaction,
 // so a key is there only while they are.
-func (s *Store) TokenStatus(_ context.Context, tokenID, keyID string, _ []string) (account.TokenStatus, error) {
+func (s *Store) TokenStatus(_ context.Context, tokenID, keyID string, _ []string, _ string) (account.TokenStatus, error) {
 	var st account.TokenStatus
 	err := s.read(func(tx *bolt.Tx) error {
 		r, ok, err := get[revocationItem](tx.Bucket(bucketRevoked), []byte(tokenID))

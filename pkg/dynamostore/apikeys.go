@@ -17,10 +17,14 @@ import (
 // transaction. A key with Ancestors goes below its parent in the same
 // transaction: a link item in the parent's partition (how a delete finds
 // it), and 1 added to the parent's Children, on the condition that the
-// parent exists and is not being deleted. A second key with the same hash
-// (two processes installing the same bootstrap key at once) fails with
+// parent exists and is not being deleted. A key bound to an organization
+// is linked in the organization's KEYORG# partition, on the condition that
+// the organization exists and is not being deleted (so that a delete of the
+// organization, which flags it first, finds every key of it); a key with
+// an owner in the owner's KEYOWNER# partition. A second key with the same
+// hash (two processes installing the same bootstrap key at once) fails with
 // CodeInternal; the caller re-reads. CodeNotFound if the parent is gone or
-// being deleted.
+// being deleted; account.ErrOrganizationNotFound() for the organization.
 func (s *Store) CreateAPIKey(ctx context.Context, k account.APIKey) error {
 	byID, byHash := newAPIKeyItems(k)
 	steps := []func() (types.TransactWriteItem, error){
@@ -37,10 +41,28 @@ func (s *Store) CreateAPIKey(ctx context.Context, k account.APIKey) error {
 			func() (types.TransactWriteItem, error) {
 				return s.update(apiKeyKey(parent), expression.Add(expression.Name("children"), expression.Value(1)), condLive)
 			},
-			func() (types.TransactWriteItem, error) { return s.put(newKeyLinkItem(parent, k), condAbsent) },
+			func() (types.TransactWriteItem, error) {
+				return s.put(newKeyLinkItem(keyLinkKey(parent, k.ID), k), condAbsent)
+			},
 		)
 		onCheckFailed = append(onCheckFailed, account.ErrAPIKeyNotFound(),
 			account.Internal(errors.New("dynamostore: the API key is linked below its parent already")))
+	}
+	if k.OrganizationID != "" {
+		steps = append(steps,
+			func() (types.TransactWriteItem, error) { return s.check(orgKey(k.OrganizationID), condLive) },
+			func() (types.TransactWriteItem, error) {
+				return s.put(newKeyLinkItem(keyOrgLinkKey(k.OrganizationID, k.ID), k), condAbsent)
+			},
+		)
+		onCheckFailed = append(onCheckFailed, account.ErrOrganizationNotFound(),
+			account.Internal(errors.New("dynamostore: the API key is linked to its organization already")))
+	}
+	if k.OwnerID != "" {
+		steps = append(steps, func() (types.TransactWriteItem, error) {
+			return s.put(newKeyLinkItem(keyOwnerLinkKey(k.OwnerID, k.ID), k), condAbsent)
+		})
+		onCheckFailed = append(onCheckFailed, account.Internal(errors.New("dynamostore: the API key is linked to its owner already")))
 	}
 	items, err := build(steps...)
 	if err != nil {
@@ -91,45 +113,90 @@ func (s *Store) readLiveKey(ctx context.Context, k key) (apiKeyItem, account.API
 	return it, key, nil
 }
 
+// related holds the items read with a key that decide whether it is live:
+// its ancestors' items, by key ID, and its organization's, by its ID.
+type related struct {
+	keys map[string]apiKeyItem
+	orgs map[string]orgItem
+}
+
+// add decodes one item read and keeps it if it is a key or an organization.
+func (r *related) add(av map[string]types.AttributeValue) error {
+	var k key
+	if err := attributevalue.UnmarshalMap(av, &k); err != nil {
+		return account.Internal(err)
+	}
+	switch k.SK {
+	case sortKey:
+		var it apiKeyItem
+		if err := attributevalue.UnmarshalMap(av, &it); err != nil {
+			return account.Internal(err)
+		}
+		if r.keys == nil {
+			r.keys = map[string]apiKeyItem{}
+		}
+		r.keys[idFrom(k.PK, prefixKey)] = it
+	case sortOrg:
+		var it orgItem
+		if err := attributevalue.UnmarshalMap(av, &it); err != nil {
+			return account.Internal(err)
+		}
+		if r.orgs == nil {
+			r.orgs = map[string]orgItem{}
+		}
+		r.orgs[idFrom(k.PK, prefixOrg)] = it
+	}
+	return nil
+}
+
 // checkKey reports whether the key it (a copy read strongly consistently)
 // is live, and returns it with DisabledAbove set. A key is live when it is
 // not being deleted, and neither is any of its Ancestors, each of which
-// still exists. A delete of a tree too large for one transaction flags only
-// its root before it starts (see DeleteAPIKey), so this is how the keys
-// below it are gone from that instant. have holds ancestors' items read
-// already, by ID; the others are read with one strongly consistent
-// BatchGetItem. A key without ancestors (the bootstrap key and the keys it
-// created) costs no read.
-func (s *Store) checkKey(ctx context.Context, it apiKeyItem, have map[string]apiKeyItem) (k account.APIKey, live bool, err error) {
+// still exists, nor its organization, which still exists. A delete of a
+// tree too large for one transaction flags only its root before it starts
+// (see DeleteAPIKey), and a delete of an organization only the
+// organization, so this is how the keys below the one, and of the other,
+// are gone from that instant. (The keys above a key bound to an
+// organization are bound to it or to none, so its own is the only one to
+// read.) have holds items read already; the others are read with one
+// strongly consistent BatchGetItem. A key without ancestors or
+// organization (the bootstrap key and the keys it created) costs no read.
+func (s *Store) checkKey(ctx context.Context, it apiKeyItem, have *related) (k account.APIKey, live bool, err error) {
 	if it.Deleting {
 		return account.APIKey{}, false, nil
 	}
+	var r related
+	if have != nil {
+		r = related{keys: maps.Clone(have.keys), orgs: maps.Clone(have.orgs)}
+	}
 	var missing []key
 	for _, id := range it.Ancestors {
-		if _, ok := have[id]; !ok {
+		if _, ok := r.keys[id]; !ok {
 			missing = append(missing, apiKeyKey(id))
 		}
+	}
+	if _, ok := r.orgs[it.OrganizationID]; it.OrganizationID != "" && !ok {
+		missing = append(missing, orgKey(it.OrganizationID))
 	}
 	if len(missing) > 0 {
 		read, err := s.batchGet(ctx, missing)
 		if err != nil {
 			return account.APIKey{}, false, err
 		}
-		have = maps.Clone(have)
-		if have == nil {
-			have = make(map[string]apiKeyItem, len(read))
-		}
 		for _, av := range read {
-			var a apiKeyItem
-			if err := attributevalue.UnmarshalMap(av, &a); err != nil {
-				return account.APIKey{}, false, account.Internal(err)
+			if err := r.add(av); err != nil {
+				return account.APIKey{}, false, err
 			}
-			have[a.KeyID] = a
+		}
+	}
+	if it.OrganizationID != "" {
+		if o, ok := r.orgs[it.OrganizationID]; !ok || o.Deleting {
+			return account.APIKey{}, false, nil
 		}
 	}
 	k = it.apiKey()
 	for _, id := range it.Ancestors {
-		a, ok := have[id]
+		a, ok := r.keys[id]
 		if !ok || a.Deleting {
 			return account.APIKey{}, false, nil
 		}
@@ -286,7 +353,18 @@ func versionIs(v int) expression.ConditionBuilder {
 //
 // The keys' last uses are read with one more request, an eventually
 // consistent BatchGetItem of the page's KEYUSE# items.
-func (s *Store) ListAPIKeys(ctx context.Context, p account.ListParams) (account.Page[account.APIKey], error) {
+//
+// The keys of an organization or an owner are listed from the links in
+// its KEYORG# or KEYOWNER# partition (see listLinkedKeys).
+func (s *Store) ListAPIKeys(ctx context.Context, f account.APIKeyFilter, p account.ListParams) (account.Page[account.APIKey], error) {
+	switch {
+	case f.OrganizationID != "":
+		return s.listLinkedKeys(ctx, prefixKeyOrg+f.OrganizationID, p, func(k account.APIKey) bool {
+			return f.OwnerID == "" || k.OwnerID == f.OwnerID
+		})
+	case f.OwnerID != "":
+		return s.listLinkedKeys(ctx, prefixKeyOwner+f.OwnerID, p, func(account.APIKey) bool { return true })
+	}
 	page, err := list(ctx, s, listKeys, prefixKey, p, func(it apiKeyItem) (account.APIKey, bool) { return it.apiKey(), !it.Deleting })
 	if err != nil {
 		return page, err

@@ -173,7 +173,7 @@ func TestRequestBudgets(t *testing.T) {
 	budgets := []budget{
 		{"TokenStatus (verify)", 1, []string{"BatchGetItem"}, func(t *testing.T, f *budgetFixture) func() {
 			return func() {
-				st, err := f.s.TokenStatus(f.ctx, f.tok.ID, f.key.ID, nil)
+				st, err := f.s.TokenStatus(f.ctx, f.tok.ID, f.key.ID, nil, "")
 				must(t, err, "TokenStatus")
 				if st.Key == nil {
 					t.Fatal("TokenStatus: key not found")
@@ -182,7 +182,7 @@ func TestRequestBudgets(t *testing.T) {
 		}},
 		{"TokenStatus (verify, key with 2 ancestors)", 1, []string{"BatchGetItem"}, func(t *testing.T, f *budgetFixture) func() {
 			return func() {
-				st, err := f.s.TokenStatus(f.ctx, f.deepTok.ID, f.deep.ID, f.deep.Ancestors)
+				st, err := f.s.TokenStatus(f.ctx, f.deepTok.ID, f.deep.ID, f.deep.Ancestors, "")
 				must(t, err, "TokenStatus")
 				if st.Key == nil {
 					t.Fatal("TokenStatus: key not found")
@@ -297,7 +297,7 @@ func TestRequestBudgets(t *testing.T) {
 			_, err := f.s.UpdateAPIKey(f.ctx, f.key.ID, account.APIKeyPatch{Disabled: &off}, nil)
 			must(t, err, "UpdateAPIKey")
 			return func() {
-				st, err := f.s.TokenStatus(f.ctx, f.tok.ID, f.key.ID, nil)
+				st, err := f.s.TokenStatus(f.ctx, f.tok.ID, f.key.ID, nil, "")
 				must(t, err, "TokenStatus")
 				if st.Key == nil || !st.Key.Disabled {
 					t.Fatalf("TokenStatus: got %+v, want the key, disabled", st.Key)
@@ -306,7 +306,7 @@ func TestRequestBudgets(t *testing.T) {
 		}},
 		{"ListAPIKeys (page of 20)", 2, []string{"Query", "BatchGetItem"}, func(t *testing.T, f *budgetFixture) func() {
 			return func() {
-				_, err := f.s.ListAPIKeys(f.ctx, page)
+				_, err := f.s.ListAPIKeys(f.ctx, account.APIKeyFilter{}, page)
 				must(t, err, "ListAPIKeys")
 			}
 		}},
@@ -548,9 +548,53 @@ func TestRequestBudgets(t *testing.T) {
 				must(t, f.s.DeleteUser(f.ctx, f.user.ID), "DeleteUser")
 			}
 		}},
-		{"DeleteOrganization (3 members)", 3, []string{"UpdateItem", "Query", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+		{"DeleteOrganization (3 members)", 4, []string{"UpdateItem", "Query", "Query", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
 			return func() {
 				must(t, f.s.DeleteOrganization(f.ctx, f.org.ID), "DeleteOrganization")
+			}
+		}},
+		{"DeleteOrganization (3 members, 2 keys)", 6, []string{"UpdateItem", "Query", "BatchGetItem", "TransactWriteItems", "Query", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+			f.orgKeys(t)
+			return func() {
+				must(t, f.s.DeleteOrganization(f.ctx, f.org.ID), "DeleteOrganization")
+			}
+		}},
+		{"CreateAPIKey (bound to an organization, with an owner)", 1, []string{"TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				k := newKey(f.tick())
+				k.OrganizationID, k.OwnerID = f.org.ID, "crm:4711"
+				must(t, f.s.CreateAPIKey(f.ctx, k), "CreateAPIKey")
+			}
+		}},
+		{"GetAPIKeyByHash (key bound to an organization)", 2, []string{"GetItem", "BatchGetItem"}, func(t *testing.T, f *budgetFixture) func() {
+			k, _ := f.orgKeys(t)
+			return func() {
+				_, err := f.s.GetAPIKeyByHash(f.ctx, k.Hash)
+				must(t, err, "GetAPIKeyByHash")
+			}
+		}},
+		{"TokenStatus (verify, key bound to an organization)", 1, []string{"BatchGetItem"}, func(t *testing.T, f *budgetFixture) func() {
+			k, tok := f.orgKeys(t)
+			return func() {
+				st, err := f.s.TokenStatus(f.ctx, tok.ID, k.ID, nil, k.OrganizationID)
+				must(t, err, "TokenStatus")
+				if st.Key == nil {
+					t.Fatal("TokenStatus: key not found")
+				}
+			}
+		}},
+		{"ListAPIKeys (an organization's, page of 20)", 2, []string{"Query", "BatchGetItem"}, func(t *testing.T, f *budgetFixture) func() {
+			for range 21 {
+				k := newKey(f.tick())
+				k.OrganizationID, k.OwnerID = f.org.ID, "crm:4711"
+				must(t, f.s.CreateAPIKey(f.ctx, k), "CreateAPIKey")
+			}
+			return func() {
+				page, err := f.s.ListAPIKeys(f.ctx, account.APIKeyFilter{OrganizationID: f.org.ID}, page)
+				must(t, err, "ListAPIKeys")
+				if len(page.Items) != 20 {
+					t.Fatalf("ListAPIKeys: %d keys, want 20", len(page.Items))
+				}
 			}
 		}},
 		{"Published", 1, []string{"GetItem"}, func(t *testing.T, f *budgetFixture) func() {
@@ -648,6 +692,22 @@ func TestRequestBudgets(t *testing.T) {
 // (so that list pages are full), a user in 3 organizations and an
 // organization with 3 members, a key with two keys below it in a chain, a
 // token of the key and of the deepest key, and the public keys.
+// orgKeys binds two keys to the fixture's organization, one below the
+// other, and returns the first with a token of it.
+func (f *budgetFixture) orgKeys(t *testing.T) (account.APIKey, account.TokenRecord) {
+	t.Helper()
+	k := newKey(f.tick())
+	k.OrganizationID, k.OwnerID = f.org.ID, "crm:4711"
+	must(t, f.s.CreateAPIKey(f.ctx, k), "CreateAPIKey")
+	child := newKey(f.tick())
+	child.OrganizationID, child.CreatedBy, child.Ancestors = f.org.ID, k.ID, []string{k.ID}
+	must(t, f.s.CreateAPIKey(f.ctx, child), "CreateAPIKey")
+	at := f.tick()
+	tok := account.TokenRecord{ID: account.NewID(account.PrefixToken, at), KeyID: k.ID, Scopes: []string{"read:users"}, IssuedAt: at, ExpiresAt: at.Add(time.Hour)}
+	must(t, f.s.CreateToken(f.ctx, tok), "CreateToken")
+	return k, tok
+}
+
 func newBudgetFixture(t *testing.T, client *dynamodb.Client) *budgetFixture {
 	t.Helper()
 	f := &budgetFixture{ctx: t.Context(), s: dynamostore.New(client, dynamotest.NewTable(t, client)), now: time.Now().UTC().Truncate(time.Millisecond)}

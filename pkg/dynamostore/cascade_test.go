@@ -366,7 +366,7 @@ func (f *cascadeFixture) wantKeysGone(what string, keys []account.APIKey, tokens
 			f.t.Fatalf("%s: GetAPIKeyByHash %s: got %v, want not_found", what, k.ID, err)
 		}
 		for _, hint := range [][]string{k.Ancestors, nil} {
-			st, err := f.s.TokenStatus(ctx, tokens[k.ID].ID, k.ID, hint)
+			st, err := f.s.TokenStatus(ctx, tokens[k.ID].ID, k.ID, hint, "")
 			must(f.t, err, "TokenStatus")
 			if st.Key != nil {
 				f.t.Fatalf("%s: TokenStatus of a token of %s (hint %v): got the key, want nil", what, k.ID, hint)
@@ -415,7 +415,7 @@ func TestDeleteAPIKey_BeyondOneTransaction(t *testing.T) {
 		t.Fatalf("after the first chunk: %d items left, want %d", left, want)
 	}
 	f.wantKeysGone("after the failure", all, tokens)
-	page, err := f.s.ListAPIKeys(ctx, account.ListParams{Limit: 100})
+	page, err := f.s.ListAPIKeys(ctx, account.APIKeyFilter{}, account.ListParams{Limit: 100})
 	must(t, err, "ListAPIKeys")
 	for _, k := range page.Items {
 		if k.ID == root.ID {

@@ -106,13 +106,16 @@ func storeCalls(s *dynamostore.Store, user account.User, org account.Organizatio
 			_, err := s.RecordAPIKeyUse(ctx, key, at)
 			return err
 		},
-		"ListAPIKeys": func(ctx context.Context) error { _, err := s.ListAPIKeys(ctx, page); return err },
+		"ListAPIKeys": func(ctx context.Context) error {
+			_, err := s.ListAPIKeys(ctx, account.APIKeyFilter{}, page)
+			return err
+		},
 		"CreateToken": func(ctx context.Context) error { return s.CreateToken(ctx, tok) },
 		"RevokeToken": func(ctx context.Context) error {
 			_, err := s.RevokeToken(ctx, account.Revocation{TokenID: tok.ID, KeyID: key.ID, RevokedAt: at, ExpiresAt: tok.ExpiresAt})
 			return err
 		},
-		"TokenStatus":   func(ctx context.Context) error { _, err := s.TokenStatus(ctx, tok.ID, key.ID, nil); return err },
+		"TokenStatus":   func(ctx context.Context) error { _, err := s.TokenStatus(ctx, tok.ID, key.ID, nil, ""); return err },
 		"PutPublicKeys": func(ctx context.Context) error { return s.PutPublicKeys(ctx, []byte(`{"keys":[]}`), at) },
 		"PutIssuer":     func(ctx context.Context) error { return s.PutIssuer(ctx, "https://auth.example.com") },
 		"Published":     func(ctx context.Context) error { _, _, err := s.Published(ctx); return err },

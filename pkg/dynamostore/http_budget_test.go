@@ -227,7 +227,19 @@ func TestHTTPRequestBudgets(t *testing.T) {
 		t.Errorf("verify of a token of a key below a deleted key: got %v, want valid false", v)
 	}
 	do("", "DELETE", "/v1/users/"+uid, admin, nil, 204, get, upd, query, tx)
-	do("", "DELETE", "/v1/organizations/"+oid, admin, nil, 204, get, upd, query, tx)
+	// A key bound to an organization: its requests read the organization
+	// with the key, its token's verify in the same round trip; deleting
+	// the organization deletes it.
+	orgKey := do("bound to an organization, with an owner", "POST", "/v1/api-keys", admin, map[string]any{"name": "tenant", "scopes": []string{"read:users"}, "organization_id": oid, "owner_id": "crm:4711"}, 201, get, tx)
+	do("key bound to an organization, its first use in a minute", "POST", "/v1/auth/token", str(orgKey, "key"), map[string]any{"scopes": []string{"read:users"}}, 201, get, batch, upd, put)
+	orgTok := do("key bound to an organization", "POST", "/v1/auth/token", str(orgKey, "key"), map[string]any{"scopes": []string{"read:users"}}, 201, get, batch, put)
+	do("token of a key bound to an organization", "GET", "/v1/auth/verify", str(orgTok, "access_token"), nil, 200, batch)
+	do("", "GET", "/v1/api-keys?organization_id="+oid, admin, nil, 200, get, query, batch)
+	do("", "GET", "/v1/api-keys?owner_id=crm:4711", admin, nil, 200, get, query, batch)
+	do("with a key bound to it", "DELETE", "/v1/organizations/"+oid, admin, nil, 204, get, upd, query, batch, tx, query, tx)
+	if v := do("organization deleted", "GET", "/v1/auth/verify", str(orgTok, "access_token"), nil, 200, batch); v["valid"] != false {
+		t.Errorf("verify of a token of a deleted organization's key: got %v, want valid false", v)
+	}
 	do("", "GET", "/v1/auth/jwks", "", nil, 200)
 
 	// The OAuth endpoints cost what the calls they stand for cost, with
@@ -250,7 +262,7 @@ func TestHTTPRequestBudgets(t *testing.T) {
 func route(path string) string {
 	path, query, _ := strings.Cut(path, "?")
 	suffix := ""
-	for _, p := range []string{"email", "external_id", "slug"} {
+	for _, p := range []string{"email", "external_id", "slug", "organization_id", "owner_id"} {
 		if strings.HasPrefix(query, p+"=") {
 			suffix = "?" + p + "="
 		}

@@ -166,18 +166,22 @@ func (it memberItem) membership() account.Membership {
 // in one transaction.
 type apiKeyItem struct {
 	key
-	GSI1PK    string            `dynamodbav:"gsi1pk,omitempty"`
-	GSI1SK    string            `dynamodbav:"gsi1sk,omitempty"`
-	KeyID     string            `dynamodbav:"key_id"`
-	Name      string            `dynamodbav:"name"`
-	Hash      []byte            `dynamodbav:"hash"`
-	Last4     string            `dynamodbav:"last4"`
-	Scopes    []string          `dynamodbav:"scopes"`
-	CreatedBy string            `dynamodbav:"created_by,omitempty"`
-	Ancestors []string          `dynamodbav:"ancestors,omitempty"`
-	Bootstrap bool              `dynamodbav:"bootstrap,omitempty"`
-	Metadata  map[string]string `dynamodbav:"metadata,omitempty"`
-	Disabled  bool              `dynamodbav:"disabled,omitempty"`
+	GSI1PK    string   `dynamodbav:"gsi1pk,omitempty"`
+	GSI1SK    string   `dynamodbav:"gsi1sk,omitempty"`
+	KeyID     string   `dynamodbav:"key_id"`
+	Name      string   `dynamodbav:"name"`
+	Hash      []byte   `dynamodbav:"hash"`
+	Last4     string   `dynamodbav:"last4"`
+	Scopes    []string `dynamodbav:"scopes"`
+	CreatedBy string   `dynamodbav:"created_by,omitempty"`
+	Ancestors []string `dynamodbav:"ancestors,omitempty"`
+	Bootstrap bool     `dynamodbav:"bootstrap,omitempty"`
+	// OrganizationID and OwnerID are listed in the key's KEYORG# and
+	// KEYOWNER# partitions too (see keyLinkItem).
+	OrganizationID string            `dynamodbav:"organization_id,omitempty"`
+	OwnerID        string            `dynamodbav:"owner_id,omitempty"`
+	Metadata       map[string]string `dynamodbav:"metadata,omitempty"`
+	Disabled       bool              `dynamodbav:"disabled,omitempty"`
 	// PreviousHash is the hash of the secret the last rotation replaced,
 	// until PreviousExpiresAt; a third copy of the key is stored under it
 	// meanwhile (see previousCopy).
@@ -223,8 +227,11 @@ func newAPIKeyItems(k account.APIKey) (byID, byHash apiKeyItem) {
 		Ancestors: k.Ancestors,
 		Bootstrap: k.Bootstrap,
 		Disabled:  k.Disabled,
-		CreatedAt: k.CreatedAt.UTC(),
-		ExpiresAt: k.ExpiresAt.UTC(),
+
+		OrganizationID: k.OrganizationID,
+		OwnerID:        k.OwnerID,
+		CreatedAt:      k.CreatedAt.UTC(),
+		ExpiresAt:      k.ExpiresAt.UTC(),
 	}
 	if len(k.Metadata) > 0 {
 		byID.Metadata = k.Metadata
@@ -267,9 +274,12 @@ func (it apiKeyItem) apiKey() account.APIKey {
 		Ancestors: it.Ancestors,
 		Bootstrap: it.Bootstrap,
 		Metadata:  it.Metadata,
-		Disabled:  it.Disabled,
-		CreatedAt: it.CreatedAt,
-		ExpiresAt: it.ExpiresAt,
+
+		OrganizationID: it.OrganizationID,
+		OwnerID:        it.OwnerID,
+		Disabled:       it.Disabled,
+		CreatedAt:      it.CreatedAt,
+		ExpiresAt:      it.ExpiresAt,
 
 		PreviousHash: it.PreviousHash,
 	}
@@ -282,16 +292,36 @@ func (it apiKeyItem) apiKey() account.APIKey {
 	return k
 }
 
-// keyLinkItem lists a key in the partition of its parent (the last of its
-// Ancestors), so that a delete finds the keys below a key with a strongly
-// consistent Query. It expires with the key.
+// keyLinkItem lists a key in another partition, found with a strongly
+// consistent Query of that partition: in the partition of its parent (the
+// last of its Ancestors), so that a delete finds the keys below a key; in
+// the KEYORG# partition of its organization, so that deleting the
+// organization finds its keys, and so do lists by organization; in the
+// KEYOWNER# partition of its owner, for lists by owner. It expires with the
+// key.
 type keyLinkItem struct {
 	key
 	ExpireAt int64 `dynamodbav:"expire_at,omitempty"`
 }
 
-func newKeyLinkItem(parentID string, k account.APIKey) keyLinkItem {
-	it := keyLinkItem{key: keyLinkKey(parentID, k.ID)}
+// linkKeys returns the keys of the links of the key it in its
+// organization's and its owner's partitions (not the link below its
+// parent: a link to a key whose item is gone is found in its parent's
+// partition, not through the item).
+func (it apiKeyItem) linkKeys() []key {
+	var ks []key
+	if it.OrganizationID != "" {
+		ks = append(ks, keyOrgLinkKey(it.OrganizationID, it.KeyID))
+	}
+	if it.OwnerID != "" {
+		ks = append(ks, keyOwnerLinkKey(it.OwnerID, it.KeyID))
+	}
+	return ks
+}
+
+// newKeyLinkItem returns the link at where to the key k.
+func newKeyLinkItem(where key, k account.APIKey) keyLinkItem {
+	it := keyLinkItem{key: where}
 	if !k.ExpiresAt.IsZero() {
 		it.ExpireAt = k.ExpiresAt.Add(account.ExpiredKeyRetention).Unix()
 	}

@@ -22,6 +22,8 @@ import (
 //	API key by hash      KEYHASH#<hex sha256> KEYHASH             -                    -
 //	key below a key      KEY#<parent key_id>  CHILD#<key_id>      -                    -
 //	last use of a key    KEYUSE#<key_id>      USE                 -                    -
+//	key of an org        KEYORG#<org_id>      KEY#<key_id>        -                    -
+//	key of an owner      KEYOWNER#<owner_id>  KEY#<key_id>        -                    -
 //	token record         TOKEN#<tok_id>       TOKEN               -                    -
 //	revocation entry     TOKEN#<tok_id>       REVOKED             -                    -
 //	public signing keys  CONFIG               JWKS                -                    -
@@ -45,6 +47,8 @@ const (
 	prefixKeyHash    = "KEYHASH#"
 	prefixChild      = "CHILD#"
 	prefixKeyUse     = "KEYUSE#"
+	prefixKeyOrg     = "KEYORG#"
+	prefixKeyOwner   = "KEYOWNER#"
 	prefixToken      = "TOKEN#"
 	prefixIdem       = "IDEM#"
 	sortUser         = "USER"
@@ -82,6 +86,8 @@ func apiKeyKey(id string) key               { return key{prefixKey + id, sortKey
 func keyHashKey(hash []byte) key            { return key{prefixKeyHash + hex.EncodeToString(hash), sortKeyHash} }
 func keyLinkKey(parentID, id string) key    { return key{prefixKey + parentID, prefixChild + id} }
 func keyUseKey(id string) key               { return key{prefixKeyUse + id, sortKeyUse} }
+func keyOrgLinkKey(orgID, id string) key    { return key{prefixKeyOrg + orgID, prefixKey + id} }
+func keyOwnerLinkKey(owner, id string) key  { return key{prefixKeyOwner + owner, prefixKey + id} }
 func tokenKey(id string) key                { return key{prefixToken + id, sortToken} }
 func revocationKey(id string) key           { return key{prefixToken + id, sortRevoked} }
 func jwksKey() key                          { return key{pkConfig, sortJWKS} }

@@ -41,9 +41,9 @@ import (
 const (
 	// maxKeyItems is the most items that delete one key: its item, its
 	// copy under its hash, the copy under its previous hash (see
-	// apiKeyItem.PreviousHash), its link in its parent's partition, and its
-	// last use (KEYUSE#).
-	maxKeyItems = 5
+	// apiKeyItem.PreviousHash), its links in its parent's, organization's
+	// and owner's partitions, and its last use (KEYUSE#).
+	maxKeyItems = 7
 	// keyItems is what deleting a key below another takes without a
 	// previous secret: its item, its copy, its link and its last use.
 	keyItems = 4
@@ -243,6 +243,9 @@ func (d *treeDelete) deletes(n keyNode, parent string) ([]types.TransactWriteIte
 		)
 		if previous := n.item.PreviousHash; previous != nil {
 			steps = append(steps, func() (types.TransactWriteItem, error) { return d.s.del(keyHashKey(previous), nil) })
+		}
+		for _, l := range n.item.linkKeys() {
+			steps = append(steps, func() (types.TransactWriteItem, error) { return d.s.del(l, nil) })
 		}
 	}
 	if parent != "" {

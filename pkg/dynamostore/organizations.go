@@ -90,12 +90,18 @@ func (s *Store) UpdateOrganization(ctx context.Context, id string, p account.Org
 }
 
 // DeleteOrganization deletes the organization, both sides of each of its
-// memberships, its slug guard and its external id guard; see cascade for
-// organizations with more than 49 members (48 with an external id).
-// CodeNotFound.
+// memberships, its slug guard, its external id guard and the API keys
+// bound to it; see cascade for organizations with more than 49 members (48
+// with an external id), and orgkeys.go for the keys, which go first, once
+// the flag has made them stop working. CodeNotFound.
 func (s *Store) DeleteOrganization(ctx context.Context, id string) error {
 	var o orgItem
 	if err := s.markDeleting(ctx, orgKey(id), &o, account.ErrOrganizationNotFound()); err != nil {
+		return err
+	}
+	// Not the last write of the delete: the idempotency record goes with
+	// the final transaction of the cascade.
+	if err := s.deleteOrgKeys(withoutCommit(ctx), id); err != nil {
 		return err
 	}
 	guards := []key{slugKey(o.Slug)}

@@ -59,7 +59,7 @@ func TestListAPIKeys_ForeignPartition(t *testing.T) {
 		"created_at": created.AddDate(100, 0, 0), "expires_at": time.Time{},
 	})
 
-	page, err := store.ListAPIKeys(ctx, account.ListParams{Limit: 100})
+	page, err := store.ListAPIKeys(ctx, account.APIKeyFilter{}, account.ListParams{Limit: 100})
 	must(t, err, "ListAPIKeys")
 	if len(page.Items) != 1 || page.Items[0].ID == fakeID {
 		t.Errorf("ListAPIKeys: got %+v, want only the real bootstrap key", page.Items)

@@ -78,12 +78,13 @@ func (s *Store) RevokeToken(ctx context.Context, r account.Revocation) (time.Tim
 }
 
 // TokenStatus reads the revocation entry, the issuing key's item and the
-// items of the ancestors the token names in one strongly consistent
-// BatchGetItem: 1 request and 2 RCU for a key without ancestors (a
-// TransactGetItems would cost 4), 1 more RCU per ancestor. The key's own
-// Ancestors decide: any the hint left out are read with a second
+// items of the ancestors and the organization the token names in one
+// strongly consistent BatchGetItem: 1 request and 2 RCU for a key without
+// ancestors or organization (a TransactGetItems would cost 4), 1 more RCU
+// per ancestor and for the organization. The key's own Ancestors and
+// OrganizationID decide: any the hints left out are read with a second
 // BatchGetItem (checkKey), which a token this service issued never needs.
-func (s *Store) TokenStatus(ctx context.Context, tokenID, keyID string, ancestors []string) (account.TokenStatus, error) {
+func (s *Store) TokenStatus(ctx context.Context, tokenID, keyID string, ancestors []string, orgID string) (account.TokenStatus, error) {
 	if len(ancestors) > account.MaxKeyAncestors {
 		ancestors = nil // a hint, and not one this service wrote
 	}
@@ -91,37 +92,37 @@ func (s *Store) TokenStatus(ctx context.Context, tokenID, keyID string, ancestor
 	for _, id := range ancestors {
 		keys = append(keys, apiKeyKey(id))
 	}
+	if orgID != "" {
+		keys = append(keys, orgKey(orgID))
+	}
 	read, err := s.batchGet(ctx, keys)
 	if err != nil {
 		return account.TokenStatus{}, err
 	}
 	var st account.TokenStatus
-	items := make(map[string]apiKeyItem, len(read))
+	var r related
 	for _, av := range read {
 		var k key
 		if err := attributevalue.UnmarshalMap(av, &k); err != nil {
 			return account.TokenStatus{}, account.Internal(err)
 		}
-		switch k.SK {
-		case sortRevoked:
-			var r revocationItem
-			if err := attributevalue.UnmarshalMap(av, &r); err != nil {
+		if k.SK == sortRevoked {
+			var rev revocationItem
+			if err := attributevalue.UnmarshalMap(av, &rev); err != nil {
 				return account.TokenStatus{}, account.Internal(err)
 			}
-			st.RevokedAt = r.RevokedAt
-		case sortKey:
-			var it apiKeyItem
-			if err := attributevalue.UnmarshalMap(av, &it); err != nil {
-				return account.TokenStatus{}, account.Internal(err)
-			}
-			items[idFrom(k.PK, prefixKey)] = it
+			st.RevokedAt = rev.RevokedAt
+			continue
+		}
+		if err := r.add(av); err != nil {
+			return account.TokenStatus{}, err
 		}
 	}
-	it, ok := items[keyID]
+	it, ok := r.keys[keyID]
 	if !ok {
 		return st, nil
 	}
-	issuer, live, err := s.checkKey(ctx, it, items)
+	issuer, live, err := s.checkKey(ctx, it, &r)
 	if err != nil {
 		return account.TokenStatus{}, err
 	}

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -411,4 +412,87 @@ func TestAPIKeyLastUse(t *testing.T) {
 			t.Errorf("in the list: last_used_at %v, want %s", k["last_used_at"], stamp(a.Clock.Now()))
 		}
 	}
+}
+
+// TestAPIKeyOwners: a key's organization and owner are on the key, in its
+// tokens and in what verify and introspection say of them; lists filter
+// by them; a key bound to an organization stays in it; deleting the
+// organization deletes its keys.
+func TestAPIKeyOwners(t *testing.T) {
+	a := newAPI(t)
+	o, other := a.CreateOrganization(t, uniqueSlug()), a.CreateOrganization(t, uniqueSlug())
+	res := a.do(http.MethodPost, "/v1/api-keys", a.AdminKey, map[string]any{
+		"name": "tenant", "scopes": []string{account.ScopeReadAPIKeys, account.ScopeWriteAPIKeys, "read:users"},
+		"organization_id": o.ID, "owner_id": "crm:4711",
+	})
+	want(t, res, http.StatusCreated)
+	created := res.Map(t)
+	if created["organization_id"] != o.ID || created["owner_id"] != "crm:4711" {
+		t.Errorf("POST: got organization_id %v, owner_id %v", created["organization_id"], created["owner_id"])
+	}
+	tenant := created["key"].(string)
+	tok, _ := a.IssueToken(t, tenant, "", "read:users")
+	v := a.do(http.MethodGet, "/v1/auth/verify", tok, nil).Map(t)
+	if v["organization_id"] != o.ID || v["owner_id"] != "crm:4711" {
+		t.Errorf("verify: got %v", v)
+	}
+	in := a.form("/oauth2/introspect", client{bearer: a.AdminKey}, url.Values{"token": {tok}}).Map(t)
+	if in["active"] != true || in["org_id"] != o.ID || in["owner_id"] != "crm:4711" {
+		t.Errorf("introspection: got %v", in)
+	}
+	if v := a.do(http.MethodGet, "/v1/auth/verify", a.tokenOf(t, a.AdminKey), nil).Map(t); v["organization_id"] != nil || v["owner_id"] != nil {
+		t.Errorf("verify of a key without them: got %v, want nulls", v)
+	}
+
+	// The tenant's own key, without naming it, is bound to its organization.
+	res = a.do(http.MethodPost, "/v1/api-keys", tenant, map[string]any{"name": "tenant ci", "scopes": []string{"read:users"}, "owner_id": "crm:42"})
+	want(t, res, http.StatusCreated)
+	if got := res.Map(t); got["organization_id"] != o.ID {
+		t.Errorf("a key created by a bound key: organization_id %v, want %s", got["organization_id"], o.ID)
+	}
+	wantProblem(t, a.do(http.MethodPost, "/v1/api-keys", tenant, map[string]any{"name": "x", "scopes": []string{"read:users"}, "organization_id": other.ID}), http.StatusForbidden, "forbidden")
+	wantProblem(t, a.do(http.MethodPost, "/v1/api-keys", a.AdminKey, map[string]any{"name": "x", "scopes": []string{"read:users"}, "organization_id": account.NewID(account.PrefixOrganization, time.Now())}), http.StatusNotFound, "not_found")
+	wantField(t, wantProblem(t, a.do(http.MethodPost, "/v1/api-keys", a.AdminKey, map[string]any{"name": "x", "scopes": []string{"read:users"}, "owner_id": strings.Repeat("x", 257)}), http.StatusBadRequest, "invalid_request"), "owner_id")
+	a.createKey(a.AdminKey, "read:users") // bound to nothing
+
+	count := func(credential, query string) int {
+		t.Helper()
+		var list struct {
+			Data []map[string]any `json:"data"`
+		}
+		a.do(http.MethodGet, "/v1/api-keys?limit=100"+query, credential, nil).Decode(t, &list)
+		return len(list.Data)
+	}
+	for _, tc := range []struct {
+		credential, query string
+		want              int
+	}{
+		{a.AdminKey, "&organization_id=" + o.ID, 2},
+		{a.AdminKey, "&owner_id=crm:4711", 1},
+		{a.AdminKey, "&organization_id=" + o.ID + "&owner_id=crm:42", 1},
+		{a.AdminKey, "&organization_id=" + other.ID, 0},
+		{tenant, "", 2}, // its organization's only
+	} {
+		if got := count(tc.credential, tc.query); got != tc.want {
+			t.Errorf("list%s: %d keys, want %d", tc.query, got, tc.want)
+		}
+	}
+	wantProblem(t, a.do(http.MethodGet, "/v1/api-keys?organization_id="+other.ID, tenant, nil), http.StatusForbidden, "forbidden")
+	wantField(t, wantProblem(t, a.do(http.MethodGet, "/v1/api-keys?organization_id=acme", a.AdminKey, nil), http.StatusBadRequest, "invalid_request"), "organization_id")
+
+	want(t, a.do(http.MethodDelete, "/v1/organizations/"+o.ID, a.AdminKey, nil), http.StatusNoContent)
+	wantProblem(t, a.do(http.MethodGet, "/v1/users", tenant, nil), http.StatusUnauthorized, "unauthorized")
+	if v := a.do(http.MethodGet, "/v1/auth/verify", tok, nil).Map(t); v["valid"] != false || v["reason"] != account.ReasonRevoked {
+		t.Errorf("verify after the organization's delete: got %v, want revoked", v)
+	}
+	if got := count(a.AdminKey, "&owner_id=crm:4711"); got != 0 {
+		t.Errorf("the owner's keys after the organization's delete: %d, want none", got)
+	}
+}
+
+// tokenOf issues a token for the key with secret, for one of its scopes.
+func (a api) tokenOf(t *testing.T, secret string) string {
+	t.Helper()
+	tok, _ := a.IssueToken(t, secret, "", "read:users")
+	return tok
 }

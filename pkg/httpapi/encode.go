@@ -206,16 +206,19 @@ func toUserMembership(m account.UserMembership) userMembershipResponse {
 // apiKeyResponse never carries the hash. The secret appears only in the
 // create response, in Key.
 type apiKeyResponse struct {
-	ID        string           `json:"id"`
-	Name      string           `json:"name"`
-	MaskedKey string           `json:"masked_key"`
-	Scopes    []string         `json:"scopes"`
-	CreatedBy *string          `json:"created_by"`
-	Bootstrap bool             `json:"bootstrap"`
-	Enabled   bool             `json:"enabled"`
-	Metadata  account.Metadata `json:"metadata"`
-	CreatedAt timestamp        `json:"created_at"`
-	ExpiresAt *timestamp       `json:"expires_at"`
+	ID        string   `json:"id"`
+	Name      string   `json:"name"`
+	MaskedKey string   `json:"masked_key"`
+	Scopes    []string `json:"scopes"`
+	CreatedBy *string  `json:"created_by"`
+	Bootstrap bool     `json:"bootstrap"`
+	// OrganizationID and OwnerID are null when the key has none.
+	OrganizationID *string          `json:"organization_id"`
+	OwnerID        *string          `json:"owner_id"`
+	Enabled        bool             `json:"enabled"`
+	Metadata       account.Metadata `json:"metadata"`
+	CreatedAt      timestamp        `json:"created_at"`
+	ExpiresAt      *timestamp       `json:"expires_at"`
 	// PreviousKeyExpiresAt is when the secret a rotation replaced stops;
 	// null when there is none that still works.
 	PreviousKeyExpiresAt *timestamp `json:"previous_key_expires_at"`
@@ -247,6 +250,7 @@ func toAPIKey(k account.APIKey) apiKeyResponse {
 	if k.CreatedBy != "" {
 		out.CreatedBy = &k.CreatedBy
 	}
+	out.OrganizationID, out.OwnerID = optionalString(k.OrganizationID), optionalString(k.OwnerID)
 	return out
 }
 
@@ -285,6 +289,10 @@ type verifyValidResponse struct {
 	IssuedAt  timestamp `json:"issued_at"`
 	ExpiresAt timestamp `json:"expires_at"`
 	ExpiresIn int64     `json:"expires_in"`
+	// OrganizationID and OwnerID are the key's (the token's org_id and
+	// owner_id): null when it has none.
+	OrganizationID *string `json:"organization_id"`
+	OwnerID        *string `json:"owner_id"`
 }
 
 type verifyInvalidResponse struct {
@@ -311,6 +319,10 @@ func (v verifyValidResponse) appendJSON(b []byte) []byte {
 	b = v.ExpiresAt.appendText(b)
 	b = append(b, `","expires_in":`...)
 	b = strconv.AppendInt(b, v.ExpiresIn, 10)
+	b = append(b, `,"organization_id":`...)
+	b = appendJSONOptionalString(b, v.OrganizationID)
+	b = append(b, `,"owner_id":`...)
+	b = appendJSONOptionalString(b, v.OwnerID)
 	return append(b, "}\n"...)
 }
 
@@ -321,6 +333,15 @@ func (v verifyInvalidResponse) appendJSON(b []byte) []byte {
 	b = append(b, `,"reason":`...)
 	b = appendJSONString(b, v.Reason)
 	return append(b, "}\n"...)
+}
+
+// appendJSONOptionalString appends *s as a JSON string, or null if s is
+// nil, as encoding/json does.
+func appendJSONOptionalString(b []byte, s *string) []byte {
+	if s == nil {
+		return append(b, "null"...)
+	}
+	return appendJSONString(b, *s)
 }
 
 // appendJSONStrings appends list as a JSON array, or null if it is nil, as

@@ -34,9 +34,11 @@ func TestAppendJSON(t *testing.T) {
 	now := time.Date(2026, 11, 22, 10, 0, 0, 123456789, time.FixedZone("x", 3600))
 	var cases []jsonAppender
 	for _, s := range nastyStrings {
+		org, owner := s+"o", s
 		cases = append(cases,
 			verifyValidResponse{Valid: true, TokenID: s, KeyID: s + "k", Scopes: []string{s, "b"}, Audience: s + "a",
-				IssuedAt: timestamp(now), ExpiresAt: timestamp(now.Add(time.Hour)), ExpiresIn: 3599},
+				IssuedAt: timestamp(now), ExpiresAt: timestamp(now.Add(time.Hour)), ExpiresIn: 3599,
+				OrganizationID: &org, OwnerID: &owner},
 			verifyInvalidResponse{Valid: true, Reason: s})
 	}
 	cases = append(cases,

@@ -77,6 +77,9 @@ func (s *server) verifyToken(w http.ResponseWriter, r *http.Request, token strin
 		IssuedAt:  timestamp(c.IssuedAt),
 		ExpiresAt: timestamp(c.ExpiresAt),
 		ExpiresIn: secondsUntil(c.ExpiresAt, v.CheckedAt),
+
+		OrganizationID: optionalString(c.OrganizationID),
+		OwnerID:        optionalString(c.OwnerID),
 	})
 	return nil
 }
@@ -105,6 +108,9 @@ type apiKeyRequest struct {
 	Scopes    []string      `json:"scopes"`
 	ExpiresIn string        `json:"expires_in"`
 	Metadata  metadataField `json:"metadata"`
+
+	OrganizationID string `json:"organization_id"`
+	OwnerID        string `json:"owner_id"`
 }
 
 // apiKeyPatch uses pointers because an absent field stays as it is.
@@ -121,6 +127,7 @@ func (s *server) createAPIKey(w http.ResponseWriter, r *http.Request, p account.
 	}
 	key, secret, err := s.svc.CreateAPIKey(r.Context(), p, account.NewAPIKey{
 		Name: req.Name, Scopes: req.Scopes, ExpiresIn: req.ExpiresIn, Metadata: req.Metadata.Value,
+		OrganizationID: req.OrganizationID, OwnerID: req.OwnerID,
 	})
 	if err != nil {
 		return err
@@ -134,7 +141,10 @@ func (s *server) createAPIKey(w http.ResponseWriter, r *http.Request, p account.
 }
 
 func (s *server) listAPIKeys(w http.ResponseWriter, r *http.Request, p account.Principal) error {
-	l, err := s.svc.ListAPIKeys(r.Context(), p, pageRequest(r))
+	q := r.URL.Query()
+	l, err := s.svc.ListAPIKeys(r.Context(), p, pageRequest(r), account.APIKeyFilter{
+		OrganizationID: q.Get("organization_id"), OwnerID: q.Get("owner_id"),
+	})
 	if err != nil {
 		return err
 	}
@@ -156,10 +166,7 @@ func (s *server) updateAPIKey(w http.ResponseWriter, r *http.Request, p account.
 	if err := decode(w, r, &req); err != nil {
 		return err
 	}
-	update := account.APIKeyUpdate{Name: req.Name, Enabled: req.Enabled}
-	if req.Metadata.Set {
-		update.Metadata = &req.Metadata.Value
-	}
+	update := account.APIKeyUpdate{Name: req.Name, Enabled: req.Enabled, Metadata: req.Metadata.update()}
 	k, err := s.svc.UpdateAPIKey(r.Context(), p, r.PathValue("id"), update)
 	if err != nil {
 		return err

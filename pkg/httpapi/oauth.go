@@ -358,6 +358,10 @@ type introspection struct {
 	IssuedAt  int64  `json:"iat,omitempty"`
 	ID        string `json:"jti,omitempty"`
 	TokenType string `json:"token_type,omitempty"`
+	// OrgID and OwnerID are the API key's organization and owner, as the
+	// token's claims of the same names say them.
+	OrgID   string `json:"org_id,omitempty"`
+	OwnerID string `json:"owner_id,omitempty"`
 }
 
 // oauthIntrospect is token introspection (RFC 7662): VerifyToken in RFC
@@ -397,6 +401,8 @@ func (s *server) oauthIntrospect(w http.ResponseWriter, r *http.Request, _ accou
 		IssuedAt:  c.IssuedAt.Unix(),
 		ID:        c.ID,
 		TokenType: "Bearer",
+		OrgID:     c.OrganizationID,
+		OwnerID:   c.OwnerID,
 	})
 	return nil
 }

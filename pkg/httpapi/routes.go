@@ -98,7 +98,7 @@ var routeTable = []routeDef{
 	{Route: Route{GroupAuth, http.MethodGet, wellKnownOpenIDConfiguration, "", nil}, auth: authPublic, handler: (*server).serveMetadata},
 	{Route: Route{GroupAuth, http.MethodGet, wellKnownJWKS, "", nil}, auth: authPublic, handler: (*server).serveJWKS},
 	{Route: Route{GroupAuth, http.MethodPost, "/v1/api-keys", account.OpCreateAPIKey, nil}, handler: (*server).createAPIKey},
-	{Route: Route{GroupAuth, http.MethodGet, "/v1/api-keys", account.OpListAPIKeys, listQuery()}, handler: (*server).listAPIKeys},
+	{Route: Route{GroupAuth, http.MethodGet, "/v1/api-keys", account.OpListAPIKeys, listQuery("organization_id", "owner_id")}, handler: (*server).listAPIKeys},
 	{Route: Route{GroupAuth, http.MethodGet, "/v1/api-keys/{id}", account.OpGetAPIKey, nil}, handler: (*server).getAPIKey},
 	{Route: Route{GroupAuth, http.MethodPatch, "/v1/api-keys/{id}", account.OpUpdateAPIKey, nil}, handler: (*server).updateAPIKey},
 	{Route: Route{GroupAuth, http.MethodDelete, "/v1/api-keys/{id}", account.OpDeleteAPIKey, nil}, handler: (*server).deleteAPIKey},

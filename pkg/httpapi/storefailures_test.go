@@ -310,7 +310,7 @@ func failingStore(err error) (*mock.Store, *storeCalls) {
 			c.add("RecordAPIKeyUse")
 			return time.Time{}, err
 		},
-		ListAPIKeysFn: func(context.Context, account.ListParams) (account.Page[account.APIKey], error) {
+		ListAPIKeysFn: func(context.Context, account.APIKeyFilter, account.ListParams) (account.Page[account.APIKey], error) {
 			c.add("ListAPIKeys")
 			return account.Page[account.APIKey]{}, err
 		},
@@ -319,7 +319,7 @@ func failingStore(err error) (*mock.Store, *storeCalls) {
 			c.add("RevokeToken")
 			return time.Time{}, err
 		},
-		TokenStatusFn: func(context.Context, string, string, []string) (account.TokenStatus, error) {
+		TokenStatusFn: func(context.Context, string, string, []string, string) (account.TokenStatus, error) {
 			c.add("TokenStatus")
 			return account.TokenStatus{}, err
 		},

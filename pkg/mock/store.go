@@ -39,10 +39,10 @@ type Store struct {
 	UpdateAPIKeyFn                func(ctx context.Context, id string, patch account.APIKeyPatch, allow func(account.APIKey) error) (account.APIKey, error)
 	DeleteAPIKeyFn                func(ctx context.Context, id string, allow func(account.APIKey) error) error
 	RecordAPIKeyUseFn             func(ctx context.Context, k account.APIKey, at time.Time) (time.Time, error)
-	ListAPIKeysFn                 func(ctx context.Context, p account.ListParams) (account.Page[account.APIKey], error)
+	ListAPIKeysFn                 func(ctx context.Context, f account.APIKeyFilter, p account.ListParams) (account.Page[account.APIKey], error)
 	CreateTokenFn                 func(ctx context.Context, t account.TokenRecord) error
 	RevokeTokenFn                 func(ctx context.Context, r account.Revocation) (time.Time, error)
-	TokenStatusFn                 func(ctx context.Context, tokenID, keyID string, ancestors []string) (account.TokenStatus, error)
+	TokenStatusFn                 func(ctx context.Context, tokenID, keyID string, ancestors []string, orgID string) (account.TokenStatus, error)
 	ClaimIdempotencyFn            func(ctx context.Context, r account.IdempotencyRecord, now time.Time) (account.IdempotencyRecord, bool, error)
 	FinishIdempotencyFn           func(ctx context.Context, r account.IdempotencyRecord) error
 	ReleaseIdempotencyFn          func(ctx context.Context, keyID, key, owner string) error
@@ -182,8 +182,8 @@ func (s *Store) RecordAPIKeyUse(ctx context.Context, k account.APIKey, at time.T
 }
 
 // ListAPIKeys calls ListAPIKeysFn.
-func (s *Store) ListAPIKeys(ctx context.Context, p account.ListParams) (account.Page[account.APIKey], error) {
-	return s.ListAPIKeysFn(ctx, p)
+func (s *Store) ListAPIKeys(ctx context.Context, f account.APIKeyFilter, p account.ListParams) (account.Page[account.APIKey], error) {
+	return s.ListAPIKeysFn(ctx, f, p)
 }
 
 // CreateToken calls CreateTokenFn.
@@ -197,8 +197,8 @@ func (s *Store) RevokeToken(ctx context.Context, r account.Revocation) (time.Tim
 }
 
 // TokenStatus calls TokenStatusFn.
-func (s *Store) TokenStatus(ctx context.Context, tokenID, keyID string, ancestors []string) (account.TokenStatus, error) {
-	return s.TokenStatusFn(ctx, tokenID, keyID, ancestors)
+func (s *Store) TokenStatus(ctx context.Context, tokenID, keyID string, ancestors []string, orgID string) (account.TokenStatus, error) {
+	return s.TokenStatusFn(ctx, tokenID, keyID, ancestors, orgID)
 }
 
 // ClaimIdempotency calls ClaimIdempotencyFn.

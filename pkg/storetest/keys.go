@@ -123,7 +123,7 @@ func (s suite) updateAPIKey(t *testing.T) {
 		want.Name, want.Metadata, want.Disabled = name, meta, true
 		assertSame(t, "UpdateAPIKey's key", got, want)
 		f.wantKey("the updated key", want)
-		st, err := f.s.TokenStatus(f.ctx, tok.ID, k.ID, nil)
+		st, err := f.s.TokenStatus(f.ctx, tok.ID, k.ID, nil, "")
 		f.ok(err, "TokenStatus")
 		if st.Key == nil {
 			t.Fatal("TokenStatus of a disabled key's token: got no key, want the key, disabled")
@@ -197,7 +197,7 @@ func (s suite) updateAPIKey(t *testing.T) {
 			f.wantKey("a key below the disabled key", below)
 		}
 		for _, hint := range [][]string{grandchild.Ancestors, nil} {
-			st, err := f.s.TokenStatus(f.ctx, tok.ID, grandchild.ID, hint)
+			st, err := f.s.TokenStatus(f.ctx, tok.ID, grandchild.ID, hint, "")
 			f.ok(err, "TokenStatus")
 			if st.Key == nil || !st.Key.DisabledAbove || st.Key.Disabled {
 				t.Errorf("TokenStatus (hint %v) of a token of a key below a disabled key: got %+v, want the key with DisabledAbove only", hint, st.Key)
@@ -376,7 +376,7 @@ func (s suite) recordAPIKeyUse(t *testing.T) {
 		got, err := f.s.GetAPIKey(f.ctx, k.ID)
 		f.ok(err, "GetAPIKey")
 		assertSame(t, "GetAPIKey", got, want)
-		page, err := f.s.ListAPIKeys(f.ctx, account.ListParams{Limit: 100})
+		page, err := f.s.ListAPIKeys(f.ctx, account.APIKeyFilter{}, account.ListParams{Limit: 100})
 		f.ok(err, "ListAPIKeys")
 		assertIDs(t, "ListAPIKeys", page.Items, k)
 		assertSame(t, "the key in the list", page.Items[0], want)
@@ -460,7 +460,7 @@ func (f *fixture) wantKey(what string, want account.APIKey) {
 	got, err = f.s.GetAPIKeyByHash(f.ctx, want.Hash)
 	f.ok(err, what+": GetAPIKeyByHash")
 	assertSame(f.t, what+" by hash", got, byHash)
-	page, err := f.s.ListAPIKeys(f.ctx, account.ListParams{Limit: 100})
+	page, err := f.s.ListAPIKeys(f.ctx, account.APIKeyFilter{}, account.ListParams{Limit: 100})
 	f.ok(err, what+": ListAPIKeys")
 	for _, got := range page.Items {
 		if got.ID == want.ID {
@@ -536,7 +536,7 @@ func (s suite) deleteAPIKey(t *testing.T) {
 			what := fmt.Sprintf("key %d of the tree", i)
 			f.wantKeyGone(what, k)
 			for _, hint := range [][]string{k.Ancestors, nil} {
-				st, err := f.s.TokenStatus(f.ctx, tokens[i].ID, k.ID, hint)
+				st, err := f.s.TokenStatus(f.ctx, tokens[i].ID, k.ID, hint, "")
 				f.ok(err, "TokenStatus")
 				if st.Key != nil {
 					t.Errorf("%s: TokenStatus with the hint %v: got the key, want nil", what, hint)
@@ -548,7 +548,7 @@ func (s suite) deleteAPIKey(t *testing.T) {
 			f.ok(err, "GetAPIKeyByHash of a key outside the deleted tree")
 			assertSame(t, "a key outside the deleted tree", got, k)
 		}
-		page, err := f.s.ListAPIKeys(f.ctx, account.ListParams{Limit: 100})
+		page, err := f.s.ListAPIKeys(f.ctx, account.APIKeyFilter{}, account.ListParams{Limit: 100})
 		f.ok(err, "ListAPIKeys")
 		assertIDs(t, "ListAPIKeys after the delete", page.Items, otherChild, other, parent)
 		// The parent's tree index lost its child: deleting it is a plain delete.
@@ -597,12 +597,12 @@ func (s suite) deleteAPIKey(t *testing.T) {
 		for i, k := range gone {
 			f.wantKeyGone(fmt.Sprintf("key %d below the root", i), k)
 		}
-		st, err := f.s.TokenStatus(f.ctx, tok.ID, deep.ID, deep.Ancestors)
+		st, err := f.s.TokenStatus(f.ctx, tok.ID, deep.ID, deep.Ancestors, "")
 		f.ok(err, "TokenStatus")
 		if st.Key != nil {
 			t.Error("TokenStatus of the deepest key's token: got the key, want nil")
 		}
-		page, err := f.s.ListAPIKeys(f.ctx, account.ListParams{Limit: 100})
+		page, err := f.s.ListAPIKeys(f.ctx, account.APIKeyFilter{}, account.ListParams{Limit: 100})
 		f.ok(err, "ListAPIKeys")
 		assertIDs(t, "ListAPIKeys after the delete", page.Items, other)
 	})
@@ -630,7 +630,7 @@ func (s suite) deleteAPIKey(t *testing.T) {
 			}
 			f.wantKeyGone(fmt.Sprintf("key %d created during the delete", i), k)
 		}
-		page, err := f.s.ListAPIKeys(f.ctx, account.ListParams{Limit: 100})
+		page, err := f.s.ListAPIKeys(f.ctx, account.APIKeyFilter{}, account.ListParams{Limit: 100})
 		f.ok(err, "ListAPIKeys")
 		assertIDs(t, "ListAPIKeys after the delete", page.Items)
 	})
@@ -676,7 +676,7 @@ func (s suite) createToken(t *testing.T) {
 		f := s.fix(t)
 		k := f.key()
 		tr := f.token(k.ID)
-		st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, nil)
+		st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, nil, "")
 		f.ok(err, "TokenStatus")
 		if !st.RevokedAt.IsZero() {
 			t.Errorf("RevokedAt of a fresh token: got %v, want zero", st.RevokedAt)
@@ -702,7 +702,7 @@ func (s suite) revokeToken(t *testing.T) {
 		if !at.Equal(r.RevokedAt) {
 			t.Errorf("RevokeToken: got %v, want %v", at, r.RevokedAt)
 		}
-		st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, nil)
+		st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, nil, "")
 		f.ok(err, "TokenStatus")
 		if !st.RevokedAt.Equal(r.RevokedAt) {
 			t.Errorf("TokenStatus.RevokedAt: got %v, want %v", st.RevokedAt, r.RevokedAt)
@@ -720,7 +720,7 @@ func (s suite) revokeToken(t *testing.T) {
 		if !at.Equal(first.RevokedAt) {
 			t.Errorf("RevokeToken again: got %v, want the first time %v", at, first.RevokedAt)
 		}
-		st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, nil)
+		st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, nil, "")
 		f.ok(err, "TokenStatus")
 		if !st.RevokedAt.Equal(first.RevokedAt) {
 			t.Errorf("TokenStatus.RevokedAt: got %v, want the first time %v", st.RevokedAt, first.RevokedAt)
@@ -741,7 +741,7 @@ func (s suite) revokeToken(t *testing.T) {
 			ats[i], err = f.s.RevokeToken(f.ctx, rs[i])
 			return err
 		})
-		st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, nil)
+		st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, nil, "")
 		f.ok(err, "TokenStatus")
 		for i, err := range errs {
 			if err != nil {
@@ -761,7 +761,7 @@ func (s suite) revokeToken(t *testing.T) {
 		tr, other := f.token(k.ID), f.token(k.ID)
 		_, err := f.s.RevokeToken(f.ctx, revocation(f, tr))
 		f.ok(err, "RevokeToken")
-		st, err := f.s.TokenStatus(f.ctx, other.ID, k.ID, nil)
+		st, err := f.s.TokenStatus(f.ctx, other.ID, k.ID, nil, "")
 		f.ok(err, "TokenStatus of another token")
 		if !st.RevokedAt.IsZero() {
 			t.Errorf("RevokedAt of another token: got %v, want zero", st.RevokedAt)
@@ -784,7 +784,7 @@ func (s suite) tokenStatus(t *testing.T) {
 		k := f.key()
 		f.key()
 		tr := f.token(k.ID)
-		st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, nil)
+		st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, nil, "")
 		f.ok(err, "TokenStatus")
 		if st.Key == nil {
 			t.Fatal("Key: got nil, want the issuing key")
@@ -799,7 +799,7 @@ func (s suite) tokenStatus(t *testing.T) {
 		k := f.key()
 		tr := f.token(k.ID)
 		f.ok(f.s.DeleteAPIKey(f.ctx, k.ID, nil), "DeleteAPIKey")
-		st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, nil)
+		st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, nil, "")
 		f.ok(err, "TokenStatus")
 		if st.Key != nil {
 			t.Errorf("Key of a deleted key: got %+v, want nil", *st.Key)
@@ -812,7 +812,7 @@ func (s suite) tokenStatus(t *testing.T) {
 		r := account.Revocation{TokenID: tr.ID, KeyID: k.ID, RevokedAt: f.now(), ExpiresAt: tr.ExpiresAt}
 		_, err := f.s.RevokeToken(f.ctx, r)
 		f.ok(err, "RevokeToken")
-		st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, nil)
+		st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, nil, "")
 		f.ok(err, "TokenStatus")
 		if !st.RevokedAt.Equal(r.RevokedAt) {
 			t.Errorf("RevokedAt: got %v, want %v", st.RevokedAt, r.RevokedAt)
@@ -831,7 +831,7 @@ func (s suite) tokenStatus(t *testing.T) {
 		tr := f.token(k.ID)
 		missing := account.NewID(account.PrefixAPIKey, f.now())
 		for _, hint := range [][]string{k.Ancestors, nil, {missing}, {root.ID, missing, root.ID}} {
-			st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, hint)
+			st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, hint, "")
 			f.ok(err, "TokenStatus")
 			if st.Key == nil {
 				t.Fatalf("TokenStatus with the hint %v: got no key, want the live key", hint)
@@ -844,10 +844,199 @@ func (s suite) tokenStatus(t *testing.T) {
 		f := s.fix(t)
 		f.token(f.key().ID)
 		at := f.now()
-		st, err := f.s.TokenStatus(f.ctx, account.NewID(account.PrefixToken, at), account.NewID(account.PrefixAPIKey, at), nil)
+		st, err := f.s.TokenStatus(f.ctx, account.NewID(account.PrefixToken, at), account.NewID(account.PrefixAPIKey, at), nil, "")
 		f.ok(err, "TokenStatus")
 		if !st.RevokedAt.IsZero() || st.Key != nil {
 			t.Errorf("TokenStatus: got %+v, want the zero status", st)
+		}
+	})
+}
+
+func (s suite) keyOwners(t *testing.T) {
+	t.Run("Stored", func(t *testing.T) {
+		// A key's organization and owner come back by ID and by hash, and
+		// a key below it is bound to the same organization.
+		f := s.fix(t)
+		o := f.org()
+		k := f.newKey()
+		k.OrganizationID, k.OwnerID = o.ID, "crm:user/4711 ✓"
+		f.ok(f.s.CreateAPIKey(f.ctx, k), "CreateAPIKey")
+		f.wantKey("a key with an organization and an owner", k)
+		child := f.newChildKey(k)
+		child.OrganizationID = o.ID
+		f.ok(f.s.CreateAPIKey(f.ctx, child), "CreateAPIKey below it")
+		f.wantKey("the key below it", child)
+	})
+	t.Run("ErrOrganizationNotFound", func(t *testing.T) {
+		// Never one that does not exist, nor one being deleted or deleted:
+		// nothing is stored, the hash stays free.
+		f := s.fix(t)
+		gone := f.org()
+		f.ok(f.s.DeleteOrganization(f.ctx, gone.ID), "DeleteOrganization")
+		for _, orgID := range []string{f.newOrg().ID, gone.ID} {
+			k := f.newKey()
+			k.OrganizationID = orgID
+			wantErr(t, "CreateAPIKey for a missing organization", f.s.CreateAPIKey(f.ctx, k), account.ErrOrganizationNotFound())
+			_, err := f.s.GetAPIKey(f.ctx, k.ID)
+			wantErr(t, "GetAPIKey of the refused key", err, account.ErrAPIKeyNotFound())
+			again := f.newKey()
+			again.Hash = k.Hash
+			f.ok(f.s.CreateAPIKey(f.ctx, again), "CreateAPIKey with the refused key's hash")
+		}
+	})
+	t.Run("List", func(t *testing.T) {
+		// By organization, by owner, by both; newest first, paged.
+		f := s.fix(t)
+		o, other := f.org(), f.org()
+		key := func(orgID, owner string) account.APIKey {
+			k := f.newKey()
+			k.OrganizationID, k.OwnerID = orgID, owner
+			f.ok(f.s.CreateAPIKey(f.ctx, k), "CreateAPIKey")
+			return k
+		}
+		a := key(o.ID, "ada")
+		b := key(o.ID, "bob")
+		c := key(other.ID, "ada")
+		d := key("", "ada")
+		e := key(o.ID, "")
+		gone := key(o.ID, "ada")
+		f.ok(f.s.DeleteAPIKey(f.ctx, gone.ID, nil), "DeleteAPIKey")
+		for _, tc := range []struct {
+			name   string
+			filter account.APIKeyFilter
+			want   []account.APIKey
+		}{
+			{"Organization", account.APIKeyFilter{OrganizationID: o.ID}, []account.APIKey{e, b, a}},
+			{"Owner", account.APIKeyFilter{OwnerID: "ada"}, []account.APIKey{d, c, a}},
+			{"Both", account.APIKeyFilter{OrganizationID: o.ID, OwnerID: "ada"}, []account.APIKey{a}},
+			{"None", account.APIKeyFilter{OwnerID: "nobody"}, nil},
+			{"All", account.APIKeyFilter{}, []account.APIKey{e, d, c, b, a}},
+		} {
+			page, err := f.s.ListAPIKeys(f.ctx, tc.filter, account.ListParams{Limit: 100})
+			f.ok(err, "ListAPIKeys")
+			assertIDs(t, tc.name, page.Items, tc.want...)
+			if page.Next != "" {
+				t.Errorf("%s: Next %q on the only page", tc.name, page.Next)
+			}
+			for i, got := range page.Items {
+				assertSame(t, tc.name+" item", got, tc.want[i])
+			}
+		}
+		// Two at a time: the pages join up.
+		var ids []account.APIKey
+		p := account.ListParams{Limit: 2}
+		for range 5 {
+			page, err := f.s.ListAPIKeys(f.ctx, account.APIKeyFilter{OrganizationID: o.ID}, p)
+			f.ok(err, "ListAPIKeys")
+			ids = append(ids, page.Items...)
+			if page.Next == "" {
+				break
+			}
+			p.After = page.Next
+		}
+		assertIDs(t, "by organization, two at a time", ids, e, b, a)
+	})
+	t.Run("DeleteOrganization", func(t *testing.T) {
+		// The organization's keys go with it, and the keys below them,
+		// whichever key created them; their tokens stop verifying. A key
+		// above them that is not the organization's stays, and so do
+		// another organization's keys.
+		f := s.fix(t)
+		o, other := f.org(), f.org()
+		unbound := f.key()
+		bind := func(k account.APIKey) account.APIKey {
+			k.OrganizationID, k.OwnerID = o.ID, "ada"
+			f.ok(f.s.CreateAPIKey(f.ctx, k), "CreateAPIKey")
+			return k
+		}
+		top := bind(f.newKey())
+		below := bind(f.newChildKey(top))
+		ofUnbound := bind(f.newChildKey(unbound))
+		belowThat := bind(f.newChildKey(ofUnbound))
+		secret := account.NewAPIKeySecret()
+		r := &account.KeyRotation{Hash: account.HashAPIKey(secret), Last4: secret[len(secret)-4:], PreviousUntil: f.now().Add(time.Hour)}
+		rotated, err := f.s.UpdateAPIKey(f.ctx, below.ID, account.APIKeyPatch{Rotate: r, At: f.now()}, nil)
+		f.ok(err, "UpdateAPIKey rotating")
+		_, err = f.s.RecordAPIKeyUse(f.ctx, top, f.now())
+		f.ok(err, "RecordAPIKeyUse")
+		kept := f.newKey()
+		kept.OrganizationID = other.ID
+		f.ok(f.s.CreateAPIKey(f.ctx, kept), "CreateAPIKey")
+		gone := []account.APIKey{top, below, rotated, ofUnbound, belowThat}
+		tokens := make([]account.TokenRecord, len(gone))
+		for i, k := range gone {
+			tokens[i] = f.token(k.ID)
+		}
+
+		f.ok(f.s.DeleteOrganization(f.ctx, o.ID), "DeleteOrganization")
+		for i, k := range gone {
+			f.wantKeyGone(fmt.Sprintf("key %d of the organization", i), k)
+			for _, orgHint := range []string{o.ID, ""} {
+				st, err := f.s.TokenStatus(f.ctx, tokens[i].ID, k.ID, k.Ancestors, orgHint)
+				f.ok(err, "TokenStatus")
+				if st.Key != nil {
+					t.Errorf("TokenStatus of a token of key %d of the deleted organization: got the key, want nil", i)
+				}
+			}
+		}
+		f.wantKey("the key above, not bound", unbound)
+		f.wantKey("another organization's key", kept)
+		for _, filter := range []account.APIKeyFilter{{OrganizationID: o.ID}, {OwnerID: "ada"}} {
+			page, err := f.s.ListAPIKeys(f.ctx, filter, account.ListParams{Limit: 100})
+			f.ok(err, "ListAPIKeys")
+			assertIDs(t, fmt.Sprintf("ListAPIKeys %+v after the delete", filter), page.Items)
+		}
+		// The unbound key lost its child: deleting it is a plain delete.
+		f.ok(f.s.DeleteAPIKey(f.ctx, unbound.ID, nil), "DeleteAPIKey of the key above")
+	})
+	t.Run("DeleteOrganizationMany", func(t *testing.T) {
+		// More keys than one DynamoDB transaction holds.
+		f := s.fix(t)
+		o := f.org()
+		root := f.newKey()
+		root.OrganizationID = o.ID
+		f.ok(f.s.CreateAPIKey(f.ctx, root), "CreateAPIKey")
+		gone := []account.APIKey{root}
+		for i := range 40 {
+			k := f.newChildKey(root)
+			k.OrganizationID, k.OwnerID = o.ID, fmt.Sprint("owner-", i%3)
+			f.ok(f.s.CreateAPIKey(f.ctx, k), "CreateAPIKey")
+			gone = append(gone, k)
+		}
+		f.ok(f.s.DeleteOrganization(f.ctx, o.ID), "DeleteOrganization")
+		for i, k := range gone {
+			f.wantKeyGone(fmt.Sprintf("key %d", i), k)
+		}
+	})
+	t.Run("ConcurrentCreate", func(t *testing.T) {
+		// Keys created for an organization while it is deleted: each
+		// create fails, or its key goes with the organization.
+		f := s.fix(t)
+		o := f.org()
+		parent := f.newKey()
+		parent.OrganizationID = o.ID
+		f.ok(f.s.CreateAPIKey(f.ctx, parent), "CreateAPIKey")
+		created := make([]account.APIKey, concurrency)
+		for i := range created {
+			k := f.newKey()
+			if i%2 == 0 {
+				k = f.newChildKey(parent)
+			}
+			k.OrganizationID = o.ID
+			created[i] = k
+		}
+		errs := race(concurrency+1, func(i int) error {
+			if i == concurrency {
+				return f.s.DeleteOrganization(f.ctx, o.ID)
+			}
+			return f.s.CreateAPIKey(f.ctx, created[i])
+		})
+		f.ok(errs[concurrency], "DeleteOrganization")
+		for i, k := range created {
+			if errs[i] != nil && !account.IsCode(errs[i], account.CodeNotFound) {
+				t.Errorf("CreateAPIKey %d racing the delete: got %v, want success or not_found", i, errs[i])
+			}
+			f.wantKeyGone(fmt.Sprintf("key %d created during the delete", i), k)
 		}
 	})
 }

@@ -46,8 +46,10 @@ func organizationsList(f *fixture) listOps[account.Organization] {
 
 func apiKeysList(f *fixture) listOps[account.APIKey] {
 	return listOps[account.APIKey]{
-		add:    f.key,
-		list:   func(p account.ListParams) (account.Page[account.APIKey], error) { return f.s.ListAPIKeys(f.ctx, p) },
+		add: f.key,
+		list: func(p account.ListParams) (account.Page[account.APIKey], error) {
+			return f.s.ListAPIKeys(f.ctx, account.APIKeyFilter{}, p)
+		},
 		remove: func(k account.APIKey) { f.ok(f.s.DeleteAPIKey(f.ctx, k.ID, nil), "DeleteAPIKey") },
 		key:    func(k account.APIKey) string { return k.ID },
 	}

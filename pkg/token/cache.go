@@ -177,7 +177,7 @@ func (c *Cache) get(d [sha256.Size]byte, now time.Time, issuer string, keys map[
 func (c *Cache) put(d [sha256.Size]byte, kid string, key crypto.PublicKey, tc account.TokenClaims, now time.Time) {
 	tc.Scopes, tc.KeyAncestors = slices.Clip(tc.Scopes), slices.Clip(tc.KeyAncestors)
 	e := &cacheEntry{digest: d, kid: kid, key: key, claims: tc, verifiedAt: now}
-	e.size = entryOverhead + int64(len(kid)+len(tc.ID)+len(tc.KeyID)+len(tc.Issuer)+len(tc.Audience))
+	e.size = entryOverhead + int64(len(kid)+len(tc.ID)+len(tc.KeyID)+len(tc.Issuer)+len(tc.Audience)+len(tc.OrganizationID)+len(tc.OwnerID))
 	for _, list := range [][]string{tc.Scopes, tc.KeyAncestors} {
 		for _, s := range list {
 			e.size += int64(16 + len(s)) // string header and bytes

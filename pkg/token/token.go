@@ -56,12 +56,17 @@ const Type = "at+jwt"
 // the ids of the keys above the token's key (sub), root first, omitted when
 // there are none: verify reads them with the key, in one round trip. The
 // store checks the key's own list, so anc is a hint, never trusted to
-// decide validity.
+// decide validity. org_id and owner_id are the API key's organization and
+// owner, when it has them, so that a resource server can authorize per
+// tenant from the token alone; verify reads the organization with the key,
+// as it reads the ancestors.
 type claims struct {
 	Scope     string   `json:"scope"`
 	ClientID  string   `json:"client_id"`
 	Audience  string   `json:"aud"`
 	Ancestors []string `json:"anc,omitempty"`
+	OrgID     string   `json:"org_id,omitempty"`
+	OwnerID   string   `json:"owner_id,omitempty"`
 	jwt.RegisteredClaims
 }
 
@@ -82,6 +87,8 @@ type parsedClaims struct {
 	Audience  jwt.ClaimStrings `json:"aud"`
 	Scope     string           `json:"scope"`
 	Ancestors []string         `json:"anc"`
+	OrgID     string           `json:"org_id"`
+	OwnerID   string           `json:"owner_id"`
 	IssuedAt  unixTime         `json:"iat"`
 	ExpiresAt unixTime         `json:"exp"`
 	NotBefore unixTime         `json:"nbf"`
@@ -154,6 +161,8 @@ func (s *Signer) Sign(c account.TokenClaims) (string, error) {
 		ClientID:  c.KeyID,
 		Audience:  c.Audience,
 		Ancestors: c.KeyAncestors,
+		OrgID:     c.OrganizationID,
+		OwnerID:   c.OwnerID,
 		RegisteredClaims: jwt.RegisteredClaims{
 			ID:        c.ID,
 			Subject:   c.KeyID,
@@ -276,7 +285,9 @@ func (p *Parser) parse(token string, now time.Time) (account.TokenClaims, error)
 	if c.Issuer != p.issuer || !c.IssuedAt.present || !c.ExpiresAt.present ||
 		!account.ValidID(account.PrefixToken, c.ID) || !account.ValidID(account.PrefixAPIKey, c.Subject) ||
 		c.ClientID != c.Subject || len(c.Audience) != 1 || c.Audience[0] == "" ||
-		len(c.Ancestors) > account.MaxKeyAncestors {
+		len(c.Ancestors) > account.MaxKeyAncestors ||
+		(c.OrgID != "" && !account.ValidID(account.PrefixOrganization, c.OrgID)) ||
+		(c.OwnerID != "" && !account.ValidExternalID(c.OwnerID)) {
 		return account.TokenClaims{}, account.ErrTokenInvalid
 	}
 	for _, id := range c.Ancestors {
@@ -291,14 +302,16 @@ func (p *Parser) parse(token string, now time.Time) (account.TokenClaims, error)
 		return account.TokenClaims{}, account.ErrTokenInvalid
 	}
 	tc := account.TokenClaims{
-		ID:           c.ID,
-		KeyID:        c.Subject,
-		KeyAncestors: c.Ancestors,
-		Issuer:       c.Issuer,
-		Audience:     c.Audience[0],
-		Scopes:       strings.Fields(c.Scope),
-		IssuedAt:     c.IssuedAt.t,
-		ExpiresAt:    c.ExpiresAt.t,
+		ID:             c.ID,
+		KeyID:          c.Subject,
+		KeyAncestors:   c.Ancestors,
+		OrganizationID: c.OrgID,
+		OwnerID:        c.OwnerID,
+		Issuer:         c.Issuer,
+		Audience:       c.Audience[0],
+		Scopes:         strings.Fields(c.Scope),
+		IssuedAt:       c.IssuedAt.t,
+		ExpiresAt:      c.ExpiresAt.t,
 	}
 	if !now.Before(tc.ExpiresAt) {
 		return tc, account.ErrTokenExpired

@@ -243,7 +243,23 @@ func TestParser_ParseRules(t *testing.T) {
 		"ExpMissing":       signRaw(t, priv, header(), func() map[string]any { m := payload(); delete(m, "exp"); return m }()),
 		"IatMissing":       signRaw(t, priv, header(), func() map[string]any { m := payload(); delete(m, "iat"); return m }()),
 		"TooLong":          signRaw(t, priv, header(), with(payload(), "pad", strings.Repeat("a", token.MaxTokenBytes))),
+		"OrgIDNotAnID":     signRaw(t, priv, header(), with(payload(), "org_id", "acme")),
+		"OrgIDNumber":      signRaw(t, priv, header(), with(payload(), "org_id", 7)),
+		"OwnerIDPadded":    signRaw(t, priv, header(), with(payload(), "owner_id", " ada")),
 	}
+	t.Run("OrgAndOwner", func(t *testing.T) {
+		// A key's organization and owner travel in org_id and owner_id.
+		c := sampleClaims(now)
+		c.OrganizationID, c.OwnerID = account.NewID(account.PrefixOrganization, now), "crm:4711"
+		got, err := parser.Parse(t.Context(), sign(t, signer, c), now)
+		if err != nil || got.OrganizationID != c.OrganizationID || got.OwnerID != c.OwnerID {
+			t.Fatalf("Parse: got %+v, %v; want organization %s and owner %s", got, err, c.OrganizationID, c.OwnerID)
+		}
+		got, err = parser.Parse(t.Context(), sign(t, signer, sampleClaims(now)), now)
+		if err != nil || got.OrganizationID != "" || got.OwnerID != "" {
+			t.Fatalf("Parse of a token without them: got %+v, %v", got, err)
+		}
+	})
 	for name, tok := range invalid {
 		t.Run("ErrTokenInvalid/"+name, func(t *testing.T) {
 			for _, at := range []time.Time{now, now.Add(2 * time.Hour)} {
@@ -283,6 +299,10 @@ func TestParser_ParseRules(t *testing.T) {
 			c.KeyAncestors = append(c.KeyAncestors, account.NewID(account.PrefixAPIKey, now))
 		}
 		c.Audience = "https://" + strings.Repeat("a", account.MaxAudienceLength-len("https://"))
+		// An organization, and the owner id that takes the most bytes in
+		// JSON: HTML-escaped characters, 6 bytes each.
+		c.OrganizationID = account.NewID(account.PrefixOrganization, now)
+		c.OwnerID = strings.Repeat("<", account.MaxExternalIDLength)
 		tok := sign(t, signer, c)
 		t.Logf("the longest token: %d bytes", len(tok))
 		if len(tok) > token.MaxTokenBytes {

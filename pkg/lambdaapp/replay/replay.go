@@ -44,7 +44,10 @@ const (
 	// demoted or removed: an organization keeps its last owner.
 	SecondOwner = "usr_01KF0EF4V00000000000000007"
 	OrgID       = "org_01KF0EBF000000000000000005"
-	TokenID     = "tok_01KF0ED9K00000000000000006"
+	// OrgKeyID is a key bound to OrgID, below KeyID, with an owner:
+	// deleting the organization deletes it.
+	OrgKeyID = "key_01KF0EF3T00000000000000007"
+	TokenID  = "tok_01KF0ED9K00000000000000006"
 	// Issuer is the issuer of the fixture's deployment: the URL of the
 	// HTTP API that the events were sent to (their requestContext.domainName).
 	Issuer = "https://a1b2c3d4e5.execute-api.us-east-1.amazonaws.com"
@@ -142,8 +145,9 @@ func Config(fn lambdaapp.Function, table string) lambdaapp.Config {
 
 // Seed writes the fixture into store: two API keys, three users (alice
 // with the external id crm-alice), one organization (acme, external id
-// acct-acme) with alice and dora as owners, the token's record, and the revocation
-// entry of the authorizer's RevokedTokenID.
+// acct-acme) with alice and dora as owners and a key bound to it, the
+// token's record, and the revocation entry of the authorizer's
+// RevokedTokenID.
 func Seed(ctx context.Context, store account.Store) error {
 	at := fixtureTime
 	steps := []func() error{
@@ -170,6 +174,12 @@ func Seed(ctx context.Context, store account.Store) error {
 		},
 		func() error {
 			return store.AddMember(ctx, account.Membership{OrganizationID: OrgID, UserID: SecondOwner, Role: "owner", CreatedAt: at.Add(time.Second), UpdatedAt: at.Add(time.Second)})
+		},
+		func() error {
+			return store.CreateAPIKey(ctx, account.APIKey{
+				ID: OrgKeyID, Name: "acme ops", Hash: account.HashAPIKey(KeySecret + "-acme"), Last4: "acme", Scopes: []string{"read:users"},
+				CreatedBy: KeyID, Ancestors: []string{KeyID}, OrganizationID: OrgID, OwnerID: "acme-ops", CreatedAt: at.Add(2 * time.Minute),
+			})
 		},
 		func() error { return store.CreateToken(ctx, fixtureToken()) },
 		func() error {
