@@ -92,7 +92,8 @@ func lastUse(tx *bolt.Tx, id string) time.Time {
 // account.KeyUseResolution older. A key deleted meanwhile gets nothing recorded.
 func (s *Store) RecordAPIKeyUse(ctx context.Context, k account.APIKey, at time.Time) (time.Time, error) {
 	last := at
-	err := s.write(ctx, func(tx *bolt.Tx) error {
+	// Never part of a request's change: an idempotency record stays out.
+	err := s.write(account.WithIdempotencyCommit(ctx, nil), func(tx *bolt.Tx) error {
 		last = at
 		if tx.Bucket(bucketKeys).Get([]byte(k.ID)) == nil {
 			return nil

@@ -39,7 +39,9 @@ type backend struct {
 	// store; nil over bbolt.
 	calls *callRecorder
 	// snapshot returns every item the store holds but idempotency
-	// records, each as a string, by its key.
+	// records and API keys' last uses (which authenticating a request
+	// records, whatever the request then does), each as a string, by its
+	// key.
 	snapshot func(tb testing.TB) map[string]string
 }
 
@@ -107,7 +109,7 @@ func tableSnapshot(tb testing.TB, client *dynamodb.Client, table string) map[str
 				tb.Fatal(err)
 			}
 			pk, _ := item["pk"].(string)
-			if strings.HasPrefix(pk, idempotencyPartition) {
+			if strings.HasPrefix(pk, idempotencyPartition) || sharedKinds[fmt.Sprint(item["sk"])] != "" {
 				continue
 			}
 			delete(item, "deleting")
@@ -142,7 +144,7 @@ func boltSnapshot(tb testing.TB, path string) map[string]string {
 	out := map[string]string{}
 	err = db.View(func(tx *bolt.Tx) error {
 		return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
-			if string(name) == "idempotency" {
+			if string(name) == "idempotency" || string(name) == "api_key_uses" {
 				return nil
 			}
 			return b.ForEach(func(k, v []byte) error {

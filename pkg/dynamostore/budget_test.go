@@ -553,7 +553,7 @@ func TestRequestBudgets(t *testing.T) {
 				must(t, f.s.DeleteOrganization(f.ctx, f.org.ID), "DeleteOrganization")
 			}
 		}},
-		{"DeleteOrganization (3 members, 2 keys)", 6, []string{"UpdateItem", "Query", "BatchGetItem", "TransactWriteItems", "Query", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+		{"DeleteOrganization (3 members, 2 keys)", 5, []string{"UpdateItem", "Query", "BatchGetItem", "Query", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
 			f.orgKeys(t)
 			return func() {
 				must(t, f.s.DeleteOrganization(f.ctx, f.org.ID), "DeleteOrganization")

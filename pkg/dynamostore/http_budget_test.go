@@ -236,7 +236,7 @@ func TestHTTPRequestBudgets(t *testing.T) {
 	do("token of a key bound to an organization", "GET", "/v1/auth/verify", str(orgTok, "access_token"), nil, 200, batch)
 	do("", "GET", "/v1/api-keys?organization_id="+oid, admin, nil, 200, get, query, batch)
 	do("", "GET", "/v1/api-keys?owner_id=crm:4711", admin, nil, 200, get, query, batch)
-	do("with a key bound to it", "DELETE", "/v1/organizations/"+oid, admin, nil, 204, get, upd, query, batch, tx, query, tx)
+	do("with a key bound to it", "DELETE", "/v1/organizations/"+oid, admin, nil, 204, get, upd, query, batch, query, tx)
 	if v := do("organization deleted", "GET", "/v1/auth/verify", str(orgTok, "access_token"), nil, 200, batch); v["valid"] != false {
 		t.Errorf("verify of a token of a deleted organization's key: got %v, want valid false", v)
 	}

@@ -92,23 +92,20 @@ func (s *Store) UpdateOrganization(ctx context.Context, id string, p account.Org
 // DeleteOrganization deletes the organization, both sides of each of its
 // memberships, its slug guard, its external id guard and the API keys
 // bound to it; see cascade for organizations with more than 49 members (48
-// with an external id), and orgkeys.go for the keys, which go first, once
-// the flag has made them stop working. CodeNotFound.
+// with an external id), and orgkeys.go for the keys, which go first (in
+// the same transactions), once the flag has made them stop working.
+// CodeNotFound.
 func (s *Store) DeleteOrganization(ctx context.Context, id string) error {
 	var o orgItem
 	if err := s.markDeleting(ctx, orgKey(id), &o, account.ErrOrganizationNotFound()); err != nil {
-		return err
-	}
-	// Not the last write of the delete: the idempotency record goes with
-	// the final transaction of the cascade.
-	if err := s.deleteOrgKeys(withoutCommit(ctx), id); err != nil {
 		return err
 	}
 	guards := []key{slugKey(o.Slug)}
 	if o.ExternalID != "" {
 		guards = append(guards, orgExtKey(o.ExternalID))
 	}
-	return s.deleteWithMemberships(ctx, id, orgKey(id), guards, func(m memberSide) ([]step, error) {
+	keys := func(ctx context.Context) ([][]step, error) { return s.orgKeyGroups(ctx, id) }
+	return s.deleteWithMemberships(ctx, id, orgKey(id), guards, keys, func(m memberSide) ([]step, error) {
 		// The organization goes too: its owner count does not matter.
 		org, err := s.del(orgMemberKey(id, m.otherID), nil)
 		if err != nil {

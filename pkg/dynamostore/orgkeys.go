@@ -21,7 +21,8 @@ import (
 // organization is flagged deleting first (DeleteOrganization), which makes
 // every key of it not live at once (checkKey reads the organization with
 // the key) and refuses new keys for it (CreateAPIKey checks it in its
-// transaction); then its keys go, then its memberships and itself. The
+// transaction); then its keys go, in the transactions of its memberships
+// and itself, before them. The
 // organizations function runs this, and may do so: its role is allowed to
 // delete, never to put or update, the items of API keys (template.yaml).
 
@@ -57,26 +58,16 @@ func (s *Store) linkedKeyIDs(ctx context.Context, pk string) ([]string, error) {
 	return ids, nil
 }
 
-// deleteOrgKeys deletes every key linked to the organization orgID, each
-// key's items in one transaction, as many keys to a transaction as fit. A
-// key changed since it was read (its version) makes it start over, at most
-// WithConflictRetries times; then the store reports CodeUnavailable.
-func (s *Store) deleteOrgKeys(ctx context.Context, orgID string) error {
-	for attempt := 0; ; attempt++ {
-		err := s.deleteOrgKeysOnce(ctx, orgID)
-		if !errors.Is(err, errKeyChanged) {
-			return err
-		}
-		if attempt >= s.conflictRetries {
-			return account.Unavailable(err)
-		}
-	}
-}
-
-func (s *Store) deleteOrgKeysOnce(ctx context.Context, orgID string) error {
+// orgKeyGroups reads the keys linked to the organization orgID and returns
+// the steps that delete them, one group per key, for the organization's
+// cascade (DeleteOrganization): they go before its memberships and itself,
+// in its transactions, so that a small organization with a few keys is
+// still one transaction. A key changed since it was read (its version)
+// cancels the transaction with errKeyChanged, and the cascade starts over.
+func (s *Store) orgKeyGroups(ctx context.Context, orgID string) ([][]step, error) {
 	ids, err := s.linkedKeyIDs(ctx, prefixKeyOrg+orgID)
 	if err != nil || len(ids) == 0 {
-		return err
+		return nil, err
 	}
 	keys := make([]key, len(ids))
 	for i, id := range ids {
@@ -84,31 +75,30 @@ func (s *Store) deleteOrgKeysOnce(ctx context.Context, orgID string) error {
 	}
 	read, err := s.batchGet(ctx, keys)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	items := make(map[string]apiKeyItem, len(read))
 	for _, av := range read {
 		var it apiKeyItem
 		if err := attributevalue.UnmarshalMap(av, &it); err != nil {
-			return account.Internal(err)
+			return nil, account.Internal(err)
 		}
 		items[it.KeyID] = it
 	}
-	var chunk []types.TransactWriteItem
+	groups := make([][]step, 0, len(ids))
 	for _, id := range ids {
-		group, err := s.orgKeyDeletes(orgID, id, items)
+		dels, err := s.orgKeyDeletes(orgID, id, items)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if len(chunk)+len(group) > maxTransactItems {
-			if err := s.transactKeyDeletes(ctx, chunk); err != nil {
-				return err
-			}
-			chunk = nil
+		g := make([]step, len(dels))
+		for i, d := range dels {
+			// Only the key's own item has a condition.
+			g[i] = step{d, errKeyChanged}
 		}
-		chunk = append(chunk, group...)
+		groups = append(groups, g)
 	}
-	return s.transactKeyDeletes(ctx, chunk)
+	return groups, nil
 }
 
 // orgKeyDeletes returns the items that delete the key id of the
@@ -139,19 +129,6 @@ func (s *Store) orgKeyDeletes(orgID, id string, items map[string]apiKeyItem) ([]
 		steps = append(steps, func() (types.TransactWriteItem, error) { return s.del(l, nil) })
 	}
 	return build(steps...)
-}
-
-// transactKeyDeletes runs one transaction of deletes of keys; a failed
-// condition, on any item, is errKeyChanged.
-func (s *Store) transactKeyDeletes(ctx context.Context, items []types.TransactWriteItem) error {
-	if len(items) == 0 {
-		return nil
-	}
-	onCheckFailed := make([]error, len(items))
-	for i := range onCheckFailed {
-		onCheckFailed[i] = errKeyChanged
-	}
-	return s.transact(ctx, items, onCheckFailed...)
 }
 
 // listLinkedKeys lists the keys linked in partition pk, newest first: one

@@ -510,21 +510,30 @@ const cascadeAttempts = 5
 // deleteWithMemberships is the rest of a delete after markDeleting: it finds
 // the memberships in the partition of owner (a user or an organization) and
 // deletes each (group gives its steps), then owner and its guards, which
-// must still belong to id; notFound if owner is gone meanwhile. When a
-// group's step fails with errMembershipsChanged it starts over from the
-// Query, up to cascadeAttempts times.
-func (s *Store) deleteWithMemberships(ctx context.Context, id string, owner key, guards []key, group func(memberSide) ([]step, error), notFound error) error {
+// must still belong to id; notFound if owner is gone meanwhile. first, if
+// not nil, gives groups that go before the memberships (an organization's
+// API keys). When a step fails with errMembershipsChanged or errKeyChanged
+// it starts over from the reads, up to cascadeAttempts times.
+func (s *Store) deleteWithMemberships(ctx context.Context, id string, owner key, guards []key, first func(context.Context) ([][]step, error), group func(memberSide) ([]step, error), notFound error) error {
 	ownedBy := expression.Name("owner_id").Equal(expression.Value(id))
 	for attempt := 0; ; attempt++ {
+		var groups [][]step
+		if first != nil {
+			var err error
+			if groups, err = first(ctx); err != nil {
+				return err
+			}
+		}
 		sides, err := s.memberships(ctx, owner)
 		if err != nil {
 			return err
 		}
-		groups := make([][]step, len(sides))
-		for i, side := range sides {
-			if groups[i], err = group(side); err != nil {
+		for _, side := range sides {
+			g, err := group(side)
+			if err != nil {
 				return err
 			}
+			groups = append(groups, g)
 		}
 		del, err := s.del(owner, &condPresent)
 		if err != nil {
@@ -539,7 +548,7 @@ func (s *Store) deleteWithMemberships(ctx context.Context, id string, owner key,
 			final = append(final, step{del, nil})
 		}
 		err = s.cascade(ctx, groups, final)
-		if !errors.Is(err, errMembershipsChanged) {
+		if !errors.Is(err, errMembershipsChanged) && !errors.Is(err, errKeyChanged) {
 			return err
 		}
 		if attempt+1 >= cascadeAttempts {

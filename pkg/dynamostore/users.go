@@ -118,7 +118,7 @@ func (s *Store) DeleteUser(ctx context.Context, id string) error {
 	if u.ExternalID != "" {
 		guards = append(guards, userExtKey(u.ExternalID))
 	}
-	return s.deleteWithMemberships(ctx, id, userKey(id), guards, func(m memberSide) ([]step, error) {
+	return s.deleteWithMemberships(ctx, id, userKey(id), guards, nil, func(m memberSide) ([]step, error) {
 		return s.leaveSteps(m.otherID, id, m.role, false)
 	}, account.ErrUserNotFound())
 }

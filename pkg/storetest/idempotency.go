@@ -335,6 +335,75 @@ var commitCases = []commitCase{
 		return func(ctx context.Context) error { return f.s.DeleteAPIKey(ctx, k.ID, nil) },
 			func() bool { _, err := f.s.GetAPIKey(f.ctx, k.ID); return !exists(f, "GetAPIKey", err) }
 	}},
+	{"UpdateAPIKey", func(f *fixture) (func(context.Context) error, func() bool) {
+		k := f.key()
+		name := "renamed"
+		return func(ctx context.Context) error {
+				_, err := f.s.UpdateAPIKey(ctx, k.ID, account.APIKeyPatch{Name: &name, At: f.now()}, nil)
+				return err
+			}, func() bool {
+				got, err := f.s.GetAPIKey(f.ctx, k.ID)
+				f.ok(err, "GetAPIKey")
+				return got.Name == name
+			}
+	}},
+	{"RotateAPIKey", func(f *fixture) (func(context.Context) error, func() bool) {
+		// UpdateAPIKey with a new secret (POST /v1/api-keys/{id}/rotate).
+		k := f.key()
+		secret := account.NewAPIKeySecret()
+		r := &account.KeyRotation{Hash: account.HashAPIKey(secret), Last4: secret[len(secret)-4:], PreviousUntil: f.now().Add(time.Hour)}
+		return func(ctx context.Context) error {
+				_, err := f.s.UpdateAPIKey(ctx, k.ID, account.APIKeyPatch{Rotate: r, At: f.now()}, nil)
+				return err
+			}, func() bool {
+				_, err := f.s.GetAPIKeyByHash(f.ctx, r.Hash)
+				return exists(f, "GetAPIKeyByHash", err)
+			}
+	}},
+	// The keys bound to an organization go before its memberships and
+	// itself (DynamoDB: in transactions of their own); the record goes
+	// with the last, as for DeleteOrganization.
+	{"DeleteOrganizationWithKeys", func(f *fixture) (func(context.Context) error, func() bool) {
+		u, o := f.user(), f.org()
+		f.member(o.ID, u.ID)
+		k := f.newKey()
+		k.OrganizationID = o.ID
+		f.ok(f.s.CreateAPIKey(f.ctx, k), "CreateAPIKey")
+		return func(ctx context.Context) error { return f.s.DeleteOrganization(ctx, o.ID) },
+			func() bool { _, err := f.s.GetMember(f.ctx, o.ID, u.ID); return !exists(f, "GetMember", err) }
+	}},
+	// A key tree whose delete, on DynamoDB, would fill a transaction of
+	// 100 items without the record: below the root 9 keys of 7 items (a
+	// previous secret, an organization and an owner) and 6 of 5 (an
+	// organization), 93 items, and the root of 7 (below another key). The
+	// record still goes with the root, in the last transaction; the earlier
+	// ones flag the root, which hides it from every read: the record and
+	// the error are what shows.
+	{"DeleteAPIKeyFull", func(f *fixture) (func(context.Context) error, func() bool) {
+		o := f.org()
+		rotate := func(k account.APIKey) {
+			secret := account.NewAPIKeySecret()
+			r := &account.KeyRotation{Hash: account.HashAPIKey(secret), Last4: secret[len(secret)-4:], PreviousUntil: f.now().Add(time.Hour)}
+			_, err := f.s.UpdateAPIKey(f.ctx, k.ID, account.APIKeyPatch{Rotate: r, At: f.now()}, nil)
+			f.ok(err, "UpdateAPIKey rotating")
+		}
+		root := f.newChildKey(f.key())
+		root.OrganizationID, root.OwnerID = o.ID, "ops"
+		f.ok(f.s.CreateAPIKey(f.ctx, root), "CreateAPIKey")
+		rotate(root)
+		for i := range 15 {
+			k := f.newChildKey(root)
+			k.OrganizationID = o.ID
+			if i < 9 {
+				k.OwnerID = "ops"
+			}
+			f.ok(f.s.CreateAPIKey(f.ctx, k), "CreateAPIKey below the root")
+			if i < 9 {
+				rotate(k)
+			}
+		}
+		return func(ctx context.Context) error { return f.s.DeleteAPIKey(ctx, root.ID, nil) }, nil
+	}},
 	{"CreateToken", func(f *fixture) (func(context.Context) error, func() bool) {
 		// No Store method reads a token record back: the commit's flag and
 		// the record are what shows.
@@ -423,6 +492,22 @@ func (s suite) commitIdempotency(t *testing.T) {
 		}
 		if c.Applied() {
 			t.Error("the commit is marked applied, and nothing changed")
+		}
+		assertRecord(t, "the record", f.held(r, at), r)
+	})
+	t.Run("RecordAPIKeyUse", func(t *testing.T) {
+		// Recording that a key was used is never part of a request's
+		// change: the record stays started, whatever the context carries.
+		f := s.fix(t)
+		k := f.key()
+		at := f.now()
+		r := idemRecord("key_a", "record-use", 1, at)
+		f.claim(r, at, true)
+		c := &account.IdempotencyCommit{KeyID: r.KeyID, Key: r.Key, Owner: r.Owner}
+		_, err := f.s.RecordAPIKeyUse(account.WithIdempotencyCommit(f.ctx, c), k, at)
+		f.ok(err, "RecordAPIKeyUse")
+		if c.Applied() {
+			t.Error("the commit is marked applied by a last use")
 		}
 		assertRecord(t, "the record", f.held(r, at), r)
 	})
