@@ -423,7 +423,7 @@ func TestClient_RevokedEverywhere(t *testing.T) {
 		t.Fatalf("scripts/node-tools.sh: %v\n%s", err, out)
 	}
 	admin := "lk_test_" + strings.Repeat("r", 40)
-	s := start(t, t.TempDir(), "ADMIN_API_KEY="+admin, "DYNAMODB_ENDPOINT="+endpoint, "TABLE_NAME="+table)
+	s := start(t, t.TempDir(), "ADMIN_API_KEY="+admin, "DYNAMODB_ENDPOINT="+endpoint, "TABLE_NAME="+table, "STORE_TIMEOUT="+dynamostore.MaxTimeout.String())
 	meta := discover(t, s.base)
 	id, secret := clientKey(t, s, admin, "read:orders")
 	cfg := clientcredentials.Config{
@@ -436,7 +436,7 @@ func TestClient_RevokedEverywhere(t *testing.T) {
 	}
 
 	// The authorizer, built as its main builds it, over the same table.
-	store := dynamostore.New(db, table)
+	store := dynamostore.New(db, table, dynamostore.WithTimeout(dynamotest.Timeout))
 	routes, err := authorizer.ParseRoutes(`{"GET /orders": {"scope": "read:orders", "audience": "https://orders.example.com"}}`)
 	if err != nil {
 		t.Fatal(err)

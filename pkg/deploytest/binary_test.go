@@ -118,7 +118,7 @@ func newLiveAt(tb testing.TB, dynamoURL string, db *dynamodb.Client, seed bool) 
 	creds := credentials.NewStaticCredentialsProvider("local", "local", "")
 	l := &live{sm: secretsmanager.New(secretsmanager.Options{Region: "us-east-1", BaseEndpoint: aws.String(smURL), Credentials: creds})}
 	name := dynamotest.NewTable(tb, db)
-	l.store = dynamostore.New(db, name)
+	l.store = dynamostore.New(db, name, dynamostore.WithTimeout(dynamotest.Timeout))
 	if seed {
 		if err := replay.Seed(ctx, l.store); err != nil {
 			tb.Fatal(err)
@@ -150,6 +150,9 @@ func newLiveAt(tb testing.TB, dynamoURL string, db *dynamodb.Client, seed bool) 
 		// No ISSUER, as in the template: the functions read the recorded one.
 		lambdaapp.EnvTableName + "=" + name,
 		lambdaapp.EnvCursorKeySecret + "=" + l.arns[lambdaapp.EnvCursorKeySecret],
+		// The longest deadline allowed: a loaded test machine must slow
+		// these tests down, not fail them (the stall tests set their own).
+		lambdaapp.EnvStoreTimeout + "=" + dynamostore.MaxTimeout.String(),
 	}
 	return l
 }

@@ -86,7 +86,7 @@ func dynamoBackend(tb testing.TB) backend {
 	table := dynamotest.NewTable(tb, dynamotest.NewClient(tb))
 	rec := &callRecorder{}
 	client := dynamotest.NewClient(tb, func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, rec.register) })
-	s := dynamostore.New(client, table)
+	s := dynamostore.New(client, table, dynamostore.WithTimeout(dynamotest.Timeout))
 	raw := dynamotest.NewClient(tb)
 	return backend{store: s, keys: s, calls: rec, snapshot: func(tb testing.TB) map[string]string { return tableSnapshot(tb, raw, table) }}
 }

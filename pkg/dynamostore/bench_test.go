@@ -17,7 +17,7 @@ import (
 // is a floor for the code path, not a prediction of AWS latency.
 func BenchmarkTokenStatus(b *testing.B) {
 	client := dynamotest.NewClient(b)
-	s := dynamostore.New(client, dynamotest.NewTable(b, client))
+	s := dynamostore.New(client, dynamotest.NewTable(b, client), dynamostore.WithTimeout(dynamotest.Timeout))
 	ctx := b.Context()
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	k := newKey(now)
@@ -45,7 +45,7 @@ func BenchmarkTokenStatus(b *testing.B) {
 // e-mail guard against DynamoDB Local.
 func BenchmarkCreateUser(b *testing.B) {
 	client := dynamotest.NewClient(b)
-	s := dynamostore.New(client, dynamotest.NewTable(b, client))
+	s := dynamostore.New(client, dynamotest.NewTable(b, client), dynamostore.WithTimeout(dynamotest.Timeout))
 	ctx := b.Context()
 	var n atomic.Int64
 	base := time.Now().UTC().Truncate(time.Millisecond)

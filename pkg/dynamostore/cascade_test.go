@@ -61,7 +61,7 @@ type cascadeFixture struct {
 func newCascadeFixture(t *testing.T) *cascadeFixture {
 	fail := &failNth{op: "TransactWriteItems"}
 	client := dynamotest.NewClient(t, fail.option)
-	return &cascadeFixture{t: t, s: dynamostore.New(client, dynamotest.NewTable(t, client)), fail: fail, now: time.Now().UTC().Truncate(time.Millisecond)}
+	return &cascadeFixture{t: t, s: dynamostore.New(client, dynamotest.NewTable(t, client), dynamostore.WithTimeout(dynamotest.Timeout)), fail: fail, now: time.Now().UTC().Truncate(time.Millisecond)}
 }
 
 func (f *cascadeFixture) tick() time.Time { f.now = f.now.Add(time.Millisecond); return f.now }
@@ -555,7 +555,7 @@ func TestErrorMapping(t *testing.T) {
 				HTTPClient:       fake,
 				RetryMaxAttempts: 1, // the SDK's retries are the SDK's business
 			})
-			s := dynamostore.New(client, "latchkey", dynamostore.WithConflictRetries(2))
+			s := dynamostore.New(client, "latchkey", dynamostore.WithConflictRetries(2), dynamostore.WithTimeout(dynamotest.Timeout))
 			now := time.Now().UTC()
 			err := s.CreateUser(t.Context(), newUser(now))
 			if got := account.ErrorCode(err); got != tc.want {
@@ -602,7 +602,7 @@ func TestErrorMapping_SingleItemConflict(t *testing.T) {
 				HTTPClient:       fake,
 				RetryMaxAttempts: 1,
 			})
-			err := tc.write(dynamostore.New(client, "latchkey", dynamostore.WithConflictRetries(2)))
+			err := tc.write(dynamostore.New(client, "latchkey", dynamostore.WithConflictRetries(2), dynamostore.WithTimeout(dynamotest.Timeout)))
 			if got := account.ErrorCode(err); got != account.CodeUnavailable {
 				t.Fatalf("got code %q (%v), want unavailable", got, err)
 			}

@@ -150,7 +150,7 @@ func TestDeadline(t *testing.T) {
 	tok := account.TokenRecord{ID: account.NewID(account.PrefixToken, now), KeyID: key.ID, Scopes: []string{"read:users"}, IssuedAt: now, ExpiresAt: now.Add(time.Hour)}
 	// Seeded with the default timeout: a DynamoDB Local just started is
 	// slow to answer its first requests.
-	seed := dynamostore.New(client, table)
+	seed := dynamostore.New(client, table, dynamostore.WithTimeout(dynamotest.Timeout))
 	must(t, seed.CreateUser(ctx, user), "CreateUser")
 	must(t, seed.CreateOrganization(ctx, org), "CreateOrganization")
 	must(t, seed.AddMember(ctx, account.Membership{OrganizationID: org.ID, UserID: user.ID, Role: "owner", CreatedAt: now, UpdatedAt: now}), "AddMember")

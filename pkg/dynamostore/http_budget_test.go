@@ -54,7 +54,7 @@ func newService(t *testing.T, store account.Store) *assembly.Assembly {
 func TestHTTPRequestBudgets(t *testing.T) {
 	var m meter
 	client := dynamotest.NewClient(t, m.option)
-	store := dynamostore.New(client, dynamotest.NewTable(t, client))
+	store := dynamostore.New(client, dynamotest.NewTable(t, client), dynamostore.WithTimeout(dynamotest.Timeout))
 	asm := newService(t, store)
 	svc, h := asm.Service, asm.Handler()
 	admin := account.NewAPIKeySecret()

@@ -19,7 +19,7 @@ func newTableStore(t *testing.T) (*dynamodb.Client, string, *dynamostore.Store) 
 	t.Helper()
 	client := dynamotest.NewClient(t)
 	table := dynamotest.NewTable(t, client)
-	return client, table, dynamostore.New(client, table)
+	return client, table, dynamostore.New(client, table, dynamostore.WithTimeout(dynamotest.Timeout))
 }
 
 // plant writes item as it is, the way a function allowed to write outside

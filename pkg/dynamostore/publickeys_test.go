@@ -28,7 +28,7 @@ func TestStore_PutPublicKeys_Monotonic(t *testing.T) {
 		{"NewerReplaces", newerSet, rotated.Add(time.Hour), newerSet},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := dynamostore.New(client, dynamotest.NewTable(t, client))
+			s := dynamostore.New(client, dynamotest.NewTable(t, client), dynamostore.WithTimeout(dynamotest.Timeout))
 			ctx := t.Context()
 			if err := s.PutPublicKeys(ctx, []byte(newSet), rotated); err != nil {
 				t.Fatalf("PutPublicKeys of the current set: %v", err)

@@ -18,7 +18,7 @@ import (
 func TestStore(t *testing.T) {
 	client := dynamotest.NewClient(t)
 	storetest.Run(t, func(t *testing.T) account.Store {
-		s := dynamostore.New(client, dynamotest.NewTable(t, client))
+		s := dynamostore.New(client, dynamotest.NewTable(t, client), dynamostore.WithTimeout(dynamotest.Timeout))
 		t.Cleanup(func() { _ = s.Close() })
 		return s
 	})
@@ -44,7 +44,7 @@ func TestCreateTable(t *testing.T) {
 
 func TestPublicKeys(t *testing.T) {
 	client := dynamotest.NewClient(t)
-	s := dynamostore.New(client, dynamotest.NewTable(t, client))
+	s := dynamostore.New(client, dynamotest.NewTable(t, client), dynamostore.WithTimeout(dynamotest.Timeout))
 	ctx := t.Context()
 	_, _, err := s.Published(ctx)
 	if !account.IsCode(err, account.CodeNotFound) {
@@ -71,7 +71,7 @@ func TestPublishedIssuer(t *testing.T) {
 	ctx := t.Context()
 	const jwks, issuer, domain = `{"keys":[{"kid":"a"}]}`, "https://abc123.execute-api.us-east-1.amazonaws.com", "https://auth.example.com"
 	t.Run("IssuerFirst", func(t *testing.T) {
-		s := dynamostore.New(client, dynamotest.NewTable(t, client))
+		s := dynamostore.New(client, dynamotest.NewTable(t, client), dynamostore.WithTimeout(dynamotest.Timeout))
 		if err := s.PutIssuer(ctx, issuer); err != nil {
 			t.Fatal(err)
 		}
@@ -86,7 +86,7 @@ func TestPublishedIssuer(t *testing.T) {
 		}
 	})
 	t.Run("KeysFirst", func(t *testing.T) {
-		s := dynamostore.New(client, dynamotest.NewTable(t, client))
+		s := dynamostore.New(client, dynamotest.NewTable(t, client), dynamostore.WithTimeout(dynamotest.Timeout))
 		if err := s.PutPublicKeys(ctx, []byte(jwks), time.UnixMilli(1)); err != nil {
 			t.Fatal(err)
 		}

@@ -72,9 +72,15 @@ func NewTable(tb testing.TB, client *dynamodb.Client) string {
 	return name
 }
 
-// NewStore returns a store over a fresh table.
+// Timeout is the per-call deadline of the tests' stores. The production
+// default (dynamostore.DefaultTimeout) is tuned for an unloaded DynamoDB; on a
+// shared, loaded test machine a slow answer must slow a test down, not fail
+// it. Only the deadline tests use a short one, on purpose.
+const Timeout = 30 * time.Second
+
+// NewStore returns a store over a fresh table, with the tests' Timeout.
 func NewStore(tb testing.TB) *dynamostore.Store {
 	tb.Helper()
 	client := NewClient(tb)
-	return dynamostore.New(client, NewTable(tb, client))
+	return dynamostore.New(client, NewTable(tb, client), dynamostore.WithTimeout(Timeout))
 }
