@@ -26,8 +26,8 @@ import (
 // MaxHeaderBytes is the http.Server.MaxHeaderBytes for a server of this
 // API: the bytes of request line and headers it reads before answering 431.
 // The largest legitimate request carries an access token with the most and
-// longest scopes, ancestors and audience (5.4 KB) and a page cursor (up to
-// 1 KiB); API Gateway, in front of the Lambda functions, refuses more than
+// longest scopes, ancestors and audience (5.4 KB) and a query string (up to
+// 3.6 KiB, MaxQueryBytes); API Gateway, in front of the Lambda functions, refuses more than
 // 10240 bytes of request line and header values. 16 KiB holds that with room for header names and
 // what a proxy adds; net/http's default would let every connection make the
 // server hold 1 MiB.
@@ -41,11 +41,12 @@ const MaxHeaderBytes = 16 << 10
 const MaxPathBytes = 1 << 10
 
 // MaxQueryBytes is the longest raw query string a request may have: the
-// longest legitimate one (an e-mail of 254 characters, every one
-// percent-encoded, a page limit and a 512-byte cursor) is under 1.3 KiB. A
-// longer one is 400 invalid_request, after authorization as every query
-// error is, before it is parsed.
-const MaxQueryBytes = 2 << 10
+// longest legitimate one, a list of API keys by organization and owner
+// (an owner id of 256 four-byte characters, every byte percent-encoded, 3
+// KiB) with a page limit and a 512-byte cursor, is under 3.6 KiB. A longer
+// one is 400 invalid_request, after authorization as every query error
+// is, before it is parsed.
+const MaxQueryBytes = 4 << 10
 
 // Config holds what the handlers depend on.
 type Config struct {
@@ -363,6 +364,26 @@ func checkQuery(raw string, takes []string) error {
 		return &account.Error{Code: account.CodeInvalidRequest, Message: "the query string is invalid", Fields: fields}
 	}
 	return nil
+}
+
+// filters returns the values of a list's lookup and filter parameters
+// (names), "" for one left out, and refuses one given empty: the service
+// reads "" as "no filter", so "?external_id=" would be answered with the
+// whole list, and a client whose variable was unset would take the newest
+// user for the one it looked up. Every parameter given empty is named.
+func filters(q url.Values, names ...string) ([]string, error) {
+	values := make([]string, len(names))
+	var fields []account.FieldError
+	for i, name := range names {
+		values[i] = q.Get(name)
+		if q.Has(name) && values[i] == "" {
+			fields = append(fields, account.FieldError{Field: name, Message: "must not be empty; leave the parameter out to list them all"})
+		}
+	}
+	if len(fields) > 0 {
+		return nil, &account.Error{Code: account.CodeInvalidRequest, Message: "the query string is invalid", Fields: fields}
+	}
+	return values, nil
 }
 
 // canonicalOnly answers 404 for a path that is not in canonical form,

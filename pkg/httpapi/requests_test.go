@@ -2,10 +2,12 @@ package httpapi_test
 
 import (
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
 
+	"latchkey/pkg/account"
 	"latchkey/pkg/httpapi"
 )
 
@@ -148,6 +150,25 @@ func TestQueryParameters(t *testing.T) {
 		}
 	})
 
+	t.Run("EmptyLookup", func(t *testing.T) {
+		// A lookup of nothing is refused, not answered with the whole
+		// list, which is what leaving the parameter out asks for: a client
+		// that sends ?external_id= with an unset variable must not take the
+		// newest user for the one it looked up.
+		for _, tc := range []struct{ path, field string }{
+			{"/v1/users?email=", "email"},
+			{"/v1/users?external_id=", "external_id"},
+			{"/v1/organizations?slug=", "slug"},
+			{"/v1/organizations?external_id=&limit=1", "external_id"},
+			{"/v1/api-keys?organization_id=", "organization_id"},
+			{"/v1/api-keys?owner_id", "owner_id"},
+		} {
+			t.Run(tc.path, func(t *testing.T) {
+				wantField(t, wantProblem(t, a.do(http.MethodGet, tc.path, admin, nil), http.StatusBadRequest, "invalid_request"), tc.field)
+			})
+		}
+	})
+
 	t.Run("Accepted", func(t *testing.T) {
 		for _, path := range []string{"/v1/users?", "/v1/users?&", "/v1/users?limit=2", "/v1/users?email=nobody%40example.com&limit=1", "/v1/organizations?limit=1"} {
 			want(t, a.do(http.MethodGet, path, admin, nil), http.StatusOK)
@@ -235,6 +256,35 @@ func TestLongPathsAndQueries(t *testing.T) {
 		// At the limit, the parameter is checked: too long an e-mail.
 		p = wantProblem(t, a.do(http.MethodGet, "/v1/users"+query(httpapi.MaxQueryBytes), admin, nil), http.StatusBadRequest, "invalid_request")
 		wantField(t, p, "email")
+	})
+
+	t.Run("LongestLegitimate", func(t *testing.T) {
+		// An external id or owner id is 256 characters of up to 4 bytes
+		// each: percent-encoded, 3 KiB. Its lookup, with the other
+		// parameters of the route at their longest but the cursor, which
+		// the service checks before the lookup, is answered.
+		id := strings.Repeat("😀", account.MaxExternalIDLength)
+		org := a.CreateOrganization(t, uniqueSlug())
+		res := a.do(http.MethodPost, "/v1/api-keys", admin, map[string]any{"name": "longest", "scopes": []string{"read:users"}, "organization_id": org.ID, "owner_id": id})
+		want(t, res, http.StatusCreated)
+		keyID := res.Map(t)["id"]
+		res = a.do(http.MethodPost, "/v1/users", admin, map[string]any{"email": uniqueEmail(), "name": "Longest", "external_id": id})
+		want(t, res, http.StatusCreated)
+		userID := res.Map(t)["id"]
+		for path, wantID := range map[string]any{
+			"/v1/api-keys?limit=100&organization_id=" + org.ID + "&owner_id=" + url.QueryEscape(id): keyID,
+			"/v1/users?limit=100&external_id=" + url.QueryEscape(id):                                userID,
+		} {
+			var list struct {
+				Data []map[string]any `json:"data"`
+			}
+			res := a.do(http.MethodGet, path, admin, nil)
+			want(t, res, http.StatusOK)
+			res.Decode(t, &list)
+			if len(list.Data) != 1 || list.Data[0]["id"] != wantID {
+				t.Errorf("GET %.40s… (%d bytes of query): got %v, want %v", path, len(path)-strings.IndexByte(path, '?')-1, list.Data, wantID)
+			}
+		}
 	})
 }
 
