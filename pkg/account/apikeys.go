@@ -278,11 +278,11 @@ func (s *Service) UpdateAPIKey(ctx context.Context, p Principal, id string, req 
 	if !ValidID(PrefixAPIKey, id) {
 		return APIKey{}, notFound("API key")
 	}
+	if req.Name == nil && req.Enabled == nil && req.Metadata == nil {
+		return APIKey{}, errNothingToChange
+	}
 	var problems Problems
 	patch := APIKeyPatch{At: s.now()}
-	if req.Name == nil && req.Enabled == nil && req.Metadata == nil {
-		problems.Add("name", "at least one of name, enabled and metadata is required")
-	}
 	if req.Name != nil {
 		name := normalizeName("name", *req.Name, &problems)
 		patch.Name = &name
