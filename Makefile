@@ -41,6 +41,7 @@ check: lint-go
 	[[ -n "$${LATCHKEY_TEST_DYNAMODB_ENDPOINT:-}" ]] || skipped+=("DynamoDB Local (LATCHKEY_TEST_DYNAMODB_ENDPOINT unset)"); \
 	[[ -n "$${LATCHKEY_TEST_DYNAMODB_JAR:-}" ]] || skipped+=("a DynamoDB Local of their own to freeze (LATCHKEY_TEST_DYNAMODB_JAR unset)"); \
 	[[ -n "$${LATCHKEY_TEST_SECRETSMANAGER_ENDPOINT:-}" ]] || skipped+=("moto_server (LATCHKEY_TEST_SECRETSMANAGER_ENDPOINT unset)"); \
+	[[ -n "$${LATCHKEY_TEST_MOTO_ENDPOINT:-}" ]] || skipped+=("moto_server's EventBridge and SQS (LATCHKEY_TEST_MOTO_ENDPOINT unset)"); \
 	command -v cfn-lint >/dev/null || skipped+=("cfn-lint (not on PATH)"); \
 	if (( $${#skipped[@]} )); then \
 	  echo "make check: OK. Skipped, the tests that need:"; printf '  - %s\n' "$${skipped[@]}"; \

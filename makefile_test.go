@@ -26,6 +26,7 @@ func TestMakeCheck_NamesWhatSkipped(t *testing.T) {
 		"LATCHKEY_TEST_DYNAMODB_ENDPOINT",
 		"LATCHKEY_TEST_DYNAMODB_JAR",
 		"LATCHKEY_TEST_SECRETSMANAGER_ENDPOINT",
+		"LATCHKEY_TEST_MOTO_ENDPOINT",
 	}
 	run := func(t *testing.T, unset string) string {
 		t.Helper()
