@@ -530,7 +530,7 @@ func lambdaBuild(tb testing.TB) (env, args []string) {
 func TestBinary_Size(t *testing.T) {
 	env, args := lambdaBuild(t)
 	dir := t.TempDir()
-	for _, fn := range append(lambdaapp.Functions(), lambdaapp.AuthorizerName) {
+	for _, fn := range append(lambdaapp.Functions(), lambdaapp.AuthorizerName, lambdaapp.PublisherName) {
 		out := filepath.Join(dir, string(fn), "bootstrap")
 		cmd := exec.Command("go", append(args, "-o", out, "./functions/"+string(fn))...)
 		cmd.Dir = "../.."

@@ -269,6 +269,13 @@ func TestTemplate_Alarms(t *testing.T) {
 		sysErrs = append(sysErrs, "AWS/DynamoDB SystemErrors Operation="+op+" "+tableDim)
 	}
 	want = append(want, findAlarm(t, alarms, "DynamoDB system errors", sysErrs...))
+	// The publisher's: how far EventBridge lags behind the table, what it
+	// gave up on, and what it skipped (TestTemplate_Publisher checks the
+	// metric filter behind the last).
+	want = append(want,
+		findAlarm(t, alarms, "publisher iterator age", "AWS/Lambda IteratorAge FunctionName=!Ref "+publisherID),
+		findAlarm(t, alarms, "publisher dead-letter queue", `AWS/SQS ApproximateNumberOfMessagesVisible QueueName={"Fn::GetAtt":"PublisherDeadLetterQueue.QueueName"}`),
+		findAlarm(t, alarms, "publisher skipped events", "map[Fn::Sub:Latchkey/${AWS::StackName}] SkippedEvents"))
 	if t.Failed() {
 		return
 	}
@@ -452,7 +459,14 @@ func TestTemplate_EndpointVariables(t *testing.T) {
 				}
 			}
 		}
-		if got, want := slices.Sorted(slices.Values(endpoints)), []string{lambdaapp.EnvDynamoDBEndpoint, lambdaapp.EnvSecretsManagerEndpoint}; !slices.Equal(got, want) {
+		// Every function has the two of the Globals (the publisher reads
+		// neither, but SAM has no way to leave a global out); the
+		// publisher has EventBridge's too.
+		want := []string{lambdaapp.EnvDynamoDBEndpoint, lambdaapp.EnvSecretsManagerEndpoint}
+		if fn == publisherID {
+			want = append(want, lambdaapp.EnvEventBridgeEndpoint)
+		}
+		if got := slices.Sorted(slices.Values(endpoints)); !slices.Equal(got, slices.Sorted(slices.Values(want))) {
 			t.Errorf("%s declares endpoint variables %v, want %v", fn, got, want)
 		}
 	}

@@ -14,8 +14,9 @@ import (
 const templatePath = "../../template.yaml"
 
 // template is template.yaml decoded into maps, lists and strings, with the
-// short-form intrinsics (!Ref X, !GetAtt A.B, !Sub s, !If [...]) turned
-// into their long forms ({"Ref": "X"}, {"Fn::GetAtt": "A.B"}, ...).
+// short-form intrinsics (!Ref X, !GetAtt A.B, !Sub s, !If [...],
+// !Condition C) turned into their long forms ({"Ref": "X"},
+// {"Fn::GetAtt": "A.B"}, ..., {"Condition": "C"}).
 type template map[string]any
 
 func loadTemplate(tb testing.TB) template {
@@ -73,8 +74,8 @@ func decodeNode(n *yaml.Node) (any, error) {
 	}
 	if tag, ok := strings.CutPrefix(n.Tag, "!"); ok && !strings.HasPrefix(tag, "!") {
 		name := "Fn::" + tag
-		if tag == "Ref" {
-			name = "Ref"
+		if tag == "Ref" || tag == "Condition" { // the two without Fn::
+			name = tag
 		}
 		v = map[string]any{name: v}
 	}

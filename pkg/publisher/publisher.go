@@ -84,6 +84,9 @@ const (
 	MaxRequestSize = 256 * 1024
 	// MaxDetailTypeLength is the longest detail-type EventBridge accepts.
 	MaxDetailTypeLength = 128
+	// AnswerMargin is how long before the invocation's deadline the
+	// publisher stops sending and answers.
+	AnswerMargin = time.Second
 	// DefaultMaxAttempts is how many times an entry failed with a
 	// retryable code is sent, in all, within one invocation.
 	DefaultMaxAttempts = 3
@@ -158,6 +161,14 @@ type pending struct {
 // BatchItemFailures (the event source mapping reports batch item
 // failures), so that Lambda retries from it.
 func (p *Publisher) Handle(ctx context.Context, batch events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+	// Answer before the function's timeout: a timeout fails the whole
+	// batch, delivered events and all, where an answer names the first
+	// record not delivered.
+	if d, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, d.Add(-AnswerMargin))
+		defer cancel()
+	}
 	var todo []pending
 	for i, r := range batch.Records {
 		if !IsEventInsert(r) {

@@ -449,3 +449,45 @@ func TestPublisher_Ignores(t *testing.T) {
 		t.Errorf("%d PutEvents calls, log %q; want none and nothing", len(api.calls), log.String())
 	}
 }
+
+// TestPublisher_Deadline: a call still running AnswerMargin before the
+// invocation's deadline is given up, and the answer names its first record,
+// rather than the function timing out and failing the whole batch.
+func TestPublisher_Deadline(t *testing.T) {
+	batch := batchOf(25, 200)
+	var stuck context.Context
+	api := &fakeAPI{}
+	api.fn = func(call int, entries []types.PutEventsRequestEntry) (*eventbridge.PutEventsOutput, error) {
+		if call == 2 {
+			<-stuck.Done()
+			return nil, stuck.Err()
+		}
+		return accepted(entries), nil
+	}
+	deadline := time.Now().Add(publisher.AnswerMargin + 300*time.Millisecond)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	var log bytes.Buffer
+	p := newPublisher(ctxAPI{api, &stuck}, &log)
+	resp, err := p.Handle(ctx, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if time.Now().After(deadline) {
+		t.Errorf("answered %v after the deadline", time.Since(deadline))
+	}
+	if got, want := failures(resp), []string{batch.Records[10].Change.SequenceNumber}; !slices.Equal(got, want) {
+		t.Errorf("BatchItemFailures %v, want %v", got, want)
+	}
+}
+
+// ctxAPI hands the context of each call to the fake, through ctx.
+type ctxAPI struct {
+	*fakeAPI
+	ctx *context.Context
+}
+
+func (c ctxAPI) PutEvents(ctx context.Context, in *eventbridge.PutEventsInput, o ...func(*eventbridge.Options)) (*eventbridge.PutEventsOutput, error) {
+	*c.ctx = ctx
+	return c.fakeAPI.PutEvents(ctx, in, o...)
+}
