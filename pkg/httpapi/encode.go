@@ -17,13 +17,22 @@ import (
 func (s *server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
 	b := getJSONBuffer()
 	defer putJSONBuffer(b)
-	if a, ok := v.(jsonAppender); ok {
-		b.Write(a.appendJSON(b.AvailableBuffer()))
-	} else if err := b.enc.Encode(v); err != nil {
+	if err := b.enc.Encode(v); err != nil {
 		s.writeError(w, r, account.Internal(err))
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
+	w.Header()["Content-Type"] = headerJSON
+	w.WriteHeader(status)
+	w.Write(b.Bytes())
+}
+
+// writeAppended is writeJSON for a response type that encodes itself:
+// without reflection, and without boxing v into an interface.
+func writeAppended[T jsonAppender](w http.ResponseWriter, status int, v T) {
+	b := getJSONBuffer()
+	defer putJSONBuffer(b)
+	b.Write(v.appendJSON(b.AvailableBuffer()))
+	w.Header()["Content-Type"] = headerJSON
 	w.WriteHeader(status)
 	w.Write(b.Bytes())
 }
@@ -35,6 +44,16 @@ func (s *server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v
 type jsonAppender interface {
 	appendJSON(b []byte) []byte
 }
+
+// Header values of most responses, one slice each for all of them, set
+// with canonical keys straight into the map: Header.Set allocates a slice
+// per call. Sharing is safe because nothing changes a value in place:
+// net/http copies the values when it snapshots and writes the header, and
+// Set or Add on the same key replace or reallocate the slice.
+var (
+	headerJSON    = []string{"application/json"}
+	headerNoStore = []string{"no-store"}
+)
 
 // jsonBuffer is an encoder with the buffer it writes to. Responses are
 // encoded into a pooled one: a new buffer and encoder for each response

@@ -159,6 +159,15 @@ type reqInfo struct {
 	route string
 }
 
+// reqState is what outer keeps for one request, in one allocation instead
+// of three: the writer that records the status, the request's info, and
+// the value of its X-Request-Id header.
+type reqState struct {
+	statusWriter
+	info     reqInfo
+	idHeader [1]string
+}
+
 type ctxKey struct{}
 
 func info(ctx context.Context) *reqInfo {
@@ -198,9 +207,11 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 func (s *server) outer(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		ri := &reqInfo{id: s.newRequestID(r)}
-		w.Header().Set("X-Request-Id", ri.id)
-		sw := &statusWriter{ResponseWriter: w}
+		st := &reqState{statusWriter: statusWriter{ResponseWriter: w}}
+		ri, sw := &st.info, &st.statusWriter
+		ri.id = s.newRequestID(r)
+		st.idHeader[0] = ri.id
+		w.Header()["X-Request-Id"] = st.idHeader[:] // canonical already: Set would allocate a slice
 		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, ri))
 		defer func() {
 			if v := recover(); v != nil {
@@ -217,13 +228,22 @@ func (s *server) outer(next http.Handler) http.Handler {
 			if status == 0 {
 				status = http.StatusOK
 			}
-			s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
-				slog.String("method", r.Method),
-				slog.String("route", ri.route),
-				slog.Int("status", status),
-				slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
-				slog.String("request_id", ri.id),
-			)
+			// The record is made here and handed to the handler, as
+			// Logger.LogAttrs would, but without the caller's program
+			// counter, which LogAttrs looks up on every call and only a
+			// handler with AddSource uses (ours have none).
+			if ctx := r.Context(); s.log.Enabled(ctx, slog.LevelInfo) {
+				end := time.Now()
+				rec := slog.NewRecord(end, slog.LevelInfo, "request", 0)
+				rec.AddAttrs(
+					slog.String("method", r.Method),
+					slog.String("route", ri.route),
+					slog.Int("status", status),
+					slog.Float64("duration_ms", float64(end.Sub(start).Microseconds())/1000),
+					slog.String("request_id", ri.id),
+				)
+				s.log.Handler().Handle(ctx, rec) // its error dropped, as Logger drops it
+			}
 		}()
 		next.ServeHTTP(sw, r)
 	})
