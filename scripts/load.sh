@@ -11,16 +11,18 @@
 # mean requests per second over the rounds).
 #
 # Usage: scripts/load.sh
-#   LOAD_DURATION  seconds per run (default 5)
-#   LOAD_ROUNDS    ceiling/Latchkey pairs of verify runs (default 3)
+#   LOAD_DURATION  seconds per run (default 3)
+#   LOAD_ROUNDS    ceiling/Latchkey pairs of verify runs (default 5): short runs,
+#                  closely interleaved, so that what else the machine does
+#                  falls on both sides alike
 # With DYNAMODB_ENDPOINT set (see scripts/dynamodb-local.sh), the server runs
 # on DynamoDB instead of the embedded store.
 # Traffic goes to 127.0.0.1 only; each run is bounded by its duration.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-duration="${LOAD_DURATION:-5}"
-rounds="${LOAD_ROUNDS:-3}"
+duration="${LOAD_DURATION:-3}"
+rounds="${LOAD_ROUNDS:-5}"
 connections=16
 threads=2
 
