@@ -85,6 +85,10 @@ EOF
 run() {
   local name=$1 secs=$2 url=$3
   shift 3
+  # A second of the same load first, not counted, so that each side is
+  # measured from the same state: connections open, the Go runtime's heap
+  # and scheduler settled.
+  wrk -t"$threads" -c"$connections" -d1s "$@" "$url" >/dev/null
   wrk -t"$threads" -c"$connections" -d"${secs}s" --latency "$@" "$url" >"$work/wrk.out"
   python3 - "$name" "$work/wrk.out" "$work/results" <<'EOF'
 import re, sys
@@ -110,9 +114,6 @@ store="embedded (bbolt)"
 [ -n "${DYNAMODB_ENDPOINT:-}" ] && store="DynamoDB at $DYNAMODB_ENDPOINT"
 echo "Latchkey load test: wrk, $connections connections, $threads threads, ${duration}s per run, store: $store"
 auth=(-H "Authorization: Bearer $token")
-# Warm-up, not counted: connections, caches, the Go runtime's heap.
-wrk -t"$threads" -c"$connections" -d1s "${auth[@]}" "$ceiling/v1/auth/verify" >/dev/null
-wrk -t"$threads" -c"$connections" -d1s "${auth[@]}" "$base/v1/auth/verify" >/dev/null
 : >"$work/results"
 for r in $(seq 1 "$rounds"); do
   run "ceiling (round $r)" "$duration" "$ceiling/v1/auth/verify" "${auth[@]}"
