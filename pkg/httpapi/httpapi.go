@@ -332,7 +332,9 @@ func bearer(r *http.Request) (string, bool) {
 		return "", false
 	}
 	credential = strings.TrimLeft(credential, " ")
-	if credential == "" || strings.ContainsAny(credential, " \t") {
+	// Two IndexByte scans (vectorised) rather than ContainsAny, which walks
+	// a token of several hundred bytes one byte at a time.
+	if credential == "" || strings.IndexByte(credential, ' ') >= 0 || strings.IndexByte(credential, '\t') >= 0 {
 		return "", false
 	}
 	return credential, true
