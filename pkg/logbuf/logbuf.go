@@ -1,12 +1,16 @@
-// Package logbuf batches log lines into fewer writes. A server that logs
-// one line per request makes one write system call per request when it
-// logs straight to a file descriptor; under load that costs as much CPU as
-// answering the request. A Writer collects whole lines and writes them
-// together, and bounds how long a line may wait: a line is written no later
-// than FlushInterval after it was logged, sooner when MaxBuffered bytes are
-// waiting, and at once on Flush or Close. So a process that dies without
-// closing it (SIGKILL, a fatal runtime error) loses at most the lines of
-// its last FlushInterval, never more than MaxBuffered bytes of them.
+// Package logbuf makes a server's per-request log line cheap: JSONHandler
+// formats it as slog's JSON handler does with less work, and Writer batches
+// lines into fewer writes.
+//
+// A server that logs one line per request makes one write system call per
+// request when it logs straight to a file descriptor; under load that costs
+// as much CPU as answering the request. A Writer collects whole lines and
+// writes them together, and bounds how long a line may wait: a line is
+// written no later than FlushInterval after it was logged, sooner when
+// MaxBuffered bytes are waiting, and at once on Flush or Close. So a
+// process that dies without closing it (SIGKILL, a fatal runtime error)
+// loses at most the lines of its last FlushInterval, never more than
+// MaxBuffered bytes of them.
 package logbuf
 
 import (

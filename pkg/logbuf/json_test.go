@@ -1,0 +1,151 @@
+package logbuf_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"regexp"
+	"testing"
+	"time"
+
+	"latchkey/pkg/logbuf"
+)
+
+// both logs the same records through slog.JSONHandler and logbuf's, and
+// returns the two outputs.
+func both(t *testing.T, opts *slog.HandlerOptions, log func(l *slog.Logger)) (want, got string) {
+	t.Helper()
+	var std, ours bytes.Buffer
+	log(slog.New(slog.NewJSONHandler(&std, opts)))
+	w := logbuf.New(&ours, logbuf.Options{FlushInterval: time.Hour})
+	log(slog.New(logbuf.NewJSONHandler(w, opts)))
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The loggers stamp each record with the time it was logged; the
+	// formatting of times is checked by the attributes and by Time.
+	return stamp.ReplaceAllString(std.String(), `"time$1":"T"`), stamp.ReplaceAllString(ours.String(), `"time$1":"T"`)
+}
+
+var stamp = regexp.MustCompile(`"time(!?)":"[^"]*"`)
+
+type valuer struct{}
+
+func (valuer) LogValue() slog.Value { return slog.StringValue("resolved") }
+
+// TestJSONHandler_SameAsSlog: whatever is logged, the line is byte for
+// byte what slog.JSONHandler writes: the request line, every kind of
+// value on its edges, strings on every escaping branch, and each case
+// that takes slog's own path.
+func TestJSONHandler_SameAsSlog(t *testing.T) {
+	at := time.Date(2026, 11, 23, 2, 24, 29, 123456789, time.FixedZone("x", -7200))
+	strs := []string{"", "GET /v1/auth/verify", `q"b\s`, "\x00\x01\b\f\n\r\t\x1f\x7f", "<&>", "é 日本 🔑", "\u2028\u2029", "bad \xff utf-8", "cut \xe2\x82"}
+	floats := []float64{0, -0, 0.123, 1, 1e-6, 9.99e-7, 1e20, 1e21, -1.5e-300, math.MaxFloat64, math.SmallestNonzeroFloat64, 123456.789}
+	cases := map[string]func(l *slog.Logger){
+		"Request": func(l *slog.Logger) {
+			l.LogAttrs(context.Background(), slog.LevelInfo, "request", slog.String("method", "GET"), slog.String("route", "GET /v1/auth/verify"),
+				slog.Int("status", 200), slog.Float64("duration_ms", 0.123), slog.String("request_id", "0123456789abcdef0123456789abcdef"))
+		},
+		"Kinds": func(l *slog.Logger) {
+			for _, s := range strs {
+				l.Warn(s, s+"k", s, "i", -42, "u", uint64(math.MaxUint64), "b", true, "d", 1500*time.Millisecond, "t", at)
+			}
+			for _, f := range floats {
+				l.Error("float", "f", f, "neg", -f)
+			}
+			l.Log(context.Background(), slog.Level(2), "info+2")
+			l.Debug("not shown")
+		},
+		"Fallbacks": func(l *slog.Logger) {
+			l.Info("group", slog.Group("g", "a", 1))
+			l.Info("any", "err", errors.New("boom"), "m", map[string]int{"x": 1})
+			l.Info("valuer", "v", valuer{})
+			l.Info("nan", "f", math.NaN(), "inf", math.Inf(1))
+			l.Info("empty key", "", "v")
+			l.Info("year", "t", time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC))
+			l.With("k", "v").Info("with")
+			l.WithGroup("g").Info("group", "a", 1)
+		},
+	}
+	for name, log := range cases {
+		t.Run(name, func(t *testing.T) {
+			if want, got := both(t, nil, log); got != want {
+				t.Errorf("got\n%s\nwant\n%s", got, want)
+			}
+		})
+	}
+	t.Run("Time", func(t *testing.T) {
+		for _, tm := range []time.Time{at, at.UTC(), time.Now(), {}, time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)} {
+			var std, ours bytes.Buffer
+			w := logbuf.New(&ours, logbuf.Options{FlushInterval: time.Hour})
+			r := slog.NewRecord(tm, slog.LevelInfo, "m", 0)
+			r.AddAttrs(slog.Int("n", 1))
+			slog.NewJSONHandler(&std, nil).Handle(context.Background(), r)
+			logbuf.NewJSONHandler(w, nil).Handle(context.Background(), r)
+			w.Close()
+			if std.String() != ours.String() {
+				t.Errorf("%v: got %s, want %s", tm, ours.String(), std.String())
+			}
+		}
+	})
+	t.Run("Options", func(t *testing.T) {
+		for name, opts := range map[string]*slog.HandlerOptions{
+			"Level":       {Level: slog.LevelWarn},
+			"ReplaceAttr": {ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr { a.Key += "!"; return a }},
+		} {
+			if want, got := both(t, opts, cases["Kinds"]); got != want {
+				t.Errorf("%s: got\n%s\nwant\n%s", name, got, want)
+			}
+		}
+	})
+	t.Run("Random", func(t *testing.T) {
+		r := rand.New(rand.NewPCG(5, 6))
+		alphabet := []string{"a", "\"", "\\", "\x00", "\n", "\x7f", "é", "\u2028", "\xff", "\xe2\x80", "🔑", "<", " "}
+		randStr := func() string {
+			s := ""
+			for range r.IntN(10) {
+				s += alphabet[r.IntN(len(alphabet))]
+			}
+			return s + "x" // a key must not be empty to take the fast path
+		}
+		want, got := both(t, nil, func(l *slog.Logger) {
+			r = rand.New(rand.NewPCG(5, 6)) // the same records both times
+			for range 2000 {
+				l.Info(randStr(), randStr(), randStr(), randStr(), r.NormFloat64()*math.Pow(10, float64(r.IntN(50)-25)), randStr(), r.Int64())
+			}
+		})
+		if got != want {
+			t.Errorf("random records differ")
+		}
+	})
+}
+
+// BenchmarkJSONHandler: the request line through slog's handler and ours,
+// both into a Writer.
+func BenchmarkJSONHandler(b *testing.B) {
+	for name, newHandler := range map[string]func(*logbuf.Writer) slog.Handler{
+		"Slog":   func(w *logbuf.Writer) slog.Handler { return slog.NewJSONHandler(w, nil) },
+		"Logbuf": func(w *logbuf.Writer) slog.Handler { return logbuf.NewJSONHandler(w, nil) },
+	} {
+		b.Run(name, func(b *testing.B) {
+			w := logbuf.New(discard{}, logbuf.Options{})
+			defer w.Close()
+			h := newHandler(w)
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				r := slog.NewRecord(time.Now(), slog.LevelInfo, "request", 0)
+				r.AddAttrs(slog.String("method", "GET"), slog.String("route", "GET /v1/auth/verify"), slog.Int("status", 200),
+					slog.Float64("duration_ms", 0.123), slog.String("request_id", "0123456789abcdef0123456789abcdef"))
+				h.Handle(ctx, r)
+			}
+		})
+	}
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
