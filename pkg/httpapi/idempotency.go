@@ -73,6 +73,7 @@ type bufferedResponse struct {
 	header http.Header
 	status int
 	body   bytes.Buffer
+	info   *reqInfo // of the request it answers, for its error lines and problem body
 }
 
 func (b *bufferedResponse) Header() http.Header { return b.header }
@@ -155,11 +156,11 @@ func (s *server) serveIdempotent(w http.ResponseWriter, r *http.Request, d route
 	defer func() {
 		if !settled { // the handler panicked; outer answers 500
 			if err := claim.Release(bg); err != nil {
-				s.logIdempotency(r, "releasing the Idempotency-Key after a panic failed", err)
+				s.logIdempotency(w, r, "releasing the Idempotency-Key after a panic failed", err)
 			}
 		}
 	}()
-	held := &bufferedResponse{header: http.Header{}}
+	held := &bufferedResponse{header: http.Header{}, info: info(w)}
 	rc := r.WithContext(claim.Context(r.Context()))
 	if err := d.handler(s, held, rc, p); err != nil {
 		s.writeError(held, rc, err)
@@ -171,27 +172,27 @@ func (s *server) serveIdempotent(w http.ResponseWriter, r *http.Request, d route
 	if held.status >= 500 && !claim.Applied() {
 		// Nothing was changed: a retry is carried out afresh.
 		if err := claim.Release(bg); err != nil {
-			s.logIdempotency(r, "releasing the Idempotency-Key failed; a retry waits for the lease", err)
+			s.logIdempotency(w, r, "releasing the Idempotency-Key failed; a retry waits for the lease", err)
 		}
 	} else if stored, err := s.store(p.KeyID, key, fp, held); err != nil {
-		s.logIdempotency(r, "encoding the answer for Idempotency-Key failed", err)
+		s.logIdempotency(w, r, "encoding the answer for Idempotency-Key failed", err)
 	} else if err := claim.Finish(bg, stored); err != nil && !account.IsCode(err, account.CodeIdempotencyInProgress) {
 		// The client gets its answer; a retry gets idempotency_response_lost
 		// if the request changed something, and is carried out if not.
-		s.logIdempotency(r, "storing the answer for Idempotency-Key failed", err)
+		s.logIdempotency(w, r, "storing the answer for Idempotency-Key failed", err)
 	}
 	held.send(w)
 }
 
-func (s *server) logIdempotency(r *http.Request, msg string, err error) {
-	s.log.ErrorContext(r.Context(), msg, "request_id", info(r.Context()).id, "route", info(r.Context()).route, "error", err.Error())
+func (s *server) logIdempotency(w http.ResponseWriter, r *http.Request, msg string, err error) {
+	s.log.ErrorContext(r.Context(), msg, "request_id", info(w).id, "route", info(w).route, "error", err.Error())
 }
 
 // replay writes the answer stored for a key.
 func (s *server) replay(w http.ResponseWriter, r *http.Request, keyID, key string, fp, stored []byte) {
 	res, err := s.open(keyID, key, fp, stored)
 	if err != nil {
-		s.logIdempotency(r, "the answer stored for Idempotency-Key cannot be opened", err)
+		s.logIdempotency(w, r, "the answer stored for Idempotency-Key cannot be opened", err)
 		s.writeError(w, r, account.Errorf(account.CodeIdempotencyResponseLost, "the request with this Idempotency-Key was carried out, but its answer can no longer be replayed; it will not be carried out again: read the resource to learn the outcome"))
 		return
 	}
