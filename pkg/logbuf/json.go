@@ -2,38 +2,47 @@ package logbuf
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"math"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
 	"unicode/utf8"
 )
 
-// JSONHandler is a slog.Handler that writes to a Writer exactly what
-// slog.JSONHandler writes, with less work for the records a server logs on
-// every request: flat ones whose attributes are strings, integers, floats,
-// booleans, durations and times. slog's handler took about as long to
-// format such a line as the rest of a verify request took to serve.
-// Anything else (a group, an attribute added with WithAttrs or WithGroup,
-// another kind of value, an empty key, a non-finite float, a year outside
-// 0-9999, options with ReplaceAttr or AddSource) goes to a
-// slog.JSONHandler over the same Writer, so the output is the same either
-// way; TestJSONHandler_SameAsSlog holds the two to that.
+// JSONHandler is a slog.Handler that writes exactly what slog.JSONHandler
+// writes, with less work for the records a server logs on every request:
+// flat ones whose attributes (the record's, and those added with
+// WithAttrs) are strings, integers, floats, booleans, durations and times.
+// slog's handler took about as long to format such a line as the rest of a
+// verify request took to serve. Anything else (a group, WithGroup, another
+// kind of value, an empty key, a non-finite float, a year outside 0-9999,
+// options with ReplaceAttr or AddSource) goes to a slog.JSONHandler over
+// the same writer, so the output is the same either way;
+// TestJSONHandler_SameAsSlog holds the two to that.
 type JSONHandler struct {
-	w     *Writer
+	w     io.Writer // serialises whole writes: a *Writer, or a lockedWriter
 	level slog.Leveler
 	slow  slog.Handler
 	fast  bool
+	pre   []byte // the attributes added with WithAttrs, formatted, each after a comma
 }
 
 var _ slog.Handler = (*JSONHandler)(nil)
 
 // NewJSONHandler returns a JSONHandler writing to w with opts, as
-// slog.NewJSONHandler(w, opts) would.
-func NewJSONHandler(w *Writer, opts *slog.HandlerOptions) *JSONHandler {
+// slog.NewJSONHandler(w, opts) would. Each line is one Write to w. A
+// *Writer batches them; any other w (os.Stdout in a Lambda function, whose
+// lines must be out before the invocation returns) gets one write per
+// line, one at a time.
+func NewJSONHandler(w io.Writer, opts *slog.HandlerOptions) *JSONHandler {
 	if opts == nil {
 		opts = &slog.HandlerOptions{}
+	}
+	if _, ok := w.(*Writer); !ok {
+		w = &lockedWriter{w: w}
 	}
 	h := &JSONHandler{w: w, level: opts.Level, slow: slog.NewJSONHandler(w, opts)}
 	if h.level == nil {
@@ -43,13 +52,45 @@ func NewJSONHandler(w *Writer, opts *slog.HandlerOptions) *JSONHandler {
 	return h
 }
 
+// lockedWriter makes the writes of the fast path and of slog's handler,
+// which locks only its own, one at a time.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
 // Enabled implements slog.Handler.
 func (h *JSONHandler) Enabled(_ context.Context, l slog.Level) bool {
 	return l >= h.level.Level()
 }
 
-// WithAttrs implements slog.Handler: slog's handler serves the result.
-func (h *JSONHandler) WithAttrs(attrs []slog.Attr) slog.Handler { return h.slow.WithAttrs(attrs) }
+// WithAttrs implements slog.Handler. Attributes that Handle formats itself
+// are formatted once, here, as slog's handler does; any other makes the
+// result slog's handler.
+func (h *JSONHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	if len(attrs) == 0 {
+		return h
+	}
+	if !h.fast {
+		return h.slow.WithAttrs(attrs)
+	}
+	pre := slices.Clip(h.pre) // an append copies: h keeps its own
+	for _, a := range attrs {
+		if !flatAttr(a) {
+			return h.slow.WithAttrs(attrs)
+		}
+		pre = appendAttr(pre, a)
+	}
+	h2 := *h
+	h2.pre, h2.slow = pre, h.slow.WithAttrs(attrs)
+	return &h2
+}
 
 // WithGroup implements slog.Handler: slog's handler serves the result.
 func (h *JSONHandler) WithGroup(name string) slog.Handler { return h.slow.WithGroup(name) }
@@ -59,10 +100,15 @@ var lineBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return
 // Handle implements slog.Handler. The line is written with one Write, so
 // that lines never interleave.
 func (h *JSONHandler) Handle(ctx context.Context, r slog.Record) error {
-	if !h.fast || !flat(r) {
+	if y := r.Time.Year(); !h.fast || (!r.Time.IsZero() && (y < 0 || y >= 10000)) {
 		return h.slow.Handle(ctx, r)
 	}
 	bp := lineBuffers.Get().(*[]byte)
+	defer func() {
+		if cap(*bp) <= 16<<10 {
+			lineBuffers.Put(bp)
+		}
+	}()
 	b := append((*bp)[:0], '{')
 	if !r.Time.IsZero() {
 		b = append(b, `"time":"`...)
@@ -73,47 +119,50 @@ func (h *JSONHandler) Handle(ctx context.Context, r slog.Record) error {
 	b = appendString(b, r.Level.String())
 	b = append(b, `,"msg":`...)
 	b = appendString(b, r.Message)
+	b = append(b, h.pre...)
+	// One pass: formatted as they are checked, and dropped for slog's
+	// handler at the first that Handle does not format.
+	flat := true
 	r.Attrs(func(a slog.Attr) bool {
-		b = append(b, ',')
-		b = appendString(b, a.Key)
-		b = append(b, ':')
-		b = appendValue(b, a.Value)
-		return true
+		if flat = flatAttr(a); flat {
+			b = appendAttr(b, a)
+		}
+		return flat
 	})
-	b = append(b, '}', '\n')
-	_, err := h.w.Write(b)
-	if cap(b) <= 16<<10 {
-		*bp = b
-		lineBuffers.Put(bp)
+	*bp = b
+	if !flat {
+		return h.slow.Handle(ctx, r)
 	}
+	b = append(b, '}', '\n')
+	*bp = b
+	_, err := h.w.Write(b)
 	return err
 }
 
-// flat reports whether every attribute of r is one that Handle formats
-// itself.
-func flat(r slog.Record) bool {
-	if y := r.Time.Year(); !r.Time.IsZero() && (y < 0 || y >= 10000) {
+// appendAttr appends a comma and a, of a kind flatAttr accepts.
+func appendAttr(b []byte, a slog.Attr) []byte {
+	b = append(b, ',')
+	b = appendString(b, a.Key)
+	b = append(b, ':')
+	return appendValue(b, a.Value)
+}
+
+// flatAttr reports whether a is an attribute that Handle formats itself.
+func flatAttr(a slog.Attr) bool {
+	if a.Key == "" {
 		return false
 	}
-	ok := true
-	r.Attrs(func(a slog.Attr) bool {
-		if a.Key == "" {
-			ok = false
-			return false
-		}
-		switch v := a.Value; v.Kind() {
-		case slog.KindString, slog.KindInt64, slog.KindUint64, slog.KindBool, slog.KindDuration:
-		case slog.KindFloat64:
-			ok = !math.IsInf(v.Float64(), 0) && !math.IsNaN(v.Float64())
-		case slog.KindTime:
-			y := v.Time().Year()
-			ok = y >= 0 && y < 10000
-		default: // groups, LogValuers, any
-			ok = false
-		}
-		return ok
-	})
-	return ok
+	switch v := a.Value; v.Kind() {
+	case slog.KindString, slog.KindInt64, slog.KindUint64, slog.KindBool, slog.KindDuration:
+		return true
+	case slog.KindFloat64:
+		return !math.IsInf(v.Float64(), 0) && !math.IsNaN(v.Float64())
+	case slog.KindTime:
+		y := v.Time().Year()
+		return y >= 0 && y < 10000
+	default: // groups, LogValuers, any
+		return false
+	}
 }
 
 // appendValue appends v, of a kind flat accepts, as slog's JSON handler

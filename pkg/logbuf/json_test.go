@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"math"
 	"math/rand/v2"
@@ -15,15 +16,20 @@ import (
 )
 
 // both logs the same records through slog.JSONHandler and logbuf's, and
-// returns the two outputs.
+// returns the two outputs. Ours logs them twice, into a Writer and
+// straight into a buffer, and fails t unless both give the same.
 func both(t *testing.T, opts *slog.HandlerOptions, log func(l *slog.Logger)) (want, got string) {
 	t.Helper()
-	var std, ours bytes.Buffer
+	var std, ours, direct bytes.Buffer
 	log(slog.New(slog.NewJSONHandler(&std, opts)))
 	w := logbuf.New(&ours, logbuf.Options{FlushInterval: time.Hour})
 	log(slog.New(logbuf.NewJSONHandler(w, opts)))
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
+	}
+	log(slog.New(logbuf.NewJSONHandler(&direct, opts)))
+	if a, b := stamp.ReplaceAllString(ours.String(), "T"), stamp.ReplaceAllString(direct.String(), "T"); a != b {
+		t.Errorf("into a Writer\n%s\nstraight\n%s", a, b)
 	}
 	// The loggers stamp each record with the time it was logged; the
 	// formatting of times is checked by the attributes and by Time.
@@ -66,8 +72,30 @@ func TestJSONHandler_SameAsSlog(t *testing.T) {
 			l.Info("nan", "f", math.NaN(), "inf", math.Inf(1))
 			l.Info("empty key", "", "v")
 			l.Info("year", "t", time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC))
-			l.With("k", "v").Info("with")
+			l.With("k", "v").WithGroup("g").Info("with, then group", "a", 1)
 			l.WithGroup("g").Info("group", "a", 1)
+			l.WithGroup("g").With("k", "v").Info("group, then with", "a", 1)
+			l.With("err", errors.New("boom")).Info("with any")
+			l.With("k", "v", "v", valuer{}).Info("with a valuer after a flat one")
+			l.With("", "v").Info("with an empty key")
+			l.With(slog.Group("g", "a", 1)).Info("with a group")
+			l.With("f", math.Inf(-1)).Info("with a non-finite float")
+		},
+		"With": func(l *slog.Logger) {
+			fn := l.With("function", "auth")
+			fn.LogAttrs(context.Background(), slog.LevelInfo, "request", slog.String("method", "GET"), slog.String("route", "GET /v1/auth/verify"),
+				slog.Int("status", 200), slog.Float64("duration_ms", 0.123), slog.String("request_id", "0123456789abcdef0123456789abcdef"))
+			fn.Info("no attributes")
+			fn.With().Info("empty with")
+			more := fn.With("i", -42, "u", uint64(7), "b", false, "d", time.Second, "t", at, "f", 1e21, "s", "q\"\u2028\xff")
+			more.Warn("kinds", "k", "v")
+			fn.Info("the first logger keeps its own", "k", "v")
+			more.With("again", 1).Info("chained")
+			x, y := more.With("x", 1), more.With("y", "two") // siblings: neither writes over the other
+			x.Info("x")
+			y.Info("y")
+			fn.Info("a record attribute of another kind", "err", errors.New("boom"))
+			fn.Info("dup", "function", "users")
 		},
 	}
 	for name, log := range cases {
@@ -124,16 +152,28 @@ func TestJSONHandler_SameAsSlog(t *testing.T) {
 }
 
 // BenchmarkJSONHandler: the request line through slog's handler and ours,
-// both into a Writer.
+// into a Writer as the local server logs it, and with a function's name
+// (WithAttrs) straight into a writer as a Lambda function logs it.
 func BenchmarkJSONHandler(b *testing.B) {
-	for name, newHandler := range map[string]func(*logbuf.Writer) slog.Handler{
-		"Slog":   func(w *logbuf.Writer) slog.Handler { return slog.NewJSONHandler(w, nil) },
-		"Logbuf": func(w *logbuf.Writer) slog.Handler { return logbuf.NewJSONHandler(w, nil) },
+	for _, bc := range []struct {
+		name       string
+		newHandler func(w io.Writer) slog.Handler
+		lambda     bool
+	}{
+		{"Slog", func(w io.Writer) slog.Handler { return slog.NewJSONHandler(w, nil) }, false},
+		{"Logbuf", func(w io.Writer) slog.Handler { return logbuf.NewJSONHandler(w, nil) }, false},
+		{"Slog/Lambda", func(w io.Writer) slog.Handler { return slog.NewJSONHandler(w, nil) }, true},
+		{"Logbuf/Lambda", func(w io.Writer) slog.Handler { return logbuf.NewJSONHandler(w, nil) }, true},
 	} {
-		b.Run(name, func(b *testing.B) {
-			w := logbuf.New(discard{}, logbuf.Options{})
-			defer w.Close()
-			h := newHandler(w)
+		b.Run(bc.name, func(b *testing.B) {
+			var h slog.Handler
+			if bc.lambda {
+				h = bc.newHandler(discard{}).WithAttrs([]slog.Attr{slog.String("function", "auth")})
+			} else {
+				w := logbuf.New(discard{}, logbuf.Options{})
+				defer w.Close()
+				h = bc.newHandler(w)
+			}
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
