@@ -146,7 +146,7 @@ func AuthorizerFromEnv(ctx context.Context, getenv func(string) string, logger *
 // other functions': init once, one JSON log line and exit status 1 if it
 // fails.
 func MainAuthorizer() {
-	logger := slog.New(slog.NewJSONHandler(os.Stdout, nil)).With("function", AuthorizerName)
+	logger := NewLogger(os.Stdout, AuthorizerName)
 	slog.SetDefault(logger)
 	ctx, cancel := context.WithTimeout(context.Background(), initTimeout)
 	h, err := AuthorizerFromEnv(ctx, os.Getenv, logger)

@@ -3,7 +3,6 @@ package lambdaapp_test
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"testing"
 	"time"
@@ -15,10 +14,11 @@ import (
 
 // BenchmarkWarmLambda: one API Gateway event after another through a warm
 // instance's Lambda handler (the adapter, the router, the service, bbolt),
-// with the request line logged as JSON to io.Discard. AuthVerify is
-// GET /v1/auth/verify in the auth function, which parses with its own
-// keys; UsersGet is GET /v1/users/{id} with the same token in the users
-// function, which parses with the published key set.
+// with the request line logged as Main logs it (NewLogger), to
+// io.Discard. AuthVerify is GET /v1/auth/verify in the auth function,
+// which parses with its own keys; UsersGet is GET /v1/users/{id} with the
+// same token in the users function, which parses with the published key
+// set.
 func BenchmarkWarmLambda(b *testing.B) {
 	for _, bc := range []struct {
 		name  string
@@ -32,7 +32,7 @@ func BenchmarkWarmLambda(b *testing.B) {
 			e := newEnv(b)
 			c := mock.NewClock(time.Now())
 			deps := lambdaapp.Deps{Store: e.store, Keys: e.keys, Secrets: e.secrets, Now: c.Now,
-				Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}
+				Logger: lambdaapp.NewLogger(io.Discard, string(bc.fn))}
 			if bc.fn != lambdaapp.Auth { // auth publishes the keys the others read
 				if _, err := lambdaapp.New(context.Background(), replay.Config(lambdaapp.Auth, "latchkey"), deps); err != nil {
 					b.Fatal(err)

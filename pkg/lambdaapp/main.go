@@ -26,7 +26,7 @@ const initTimeout = 8 * time.Second
 // JSON log line and exit status 1, so Lambda reports a failed init, never a
 // panic at the first request.
 func Main(fn Function) {
-	logger := slog.New(slog.NewJSONHandler(os.Stdout, nil)).With("function", string(fn))
+	logger := NewLogger(os.Stdout, string(fn))
 	slog.SetDefault(logger)
 	ctx, cancel := context.WithTimeout(context.Background(), initTimeout)
 	h, err := FromEnv(ctx, fn, os.Getenv, logger)
