@@ -13,19 +13,24 @@ import (
 	"latchkey/pkg/account"
 	"latchkey/pkg/httpapi"
 	"latchkey/pkg/httpapi/httpapitest"
+	"latchkey/pkg/logbuf"
 )
 
 // The benchmarks run the full stack: New, the middleware, the service and
 // bbolt in a temporary directory (DynamoDB Local with
-// LATCHKEY_TEST_STORE=dynamodb). The request line is logged as JSON to
-// io.Discard, so its formatting is measured and a growing buffer is not;
-// the response goes to a writer that keeps nothing but its headers, so
-// B/op and allocs/op are the handler's, not the harness's.
+// LATCHKEY_TEST_STORE=dynamodb). The request line is logged as the local
+// server logs it (logbuf's handler and Writer), to io.Discard, so its
+// formatting is measured and a growing buffer is not; the response goes
+// to a writer that keeps nothing but its headers, so B/op and allocs/op
+// are the handler's, not the harness's.
 
 // benchHandler is env's handler with a logger that discards its output.
-func benchHandler(env *httpapitest.Env) http.Handler {
+func benchHandler(tb testing.TB, env *httpapitest.Env) http.Handler {
+	tb.Helper()
 	cfg := env.Config
-	cfg.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
+	logs := logbuf.New(io.Discard, logbuf.Options{})
+	tb.Cleanup(func() { logs.Close() })
+	cfg.Logger = slog.New(logbuf.NewJSONHandler(logs, nil))
 	return httpapi.New(cfg)
 }
 
@@ -69,7 +74,7 @@ func newBenchRequest(method, path, credential, body string) *http.Request {
 // key read, one signature, one token record written).
 func BenchmarkIssueToken(b *testing.B) {
 	env := httpapitest.NewServer(b)
-	h := benchHandler(env)
+	h := benchHandler(b, env)
 	body := `{"scopes":["read:users"],"expires_in":"15m"}`
 	w := &discardWriter{header: http.Header{}}
 	b.ReportAllocs()
@@ -88,7 +93,7 @@ func BenchmarkIssueToken(b *testing.B) {
 func BenchmarkVerifyToken(b *testing.B) {
 	b.Run("Warm", func(b *testing.B) {
 		env := httpapitest.NewServer(b)
-		h := benchHandler(env)
+		h := benchHandler(b, env)
 		tok, _ := env.IssueToken(b, env.AdminKey, "", "read:users")
 		r := newBenchRequest(http.MethodGet, "/v1/auth/verify", tok, "")
 		w := &discardWriter{header: http.Header{}}
@@ -99,7 +104,7 @@ func BenchmarkVerifyToken(b *testing.B) {
 	})
 	b.Run("Cold", func(b *testing.B) {
 		env := httpapitest.NewServer(b)
-		h := benchHandler(env)
+		h := benchHandler(b, env)
 		_, c := env.IssueToken(b, env.AdminKey, "", "read:users")
 		w := &discardWriter{header: http.Header{}}
 		b.ReportAllocs()
@@ -122,7 +127,7 @@ func BenchmarkVerifyToken(b *testing.B) {
 // key read.
 func BenchmarkAuthenticateAPIKey(b *testing.B) {
 	env := httpapitest.NewServer(b)
-	h := benchHandler(env)
+	h := benchHandler(b, env)
 	p, err := env.Service.Authenticate(context.Background(), env.AdminKey)
 	if err != nil {
 		b.Fatal(err)
@@ -137,7 +142,7 @@ func BenchmarkAuthenticateAPIKey(b *testing.B) {
 
 func BenchmarkCreateUser(b *testing.B) {
 	env := httpapitest.NewServer(b)
-	h := benchHandler(env)
+	h := benchHandler(b, env)
 	w := &discardWriter{header: http.Header{}}
 	b.ReportAllocs()
 	i := 0
