@@ -36,6 +36,11 @@ const (
 	CodeIdempotencyResponseLost Code = "idempotency_response_lost"
 )
 
+// CodeUnknownEventType answers GET /v1/events with a type in types that is
+// not one of EventTypes, so that a misspelled type is not taken for one
+// with no events.
+const CodeUnknownEventType Code = "unknown_event_type"
+
 // FieldError names one invalid field of a request and says what is wrong.
 type FieldError struct {
 	Field   string `json:"field"`

@@ -34,6 +34,8 @@ const (
 	OpUpdateUser          Operation = "UpdateUser"
 	OpDeleteUser          Operation = "DeleteUser"
 	OpListUserMemberships Operation = "ListUserMemberships"
+
+	OpListEvents Operation = "ListEvents"
 )
 
 // access is what an operation asks of its caller before anything else.
@@ -80,6 +82,8 @@ var operations = map[Operation]access{
 	OpUpdateUser:          {ScopeWriteUsers, false},
 	OpDeleteUser:          {ScopeDeleteUsers, false},
 	OpListUserMemberships: {ScopeReadUsers, false},
+
+	OpListEvents: {ScopeReadEvents, false},
 }
 
 // Scope returns the scope the operation needs, or "" when what it needs

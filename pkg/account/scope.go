@@ -19,6 +19,7 @@ const (
 	ScopeReadAPIKeys         = "read:api_keys"
 	ScopeWriteAPIKeys        = "write:api_keys"
 	ScopeRevokeTokens        = "revoke:tokens"
+	ScopeReadEvents          = "read:events"
 	ScopeAll                 = "*:*"
 )
 
@@ -35,6 +36,7 @@ func KnownScopes() []string {
 		ScopeReadUsers, ScopeWriteUsers, ScopeDeleteUsers,
 		ScopeReadOrganizations, ScopeWriteOrganizations, ScopeDeleteOrganizations,
 		ScopeReadAPIKeys, ScopeWriteAPIKeys, ScopeRevokeTokens,
+		ScopeReadEvents,
 	}
 }
 

@@ -119,7 +119,10 @@ type MemberPatch struct {
 // atomicity of multi-item writes; every other rule lives in Service.
 //
 // Every method that changes data commits the IdempotencyCommit that its
-// context carries, if any, with the change (see IdempotencyCommit).
+// context carries, if any, with the change (see IdempotencyCommit), and,
+// when its context carries an EventSource, writes one event per object it
+// creates, changes or removes in the same atomic write as that object
+// (see events.go). RecordAPIKeyUse records no event.
 //
 // Errors: methods return CodeNotFound, CodeEmailTaken, CodeSlugTaken,
 // CodeExternalIDTaken, CodeAlreadyMember or CodeLastOwner as documented, each built by its
@@ -283,6 +286,15 @@ type Store interface {
 	// it and it is still started (no change was committed with it), and
 	// does nothing otherwise.
 	ReleaseIdempotency(ctx context.Context, keyID, key, owner string) error
+
+	// ListEvents returns a page of events (see EventQuery). An event is
+	// returned only once the change it records is committed, and a store
+	// makes events visible in id order: a reader that has seen an event
+	// never later finds one with a smaller id, so paging with After skips
+	// none. A store whose concurrent writers may commit out of id order
+	// (DynamoDB) holds back the newest events for a bounded time it
+	// documents.
+	ListEvents(ctx context.Context, q EventQuery) (Page[StoredEvent], error)
 
 	// Close releases the store's resources.
 	Close() error

@@ -20,6 +20,7 @@ import (
 // exist; deletes take a key's whole subtree in one transaction, so the
 // other ancestors exist too.
 func (s *Store) CreateAPIKey(ctx context.Context, k account.APIKey) error {
+	ev := s.events(ctx)
 	return s.write(ctx, func(tx *bolt.Tx) error {
 		keys, hashes := tx.Bucket(bucketKeys), tx.Bucket(bucketKeyHashes)
 		if n := len(k.Ancestors); n > 0 {
@@ -62,7 +63,10 @@ func (s *Store) CreateAPIKey(ctx context.Context, k account.APIKey) error {
 				return err
 			}
 		}
-		return hashes.Put(k.Hash, []byte(k.ID))
+		if err := hashes.Put(k.Hash, []byte(k.ID)); err != nil {
+			return err
+		}
+		return ev.emit(tx, account.EventAPIKeyCreated, k)
 	})
 }
 
@@ -156,6 +160,7 @@ func (s *Store) GetAPIKeyByHash(_ context.Context, hash []byte) (account.APIKey,
 // it at once, and drops an earlier previous hash.
 func (s *Store) UpdateAPIKey(ctx context.Context, id string, p account.APIKeyPatch, allow func(account.APIKey) error) (account.APIKey, error) {
 	var k account.APIKey
+	ev := s.events(ctx)
 	err := s.write(ctx, func(tx *bolt.Tx) error {
 		var err error
 		if k, err = s.readAPIKey(tx, []byte(id)); err != nil {
@@ -203,7 +208,17 @@ func (s *Store) UpdateAPIKey(ctx context.Context, id string, p account.APIKeyPat
 			}
 		}
 		k.LastUsedAt = lastUse(tx, id)
-		return put(tx.Bucket(bucketKeys), []byte(id), toAPIKeyItem(k))
+		if err := put(tx.Bucket(bucketKeys), []byte(id), toAPIKeyItem(k)); err != nil {
+			return err
+		}
+		if len(k.Metadata) == 0 {
+			k.Metadata = nil // as a read would return it
+		}
+		typ := account.EventAPIKeyUpdated
+		if p.Rotate != nil {
+			typ = account.EventAPIKeyRotated
+		}
+		return ev.emit(tx, typ, k)
 	})
 	if err != nil {
 		return account.APIKey{}, err
@@ -253,6 +268,7 @@ func dropPreviousHash(tx *bolt.Tx, hexHash string) error {
 // hash entries and tree index entries go in one transaction, so every
 // secret of the tree stops authenticating with this commit.
 func (s *Store) DeleteAPIKey(ctx context.Context, id string, allow func(account.APIKey) error) error {
+	ev := s.events(ctx)
 	return s.write(ctx, func(tx *bolt.Tx) error {
 		it, ok, err := get[apiKeyItem](tx.Bucket(bucketKeys), []byte(id))
 		if err != nil || !ok {
@@ -263,13 +279,13 @@ func (s *Store) DeleteAPIKey(ctx context.Context, id string, allow func(account.
 				return err
 			}
 		}
-		return deleteKeyTree(tx, id)
+		return deleteKeyTree(tx, ev, id)
 	})
 }
 
 // deleteKeyTree removes the key id and every key below it, found through
-// the tree index, each with deleteAPIKey.
-func deleteKeyTree(tx *bolt.Tx, id string) error {
+// the tree index, each with deleteAPIKey and its event (ev).
+func deleteKeyTree(tx *bolt.Tx, ev *emitter, id string) error {
 	tree := tx.Bucket(bucketKeyTree)
 	// Collect first: deleting under a live cursor can skip keys in bbolt.
 	ids := []string{id}
@@ -281,7 +297,7 @@ func deleteKeyTree(tx *bolt.Tx, id string) error {
 		}
 	}
 	for _, id := range ids {
-		if err := deleteAPIKey(tx, id); err != nil {
+		if err := deleteAPIKey(tx, ev, id); err != nil {
 			return err
 		}
 	}
@@ -289,11 +305,16 @@ func deleteKeyTree(tx *bolt.Tx, id string) error {
 }
 
 // deleteAPIKey removes the key id, its hash entry and its entry under its
-// parent in the tree index, if the key is there.
-func deleteAPIKey(tx *bolt.Tx, id string) error {
+// parent in the tree index, if the key is there, and records its event.
+func deleteAPIKey(tx *bolt.Tx, ev *emitter, id string) error {
 	keys := tx.Bucket(bucketKeys)
 	it, ok, err := get[apiKeyItem](keys, []byte(id))
 	if err != nil || !ok {
+		return err
+	}
+	k := it.domain()
+	k.LastUsedAt = lastUse(tx, id)
+	if err := ev.emit(tx, account.EventAPIKeyDeleted, k); err != nil {
 		return err
 	}
 	if err := keys.Delete([]byte(id)); err != nil {
@@ -360,7 +381,7 @@ func ownerIndexKey(owner, id string) []byte { return []byte(owner + "\x00" + id)
 
 // deleteOrgKeys deletes the keys bound to the organization orgID, with the
 // keys below them (bound to it too).
-func deleteOrgKeys(tx *bolt.Tx, orgID string) error {
+func deleteOrgKeys(tx *bolt.Tx, ev *emitter, orgID string) error {
 	prefix := []byte(orgID + "/")
 	var ids []string
 	c := tx.Bucket(bucketKeyOrgs).Cursor()
@@ -368,7 +389,7 @@ func deleteOrgKeys(tx *bolt.Tx, orgID string) error {
 		ids = append(ids, string(k[len(prefix):]))
 	}
 	for _, id := range ids {
-		if err := deleteKeyTree(tx, id); err != nil {
+		if err := deleteKeyTree(tx, ev, id); err != nil {
 			return err
 		}
 	}

@@ -15,6 +15,7 @@ import (
 // writes share one transaction, so a membership never outlives a user or
 // organization deleted concurrently.
 func (s *Store) AddMember(ctx context.Context, m account.Membership) error {
+	ev := s.events(ctx)
 	return s.write(ctx, func(tx *bolt.Tx) error {
 		if tx.Bucket(bucketOrgs).Get([]byte(m.OrganizationID)) == nil {
 			return account.ErrOrganizationNotFound()
@@ -34,7 +35,10 @@ func (s *Store) AddMember(ctx context.Context, m account.Membership) error {
 		if err := tx.Bucket(bucketOrgMembers).Put(join(m.OrganizationID, at, m.UserID), nil); err != nil {
 			return err
 		}
-		return tx.Bucket(bucketUserOrgs).Put(join(m.UserID, at, m.OrganizationID), nil)
+		if err := tx.Bucket(bucketUserOrgs).Put(join(m.UserID, at, m.OrganizationID), nil); err != nil {
+			return err
+		}
+		return ev.emit(tx, account.EventOrganizationMembershipCreated, m)
 	})
 }
 
@@ -58,6 +62,7 @@ func (s *Store) GetMember(_ context.Context, orgID, userID string) (account.Memb
 // another.
 func (s *Store) UpdateMember(ctx context.Context, orgID, userID string, p account.MemberPatch) (account.Membership, error) {
 	var m account.Membership
+	ev := s.events(ctx)
 	err := s.write(ctx, func(tx *bolt.Tx) error {
 		members := tx.Bucket(bucketMembers)
 		key := join(orgID, userID)
@@ -75,7 +80,7 @@ func (s *Store) UpdateMember(ctx context.Context, orgID, userID string, p accoun
 			return err
 		}
 		m = it.domain()
-		return nil
+		return ev.emit(tx, account.EventOrganizationMembershipUpdated, m)
 	})
 	if err != nil {
 		return account.Membership{}, err
@@ -86,6 +91,7 @@ func (s *Store) UpdateMember(ctx context.Context, orgID, userID string, p accoun
 // RemoveMember implements account.Store, with the last-owner check in the
 // same transaction as the delete.
 func (s *Store) RemoveMember(ctx context.Context, orgID, userID string) error {
+	ev := s.events(ctx)
 	return s.write(ctx, func(tx *bolt.Tx) error {
 		it, ok, err := get[memberItem](tx.Bucket(bucketMembers), join(orgID, userID))
 		if err != nil || !ok {
@@ -96,7 +102,7 @@ func (s *Store) RemoveMember(ctx context.Context, orgID, userID string) error {
 				return err
 			}
 		}
-		return removeMember(tx, orgID, userID)
+		return removeMember(tx, ev, orgID, userID)
 	})
 }
 
@@ -129,8 +135,9 @@ func keepsAnOwner(tx *bolt.Tx, orgID, userID string) error {
 
 // removeMember deletes a membership and both of its index entries. It
 // does not check the last-owner rule: a cascade (deleting a user or an
-// organization) may remove an organization's last owner.
-func removeMember(tx *bolt.Tx, orgID, userID string) error {
+// organization) may remove an organization's last owner. ev records its
+// event.
+func removeMember(tx *bolt.Tx, ev *emitter, orgID, userID string) error {
 	members := tx.Bucket(bucketMembers)
 	key := join(orgID, userID)
 	it, ok, err := get[memberItem](members, key)
@@ -144,7 +151,10 @@ func removeMember(tx *bolt.Tx, orgID, userID string) error {
 	if err := tx.Bucket(bucketOrgMembers).Delete(join(orgID, at, userID)); err != nil {
 		return err
 	}
-	return tx.Bucket(bucketUserOrgs).Delete(join(userID, at, orgID))
+	if err := tx.Bucket(bucketUserOrgs).Delete(join(userID, at, orgID)); err != nil {
+		return err
+	}
+	return ev.emit(tx, account.EventOrganizationMembershipDeleted, it.domain())
 }
 
 // ListMembers implements account.Store, newest membership first. The

@@ -11,6 +11,7 @@ import (
 
 // CreateOrganization implements account.Store.
 func (s *Store) CreateOrganization(ctx context.Context, o account.Organization) error {
+	ev := s.events(ctx)
 	return s.write(ctx, func(tx *bolt.Tx) error {
 		if err := slugGuard.claim(tx, o.Slug, o.ID); err != nil {
 			return err
@@ -22,7 +23,10 @@ func (s *Store) CreateOrganization(ctx context.Context, o account.Organization) 
 		if orgs.Get([]byte(o.ID)) != nil {
 			return account.Internal(fmt.Errorf("boltstore: organization %s exists already", o.ID))
 		}
-		return put(orgs, []byte(o.ID), toOrgItem(o))
+		if err := put(orgs, []byte(o.ID), toOrgItem(o)); err != nil {
+			return err
+		}
+		return ev.emit(tx, account.EventOrganizationCreated, o)
 	})
 }
 
@@ -44,6 +48,7 @@ func (s *Store) GetOrganization(_ context.Context, id string) (account.Organizat
 // and its guard stay as they are.
 func (s *Store) UpdateOrganization(ctx context.Context, id string, p account.OrganizationPatch) (account.Organization, error) {
 	var o account.Organization
+	ev := s.events(ctx)
 	err := s.write(ctx, func(tx *bolt.Tx) error {
 		orgs := tx.Bucket(bucketOrgs)
 		it, ok, err := get[orgItem](orgs, []byte(id))
@@ -70,7 +75,7 @@ func (s *Store) UpdateOrganization(ctx context.Context, id string, p account.Org
 			return err
 		}
 		o = it.domain()
-		return nil
+		return ev.emit(tx, account.EventOrganizationUpdated, o)
 	})
 	if err != nil {
 		return account.Organization{}, err
@@ -81,6 +86,7 @@ func (s *Store) UpdateOrganization(ctx context.Context, id string, p account.Org
 // DeleteOrganization implements account.Store: the organization, its slug
 // guard and all its memberships go in one transaction.
 func (s *Store) DeleteOrganization(ctx context.Context, id string) error {
+	ev := s.events(ctx)
 	return s.write(ctx, func(tx *bolt.Tx) error {
 		orgs := tx.Bucket(bucketOrgs)
 		it, ok, err := get[orgItem](orgs, []byte(id))
@@ -90,7 +96,7 @@ func (s *Store) DeleteOrganization(ctx context.Context, id string) error {
 		if err := orgs.Delete([]byte(id)); err != nil {
 			return err
 		}
-		if err := deleteOrgKeys(tx, id); err != nil {
+		if err := deleteOrgKeys(tx, ev, id); err != nil {
 			return err
 		}
 		if err := slugGuard.release(tx, it.Slug, id); err != nil {
@@ -99,7 +105,10 @@ func (s *Store) DeleteOrganization(ctx context.Context, id string) error {
 		if err := orgExtIDGuard.release(tx, it.ExternalID, id); err != nil {
 			return err
 		}
-		return deleteMemberships(tx, bucketOrgMembers, id, func(other string) (string, string) { return id, other })
+		if err := deleteMemberships(tx, ev, bucketOrgMembers, id, func(other string) (string, string) { return id, other }); err != nil {
+			return err
+		}
+		return ev.emit(tx, account.EventOrganizationDeleted, it.domain())
 	})
 }
 

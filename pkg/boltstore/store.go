@@ -67,13 +67,15 @@ var (
 	bucketExpiries   = []byte("expiries")             // expiry time/kind/token id -> nothing (pruning index)
 	// key id/Idempotency-Key -> idempotencyItem
 	bucketIdempotency = []byte("idempotency")
+	// event id -> type NUL event JSON (see events.go)
+	bucketEvents = []byte("events")
 )
 
 var allBuckets = [][]byte{
 	bucketUsers, bucketUserEmails, bucketUserExtIDs, bucketOrgs, bucketOrgSlugs, bucketOrgExtIDs,
 	bucketMembers, bucketOrgMembers, bucketUserOrgs,
 	bucketKeys, bucketKeyHashes, bucketKeyTree, bucketKeyUses, bucketKeyOrgs, bucketKeyOwners, bucketTokens, bucketRevoked, bucketExpiries,
-	bucketIdempotency,
+	bucketIdempotency, bucketEvents,
 }
 
 const (
@@ -269,7 +271,7 @@ func orNotFound(err, notFound error) error {
 // index bucket idx (members_by_user for a user, members_by_org for an
 // organization), with the entries of both indexes. pair maps the other
 // side's id to (org id, user id).
-func deleteMemberships(tx *bolt.Tx, idx []byte, owner string, pair func(other string) (orgID, userID string)) error {
+func deleteMemberships(tx *bolt.Tx, ev *emitter, idx []byte, owner string, pair func(other string) (orgID, userID string)) error {
 	index := tx.Bucket(idx)
 	prefix := []byte(owner + "/")
 	// Collect first: deleting under a live cursor can skip keys in bbolt.
@@ -284,7 +286,7 @@ func deleteMemberships(tx *bolt.Tx, idx []byte, owner string, pair func(other st
 			return fmt.Errorf("malformed membership index key %q", string(prefix)+rest)
 		}
 		orgID, userID := pair(other)
-		if err := removeMember(tx, orgID, userID); err != nil {
+		if err := removeMember(tx, ev, orgID, userID); err != nil {
 			return err
 		}
 	}
@@ -306,8 +308,9 @@ const (
 
 // Prune deletes token records and revocation entries whose ExpiresAt is
 // before now, API keys expired for account.ExpiredKeyRetention, expired
-// idempotency records and the previous secrets of rotated keys whose grace
-// period has ended, at most pruneMax of them, and returns how many entries it
+// idempotency records, the previous secrets of rotated keys whose grace
+// period has ended and events older than account.EventRetention, at most
+// pruneMax of them, and returns how many entries it
 // deleted. It walks the expiry index from its oldest end, so its cost is
 // proportional to what it deletes, not to what the store holds. Open calls
 // it, and then a background loop every ten minutes.
@@ -342,7 +345,7 @@ func (s *Store) Prune(now time.Time) (int, error) {
 			case expiryAPIKey:
 				// The keys below it have expired too (no key outlives
 				// its creator), and usually gone already.
-				err = deleteKeyTree(tx, parts[2])
+				err = deleteKeyTree(tx, nil, parts[2])
 			case expiryKeyHash:
 				err = dropPreviousHash(tx, parts[2])
 			default:
@@ -356,7 +359,9 @@ func (s *Store) Prune(now time.Time) (int, error) {
 			}
 			n++
 		}
-		return nil
+		dropped, err := pruneEvents(tx, now.Add(-account.EventRetention), pruneMax-len(keys))
+		n += dropped
+		return err
 	})
 	return n, wrap(err)
 }

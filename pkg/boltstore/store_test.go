@@ -2,6 +2,7 @@ package boltstore_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -314,4 +315,43 @@ func BenchmarkTokenStatus(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestStore_PruneEvents: events older than account.EventRetention are
+// deleted by pruning, oldest first, and the rest stay.
+func TestStore_PruneEvents(t *testing.T) {
+	s := newStore(t)
+	ctx := account.WithEventSource(t.Context(), &account.EventSource{
+		Actor: account.Actor{KeyID: "key_1"}, RequestID: "req",
+		Encode: func(e account.Event) ([]byte, error) { return []byte(`{"id":"` + e.ID + `"}`), nil },
+	})
+	for i := range 3 {
+		at := time.Now().UTC().Truncate(time.Millisecond).Add(time.Duration(i) * time.Millisecond)
+		u := account.User{ID: account.NewID(account.PrefixUser, at), Email: fmt.Sprintf("u%d@example.com", i), Name: "U", Role: "member", CreatedAt: at, UpdatedAt: at}
+		if err := s.CreateUser(ctx, u); err != nil {
+			t.Fatalf("CreateUser: %v", err)
+		}
+	}
+	count := func(since time.Time) int {
+		page, err := s.ListEvents(t.Context(), account.EventQuery{After: account.EventIDAt(time.UnixMilli(0)), Since: since})
+		if err != nil {
+			t.Fatalf("ListEvents: %v", err)
+		}
+		return len(page.Items)
+	}
+	if n := count(time.UnixMilli(0)); n != 3 {
+		t.Fatalf("events before pruning: %d, want 3", n)
+	}
+	if _, err := s.Prune(time.Now().Add(account.EventRetention - time.Minute)); err != nil {
+		t.Fatalf("Prune: %v", err)
+	}
+	if n := count(time.UnixMilli(0)); n != 3 {
+		t.Fatalf("events after pruning within the retention: %d, want 3", n)
+	}
+	if _, err := s.Prune(time.Now().Add(account.EventRetention + time.Minute)); err != nil {
+		t.Fatalf("Prune: %v", err)
+	}
+	if n := count(time.UnixMilli(0)); n != 0 {
+		t.Errorf("events after pruning past the retention: %d, want 0", n)
+	}
 }

@@ -23,6 +23,7 @@ func (s *Store) CreateToken(ctx context.Context, t account.TokenRecord) error {
 // RevokeToken implements account.Store.
 func (s *Store) RevokeToken(ctx context.Context, r account.Revocation) (time.Time, error) {
 	var at time.Time
+	ev := s.events(ctx)
 	err := s.write(ctx, func(tx *bolt.Tx) error {
 		revoked := tx.Bucket(bucketRevoked)
 		it, ok, err := get[revocationItem](revoked, []byte(r.TokenID))
@@ -37,7 +38,10 @@ func (s *Store) RevokeToken(ctx context.Context, r account.Revocation) (time.Tim
 		if err := put(revoked, []byte(r.TokenID), toRevocationItem(r)); err != nil {
 			return err
 		}
-		return tx.Bucket(bucketExpiries).Put(join(sortTime(r.ExpiresAt), expiryRevocation, r.TokenID), nil)
+		if err := tx.Bucket(bucketExpiries).Put(join(sortTime(r.ExpiresAt), expiryRevocation, r.TokenID), nil); err != nil {
+			return err
+		}
+		return ev.emit(tx, account.EventTokenRevoked, r)
 	})
 	return at, err
 }

@@ -11,6 +11,7 @@ import (
 
 // CreateUser implements account.Store.
 func (s *Store) CreateUser(ctx context.Context, u account.User) error {
+	ev := s.events(ctx)
 	return s.write(ctx, func(tx *bolt.Tx) error {
 		if err := emailGuard.claim(tx, u.Email, u.ID); err != nil {
 			return err
@@ -22,7 +23,10 @@ func (s *Store) CreateUser(ctx context.Context, u account.User) error {
 		if users.Get([]byte(u.ID)) != nil {
 			return account.Internal(fmt.Errorf("boltstore: user %s exists already", u.ID))
 		}
-		return put(users, []byte(u.ID), toUserItem(u))
+		if err := put(users, []byte(u.ID), toUserItem(u)); err != nil {
+			return err
+		}
+		return ev.emit(tx, account.EventUserCreated, u)
 	})
 }
 
@@ -55,6 +59,7 @@ func (s *Store) GetUserByEmail(_ context.Context, email string) (account.User, e
 // new e-mail or external id is claimed, and the old one freed, in it too.
 func (s *Store) UpdateUser(ctx context.Context, id string, p account.UserPatch) (account.User, error) {
 	var u account.User
+	ev := s.events(ctx)
 	err := s.write(ctx, func(tx *bolt.Tx) error {
 		users := tx.Bucket(bucketUsers)
 		it, ok, err := get[userItem](users, []byte(id))
@@ -87,7 +92,7 @@ func (s *Store) UpdateUser(ctx context.Context, id string, p account.UserPatch) 
 			return err
 		}
 		u = it.domain()
-		return nil
+		return ev.emit(tx, account.EventUserUpdated, u)
 	})
 	if err != nil {
 		return account.User{}, err
@@ -98,6 +103,7 @@ func (s *Store) UpdateUser(ctx context.Context, id string, p account.UserPatch) 
 // DeleteUser implements account.Store: the user, its e-mail guard and all
 // its memberships go in one transaction.
 func (s *Store) DeleteUser(ctx context.Context, id string) error {
+	ev := s.events(ctx)
 	return s.write(ctx, func(tx *bolt.Tx) error {
 		users := tx.Bucket(bucketUsers)
 		it, ok, err := get[userItem](users, []byte(id))
@@ -113,7 +119,10 @@ func (s *Store) DeleteUser(ctx context.Context, id string) error {
 		if err := userExtIDGuard.release(tx, it.ExternalID, id); err != nil {
 			return err
 		}
-		return deleteMemberships(tx, bucketUserOrgs, id, func(other string) (string, string) { return other, id })
+		if err := deleteMemberships(tx, ev, bucketUserOrgs, id, func(other string) (string, string) { return other, id }); err != nil {
+			return err
+		}
+		return ev.emit(tx, account.EventUserDeleted, it.domain())
 	})
 }
 

@@ -68,6 +68,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, k account.APIKey) error {
 	if err != nil {
 		return err
 	}
+	ctx = withEvents(ctx, account.PendingEvent{Type: account.EventAPIKeyCreated, Data: k})
 	return s.transact(ctx, items, onCheckFailed...)
 }
 
@@ -296,11 +297,15 @@ func (s *Store) updateAPIKey(ctx context.Context, id string, p account.APIKeyPat
 	if err != nil {
 		return account.APIKey{}, err
 	}
-	if err := s.transact(ctx, items, onCheckFailed...); err != nil {
-		return account.APIKey{}, err
-	}
 	out := next.apiKey()
 	out.DisabledAbove, out.LastUsedAt = k.DisabledAbove, k.LastUsedAt
+	typ := account.EventAPIKeyUpdated
+	if p.Rotate != nil {
+		typ = account.EventAPIKeyRotated
+	}
+	if err := s.transact(withEvents(ctx, account.PendingEvent{Type: typ, Data: out}), items, onCheckFailed...); err != nil {
+		return account.APIKey{}, err
+	}
 	return out, nil
 }
 

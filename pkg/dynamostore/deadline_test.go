@@ -115,7 +115,11 @@ func storeCalls(s *dynamostore.Store, user account.User, org account.Organizatio
 			_, err := s.RevokeToken(ctx, account.Revocation{TokenID: tok.ID, KeyID: key.ID, RevokedAt: at, ExpiresAt: tok.ExpiresAt})
 			return err
 		},
-		"TokenStatus":   func(ctx context.Context) error { _, err := s.TokenStatus(ctx, tok.ID, key.ID, nil, ""); return err },
+		"TokenStatus": func(ctx context.Context) error { _, err := s.TokenStatus(ctx, tok.ID, key.ID, nil, ""); return err },
+		"ListEvents": func(ctx context.Context) error {
+			_, err := s.ListEvents(ctx, account.EventQuery{After: account.EventIDAt(at.Add(-time.Hour)), Since: at.Add(-account.EventRetention)})
+			return err
+		},
 		"PutPublicKeys": func(ctx context.Context) error { return s.PutPublicKeys(ctx, []byte(`{"keys":[]}`), at) },
 		"PutIssuer":     func(ctx context.Context) error { return s.PutIssuer(ctx, "https://auth.example.com") },
 		"Published":     func(ctx context.Context) error { _, _, err := s.Published(ctx); return err },

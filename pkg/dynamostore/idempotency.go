@@ -23,10 +23,12 @@ import (
 // (withoutCommit).
 
 // withoutCommit returns ctx without the idempotency commit it may carry,
-// for a write that is not the last of a change: the record must be
-// committed with the write that completes it.
+// nor the events it may carry for its transaction (withEvents), for a
+// write that is not the last of a change: the record must be committed
+// with the write that completes it, and the events with the write they
+// record.
 func withoutCommit(ctx context.Context) context.Context {
-	return account.WithIdempotencyCommit(ctx, nil)
+	return withEvents(account.WithIdempotencyCommit(ctx, nil))
 }
 
 // ClaimIdempotency is one conditional PutItem: it writes r unless a record

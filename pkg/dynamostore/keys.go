@@ -28,6 +28,7 @@ import (
 //	revocation entry     TOKEN#<tok_id>       REVOKED             -                    -
 //	public signing keys  CONFIG               JWKS                -                    -
 //	idempotency record   IDEM#<key_id>        IDEM#<key>          -                    -
+//	event                EVENT#<yyyy-mm-dd>   <evt_id>            -                    -
 //
 // IDs are ULIDs, so sorting gsi1sk descending lists users, organizations and
 // keys newest first. Memberships have no ID of their own; their gsi1sk starts
@@ -51,6 +52,7 @@ const (
 	prefixKeyOwner   = "KEYOWNER#"
 	prefixToken      = "TOKEN#"
 	prefixIdem       = "IDEM#"
+	prefixEvent      = "EVENT#"
 	sortUser         = "USER"
 	sortEmail        = "EMAIL"
 	sortOrg          = "ORG"

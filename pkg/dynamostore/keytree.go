@@ -47,12 +47,17 @@ const (
 	// keyItems is what deleting a key below another takes without a
 	// previous secret: its item, its copy, its link and its last use.
 	keyItems = 4
+	// keyEvent is the item of a key's api_key.deleted event, which goes
+	// into the transaction that deletes the key.
+	keyEvent = 1
 	// treeRoom is what a transaction of the queue may hold: room is left
-	// for one more key of maxKeyItems and for the idempotency record, so
-	// that the last transaction always holds the root and the record.
-	treeRoom = maxTransactItems - maxKeyItems - 1
-	// maxTreeKeys is how many keys of keyItems one transaction deletes.
-	maxTreeKeys = treeRoom/keyItems + 1
+	// for one more key of maxKeyItems with its event and for the
+	// idempotency record, so that the last transaction always holds the
+	// root, its event and the record.
+	treeRoom = maxTransactItems - maxKeyItems - keyEvent - 1
+	// maxTreeKeys is how many keys of keyItems (and their events) one
+	// transaction deletes.
+	maxTreeKeys = treeRoom/(keyItems+keyEvent) + 1
 )
 
 // errTreeChanged cancels a pass of DeleteAPIKey whose transaction found a
@@ -134,9 +139,18 @@ type treeDelete struct {
 	// flagged is set once the root's copies carry deleting.
 	flagged bool
 	// queue holds, per key, the items that delete it, children first;
-	// items counts them.
-	queue [][]types.TransactWriteItem
-	items int
+	// events their events; items counts both.
+	queue  [][]types.TransactWriteItem
+	events []account.PendingEvent
+	items  int
+}
+
+// event returns the event of deleting the key n.
+func (n keyNode) event() []account.PendingEvent {
+	if n.item == nil {
+		return nil
+	}
+	return []account.PendingEvent{{Type: account.EventAPIKeyDeleted, Data: n.item.apiKey()}}
 }
 
 // deleteKeyTree is one pass of DeleteAPIKey: errTreeChanged if the tree
@@ -172,7 +186,7 @@ func (s *Store) deleteKeyTree(ctx context.Context, id string, allow func(account
 	if err != nil {
 		return err
 	}
-	return d.transact(ctx, d.queued(items))
+	return d.transact(ctx, d.queued(items), append(root.event(), d.events...))
 }
 
 // parentOf returns the ID of the key's parent, or "" if it has none (it was
@@ -201,7 +215,8 @@ func (d *treeDelete) walk(ctx context.Context, n keyNode) error {
 			return err
 		}
 		d.queue = append(d.queue, dels)
-		d.items += len(dels)
+		d.events = append(d.events, child.event()...)
+		d.items += len(dels) + keyEvent
 		if d.items <= treeRoom {
 			continue
 		}
@@ -212,10 +227,10 @@ func (d *treeDelete) walk(ctx context.Context, n keyNode) error {
 				return err
 			}
 		}
-		if err := d.transact(withoutCommit(ctx), d.queued(nil)); err != nil {
+		if err := d.transact(withoutCommit(ctx), d.queued(nil), d.events); err != nil {
 			return err
 		}
-		d.queue, d.items = d.queue[:0], 0
+		d.queue, d.events, d.items = d.queue[:0], nil, 0
 	}
 	return nil
 }
@@ -296,12 +311,12 @@ func (d *treeDelete) flag(ctx context.Context) error {
 	return nil
 }
 
-// transact runs one transaction of the delete; a failed condition, on any
-// item, is errTreeChanged.
-func (d *treeDelete) transact(ctx context.Context, items []types.TransactWriteItem) error {
+// transact runs one transaction of the delete, with the events of the keys
+// it deletes; a failed condition, on any item, is errTreeChanged.
+func (d *treeDelete) transact(ctx context.Context, items []types.TransactWriteItem, events []account.PendingEvent) error {
 	onCheckFailed := make([]error, len(items))
 	for i := range onCheckFailed {
 		onCheckFailed[i] = errTreeChanged
 	}
-	return d.s.transact(ctx, items, onCheckFailed...)
+	return d.s.transact(withEvents(ctx, events...), items, onCheckFailed...)
 }

@@ -48,6 +48,7 @@ func (s *Store) AddMember(ctx context.Context, m account.Membership) error {
 	if err != nil {
 		return err
 	}
+	ctx = withEvents(ctx, account.PendingEvent{Type: account.EventOrganizationMembershipCreated, Data: m})
 	return s.transact(ctx, items, account.ErrOrganizationNotFound(), account.ErrUserNotFound(), account.ErrAlreadyMember(), account.ErrAlreadyMember())
 }
 
@@ -116,10 +117,10 @@ func (s *Store) UpdateMember(ctx context.Context, orgID, userID string, p accoun
 		if err != nil {
 			return account.Membership{}, err
 		}
-		err = s.transact(ctx, items, onCheckFailed...)
+		m := it.membership()
+		m.Role, m.UpdatedAt = p.Role, updatedAt
+		err = s.transact(withEvents(ctx, account.PendingEvent{Type: account.EventOrganizationMembershipUpdated, Data: m}), items, onCheckFailed...)
 		if err == nil {
-			m := it.membership()
-			m.Role, m.UpdatedAt = p.Role, updatedAt
 			return m, nil
 		}
 		if !errors.Is(err, errChanged) {
@@ -139,6 +140,9 @@ func (s *Store) UpdateMember(ctx context.Context, orgID, userID string, p accoun
 // that changed in between starts it over, up to updateAttempts times.
 // CodeNotFound, CodeLastOwner.
 func (s *Store) RemoveMember(ctx context.Context, orgID, userID string) error {
+	if recording(ctx) {
+		return s.removeMemberRecorded(ctx, orgID, userID)
+	}
 	for attempt := 0; ; attempt++ {
 		notOwner := condPresent.And(isOwner.Not())
 		items, err := build(
@@ -178,6 +182,43 @@ func (s *Store) RemoveMember(ctx context.Context, orgID, userID string) error {
 	}
 }
 
+// removeMemberRecorded is RemoveMember with its event, which must hold the
+// membership as it was: it reads the membership strongly consistently,
+// then deletes both sides (leaveSteps) and writes the event in one
+// transaction, on condition that the membership is still as read (role
+// and updated_at). A membership that changed in between starts it over,
+// up to updateAttempts times. 2 requests.
+func (s *Store) removeMemberRecorded(ctx context.Context, orgID, userID string) error {
+	for attempt := 0; ; attempt++ {
+		var it memberItem
+		found, err := s.getItem(ctx, orgMemberKey(orgID, userID), &it)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return account.ErrMembershipNotFound()
+		}
+		steps, err := s.leaveSteps(orgID, userID, it.Role, true)
+		if err != nil {
+			return err
+		}
+		unchanged := condPresent.And(expression.Name("role").Equal(expression.Value(it.Role))).
+			And(expression.Name("updated_at").Equal(expression.Value(it.UpdatedAt.UTC())))
+		del, err := s.del(orgMemberKey(orgID, userID), &unchanged)
+		if err != nil {
+			return err
+		}
+		steps[0] = step{del, errMembershipsChanged, &account.PendingEvent{Type: account.EventOrganizationMembershipDeleted, Data: it.membership()}}
+		err = s.transactSteps(ctx, steps)
+		if !errors.Is(err, errMembershipsChanged) {
+			return err
+		}
+		if attempt+1 >= updateAttempts {
+			return account.Unavailable(fmt.Errorf("dynamostore: membership %s/%s changed %d times while being removed", orgID, userID, updateAttempts))
+		}
+	}
+}
+
 // leaveSteps are the steps that take userID out of orgID when the
 // membership has role: both sides deleted, the organization's side on
 // condition that the role is still the one read (errMembershipsChanged
@@ -200,7 +241,7 @@ func (s *Store) leaveSteps(orgID, userID, role string, keepAnOwner bool) ([]step
 	if err != nil {
 		return nil, err
 	}
-	steps := []step{{org, errMembershipsChanged}, {user, nil}}
+	steps := []step{{org, errMembershipsChanged, nil}, {user, nil, nil}}
 	if role == account.OwnerRole {
 		cond, failed := condPresent, errMembershipsChanged
 		if keepAnOwner {
@@ -210,7 +251,7 @@ func (s *Store) leaveSteps(orgID, userID, role string, keepAnOwner bool) ([]step
 		if err != nil {
 			return nil, err
 		}
-		steps = append(steps, step{count, failed})
+		steps = append(steps, step{count, failed, nil})
 	}
 	return steps, nil
 }

@@ -13,6 +13,7 @@ import (
 // external id guard (if it has one) in one transaction; see claim.
 // CodeSlugTaken, CodeExternalIDTaken.
 func (s *Store) CreateOrganization(ctx context.Context, o account.Organization) error {
+	ctx = withEvents(ctx, account.PendingEvent{Type: account.EventOrganizationCreated, Data: o})
 	return s.create(ctx, newOrgItem(o), o.ID, []claimed{{uniqueSlug, o.Slug}, {uniqueOrgExtID, o.ExternalID}}, s.orgOwners())
 }
 
@@ -62,31 +63,42 @@ func (s *Store) UpdateOrganization(ctx context.Context, id string, p account.Org
 		return setMetadata(upd, p.Metadata)
 	}
 	var it orgItem
-	if p.ExternalID == nil {
+	if p.ExternalID == nil && !recording(ctx) {
 		if err := s.updateItem(ctx, orgKey(id), upd(), condLive, &it, account.ErrOrganizationNotFound()); err != nil {
 			return account.Organization{}, err
 		}
 		return it.organization(), nil
 	}
+	// As in UpdateUser: with events, every update reads first.
+	patched := func() account.Organization {
+		o := it.organization()
+		o.UpdatedAt = p.UpdatedAt.UTC()
+		if p.Name != nil {
+			o.Name = *p.Name
+		}
+		if p.Plan != nil {
+			o.Plan = *p.Plan
+		}
+		if p.ExternalID != nil {
+			o.ExternalID = *p.ExternalID
+		}
+		if p.Metadata != nil {
+			o.Metadata = metadata(*p.Metadata)
+		}
+		return o
+	}
 	err := s.updateClaiming(ctx, orgKey(id), id, &it, upd, func() []move {
+		if p.ExternalID == nil {
+			return nil
+		}
 		return []move{{uniqueOrgExtID, it.ExternalID, *p.ExternalID}}
-	}, func() bool { return it.Deleting }, func() time.Time { return it.UpdatedAt }, s.orgOwners())
+	}, func() bool { return it.Deleting }, func() time.Time { return it.UpdatedAt }, func() account.PendingEvent {
+		return account.PendingEvent{Type: account.EventOrganizationUpdated, Data: patched()}
+	}, s.orgOwners())
 	if err != nil {
 		return account.Organization{}, err
 	}
-	o := it.organization()
-	o.UpdatedAt = p.UpdatedAt.UTC()
-	if p.Name != nil {
-		o.Name = *p.Name
-	}
-	if p.Plan != nil {
-		o.Plan = *p.Plan
-	}
-	o.ExternalID = *p.ExternalID
-	if p.Metadata != nil {
-		o.Metadata = metadata(*p.Metadata)
-	}
-	return o, nil
+	return patched(), nil
 }
 
 // DeleteOrganization deletes the organization, both sides of each of its
@@ -112,8 +124,9 @@ func (s *Store) DeleteOrganization(ctx context.Context, id string) error {
 			return nil, err
 		}
 		user, err := s.del(userMemberKey(m.otherID, id), nil)
-		return []step{{org, nil}, {user, nil}}, err
-	}, account.ErrOrganizationNotFound())
+		deleted := &account.PendingEvent{Type: account.EventOrganizationMembershipDeleted, Data: m.membership(id, "")}
+		return []step{{org, nil, deleted}, {user, nil, nil}}, err
+	}, account.PendingEvent{Type: account.EventOrganizationDeleted, Data: o.organization()}, account.ErrOrganizationNotFound())
 }
 
 // ListOrganizations lists organizations newest first from the ORGS

@@ -94,7 +94,10 @@ func (s *Store) orgKeyGroups(ctx context.Context, orgID string) ([][]step, error
 		g := make([]step, len(dels))
 		for i, d := range dels {
 			// Only the key's own item has a condition.
-			g[i] = step{d, errKeyChanged}
+			g[i] = step{d, errKeyChanged, nil}
+		}
+		if it, ok := items[id]; ok && it.OrganizationID == orgID {
+			g[0].event = &account.PendingEvent{Type: account.EventAPIKeyDeleted, Data: it.apiKey()}
 		}
 		groups = append(groups, g)
 	}

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -201,15 +202,26 @@ func (s *Store) transact(ctx context.Context, items []types.TransactWriteItem, o
 // (ReturnValuesOnConditionCheckFailure ALL_OLD); nil otherwise. When ctx
 // carries an account.IdempotencyCommit, its record goes into the same
 // transaction (withCommit), and is marked applied once it has committed.
+// The events ctx carries (withEvents) go into it too, with ids made
+// immediately before each attempt (see events.go).
 func (s *Store) transactReturningOld(ctx context.Context, items []types.TransactWriteItem, onCheckFailed ...error) (map[string]types.AttributeValue, error) {
 	c := account.IdempotencyCommitFrom(ctx)
 	items, onCheckFailed, err := s.withCommit(c, items, onCheckFailed)
 	if err != nil {
 		return nil, err
 	}
+	events := pendingEvents(ctx)
 	var old map[string]types.AttributeValue
 	err = s.retryConflicts(ctx, func() error {
-		_, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+		all := items
+		if len(events) > 0 {
+			evs, err := s.eventItems(ctx, events)
+			if err != nil {
+				return err
+			}
+			all = append(slices.Clip(items), evs...)
+		}
+		_, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: all})
 		if err == nil {
 			return nil
 		}
@@ -354,7 +366,7 @@ func list[I, T any](ctx context.Context, s *Store, partition, owner string, p ac
 // transaction of the update and the record instead, then a read (see
 // updateWithCommit).
 func (s *Store) updateItem(ctx context.Context, k key, upd expression.UpdateBuilder, cond expression.ConditionBuilder, out any, notFound error) error {
-	if account.IdempotencyCommitFrom(ctx) != nil {
+	if account.IdempotencyCommitFrom(ctx) != nil || len(pendingEvents(ctx)) > 0 && recording(ctx) {
 		return s.updateWithCommit(ctx, k, upd, cond, out, notFound)
 	}
 	it, err := s.update(k, upd, cond)
@@ -404,16 +416,30 @@ func (s *Store) memberSides(ctx context.Context, owner key) ([]string, error) {
 
 // memberSide is one membership as seen from the partition it was read in.
 type memberSide struct {
-	otherID string
-	role    string
+	otherID              string
+	role                 string
+	createdAt, updatedAt time.Time
+}
+
+// membership returns the membership of side, read in the partition of the
+// user userID or (userID "") of the organization orgID.
+func (side memberSide) membership(orgID, userID string) account.Membership {
+	if userID == "" {
+		userID = side.otherID
+	} else {
+		orgID = side.otherID
+	}
+	return account.Membership{OrganizationID: orgID, UserID: userID, Role: side.role, CreatedAt: side.createdAt, UpdatedAt: side.updatedAt}
 }
 
 // memberships returns every membership in the partition of owner (an
-// organization or a user), read strongly consistently, with its role.
+// organization or a user), read strongly consistently, with its role and
+// times (for the events of a cascade).
 func (s *Store) memberships(ctx context.Context, owner key) ([]memberSide, error) {
 	kc := expression.Key("pk").Equal(expression.Value(owner.PK)).And(expression.Key("sk").BeginsWith(prefixMember))
 	e, err := expression.NewBuilder().WithKeyCondition(kc).
-		WithProjection(expression.NamesList(expression.Name("sk"), expression.Name("role"))).Build()
+		WithProjection(expression.NamesList(expression.Name("sk"), expression.Name("role"),
+			expression.Name("created_at"), expression.Name("updated_at"))).Build()
 	if err != nil {
 		return nil, account.Internal(err)
 	}
@@ -429,24 +455,35 @@ func (s *Store) memberships(ctx context.Context, owner key) ([]memberSide, error
 			return nil, storeErr(err)
 		}
 		var items []struct {
-			SK   string `dynamodbav:"sk"`
-			Role string `dynamodbav:"role"`
+			SK        string    `dynamodbav:"sk"`
+			Role      string    `dynamodbav:"role"`
+			CreatedAt time.Time `dynamodbav:"created_at"`
+			UpdatedAt time.Time `dynamodbav:"updated_at"`
 		}
 		if err := attributevalue.UnmarshalListOfMaps(out.Items, &items); err != nil {
 			return nil, account.Internal(err)
 		}
 		for _, it := range items {
-			sides = append(sides, memberSide{otherID: idFrom(it.SK, prefixMember), role: it.Role})
+			sides = append(sides, memberSide{otherID: idFrom(it.SK, prefixMember), role: it.Role, createdAt: it.CreatedAt, updatedAt: it.UpdatedAt})
 		}
 	}
 	return sides, nil
 }
 
 // step is one item of a transaction with the error its failed condition
-// means (nil: none can fail, or a failure is a bug).
+// means (nil: none can fail, or a failure is a bug), and the event of the
+// object it removes, if it removes one: the event goes into the same
+// transaction as the item.
 type step struct {
 	item          types.TransactWriteItem
 	onCheckFailed error
+	event         *account.PendingEvent
+}
+
+// weight is the number of items steps take in a transaction made under
+// ctx: one each, and one more for each event.
+func weight(ctx context.Context, steps []step) int {
+	return len(steps) + eventCount(ctx, len(stepEvents(steps)))
 }
 
 // cascade deletes the memberships in groups (each group's items go in one
@@ -460,9 +497,9 @@ type step struct {
 // deleting, with fewer memberships; retrying the delete finishes the job.
 // final must hold the owner first.
 func (s *Store) cascade(ctx context.Context, groups [][]step, final []step) error {
-	size := len(final)
+	size := weight(ctx, final)
 	for _, g := range groups {
-		size += len(g)
+		size += weight(ctx, g)
 	}
 	room := maxTransactItems
 	if account.IdempotencyCommitFrom(ctx) != nil {
@@ -470,9 +507,11 @@ func (s *Store) cascade(ctx context.Context, groups [][]step, final []step) erro
 	}
 	for size > room {
 		var chunk []step
-		for len(groups) > 0 && len(chunk)+len(groups[0]) <= maxTransactItems {
+		n := 0
+		for len(groups) > 0 && n+weight(ctx, groups[0]) <= maxTransactItems {
 			chunk = append(chunk, groups[0]...)
-			size -= len(groups[0])
+			n += weight(ctx, groups[0])
+			size -= weight(ctx, groups[0])
 			groups = groups[1:]
 		}
 		// Not the last transaction: the idempotency record goes with the last.
@@ -481,14 +520,23 @@ func (s *Store) cascade(ctx context.Context, groups [][]step, final []step) erro
 		}
 	}
 	all := final
+	var events []account.PendingEvent
 	for _, g := range groups {
 		all = append(all, g...)
+		events = append(events, stepEvents(g)...)
 	}
-	return s.transactSteps(ctx, all)
+	// The owner's event comes last, after those of what it held.
+	ctx = withEvents(ctx, append(events, stepEvents(final)...)...)
+	return s.transactStepsWith(ctx, all)
 }
 
-// transactSteps is transact over steps.
+// transactSteps is transact over steps, with their events.
 func (s *Store) transactSteps(ctx context.Context, steps []step) error {
+	return s.transactStepsWith(withEvents(ctx, stepEvents(steps)...), steps)
+}
+
+// transactStepsWith is transact over steps, with the events ctx carries.
+func (s *Store) transactStepsWith(ctx context.Context, steps []step) error {
 	items := make([]types.TransactWriteItem, len(steps))
 	onCheckFailed := make([]error, len(steps))
 	for i, st := range steps {
@@ -510,11 +558,12 @@ const cascadeAttempts = 5
 // deleteWithMemberships is the rest of a delete after markDeleting: it finds
 // the memberships in the partition of owner (a user or an organization) and
 // deletes each (group gives its steps), then owner and its guards, which
-// must still belong to id; notFound if owner is gone meanwhile. first, if
+// must still belong to id, recording deleted; notFound if owner is gone
+// meanwhile. first, if
 // not nil, gives groups that go before the memberships (an organization's
 // API keys). When a step fails with errMembershipsChanged or errKeyChanged
 // it starts over from the reads, up to cascadeAttempts times.
-func (s *Store) deleteWithMemberships(ctx context.Context, id string, owner key, guards []key, first func(context.Context) ([][]step, error), group func(memberSide) ([]step, error), notFound error) error {
+func (s *Store) deleteWithMemberships(ctx context.Context, id string, owner key, guards []key, first func(context.Context) ([][]step, error), group func(memberSide) ([]step, error), deleted account.PendingEvent, notFound error) error {
 	ownedBy := expression.Name("owner_id").Equal(expression.Value(id))
 	for attempt := 0; ; attempt++ {
 		var groups [][]step
@@ -539,13 +588,13 @@ func (s *Store) deleteWithMemberships(ctx context.Context, id string, owner key,
 		if err != nil {
 			return err
 		}
-		final := []step{{del, notFound}}
+		final := []step{{del, notFound, &deleted}}
 		for _, g := range guards {
 			del, err := s.del(g, &ownedBy)
 			if err != nil {
 				return err
 			}
-			final = append(final, step{del, nil})
+			final = append(final, step{del, nil, nil})
 		}
 		err = s.cascade(ctx, groups, final)
 		if !errors.Is(err, errMembershipsChanged) && !errors.Is(err, errKeyChanged) {

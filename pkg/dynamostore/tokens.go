@@ -40,7 +40,8 @@ func (s *Store) RevokeToken(ctx context.Context, r account.Revocation) (time.Tim
 	if err != nil {
 		return time.Time{}, err
 	}
-	if account.IdempotencyCommitFrom(ctx) != nil {
+	if account.IdempotencyCommitFrom(ctx) != nil || recording(ctx) {
+		ctx = withEvents(ctx, account.PendingEvent{Type: account.EventTokenRevoked, Data: r})
 		return s.revokeWithCommit(ctx, r, it)
 	}
 	p := it.Put

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -181,8 +182,10 @@ var errChanged = errors.New("dynamostore: the item changed between the read and 
 // On success out holds the item as read (or, without a value to move, as
 // written), for the caller to apply the patch to: the condition makes that
 // the item this update changed. CodeNotFound (o.notFound); the conflicts of
-// the moved values.
-func (s *Store) updateClaiming(ctx context.Context, k key, id string, out any, upd func() expression.UpdateBuilder, moves func() []move, deleting func() bool, updatedAt func() time.Time, o owners) error {
+// the moved values. event, read out after each read too, is the event of
+// the update, which goes into its write: the condition makes its object
+// the one the write leaves.
+func (s *Store) updateClaiming(ctx context.Context, k key, id string, out any, upd func() expression.UpdateBuilder, moves func() []move, deleting func() bool, updatedAt func() time.Time, event func() account.PendingEvent, o owners) error {
 	for attempt := 0; ; attempt++ {
 		found, err := s.getItem(ctx, k, out)
 		if err != nil {
@@ -191,6 +194,7 @@ func (s *Store) updateClaiming(ctx context.Context, k key, id string, out any, u
 		if !found || deleting() {
 			return o.notFound()
 		}
+		ctx := withEvents(ctx, event())
 		cond := condLive.And(expression.Name("updated_at").Equal(expression.Value(updatedAt().UTC())))
 		u := upd()
 		steps := []func() (types.TransactWriteItem, error){nil}
@@ -217,7 +221,16 @@ func (s *Store) updateClaiming(ctx context.Context, k key, id string, out any, u
 				onCheckFailed = append(onCheckFailed, nil) // a guard not its owner's: a broken invariant
 			}
 		}
-		if len(steps) == 1 {
+		if len(steps) == 1 && recording(ctx) {
+			// Nothing to claim or free, but an event to write: one
+			// transaction of the update and the event, on the same
+			// condition; the caller has the item as read, and the patch.
+			var it types.TransactWriteItem
+			if it, err = s.update(k, u, cond); err != nil {
+				return err
+			}
+			err = s.transact(ctx, []types.TransactWriteItem{it}, errChanged)
+		} else if len(steps) == 1 {
 			// Nothing to claim or free: one UpdateItem, on the same
 			// condition. A failure is not found or a change: read again.
 			err = s.updateItem(ctx, k, u, cond, out, o.notFound())
@@ -240,8 +253,39 @@ func (s *Store) updateClaiming(ctx context.Context, k key, id string, out any, u
 		if !errors.Is(err, errChanged) {
 			return err
 		}
-		if attempt+1 >= updateAttempts {
-			return account.Unavailable(fmt.Errorf("dynamostore: %s changed %d times while being updated", k.PK, updateAttempts))
+		if err := s.backOffChanged(ctx, attempt); err != nil {
+			return err
 		}
 	}
+}
+
+// recordedUpdateAttempts bounds the attempts of an update that records its
+// event: every such update reads the item and writes on condition that it
+// is unchanged, so of n concurrent updates of one item one commits per
+// round, and the last may need n rounds. The rounds are spread by a
+// jittered backoff.
+const recordedUpdateAttempts = 40
+
+// backOffChanged is what updateClaiming does after attempt found the item
+// changed: CodeUnavailable after the last attempt; for an update that
+// records its event, a jittered backoff before the next (see
+// recordedUpdateAttempts).
+func (s *Store) backOffChanged(ctx context.Context, attempt int) error {
+	limit := updateAttempts
+	if recording(ctx) {
+		limit = recordedUpdateAttempts
+	}
+	if attempt+1 >= limit {
+		return account.Unavailable(fmt.Errorf("dynamostore: the item changed %d times while being updated", limit))
+	}
+	if !recording(ctx) {
+		return nil
+	}
+	backoff := time.Duration(2<<min(attempt, 5)) * time.Millisecond
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("dynamostore: abandoned by the caller: %w", ctx.Err())
+	case <-time.After(backoff/2 + rand.N(backoff/2+1)):
+	}
+	return nil
 }

@@ -13,6 +13,7 @@ import (
 // (if it has one) in one transaction; see claim for a value held by a user
 // whose delete was cut off. CodeEmailTaken, CodeExternalIDTaken.
 func (s *Store) CreateUser(ctx context.Context, u account.User) error {
+	ctx = withEvents(ctx, account.PendingEvent{Type: account.EventUserCreated, Data: u})
 	return s.create(ctx, newUserItem(u), u.ID, []claimed{{uniqueEmail, u.Email}, {uniqueUserExtID, u.ExternalID}}, s.userOwners())
 }
 
@@ -64,12 +65,36 @@ func (s *Store) UpdateUser(ctx context.Context, id string, p account.UserPatch) 
 		return setMetadata(upd, p.Metadata)
 	}
 	var it userItem
-	if p.Email == nil && p.ExternalID == nil {
+	if p.Email == nil && p.ExternalID == nil && !recording(ctx) {
 		if err := s.updateItem(ctx, userKey(id), upd(), condLive, &it, account.ErrUserNotFound()); err != nil {
 			return account.User{}, err
 		}
 		return it.user(), nil
 	}
+	// The user as the patch leaves it, from the item as read.
+	patched := func() account.User {
+		u := it.user()
+		u.UpdatedAt = p.UpdatedAt.UTC()
+		if p.Name != nil {
+			u.Name = *p.Name
+		}
+		if p.Role != nil {
+			u.Role = *p.Role
+		}
+		if p.Email != nil {
+			u.Email = *p.Email
+		}
+		if p.ExternalID != nil {
+			u.ExternalID = *p.ExternalID
+		}
+		if p.Metadata != nil {
+			u.Metadata = metadata(*p.Metadata)
+		}
+		return u
+	}
+	// With events, every update reads the user first (updateClaiming), so
+	// that its event, written in the same transaction, holds the user as
+	// the update leaves it.
 	err := s.updateClaiming(ctx, userKey(id), id, &it, upd, func() []move {
 		var moves []move
 		if p.Email != nil {
@@ -79,33 +104,19 @@ func (s *Store) UpdateUser(ctx context.Context, id string, p account.UserPatch) 
 			moves = append(moves, move{uniqueUserExtID, it.ExternalID, *p.ExternalID})
 		}
 		return moves
-	}, func() bool { return it.Deleting }, func() time.Time { return it.UpdatedAt }, s.userOwners())
+	}, func() bool { return it.Deleting }, func() time.Time { return it.UpdatedAt }, func() account.PendingEvent {
+		return account.PendingEvent{Type: account.EventUserUpdated, Data: patched()}
+	}, s.userOwners())
 	if err != nil {
 		return account.User{}, err
 	}
-	u := it.user()
-	u.UpdatedAt = p.UpdatedAt.UTC()
-	if p.Name != nil {
-		u.Name = *p.Name
-	}
-	if p.Role != nil {
-		u.Role = *p.Role
-	}
-	if p.Email != nil {
-		u.Email = *p.Email
-	}
-	if p.ExternalID != nil {
-		u.ExternalID = *p.ExternalID
-	}
-	if p.Metadata != nil {
-		u.Metadata = metadata(*p.Metadata)
-	}
-	return u, nil
+	return patched(), nil
 }
 
 // DeleteUser deletes the user, both sides of each of its memberships, its
 // e-mail guard and its external id guard; see cascade for users with more
-// than 49 memberships (48 with an external id). Leaving an organization
+// than 49 memberships (48 with an external id), 32 (31) with their
+// events. Leaving an organization
 // as an owner takes 1 from its owner count in the same transaction as the
 // membership (see leaveSteps), also when the user is its last owner,
 // which the API allows. CodeNotFound.
@@ -119,8 +130,12 @@ func (s *Store) DeleteUser(ctx context.Context, id string) error {
 		guards = append(guards, userExtKey(u.ExternalID))
 	}
 	return s.deleteWithMemberships(ctx, id, userKey(id), guards, nil, func(m memberSide) ([]step, error) {
-		return s.leaveSteps(m.otherID, id, m.role, false)
-	}, account.ErrUserNotFound())
+		steps, err := s.leaveSteps(m.otherID, id, m.role, false)
+		if err == nil {
+			steps[0].event = &account.PendingEvent{Type: account.EventOrganizationMembershipDeleted, Data: m.membership("", id)}
+		}
+		return steps, err
+	}, account.PendingEvent{Type: account.EventUserDeleted, Data: u.user()}, account.ErrUserNotFound())
 }
 
 // ListUsers lists users newest first from the USERS partition of gsi1.

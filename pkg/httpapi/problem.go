@@ -41,6 +41,8 @@ var codes = map[account.Code]struct {
 	account.CodeIdempotencyKeyReused:    {http.StatusUnprocessableEntity, "Idempotency key reused"},
 	account.CodeIdempotencyInProgress:   {http.StatusConflict, "Idempotent request in progress"},
 	account.CodeIdempotencyResponseLost: {http.StatusConflict, "Idempotent response lost"},
+
+	account.CodeUnknownEventType: {http.StatusBadRequest, "Unknown event type"},
 }
 
 // problem is an RFC 9457 problem details body.

@@ -46,6 +46,7 @@ type Store struct {
 	ClaimIdempotencyFn            func(ctx context.Context, r account.IdempotencyRecord, now time.Time) (account.IdempotencyRecord, bool, error)
 	FinishIdempotencyFn           func(ctx context.Context, r account.IdempotencyRecord) error
 	ReleaseIdempotencyFn          func(ctx context.Context, keyID, key, owner string) error
+	ListEventsFn                  func(ctx context.Context, q account.EventQuery) (account.Page[account.StoredEvent], error)
 	CloseFn                       func() error
 }
 
@@ -214,6 +215,11 @@ func (s *Store) FinishIdempotency(ctx context.Context, r account.IdempotencyReco
 // ReleaseIdempotency calls ReleaseIdempotencyFn.
 func (s *Store) ReleaseIdempotency(ctx context.Context, keyID, key, owner string) error {
 	return s.ReleaseIdempotencyFn(ctx, keyID, key, owner)
+}
+
+// ListEvents calls ListEventsFn.
+func (s *Store) ListEvents(ctx context.Context, q account.EventQuery) (account.Page[account.StoredEvent], error) {
+	return s.ListEventsFn(ctx, q)
 }
 
 // Close calls CloseFn, if set.

@@ -70,6 +70,8 @@ func Run(t *testing.T, newStore func(t *testing.T) account.Store) {
 	t.Run("TokenStatus", s.tokenStatus)
 
 	t.Run("Idempotency", s.idempotency)
+
+	t.Run("Events", s.events)
 }
 
 // concurrency is how many goroutines race in the uniqueness tests.
@@ -96,9 +98,10 @@ func (s suite) fix(t *testing.T) *fixture {
 	t.Helper()
 	t.Parallel()
 	return &fixture{
-		t:    t,
-		s:    s.newStore(t),
-		ctx:  t.Context(),
+		t: t,
+		s: s.newStore(t),
+		// Every write records its events, as an API request's does.
+		ctx:  withSource(t.Context(), "req-"+t.Name()),
 		base: time.Now().UTC().Truncate(time.Millisecond),
 	}
 }

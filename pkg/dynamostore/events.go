@@ -1,0 +1,206 @@
+package dynamostore
+
+import (
+	"context"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"latchkey/pkg/account"
+)
+
+// Events are items EVENT#<UTC day of the event>/<event id>, with the
+// event's type in type, its JSON (exactly as GET /v1/events returns it) in
+// event, and TTL account.EventRetention after the event (see
+// docs/dynamodb.md, "Events"). An event is a Put in the transaction of the
+// change it records; its id is made immediately before each attempt of
+// that transaction, so that an attempt retried after a conflict gets a
+// fresh one.
+//
+// Concurrent writers commit in no particular order relative to their ids:
+// an event with an earlier id may commit after one with a later id. So a
+// reader sees only the events whose id time is older than EventLag before
+// its own clock: a transaction whose id was made at t has committed, or
+// never will, by t plus the store timeout (every DynamoDB call, SDK
+// retries included, is bounded by it), and the margin covers the clocks
+// of two Lambda hosts and a request DynamoDB is still finishing when its
+// caller gives up. Every event a reader can see was thus committed before
+// any later one became visible: events become visible in id order, and a
+// consumer paging with after never skips one, at the price of reading the
+// feed EventLag behind its newest event.
+
+// eventLagMargin is what EventLag adds to the store timeout.
+const eventLagMargin = 2 * time.Second
+
+// EventLag is how far behind its clock a store with call timeout timeout
+// (WithTimeout) reads the event feed: at most MaxTimeout plus 2 s, 7 s.
+func EventLag(timeout time.Duration) time.Duration { return timeout + eventLagMargin }
+
+// eventDayLayout names an event's partition: its UTC day.
+const eventDayLayout = "2006-01-02"
+
+// eventKey is the key of the event id made at at.
+func eventKey(id string, at time.Time) key {
+	return key{prefixEvent + at.UTC().Format(eventDayLayout), id}
+}
+
+// eventItem is an event as stored.
+type eventItem struct {
+	key
+	Type     string `dynamodbav:"type"`
+	Event    string `dynamodbav:"event"`
+	ExpireAt int64  `dynamodbav:"expire_at"`
+}
+
+type pendingKey struct{}
+
+// withEvents returns ctx carrying events, the events of the next
+// transaction made under it (transactEvents): for a change whose events are
+// known before its one transaction.
+func withEvents(ctx context.Context, events ...account.PendingEvent) context.Context {
+	return context.WithValue(ctx, pendingKey{}, events)
+}
+
+// pendingEvents returns the events ctx carries for its transaction.
+func pendingEvents(ctx context.Context) []account.PendingEvent {
+	events, _ := ctx.Value(pendingKey{}).([]account.PendingEvent)
+	return events
+}
+
+// recording reports whether the writes made under ctx record events.
+func recording(ctx context.Context) bool { return account.EventSourceFrom(ctx) != nil }
+
+// eventItems returns the Puts of events, each with a new id made now, or
+// nothing when ctx carries no account.EventSource.
+func (s *Store) eventItems(ctx context.Context, events []account.PendingEvent) ([]types.TransactWriteItem, error) {
+	src := account.EventSourceFrom(ctx)
+	if src == nil || len(events) == 0 {
+		return nil, nil
+	}
+	items := make([]types.TransactWriteItem, len(events))
+	for i, e := range events {
+		at := time.Now().UTC().Truncate(time.Millisecond)
+		id := account.NewEventID(at)
+		js, err := src.EncodeEvent(id, e.Type, at, e.Data)
+		if err != nil {
+			return nil, err
+		}
+		it := eventItem{key: eventKey(id, at), Type: e.Type, Event: string(js), ExpireAt: at.Add(account.EventRetention).Unix()}
+		if items[i], err = s.put(it, condAbsent); err != nil {
+			return nil, err
+		}
+	}
+	return items, nil
+}
+
+// eventCount is the number of items that events add to a transaction made
+// under ctx.
+func eventCount(ctx context.Context, n int) int {
+	if !recording(ctx) {
+		return 0
+	}
+	return n
+}
+
+// ListEvents implements account.Store: one strongly consistent Query per
+// day partition, from the day of the first event wanted, until the page is
+// full or the days run out. Only events made before now minus EventLag are
+// read, and none made before q.Since.
+func (s *Store) ListEvents(ctx context.Context, q account.EventQuery) (account.Page[account.StoredEvent], error) {
+	limit := account.ListParams{Limit: q.Limit}.PageSize()
+	until := time.Now().Add(-EventLag(s.timeout)).UTC()
+	since := q.Since.UTC()
+	lo, hi := account.EventIDAt(since), account.EventIDAt(until) // hi excluded
+	page := account.Page[account.StoredEvent]{Items: []account.StoredEvent{}}
+	forward := q.After != ""
+	var days []time.Time
+	if forward {
+		lo = max(lo, q.After)
+		from, _ := account.EventTime(lo)
+		for d := day(from); !d.After(until); d = d.AddDate(0, 0, 1) {
+			days = append(days, d)
+		}
+	} else {
+		if q.Before != "" {
+			hi = min(hi, q.Before)
+		}
+		to, _ := account.EventTime(hi)
+		for d := day(to); !d.Before(day(since)); d = d.AddDate(0, 0, -1) {
+			days = append(days, d)
+		}
+	}
+	if lo >= hi {
+		return page, nil
+	}
+	var filter *expression.ConditionBuilder
+	if len(q.Types) > 0 {
+		ops := make([]expression.OperandBuilder, len(q.Types)-1)
+		for i, t := range q.Types[1:] {
+			ops[i] = expression.Value(t)
+		}
+		f := expression.Name("type").In(expression.Value(q.Types[0]), ops...)
+		filter = &f
+	}
+	for _, d := range days {
+		kc := expression.Key("pk").Equal(expression.Value(prefixEvent + d.Format(eventDayLayout))).
+			And(expression.Key("sk").Between(expression.Value(lo), expression.Value(hi)))
+		b := expression.NewBuilder().WithKeyCondition(kc).
+			WithProjection(expression.NamesList(expression.Name("sk"), expression.Name("type"), expression.Name("event")))
+		if filter != nil {
+			b = b.WithFilter(*filter)
+		}
+		e, err := b.Build()
+		if err != nil {
+			return account.Page[account.StoredEvent]{}, account.Internal(err)
+		}
+		pages := dynamodb.NewQueryPaginator(s.client, &dynamodb.QueryInput{
+			TableName: s.table, ConsistentRead: aws.Bool(true),
+			KeyConditionExpression: e.KeyCondition(), FilterExpression: e.Filter(), ProjectionExpression: e.Projection(),
+			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+			ScanIndexForward: aws.Bool(forward), Limit: aws.Int32(int32(limit + 1)),
+		})
+		for pages.HasMorePages() {
+			out, err := pages.NextPage(ctx)
+			if err != nil {
+				return account.Page[account.StoredEvent]{}, storeErr(err)
+			}
+			var items []eventItem
+			if err := attributevalue.UnmarshalListOfMaps(out.Items, &items); err != nil {
+				return account.Page[account.StoredEvent]{}, account.Internal(err)
+			}
+			for _, it := range items {
+				// BETWEEN includes both ends; after and hi are excluded.
+				if it.SK == q.After || it.SK >= hi {
+					continue
+				}
+				if len(page.Items) == limit {
+					page.Next = page.Items[limit-1].ID
+					return page, nil
+				}
+				page.Items = append(page.Items, account.StoredEvent{ID: it.SK, Type: it.Type, JSON: []byte(it.Event)})
+			}
+		}
+	}
+	return page, nil
+}
+
+// day returns the UTC midnight that starts t's day.
+func day(t time.Time) time.Time {
+	y, m, d := t.UTC().Date()
+	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+}
+
+// stepEvents returns the events of steps.
+func stepEvents(steps []step) []account.PendingEvent {
+	var events []account.PendingEvent
+	for _, st := range steps {
+		if st.event != nil {
+			events = append(events, *st.event)
+		}
+	}
+	return events
+}

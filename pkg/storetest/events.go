@@ -1,0 +1,395 @@
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"latchkey/pkg/account"
+)
+
+// The fixture's writes carry testSource, as every write of an API request
+// carries its EventSource, so that the whole suite runs the paths that
+// record events. Its encoder is the test's own: the stores keep the bytes
+// whatever they are; httpapi's tests check the API's.
+
+// testActor is the actor of every write of the suite.
+var testActor = account.Actor{KeyID: "key_01TESTACTOR00000000000000", TokenID: "tok_01TESTTOKEN00000000000000"}
+
+// testEvent is the JSON testSource encodes: the event with the object's
+// identity.
+type testEvent struct {
+	ID        string        `json:"id"`
+	Type      string        `json:"type"`
+	CreatedAt time.Time     `json:"created_at"`
+	Actor     account.Actor `json:"actor"`
+	RequestID string        `json:"request_id"`
+	Object    string        `json:"object"`
+}
+
+// objectOf names the object of an event: the id of a user, organization,
+// key or token, org/user for a membership.
+func objectOf(data any) string {
+	switch d := data.(type) {
+	case account.User:
+		return d.ID
+	case account.Organization:
+		return d.ID
+	case account.Membership:
+		return d.OrganizationID + "/" + d.UserID + "/" + d.Role
+	case account.APIKey:
+		return d.ID
+	case account.Revocation:
+		return d.TokenID
+	}
+	return fmt.Sprintf("unknown %T", data)
+}
+
+func testSource(requestID string) *account.EventSource {
+	return &account.EventSource{Actor: testActor, RequestID: requestID, Encode: func(e account.Event) ([]byte, error) {
+		return json.Marshal(testEvent{e.ID, e.Type, e.CreatedAt, e.Actor, e.RequestID, objectOf(e.Data)})
+	}}
+}
+
+// withSource returns ctx with the suite's EventSource.
+func withSource(ctx context.Context, requestID string) context.Context {
+	return account.WithEventSource(ctx, testSource(requestID))
+}
+
+// seen is an event as the suite reads it back.
+type seen struct {
+	account.StoredEvent
+	testEvent
+}
+
+// eventWait bounds how long the suite waits for an event to become
+// visible: a store may hold the newest back for a while (DynamoDB, see
+// EventLag).
+const eventWait = 30 * time.Second
+
+// tail reads every event after after, oldest first, as a consumer does,
+// until it has seen want events or eventWait has passed.
+func (f *fixture) tail(after string, q account.EventQuery, want int) []seen {
+	f.t.Helper()
+	var out []seen
+	deadline := time.Now().Add(eventWait)
+	q.After = after
+	for len(out) < want && time.Now().Before(deadline) {
+		q.Since = time.Now().Add(-account.EventRetention)
+		page, err := f.s.ListEvents(f.ctx, q)
+		f.ok(err, "ListEvents")
+		for _, e := range page.Items {
+			out = append(out, f.decode(e))
+			q.After = e.ID
+		}
+		if page.Next == "" && len(out) < want {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return out
+}
+
+func (f *fixture) decode(e account.StoredEvent) seen {
+	f.t.Helper()
+	var te testEvent
+	if err := json.Unmarshal(e.JSON, &te); err != nil {
+		f.t.Fatalf("event %s: JSON %q: %v", e.ID, e.JSON, err)
+	}
+	if te.ID != e.ID || te.Type != e.Type {
+		f.t.Fatalf("event %s (%s) holds the JSON of %s (%s)", e.ID, e.Type, te.ID, te.Type)
+	}
+	return seen{e, te}
+}
+
+// start returns an event position before every event the fixture's store
+// will record from now on.
+func start() string { return account.EventIDAt(time.Now().Add(-time.Second)) }
+
+func (s suite) events(t *testing.T) {
+	t.Run("EveryChange", func(t *testing.T) {
+		f := s.fix(t)
+		from := start()
+		ctx := withSource(f.ctx, "req-1")
+		f.ctx = ctx
+
+		u := f.user()
+		name := "Ada King"
+		_, err := f.s.UpdateUser(ctx, u.ID, account.UserPatch{Name: &name, UpdatedAt: f.now()})
+		f.ok(err, "UpdateUser")
+		email := "ada.king@example.com"
+		_, err = f.s.UpdateUser(ctx, u.ID, account.UserPatch{Email: &email, UpdatedAt: f.now()})
+		f.ok(err, "UpdateUser with an e-mail")
+		o := f.org()
+		plan := "enterprise"
+		_, err = f.s.UpdateOrganization(ctx, o.ID, account.OrganizationPatch{Plan: &plan, UpdatedAt: f.now()})
+		f.ok(err, "UpdateOrganization")
+		f.member(o.ID, u.ID)
+		_, err = f.s.UpdateMember(ctx, o.ID, u.ID, account.MemberPatch{Role: "member", UpdatedAt: f.now()})
+		f.ok(err, "UpdateMember")
+		f.ok(f.s.RemoveMember(ctx, o.ID, u.ID), "RemoveMember")
+		f.member(o.ID, u.ID)
+		k := f.key()
+		off := true
+		_, err = f.s.UpdateAPIKey(ctx, k.ID, account.APIKeyPatch{Disabled: &off, At: f.now()}, nil)
+		f.ok(err, "UpdateAPIKey")
+		secret := account.NewAPIKeySecret()
+		_, err = f.s.UpdateAPIKey(ctx, k.ID, account.APIKeyPatch{Rotate: &account.KeyRotation{Hash: account.HashAPIKey(secret), Last4: secret[len(secret)-4:]}, At: f.now()}, nil)
+		f.ok(err, "UpdateAPIKey rotating")
+		child := f.childKey(k)
+		orgKey := f.newKey()
+		orgKey.OrganizationID = o.ID
+		f.ok(f.s.CreateAPIKey(ctx, orgKey), "CreateAPIKey of the organization")
+		tr := f.token(k.ID)
+		r := account.Revocation{TokenID: tr.ID, KeyID: k.ID, RevokedAt: f.now(), ExpiresAt: tr.ExpiresAt}
+		_, err = f.s.RevokeToken(ctx, r)
+		f.ok(err, "RevokeToken")
+		_, err = f.s.RevokeToken(ctx, account.Revocation{TokenID: tr.ID, KeyID: k.ID, RevokedAt: f.now(), ExpiresAt: tr.ExpiresAt})
+		f.ok(err, "RevokeToken again") // no change, no event
+		_, err = f.s.RecordAPIKeyUse(ctx, k, f.now())
+		f.ok(err, "RecordAPIKeyUse") // not a change by a caller: no event
+		f.ok(f.s.DeleteOrganization(ctx, o.ID), "DeleteOrganization")
+		f.ok(f.s.DeleteUser(ctx, u.ID), "DeleteUser")
+		f.ok(f.s.DeleteAPIKey(ctx, k.ID, nil), "DeleteAPIKey")
+
+		mem := func(role string) string { return o.ID + "/" + u.ID + "/" + role }
+		want := []struct{ typ, object string }{
+			{account.EventUserCreated, u.ID},
+			{account.EventUserUpdated, u.ID},
+			{account.EventUserUpdated, u.ID},
+			{account.EventOrganizationCreated, o.ID},
+			{account.EventOrganizationUpdated, o.ID},
+			{account.EventOrganizationMembershipCreated, mem("admin")},
+			{account.EventOrganizationMembershipUpdated, mem("member")},
+			{account.EventOrganizationMembershipDeleted, mem("member")},
+			{account.EventOrganizationMembershipCreated, mem("admin")},
+			{account.EventAPIKeyCreated, k.ID},
+			{account.EventAPIKeyUpdated, k.ID},
+			{account.EventAPIKeyRotated, k.ID},
+			{account.EventAPIKeyCreated, child.ID},
+			{account.EventAPIKeyCreated, orgKey.ID},
+			{account.EventTokenRevoked, tr.ID},
+			// The organization's cascade: its key, its membership, itself.
+			{account.EventAPIKeyDeleted, orgKey.ID},
+			{account.EventOrganizationMembershipDeleted, mem("admin")},
+			{account.EventOrganizationDeleted, o.ID},
+			{account.EventUserDeleted, u.ID},
+			// A tree: one event per key.
+			{account.EventAPIKeyDeleted, "tree"},
+			{account.EventAPIKeyDeleted, "tree"},
+		}
+		got := f.tail(from, account.EventQuery{Limit: 7}, len(want))
+		// Wait a moment longer: an event too many would show up too.
+		time.Sleep(100 * time.Millisecond)
+		got = append(got, f.tail(got[len(got)-1].StoredEvent.ID, account.EventQuery{}, 0)...)
+		if len(got) != len(want) {
+			for _, e := range got {
+				t.Logf("%s %s %s", e.StoredEvent.ID, e.StoredEvent.Type, e.Object)
+			}
+			t.Fatalf("got %d events, want %d", len(got), len(want))
+		}
+		tree := []string{}
+		for i, w := range want {
+			e := got[i]
+			if e.StoredEvent.Type != w.typ {
+				t.Errorf("event %d: type %s, want %s", i, e.StoredEvent.Type, w.typ)
+			}
+			if w.object == "tree" {
+				tree = append(tree, e.Object)
+			} else if e.Object != w.object {
+				t.Errorf("event %d (%s): object %s, want %s", i, w.typ, e.Object, w.object)
+			}
+			if e.Actor != testActor || e.RequestID != "req-1" {
+				t.Errorf("event %d: actor %+v, request %q; want %+v, req-1", i, e.Actor, e.RequestID, testActor)
+			}
+			if t0, ok := account.EventTime(e.StoredEvent.ID); !ok || !t0.Equal(e.CreatedAt) {
+				t.Errorf("event %d: id %s, created_at %v: the id's time must be created_at", i, e.StoredEvent.ID, e.CreatedAt)
+			}
+			if i > 0 && e.StoredEvent.ID <= got[i-1].StoredEvent.ID {
+				t.Errorf("event %d: id %s not after %s", i, e.StoredEvent.ID, got[i-1].StoredEvent.ID)
+			}
+		}
+		slices.Sort(tree)
+		if wantTree := []string{child.ID, k.ID}; !slices.Equal(tree, sortedCopy(wantTree)) {
+			t.Errorf("the tree's events name %v, want %v", tree, wantTree)
+		}
+
+		// Newest first, in pages, and by type.
+		var back []string
+		q := account.EventQuery{Limit: 4, Since: time.Now().Add(-account.EventRetention)}
+		for {
+			page, err := f.s.ListEvents(f.ctx, q)
+			f.ok(err, "ListEvents newest first")
+			for _, e := range page.Items {
+				if e.ID > from {
+					back = append(back, e.ID)
+				}
+			}
+			if page.Next == "" {
+				break
+			}
+			q.Before = page.Next
+		}
+		slices.Reverse(back)
+		ids := make([]string, len(got))
+		for i, e := range got {
+			ids[i] = e.StoredEvent.ID
+		}
+		if !slices.Equal(back, ids) {
+			t.Errorf("newest first, reversed:\n%v\nwant\n%v", back, ids)
+		}
+		page, err := f.s.ListEvents(f.ctx, account.EventQuery{Types: []string{account.EventUserDeleted, account.EventTokenRevoked}, Since: time.Now().Add(-account.EventRetention)})
+		f.ok(err, "ListEvents of two types")
+		var types []string
+		for _, e := range page.Items {
+			types = append(types, e.Type)
+		}
+		if !slices.Equal(types, []string{account.EventUserDeleted, account.EventTokenRevoked}) {
+			t.Errorf("events of two types, newest first: %v", types)
+		}
+		page, err = f.s.ListEvents(f.ctx, account.EventQuery{After: from, Since: time.Now().Add(time.Minute)})
+		f.ok(err, "ListEvents since a time after every event")
+		if len(page.Items) != 0 {
+			t.Errorf("ListEvents returned %d events made before Since", len(page.Items))
+		}
+	})
+
+	t.Run("NoSourceNoEvent", func(t *testing.T) {
+		f := s.fix(t)
+		from := start()
+		f.ctx = t.Context() // no EventSource: the bootstrap key, say
+		u := f.user()
+		f.ctx = withSource(t.Context(), "req-2")
+		o := f.org()
+		got := f.tail(from, account.EventQuery{}, 1)
+		time.Sleep(100 * time.Millisecond)
+		got = append(got, f.tail(got[len(got)-1].StoredEvent.ID, account.EventQuery{}, 0)...)
+		if len(got) != 1 || got[0].Object != o.ID {
+			t.Errorf("events: got %+v, want only the organization's (not user %s's)", got, u.ID)
+		}
+	})
+
+	t.Run("LargeCascade", func(t *testing.T) {
+		// More memberships than one DynamoDB transaction holds with their
+		// events: the cascade's transactions must leave room for them.
+		f := s.fix(t)
+		f.ctx = withSource(f.ctx, "req-3")
+		u := f.user()
+		const orgs = 60
+		var wg sync.WaitGroup
+		created := make([]account.Organization, orgs)
+		for i := range orgs {
+			created[i] = f.newOrg()
+		}
+		errs := make([]error, orgs)
+		for i := range orgs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if errs[i] = f.s.CreateOrganization(f.ctx, created[i]); errs[i] != nil {
+					return
+				}
+				at := f.now()
+				errs[i] = f.s.AddMember(f.ctx, account.Membership{OrganizationID: created[i].ID, UserID: u.ID, Role: account.OwnerRole, CreatedAt: at, UpdatedAt: at})
+			}()
+		}
+		wg.Wait()
+		for _, err := range errs {
+			f.ok(err, "CreateOrganization and AddMember")
+		}
+		f.ok(f.s.DeleteUser(f.ctx, u.ID), "DeleteUser")
+		deleted := []string{account.EventOrganizationMembershipDeleted, account.EventUserDeleted}
+		got := f.tail(start(), account.EventQuery{Limit: account.MaxPageSize, Types: deleted}, orgs+1)
+		if len(got) != orgs+1 {
+			t.Fatalf("got %d events, want %d", len(got), orgs+1)
+		}
+		counts := map[string]int{}
+		for _, e := range got {
+			counts[e.StoredEvent.Type]++
+		}
+		if counts[account.EventOrganizationMembershipDeleted] != orgs || counts[account.EventUserDeleted] != 1 {
+			t.Errorf("event counts: %v", counts)
+		}
+		if got[orgs].StoredEvent.Type != account.EventUserDeleted {
+			t.Errorf("last event %s, want the user's own, last", got[orgs].StoredEvent.Type)
+		}
+	})
+
+	t.Run("ConcurrentWritersNoSkip", func(t *testing.T) {
+		// Writers commit while a consumer tails the feed with after: at the
+		// end the consumer has seen every event exactly once, in id order.
+		f := s.fix(t)
+		from := start()
+		const writers, each = 8, 12
+		var ids sync.Map
+		done := make(chan struct{})
+		var wg sync.WaitGroup
+		for w := range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ctx := withSource(f.ctx, fmt.Sprintf("writer-%d", w))
+				for range each {
+					u := f.newUser()
+					if err := f.s.CreateUser(ctx, u); err != nil {
+						t.Errorf("CreateUser: %v", err)
+						return
+					}
+					ids.Store(u.ID, true)
+				}
+			}()
+		}
+		go func() { wg.Wait(); close(done) }()
+		var got []seen
+		after := from
+		seenIDs := map[string]bool{}
+		deadline := time.Now().Add(eventWait + 30*time.Second)
+		finished := false
+		for len(got) < writers*each && time.Now().Before(deadline) {
+			page, err := f.s.ListEvents(f.ctx, account.EventQuery{After: after, Limit: 5, Since: time.Now().Add(-account.EventRetention)})
+			f.ok(err, "ListEvents")
+			for _, e := range page.Items {
+				if e.ID <= after {
+					t.Fatalf("event %s after %s: out of order", e.ID, after)
+				}
+				after = e.ID
+				d := f.decode(e)
+				if seenIDs[d.Object] {
+					t.Fatalf("user %s's event seen twice", d.Object)
+				}
+				seenIDs[d.Object] = true
+				got = append(got, d)
+			}
+			select {
+			case <-done:
+				finished = true
+			default:
+			}
+			if page.Next == "" {
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+		<-done
+		_ = finished
+		n := 0
+		ids.Range(func(k, _ any) bool {
+			n++
+			if !seenIDs[k.(string)] {
+				t.Errorf("the consumer never saw user %s's event", k)
+			}
+			return true
+		})
+		if n != writers*each || len(got) != n {
+			t.Errorf("writes %d, events seen %d, want %d each", n, len(got), writers*each)
+		}
+	})
+}
+
+func sortedCopy(s []string) []string {
+	c := slices.Clone(s)
+	slices.Sort(c)
+	return c
+}
