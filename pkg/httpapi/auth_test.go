@@ -67,6 +67,7 @@ var fixtures = map[string]fixture{
 		k, _ := a.CreateAPIKey(a.t, account.ScopeWriteAPIKeys)
 		return "/v1/api-keys/" + k.ID + "/rotate", map[string]any{"expires_in": "1h"}, http.StatusOK
 	},
+	"GET /v1/events": func(a api) (string, any, int) { return "/v1/events?types=user.created", nil, http.StatusOK },
 	"DELETE /v1/api-keys/{id}": func(a api) (string, any, int) {
 		k, _ := a.CreateAPIKey(a.t, account.ScopeWriteAPIKeys)
 		return "/v1/api-keys/" + k.ID, nil, http.StatusNoContent

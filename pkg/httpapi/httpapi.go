@@ -309,6 +309,9 @@ func (s *server) route(d routeDef) http.Handler {
 					s.writeError(w, r, err)
 					return
 				}
+				// The changes the request makes record their events
+				// with who made them and the request id.
+				r = withEvents(r, p)
 			}
 		}
 		// Like the body, the query is checked after authorization.

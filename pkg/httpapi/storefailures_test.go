@@ -186,6 +186,7 @@ func storeFailureRequests(now time.Time, token string) map[string][]storeFailure
 		"PATCH /v1/api-keys/{id}":                         {{prefix: key, body: map[string]any{"enabled": false}}},
 		"DELETE /v1/api-keys/{id}":                        {{prefix: key}},
 		"POST /v1/api-keys/{id}/rotate":                   {{prefix: key, body: map[string]any{"expires_in": "1h"}}},
+		"GET /v1/events":                                  {{}, {query: "?after=evt_01JD3Q9V3C8XG4Q6Z8Y2KAB7RT"}},
 		"GET /v1/organizations":                           {{}, {query: "?slug=acme"}, {query: "?external_id=acct-1"}},
 		"POST /v1/organizations":                          {{body: map[string]any{"name": "Acme", "slug": "acme"}}},
 		"GET /v1/organizations/{id}":                      {{prefix: org}},
@@ -322,6 +323,10 @@ func failingStore(err error) (*mock.Store, *storeCalls) {
 		TokenStatusFn: func(context.Context, string, string, []string, string) (account.TokenStatus, error) {
 			c.add("TokenStatus")
 			return account.TokenStatus{}, err
+		},
+		ListEventsFn: func(context.Context, account.EventQuery) (account.Page[account.StoredEvent], error) {
+			c.add("ListEvents")
+			return account.Page[account.StoredEvent]{}, err
 		},
 	}, c
 }

@@ -333,6 +333,15 @@ func (f *worstFixture) worstLoads() []routeLoad {
 			},
 		},
 		{
+			route:    route(http.MethodGet, "/v1/events"),
+			ordinary: noBody("ordinary", "/v1/events", http.StatusOK),
+			worst: append([]load{
+				noBody("full_page", "/v1/events?limit=100", http.StatusOK),
+				noBody("all_types", "/v1/events?types="+strings.Join(account.EventTypes(), ","), http.StatusOK),
+				noBody("long_types", "/v1/events?types="+strings.Repeat("user.created,", 500), http.StatusBadRequest),
+			}, longCursors("/v1/events")...),
+		},
+		{
 			route:    route(http.MethodDelete, "/v1/api-keys/{id}"),
 			ordinary: noBody("ordinary", "/v1/api-keys/"+missing(account.PrefixAPIKey), http.StatusNotFound),
 			worst:    longIDs("/v1/api-keys/"),
