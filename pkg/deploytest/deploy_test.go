@@ -460,6 +460,9 @@ func replayFunction(t *testing.T, fn lambdaapp.Function, entries []replay.Entry)
 // (pkg/dynamostore/keys.go).
 const idempotencyPartition = "IDEM#"
 
+// eventPartition starts the partitions of the event feed.
+const eventPartition = "EVENT#"
+
 // writeActions are the DynamoDB actions that create, change or delete items.
 var writeActions = []string{
 	"dynamodb:BatchWriteItem", "dynamodb:DeleteItem", "dynamodb:PartiQLDelete", "dynamodb:PartiQLInsert",
@@ -597,6 +600,11 @@ func checkLeastPrivilege(t *testing.T, tpl template, recs map[lambdaapp.Function
 				if strings.HasPrefix(pk, idempotencyPartition) {
 					continue
 				}
+				// Events are every function's too: each writes the
+				// events of its own changes (EventsAppendOnly below).
+				if strings.HasPrefix(pk, eventPartition) {
+					continue
+				}
 				written[pk] = true
 			}
 			if req.SortKey != "" && req.Action != "dynamodb:DeleteItem" {
@@ -673,6 +681,34 @@ func checkLeastPrivilege(t *testing.T, tpl template, recs map[lambdaapp.Function
 							}
 						}
 					}
+				}
+			}
+		}
+	})
+	t.Run("EventsAppendOnly", func(t *testing.T) {
+		// Every function that changes data puts the events of its changes
+		// (the replay must show it), and no role may change or delete an
+		// event: they go only by TTL.
+		for _, fn := range []lambdaapp.Function{lambdaapp.Auth, lambdaapp.Organizations, lambdaapp.Users} {
+			var partitions []string
+			for _, req := range recs[fn].requests {
+				if req.Action == "dynamodb:PutItem" && len(req.LeadingKeys) == 1 && strings.HasPrefix(req.LeadingKeys[0], eventPartition) {
+					partitions = append(partitions, req.LeadingKeys[0])
+				}
+			}
+			if len(partitions) == 0 {
+				t.Errorf("the %s replay put no event; it must, for this test to cover it", fn)
+				continue
+			}
+			statements := tpl.statements(t, logicalID(fn))
+			for _, action := range writeActions {
+				req := iamRequest{Action: action, LeadingKeys: []string{partitions[0]}}
+				allowed, err := decide(statements, req)
+				if err != nil {
+					t.Fatalf("%s: %s: %v", fn, req, err)
+				}
+				if want := action == "dynamodb:PutItem"; allowed != want {
+					t.Errorf("%s's role: %s an event: allowed %v, want %v", fn, action, allowed, want)
 				}
 			}
 		}
