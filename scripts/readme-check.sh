@@ -65,6 +65,7 @@ expect=(
   '"enabled":false}'
   '{"valid":true,"key_id":"key_'
   '"previous_key_expires_at":"20'
+  '{"type":"user.created","key_id":"key_'
 )
 for e in "${expect[@]}"; do
   grep -qF -- "$e" "$work/out.txt" || { echo "readme-check: expected $e in the output:" >&2; cat "$work/out.txt" >&2; exit 1; }
@@ -91,6 +92,10 @@ grep -qE '^\{"data":\[\{"id":"usr_[^"]*","email":"ada@example.com".*"external_id
 # Step 10: the old and the new secret each got a token.
 [ "$(grep -c -F '{"token_type":"Bearer","scopes":["read:users"]}' "$work/out.txt")" -eq 2 ] || {
   echo "readme-check: step 10 did not get a token with both secrets:" >&2; cat "$work/out.txt" >&2; exit 1; }
+# Step 11: the feed after the noted event holds exactly the user just created.
+[ "$(grep -c -F '{"type":"user.created","key_id":"key_' "$work/out.txt")" -eq 1 ] &&
+  grep -qF '"email":"alan@example.com"}' "$work/out.txt" || {
+  echo "readme-check: step 11 did not show the one change after the noted event:" >&2; cat "$work/out.txt" >&2; exit 1; }
 # Keys and tokens stay in shell variables: the walk-through writes no file
 # into the directory it runs in, which for a reader is the checkout.
 written=$(cd "$work" && ls -A | grep -vxE 'quickstart\.sh|latchkey|data|server\.log|out\.txt' || true)
