@@ -29,12 +29,13 @@ type feedEvent struct {
 var feedStart = account.EventIDAt(time.UnixMilli(0))
 
 // tail reads the feed after after with the credential, as a consumer does,
-// until it has want events: on DynamoDB the newest events show a few
-// seconds late.
+// until it has n events: on DynamoDB the newest events show a few seconds
+// late (the store's call timeout plus 2 s; the tests' stores have a long
+// one).
 func (a api) tail(credential, after string, n int) []feedEvent {
 	a.t.Helper()
 	var out []feedEvent
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(90 * time.Second)
 	for len(out) < n && time.Now().Before(deadline) {
 		res := a.do(http.MethodGet, "/v1/events?limit=100&after="+after, credential, nil)
 		want(a.t, res, http.StatusOK)

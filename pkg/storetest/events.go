@@ -68,8 +68,9 @@ type seen struct {
 
 // eventWait bounds how long the suite waits for an event to become
 // visible: a store may hold the newest back for a while (DynamoDB, see
-// EventLag).
-const eventWait = 30 * time.Second
+// EventLag: its call timeout plus 2 s, and the tests give DynamoDB Local
+// a generous call timeout).
+const eventWait = 90 * time.Second
 
 // tail reads every event after after, oldest first, as a consumer does,
 // until it has seen want events or eventWait has passed.
