@@ -25,10 +25,11 @@ type actorResponse struct {
 	TokenID *string `json:"token_id,omitempty"`
 }
 
-// encodeEvent is the account.EventSource.Encode of every request: the
-// event's object as the API returns it (toUser, toAPIKey, …), never a
-// secret or a hash of one.
-func encodeEvent(e account.Event) ([]byte, error) {
+// EncodeEvent is the account.EventSource.Encode of every request: the
+// event as GET /v1/events returns it, its object as the API returns it
+// (toUser, toAPIKey, …), never a secret or a hash of one. Exported for the
+// tests of what reads the stored events (the EventBridge publisher).
+func EncodeEvent(e account.Event) ([]byte, error) {
 	var data any
 	switch d := e.Data.(type) {
 	case account.User:
@@ -61,7 +62,7 @@ func withEvents(r *http.Request, p account.Principal) *http.Request {
 	src := &account.EventSource{
 		Actor:     account.Actor{KeyID: p.KeyID, TokenID: p.TokenID},
 		RequestID: info(r.Context()).id,
-		Encode:    encodeEvent,
+		Encode:    EncodeEvent,
 	}
 	return r.WithContext(account.WithEventSource(r.Context(), src))
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,16 +23,19 @@ import (
 	"latchkey/pkg/account"
 	"latchkey/pkg/dynamostore"
 	"latchkey/pkg/dynamostore/dynamotest"
+	"latchkey/pkg/httpapi"
 )
 
 // TestPublisher_TableStream takes its records from a real stream: a table
 // made as the template makes it (dynamostore.TableDefinition with a
 // NEW_IMAGE stream) in DynamoDB Local, written by the store (a user,
-// changed, deleted) and with event items of the stores' contract (pk
-// EVENT#…, the event's JSON in "event", its type in "type"), whose stream
-// records, read with GetRecords and given the shape Lambda delivers, go
-// through the function's handler to moto's EventBridge: the events, and
-// nothing else, arrive.
+// changed, deleted) under an EventSource with the API's encoder, as a
+// request writes it: the store puts the event items itself (pk
+// EVENT#<day>, sk the event id, the event's JSON in "event", its type in
+// "type"), and their stream records, read with GetRecords and given the
+// shape Lambda delivers, go through the function's handler to moto's
+// EventBridge: the events, and nothing else, arrive, as the store wrote
+// them.
 func TestPublisher_TableStream(t *testing.T) {
 	if os.Getenv(MotoEndpointEnv) == "" {
 		t.Skip(MotoEndpointEnv + " is not set; run through scripts/dynamodb-local.sh scripts/moto.sh (make test does)")
@@ -49,48 +53,34 @@ func TestPublisher_TableStream(t *testing.T) {
 	streamARN := aws.ToString(upd.TableDescription.LatestStreamArn)
 
 	store := dynamostore.New(client, table)
+	ctx = account.WithEventSource(ctx, &account.EventSource{
+		Actor: account.Actor{KeyID: "key_1"}, RequestID: "req-stream", Encode: httpapi.EncodeEvent,
+	})
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	user := account.User{ID: "usr_stream1", Email: "erin@example.com", Name: "Erin", Role: "viewer", CreatedAt: now, UpdatedAt: now}
 	if err := store.CreateUser(ctx, user); err != nil {
 		t.Fatal(err)
 	}
-	var ids []string
-	putEvent := func(id, typ string) {
-		t.Helper()
-		ev := fmt.Sprintf(`{"id":%q,"type":%q,"created_at":%q,"actor":{"key_id":"key_1"},"request_id":"req-%s","data":{"id":"usr_stream1","email":"erin@example.com"}}`,
-			id, typ, now.Format(time.RFC3339Nano), id)
-		if _, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: map[string]ddbtypes.AttributeValue{
-			"pk":        &ddbtypes.AttributeValueMemberS{Value: "EVENT#" + id},
-			"sk":        &ddbtypes.AttributeValueMemberS{Value: "EVENT"},
-			"event":     &ddbtypes.AttributeValueMemberS{Value: ev},
-			"type":      &ddbtypes.AttributeValueMemberS{Value: typ},
-			"expire_at": &ddbtypes.AttributeValueMemberN{Value: fmt.Sprint(now.Add(30 * 24 * time.Hour).Unix())},
-		}}); err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, id)
-	}
-	putEvent("evt_stream1", "user.created")
-	if _, err := store.UpdateUser(ctx, user.ID, account.UserPatch{Name: aws.String("Erin B.")}); err != nil {
+	if _, err := store.UpdateUser(ctx, user.ID, account.UserPatch{Name: aws.String("Erin B."), UpdatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
-	putEvent("evt_stream2", "user.updated")
 	if err := store.DeleteUser(ctx, user.ID); err != nil {
 		t.Fatal(err)
 	}
-	putEvent("evt_stream3", "user.deleted")
 
 	batch := readStream(t, streamARN)
-	var inserts, others int
+	var ids, types []string
+	var others int
 	for _, r := range batch.Records {
 		if r.EventName == "INSERT" && strings.HasPrefix(r.Change.Keys["pk"].String(), "EVENT#") {
-			inserts++
+			ids = append(ids, r.Change.Keys["sk"].String())
+			types = append(types, r.Change.NewImage["type"].String())
 		} else {
 			others++
 		}
 	}
-	if inserts != 3 || others < 4 {
-		t.Fatalf("the stream holds %d event INSERTs and %d other records; want 3 and the user's (guards included)", inserts, others)
+	if want := []string{"user.created", "user.updated", "user.deleted"}; !slices.Equal(types, want) || others < 4 {
+		t.Fatalf("the stream holds event INSERTs of %v and %d other records; want %v and the user's (guards included)", types, others, want)
 	}
 
 	m := newMoto(t, "default")
