@@ -57,11 +57,16 @@ func EncodeEvent(e account.Event) ([]byte, error) {
 }
 
 // withEvents returns r with the account.EventSource of the changes that
-// p makes under it.
-func withEvents(r *http.Request, p account.Principal) *http.Request {
+// p makes under it. Only a request that may change something needs one: a
+// GET or HEAD changes nothing (a key's last use records no event), so it
+// is served as it came, without a copy of the request.
+func withEvents(w http.ResponseWriter, r *http.Request, p account.Principal) *http.Request {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return r
+	}
 	src := &account.EventSource{
 		Actor:     account.Actor{KeyID: p.KeyID, TokenID: p.TokenID},
-		RequestID: info(r.Context()).id,
+		RequestID: info(w).id,
 		Encode:    EncodeEvent,
 	}
 	return r.WithContext(account.WithEventSource(r.Context(), src))

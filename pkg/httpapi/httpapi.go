@@ -311,7 +311,7 @@ func (s *server) route(d routeDef) http.Handler {
 				}
 				// The changes the request makes record their events
 				// with who made them and the request id.
-				r = withEvents(r, p)
+				r = withEvents(w, r, p)
 			}
 		}
 		// Like the body, the query is checked after authorization.
