@@ -34,8 +34,11 @@ fi
 
 work=$(mktemp -d)
 pids=()
+# The servers end by SIGTERM, and wait reports that as status 143: under
+# set -e, that status would become the script's own, failing a run that
+# succeeded (and make load with it, before the DynamoDB Local half).
 cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; done
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true; done
   rm -rf "$work"
 }
 trap cleanup EXIT
