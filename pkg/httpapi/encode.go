@@ -7,9 +7,9 @@ import (
 	"strconv"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"latchkey/pkg/account"
+	"latchkey/pkg/jsonstr"
 )
 
 // writeJSON writes v with status. Marshalling the response types cannot
@@ -325,13 +325,13 @@ func (v verifyValidResponse) appendJSON(b []byte) []byte {
 	b = append(b, `{"valid":`...)
 	b = strconv.AppendBool(b, v.Valid)
 	b = append(b, `,"token_id":`...)
-	b = appendJSONString(b, v.TokenID)
+	b = jsonstr.Append(b, v.TokenID)
 	b = append(b, `,"key_id":`...)
-	b = appendJSONString(b, v.KeyID)
+	b = jsonstr.Append(b, v.KeyID)
 	b = append(b, `,"scopes":`...)
 	b = appendJSONStrings(b, v.Scopes)
 	b = append(b, `,"audience":`...)
-	b = appendJSONString(b, v.Audience)
+	b = jsonstr.Append(b, v.Audience)
 	b = append(b, `,"issued_at":"`...)
 	b = v.IssuedAt.appendText(b)
 	b = append(b, `","expires_at":"`...)
@@ -350,7 +350,7 @@ func (v verifyInvalidResponse) appendJSON(b []byte) []byte {
 	b = append(b, `{"valid":`...)
 	b = strconv.AppendBool(b, v.Valid)
 	b = append(b, `,"reason":`...)
-	b = appendJSONString(b, v.Reason)
+	b = jsonstr.Append(b, v.Reason)
 	return append(b, "}\n"...)
 }
 
@@ -360,7 +360,7 @@ func appendJSONOptionalString(b []byte, s *string) []byte {
 	if s == nil {
 		return append(b, "null"...)
 	}
-	return appendJSONString(b, *s)
+	return jsonstr.Append(b, *s)
 }
 
 // appendJSONStrings appends list as a JSON array, or null if it is nil, as
@@ -374,63 +374,9 @@ func appendJSONStrings(b []byte, list []string) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, s)
+		b = jsonstr.Append(b, s)
 	}
 	return append(b, ']')
-}
-
-// appendJSONString appends s as a JSON string exactly as encoding/json
-// writes it with HTML escaping off: quote and backslash escaped, control
-// characters as \b \f \n \r \t or \u00XX, invalid UTF-8 as \ufffd, and
-// U+2028 and U+2029 escaped.
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }
 
 // secondsUntil is the whole seconds from now to t, never negative.

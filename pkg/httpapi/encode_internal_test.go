@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"latchkey/pkg/jsonstr"
 )
 
 // encodeJSON is what writeJSON's encoder writes for v.
@@ -21,7 +23,7 @@ func encodeJSON(tb testing.TB, v any) []byte {
 	return b.Bytes()
 }
 
-// nastyStrings are strings on every branch of appendJSONString.
+// nastyStrings are strings on every branch of jsonstr.Append.
 var nastyStrings = []string{
 	"read:users", "", `quote " and backslash \`, "\b\f\n\r\t\x00\x01\x1f\x7f",
 	"<html> & 'x'", "é ü 日本 🔑", "\u2028\u2029", "bad \xff\xfe utf-8", "truncated \xe2\x82",
@@ -71,7 +73,7 @@ func TestAppendJSONString_Random(t *testing.T) {
 			s += alphabet[r.IntN(len(alphabet))]
 		}
 		want := bytes.TrimSuffix(encodeJSON(t, s), []byte("\n"))
-		if got := appendJSONString(nil, s); !bytes.Equal(got, want) {
+		if got := jsonstr.Append(nil, s); !bytes.Equal(got, want) {
 			t.Fatalf("%q: got %s, want %s", s, got, want)
 		}
 	}

@@ -9,7 +9,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
-	"unicode/utf8"
+
+	"latchkey/pkg/jsonstr"
 )
 
 // JSONHandler is a slog.Handler that writes exactly what slog.JSONHandler
@@ -116,9 +117,9 @@ func (h *JSONHandler) Handle(ctx context.Context, r slog.Record) error {
 		b = append(b, `",`...)
 	}
 	b = append(b, `"level":`...)
-	b = appendString(b, r.Level.String())
+	b = jsonstr.AppendSlog(b, r.Level.String())
 	b = append(b, `,"msg":`...)
-	b = appendString(b, r.Message)
+	b = jsonstr.AppendSlog(b, r.Message)
 	b = append(b, h.pre...)
 	// One pass: formatted as they are checked, and dropped for slog's
 	// handler at the first that Handle does not format.
@@ -142,7 +143,7 @@ func (h *JSONHandler) Handle(ctx context.Context, r slog.Record) error {
 // appendAttr appends a comma and a, of a kind flatAttr accepts.
 func appendAttr(b []byte, a slog.Attr) []byte {
 	b = append(b, ',')
-	b = appendString(b, a.Key)
+	b = jsonstr.AppendSlog(b, a.Key)
 	b = append(b, ':')
 	return appendValue(b, a.Value)
 }
@@ -170,7 +171,7 @@ func flatAttr(a slog.Attr) bool {
 func appendValue(b []byte, v slog.Value) []byte {
 	switch v.Kind() {
 	case slog.KindString:
-		return appendString(b, v.String())
+		return jsonstr.AppendSlog(b, v.String())
 	case slog.KindInt64:
 		return strconv.AppendInt(b, v.Int64(), 10)
 	case slog.KindUint64:
@@ -204,54 +205,4 @@ func appendFloat(b []byte, f float64) []byte {
 		}
 	}
 	return b
-}
-
-// appendString appends s quoted and escaped as slog's JSON handler does:
-// quote and backslash escaped, \n \r \t, other control characters as
-// \u00XX, invalid UTF-8 as \ufffd, U+2028 and U+2029 escaped; no HTML
-// escaping.
-func appendString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }

@@ -1,0 +1,68 @@
+// Package jsonstr appends a Go string as a JSON string literal, byte for
+// byte as the standard library writes it, for the hot paths that write
+// their JSON by hand (the API's responses, the log lines) instead of
+// through reflection. The two flavours differ only in how they write \b
+// and \f: encoding/json writes the short escapes, log/slog's JSON handler
+// writes \u0008 and \u000c.
+package jsonstr
+
+import "unicode/utf8"
+
+// Append appends s as encoding/json writes it with HTML escaping off:
+// quote and backslash escaped, control characters as \b \f \n \r \t or
+// \u00XX, invalid UTF-8 as \ufffd, and U+2028 and U+2029 escaped.
+func Append(b []byte, s string) []byte { return appendString(b, s, true) }
+
+// AppendSlog appends s as log/slog's JSON handler writes it: as Append,
+// but \b and \f as \u0008 and \u000c.
+func AppendSlog(b []byte, s string) []byte { return appendString(b, s, false) }
+
+func appendString(b []byte, s string, shortBF bool) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c == '\n':
+				b = append(b, '\\', 'n')
+			case c == '\r':
+				b = append(b, '\\', 'r')
+			case c == '\t':
+				b = append(b, '\\', 't')
+			case c == '\b' && shortBF:
+				b = append(b, '\\', 'b')
+			case c == '\f' && shortBF:
+				b = append(b, '\\', 'f')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
