@@ -135,3 +135,18 @@ const ExpiredKeyRetention = 30 * 24 * time.Hour
 func (k APIKey) Expired(now time.Time) bool {
 	return !k.ExpiresAt.IsZero() && !now.Before(k.ExpiresAt)
 }
+
+// NextUpdatedAt is the updated_at an update writes over an object whose
+// updated_at is prev: the patch's time, or 1 ms after prev when that is
+// not later. So updated_at never goes backwards (a patch stamped earlier
+// may commit after one stamped later) and every update changes it, which
+// the DynamoDB store relies on: its read-then-write updates are
+// conditioned on updated_at as read, and timestamps have millisecond
+// precision, so two updates in one millisecond would otherwise look like
+// none to each other.
+func NextUpdatedAt(patch, prev time.Time) time.Time {
+	if patch = patch.UTC(); patch.After(prev) {
+		return patch
+	}
+	return prev.UTC().Add(time.Millisecond)
+}

@@ -70,7 +70,7 @@ func (s *Store) UpdateOrganization(ctx context.Context, id string, p account.Org
 		if p.Metadata != nil {
 			it.Metadata = *p.Metadata
 		}
-		it.UpdatedAt = p.UpdatedAt
+		it.UpdatedAt = account.NextUpdatedAt(p.UpdatedAt, it.UpdatedAt)
 		if err := put(orgs, []byte(id), it); err != nil {
 			return err
 		}

@@ -87,7 +87,7 @@ func (s *Store) UpdateUser(ctx context.Context, id string, p account.UserPatch) 
 		if p.Metadata != nil {
 			it.Metadata = *p.Metadata
 		}
-		it.UpdatedAt = p.UpdatedAt
+		it.UpdatedAt = account.NextUpdatedAt(p.UpdatedAt, it.UpdatedAt)
 		if err := put(users, []byte(id), it); err != nil {
 			return err
 		}

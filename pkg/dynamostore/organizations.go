@@ -52,8 +52,11 @@ func (s *Store) GetOrganizationByExternalID(ctx context.Context, externalID stri
 // CodeNotFound, also while the organization is being deleted;
 // CodeExternalIDTaken.
 func (s *Store) UpdateOrganization(ctx context.Context, id string, p account.OrganizationPatch) (account.Organization, error) {
+	var it orgItem
+	// The item as read: none yet in the UpdateItem without a read.
+	stamp := func() time.Time { return account.NextUpdatedAt(p.UpdatedAt, it.UpdatedAt) }
 	upd := func() expression.UpdateBuilder { // one per attempt, as in UpdateUser
-		upd := expression.Set(expression.Name("updated_at"), expression.Value(p.UpdatedAt.UTC()))
+		upd := expression.Set(expression.Name("updated_at"), expression.Value(stamp()))
 		if p.Name != nil {
 			upd = upd.Set(expression.Name("name"), expression.Value(*p.Name))
 		}
@@ -62,7 +65,6 @@ func (s *Store) UpdateOrganization(ctx context.Context, id string, p account.Org
 		}
 		return setMetadata(upd, p.Metadata)
 	}
-	var it orgItem
 	if p.ExternalID == nil && !recording(ctx) {
 		if err := s.updateItem(ctx, orgKey(id), upd(), condLive, &it, account.ErrOrganizationNotFound()); err != nil {
 			return account.Organization{}, err
@@ -72,7 +74,7 @@ func (s *Store) UpdateOrganization(ctx context.Context, id string, p account.Org
 	// As in UpdateUser: with events, every update reads first.
 	patched := func() account.Organization {
 		o := it.organization()
-		o.UpdatedAt = p.UpdatedAt.UTC()
+		o.UpdatedAt = stamp()
 		if p.Name != nil {
 			o.Name = *p.Name
 		}

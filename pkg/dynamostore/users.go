@@ -52,10 +52,13 @@ func (s *Store) GetUserByExternalID(ctx context.Context, externalID string) (acc
 // returns the item as written (ReturnValues ALL_NEW): no read before or
 // after. A user whose deletion has begun is not found. CodeNotFound.
 func (s *Store) UpdateUser(ctx context.Context, id string, p account.UserPatch) (account.User, error) {
+	var it userItem
+	// The item as read: none yet in the UpdateItem without a read.
+	stamp := func() time.Time { return account.NextUpdatedAt(p.UpdatedAt, it.UpdatedAt) }
 	// A builder's operations live in a map that copies share: each
 	// attempt of updateClaiming builds its own.
 	upd := func() expression.UpdateBuilder {
-		upd := expression.Set(expression.Name("updated_at"), expression.Value(p.UpdatedAt.UTC()))
+		upd := expression.Set(expression.Name("updated_at"), expression.Value(stamp()))
 		if p.Name != nil {
 			upd = upd.Set(expression.Name("name"), expression.Value(*p.Name))
 		}
@@ -64,7 +67,6 @@ func (s *Store) UpdateUser(ctx context.Context, id string, p account.UserPatch) 
 		}
 		return setMetadata(upd, p.Metadata)
 	}
-	var it userItem
 	if p.Email == nil && p.ExternalID == nil && !recording(ctx) {
 		if err := s.updateItem(ctx, userKey(id), upd(), condLive, &it, account.ErrUserNotFound()); err != nil {
 			return account.User{}, err
@@ -74,7 +76,7 @@ func (s *Store) UpdateUser(ctx context.Context, id string, p account.UserPatch) 
 	// The user as the patch leaves it, from the item as read.
 	patched := func() account.User {
 		u := it.user()
-		u.UpdatedAt = p.UpdatedAt.UTC()
+		u.UpdatedAt = stamp()
 		if p.Name != nil {
 			u.Name = *p.Name
 		}

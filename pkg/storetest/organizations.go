@@ -44,6 +44,44 @@ func (s suite) updateOrganization(t *testing.T) {
 			}
 		}
 	})
+	t.Run("SameMillisecond", func(t *testing.T) {
+		// Two patches stamped with the organization's own updated_at (the
+		// clock has millisecond precision: both in the millisecond of the
+		// last write), released at once. Whichever commits second must
+		// see the first: its answer (and its event) holds both changes,
+		// and updated_at moved forward. A store whose "unchanged since the
+		// read" check is updated_at alone took the two for independent.
+		f := s.fix(t)
+		o := f.org()
+		for round := range 10 {
+			cur, err := f.s.GetOrganization(f.ctx, o.ID)
+			f.ok(err, "GetOrganization")
+			name, plan := fmt.Sprintf("Same %d", round), fmt.Sprintf("same-%d", round)
+			answers := make([]account.Organization, 2)
+			errs := race(2, func(i int) error {
+				p := account.OrganizationPatch{UpdatedAt: cur.UpdatedAt}
+				if i == 0 {
+					p.Name = &name
+				} else {
+					p.Plan = &plan
+				}
+				var err error
+				answers[i], err = f.s.UpdateOrganization(f.ctx, o.ID, p)
+				return err
+			})
+			for _, err := range errs {
+				f.ok(err, "UpdateOrganization")
+			}
+			if !slices.ContainsFunc(answers, func(a account.Organization) bool { return a.Name == name && a.Plan == plan }) {
+				t.Fatalf("round %d: neither answer holds both changes: %+v", round, answers)
+			}
+			for _, a := range answers {
+				if !a.UpdatedAt.After(cur.UpdatedAt) {
+					t.Fatalf("round %d: updated_at %v did not move past %v", round, a.UpdatedAt, cur.UpdatedAt)
+				}
+			}
+		}
+	})
 	t.Run("ManyConcurrentPatches", func(t *testing.T) {
 		// 20 calls set the name while 20 set the plan. Each must return its
 		// own value (the organization as its patch left it), and at the
