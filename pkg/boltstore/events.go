@@ -74,34 +74,26 @@ func (s *Store) ListEvents(_ context.Context, q account.EventQuery) (account.Pag
 	}
 	page := account.Page[account.StoredEvent]{Items: []account.StoredEvent{}}
 	err := s.read(func(tx *bolt.Tx) error {
+		// Either way, nothing older than since.
 		c := tx.Bucket(bucketEvents).Cursor()
-		if q.After != "" {
-			start := max(string(since), q.After)
-			k, v := c.Seek([]byte(start))
-			if k != nil && string(k) == q.After {
+		var k, v []byte
+		next := c.Prev
+		switch {
+		case q.After != "":
+			next = c.Next
+			if k, v = c.Seek([]byte(max(string(since), q.After))); k != nil && string(k) == q.After {
 				k, v = c.Next()
 			}
-			for ; k != nil; k, v = c.Next() {
-				if !keep(v) {
-					continue
-				}
-				if len(page.Items) == limit {
-					page.Next = page.Items[len(page.Items)-1].ID
-					break
-				}
-				page.Items = append(page.Items, decodeEvent(k, v))
+		case q.Before == "":
+			k, v = c.Last()
+		default:
+			if k, _ = c.Seek([]byte(q.Before)); k == nil {
+				k, v = c.Last()
+			} else {
+				k, v = c.Prev()
 			}
-			return nil
 		}
-		var k, v []byte
-		if q.Before == "" {
-			k, v = c.Last()
-		} else if k, _ = c.Seek([]byte(q.Before)); k == nil {
-			k, v = c.Last()
-		} else {
-			k, v = c.Prev()
-		}
-		for ; k != nil && bytes.Compare(k, since) >= 0; k, v = c.Prev() {
+		for ; k != nil && bytes.Compare(k, since) >= 0; k, v = next() {
 			if !keep(v) {
 				continue
 			}
