@@ -66,6 +66,23 @@ func clientKey(t *testing.T, s *server, admin string, scopes ...string) (id, sec
 	return key["id"].(string), key["key"].(string)
 }
 
+// ordersClient is a client of s with read:orders, and the access token it
+// obtains for the audience https://orders.example.com as a client does:
+// golang.org/x/oauth2's client credentials flow, endpoint from discovery.
+func ordersClient(t *testing.T, s *server, admin string) (clientcredentials.Config, *oauth2.Token) {
+	t.Helper()
+	id, secret := clientKey(t, s, admin, "read:orders")
+	cfg := clientcredentials.Config{
+		ClientID: id, ClientSecret: secret, TokenURL: discover(t, s.base)["token_endpoint"].(string),
+		EndpointParams: url.Values{"audience": {"https://orders.example.com"}},
+	}
+	tok, err := cfg.Token(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, tok
+}
+
 // TestClient_GoOAuth2: golang.org/x/oauth2/clientcredentials, pointed at
 // the token_endpoint of the discovery document, obtains a token with
 // client_secret_basic and again with client_secret_post, and its
@@ -365,25 +382,12 @@ func apiGatewayJWTCheck(issuer string, audiences, routeScopes []string, tok stri
 // route scope; a token from an EdDSA server fails at the algorithm, as the
 // README says.
 func TestClient_APIGatewayJWTAuthorizer(t *testing.T) {
-	token := func(t *testing.T, s *server, admin string) string {
-		t.Helper()
-		meta := discover(t, s.base)
-		id, secret := clientKey(t, s, admin, "read:orders")
-		cfg := clientcredentials.Config{
-			ClientID: id, ClientSecret: secret, TokenURL: meta["token_endpoint"].(string),
-			EndpointParams: url.Values{"audience": {"https://orders.example.com"}},
-		}
-		tok, err := cfg.Token(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tok.AccessToken
-	}
 	aud, scopes := []string{"https://orders.example.com"}, []string{"read:orders"}
 	t.Run("RS256", func(t *testing.T) {
 		admin := "lk_test_" + strings.Repeat("g", 40)
 		s := start(t, t.TempDir(), "ADMIN_API_KEY="+admin, "SIGNING_ALG=RS256")
-		tok := token(t, s, admin)
+		_, token := ordersClient(t, s, admin)
+		tok := token.AccessToken
 		if err := apiGatewayJWTCheck(s.base, aud, scopes, tok, time.Now()); err != nil {
 			t.Fatalf("the documented checks refuse the token: %v", err)
 		}
@@ -401,7 +405,8 @@ func TestClient_APIGatewayJWTAuthorizer(t *testing.T) {
 	t.Run("EdDSA", func(t *testing.T) {
 		admin := "lk_test_" + strings.Repeat("h", 40)
 		s := start(t, t.TempDir(), "ADMIN_API_KEY="+admin)
-		if err := apiGatewayJWTCheck(s.base, aud, scopes, token(t, s, admin), time.Now()); err == nil || !strings.Contains(err.Error(), "RSA") {
+		_, tok := ordersClient(t, s, admin)
+		if err := apiGatewayJWTCheck(s.base, aud, scopes, tok.AccessToken, time.Now()); err == nil || !strings.Contains(err.Error(), "RSA") {
 			t.Fatalf("an EdDSA token: got %v, want refused for its algorithm", err)
 		}
 	})
@@ -425,15 +430,7 @@ func TestClient_RevokedEverywhere(t *testing.T) {
 	admin := "lk_test_" + strings.Repeat("r", 40)
 	s := start(t, t.TempDir(), "ADMIN_API_KEY="+admin, "DYNAMODB_ENDPOINT="+endpoint, "TABLE_NAME="+table, "STORE_TIMEOUT="+dynamostore.MaxTimeout.String())
 	meta := discover(t, s.base)
-	id, secret := clientKey(t, s, admin, "read:orders")
-	cfg := clientcredentials.Config{
-		ClientID: id, ClientSecret: secret, TokenURL: meta["token_endpoint"].(string),
-		EndpointParams: url.Values{"audience": {"https://orders.example.com"}},
-	}
-	tok, err := cfg.Token(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, tok := ordersClient(t, s, admin)
 
 	// The authorizer, built as its main builds it, over the same table.
 	store := dynamostore.New(db, table, dynamostore.WithTimeout(dynamotest.Timeout))
@@ -479,7 +476,7 @@ func TestClient_RevokedEverywhere(t *testing.T) {
 			t.Fatal(err)
 		}
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.SetBasicAuth(url.QueryEscape(id), url.QueryEscape(secret))
+		req.SetBasicAuth(url.QueryEscape(cfg.ClientID), url.QueryEscape(cfg.ClientSecret))
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -508,7 +505,7 @@ func TestClient_RevokedEverywhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.SetBasicAuth(url.QueryEscape(id), url.QueryEscape(secret))
+	req.SetBasicAuth(url.QueryEscape(cfg.ClientID), url.QueryEscape(cfg.ClientSecret))
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
