@@ -6,7 +6,10 @@
 // writes \u0008 and \u000c.
 package jsonstr
 
-import "unicode/utf8"
+import (
+	"encoding/binary"
+	"unicode/utf8"
+)
 
 // Append appends s as encoding/json writes it with HTML escaping off:
 // quote and backslash escaped, control characters as \b \f \n \r \t or
@@ -22,6 +25,14 @@ func appendString(b []byte, s string, shortBF bool) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		// Eight bytes at a time while none needs a second look: most
+		// strings written here (ids, routes, scopes) are plain ASCII.
+		for i+8 <= len(s) && plain8(binary.LittleEndian.Uint64([]byte(s[i:i+8]))) {
+			i += 8
+		}
+		if i == len(s) {
+			break
+		}
 		if c := s[i]; c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' {
 				i++
@@ -65,4 +76,16 @@ func appendString(b []byte, s string, shortBF bool) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// plain8 reports whether none of the eight bytes of x is a control
+// character, a quote, a backslash or a byte of a multi-byte rune: the
+// bytes that appendString copies as they are. The tests are the exact
+// "has a zero byte" and "has a byte less than n" word tricks (Bit
+// Twiddling Hacks), used only as yes or no.
+func plain8(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	hasZero := func(v uint64) uint64 { return (v - ones) & ^v & highs }
+	control := (x - ones*0x20) & ^x & highs
+	return (control | hasZero(x^(ones*'"')) | hasZero(x^(ones*'\\')) | x&highs) == 0
 }

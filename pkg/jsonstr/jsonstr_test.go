@@ -17,6 +17,13 @@ func samples() []string {
 	for c := range 0x80 {
 		out = append(out, string(rune(c)), "x"+string(rune(c))+"y")
 	}
+	// Each of those at every place of a string long enough to be read
+	// eight bytes at a time.
+	for _, c := range append(out[1:], "\x80", "\xff\xfe") {
+		for at := range 17 {
+			out = append(out, strings.Repeat("a", at)+c+strings.Repeat("b", 16-at))
+		}
+	}
 	return out
 }
 
@@ -51,5 +58,14 @@ func TestAppendSlog(t *testing.T) {
 		if got := string(jsonstr.AppendSlog(nil, s)); got != want {
 			t.Errorf("AppendSlog(%q) = %s, want %s", s, got, want)
 		}
+	}
+}
+
+// BenchmarkAppend: a request id, the commonest string of a log line.
+func BenchmarkAppend(b *testing.B) {
+	buf := make([]byte, 0, 64)
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = jsonstr.Append(buf[:0], "0123456789abcdef0123456789abcdef")
 	}
 }
