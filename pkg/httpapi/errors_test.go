@@ -15,6 +15,7 @@ import (
 	"latchkey/pkg/account"
 	"latchkey/pkg/httpapi"
 	"latchkey/pkg/httpapi/httpapitest"
+	"latchkey/pkg/logbuf"
 )
 
 func TestErrors(t *testing.T) {
@@ -375,6 +376,22 @@ func TestRequestIDAndLogs(t *testing.T) {
 	}
 	if res = env.DoRaw(t, h, http.MethodGet, "/v1/nothing", nil, nil); len(res.Header.Get("X-Request-Id")) < 16 {
 		t.Errorf("an empty upstream id must be replaced by a generated one, got %q", res.Header.Get("X-Request-Id"))
+	}
+
+	// The local server's and the functions' handler writes the line itself
+	// (logbuf.JSONHandler.LogRequest): the same fields, the same values.
+	var logs httpapitest.SyncBuffer
+	cfg = env.Config
+	cfg.Logger = slog.New(logbuf.NewJSONHandler(&logs, nil)).With("function", "users")
+	res = env.DoRaw(t, httpapi.New(cfg), http.MethodGet, "/v1/users?limit=5", http.Header{"Authorization": {"Bearer " + tok}}, nil)
+	want(t, res, http.StatusOK)
+	line = nil
+	if err := json.Unmarshal([]byte(logs.String()), &line); err != nil {
+		t.Fatalf("log line %q: %v", logs.String(), err)
+	}
+	if line["msg"] != "request" || line["level"] != "INFO" || line["function"] != "users" || line["method"] != "GET" || line["route"] != "GET /v1/users" ||
+		line["status"] != float64(200) || line["request_id"] != res.Header.Get("X-Request-Id") || line["duration_ms"] == nil || line["time"] == nil || len(line) != 9 {
+		t.Errorf("log line: got %v", line)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,7 +107,17 @@ func TestJSONHandler_SameAsSlog(t *testing.T) {
 		})
 	}
 	t.Run("Time", func(t *testing.T) {
-		for _, tm := range []time.Time{at, at.UTC(), time.Now(), {}, time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)} {
+		// Every fraction length, zones on both sides of UTC, before 1970,
+		// and one second in two zones in turn (appendTime keeps the text
+		// of the last second it wrote).
+		times := []time.Time{at, at.UTC(), time.Now(), {}, time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+			time.Date(1969, 12, 31, 23, 59, 59, 500000000, time.UTC), time.Date(0, 1, 1, 0, 0, 0, 1, time.UTC)}
+		for _, ns := range []int{0, 1, 10, 120, 123000000, 100000000, 999999999, 5000} {
+			for _, zone := range []*time.Location{time.UTC, time.FixedZone("ist", 5*3600+1800), time.FixedZone("w", -2*3600), time.Local} {
+				times = append(times, time.Date(2026, 11, 23, 4, 5, 6, ns, zone), time.Date(2026, 11, 23, 4, 5, 6, ns, time.UTC))
+			}
+		}
+		for _, tm := range times {
 			var std, ours bytes.Buffer
 			w := logbuf.New(&ours, logbuf.Options{FlushInterval: time.Hour})
 			r := slog.NewRecord(tm, slog.LevelInfo, "m", 0)
@@ -151,6 +162,66 @@ func TestJSONHandler_SameAsSlog(t *testing.T) {
 	})
 }
 
+// TestJSONHandler_LogRequest: LogRequest writes what slog's handler writes
+// for the record it stands for, whatever the values, with attributes added
+// by WithAttrs, and through slog's own path when the handler takes it.
+func TestJSONHandler_LogRequest(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	durations := []time.Duration{0, time.Microsecond, 999 * time.Microsecond, time.Millisecond, 1500 * time.Microsecond,
+		1230 * time.Microsecond, 1001 * time.Microsecond, 1999, 10 * time.Second, 1e15*time.Microsecond - 1, 1e15 * time.Microsecond, -time.Millisecond}
+	for range 3000 {
+		durations = append(durations, time.Duration(r.Int64N(int64(1)<<r.IntN(62))))
+	}
+	strs := []string{"GET", "GET /v1/auth/verify", "", `q"b\s`, "\x00\n", "é\u2028\xff", "0123456789abcdef0123456789abcdef"}
+	at := time.Date(2026, 11, 23, 2, 24, 29, 123456789, time.FixedZone("x", -7200))
+	var reqs []logbuf.Request
+	for i, d := range durations {
+		reqs = append(reqs, logbuf.Request{
+			Time: at.Add(time.Duration(i) * 7 * time.Millisecond), Method: strs[i%len(strs)], Route: strs[(i+1)%len(strs)],
+			Status: []int{200, 404, 0, -1, 599}[i%5], Duration: d, RequestID: strs[(i+3)%len(strs)],
+		})
+	}
+	reqs = append(reqs, logbuf.Request{Method: "zero time"}, logbuf.Request{Time: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), Method: "year"})
+	for name, opts := range map[string]*slog.HandlerOptions{
+		"Fast":        nil,
+		"ReplaceAttr": {ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr { a.Key += "!"; return a }},
+	} {
+		for _, with := range []bool{false, true} {
+			var std, ours bytes.Buffer
+			w := logbuf.New(&ours, logbuf.Options{FlushInterval: time.Hour})
+			var sh, oh slog.Handler = slog.NewJSONHandler(&std, opts), logbuf.NewJSONHandler(w, opts)
+			if with {
+				sh, oh = sh.WithAttrs([]slog.Attr{slog.String("function", "auth")}), oh.WithAttrs([]slog.Attr{slog.String("function", "auth")})
+			}
+			for _, q := range reqs {
+				rec := slog.NewRecord(q.Time, slog.LevelInfo, "request", 0)
+				rec.AddAttrs(slog.String("method", q.Method), slog.String("route", q.Route), slog.Int("status", q.Status),
+					slog.Float64("duration_ms", float64(q.Duration.Microseconds())/1000), slog.String("request_id", q.RequestID))
+				sh.Handle(context.Background(), rec)
+				var err error
+				if h, ok := oh.(*logbuf.JSONHandler); ok {
+					err = h.LogRequest(q)
+				} else { // WithAttrs of a handler that takes slog's path is slog's
+					err = oh.Handle(context.Background(), rec)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			w.Close()
+			if got, want := ours.String(), std.String(); got != want {
+				gl, wl := strings.Split(got, "\n"), strings.Split(want, "\n")
+				for i := range min(len(gl), len(wl)) {
+					if gl[i] != wl[i] {
+						t.Fatalf("%s, with %v: line %d:\ngot  %s\nwant %s", name, with, i, gl[i], wl[i])
+					}
+				}
+				t.Fatalf("%s, with %v: %d lines, want %d", name, with, len(gl), len(wl))
+			}
+		}
+	}
+}
+
 // BenchmarkJSONHandler: the request line through slog's handler and ours,
 // into a Writer as the local server logs it, and with a function's name
 // (WithAttrs) straight into a writer as a Lambda function logs it.
@@ -183,6 +254,18 @@ func BenchmarkJSONHandler(b *testing.B) {
 				h.Handle(ctx, r)
 			}
 		})
+	}
+}
+
+// BenchmarkLogRequest: the same line through LogRequest, into a Writer.
+func BenchmarkLogRequest(b *testing.B) {
+	w := logbuf.New(discard{}, logbuf.Options{})
+	defer w.Close()
+	h := logbuf.NewJSONHandler(w, nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		h.LogRequest(logbuf.Request{Time: time.Now(), Method: "GET", Route: "GET /v1/auth/verify", Status: 200,
+			Duration: 123 * time.Microsecond, RequestID: "0123456789abcdef0123456789abcdef"})
 	}
 }
 
