@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -338,6 +339,8 @@ func TestGroups(t *testing.T) {
 	}
 }
 
+var generatedID = regexp.MustCompile(`^[0-9a-f]{32}$`)
+
 // TestRequestIDAndLogs checks the request id and the one log line per
 // request, which must never hold a credential.
 func TestRequestIDAndLogs(t *testing.T) {
@@ -376,6 +379,15 @@ func TestRequestIDAndLogs(t *testing.T) {
 	}
 	if res = env.DoRaw(t, h, http.MethodGet, "/v1/nothing", nil, nil); len(res.Header.Get("X-Request-Id")) < 16 {
 		t.Errorf("an empty upstream id must be replaced by a generated one, got %q", res.Header.Get("X-Request-Id"))
+	}
+	// Generated ids are 128 bits in hex, and never repeat.
+	ids := map[string]bool{}
+	for range 500 {
+		id := env.DoRaw(t, h, http.MethodGet, "/v1/nothing", nil, nil).Header.Get("X-Request-Id")
+		if !generatedID.MatchString(id) || ids[id] {
+			t.Fatalf("generated id %q: want 32 hex digits, new each time", id)
+		}
+		ids[id] = true
 	}
 
 	// The local server's and the functions' handler writes the line itself

@@ -7,11 +7,12 @@ package httpapi
 
 import (
 	"context"
-	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"path"
@@ -281,9 +282,14 @@ func (s *server) newRequestID(r *http.Request) string {
 			return id
 		}
 	}
-	b := make([]byte, 16)
-	rand.Read(b) // never fails (crypto/rand documents it)
-	return hex.EncodeToString(b)
+	// 128 random bits from the runtime's per-thread ChaCha8 generator
+	// (math/rand/v2), seeded from the system's entropy: an id must be
+	// unique and say nothing about other requests, but it is no secret,
+	// and crypto/rand takes four times as long (59 ns against 14).
+	var id [16]byte
+	binary.LittleEndian.PutUint64(id[:8], rand.Uint64())
+	binary.LittleEndian.PutUint64(id[8:], rand.Uint64())
+	return hex.EncodeToString(id[:])
 }
 
 // route wraps a route's handler with its authentication.
