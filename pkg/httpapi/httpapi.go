@@ -126,6 +126,7 @@ func New(cfg Config, groups ...Group) http.Handler {
 		table = append(slices.Clone(routeTable), localTable...)
 	}
 	mux := http.NewServeMux()
+	static := map[methodPath]http.Handler{}
 	allowed := map[string][]string{} // path -> methods, in table order
 	var paths []string
 	for _, d := range table {
@@ -138,7 +139,11 @@ func New(cfg Config, groups ...Group) http.Handler {
 		if d.Group == GroupAuth && len(cfg.SealKeys) == 0 {
 			panic("httpapi: the auth group stores answers that hold secrets for Idempotency-Key replays; Config.SealKeys is required")
 		}
-		mux.Handle(d.Method+" "+d.Path, s.route(d))
+		h := s.route(d)
+		mux.Handle(d.Method+" "+d.Path, h)
+		if !strings.Contains(d.Path, "{") {
+			static[methodPath{d.Method, d.Path}] = h
+		}
 		if _, ok := allowed[d.Path]; !ok {
 			paths = append(paths, d.Path)
 		}
@@ -155,8 +160,11 @@ func New(cfg Config, groups ...Group) http.Handler {
 		mux.Handle(path, s.methodNotAllowed(path, strings.Join(methods, ", ")))
 	}
 	mux.Handle("/", s.notFound())
-	return s.outer(s.canonicalOnly(mux))
+	return s.outer(s.dispatch(static, mux))
 }
+
+// methodPath names a route without wildcards.
+type methodPath struct{ method, path string }
 
 // reqInfo is the per-request state the outer middleware logs. Handlers fill
 // in the route, so that the log line does not depend on ServeMux internals.
@@ -444,18 +452,26 @@ func filters(q url.Values, names ...string) ([]string, error) {
 	return values, nil
 }
 
-// canonicalOnly answers 404 for a path that is not in canonical form,
-// before the router sees it. ServeMux would answer with a redirect to the
-// cleaned path (307, text/html), which a client may follow with its
-// credential to a resource it never named.
-func (s *server) canonicalOnly(next http.Handler) http.Handler {
+// dispatch answers 404 for a path that is not in canonical form, before
+// the router sees it: ServeMux would answer with a redirect to the cleaned
+// path (307, text/html), which a client may follow with its credential to
+// a resource it never named. A request for a route without wildcards
+// (static, by method and path) goes straight to its handler, as ServeMux
+// would send it (no pattern is more specific than a literal one) without
+// ServeMux's walk of its tree; verify is such a route. Anything else goes
+// to mux.
+func (s *server) dispatch(static map[methodPath]http.Handler, mux *http.ServeMux) http.Handler {
 	notFound := s.notFound()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !canonicalPath(r.URL) {
 			notFound.ServeHTTP(w, r)
 			return
 		}
-		next.ServeHTTP(w, r)
+		if h := static[methodPath{r.Method, r.URL.Path}]; h != nil {
+			h.ServeHTTP(w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
 	})
 }
 
