@@ -12,7 +12,7 @@
 #
 # Usage: scripts/load.sh
 #   LOAD_DURATION  seconds per run (default 3)
-#   LOAD_ROUNDS    ceiling/Latchkey pairs of verify runs (default 5): short runs,
+#   LOAD_ROUNDS    ceiling/Latchkey pairs of verify runs (default 8): short runs,
 #                  closely interleaved, so that what else the machine does
 #                  falls on both sides alike
 # With DYNAMODB_ENDPOINT set (see scripts/dynamodb-local.sh), the server runs
@@ -22,7 +22,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 duration="${LOAD_DURATION:-3}"
-rounds="${LOAD_ROUNDS:-5}"
+rounds="${LOAD_ROUNDS:-8}"
 connections=16
 threads=2
 
