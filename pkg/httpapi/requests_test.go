@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"slices"
@@ -9,6 +10,7 @@ import (
 
 	"latchkey/pkg/account"
 	"latchkey/pkg/httpapi"
+	"latchkey/pkg/httpapi/httpapitest"
 )
 
 // TestInvalidUTF8: a JSON string that is not valid UTF-8, raw or through an
@@ -378,4 +380,46 @@ func TestErrorsAreProblems(t *testing.T) {
 func dotSegment(path string) string {
 	i := strings.Index(path[1:], "/") + 1
 	return path[:i] + "/." + path[i:]
+}
+
+// TestStaticRoutes: a route without wildcards is found by method and path
+// before ServeMux (dispatch), and must be served as ServeMux would serve
+// it: each route's request reaches that route (the request line names
+// it), a path spelled with an escape ServeMux decodes reaches it too,
+// HEAD of a GET route is that route's, and another method is 405.
+func TestStaticRoutes(t *testing.T) {
+	env := httpapitest.NewServer(t)
+	h := httpapi.New(env.Config)
+	route := func(method, path string) (int, string) {
+		t.Helper()
+		env.Logs.Reset()
+		res := env.DoRaw(t, h, method, path, nil, nil)
+		var line struct{ Route string }
+		if err := json.Unmarshal([]byte(env.Logs.String()), &line); err != nil {
+			t.Fatalf("%s %s: log %q: %v", method, path, env.Logs.String(), err)
+		}
+		return res.StatusCode, line.Route
+	}
+	n := 0
+	for _, r := range httpapi.Routes() {
+		if strings.Contains(r.Path, "{") {
+			continue
+		}
+		n++
+		if _, got := route(r.Method, r.Path); got != r.Method+" "+r.Path {
+			t.Errorf("%s %s: served by %q", r.Method, r.Path, got)
+		}
+	}
+	if n < 10 {
+		t.Fatalf("only %d routes without wildcards", n)
+	}
+	if _, got := route(http.MethodGet, "/v1/auth/%76erify"); got != "GET /v1/auth/verify" {
+		t.Errorf("GET /v1/auth/%%76erify: served by %q, as ServeMux would by GET /v1/auth/verify", got)
+	}
+	if status, got := route(http.MethodHead, "/v1/auth/jwks"); status != http.StatusOK || got != "GET /v1/auth/jwks" {
+		t.Errorf("HEAD /v1/auth/jwks: %d, served by %q", status, got)
+	}
+	if status, _ := route(http.MethodPut, "/v1/auth/verify"); status != http.StatusMethodNotAllowed {
+		t.Errorf("PUT /v1/auth/verify: %d, want 405", status)
+	}
 }
