@@ -416,6 +416,12 @@ func TestStaticRoutes(t *testing.T) {
 	if _, got := route(http.MethodGet, "/v1/auth/%76erify"); got != "GET /v1/auth/verify" {
 		t.Errorf("GET /v1/auth/%%76erify: served by %q, as ServeMux would by GET /v1/auth/verify", got)
 	}
+	// The map is looked up with the decoded path: an escaped slash, which
+	// ServeMux keeps inside its segment, must not make /v1/auth%2Fverify
+	// the verify route (canonicalPath refuses it first).
+	if status, got := route(http.MethodGet, "/v1/auth%2Fverify"); status != http.StatusNotFound || got != "" {
+		t.Errorf("GET /v1/auth%%2Fverify: %d, served by %q; want 404 from no route", status, got)
+	}
 	if status, got := route(http.MethodHead, "/v1/auth/jwks"); status != http.StatusOK || got != "GET /v1/auth/jwks" {
 		t.Errorf("HEAD /v1/auth/jwks: %d, served by %q", status, got)
 	}

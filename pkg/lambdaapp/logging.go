@@ -7,6 +7,7 @@ import (
 
 	"github.com/awslabs/aws-lambda-go-api-proxy/core"
 
+	"latchkey/pkg/httpapi"
 	"latchkey/pkg/logbuf"
 )
 
@@ -38,6 +39,16 @@ func (h requestIDHandler) Handle(ctx context.Context, r slog.Record) error {
 		}
 	}
 	return h.Handler.Handle(ctx, r)
+}
+
+// LogRequest passes the request line to the wrapped handler's own
+// LogRequest (httpapi.RequestLogger), or else to its Handle. The line
+// holds the request id already: httpapi logs API Gateway's.
+func (h requestIDHandler) LogRequest(r logbuf.Request) error {
+	if rl, ok := h.Handler.(httpapi.RequestLogger); ok {
+		return rl.LogRequest(r)
+	}
+	return h.Handler.Handle(context.Background(), r.Record())
 }
 
 func (h requestIDHandler) WithAttrs(attrs []slog.Attr) slog.Handler {

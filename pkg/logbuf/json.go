@@ -160,20 +160,24 @@ type Request struct {
 	RequestID string
 }
 
+// Record returns the slog.Record that r's line stands for: message
+// "request" at level INFO, with the attributes method, route, status,
+// duration_ms (in milliseconds, to the microsecond) and request_id.
+func (r Request) Record() slog.Record {
+	rec := slog.NewRecord(r.Time, slog.LevelInfo, "request", 0)
+	rec.AddAttrs(slog.String("method", r.Method), slog.String("route", r.Route), slog.Int("status", r.Status),
+		slog.Float64("duration_ms", float64(r.Duration.Microseconds())/1000), slog.String("request_id", r.RequestID))
+	return rec
+}
+
 // LogRequest writes the line of r at level INFO, byte for byte as Handle
-// writes a record of message "request" with the attributes method, route,
-// status, duration_ms (r.Duration in milliseconds, to the microsecond) and
-// request_id, in that order; TestJSONHandler_LogRequest holds it to that.
+// writes r.Record(); TestJSONHandler_LogRequest holds it to that.
 // It takes no slog.Record: building one and walking its attributes cost
 // more than formatting them. The caller checks Enabled first, as
 // slog.Logger does.
 func (h *JSONHandler) LogRequest(r Request) error {
-	ms := float64(r.Duration.Microseconds()) / 1000
 	if y := r.Time.Year(); !h.fast || (!r.Time.IsZero() && (y < 0 || y >= 10000)) {
-		rec := slog.NewRecord(r.Time, slog.LevelInfo, "request", 0)
-		rec.AddAttrs(slog.String("method", r.Method), slog.String("route", r.Route), slog.Int("status", r.Status),
-			slog.Float64("duration_ms", ms), slog.String("request_id", r.RequestID))
-		return h.Handle(context.Background(), rec)
+		return h.Handle(context.Background(), r.Record())
 	}
 	bp := lineBuffers.Get().(*[]byte)
 	defer putLineBuffer(bp)

@@ -1,0 +1,96 @@
+package lambdaapp_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"testing"
+	"time"
+
+	"latchkey/pkg/httpapi/httpapitest"
+	"latchkey/pkg/lambdaapp"
+	"latchkey/pkg/lambdaapp/replay"
+	"latchkey/pkg/logbuf"
+	"latchkey/pkg/mock"
+)
+
+// countingHandler is NewLogger's handler, counting the request lines it
+// is handed whole (LogRequest) and the records it is handed (Handle).
+type countingHandler struct {
+	*logbuf.JSONHandler
+	lines, records *int
+}
+
+func (h countingHandler) LogRequest(r logbuf.Request) error {
+	*h.lines++
+	return h.JSONHandler.LogRequest(r)
+}
+
+func (h countingHandler) Handle(ctx context.Context, r slog.Record) error {
+	*h.records++
+	return h.JSONHandler.Handle(ctx, r)
+}
+
+// TestLogger_RequestLine: a function's request line goes to its logger's
+// LogRequest (logbuf's fast path) through the handler that adds API
+// Gateway's request id to other lines, and is the line slog's own handler
+// writes: the same fields with the same values, the function's name and
+// the event's request id among them.
+func TestLogger_RequestLine(t *testing.T) {
+	event, err := replay.LoadEvent("../../events/auth-verify.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	invoke := func(logger *slog.Logger) {
+		t.Helper()
+		e := newEnv(t)
+		app, err := lambdaapp.New(context.Background(), replay.Config(lambdaapp.Auth, "latchkey"), lambdaapp.Deps{
+			Store: e.store, Keys: e.keys, Secrets: e.secrets, Now: mock.NewClock(time.Now()).Now, Logger: logger,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := app.Lambda()(context.Background(), event)
+		if err != nil || res.StatusCode != http.StatusOK {
+			t.Fatalf("got %d %v: %s", res.StatusCode, err, res.Body)
+		}
+	}
+	lastLine := func(logs *httpapitest.SyncBuffer) map[string]any {
+		t.Helper()
+		lines := logs.Lines()
+		var line map[string]any
+		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &line); err != nil {
+			t.Fatalf("log line %q: %v", lines[len(lines)-1], err)
+		}
+		if line["msg"] != "request" {
+			t.Fatalf("the last line is not the request line: %v", line)
+		}
+		delete(line, "time")
+		delete(line, "duration_ms")
+		return line
+	}
+
+	var fast httpapitest.SyncBuffer
+	var lines, records int
+	logger := lambdaapp.NewLogger(&fast, "auth")
+	invoke(slog.New(countingHandler{logger.Handler().(*logbuf.JSONHandler), &lines, &records}))
+	if lines != 1 {
+		t.Errorf("LogRequest got %d request lines, want 1 (and %d records)", lines, records)
+	}
+	var std httpapitest.SyncBuffer
+	invoke(slog.New(slog.NewJSONHandler(&std, nil)).With("function", "auth"))
+	got, want := lastLine(&fast), lastLine(&std)
+	if len(got) != len(want) || got["request_id"] != event.RequestContext.RequestID || got["function"] != "auth" {
+		t.Fatalf("request line: got %v, want %v with request_id %s", got, want, event.RequestContext.RequestID)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: got %v, want %v", k, got[k], v)
+		}
+	}
+	if !regexp.MustCompile(`"duration_ms":[0-9.]+,`).MatchString(fast.String()) {
+		t.Errorf("no duration_ms in %s", fast.String())
+	}
+}
