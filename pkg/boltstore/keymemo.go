@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"bytes"
 	"maps"
 	"slices"
 	"sync"
@@ -14,15 +15,22 @@ import (
 // (the record and its decoding), so at most about 2.5 MiB.
 const keyMemoMax = 4096
 
-// keyMemo remembers the decoding of API key records, keyed by the record's
-// bytes. Every verify and every authenticated request reads its key, and
-// decoding the JSON cost more than the rest of the read. The record is
-// still read from the database on every call, so a deleted or changed key
-// is seen at once: only the same bytes map to the remembered decoding,
-// which is what decoding them again would give.
+// keyMemo remembers the decoding of API key records, by key id, with the
+// record it decoded. Every verify and every authenticated request reads
+// its key, and decoding the JSON cost more than the rest of the read. The
+// record is still read from the database on every call, and the decoding
+// is used only when the record read is byte for byte the one remembered,
+// so a deleted or changed key is seen at once. Keyed by id, a lookup
+// hashes the id, not the whole record.
 type keyMemo struct {
 	mu sync.RWMutex
-	m  map[string]apiKeyItem
+	m  map[string]memoKey
+}
+
+// memoKey is a key record as it was read, and its decoding.
+type memoKey struct {
+	record []byte
+	item   apiKeyItem
 }
 
 // get returns the key stored in b under id, reporting whether there is one.
@@ -31,35 +39,37 @@ func (km *keyMemo) get(b *bolt.Bucket, id []byte) (account.APIKey, bool, error) 
 	if v == nil {
 		return account.APIKey{}, false, nil
 	}
-	k, err := km.decode(v)
+	k, err := km.decode(id, v)
 	return k, err == nil, err
 }
 
-// decode returns the key that the record v holds. Its slices are the
-// caller's own: a caller that changes them changes no one else's key.
-func (km *keyMemo) decode(v []byte) (account.APIKey, error) {
+// decode returns the key that the record v, stored under id, holds. Its
+// slices are the caller's own: a caller that changes them changes no one
+// else's key.
+func (km *keyMemo) decode(id, v []byte) (account.APIKey, error) {
 	km.mu.RLock()
-	it, ok := km.m[string(v)]
+	e, ok := km.m[string(id)]
 	km.mu.RUnlock()
-	if !ok {
-		var err error
-		if it, err = decode[apiKeyItem](v); err != nil {
+	if !ok || !bytes.Equal(e.record, v) {
+		it, err := decode[apiKeyItem](v)
+		if err != nil {
 			return account.APIKey{}, err
 		}
+		e = memoKey{record: bytes.Clone(v), item: it} // a copy: v is valid only in its transaction
 		km.mu.Lock()
 		if km.m == nil {
-			km.m = map[string]apiKeyItem{}
+			km.m = map[string]memoKey{}
 		}
-		if len(km.m) >= keyMemoMax {
+		if _, ok := km.m[string(id)]; !ok && len(km.m) >= keyMemoMax {
 			for old := range km.m { // any one: the map's order is random
 				delete(km.m, old)
 				break
 			}
 		}
-		km.m[string(v)] = it // a copy: v is valid only in its transaction
+		km.m[string(id)] = e
 		km.mu.Unlock()
 	}
-	k := it.domain()
+	k := e.item.domain()
 	k.Hash, k.Scopes, k.Ancestors = slices.Clone(k.Hash), slices.Clone(k.Scopes), slices.Clone(k.Ancestors)
 	k.Metadata = maps.Clone(k.Metadata)
 	return k, nil
