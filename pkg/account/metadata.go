@@ -15,6 +15,15 @@ import (
 // same, no metadata.
 type Metadata map[string]string
 
+// OrNil is m, or nil when m is empty: the domain's one way of having no
+// metadata, however it was stored or sent.
+func (m Metadata) OrNil() Metadata {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
+
 // The bounds of Metadata. They keep an item's size, and what a client can
 // make the service store, small and predictable: the same bounds as
 // Stripe's metadata, which integrators know.

@@ -59,6 +59,25 @@ type OrganizationPatch struct {
 	UpdatedAt time.Time
 }
 
+// Apply returns o with the patch's fields set: what a store writes once
+// it has claimed the new external id. UpdatedAt is left to the store,
+// which orders it after the stored one (NextUpdatedAt).
+func (p OrganizationPatch) Apply(o Organization) Organization {
+	if p.Name != nil {
+		o.Name = *p.Name
+	}
+	if p.Plan != nil {
+		o.Plan = *p.Plan
+	}
+	if p.ExternalID != nil {
+		o.ExternalID = *p.ExternalID
+	}
+	if p.Metadata != nil {
+		o.Metadata = p.Metadata.OrNil()
+	}
+	return o
+}
+
 // UserPatch is a change to a user, applied as OrganizationPatch is.
 type UserPatch struct {
 	Name *string
@@ -72,6 +91,27 @@ type UserPatch struct {
 	Metadata   *Metadata
 	// UpdatedAt is always written.
 	UpdatedAt time.Time
+}
+
+// Apply returns u with the patch's fields set, as OrganizationPatch.Apply
+// does.
+func (p UserPatch) Apply(u User) User {
+	if p.Name != nil {
+		u.Name = *p.Name
+	}
+	if p.Role != nil {
+		u.Role = *p.Role
+	}
+	if p.Email != nil {
+		u.Email = *p.Email
+	}
+	if p.ExternalID != nil {
+		u.ExternalID = *p.ExternalID
+	}
+	if p.Metadata != nil {
+		u.Metadata = p.Metadata.OrNil()
+	}
+	return u
 }
 
 // APIKeyPatch is a change to an API key that a store applies to the stored

@@ -27,7 +27,7 @@ func toUserItem(u account.User) userItem { return userItem(u) }
 
 func (it userItem) domain() account.User {
 	u := account.User(it)
-	u.Metadata = metadata(u.Metadata)
+	u.Metadata = u.Metadata.OrNil()
 	return u
 }
 
@@ -46,16 +46,8 @@ func toOrgItem(o account.Organization) orgItem { return orgItem(o) }
 
 func (it orgItem) domain() account.Organization {
 	o := account.Organization(it)
-	o.Metadata = metadata(o.Metadata)
+	o.Metadata = o.Metadata.OrNil()
 	return o
-}
-
-// metadata is nil for none, as the domain has it, however it was stored.
-func metadata(m account.Metadata) account.Metadata {
-	if len(m) == 0 {
-		return nil
-	}
-	return m
 }
 
 type memberItem struct {

@@ -55,26 +55,16 @@ func (s *Store) UpdateOrganization(ctx context.Context, id string, p account.Org
 		if err != nil || !ok {
 			return orNotFound(err, account.ErrOrganizationNotFound())
 		}
-		if p.Name != nil {
-			it.Name = *p.Name
-		}
-		if p.Plan != nil {
-			it.Plan = *p.Plan
-		}
 		if p.ExternalID != nil {
 			if err := orgExtIDGuard.move(tx, it.ExternalID, *p.ExternalID, id); err != nil {
 				return err
 			}
-			it.ExternalID = *p.ExternalID
 		}
-		if p.Metadata != nil {
-			it.Metadata = *p.Metadata
-		}
-		it.UpdatedAt = account.NextUpdatedAt(p.UpdatedAt, it.UpdatedAt)
-		if err := put(orgs, []byte(id), it); err != nil {
+		o = p.Apply(it.domain())
+		o.UpdatedAt = account.NextUpdatedAt(p.UpdatedAt, it.UpdatedAt)
+		if err := put(orgs, []byte(id), toOrgItem(o)); err != nil {
 			return err
 		}
-		o = it.domain()
 		return ev.emit(tx, account.EventOrganizationUpdated, o)
 	})
 	if err != nil {

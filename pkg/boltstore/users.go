@@ -70,28 +70,17 @@ func (s *Store) UpdateUser(ctx context.Context, id string, p account.UserPatch) 
 			if err := emailGuard.move(tx, it.Email, *p.Email, id); err != nil {
 				return err
 			}
-			it.Email = *p.Email
 		}
 		if p.ExternalID != nil {
 			if err := userExtIDGuard.move(tx, it.ExternalID, *p.ExternalID, id); err != nil {
 				return err
 			}
-			it.ExternalID = *p.ExternalID
 		}
-		if p.Name != nil {
-			it.Name = *p.Name
-		}
-		if p.Role != nil {
-			it.Role = *p.Role
-		}
-		if p.Metadata != nil {
-			it.Metadata = *p.Metadata
-		}
-		it.UpdatedAt = account.NextUpdatedAt(p.UpdatedAt, it.UpdatedAt)
-		if err := put(users, []byte(id), it); err != nil {
+		u = p.Apply(it.domain())
+		u.UpdatedAt = account.NextUpdatedAt(p.UpdatedAt, it.UpdatedAt)
+		if err := put(users, []byte(id), toUserItem(u)); err != nil {
 			return err
 		}
-		u = it.domain()
 		return ev.emit(tx, account.EventUserUpdated, u)
 	})
 	if err != nil {

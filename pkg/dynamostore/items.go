@@ -52,19 +52,10 @@ func (it userItem) user() account.User {
 		Name:       it.Name,
 		Role:       it.Role,
 		ExternalID: it.ExternalID,
-		Metadata:   metadata(it.Metadata),
+		Metadata:   account.Metadata(it.Metadata).OrNil(),
 		CreatedAt:  it.CreatedAt,
 		UpdatedAt:  it.UpdatedAt,
 	}
-}
-
-// metadata converts a stored map: nil when there is none, as the domain
-// has it.
-func metadata(m map[string]string) account.Metadata {
-	if len(m) == 0 {
-		return nil
-	}
-	return m
 }
 
 // guardItem claims a unique value (an e-mail or a slug) for its owner.
@@ -111,7 +102,7 @@ func (it orgItem) organization() account.Organization {
 		Slug:       it.Slug,
 		Plan:       it.Plan,
 		ExternalID: it.ExternalID,
-		Metadata:   metadata(it.Metadata),
+		Metadata:   account.Metadata(it.Metadata).OrNil(),
 		CreatedAt:  it.CreatedAt,
 		UpdatedAt:  it.UpdatedAt,
 	}

@@ -73,20 +73,8 @@ func (s *Store) UpdateOrganization(ctx context.Context, id string, p account.Org
 	}
 	// As in UpdateUser: with events, every update reads first.
 	patched := func() account.Organization {
-		o := it.organization()
+		o := p.Apply(it.organization())
 		o.UpdatedAt = stamp()
-		if p.Name != nil {
-			o.Name = *p.Name
-		}
-		if p.Plan != nil {
-			o.Plan = *p.Plan
-		}
-		if p.ExternalID != nil {
-			o.ExternalID = *p.ExternalID
-		}
-		if p.Metadata != nil {
-			o.Metadata = metadata(*p.Metadata)
-		}
 		return o
 	}
 	err := s.updateClaiming(ctx, orgKey(id), id, &it, upd, func() []move {

@@ -75,23 +75,8 @@ func (s *Store) UpdateUser(ctx context.Context, id string, p account.UserPatch) 
 	}
 	// The user as the patch leaves it, from the item as read.
 	patched := func() account.User {
-		u := it.user()
+		u := p.Apply(it.user())
 		u.UpdatedAt = stamp()
-		if p.Name != nil {
-			u.Name = *p.Name
-		}
-		if p.Role != nil {
-			u.Role = *p.Role
-		}
-		if p.Email != nil {
-			u.Email = *p.Email
-		}
-		if p.ExternalID != nil {
-			u.ExternalID = *p.ExternalID
-		}
-		if p.Metadata != nil {
-			u.Metadata = metadata(*p.Metadata)
-		}
 		return u
 	}
 	// With events, every update reads the user first (updateClaiming), so
