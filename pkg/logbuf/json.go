@@ -207,16 +207,27 @@ func appendMillis(b []byte, us int64) []byte {
 		return appendFloat(b, float64(us)/1000)
 	}
 	b = strconv.AppendInt(b, us/1000, 10)
-	frac := us % 1000
-	if frac == 0 {
+	return appendFraction(b, us%1000, 3)
+}
+
+// appendFraction appends a point and n as a fraction of width digits, its
+// trailing zeros trimmed, or nothing when n is 0: "123" of width 9 is
+// ".000000123", 120 of width 3 is ".12". n must be below 10^width, width
+// at most 9.
+func appendFraction(b []byte, n int64, width int) []byte {
+	if n == 0 {
 		return b
 	}
-	digits := [4]byte{'.', byte('0' + frac/100), byte('0' + frac/10%10), byte('0' + frac%10)}
-	n := len(digits)
-	for digits[n-1] == '0' {
-		n--
+	digits := [10]byte{'.'}
+	for i := width; i > 0; i-- {
+		digits[i] = byte('0' + n%10)
+		n /= 10
 	}
-	return append(b, digits[:n]...)
+	end := width + 1
+	for digits[end-1] == '0' {
+		end--
+	}
+	return append(b, digits[:end]...)
 }
 
 // second is the text of one second of one location, as RFC3339Nano
@@ -242,18 +253,7 @@ func appendTime(b []byte, t time.Time) []byte {
 		lastSecond.Store(s)
 	}
 	b = append(b, s.date...)
-	if ns := t.Nanosecond(); ns != 0 { // .999999999: up to nine digits, trailing zeros trimmed
-		frac := [10]byte{'.'}
-		for i := 9; i > 0; i-- {
-			frac[i] = byte('0' + ns%10)
-			ns /= 10
-		}
-		n := len(frac)
-		for frac[n-1] == '0' {
-			n--
-		}
-		b = append(b, frac[:n]...)
-	}
+	b = appendFraction(b, int64(t.Nanosecond()), 9) // .999999999
 	return append(b, s.zone...)
 }
 
