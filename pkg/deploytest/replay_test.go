@@ -54,6 +54,9 @@ func TestReplay(t *testing.T) {
 			if res.StatusCode != e.Status {
 				t.Fatalf("status: got %d, want %d\n%s", res.StatusCode, e.Status, body)
 			}
+			if e.Field != "" {
+				checkField(t, body, e.Field)
+			}
 			header := responseHeader(res)
 			if got, want := header.Get("X-Request-Id"), ev.RequestContext.RequestID; got != want {
 				t.Errorf("X-Request-Id: got %q, want API Gateway's %q", got, want)
@@ -69,6 +72,26 @@ func TestReplay(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkField fails unless body is a problem that names field among its
+// errors.
+func checkField(t *testing.T, body []byte, field string) {
+	t.Helper()
+	var p struct {
+		Errors []struct {
+			Field string `json:"field"`
+		} `json:"errors"`
+	}
+	if err := json.Unmarshal(body, &p); err != nil {
+		t.Fatalf("the problem: %v\n%s", err, body)
+	}
+	for _, e := range p.Errors {
+		if e.Field == field {
+			return
+		}
+	}
+	t.Errorf("the problem names no field %q: %s", field, body)
 }
 
 // checkRetry sends ev again, as a client that lost the answer first does,

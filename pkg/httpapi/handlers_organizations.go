@@ -32,11 +32,8 @@ type memberPatch struct {
 }
 
 func (s *server) listOrganizations(w http.ResponseWriter, r *http.Request, p account.Principal) error {
-	f, err := filters(r.URL.Query(), "slug", "external_id")
-	if err != nil {
-		return err
-	}
-	l, err := s.svc.ListOrganizations(r.Context(), p, account.OrganizationQuery{PageRequest: pageRequest(r), Slug: f[0], ExternalID: f[1]})
+	q := r.URL.Query()
+	l, err := s.svc.ListOrganizations(r.Context(), p, account.OrganizationQuery{PageRequest: pageRequest(r), Slug: q.Get("slug"), ExternalID: q.Get("external_id")})
 	if err != nil {
 		return err
 	}

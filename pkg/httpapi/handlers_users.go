@@ -34,11 +34,8 @@ type userPatch struct {
 }
 
 func (s *server) listUsers(w http.ResponseWriter, r *http.Request, p account.Principal) error {
-	f, err := filters(r.URL.Query(), "email", "external_id")
-	if err != nil {
-		return err
-	}
-	l, err := s.svc.ListUsers(r.Context(), p, account.UserQuery{PageRequest: pageRequest(r), Email: f[0], ExternalID: f[1]})
+	q := r.URL.Query()
+	l, err := s.svc.ListUsers(r.Context(), p, account.UserQuery{PageRequest: pageRequest(r), Email: q.Get("email"), ExternalID: q.Get("external_id")})
 	if err != nil {
 		return err
 	}

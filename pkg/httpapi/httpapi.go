@@ -385,9 +385,13 @@ func bearer(r *http.Request) (string, bool) {
 var errLongQuery = account.Errorf(account.CodeInvalidRequest, "the query string is longer than %d bytes, which no request of this API needs", MaxQueryBytes)
 
 // checkQuery refuses a query string with a parameter the route does not
-// take, with one of its parameters twice, or with anything url.ParseQuery
-// would drop without a word (a bad escape, a semicolon, a value without a
-// name). Every parameter at fault is named.
+// take, with one of its parameters twice or empty, or with anything
+// url.ParseQuery would drop without a word (a bad escape, a semicolon, a
+// value without a name). Every parameter at fault is named. An empty
+// parameter (?limit=, ?types=, ?owner_id) is not one left out: the
+// handlers read both as "", which would answer a lookup of nothing with
+// the whole list, and a client that sends an unset variable must learn
+// that it did.
 func checkQuery(raw string, takes []string) error {
 	if raw == "" {
 		return nil
@@ -422,6 +426,9 @@ func checkQuery(raw string, takes []string) error {
 		case seen[name]:
 			fields = append(fields, account.FieldError{Field: name, Message: "appears more than once"})
 			reported[name] = true
+		case value == "":
+			fields = append(fields, account.FieldError{Field: name, Message: "must not be empty; leave the parameter out instead"})
+			reported[name] = true
 		}
 		seen[name] = true
 	}
@@ -429,26 +436,6 @@ func checkQuery(raw string, takes []string) error {
 		return &account.Error{Code: account.CodeInvalidRequest, Message: "the query string is invalid", Fields: fields}
 	}
 	return nil
-}
-
-// filters returns the values of a list's lookup and filter parameters
-// (names), "" for one left out, and refuses one given empty: the service
-// reads "" as "no filter", so "?external_id=" would be answered with the
-// whole list, and a client whose variable was unset would take the newest
-// user for the one it looked up. Every parameter given empty is named.
-func filters(q url.Values, names ...string) ([]string, error) {
-	values := make([]string, len(names))
-	var fields []account.FieldError
-	for i, name := range names {
-		values[i] = q.Get(name)
-		if q.Has(name) && values[i] == "" {
-			fields = append(fields, account.FieldError{Field: name, Message: "must not be empty; leave the parameter out to list them all"})
-		}
-	}
-	if len(fields) > 0 {
-		return nil, &account.Error{Code: account.CodeInvalidRequest, Message: "the query string is invalid", Fields: fields}
-	}
-	return values, nil
 }
 
 // dispatch answers 404 for a path that is not in canonical form, before
