@@ -28,7 +28,7 @@ import (
 // MaxHeaderBytes is the http.Server.MaxHeaderBytes for a server of this
 // API: the bytes of request line and headers it reads before answering 431.
 // The largest legitimate request carries an access token with the most and
-// longest scopes, ancestors, audience and owner id (7.5 KB) and a query
+// longest scopes, ancestors, audience, owner id and issuer (7.7 KB) and a query
 // string of up to 3.6 KiB (MaxQueryBytes); API Gateway, in front of the
 // Lambda functions, refuses more than 10240 bytes of request line and
 // header values. 16 KiB holds that with room for header names and what a
