@@ -48,7 +48,9 @@ const MaxPathBytes = 1 << 10
 // (an owner id of 256 four-byte characters, every byte percent-encoded, 3
 // KiB) with a page limit and a 512-byte cursor, is under 3.6 KiB. A longer
 // one is 400 invalid_request, after authorization as every query error
-// is, before it is parsed.
+// is, before it is parsed. openapi.yaml states it as x-max-query-bytes.
+// API Gateway lets through 10240 bytes of request line and headers, so the
+// limit is this one behind it too.
 const MaxQueryBytes = 4 << 10
 
 // Config holds what the handlers depend on.
