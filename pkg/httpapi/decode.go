@@ -67,9 +67,10 @@ func checkContentType(contentType string) error {
 // case-insensitively and lets a repeated key win silently; a first pass over
 // the object's keys refuses both, so that only the documented spelling of
 // each field, once, gets through. The same pass refuses a string field
-// given as "": the service reads "" as a field left out (the default
-// lifetime, no organization, no owner), so a client that sends an unset
-// variable would get what it never asked for.
+// given as "", and null for a field that does not take it: the service
+// reads both as a field left out (the default lifetime, no organization,
+// no owner), so a client that sends an unset variable would get what it
+// never asked for.
 func decodeJSON(body []byte, dst any) error {
 	if body = bytes.TrimSpace(body); len(body) == 0 {
 		return badBody("", "the request body is empty; send a JSON object")
@@ -90,7 +91,8 @@ func decodeJSON(body []byte, dst any) error {
 }
 
 // checkKeys walks the top-level object: valid JSON, known keys spelled
-// exactly, none repeated, no string field empty, nothing after it.
+// exactly, none repeated, no string field empty, null only where the
+// field takes it, nothing after it.
 func checkKeys(body []byte, known map[string]reflect.Type) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if _, err := dec.Token(); err != nil { // the opening brace
@@ -115,9 +117,17 @@ func checkKeys(body []byte, known map[string]reflect.Type) error {
 		if err := dec.Decode(&value); err != nil {
 			return decodeError(err)
 		}
-		if string(value) == `""` {
+		switch string(value) {
+		case `""`:
 			if msg := emptyString(typ); msg != "" {
 				return badBody(key, msg)
+			}
+		case "null":
+			// encoding/json leaves the field as it is for null, as if
+			// it were left out; only a field whose type reads null
+			// itself (nullableString, metadataField) takes it.
+			if !reflect.PointerTo(typ).Implements(unmarshalerType) {
+				return badBody(key, "must not be null; leave the field out instead")
 			}
 		}
 	}
@@ -293,7 +303,10 @@ func fieldNames(dst any) map[string]reflect.Type {
 	return names
 }
 
-var nullableStringType = reflect.TypeFor[nullableString]()
+var (
+	nullableStringType = reflect.TypeFor[nullableString]()
+	unmarshalerType    = reflect.TypeFor[json.Unmarshaler]()
+)
 
 // emptyString is the problem with "" as the value of a field of type t, or
 // "" for a field that is not a string, whose decoder names the wrong type.
@@ -303,7 +316,7 @@ var nullableStringType = reflect.TypeFor[nullableString]()
 func emptyString(t reflect.Type) string {
 	switch {
 	case t == nullableStringType:
-		return "must not be empty; send null to remove it"
+		return "must not be empty; send null for none"
 	case t.Kind() == reflect.String || (t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.String):
 		return "must not be empty; leave the field out instead"
 	}

@@ -26,9 +26,10 @@ import (
 // Every query parameter of every route, sent empty (?limit=, ?types=) or
 // bare (?owner_id), and every string field of every JSON body, sent as "",
 // is 400 invalid_request naming it, and changes nothing; openapi.yaml
-// allows neither. The service reads "" as "left out": the default
-// lifetime, no organization, no filter, the first page. A new route or
-// field is covered by being in the table or the document.
+// allows neither. So is null for every field whose schema does not allow
+// it. The service reads "" (and encoding/json null) as "left out": the
+// default lifetime, no organization, no filter, the first page. A new
+// route or field is covered by being in the table or the document.
 func TestEmptyIsNotAbsent(t *testing.T) {
 	a := newAPI(t)
 	admin := a.AdminKey
@@ -76,6 +77,17 @@ func TestEmptyIsNotAbsent(t *testing.T) {
 			if prop.VisitJSON("") == nil {
 				t.Errorf("%s %s: openapi.yaml lets %s be \"\"", r.Method, r.Path, field)
 			}
+		}
+		// null is no more a field left out than "" is, but where the
+		// document says it removes a value (external_id, metadata).
+		for field, ref := range schema.Properties {
+			if ref.Value.VisitJSON(nil) == nil {
+				continue
+			}
+			t.Run(r.Method+" "+r.Path+" "+field+"=null", func(t *testing.T) {
+				p := wantProblem(t, a.do(r.Method, routePath(r, ids), admin, map[string]any{field: nil}), http.StatusBadRequest, "invalid_request")
+				wantField(t, p, field)
+			})
 		}
 	}
 	// Nothing was changed or deleted.
