@@ -127,7 +127,7 @@ func checkKeys(body []byte, known map[string]reflect.Type) error {
 			// it were left out; only a field whose type reads null
 			// itself (nullableString, metadataField) takes it.
 			if !reflect.PointerTo(typ).Implements(unmarshalerType) {
-				return badBody(key, "must not be null; leave the field out instead")
+				return badBody(key, "must not be null")
 			}
 		}
 	}
@@ -312,13 +312,14 @@ var (
 // "" for a field that is not a string, whose decoder names the wrong type.
 // No string field of a request takes "": a field left out, or null where
 // the field takes it, says "none" or "the default"; "" says nothing a client
-// can have meant for sure.
+// can have meant for sure. The message gives no advice: the decoder does
+// not know whether the field is required.
 func emptyString(t reflect.Type) string {
 	switch {
 	case t == nullableStringType:
 		return "must not be empty; send null for none"
 	case t.Kind() == reflect.String || (t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.String):
-		return "must not be empty; leave the field out instead"
+		return "must not be empty"
 	}
 	return ""
 }
