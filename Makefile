@@ -33,9 +33,12 @@ sam-local:
 	scripts/sam-local.sh
 
 # The fast loop: needs Go, git and make, nothing else. Tests that need
-# DynamoDB Local, moto_server or cfn-lint skip, each with a one-line reason
+# DynamoDB Local, moto_server, cfn-lint or Node.js skip, each with a one-line reason
 # (go test -v shows it), unless their endpoints are already set; make test
 # runs them all, and is what CI runs.
+# Where scripts/node-tools.sh installs the Node.js tools (a test points it
+# elsewhere).
+NODE_TOOLS ?= tools/node_modules
 check: lint-go
 	$(GO) test ./...
 	@skipped=(); \
@@ -44,6 +47,7 @@ check: lint-go
 	[[ -n "$${LATCHKEY_TEST_SECRETSMANAGER_ENDPOINT:-}" ]] || skipped+=("moto_server (LATCHKEY_TEST_SECRETSMANAGER_ENDPOINT unset)"); \
 	[[ -n "$${LATCHKEY_TEST_MOTO_ENDPOINT:-}" ]] || skipped+=("moto_server's EventBridge and SQS (LATCHKEY_TEST_MOTO_ENDPOINT unset)"); \
 	command -v cfn-lint >/dev/null || skipped+=("cfn-lint (not on PATH)"); \
+	{ command -v node && test -f $(NODE_TOOLS)/jose/package.json; } >/dev/null || skipped+=("Node.js and jose (scripts/node-tools.sh installs jose into tools/node_modules)"); \
 	if (( $${#skipped[@]} )); then \
 	  echo "make check: OK. Skipped, the tests that need:"; printf '  - %s\n' "$${skipped[@]}"; \
 	  echo "go test -v ./... | grep -B1 -- '--- SKIP' says which and why; make test runs them all."; \
