@@ -124,12 +124,17 @@ func TestClient_GoOAuth2(t *testing.T) {
 				AuthStyle:      tc.style,
 				EndpointParams: url.Values{"audience": {"https://orders.example.com"}},
 			}
+			// The client sets Expiry from expires_in when the answer comes:
+			// an hour (in whole seconds) after a moment between these two.
+			before := time.Now()
 			tok, err := cfg.Token(ctx)
 			if err != nil {
 				t.Fatalf("Token: %v", err)
 			}
-			if tok.TokenType != "Bearer" || tok.Extra("scope") != tc.wantScope || time.Until(tok.Expiry) < 59*time.Minute || time.Until(tok.Expiry) > time.Hour {
-				t.Errorf("token: type %q, scope %v, expires in %v; want Bearer, %q, 1 h", tok.TokenType, tok.Extra("scope"), time.Until(tok.Expiry), tc.wantScope)
+			after := time.Now()
+			if tok.TokenType != "Bearer" || tok.Extra("scope") != tc.wantScope ||
+				tok.Expiry.Before(before.Add(time.Hour-time.Second)) || tok.Expiry.After(after.Add(time.Hour)) {
+				t.Errorf("token: type %q, scope %v, expires at %v (asked at %v); want Bearer, %q, 1 h", tok.TokenType, tok.Extra("scope"), tok.Expiry, before, tc.wantScope)
 			}
 			// Every request through the client's transport carries the token.
 			client := cfg.Client(ctx)
