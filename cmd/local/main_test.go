@@ -507,6 +507,25 @@ func TestServer_PortTaken(t *testing.T) {
 	}
 }
 
+// TestServer_DataDirInUse: a second server on the data directory of a
+// running one stops (status 1), saying that another instance holds the
+// store's file, and prints no admin key; the first one serves on.
+func TestServer_DataDirInUse(t *testing.T) {
+	dataDir := filepath.Join(t.TempDir(), "data")
+	admin := "lk_test_" + strings.Repeat("u", 40)
+	first := start(t, dataDir, "ADMIN_API_KEY="+admin)
+	stdout, stderr, err := runToExit(t, exec.Command(binary), dataDir, "ADMIN_API_KEY="+admin)
+	if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 1 {
+		t.Fatalf("exit: got %v, want status 1\n%s", err, stderr)
+	}
+	if want := "another instance of the server holds " + filepath.Join(dataDir, "latchkey.db"); !strings.Contains(stderr, want) || stdout != "" {
+		t.Fatalf("stdout %q, log:\n%s\nwant no output and a line saying %q", stdout, stderr, want)
+	}
+	if status, _ := first.call(t, "GET", "/v1/users", admin, ""); status != http.StatusOK {
+		t.Fatalf("the first server: GET /v1/users got %d, want 200", status)
+	}
+}
+
 // TestServer_AdminKeyNotShown: a first start that stores its generated key
 // but dies printing it (here stdout is a pipe nobody reads: SIGPIPE) leaves
 // the next start to replace that key and print the new one, which works;
