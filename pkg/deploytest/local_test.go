@@ -186,7 +186,9 @@ func TestSamLocal_MotoOnLoopback(t *testing.T) {
 	}
 	cmd := exec.Command("scripts/moto.sh", "sh", "-c", `echo "$LATCHKEY_TEST_SECRETSMANAGER_ENDPOINT"; cat /proc/net/tcp /proc/net/tcp6 2>/dev/null`)
 	cmd.Dir = "../.."
-	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "MOTO_HOST=") || strings.HasPrefix(kv, "MOTO_PORT=") }), "MOTO_HOST="+host())
+	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "MOTO_HOST=") || strings.HasPrefix(kv, "MOTO_PORT=")
+	}), "MOTO_HOST="+host())
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("scripts/moto.sh: %v", err)
