@@ -357,3 +357,22 @@ func readSamconfig(t *testing.T, name string) map[string]map[string]string {
 	}
 	return out
 }
+
+// TestDocs_CountsFromTemplate: the numbers docs/cost.md states about the
+// template are counted from it, not trusted: the routes (the detailed
+// metrics line) and the alarms (the fixed cost line).
+func TestDocs_CountsFromTemplate(t *testing.T) {
+	tpl := loadTemplate(t)
+	routes := len(tpl.functionEvents(t))
+	alarms := len(tpl.alarms(t))
+	b, err := os.ReadFile("../../docs/cost.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	for _, want := range []string{fmt.Sprintf("if all %d routes are", routes), fmt.Sprintf("| %d alarms watching", alarms)} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("docs/cost.md does not say %q (counted from template.yaml)", want)
+		}
+	}
+}
