@@ -157,6 +157,9 @@ invoke:
 lint-template:
 	@command -v cfn-lint >/dev/null 2>&1 || { echo "cfn-lint is missing; install it with: pip install cfn-lint" >&2; exit 1; }
 	cfn-lint template.yaml examples/protected-api/template.yaml
+	@# And what CloudFormation receives: the SAM transform applied offline.
+	mkdir -p bin && scripts/sam-transform.py template.yaml > bin/template.transformed.json
+	cfn-lint bin/template.transformed.json
 
 # The built functions (host architecture) against a fake Lambda Runtime
 # API, DynamoDB Local and moto_server: process start to first response of

@@ -5,7 +5,8 @@
 #
 #   scripts/moto.sh CMD [ARGS...]  start it, run CMD with
 #       LATCHKEY_TEST_SECRETSMANAGER_ENDPOINT and LATCHKEY_TEST_MOTO_ENDPOINT
-#       (the same URL, http://127.0.0.1:PORT; the second for every other
+#       (the same URL, http://127.0.0.1:PORT, or MOTO_HOST's address when
+#       it names one; the second for every other
 #       service: EventBridge, SQS) exported,
 #       stop it (also when CMD fails or the script is interrupted), and exit
 #       with CMD's status. PORT is a free one, or MOTO_PORT if set; it listens
@@ -23,7 +24,11 @@ command -v moto_server >/dev/null 2>&1 ||
 	die "moto_server is required to test the Secrets Manager code and the event publisher; install it with: pip install 'moto[server]'"
 
 port="${MOTO_PORT:-$(free_port)}"
-endpoint="http://127.0.0.1:$port"
+# Reached where it listens: a specific address (MOTO_HOST, e.g. the Docker
+# bridge's), or loopback when it listens on loopback or everywhere.
+reach="${MOTO_HOST:-127.0.0.1}"
+[[ "$reach" == 0.0.0.0 ]] && reach=127.0.0.1
+endpoint="http://$reach:$port"
 service_start moto_server -H "${MOTO_HOST:-127.0.0.1}" -p "$port"
 # moto answers GET /moto-api/ once it is serving.
 service_wait "$endpoint" curl -fs -o /dev/null "$endpoint/moto-api/"

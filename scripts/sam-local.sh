@@ -7,11 +7,23 @@
 #
 # The functions run in Docker containers and reach the host as
 # host.docker.internal (Docker Desktop names it; on Linux the printed
-# command's --add-host maps it to the bridge gateway), so the services
-# listen on every interface, as DynamoDB Local always does: set
-# MOTO_HOST=127.0.0.1 to keep moto on loopback (enough for Docker Desktop).
+# command's --add-host maps it to the bridge gateway). moto holds the local
+# admin key, so it listens on loopback unless asked otherwise, which is
+# enough for Docker Desktop. On Linux, where the containers come in through
+# the bridge, give it the bridge's address, reachable from this host and its
+# containers only: MOTO_HOST=$(ip -4 -br addr show docker0 | awk '{print
+# $3}' | cut -d/ -f1) make sam-local; MOTO_HOST=0.0.0.0 shows the admin key
+# to the whole network. DynamoDB Local listens on every interface whatever
+# is asked (it holds hashes of keys, never a key).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+# moto_host is the address moto listens on: MOTO_HOST if set, else loopback.
+moto_host() { echo "${MOTO_HOST:-127.0.0.1}"; }
+if [[ "${1:-}" == "--moto-host" ]]; then
+	moto_host
+	exit 0
+fi
 
 if [[ "${1:-}" == "--prepare-and-wait" ]]; then
 	# Inside scripts/dynamodb-local.sh and scripts/moto.sh, which stop the
@@ -31,5 +43,8 @@ for port in "$dynamodb_port" "$moto_port"; do
 		die "port $port (local/env.json) is in use; stop what listens there, or change the port in local/env.json"
 	fi
 done
-DYNAMODB_PORT="$dynamodb_port" MOTO_PORT="$moto_port" MOTO_HOST="${MOTO_HOST:-0.0.0.0}" \
+if [[ "$(moto_host)" == 127.0.0.1 && "$(uname -s)" == Linux && -z "${MOTO_HOST:-}" ]]; then
+	echo "sam-local: moto listens on 127.0.0.1; with Docker on Linux the functions cannot reach it: see the top of $0 for MOTO_HOST" >&2
+fi
+DYNAMODB_PORT="$dynamodb_port" MOTO_PORT="$moto_port" MOTO_HOST="$(moto_host)" \
 	exec scripts/dynamodb-local.sh scripts/moto.sh "$0" --prepare-and-wait

@@ -251,7 +251,13 @@ func testAuthorizerTemplate(t *testing.T, tpl template) {
 func TestExample_ProtectedAPI(t *testing.T) {
 	latchkey := loadTemplate(t)
 	ex := loadTemplateFile(t, "../../examples/protected-api/template.yaml")
-	export, _ := path(map[string]any(latchkey), "Outputs", "AuthorizerFunctionArn", "Export", "Name", "Fn::Sub").(string)
+	// The alias, which a gradual deployment moves, not the function, whose
+	// unqualified ARN runs $LATEST the moment it is deployed.
+	out := path(map[string]any(latchkey), "Outputs", "AuthorizerAliasArn")
+	if got := refOf(path(out, "Value")); got != "AuthorizerFunction.Alias" {
+		t.Errorf("output AuthorizerAliasArn is !Ref %q, want !Ref AuthorizerFunction.Alias", got)
+	}
+	export, _ := path(out, "Export", "Name", "Fn::Sub").(string)
 	imported := func(v any) string {
 		s, _ := path(v, "Fn::ImportValue", "Fn::Sub").(string)
 		return strings.ReplaceAll(s, "${LatchkeyStackName}", "${AWS::StackName}")

@@ -89,6 +89,8 @@ func TestBinary_InitFailure(t *testing.T) {
 type live struct {
 	sm    *secretsmanager.Client
 	store *dynamostore.Store
+	db    *dynamodb.Client
+	table string
 	// arns of the admin, signing and cursor secrets, by environment variable.
 	arns map[string]string
 	base []string // what every function gets
@@ -118,6 +120,7 @@ func newLiveAt(tb testing.TB, dynamoURL string, db *dynamodb.Client, seed bool) 
 	creds := credentials.NewStaticCredentialsProvider("local", "local", "")
 	l := &live{sm: secretsmanager.New(secretsmanager.Options{Region: "us-east-1", BaseEndpoint: aws.String(smURL), Credentials: creds})}
 	name := dynamotest.NewTable(tb, db)
+	l.db, l.table = db, name
 	l.store = dynamostore.New(db, name, dynamostore.WithTimeout(dynamotest.Timeout))
 	if seed {
 		if err := replay.Seed(ctx, l.store); err != nil {
@@ -226,20 +229,21 @@ func (rt *runtimeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // lambdaProcess is a built function running as Lambda runs it, behind a
 // fake Runtime API, one invocation at a time.
 type lambdaProcess struct {
-	tb     testing.TB
-	rt     *runtimeAPI
-	cmd    *exec.Cmd
-	logs   *httpapitest.SyncBuffer
-	start  time.Time
-	exited chan error
-	stop   func() int64 // kills the process; its peak RSS in KiB
+	tb      testing.TB
+	rt      *runtimeAPI
+	cmd     *exec.Cmd
+	logs    *httpapitest.SyncBuffer
+	start   time.Time
+	exited  chan struct{} // closed when the process has exited, with exitErr set
+	exitErr error
+	stop    func() int64 // kills the process; its peak RSS in KiB
 }
 
 // startLambda starts bin with env and the address of a fake Runtime API;
 // the process is killed at the end of the test if not before.
 func startLambda(tb testing.TB, bin string, env []string) *lambdaProcess {
 	tb.Helper()
-	p := &lambdaProcess{tb: tb, rt: &runtimeAPI{next: make(chan []byte), done: make(chan result, 1)}, logs: &httpapitest.SyncBuffer{}, exited: make(chan error, 1)}
+	p := &lambdaProcess{tb: tb, rt: &runtimeAPI{next: make(chan []byte), done: make(chan result, 1)}, logs: &httpapitest.SyncBuffer{}, exited: make(chan struct{})}
 	srv := httptest.NewServer(p.rt)
 	p.cmd = exec.Command(bin)
 	p.cmd.Env = append(slices.Clone(env), "AWS_LAMBDA_RUNTIME_API="+strings.TrimPrefix(srv.URL, "http://"))
@@ -254,7 +258,7 @@ func startLambda(tb testing.TB, bin string, env []string) *lambdaProcess {
 	if err := p.cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}
-	go func() { logDone.Wait(); p.exited <- p.cmd.Wait() }()
+	go func() { logDone.Wait(); p.exitErr = p.cmd.Wait(); close(p.exited) }()
 	p.stop = sync.OnceValue(func() int64 {
 		p.cmd.Process.Kill()
 		<-p.exited
@@ -276,16 +280,16 @@ func (p *lambdaProcess) invoke(event []byte) []byte {
 	timeout := time.After(60 * time.Second)
 	select {
 	case p.rt.next <- event:
-	case err := <-p.exited:
-		p.tb.Fatalf("the function exited before taking the event: %v\n%s", err, p.logs.String())
+	case <-p.exited:
+		p.tb.Fatalf("the function exited before taking the event: %v\n%s", p.exitErr, p.logs.String())
 	case <-timeout:
 		p.tb.Fatalf("the function asked for no event within 60 s\n%s", p.logs.String())
 	}
 	var res result
 	select {
 	case res = <-p.rt.done:
-	case err := <-p.exited:
-		p.tb.Fatalf("the function exited before responding: %v\n%s", err, p.logs.String())
+	case <-p.exited:
+		p.tb.Fatalf("the function exited before responding: %v\n%s", p.exitErr, p.logs.String())
 	case <-timeout:
 		p.tb.Fatalf("no response within 60 s\n%s", p.logs.String())
 	}
@@ -755,5 +759,41 @@ func TestBinary_Bootstrap(t *testing.T) {
 	}
 	if got := usersStatus(t, usersBin, l, again); got != http.StatusOK {
 		t.Fatalf("users with the admin key after Delete: got %d, want 200 (the table outlives the stack)", got)
+	}
+}
+
+// TestBinary_CustomResourceFailures runs the built auth function, as
+// CloudFormation reaches it, in the states a stack can leave it in: its
+// signing key secret deleted, then its table too. It does not exit at the
+// failed init; it answers every custom resource request (events/
+// cloudformation/) at the pre-signed URL: Create and Update FAILED, with a
+// reason naming the secret that CloudFormation shows in the stack's events,
+// and Delete SUCCESS, so that a stack delete completes. Before, the process
+// exited at init and no request was ever answered.
+func TestBinary_CustomResourceFailures(t *testing.T) {
+	l := newLive(t, false)
+	rs := newResponseServer(t)
+	if _, err := l.sm.DeleteSecret(context.Background(), &secretsmanager.DeleteSecretInput{
+		SecretId: aws.String(l.arns[lambdaapp.EnvSigningKeySecret]), ForceDeleteWithoutRecovery: aws.Bool(true),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	auth := startLambda(t, buildFunction(t, lambdaapp.Auth), l.env(lambdaapp.Auth))
+	for _, name := range []string{"bootstrap-create.json", "issuer-create.json", "bootstrap-update.json", "issuer-update.json"} {
+		ev, raw := customResourceEvent(t, rs, name)
+		res := sendCustomResource(t, auth, rs, ev, raw)
+		if res.Status != cfn.StatusFailed || !strings.Contains(res.Reason, l.arns[lambdaapp.EnvSigningKeySecret]) || res.PhysicalResourceID == "" {
+			t.Fatalf("%s: got %+v, want FAILED naming the signing key secret\n%s", name, res, auth.logs.String())
+		}
+	}
+	ev, raw := customResourceEvent(t, rs, "bootstrap-delete.json")
+	if res := sendCustomResource(t, auth, rs, ev, raw); res.Status != cfn.StatusSuccess || res.PhysicalResourceID != ev.PhysicalResourceID {
+		t.Fatalf("Delete with the secret gone: got %+v, want SUCCESS\n%s", res, auth.logs.String())
+	}
+	if _, err := l.db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(l.table)}); err != nil {
+		t.Fatal(err)
+	}
+	if res := sendCustomResource(t, auth, rs, ev, raw); res.Status != cfn.StatusSuccess {
+		t.Fatalf("Delete with the table gone too: got %+v, want SUCCESS\n%s", res, auth.logs.String())
 	}
 }

@@ -929,3 +929,52 @@ func btoi(b bool) int {
 	}
 	return 0
 }
+
+// TestTemplate_CfnLintTransformed lints what CloudFormation receives:
+// template.yaml after the SAM transform (scripts/sam-transform.py, which
+// runs samtranslator through cfn-lint's own wrapper), with what SAM
+// generates: versions, aliases, CodeDeploy's application, deployment
+// groups and role, the permissions on the aliases. Warnings fail it too.
+func TestTemplate_CfnLintTransformed(t *testing.T) {
+	bin, err := exec.LookPath("cfn-lint")
+	if err != nil {
+		t.Skip("cfn-lint is not on PATH; install it with: pip install cfn-lint (make test requires it)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	transform := exec.CommandContext(ctx, "./scripts/sam-transform.py", filepath.Base(templatePath))
+	transform.Dir = filepath.Dir(templatePath)
+	var stderr strings.Builder
+	transform.Stderr = &stderr
+	out, err := transform.Output()
+	if err != nil {
+		t.Fatalf("scripts/sam-transform.py template.yaml: %v\n%s", err, stderr.String())
+	}
+	var doc struct {
+		Resources map[string]struct{ Type string }
+	}
+	if err := json.Unmarshal(out, &doc); err != nil {
+		t.Fatal(err)
+	}
+	types := map[string]int{}
+	for _, r := range doc.Resources {
+		types[r.Type]++
+	}
+	// One version and one alias per function; a deployment group for each
+	// of the two gradually deployed.
+	if types["AWS::Lambda::Version"] != 5 || types["AWS::Lambda::Alias"] != 5 || types["AWS::CodeDeploy::DeploymentGroup"] != 2 {
+		t.Errorf("transformed: %d versions, %d aliases, %d deployment groups; want 5, 5, 2", types["AWS::Lambda::Version"], types["AWS::Lambda::Alias"], types["AWS::CodeDeploy::DeploymentGroup"])
+	}
+	file := filepath.Join(t.TempDir(), "transformed.json")
+	if err := os.WriteFile(file, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lint, err := exec.CommandContext(ctx, bin, "--", file).CombinedOutput()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		t.Fatalf("cfn-lint of the transformed template (exit %d):\n%s", exit.ExitCode(), lint)
+	case err != nil:
+		t.Fatal(err)
+	}
+}

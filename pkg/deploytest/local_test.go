@@ -3,12 +3,15 @@ package deploytest_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -144,4 +147,68 @@ func TestLocalEnv_Functions(t *testing.T) {
 	}
 	call(start(lambdaapp.Users), "users-list.json", tok.AccessToken, http.StatusOK)
 	call(auth, "auth-verify.json", tok.AccessToken, http.StatusOK)
+}
+
+// TestSamLocal_MotoOnLoopback: `make sam-local` starts moto, which holds
+// the local admin key, on loopback unless MOTO_HOST asks otherwise, and
+// scripts/moto.sh listens where it is told: the socket moto opens is
+// 127.0.0.1's, read from /proc/net/tcp, not every interface's.
+func TestSamLocal_MotoOnLoopback(t *testing.T) {
+	// Without --moto-host the script would start the services and wait
+	// for Ctrl-C.
+	if b, err := os.ReadFile("../../scripts/sam-local.sh"); err != nil || !strings.Contains(string(b), `"--moto-host"`) {
+		t.Fatalf("scripts/sam-local.sh cannot say where moto listens (--moto-host): %v", err)
+	}
+	host := func(env ...string) string {
+		cmd := exec.Command("scripts/sam-local.sh", "--moto-host")
+		cmd.Dir = "../.."
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, "MOTO_HOST=") {
+				cmd.Env = append(cmd.Env, kv)
+			}
+		}
+		cmd.Env = append(cmd.Env, env...)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	if got := host(); got != "127.0.0.1" {
+		t.Errorf("make sam-local binds moto to %q by default, want 127.0.0.1", got)
+	}
+	if got := host("MOTO_HOST=0.0.0.0"); got != "0.0.0.0" {
+		t.Errorf("with MOTO_HOST=0.0.0.0: %q", got)
+	}
+
+	if _, err := exec.LookPath("moto_server"); err != nil {
+		t.Skip("moto_server is not on PATH (make test installs nothing; scripts/moto.sh says what to install)")
+	}
+	cmd := exec.Command("scripts/moto.sh", "sh", "-c", `echo "$LATCHKEY_TEST_SECRETSMANAGER_ENDPOINT"; cat /proc/net/tcp /proc/net/tcp6 2>/dev/null`)
+	cmd.Dir = "../.."
+	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "MOTO_HOST=") || strings.HasPrefix(kv, "MOTO_PORT=")
+	}), "MOTO_HOST="+host())
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("scripts/moto.sh: %v", err)
+	}
+	lines := strings.Split(string(out), "\n")
+	_, portText, _ := strings.Cut(strings.TrimPrefix(lines[0], "http://"), ":")
+	port, err := strconv.Atoi(portText)
+	if err != nil {
+		t.Fatalf("endpoint %q", lines[0])
+	}
+	suffix := fmt.Sprintf(":%04X", port)
+	var listening []string
+	for _, l := range lines[1:] {
+		f := strings.Fields(l)
+		// sl local_address rem_address st ...; st 0A is LISTEN.
+		if len(f) > 3 && strings.HasSuffix(f[1], suffix) && f[3] == "0A" {
+			listening = append(listening, f[1])
+		}
+	}
+	if !slices.Equal(listening, []string{"0100007F" + suffix}) {
+		t.Errorf("moto listens on %v, want 127.0.0.1 (0100007F%s) alone", listening, suffix)
+	}
 }

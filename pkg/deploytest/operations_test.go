@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -234,9 +235,9 @@ const tableDim = `TableName={"Fn::If":["CreateTable",{"Ref":"Table"},{"Ref":"Exi
 // that is not here.
 var systemErrorOperations = []string{"BatchGetItem", "GetItem", "PutItem", "Query", "TransactWriteItems", "UpdateItem"}
 
-// TestTemplate_Alarms: the alarms the issue names exist, watch what they
+// TestTemplate_Alarms: the alarms the issues name exist, watch what they
 // say, take their thresholds from parameters with defaults, treat missing
-// data as no breach, and notify the optional SNS topic, both ways.
+// data as no breach, and notify the alarm topic, both ways.
 func TestTemplate_Alarms(t *testing.T) {
 	tpl := loadTemplate(t)
 	alarms := tpl.alarms(t)
@@ -276,16 +277,47 @@ func TestTemplate_Alarms(t *testing.T) {
 		findAlarm(t, alarms, "publisher iterator age", "AWS/Lambda IteratorAge FunctionName=!Ref "+publisherID),
 		findAlarm(t, alarms, "publisher dead-letter queue", `AWS/SQS ApproximateNumberOfMessagesVisible QueueName={"Fn::GetAtt":"PublisherDeadLetterQueue.QueueName"}`),
 		findAlarm(t, alarms, "publisher skipped events", "map[Fn::Sub:Latchkey/${AWS::StackName}] SkippedEvents"))
+	// Issue 22: API Gateway's own throttling, the account's concurrency,
+	// each gradually deployed function's alias (errors and latency, which
+	// roll a deployment back: TestTemplate_GradualDeployment), and every
+	// function's longest invocation against its timeout.
+	want = append(want,
+		findAlarm(t, alarms, "API Gateway throttling", "map[Fn::Sub:Latchkey/${AWS::StackName}] ApiThrottled"),
+		findAlarm(t, alarms, "account concurrency", "AWS/Lambda ConcurrentExecutions"))
+	for _, fn := range []string{logicalID(lambdaapp.Auth), authorizerID} {
+		alias := fmt.Sprintf(`FunctionName=!Ref %s Resource={"Fn::Sub":"${%s}:live"}`, fn, fn)
+		want = append(want, findAlarm(t, alarms, fn+" alias errors", "AWS/Lambda Errors "+alias))
+		latency := findAlarm(t, alarms, fn+" alias latency", "AWS/Lambda Duration "+alias)
+		if latency.props["ExtendedStatistic"] != "p99" {
+			t.Errorf("%s: statistic %v, want p99", latency.id, latency.props["ExtendedStatistic"])
+		}
+		want = append(want, latency)
+	}
+	for _, fn := range tpl.functions() {
+		a := findAlarm(t, alarms, fn+" near its timeout", "AWS/Lambda Duration FunctionName=!Ref "+fn)
+		if a.id == "" {
+			continue
+		}
+		timeout := path(tpl.resource(t, fn, "AWS::Serverless::Function"), "Timeout")
+		if timeout == nil {
+			timeout = path(map[string]any(tpl), "Globals", "Function", "Timeout")
+		}
+		secs, _ := strconv.Atoi(fmt.Sprint(timeout))
+		if expr, want := returned(t, a), fmt.Sprintf("/ %d", secs*1000); !strings.HasPrefix(expr, "100 * ") || !strings.HasSuffix(expr, want) {
+			t.Errorf("%s: expression %q, want 100 * the longest duration %s (the function's timeout, %v s, in ms)", a.id, expr, want, timeout)
+		}
+		if a.threshold != "AlarmDurationPercentOfTimeout" {
+			t.Errorf("%s: threshold %s, want AlarmDurationPercentOfTimeout", a.id, a.threshold)
+		}
+		want = append(want, a)
+	}
 	if t.Failed() {
 		return
 	}
 	if len(alarms) != len(want) {
-		t.Errorf("%d alarms, want the %d the issue names", len(alarms), len(want))
+		t.Errorf("%d alarms, want the %d the issues name", len(alarms), len(want))
 	}
-
-	if got := tpl.parameter(t, "AlarmTopicArn")["Default"]; got != "" {
-		t.Errorf("AlarmTopicArn defaults to %q, want empty (no notifications)", got)
-	}
+	checkThrottledFilter(t, tpl)
 	for _, a := range want {
 		if a.threshold == "" {
 			t.Errorf("%s: Threshold %v, want !Ref of a parameter", a.id, a.props["Threshold"])
@@ -296,9 +328,8 @@ func TestTemplate_Alarms(t *testing.T) {
 			t.Errorf("%s: TreatMissingData %v, want notBreaching (no traffic is no error)", a.id, a.props["TreatMissingData"])
 		}
 		for _, k := range []string{"AlarmActions", "OKActions"} {
-			args := list(path(a.props[k], "Fn::If"))
-			if len(args) != 3 || args[0] != "AlarmTopicSet" || len(list(args[1])) != 1 || refOf(list(args[1])[0]) != "AlarmTopicArn" || !isNoValue(args[2]) {
-				t.Errorf("%s: %s is %v, want !If [AlarmTopicSet, [!Ref AlarmTopicArn], !Ref AWS::NoValue]", a.id, k, a.props[k])
+			if !notifiesTopic(a.props[k]) {
+				t.Errorf("%s: %s is %v, want [!If [AlarmTopicSet, !Ref AlarmTopicArn, !Ref AlarmTopic]]", a.id, k, a.props[k])
 			}
 		}
 		if a.props["Metrics"] != nil {
@@ -340,10 +371,11 @@ func gsiNames() []string {
 	return out
 }
 
-// TestTemplate_LogGroups: the access log group is under /aws/vendedlogs/;
-// every log group (the access log's and each function's own) has the
-// stack's retention and is deleted with the stack; the access log line is
-// JSON and carries what joins it to the function's log lines.
+// TestTemplate_LogGroups: the access log group is under /aws/vendedlogs/,
+// kept when the stack is deleted, for a retention of its own; each
+// function's log group has the stack's retention and is deleted with the
+// stack; the access log line is JSON and carries what joins it to the
+// function's log lines.
 func TestTemplate_LogGroups(t *testing.T) {
 	tpl := loadTemplate(t)
 	api := tpl.resource(t, "HttpApi", "AWS::Serverless::HttpApi")
@@ -364,18 +396,34 @@ func TestTemplate_LogGroups(t *testing.T) {
 	for id, what := range groups {
 		props := tpl.resource(t, id, "AWS::Logs::LogGroup")
 		name, _ := path(props, "LogGroupName", "Fn::Sub").(string)
+		if args := list(path(props, "LogGroupName", "Fn::Sub")); len(args) == 2 {
+			name, _ = args[0].(string)
+		}
 		if !strings.Contains(name, "${AWS::StackName}") {
 			t.Errorf("%s (%s): name %v does not hold the stack name", id, what, props["LogGroupName"])
 		}
-		if id == access && !strings.HasPrefix(name, "/aws/vendedlogs/") {
-			t.Errorf("%s: name %q, want it under /aws/vendedlogs/", id, name)
-		}
-		if refOf(props["RetentionInDays"]) != "LogRetentionDays" {
-			t.Errorf("%s: RetentionInDays %v, want !Ref LogRetentionDays", id, props["RetentionInDays"])
-		}
 		r := tpl["Resources"].(map[string]any)[id]
-		if path(r, "DeletionPolicy") != "Delete" || path(r, "UpdateReplacePolicy") != "Delete" {
-			t.Errorf("%s: DeletionPolicy %v, UpdateReplacePolicy %v; want Delete for both (sam delete removes logs)", id, path(r, "DeletionPolicy"), path(r, "UpdateReplacePolicy"))
+		retention, policy := "LogRetentionDays", "Delete"
+		if id == access {
+			// The audit trail outlives the stack, under a name of this
+			// stack's own (its id), so that a stack created again under
+			// the same name does not collide with the group kept.
+			retention, policy = "AccessLogRetentionDays", "Retain"
+			if !strings.HasPrefix(name, "/aws/vendedlogs/") || !strings.HasSuffix(name, "-${StackUuid}") {
+				t.Errorf("%s: name %q, want it under /aws/vendedlogs/ and ending with the stack's id", id, name)
+			}
+			if got := fmt.Sprint(path(list(path(props, "LogGroupName", "Fn::Sub"))[1], "StackUuid")); got != "map[Fn::Select:[2 map[Fn::Split:[/ map[Ref:AWS::StackId]]]]]" {
+				t.Errorf("%s: StackUuid is %s, want the stack id's last part", id, got)
+			}
+			if p := tpl.parameter(t, retention); p["Default"] != "365" {
+				t.Errorf("%s defaults to %v days, want 365", retention, p["Default"])
+			}
+		}
+		if refOf(props["RetentionInDays"]) != retention {
+			t.Errorf("%s: RetentionInDays %v, want !Ref %s", id, props["RetentionInDays"], retention)
+		}
+		if path(r, "DeletionPolicy") != policy || path(r, "UpdateReplacePolicy") != policy {
+			t.Errorf("%s: DeletionPolicy %v, UpdateReplacePolicy %v; want %s for both", id, path(r, "DeletionPolicy"), path(r, "UpdateReplacePolicy"), policy)
 		}
 	}
 
@@ -526,7 +574,8 @@ func TestTemplate_ReservedConcurrency(t *testing.T) {
 }
 
 // TestTemplate_CorsExposeHeaders: a browser may read every response header
-// the API sends that is not CORS-safelisted.
+// the API sends that is not CORS-safelisted, and send every request header
+// it takes.
 func TestTemplate_CorsExposeHeaders(t *testing.T) {
 	tpl := loadTemplate(t)
 	args := list(path(tpl.resource(t, "HttpApi", "AWS::Serverless::HttpApi"), "CorsConfiguration", "Fn::If"))
@@ -534,9 +583,91 @@ func TestTemplate_CorsExposeHeaders(t *testing.T) {
 		t.Fatalf("CorsConfiguration is not !If [CorsEnabled, ...]")
 	}
 	exposed := strs(path(args[1], "ExposeHeaders"))
-	for _, h := range []string{"Location", "Retry-After", "X-Request-Id", "WWW-Authenticate", "Allow"} {
+	for _, h := range []string{"Location", "Retry-After", "X-Request-Id", "WWW-Authenticate", "Allow", "Idempotent-Replayed", "RateLimit", "RateLimit-Policy"} {
 		if !slices.Contains(exposed, h) {
 			t.Errorf("ExposeHeaders %v lacks %s", exposed, h)
+		}
+	}
+	// And every request header a browser client sends that is not
+	// safelisted: a retried write carries Idempotency-Key.
+	allowed := strs(path(args[1], "AllowHeaders"))
+	for _, h := range []string{"Authorization", "Content-Type", "Idempotency-Key"} {
+		if !slices.Contains(allowed, h) {
+			t.Errorf("AllowHeaders %v lacks %s", allowed, h)
+		}
+	}
+}
+
+// notifiesTopic reports whether actions is the one alarm topic: the one
+// AlarmTopicArn names, else the stack's own.
+func notifiesTopic(actions any) bool {
+	l := list(actions)
+	if len(l) != 1 {
+		return false
+	}
+	args := list(path(l[0], "Fn::If"))
+	return len(args) == 3 && args[0] == "AlarmTopicSet" && refOf(args[1]) == "AlarmTopicArn" && refOf(args[2]) == "AlarmTopic"
+}
+
+// checkThrottledFilter: the throttling alarm's metric counts the access
+// log lines of API Gateway's own 429s, those with no integration (no
+// function ran), and no other line: the filter is run, as CloudWatch Logs
+// would, over lines made from the access log format.
+func checkThrottledFilter(t *testing.T, tpl template) {
+	t.Helper()
+	var filter map[string]any
+	for _, r := range tpl["Resources"].(map[string]any) {
+		if path(r, "Type") == "AWS::Logs::MetricFilter" && path(r, "Properties", "MetricTransformations") != nil &&
+			path(list(path(r, "Properties", "MetricTransformations"))[0], "MetricName") == "ApiThrottled" {
+			filter = path(r, "Properties").(map[string]any)
+		}
+	}
+	if filter == nil {
+		t.Fatal("no metric filter makes ApiThrottled")
+	}
+	if got := refOf(filter["LogGroupName"]); got != "AccessLogGroup" {
+		t.Errorf("ApiThrottled counts lines of %q, want the access log (AccessLogGroup)", got)
+	}
+	pattern := fmt.Sprint(filter["FilterPattern"])
+	// The pattern's terms: { $.a = "x" && $.b = "y" }, equality only.
+	terms := regexp.MustCompile(`\$\.([A-Za-z]+) = "([^"]*)"`).FindAllStringSubmatch(pattern, -1)
+	if len(terms) == 0 || strings.Contains(pattern, "||") {
+		t.Fatalf("ApiThrottled pattern %q: want equality terms joined by &&", pattern)
+	}
+	format, _ := path(tpl.resource(t, "HttpApi", "AWS::Serverless::HttpApi"), "AccessLogSettings", "Format").(string)
+	line := func(vars map[string]string) map[string]string {
+		// Each $context variable as API Gateway fills it: "-" when it has
+		// no value (no integration ran).
+		b := regexp.MustCompile(`\$context\.[A-Za-z.]+`).ReplaceAllStringFunc(format, func(v string) string {
+			if x, ok := vars[v]; ok {
+				return x
+			}
+			return "-"
+		})
+		var m map[string]string
+		if err := json.Unmarshal([]byte(b), &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	matches := func(m map[string]string) bool {
+		for _, term := range terms {
+			if m[term[1]] != term[2] {
+				return false
+			}
+		}
+		return true
+	}
+	throttled := line(map[string]string{"$context.status": "429", "$context.error.message": "Too Many Requests", "$context.routeKey": "GET /v1/auth/verify"})
+	ownLimit := line(map[string]string{"$context.status": "429", "$context.integration.requestId": "8476a536-e9f4-11e8-9739-000000000001", "$context.integration.integrationStatus": "200", "$context.routeKey": "POST /v1/auth/token"})
+	clientError := line(map[string]string{"$context.status": "400", "$context.integration.requestId": "8476a536-e9f4-11e8-9739-000000000002", "$context.integration.integrationStatus": "200"})
+	notFound := line(map[string]string{"$context.status": "404", "$context.error.message": "Not Found"})
+	if !matches(throttled) {
+		t.Errorf("ApiThrottled pattern %q misses API Gateway's 429: %v", pattern, throttled)
+	}
+	for what, m := range map[string]map[string]string{"a function's own 429": ownLimit, "a client's 400": clientError, "API Gateway's 404": notFound} {
+		if matches(m) {
+			t.Errorf("ApiThrottled pattern %q counts %s: %v", pattern, what, m)
 		}
 	}
 }

@@ -1,7 +1,9 @@
 package deploytest_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -253,39 +255,59 @@ func (t template) statements(tb testing.TB, id string) []map[string]any {
 
 // statementsWith is statements with the parameters in params set, the
 // others at their defaults: a statement under !If is kept or dropped as
-// its condition holds.
+// its condition holds. They are the statements of the role's one inline
+// policy and of the AWS::IAM::RolePolicy resources that name the role
+// (inline policies too, kept apart where the role may not depend on what
+// they name: see AuthSecretsPolicy).
 func (t template) statementsWith(tb testing.TB, id string, params map[string]string) []map[string]any {
 	tb.Helper()
 	role := t.functionRole(tb, id)
 	props := t.resource(tb, role, "AWS::IAM::Role")
 	for _, k := range []string{"ManagedPolicyArns", "PermissionsBoundary"} {
 		if props[k] != nil {
-			tb.Errorf("%s: %s is set; the role must hold one inline policy and nothing else", role, k)
+			tb.Errorf("%s: %s is set; the role must hold inline policies and nothing else", role, k)
 		}
 	}
 	policies := list(props["Policies"])
 	if len(policies) != 1 {
 		tb.Fatalf("%s: %d inline policies, want 1", role, len(policies))
 	}
+	docs := []any{path(policies[0], "PolicyDocument")}
+	for _, rid := range slices.Sorted(maps.Keys(t["Resources"].(map[string]any))) {
+		r := t["Resources"].(map[string]any)[rid]
+		switch path(r, "Type") {
+		case "AWS::IAM::RolePolicy":
+			if refOf(path(r, "Properties", "RoleName")) == role {
+				docs = append(docs, path(r, "Properties", "PolicyDocument"))
+			}
+		case "AWS::IAM::Policy", "AWS::IAM::ManagedPolicy":
+			b, _ := json.Marshal(path(r, "Properties"))
+			if strings.Contains(string(b), `{"Ref":"`+role+`"}`) {
+				tb.Errorf("%s: %s %s attaches to it; only inline policies may", role, path(r, "Type"), rid)
+			}
+		}
+	}
 	var out []map[string]any
-	for _, s := range list(path(policies[0], "PolicyDocument", "Statement")) {
-		if args := list(path(s, "Fn::If")); args != nil {
-			if len(args) != 3 {
-				tb.Fatalf("%s: !If %v does not have 3 arguments", role, args)
+	for _, doc := range docs {
+		for _, s := range list(path(doc, "Statement")) {
+			if args := list(path(s, "Fn::If")); args != nil {
+				if len(args) != 3 {
+					tb.Fatalf("%s: !If %v does not have 3 arguments", role, args)
+				}
+				name, _ := args[0].(string)
+				if s = args[2]; t.condition(tb, name, params) {
+					s = args[1]
+				}
+				if refOf(s) == "AWS::NoValue" {
+					continue
+				}
 			}
-			name, _ := args[0].(string)
-			if s = args[2]; t.condition(tb, name, params) {
-				s = args[1]
+			m, ok := s.(map[string]any)
+			if !ok || m["Fn::If"] != nil {
+				tb.Fatalf("%s: statement %v is not a plain statement (test the template under each variant)", role, s)
 			}
-			if refOf(s) == "AWS::NoValue" {
-				continue
-			}
+			out = append(out, m)
 		}
-		m, ok := s.(map[string]any)
-		if !ok || m["Fn::If"] != nil {
-			tb.Fatalf("%s: statement %v is not a plain statement (test the template under each variant)", role, s)
-		}
-		out = append(out, m)
 	}
 	return out
 }

@@ -43,7 +43,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -192,28 +191,24 @@ type BootstrapResult struct {
 // event for an API Gateway one, as they did before: they cannot bootstrap.
 func (a *App) Invoke(ctx context.Context, event json.RawMessage) (any, error) {
 	if a.cfg.Function.WritesCredentials() {
-		var probe struct {
-			RequestType string `json:"RequestType"`
-			ResponseURL string `json:"ResponseURL"`
-			Action      string `json:"action"`
+		ev, isCustom, err := customResourceEvent(event)
+		if err != nil {
+			return nil, err
 		}
-		if json.Unmarshal(event, &probe) == nil {
-			switch {
-			case probe.RequestType != "" && probe.ResponseURL != "":
-				var ev cfn.Event
-				if err := json.Unmarshal(event, &ev); err != nil {
-					return nil, err
-				}
-				// The reason is non-empty only when the response could not
-				// be sent; the error makes Lambda retry the invocation.
-				return cfn.LambdaWrap(a.customResource)(ctx, ev)
-			case probe.Action == BootstrapAction:
-				if err := a.Bootstrap(ctx); err != nil {
-					a.deps.Logger.ErrorContext(ctx, "bootstrap failed", "error", err.Error())
-					return nil, err
-				}
-				return BootstrapResult{Bootstrapped: true}, nil
+		if isCustom {
+			return answer(ctx, ev, a.cfg.TableName, func(ctx context.Context) (map[string]any, error) {
+				return a.customResource(ctx, ev)
+			})
+		}
+		var probe struct {
+			Action string `json:"action"`
+		}
+		if json.Unmarshal(event, &probe) == nil && probe.Action == BootstrapAction {
+			if err := a.Bootstrap(ctx); err != nil {
+				a.deps.Logger.ErrorContext(ctx, "bootstrap failed", "error", err.Error())
+				return nil, err
 			}
+			return BootstrapResult{Bootstrapped: true}, nil
 		}
 	}
 	var req events.APIGatewayV2HTTPRequest
@@ -229,35 +224,26 @@ func (a *App) Invoke(ctx context.Context, event json.RawMessage) (any, error) {
 const IssuerProperty = "Issuer"
 
 // customResource runs Bootstrap for a Create or Update of the template's
-// custom resources: Bootstrap, and IssuerConfig, which also records the
-// issuer named by its Issuer property (and answers it as the attribute
-// Issuer) before it bootstraps. A Delete changes nothing: the table
-// outlives the stack (DeletionPolicy Retain), and so does what is in it. A
-// failure is sent to CloudFormation as FAILED with the error as the reason
-// (it names what failed, never a secret's value), which fails the deploy.
-func (a *App) customResource(ctx context.Context, ev cfn.Event) (string, map[string]any, error) {
-	id := ev.PhysicalResourceID
-	if ev.RequestType == cfn.RequestCreate {
-		id = a.cfg.TableName + "-" + strings.ToLower(ev.LogicalResourceID)
-	}
-	if ev.RequestType == cfn.RequestDelete {
-		return id, nil, nil
-	}
+// custom resources (answer never runs it for a Delete): Bootstrap, and
+// IssuerConfig, which also records the issuer named by its Issuer property
+// (and answers it as the attribute Issuer) before it bootstraps. An error
+// becomes the FAILED response's reason, which fails the deploy.
+func (a *App) customResource(ctx context.Context, ev cfn.Event) (map[string]any, error) {
 	var data map[string]any
 	if issuer, ok := ev.ResourceProperties[IssuerProperty]; ok {
 		s, _ := issuer.(string)
 		if err := a.RecordIssuer(ctx, s); err != nil {
 			a.deps.Logger.ErrorContext(ctx, "recording the issuer for CloudFormation failed", "request_type", string(ev.RequestType), "error", err.Error())
-			return id, nil, err
+			return nil, err
 		}
 		data = map[string]any{IssuerProperty: s}
 	}
 	if err := a.Bootstrap(ctx); err != nil {
 		a.deps.Logger.ErrorContext(ctx, "bootstrap for CloudFormation failed", "request_type", string(ev.RequestType), "error", err.Error())
-		return id, nil, err
+		return nil, err
 	}
 	a.deps.Logger.InfoContext(ctx, "bootstrap for CloudFormation done", "request_type", string(ev.RequestType), "resource", ev.LogicalResourceID)
-	return id, data, nil
+	return data, nil
 }
 
 // RecordIssuer records issuer in the table, where every function reads it

@@ -850,3 +850,47 @@ func TestAuthorizerConfigFromEnv_TokenCache(t *testing.T) {
 		t.Fatalf("got %v, want an error naming %s", err, token.EnvCacheMaxEntries)
 	}
 }
+
+// TestApp_SigningKeyRotation_TokensLiveOut: a rotation of the signing key
+// ends no outstanding token. A token signed with the old key just before
+// the rotation, for the longest lifetime there is, verifies in auth and is
+// accepted by users through every refresh of the keys until it expires;
+// then it is refused as expired, not as signed by an unknown key. The key
+// set holds the old public key (the secret's AWSPREVIOUS version) as long
+// as that, until the next rotation: rotate at most once per
+// account.MaxTokenLifetime (docs/security.md).
+func TestApp_SigningKeyRotation_TokensLiveOut(t *testing.T) {
+	e := newEnv(t)
+	c := mock.NewClock(time.Now())
+	auth := e.app(t, lambdaapp.Auth, c)
+	users := e.app(t, lambdaapp.Users, c)
+	code, body := do(t, auth, "POST", "/v1/auth/token", replay.KeySecret, `{"scopes":["read:users"],"expires_in":"24h"}`)
+	if code != http.StatusCreated {
+		t.Fatalf("issue: got %d %v", code, body)
+	}
+	old, _ := body["access_token"].(string)
+	issued := c.Now()
+
+	e.secrets.Put(replay.SigningARN, replay.SigningSecret+"-rotated")
+	for at := secrets.DefaultRefreshInterval; at < account.MaxTokenLifetime; at += time.Hour {
+		c.Set(issued.Add(at))
+		// Each step is past the refresh interval: both functions read the
+		// secret and the published keys again before they answer.
+		if code, body := do(t, auth, "GET", "/v1/auth/verify", old, ""); code != http.StatusOK || body["valid"] != true {
+			t.Fatalf("%v after the rotation: auth verifies the old key's token as %d %v, want valid", at, code, body)
+		}
+		if code, _ := do(t, users, "GET", "/v1/users/"+replay.UserID, old, ""); code != http.StatusOK {
+			t.Fatalf("%v after the rotation: users answers %d to the old key's token, want 200", at, code)
+		}
+	}
+	if _, jwks := do(t, auth, "GET", "/v1/auth/jwks", "", ""); len(jwks["keys"].([]any)) != 2 {
+		t.Fatalf("JWKS before the old token expires: %v, want the new key and the old", jwks)
+	}
+	c.Set(issued.Add(account.MaxTokenLifetime + token.ClockSkew + time.Second))
+	if code, body := do(t, auth, "GET", "/v1/auth/verify", old, ""); code != http.StatusOK || body["valid"] != false || body["reason"] != account.ReasonExpired {
+		t.Fatalf("after its expiry: auth verifies the old key's token as %d %v, want expired", code, body)
+	}
+	if code, _ := do(t, users, "GET", "/v1/users/"+replay.UserID, old, ""); code != http.StatusUnauthorized {
+		t.Fatalf("after its expiry: users answers %d, want 401", code)
+	}
+}

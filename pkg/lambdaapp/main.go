@@ -24,7 +24,8 @@ const initTimeout = 8 * time.Second
 // Main is the whole of each function's main: it builds fn once at init and
 // hands its handler to lambda.Start. A configuration or init error is one
 // JSON log line and exit status 1, so Lambda reports a failed init, never a
-// panic at the first request.
+// panic at the first request; auth, which CloudFormation's custom resource
+// requests wait on, logs it and serves on (AfterFailedStart).
 func Main(fn Function) {
 	logger := NewLogger(os.Stdout, string(fn))
 	slog.SetDefault(logger)
@@ -33,7 +34,14 @@ func Main(fn Function) {
 	cancel()
 	if err != nil {
 		logger.Error("init failed: " + err.Error())
-		os.Exit(1)
+		if !fn.WritesCredentials() {
+			os.Exit(1)
+		}
+		// Auth answers CloudFormation whatever its state: see
+		// AfterFailedStart.
+		h = AfterFailedStart(func(ctx context.Context) (EventHandler, error) {
+			return FromEnv(ctx, fn, os.Getenv, logger)
+		}, logger)
 	}
 	lambda.Start(h)
 }

@@ -1,0 +1,378 @@
+package deploytest_test
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"latchkey/pkg/lambdaapp"
+)
+
+// The facts of issue 22 ("Production on AWS, round 2") that a deploy of
+// template.yaml must hold: versions and aliases, gradual deployment with
+// alarm rollback, alarms that reach someone, secrets under keys of their
+// own, CORS, a retained access log, and samconfig environments.
+
+// TestTemplate_Aliases: every function publishes a version at each deploy
+// and is invoked through its alias live, so that a deploy can shift
+// traffic and be rolled back; any changed property (an environment
+// variable too) makes a new version.
+func TestTemplate_Aliases(t *testing.T) {
+	tpl := loadTemplate(t)
+	g := path(map[string]any(tpl), "Globals", "Function").(map[string]any)
+	if g["AutoPublishAlias"] != "live" || g["AutoPublishAliasAllProperties"] != "true" {
+		t.Errorf("Globals: AutoPublishAlias %v, AutoPublishAliasAllProperties %v; want live and true", g["AutoPublishAlias"], g["AutoPublishAliasAllProperties"])
+	}
+	for _, fn := range tpl.functions() {
+		props := tpl.resource(t, fn, "AWS::Serverless::Function")
+		if _, ok := props["AutoPublishAlias"]; ok {
+			t.Errorf("%s sets AutoPublishAlias %v of its own", fn, props["AutoPublishAlias"])
+		}
+	}
+}
+
+// TestTemplate_GradualDeployment: the auth function and the authorizer,
+// on which every API depends, move to a new version gradually by default,
+// rolled back by CodeDeploy when their alias's errors or latency alarm
+// fires; a development stack may deploy all at once. The other functions
+// have no deployment preference (their alias moves at once).
+func TestTemplate_GradualDeployment(t *testing.T) {
+	tpl := loadTemplate(t)
+	p := tpl.parameter(t, "DeploymentType")
+	if d := fmt.Sprint(p["Default"]); !strings.HasPrefix(d, "Canary") && !strings.HasPrefix(d, "Linear") {
+		t.Errorf("DeploymentType defaults to %s, want a canary or linear deployment", d)
+	}
+	if !slices.Contains(strs(p["AllowedValues"]), "AllAtOnce") {
+		t.Errorf("DeploymentType allows %v, want AllAtOnce among them (a development stack)", p["AllowedValues"])
+	}
+	gradual := []string{logicalID(lambdaapp.Auth), authorizerID}
+	alarms := tpl.alarms(t)
+	for _, fn := range tpl.functions() {
+		pref := tpl.resource(t, fn, "AWS::Serverless::Function")["DeploymentPreference"]
+		if !slices.Contains(gradual, fn) {
+			if pref != nil {
+				t.Errorf("%s has a DeploymentPreference", fn)
+			}
+			continue
+		}
+		if refOf(path(pref, "Type")) != "DeploymentType" {
+			t.Errorf("%s: DeploymentPreference Type %v, want !Ref DeploymentType", fn, path(pref, "Type"))
+		}
+		if path(pref, "Enabled") == "false" {
+			t.Errorf("%s: DeploymentPreference disabled", fn)
+		}
+		// The rollback alarms: exactly the alarms on the function's alias,
+		// its errors and its latency.
+		var got []string
+		for _, a := range list(path(pref, "Alarms")) {
+			got = append(got, refOf(a))
+		}
+		slices.Sort(got)
+		var want, metrics []string
+		for _, a := range alarms {
+			dims := strings.Join(a.metrics, " ")
+			if strings.Contains(dims, "FunctionName=!Ref "+fn+" ") && strings.Contains(dims, `Resource={"Fn::Sub":"${`+fn+`}:live"}`) {
+				want = append(want, a.id)
+				for _, m := range a.metrics {
+					metrics = append(metrics, strings.Fields(m)[1])
+				}
+			}
+		}
+		slices.Sort(metrics)
+		if len(got) == 0 || !slices.Equal(got, want) {
+			t.Errorf("%s: rollback alarms %v, want the alarms on its alias %v", fn, got, want)
+		}
+		if !slices.Equal(metrics, []string{"Duration", "Errors"}) {
+			t.Errorf("%s: its alias's alarms watch %v, want Duration (latency) and Errors", fn, metrics)
+		}
+	}
+	// Other stacks attach the authorizer's alias: the export.
+	out := path(map[string]any(tpl), "Outputs", "AuthorizerAliasArn")
+	if refOf(path(out, "Value")) != authorizerID+".Alias" || path(out, "Export", "Name", "Fn::Sub") != "${AWS::StackName}-AuthorizerAliasArn" {
+		t.Errorf("output AuthorizerAliasArn %v, want !Ref %s.Alias exported as ${AWS::StackName}-AuthorizerAliasArn", out, authorizerID)
+	}
+}
+
+// TestTemplate_AlarmTopic: by default the stack creates the alarms' topic
+// and subscribes AlarmEmail to it; a stack with neither a topic of its
+// own nor an address is refused by a rule before anything is created.
+func TestTemplate_AlarmTopic(t *testing.T) {
+	tpl := loadTemplate(t)
+	res := tpl["Resources"].(map[string]any)
+	if path(res["AlarmTopic"], "Type") != "AWS::SNS::Topic" || path(res["AlarmTopic"], "Condition") != "CreateAlarmTopic" {
+		t.Errorf("AlarmTopic: %v, want an AWS::SNS::Topic under CreateAlarmTopic", res["AlarmTopic"])
+	}
+	sub := tpl.resource(t, "AlarmEmailSubscription", "AWS::SNS::Subscription")
+	if sub["Protocol"] != "email" || refOf(sub["Endpoint"]) != "AlarmEmail" || !notifiesTopic([]any{sub["TopicArn"]}) {
+		t.Errorf("AlarmEmailSubscription: %v, want AlarmEmail by e-mail on the alarm topic", sub)
+	}
+	for _, c := range []struct {
+		params            map[string]string
+		topic, subscribes bool
+	}{
+		{map[string]string{}, true, false},
+		{map[string]string{"AlarmEmail": "oncall@example.com"}, true, true},
+		{map[string]string{"AlarmTopicArn": "arn:aws:sns:us-east-1:123456789012:pager"}, false, false},
+	} {
+		if got := tpl.condition(t, "CreateAlarmTopic", c.params); got != c.topic {
+			t.Errorf("%v: CreateAlarmTopic %v, want %v", c.params, got, c.topic)
+		}
+		if got := tpl.condition(t, "SubscribeAlarmEmail", c.params); got != c.subscribes {
+			t.Errorf("%v: SubscribeAlarmEmail %v, want %v", c.params, got, c.subscribes)
+		}
+	}
+	for params, deploys := range map[string]bool{
+		"":                 false,
+		"AlarmEmail=a@b.c": true,
+		"AlarmTopicArn=arn:aws:sns:us-east-1:123456789012:pager": true,
+	} {
+		p := map[string]string{}
+		if k, v, ok := strings.Cut(params, "="); ok {
+			p[k] = v
+		}
+		ok := true
+		for _, rule := range path(map[string]any(tpl), "Rules").(map[string]any) {
+			if path(rule, "RuleCondition") != nil {
+				t.Fatalf("rule %v has a RuleCondition this test does not evaluate", rule)
+			}
+			for _, a := range list(path(rule, "Assertions")) {
+				ok = ok && tpl.ruleAssert(t, path(a, "Assert"), p)
+			}
+		}
+		if ok != deploys {
+			t.Errorf("parameters %q: the rules allow the deploy: %v, want %v", params, ok, deploys)
+		}
+	}
+}
+
+// ruleAssert evaluates a rule's assertion of the forms the template uses
+// (!Or, !Not, !Equals of a !Ref and a string), failing on any other.
+func (t template) ruleAssert(tb testing.TB, v any, params map[string]string) bool {
+	tb.Helper()
+	if args := list(path(v, "Fn::Or")); len(args) > 0 {
+		for _, a := range args {
+			if t.ruleAssert(tb, a, params) {
+				return true
+			}
+		}
+		return false
+	}
+	if args := list(path(v, "Fn::Not")); len(args) == 1 {
+		return !t.ruleAssert(tb, args[0], params)
+	}
+	if args := list(path(v, "Fn::Equals")); len(args) == 2 {
+		val := func(x any) string {
+			if r := refOf(x); r != "" {
+				return t.parameterValue(tb, r, params)
+			}
+			return fmt.Sprint(x)
+		}
+		return val(args[0]) == val(args[1])
+	}
+	tb.Fatalf("rule assertion %v is not understood by this evaluator", v)
+	return false
+}
+
+// TestTemplate_SecretsKeys: every secret is encrypted under a customer
+// managed key of the template, rotated yearly, whose key policy lets the
+// account administer it but never decrypt, and lets exactly the roles of
+// the functions given one of its secrets decrypt, through Secrets Manager
+// only. No IAM policy can widen a key policy that does not delegate
+// Decrypt to the account.
+func TestTemplate_SecretsKeys(t *testing.T) {
+	for _, v := range []struct {
+		name   string
+		params map[string]string
+	}{{"EdDSA", nil}, {"RS256", map[string]string{"SigningAlgorithm": "RS256"}}} {
+		t.Run(v.name, func(t *testing.T) {
+			tpl := loadTemplate(t).under(map[string]bool{"SignsWithRSA": v.params != nil})
+			res := tpl["Resources"].(map[string]any)
+			readers := map[string][]string{} // key -> roles of functions given a secret under it
+			for _, fn := range tpl.functions() {
+				for _, val := range tpl.functionEnv(t, fn) {
+					secret := refOf(val)
+					if path(res[secret], "Type") != "AWS::SecretsManager::Secret" {
+						continue
+					}
+					key := refOf(path(res[secret], "Properties", "KmsKeyId"))
+					role := tpl.functionRole(t, fn)
+					if !slices.Contains(readers[key], role) {
+						readers[key] = append(readers[key], role)
+					}
+				}
+			}
+			for id, r := range res {
+				if path(r, "Type") != "AWS::SecretsManager::Secret" {
+					continue
+				}
+				key := refOf(path(r, "Properties", "KmsKeyId"))
+				if path(res[key], "Type") != "AWS::KMS::Key" {
+					t.Errorf("%s: KmsKeyId %v, want !Ref of a key of the template (not the AWS managed key)", id, path(r, "Properties", "KmsKeyId"))
+				}
+			}
+			for key, roles := range readers {
+				props := tpl.resource(t, key, "AWS::KMS::Key")
+				if props["EnableKeyRotation"] != "true" {
+					t.Errorf("%s: EnableKeyRotation %v, want true", key, props["EnableKeyRotation"])
+				}
+				checkKeyPolicy(t, key, props, roles, v.params != nil)
+			}
+		})
+	}
+}
+
+func checkKeyPolicy(t *testing.T, key string, props map[string]any, roles []string, rsa bool) {
+	t.Helper()
+	root := `map[Fn::Sub:arn:${AWS::Partition}:iam::${AWS::AccountId}:root]`
+	var decrypters []string
+	for _, st := range list(path(props, "KeyPolicy", "Statement")) {
+		if path(st, "Effect") != "Allow" {
+			continue
+		}
+		actions := strs(path(st, "Action"))
+		principal := path(st, "Principal", "AWS")
+		uses := slices.ContainsFunc(actions, func(a string) bool {
+			a = strings.ToLower(a)
+			return a == "kms:*" || strings.HasPrefix(a, "kms:decrypt") || strings.HasPrefix(a, "kms:reencrypt") || strings.HasPrefix(a, "kms:generatedatakey") || a == "kms:encrypt"
+		})
+		viaSM := path(st, "Condition", "StringEquals", "kms:ViaService") != nil
+		if fmt.Sprint(principal) == root {
+			for _, a := range actions {
+				if a == "kms:*" || strings.HasPrefix(strings.ToLower(a), "kms:decrypt") || strings.HasPrefix(strings.ToLower(a), "kms:reencrypt") {
+					t.Errorf("%s statement %v: the account may %s: any principal an IAM policy allows could read the secrets", key, path(st, "Sid"), a)
+				}
+			}
+			if uses && !viaSM {
+				t.Errorf("%s statement %v: the account may %v other than through Secrets Manager", key, path(st, "Sid"), actions)
+			}
+			continue
+		}
+		if !uses {
+			continue
+		}
+		if !viaSM {
+			t.Errorf("%s statement %v: %v without kms:ViaService (Secrets Manager only)", key, path(st, "Sid"), actions)
+		}
+		want := []string{"kms:Decrypt"}
+		var ps []string
+		for _, p := range list(principal) {
+			att, _ := path(p, "Fn::GetAtt").(string)
+			role, ok := strings.CutSuffix(att, ".Arn")
+			if !ok {
+				t.Errorf("%s statement %v: principal %v is not a role of the template", key, path(st, "Sid"), p)
+			}
+			ps = append(ps, role)
+			if rsa && role == "AuthRole" && key == "AuthSecretsKey" {
+				// The RS256 bootstrap puts a new value into the signing secret.
+				want = []string{"kms:Decrypt", "kms:GenerateDataKey"}
+			}
+		}
+		if !slices.Equal(actions, want) {
+			t.Errorf("%s statement %v: %v may %v, want %v", key, path(st, "Sid"), ps, actions, want)
+		}
+		decrypters = append(decrypters, ps...)
+	}
+	slices.Sort(decrypters)
+	slices.Sort(roles)
+	if !slices.Equal(decrypters, roles) {
+		t.Errorf("%s: decrypted by %v, want exactly the roles given its secrets %v", key, decrypters, roles)
+	}
+}
+
+// TestSamconfig_Environments: samconfig.toml has a dev and a prod
+// environment, each with its own stack name and region; sam sync (which
+// hot-swaps code and skips CloudFormation's change sets and CodeDeploy)
+// is configured for dev alone, and the prod deploy shows its change set.
+func TestSamconfig_Environments(t *testing.T) {
+	cfg := readSamconfig(t, "../../samconfig.toml")
+	stacks := map[string]bool{}
+	for _, env := range []string{"dev", "prod"} {
+		stack, region := cfg[env+".global.parameters"]["stack_name"], cfg[env+".global.parameters"]["region"]
+		if stack == "" || region == "" {
+			t.Errorf("%s: stack_name %q, region %q; want both", env, stack, region)
+		}
+		if stacks[stack] {
+			t.Errorf("%s shares the stack name %s", env, stack)
+		}
+		stacks[stack] = true
+		if cfg[env+".deploy.parameters"] == nil {
+			t.Errorf("%s has no deploy parameters", env)
+		}
+	}
+	for section := range cfg {
+		env, cmd, _ := strings.Cut(section, ".")
+		if strings.HasPrefix(cmd, "sync") && env != "dev" {
+			t.Errorf("[%s]: sam sync is configured outside dev", section)
+		}
+	}
+	if cfg["dev.sync.parameters"] == nil {
+		t.Error("dev has no sync parameters")
+	}
+	if got := cfg["prod.deploy.parameters"]["confirm_changeset"]; got != "true" {
+		t.Errorf("prod confirm_changeset %q, want true", got)
+	}
+	if got := cfg["dev.deploy.parameters"]["parameter_overrides"]; !strings.Contains(got, "DeploymentType=AllAtOnce") {
+		t.Errorf("dev parameter_overrides %q, want DeploymentType=AllAtOnce", got)
+	}
+	if got := cfg["prod.deploy.parameters"]["parameter_overrides"]; strings.Contains(got, "AllAtOnce") {
+		t.Errorf("prod parameter_overrides %q deploy all at once", got)
+	}
+}
+
+// readSamconfig reads the [section] key = value lines of a samconfig.toml,
+// strings unquoted: all this file uses of TOML.
+func readSamconfig(t *testing.T, name string) map[string]map[string]string {
+	t.Helper()
+	f, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out := map[string]map[string]string{}
+	var section string
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		switch {
+		case line == "" || strings.HasPrefix(line, "#"):
+		case strings.HasPrefix(line, "[") && strings.HasSuffix(line, "]"):
+			section = strings.Trim(line, "[]")
+			out[section] = map[string]string{}
+		default:
+			k, v, ok := strings.Cut(line, "=")
+			if !ok {
+				t.Fatalf("%s:%d: not a key = value line: %s", name, n, line)
+			}
+			k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+			if strings.HasPrefix(v, `"`) {
+				v = strings.ReplaceAll(strings.Trim(v, `"`), `\"`, `"`)
+			}
+			if section != "" {
+				out[section][k] = v
+			}
+		}
+	}
+	return out
+}
+
+// TestDocs_CountsFromTemplate: the numbers docs/cost.md states about the
+// template are counted from it, not trusted: the routes (the detailed
+// metrics line) and the alarms (the fixed cost line).
+func TestDocs_CountsFromTemplate(t *testing.T) {
+	tpl := loadTemplate(t)
+	routes := len(tpl.functionEvents(t))
+	alarms := len(tpl.alarms(t))
+	b, err := os.ReadFile("../../docs/cost.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	for _, want := range []string{fmt.Sprintf("if all %d routes are", routes), fmt.Sprintf("| %d alarms watching", alarms)} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("docs/cost.md does not say %q (counted from template.yaml)", want)
+		}
+	}
+}

@@ -1,0 +1,171 @@
+package lambdaapp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aws/aws-lambda-go/cfn"
+)
+
+// responseMargin is the time kept, before the invocation's deadline, to
+// PUT the answer to CloudFormation: the work a custom resource request
+// starts is cut off this long before the function would time out, so that
+// a hung table or Secrets Manager ends in a FAILED response that names
+// it, not in a stack that waits for ServiceTimeout.
+const responseMargin = 2 * time.Second
+
+// maxReason bounds the reason sent to CloudFormation, which refuses a
+// response document over 4,096 bytes and shows the reason in the stack's
+// events.
+const maxReason = 1024
+
+// customResourceEvent reports whether event is a CloudFormation custom
+// resource request, and decodes it.
+func customResourceEvent(event json.RawMessage) (cfn.Event, bool, error) {
+	var probe struct {
+		RequestType string `json:"RequestType"`
+		ResponseURL string `json:"ResponseURL"`
+	}
+	if json.Unmarshal(event, &probe) != nil || probe.RequestType == "" || probe.ResponseURL == "" {
+		return cfn.Event{}, false, nil
+	}
+	var ev cfn.Event
+	if err := json.Unmarshal(event, &ev); err != nil {
+		return cfn.Event{}, true, err
+	}
+	return ev, true, nil
+}
+
+// physicalID is the custom resource's physical id: the one CloudFormation
+// holds, or for a Create the table's name (its Table property, else table)
+// and the resource's logical id, stable across the stack's life.
+func physicalID(ev cfn.Event, table string) string {
+	if ev.RequestType != cfn.RequestCreate {
+		return ev.PhysicalResourceID
+	}
+	if t, ok := ev.ResourceProperties["Table"].(string); ok && t != "" {
+		table = t
+	}
+	if table == "" {
+		return ""
+	}
+	return table + "-" + strings.ToLower(ev.LogicalResourceID)
+}
+
+// answer runs work for the custom resource request ev, with a deadline
+// that leaves responseMargin to spare, and PUTs its outcome to the
+// request's pre-signed ResponseURL as CloudFormation requires: SUCCESS
+// with the data, or FAILED with the error as the reason, which
+// CloudFormation shows in the stack's events (it names what failed, never
+// a secret's value). A Delete never runs work: nothing of this stack's
+// custom resources needs undoing (the table outlives the stack, and so
+// does what is in it), so it succeeds whatever state the table and the
+// secrets are in. The answer is the empty reason unless the response could
+// not be sent; then the error makes Lambda retry the invocation.
+func answer(ctx context.Context, ev cfn.Event, table string, work func(context.Context) (map[string]any, error)) (any, error) {
+	return cfn.LambdaWrap(func(ctx context.Context, ev cfn.Event) (string, map[string]any, error) {
+		id := physicalID(ev, table)
+		if ev.RequestType == cfn.RequestDelete {
+			return id, nil, nil
+		}
+		if deadline, ok := ctx.Deadline(); ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, deadline.Add(-responseMargin))
+			defer cancel()
+		}
+		data, err := work(ctx)
+		if err != nil {
+			return id, nil, errors.New(truncate(err.Error(), maxReason))
+		}
+		return id, data, nil
+	})(ctx, ev)
+}
+
+// truncate cuts s to at most n bytes, on a rune boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n-len("…")]
+	for !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s + "…"
+}
+
+// Starter builds a function's handler: the heavy start, which reads the
+// secrets and writes the table (FromEnv).
+type Starter func(ctx context.Context) (EventHandler, error)
+
+// AfterFailedStart is auth's handler when its start at init failed:
+// a table or a secret deleted, a key policy that refuses it, RS256 setup
+// denied. Auth serves the template's custom resources, so it does not exit
+// as the other functions do, which would leave each CloudFormation request
+// unanswered until ServiceTimeout and a stack delete in DELETE_FAILED with
+// the cause only in a log group. It answers a Delete at once, without
+// starting. Any other event tries the start again, as Lambda would by a new
+// init, and is served once it succeeds; until then a Create or Update is
+// answered FAILED with the cause as the reason, and any other event fails
+// the invocation with it (a function error, which the errors alarms count).
+func AfterFailedStart(start Starter, logger *slog.Logger) EventHandler {
+	s := &restarter{start: start, logger: logger}
+	return s.invoke
+}
+
+type restarter struct {
+	start  Starter
+	logger *slog.Logger
+	mu     sync.Mutex
+	h      EventHandler // nil until a start succeeds
+}
+
+func (s *restarter) invoke(ctx context.Context, event json.RawMessage) (any, error) {
+	ev, isCustom, err := customResourceEvent(event)
+	if err != nil {
+		return nil, err
+	}
+	if isCustom && ev.RequestType == cfn.RequestDelete {
+		return answer(ctx, ev, "", nil)
+	}
+	h, err := s.handler(ctx)
+	if h != nil {
+		return h(ctx, event)
+	}
+	err = fmt.Errorf("the function could not start: %w", err)
+	if isCustom {
+		s.logger.ErrorContext(ctx, "custom resource request failed", "request_type", string(ev.RequestType), "resource", ev.LogicalResourceID, "error", err.Error())
+		return answer(ctx, ev, "", func(context.Context) (map[string]any, error) { return nil, err })
+	}
+	return nil, err
+}
+
+// handler returns the started function's handler, trying the start again
+// (one at a time) while it has not succeeded; nil and the error if it
+// fails again.
+func (s *restarter) handler(ctx context.Context) (EventHandler, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.h != nil {
+		return s.h, nil
+	}
+	if deadline, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline.Add(-responseMargin))
+		defer cancel()
+	}
+	h, err := s.start(ctx)
+	if err != nil {
+		s.logger.ErrorContext(ctx, "start failed again: "+err.Error())
+		return nil, err
+	}
+	s.logger.InfoContext(ctx, "started after a failed init")
+	s.h = h
+	return h, nil
+}
