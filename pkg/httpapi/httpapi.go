@@ -133,7 +133,6 @@ func New(cfg Config, groups ...Group) http.Handler {
 		table = append(slices.Clone(routeTable), localTable...)
 	}
 	mux := http.NewServeMux()
-	static := map[methodPath]http.Handler{}
 	allowed := map[string][]string{} // path -> methods, in table order
 	var paths []string
 	for _, d := range table {
@@ -146,11 +145,7 @@ func New(cfg Config, groups ...Group) http.Handler {
 		if d.Group == GroupAuth && len(cfg.SealKeys) == 0 {
 			panic("httpapi: the auth group stores answers that hold secrets for Idempotency-Key replays; Config.SealKeys is required")
 		}
-		h := s.route(d)
-		mux.Handle(d.Method+" "+d.Path, h)
-		if !strings.Contains(d.Path, "{") {
-			static[methodPath{d.Method, d.Path}] = h
-		}
+		mux.Handle(d.Method+" "+d.Path, s.route(d))
 		if _, ok := allowed[d.Path]; !ok {
 			paths = append(paths, d.Path)
 		}
@@ -167,11 +162,8 @@ func New(cfg Config, groups ...Group) http.Handler {
 		mux.Handle(path, s.methodNotAllowed(path, strings.Join(methods, ", ")))
 	}
 	mux.Handle("/", s.notFound())
-	return s.outer(s.dispatch(static, mux))
+	return s.outer(s.dispatch(mux))
 }
-
-// methodPath names a route without wildcards.
-type methodPath struct{ method, path string }
 
 // reqInfo is the per-request state the outer middleware logs. Handlers fill
 // in the route, so that the log line does not depend on ServeMux internals.
@@ -454,20 +446,12 @@ func filters(q url.Values, names ...string) ([]string, error) {
 // dispatch answers 404 for a path that is not in canonical form, before
 // the router sees it: ServeMux would answer with a redirect to the cleaned
 // path (307, text/html), which a client may follow with its credential to
-// a resource it never named. A request for a route without wildcards
-// (static, by method and path) goes straight to its handler, as ServeMux
-// would send it (no pattern is more specific than a literal one) without
-// ServeMux's walk of its tree; verify is such a route. Anything else goes
-// to mux.
-func (s *server) dispatch(static map[methodPath]http.Handler, mux *http.ServeMux) http.Handler {
+// a resource it never named.
+func (s *server) dispatch(mux *http.ServeMux) http.Handler {
 	notFound := s.notFound()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !canonicalPath(r.URL) {
 			notFound.ServeHTTP(w, r)
-			return
-		}
-		if h := static[methodPath{r.Method, r.URL.Path}]; h != nil {
-			h.ServeHTTP(w, r)
 			return
 		}
 		mux.ServeHTTP(w, r)
