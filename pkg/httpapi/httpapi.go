@@ -22,7 +22,6 @@ import (
 	"time"
 
 	"latchkey/pkg/account"
-	"latchkey/pkg/logbuf"
 )
 
 // MaxHeaderBytes is the http.Server.MaxHeaderBytes for a server of this
@@ -89,17 +88,6 @@ type server struct {
 	requestID func(r *http.Request) string
 	local     *Local
 	sealKeys  [][]byte
-	// requestLog is log's handler when it writes the request line
-	// itself, in a third of the time of a slog.Record.
-	requestLog RequestLogger
-}
-
-// RequestLogger is a slog.Handler that writes the request line without a
-// slog.Record: logbuf.JSONHandler, and a handler that wraps one and
-// passes the line on (the Lambda functions'). The line it writes must be
-// the one Handle writes for the line's Record.
-type RequestLogger interface {
-	LogRequest(logbuf.Request) error
 }
 
 // New returns a handler serving the routes of the named groups, or of every
@@ -124,7 +112,6 @@ func New(cfg Config, groups ...Group) http.Handler {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	s.requestLog, _ = s.log.Handler().(RequestLogger)
 	table := routeTable
 	if cfg.Local != nil {
 		if cfg.Local.Ready == nil || cfg.Local.OpenAPI == nil {
@@ -233,19 +220,10 @@ func (s *server) outer(next http.Handler) http.Handler {
 			if status == 0 {
 				status = http.StatusOK
 			}
-			if ctx := r.Context(); s.log.Enabled(ctx, slog.LevelInfo) {
-				end := time.Now()
-				line := logbuf.Request{Time: end, Method: r.Method, Route: ri.route, Status: status, Duration: end.Sub(start), RequestID: ri.id}
-				if s.requestLog != nil {
-					s.requestLog.LogRequest(line) // its error dropped, as Logger drops it
-					return
-				}
-				// The record is handed to the handler as Logger.LogAttrs
-				// would, but without the caller's program counter, which
-				// LogAttrs looks up on every call and only a handler with
-				// AddSource uses (ours have none).
-				s.log.Handler().Handle(ctx, line.Record())
-			}
+			// duration_ms is in milliseconds, to the microsecond.
+			s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", slog.String("method", r.Method), slog.String("route", ri.route),
+				slog.Int("status", status), slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
+				slog.String("request_id", ri.id))
 		}()
 		next.ServeHTTP(sw, r)
 	})

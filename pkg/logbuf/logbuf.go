@@ -1,6 +1,4 @@
-// Package logbuf makes a server's per-request log line cheap: JSONHandler
-// formats it as slog's JSON handler does with less work, and Writer batches
-// lines into fewer writes.
+// Package logbuf batches a server's log lines into fewer writes.
 //
 // A server that logs one line per request makes one write system call per
 // request when it logs straight to a file descriptor; under load that costs
