@@ -121,13 +121,12 @@ func (s *Store) RecordAPIKeyUse(ctx context.Context, k account.APIKey, at time.T
 // CodeNotFound.
 func (s *Store) readAPIKey(tx *bolt.Tx, id []byte) (account.APIKey, error) {
 	keys := tx.Bucket(bucketKeys)
-	it, ok, err := get[apiKeyItem](keys, id)
+	k, ok, err := s.keys.get(keys, id)
 	if err != nil || !ok {
 		return account.APIKey{}, orNotFound(err, account.ErrAPIKeyNotFound())
 	}
-	k := it.domain()
 	for _, a := range k.Ancestors {
-		above, ok, err := get[apiKeyItem](keys, []byte(a))
+		above, ok, err := s.keys.get(keys, []byte(a))
 		if err != nil {
 			return account.APIKey{}, err
 		}

@@ -96,6 +96,7 @@ const (
 // Store is an account.Store in one bbolt file.
 type Store struct {
 	db   *bolt.DB
+	keys keyMemo
 	now  func() time.Time
 	stop chan struct{}
 	done sync.WaitGroup
