@@ -220,10 +220,19 @@ func (s *server) outer(next http.Handler) http.Handler {
 			if status == 0 {
 				status = http.StatusOK
 			}
-			// duration_ms is in milliseconds, to the microsecond.
-			s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", slog.String("method", r.Method), slog.String("route", ri.route),
-				slog.Int("status", status), slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
-				slog.String("request_id", ri.id))
+			// The record goes to the handler as Logger.LogAttrs would send
+			// it, without the caller's program counter, which LogAttrs
+			// looks up on every call for handlers with AddSource (ours have
+			// none): 1.7% of a verify's instructions. duration_ms is in
+			// milliseconds, to the microsecond.
+			if ctx := r.Context(); s.log.Enabled(ctx, slog.LevelInfo) {
+				end := time.Now()
+				rec := slog.NewRecord(end, slog.LevelInfo, "request", 0)
+				rec.AddAttrs(slog.String("method", r.Method), slog.String("route", ri.route),
+					slog.Int("status", status), slog.Float64("duration_ms", float64(end.Sub(start).Microseconds())/1000),
+					slog.String("request_id", ri.id))
+				s.log.Handler().Handle(ctx, rec)
+			}
 		}()
 		next.ServeHTTP(sw, r)
 	})
