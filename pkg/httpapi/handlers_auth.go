@@ -64,11 +64,11 @@ func (s *server) verifyToken(w http.ResponseWriter, r *http.Request, token strin
 	// The answer changes the moment the token is revoked.
 	w.Header()["Cache-Control"] = headerNoStore
 	if !v.Valid {
-		s.writeJSON(w, r, http.StatusOK, verifyInvalidResponse{Valid: false, Reason: v.Reason})
+		writeAppended(w, http.StatusOK, verifyInvalidResponse{Valid: false, Reason: v.Reason})
 		return nil
 	}
 	c := v.Claims
-	s.writeJSON(w, r, http.StatusOK, verifyValidResponse{
+	writeAppended(w, http.StatusOK, verifyValidResponse{
 		Valid:     true,
 		TokenID:   c.ID,
 		KeyID:     c.KeyID,
