@@ -8,7 +8,9 @@
 # verify response. Runs alternate between the ceiling and Latchkey, so that
 # both see the same machine, and verify/ceiling is Latchkey's share of what
 # a Go HTTP handler can serve on this machine at all (the ratio of their
-# mean requests per second over the rounds).
+# mean requests per second over the rounds). To compare two builds of
+# Latchkey with each other, scripts/ab.sh alternates them the same way, and
+# can count instructions instead, which a crowded machine does not move.
 #
 # Usage: scripts/load.sh
 #   LOAD_DURATION  seconds per run (default 3)

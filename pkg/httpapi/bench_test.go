@@ -13,13 +13,12 @@ import (
 	"latchkey/pkg/account"
 	"latchkey/pkg/httpapi"
 	"latchkey/pkg/httpapi/httpapitest"
-	"latchkey/pkg/logbuf"
 )
 
 // The benchmarks run the full stack: New, the middleware, the service and
 // bbolt in a temporary directory (DynamoDB Local with
 // LATCHKEY_TEST_STORE=dynamodb). The request line is logged as the local
-// server logs it (logbuf's handler and Writer), to io.Discard, so its
+// server logs it (slog's JSON handler), to io.Discard, so its
 // formatting is measured and a growing buffer is not; the response goes
 // to a writer that keeps nothing but its headers, so B/op and allocs/op
 // are the handler's, not the harness's.
@@ -28,9 +27,7 @@ import (
 func benchHandler(tb testing.TB, env *httpapitest.Env) http.Handler {
 	tb.Helper()
 	cfg := env.Config
-	logs := logbuf.New(io.Discard, logbuf.Options{})
-	tb.Cleanup(func() { logs.Close() })
-	cfg.Logger = slog.New(logbuf.NewJSONHandler(logs, nil))
+	cfg.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
 	return httpapi.New(cfg)
 }
 

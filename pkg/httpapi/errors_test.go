@@ -15,7 +15,6 @@ import (
 	"latchkey/pkg/account"
 	"latchkey/pkg/httpapi"
 	"latchkey/pkg/httpapi/httpapitest"
-	"latchkey/pkg/logbuf"
 )
 
 func TestErrors(t *testing.T) {
@@ -389,11 +388,11 @@ func TestRequestIDAndLogs(t *testing.T) {
 		ids[id] = true
 	}
 
-	// The local server's and the functions' handler writes the line itself
-	// (logbuf.JSONHandler.LogRequest): the same fields, the same values.
+	// A logger with attributes of its own (a function's name) writes them
+	// on the request line, beside the same fields with the same values.
 	var logs httpapitest.SyncBuffer
 	cfg = env.Config
-	cfg.Logger = slog.New(logbuf.NewJSONHandler(&logs, nil)).With("function", "users")
+	cfg.Logger = slog.New(slog.NewJSONHandler(&logs, nil)).With("function", "users")
 	res = env.DoRaw(t, httpapi.New(cfg), http.MethodGet, "/v1/users?limit=5", http.Header{"Authorization": {"Bearer " + tok}}, nil)
 	want(t, res, http.StatusOK)
 	line = nil

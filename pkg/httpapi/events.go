@@ -66,7 +66,7 @@ func withEvents(w http.ResponseWriter, r *http.Request, p account.Principal) *ht
 	}
 	src := &account.EventSource{
 		Actor:     account.Actor{KeyID: p.KeyID, TokenID: p.TokenID},
-		RequestID: info(w).id,
+		RequestID: info(r).id,
 		Encode:    EncodeEvent,
 	}
 	return r.WithContext(account.WithEventSource(r.Context(), src))

@@ -73,7 +73,6 @@ type bufferedResponse struct {
 	header http.Header
 	status int
 	body   bytes.Buffer
-	info   *reqInfo // of the request it answers, for its error lines and problem body
 }
 
 func (b *bufferedResponse) Header() http.Header { return b.header }
@@ -160,7 +159,7 @@ func (s *server) serveIdempotent(w http.ResponseWriter, r *http.Request, d route
 			}
 		}
 	}()
-	held := &bufferedResponse{header: http.Header{}, info: info(w)}
+	held := &bufferedResponse{header: http.Header{}}
 	rc := r.WithContext(claim.Context(r.Context()))
 	if err := d.handler(s, held, rc, p); err != nil {
 		s.writeError(held, rc, err)
@@ -185,7 +184,7 @@ func (s *server) serveIdempotent(w http.ResponseWriter, r *http.Request, d route
 }
 
 func (s *server) logIdempotency(w http.ResponseWriter, r *http.Request, msg string, err error) {
-	s.log.ErrorContext(r.Context(), msg, "request_id", info(w).id, "route", info(w).route, "error", err.Error())
+	s.log.ErrorContext(r.Context(), msg, "request_id", info(r).id, "route", info(r).route, "error", err.Error())
 }
 
 // replay writes the answer stored for a key.

@@ -87,7 +87,7 @@ func (s *server) writeOAuthError(w http.ResponseWriter, r *http.Request, err err
 	}
 	if oe.cause != nil {
 		s.log.ErrorContext(r.Context(), "request failed",
-			"request_id", info(w).id, "route", info(w).route, "code", oe.code, "error", oe.cause.Error())
+			"request_id", info(r).id, "route", info(r).route, "code", oe.code, "error", oe.cause.Error())
 	}
 	h := w.Header()
 	if oe.challenge != "" {

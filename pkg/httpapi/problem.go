@@ -73,14 +73,14 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		// on our side and nobody reads this answer, so it is neither logged
 		// as an error nor blamed on the store; the 503 is for the access log.
 		s.log.InfoContext(r.Context(), "request abandoned by the client",
-			"request_id", info(w).id, "route", info(w).route, "reason", gone.Error())
+			"request_id", info(r).id, "route", info(r).route, "reason", gone.Error())
 		s.writeProblem(w, r, account.Unavailable(err))
 		return
 	}
 	switch e.Code {
 	case account.CodeInternal, account.CodeUnavailable:
 		s.log.ErrorContext(r.Context(), "request failed",
-			"request_id", info(w).id, "route", info(w).route, "code", string(e.Code), "error", err.Error())
+			"request_id", info(r).id, "route", info(r).route, "code", string(e.Code), "error", err.Error())
 	}
 	s.writeProblem(w, r, e)
 }
@@ -91,7 +91,7 @@ func (s *server) writeProblem(w http.ResponseWriter, r *http.Request, e *account
 	c, ok := codes[e.Code]
 	if !ok {
 		// A code without a status is a bug in this package: answer as internal.
-		s.log.ErrorContext(r.Context(), "error code without an HTTP status", "request_id", info(w).id, "code", string(e.Code))
+		s.log.ErrorContext(r.Context(), "error code without an HTTP status", "request_id", info(r).id, "code", string(e.Code))
 		e = &account.Error{Code: account.CodeInternal}
 		c = codes[account.CodeInternal]
 	}
@@ -125,7 +125,7 @@ func (s *server) writeProblem(w http.ResponseWriter, r *http.Request, e *account
 		Status:    c.status,
 		Detail:    detail,
 		Code:      e.Code,
-		RequestID: info(w).id,
+		RequestID: info(r).id,
 		Errors:    e.Fields,
 	})
 	w.Write(b.Bytes())

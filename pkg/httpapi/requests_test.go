@@ -382,11 +382,10 @@ func dotSegment(path string) string {
 	return path[:i] + "/." + path[i:]
 }
 
-// TestStaticRoutes: a route without wildcards is found by method and path
-// before ServeMux (dispatch), and must be served as ServeMux would serve
-// it: each route's request reaches that route (the request line names
-// it), a path spelled with an escape ServeMux decodes reaches it too,
-// HEAD of a GET route is that route's, and another method is 405.
+// TestStaticRoutes: each route without wildcards is served as ServeMux
+// serves it: each route's request reaches that route (the request line
+// names it), a path spelled with an escape ServeMux decodes reaches it
+// too, HEAD of a GET route is that route's, and another method is 405.
 func TestStaticRoutes(t *testing.T) {
 	env := httpapitest.NewServer(t)
 	h := httpapi.New(env.Config)
@@ -416,9 +415,9 @@ func TestStaticRoutes(t *testing.T) {
 	if _, got := route(http.MethodGet, "/v1/auth/%76erify"); got != "GET /v1/auth/verify" {
 		t.Errorf("GET /v1/auth/%%76erify: served by %q, as ServeMux would by GET /v1/auth/verify", got)
 	}
-	// The map is looked up with the decoded path: an escaped slash, which
-	// ServeMux keeps inside its segment, must not make /v1/auth%2Fverify
-	// the verify route (canonicalPath refuses it first).
+	// An escaped slash, which ServeMux keeps inside its segment, must not
+	// make /v1/auth%2Fverify the verify route (canonicalPath refuses it
+	// first).
 	if status, got := route(http.MethodGet, "/v1/auth%2Fverify"); status != http.StatusNotFound || got != "" {
 		t.Errorf("GET /v1/auth%%2Fverify: %d, served by %q; want 404 from no route", status, got)
 	}

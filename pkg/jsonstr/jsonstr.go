@@ -1,9 +1,6 @@
 // Package jsonstr appends a Go string as a JSON string literal, byte for
-// byte as the standard library writes it, for the hot paths that write
-// their JSON by hand (the API's responses, the log lines) instead of
-// through reflection. The two flavours differ only in how they write \b
-// and \f: encoding/json writes the short escapes, log/slog's JSON handler
-// writes \u0008 and \u000c.
+// byte as encoding/json writes it, for the one response written by hand
+// instead of through reflection: verify's (httpapi's appendJSON).
 package jsonstr
 
 import (
@@ -14,13 +11,7 @@ import (
 // Append appends s as encoding/json writes it with HTML escaping off:
 // quote and backslash escaped, control characters as \b \f \n \r \t or
 // \u00XX, invalid UTF-8 as \ufffd, and U+2028 and U+2029 escaped.
-func Append(b []byte, s string) []byte { return appendString(b, s, true) }
-
-// AppendSlog appends s as log/slog's JSON handler writes it: as Append,
-// but \b and \f as \u0008 and \u000c.
-func AppendSlog(b []byte, s string) []byte { return appendString(b, s, false) }
-
-func appendString(b []byte, s string, shortBF bool) []byte {
+func Append(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
 	start := 0
@@ -48,9 +39,9 @@ func appendString(b []byte, s string, shortBF bool) []byte {
 				b = append(b, '\\', 'r')
 			case c == '\t':
 				b = append(b, '\\', 't')
-			case c == '\b' && shortBF:
+			case c == '\b':
 				b = append(b, '\\', 'b')
-			case c == '\f' && shortBF:
+			case c == '\f':
 				b = append(b, '\\', 'f')
 			default:
 				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
@@ -80,7 +71,7 @@ func appendString(b []byte, s string, shortBF bool) []byte {
 
 // plain8 reports whether none of the eight bytes of x is a control
 // character, a quote, a backslash or a byte of a multi-byte rune: the
-// bytes that appendString copies as they are. The tests are the exact
+// bytes that Append copies as they are. The tests are the exact
 // "has a zero byte" and "has a byte less than n" word tricks (Bit
 // Twiddling Hacks), used only as yes or no.
 func plain8(x uint64) bool {

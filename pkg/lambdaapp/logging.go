@@ -6,19 +6,15 @@ import (
 	"log/slog"
 
 	"github.com/awslabs/aws-lambda-go-api-proxy/core"
-
-	"latchkey/pkg/httpapi"
-	"latchkey/pkg/logbuf"
 )
 
 // NewLogger returns the logger of the function named name: JSON lines on w
 // (os.Stdout, which Lambda sends to CloudWatch Logs), each with the
 // function's name, each written before the call that logs it returns (a
 // line held back would wait for the next invocation of a frozen
-// environment, or be lost with it). The lines are what slog's JSON handler
-// writes; logbuf's formats the per-request line in about half the time.
+// environment, or be lost with it).
 func NewLogger(w io.Writer, name string) *slog.Logger {
-	return slog.New(logbuf.NewJSONHandler(w, nil)).With("function", name)
+	return slog.New(slog.NewJSONHandler(w, nil)).With("function", name)
 }
 
 // requestIDHandler adds API Gateway's request id to every record logged
@@ -39,16 +35,6 @@ func (h requestIDHandler) Handle(ctx context.Context, r slog.Record) error {
 		}
 	}
 	return h.Handler.Handle(ctx, r)
-}
-
-// LogRequest passes the request line to the wrapped handler's own
-// LogRequest (httpapi.RequestLogger), or else to its Handle. The line
-// holds the request id already: httpapi logs API Gateway's.
-func (h requestIDHandler) LogRequest(r logbuf.Request) error {
-	if rl, ok := h.Handler.(httpapi.RequestLogger); ok {
-		return rl.LogRequest(r)
-	}
-	return h.Handler.Handle(context.Background(), r.Record())
 }
 
 func (h requestIDHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
