@@ -15,11 +15,10 @@ import (
 // both, none of neither.
 type tenant struct {
 	api
-	a, b                    orgBody
-	keyA, keyB              apiKey
-	onlyA, onlyB, shared    userBody
-	none                    userBody
-	aMembers, aUsersVisible []string
+	a, b                 orgBody
+	keyA, keyB           apiKey
+	onlyA, onlyB, shared userBody
+	none                 userBody
 }
 
 func newTenant(t *testing.T) tenant {
