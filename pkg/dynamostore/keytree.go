@@ -154,6 +154,17 @@ func (n keyNode) event() []account.PendingEvent {
 	return []account.PendingEvent{{Type: account.EventAPIKeyDeleted, Data: n.item.apiKey()}}
 }
 
+// eventItems is what the key's api_key.deleted event takes in a
+// transaction, counted whether the delete records events or not, so that
+// the chunks are the same either way: the event, and its organization's
+// copy for a key bound to one (see events.go). At most keyEvent.
+func (n keyNode) eventItems() int {
+	if n.item != nil && n.item.OrganizationID != "" {
+		return keyEvent
+	}
+	return 1
+}
+
 // deleteKeyTree is one pass of DeleteAPIKey: errTreeChanged if the tree
 // changed under it.
 func (s *Store) deleteKeyTree(ctx context.Context, id string, allow func(account.APIKey) error) error {
@@ -217,7 +228,7 @@ func (d *treeDelete) walk(ctx context.Context, n keyNode) error {
 		}
 		d.queue = append(d.queue, dels)
 		d.events = append(d.events, child.event()...)
-		d.items += len(dels) + eventCount(ctx, child.event())
+		d.items += len(dels) + child.eventItems()
 		if d.items <= treeRoom {
 			continue
 		}
