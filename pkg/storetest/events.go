@@ -301,9 +301,11 @@ func (s suite) events(t *testing.T) {
 		for _, err := range errs {
 			f.ok(err, "CreateOrganization and AddMember")
 		}
+		// From before the delete, however long its transactions take.
+		from := start()
 		f.ok(f.s.DeleteUser(f.ctx, u.ID), "DeleteUser")
 		deleted := []string{account.EventOrganizationMembershipDeleted, account.EventUserDeleted}
-		got := f.tail(start(), account.EventQuery{Limit: account.MaxPageSize, Types: deleted}, orgs+1)
+		got := f.tail(from, account.EventQuery{Limit: account.MaxPageSize, Types: deleted}, orgs+1)
 		if len(got) != orgs+1 {
 			t.Fatalf("got %d events, want %d", len(got), orgs+1)
 		}
