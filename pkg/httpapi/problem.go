@@ -44,6 +44,8 @@ var codes = map[account.Code]struct {
 	account.CodeIdempotencyResponseLost: {http.StatusConflict, "Idempotent response lost"},
 
 	account.CodeUnknownEventType: {http.StatusBadRequest, "Unknown event type"},
+
+	account.CodeOutsideOrganization: {http.StatusForbidden, "Outside the organization"},
 }
 
 // problem is an RFC 9457 problem details body.

@@ -45,9 +45,12 @@ const (
 	SecondOwner = "usr_01KF0EF4V00000000000000007"
 	OrgID       = "org_01KF0EBF000000000000000005"
 	// OrgKeyID is a key bound to OrgID, below KeyID, with an owner:
-	// deleting the organization deletes it.
-	OrgKeyID = "key_01KF0EF3T00000000000000007"
-	TokenID  = "tok_01KF0ED9K00000000000000006"
+	// deleting the organization deletes it. Its secret is OrgKeySecret.
+	OrgKeyID     = "key_01KF0EF3T00000000000000007"
+	OrgKeySecret = KeySecret + "-acme"
+	// OtherOrgID is initech, an organization OrgKeyID does not see.
+	OtherOrgID = "org_01KF0ERB00000000000000000B"
+	TokenID    = "tok_01KF0ED9K00000000000000006"
 	// Issuer is the issuer of the fixture's deployment: the URL of the
 	// HTTP API that the events were sent to (their requestContext.domainName).
 	Issuer = "https://a1b2c3d4e5.execute-api.us-east-1.amazonaws.com"
@@ -144,8 +147,9 @@ func Config(fn lambdaapp.Function, table string) lambdaapp.Config {
 }
 
 // Seed writes the fixture into store: two API keys, three users (alice
-// with the external id crm-alice), one organization (acme, external id
-// acct-acme) with alice and dora as owners and a key bound to it, the
+// with the external id crm-alice), two organizations (acme, external id
+// acct-acme, with alice and dora as owners and a key bound to it; initech,
+// empty), the
 // token's record, and the revocation entry of the authorizer's
 // RevokedTokenID.
 func Seed(ctx context.Context, store account.Store) error {
@@ -177,9 +181,12 @@ func Seed(ctx context.Context, store account.Store) error {
 		},
 		func() error {
 			return store.CreateAPIKey(ctx, account.APIKey{
-				ID: OrgKeyID, Name: "acme ops", Hash: account.HashAPIKey(KeySecret + "-acme"), Last4: "acme", Scopes: []string{"read:users"},
+				ID: OrgKeyID, Name: "acme ops", Hash: account.HashAPIKey(OrgKeySecret), Last4: "acme", Scopes: []string{"read:users", "read:organizations"},
 				CreatedBy: KeyID, Ancestors: []string{KeyID}, OrganizationID: OrgID, OwnerID: "acme-ops", CreatedAt: at.Add(2 * time.Minute),
 			})
+		},
+		func() error {
+			return store.CreateOrganization(ctx, account.Organization{ID: OtherOrgID, Name: "Initech", Slug: "initech", Plan: "free", CreatedAt: at, UpdatedAt: at})
 		},
 		func() error { return store.CreateToken(ctx, fixtureToken()) },
 		func() error {
