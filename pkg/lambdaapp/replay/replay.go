@@ -47,7 +47,9 @@ const (
 	// OrgKeyID is a key bound to OrgID, below KeyID, with an owner:
 	// deleting the organization deletes it.
 	OrgKeyID = "key_01KF0EF3T00000000000000007"
-	TokenID  = "tok_01KF0ED9K00000000000000006"
+	// OrgKeyOwner is OrgKeyID's owner_id.
+	OrgKeyOwner = "acme-ops"
+	TokenID     = "tok_01KF0ED9K00000000000000006"
 	// Issuer is the issuer of the fixture's deployment: the URL of the
 	// HTTP API that the events were sent to (their requestContext.domainName).
 	Issuer = "https://a1b2c3d4e5.execute-api.us-east-1.amazonaws.com"
@@ -75,27 +77,35 @@ const (
 	// ExpiredTokenID is a token for OrdersAudience that expired an hour
 	// after fixtureTime.
 	ExpiredTokenID = "tok_01KF0EMK00000000000000000A"
+	// OrgOrdersTokenID is a valid token for OrdersAudience of OrgKeyID,
+	// the key bound to OrgID with an owner: verifying it reads the
+	// organization with the key.
+	OrgOrdersTokenID = "tok_01KF0EPDC0000000000000000B"
 )
 
 // AuthorizerToken returns the authorizer fixture's token with id (one of
-// the ids above): issued for KeyID at fixtureTime with the scope
-// read:orders. Ed25519 signatures are deterministic, so it is always the
-// string in the events.
+// the ids above): issued at fixtureTime with the scope read:orders, for
+// KeyID, or for OrgKeyID with its ancestors, organization and owner.
+// Ed25519 signatures are deterministic, so it is always the string in the
+// events.
 func AuthorizerToken(id string) string {
-	aud, expires := OrdersAudience, time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC)
+	c := account.TokenClaims{
+		ID: id, KeyID: KeyID, Audience: OrdersAudience, Scopes: []string{"read:orders"},
+		IssuedAt: fixtureTime, ExpiresAt: time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC),
+	}
 	switch id {
 	case BillingTokenID:
-		aud = "https://billing.example.com"
+		c.Audience = "https://billing.example.com"
 	case ExpiredTokenID:
-		expires = fixtureTime.Add(time.Hour)
+		c.ExpiresAt = fixtureTime.Add(time.Hour)
+	case OrgOrdersTokenID:
+		c.KeyID, c.KeyAncestors, c.OrganizationID, c.OwnerID = OrgKeyID, []string{KeyID}, OrgID, OrgKeyOwner
 	}
 	priv, err := secrets.SigningKey(SigningSecret)
 	if err != nil {
 		panic(err) // SigningSecret is a constant of the right length
 	}
-	tok, err := token.NewSigner(priv, Issuer).Sign(account.TokenClaims{
-		ID: id, KeyID: KeyID, Audience: aud, Scopes: []string{"read:orders"}, IssuedAt: fixtureTime, ExpiresAt: expires,
-	})
+	tok, err := token.NewSigner(priv, Issuer).Sign(c)
 	if err != nil {
 		panic(err)
 	}
@@ -177,8 +187,8 @@ func Seed(ctx context.Context, store account.Store) error {
 		},
 		func() error {
 			return store.CreateAPIKey(ctx, account.APIKey{
-				ID: OrgKeyID, Name: "acme ops", Hash: account.HashAPIKey(KeySecret + "-acme"), Last4: "acme", Scopes: []string{"read:users"},
-				CreatedBy: KeyID, Ancestors: []string{KeyID}, OrganizationID: OrgID, OwnerID: "acme-ops", CreatedAt: at.Add(2 * time.Minute),
+				ID: OrgKeyID, Name: "acme ops", Hash: account.HashAPIKey(KeySecret + "-acme"), Last4: "acme", Scopes: []string{"read:users", "read:orders"},
+				CreatedBy: KeyID, Ancestors: []string{KeyID}, OrganizationID: OrgID, OwnerID: OrgKeyOwner, CreatedAt: at.Add(2 * time.Minute),
 			})
 		},
 		func() error { return store.CreateToken(ctx, fixtureToken()) },
@@ -235,6 +245,9 @@ type AuthorizerEntry struct {
 	Authorized bool `json:"authorized"`
 	// Description says what the event shows.
 	Description string `json:"description"`
+	// Context is the context of an authorized request, exactly: what
+	// reaches the integration as requestContext.authorizer.lambda.
+	Context map[string]any `json:"context,omitempty"`
 }
 
 // AuthorizerManifest reads dir/manifest.json of the authorizer's events:
