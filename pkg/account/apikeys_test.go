@@ -376,6 +376,31 @@ func TestService_UpdateAPIKey(t *testing.T) {
 			t.Errorf("UpdateAPIKey of the caller's own key: %v", err)
 		}
 	})
+	t.Run("ErrPreviousSecret", func(t *testing.T) {
+		// The previous secret authenticates and issues tokens, but
+		// manages no key, its own or another.
+		e := newEnv(t)
+		p, old := e.key(t, "", account.ScopeWriteAPIKeys, "read:users")
+		if _, _, err := e.svc.RotateAPIKey(e.ctx, e.admin, p.KeyID, account.KeyRotationRequest{ExpiresIn: "1h"}); err != nil {
+			t.Fatal(err)
+		}
+		prev := e.auth(t, old)
+		if !prev.PreviousSecret || prev.KeyID != p.KeyID {
+			t.Fatalf("the previous secret's principal: %+v", prev)
+		}
+		_, _, err := e.svc.RotateAPIKey(e.ctx, prev, p.KeyID, account.KeyRotationRequest{ExpiresIn: "0s"})
+		wantCode(t, err, account.CodePreviousSecret)
+		name := "x"
+		_, err = e.svc.UpdateAPIKey(e.ctx, prev, p.KeyID, account.APIKeyUpdate{Name: &name})
+		wantCode(t, err, account.CodePreviousSecret)
+		wantCode(t, e.svc.DeleteAPIKey(e.ctx, prev, p.KeyID), account.CodePreviousSecret)
+		_, _, err = e.svc.CreateAPIKey(e.ctx, prev, account.NewAPIKey{Name: "x", Scopes: []string{"read:users"}})
+		wantCode(t, err, account.CodePreviousSecret)
+		if _, _, err := e.svc.IssueToken(e.ctx, prev, account.TokenRequest{Scopes: []string{"read:users"}}); err != nil {
+			t.Errorf("IssueToken with the previous secret: %v", err)
+		}
+		e.auth(t, old)
+	})
 	t.Run("ErrOutsideGrants", func(t *testing.T) {
 		e := newEnv(t)
 		p, _ := e.key(t, "", account.ScopeWriteAPIKeys)

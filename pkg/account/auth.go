@@ -70,7 +70,9 @@ func (s *Service) Authenticate(ctx context.Context, credential string) (Principa
 		return Principal{}, errPaused(key, "the API key")
 	}
 	s.recordUse(ctx, key, now)
-	return keyPrincipal(key), nil
+	p := keyPrincipal(key)
+	p.PreviousSecret = !current
+	return p, nil
 }
 
 // keyPrincipal is the principal that presents k's secret.

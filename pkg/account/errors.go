@@ -36,6 +36,12 @@ const (
 	CodeIdempotencyResponseLost Code = "idempotency_response_lost"
 )
 
+// CodePreviousSecret answers a request that presents an API key's previous
+// secret, replaced by a rotation and still accepted during its grace
+// period, to an operation that creates, changes, rotates or deletes API
+// keys: only the current secret manages keys (see Principal.Authorize).
+const CodePreviousSecret Code = "previous_secret"
+
 // CodeUnknownEventType answers GET /v1/events with a type in types that is
 // not one of EventTypes, so that a misspelled type is not taken for one
 // with no events.
