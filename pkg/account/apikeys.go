@@ -30,16 +30,18 @@ type NewAPIKey struct {
 	// it to the caller's key's organization, if that has one.
 	OrganizationID string
 	// OwnerID is the integrator's identifier of the key's owner; "" for
-	// none.
+	// none, or the caller's key's owner, if that has one.
 	OwnerID string
 }
 
 // CreateAPIKey creates a key with grants within the caller's own, below the
 // caller's key (APIKey.Ancestors), and returns it with its secret, which is
-// never shown again. A key never outlives the key that created it, and a
-// key bound to an organization creates keys bound to it and to no other.
+// never shown again. A key never outlives the key that created it, a key
+// bound to an organization creates keys bound to it and to no other, and a
+// key with an owner creates keys with that owner and no other.
 // CodeForbidden for an access token caller, a key MaxKeyAncestors deep, or
-// another organization than the caller's; CodeInsufficientScope,
+// another organization or owner than the caller's; CodePreviousSecret;
+// CodeInsufficientScope,
 // CodeInvalidRequest; CodeNotFound for an organization that does not
 // exist; CodeUnauthorized if the caller's key is deleted meanwhile.
 func (s *Service) CreateAPIKey(ctx context.Context, p Principal, req NewAPIKey) (APIKey, string, error) {
@@ -76,6 +78,15 @@ func (s *Service) CreateAPIKey(ctx context.Context, p Principal, req NewAPIKey) 
 	case org != "" && !ValidID(PrefixOrganization, org):
 		return APIKey{}, "", ErrOrganizationNotFound()
 	}
+	// Resource servers authorize by owner_id, as by org_id: a key with an
+	// owner creates keys of that owner only.
+	owner := req.OwnerID
+	switch {
+	case p.KeyOwnerID != "" && owner == "":
+		owner = p.KeyOwnerID
+	case p.KeyOwnerID != "" && owner != p.KeyOwnerID:
+		return APIKey{}, "", Errorf(CodeForbidden, "this API key has an owner: the keys it creates have the same owner_id, and no other")
+	}
 	var ancestors []string
 	if !p.KeyBootstrap {
 		if len(p.KeyAncestors) >= MaxKeyAncestors {
@@ -97,7 +108,7 @@ func (s *Service) CreateAPIKey(ctx context.Context, p Principal, req NewAPIKey) 
 		CreatedAt: now,
 
 		OrganizationID: org,
-		OwnerID:        req.OwnerID,
+		OwnerID:        owner,
 	}
 	if lifetime > 0 {
 		key.ExpiresAt = now.Add(lifetime)

@@ -664,6 +664,33 @@ func TestService_APIKeyOwners(t *testing.T) {
 		_, err = e.svc.ListAPIKeys(e.ctx, p, account.PageRequest{}, account.APIKeyFilter{OrganizationID: globex.ID})
 		wantCode(t, err, account.CodeForbidden)
 	})
+	t.Run("OwnerInherited", func(t *testing.T) {
+		// A key with an owner creates keys of that owner, and of no
+		// other: its tokens would otherwise claim any owner_id.
+		e := newEnv(t)
+		_, secret, err := e.svc.CreateAPIKey(e.ctx, e.admin, account.NewAPIKey{Name: "crm", Scopes: []string{account.ScopeWriteAPIKeys, "read:users"}, OwnerID: "crm:4711"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := e.auth(t, secret)
+		for _, owner := range []string{"", "crm:4711"} {
+			child, childSecret, err := e.svc.CreateAPIKey(e.ctx, p, account.NewAPIKey{Name: "ci", Scopes: []string{"read:users"}, OwnerID: owner})
+			if err != nil || child.OwnerID != "crm:4711" {
+				t.Fatalf("CreateAPIKey by a key with an owner, owner_id %q: got %+v, %v; want owner crm:4711", owner, child, err)
+			}
+			_, c, err := e.svc.IssueToken(e.ctx, e.auth(t, childSecret), account.TokenRequest{Scopes: []string{"read:users"}})
+			if err != nil || c.OwnerID != "crm:4711" {
+				t.Errorf("the child's token: owner %q, %v", c.OwnerID, err)
+			}
+		}
+		_, _, err = e.svc.CreateAPIKey(e.ctx, p, account.NewAPIKey{Name: "x", Scopes: []string{"read:users"}, OwnerID: "crm:42"})
+		wantCode(t, err, account.CodeForbidden)
+		// A key without an owner names any.
+		free, _ := e.key(t, "", account.ScopeWriteAPIKeys, "read:users")
+		if k, _, err := e.svc.CreateAPIKey(e.ctx, free, account.NewAPIKey{Name: "x", Scopes: []string{"read:users"}, OwnerID: "crm:42"}); err != nil || k.OwnerID != "crm:42" {
+			t.Errorf("CreateAPIKey by a key without an owner: got %+v, %v", k, err)
+		}
+	})
 	t.Run("DeleteOrganization", func(t *testing.T) {
 		// The organization's keys go with it: their secrets and tokens
 		// stop at once.

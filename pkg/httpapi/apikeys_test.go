@@ -501,13 +501,17 @@ func TestAPIKeyOwners(t *testing.T) {
 		t.Errorf("verify of a key without them: got %v, want nulls", v)
 	}
 
-	// The tenant's own key, without naming it, is bound to its organization.
-	res = a.do(http.MethodPost, "/v1/api-keys", tenant, map[string]any{"name": "tenant ci", "scopes": []string{"read:users"}, "owner_id": "crm:42"})
+	// The tenant's own key, without naming them, is bound to its
+	// organization and has its owner, and it may name no other owner.
+	res = a.do(http.MethodPost, "/v1/api-keys", tenant, map[string]any{"name": "tenant ci", "scopes": []string{"read:users"}})
 	want(t, res, http.StatusCreated)
-	if got := res.Map(t); got["organization_id"] != o.ID {
-		t.Errorf("a key created by a bound key: organization_id %v, want %s", got["organization_id"], o.ID)
+	if got := res.Map(t); got["organization_id"] != o.ID || got["owner_id"] != "crm:4711" {
+		t.Errorf("a key created by a bound key with an owner: organization_id %v, owner_id %v, want %s and crm:4711", got["organization_id"], got["owner_id"], o.ID)
 	}
 	wantProblem(t, a.do(http.MethodPost, "/v1/api-keys", tenant, map[string]any{"name": "x", "scopes": []string{"read:users"}, "organization_id": other.ID}), http.StatusForbidden, "forbidden")
+	wantProblem(t, a.do(http.MethodPost, "/v1/api-keys", tenant, map[string]any{"name": "x", "scopes": []string{"read:users"}, "owner_id": "crm:42"}), http.StatusForbidden, "forbidden")
+	res = a.do(http.MethodPost, "/v1/api-keys", a.AdminKey, map[string]any{"name": "tenant ci", "scopes": []string{"read:users"}, "organization_id": o.ID, "owner_id": "crm:42"})
+	want(t, res, http.StatusCreated)
 	wantProblem(t, a.do(http.MethodPost, "/v1/api-keys", a.AdminKey, map[string]any{"name": "x", "scopes": []string{"read:users"}, "organization_id": account.NewID(account.PrefixOrganization, time.Now())}), http.StatusNotFound, "not_found")
 	wantField(t, wantProblem(t, a.do(http.MethodPost, "/v1/api-keys", a.AdminKey, map[string]any{"name": "x", "scopes": []string{"read:users"}, "owner_id": strings.Repeat("x", 257)}), http.StatusBadRequest, "invalid_request"), "owner_id")
 	a.createKey(a.AdminKey, "read:users") // bound to nothing
@@ -524,11 +528,11 @@ func TestAPIKeyOwners(t *testing.T) {
 		credential, query string
 		want              int
 	}{
-		{a.AdminKey, "&organization_id=" + o.ID, 2},
-		{a.AdminKey, "&owner_id=crm:4711", 1},
+		{a.AdminKey, "&organization_id=" + o.ID, 3},
+		{a.AdminKey, "&owner_id=crm:4711", 2},
 		{a.AdminKey, "&organization_id=" + o.ID + "&owner_id=crm:42", 1},
 		{a.AdminKey, "&organization_id=" + other.ID, 0},
-		{tenant, "", 2}, // its organization's only
+		{tenant, "", 3}, // its organization's only
 	} {
 		if got := count(tc.credential, tc.query); got != tc.want {
 			t.Errorf("list%s: %d keys, want %d", tc.query, got, tc.want)
