@@ -22,11 +22,17 @@ func looksLikeJWT(s string) bool {
 	return strings.HasPrefix(s, "eyJ") && strings.Count(s, ".") == 2
 }
 
+// errAudience answers an access token issued for another resource server:
+// it is valid, so saying why it is refused helps its holder, who knows it.
+var errAudience = Errorf(CodeUnauthorized, "the access token is for another audience (aud): this API accepts tokens whose audience is its issuer, which a token request that names no audience gets")
+
 // Authenticate resolves a bearer credential, API key or access token, to the
 // principal that presented it. The key is read from the store on every call,
 // so a deleted or disabled key, and every key below it, stops working at
 // once; a token's revocation entry, issuing key and the key's ancestors are
-// read in one round trip. CodeUnauthorized.
+// read in one round trip. A token is accepted only if its audience is this
+// service (RFC 9068, section 4): its issuer, the audience of a token
+// requested without one. CodeUnauthorized.
 func (s *Service) Authenticate(ctx context.Context, credential string) (Principal, error) {
 	if credential == "" {
 		return Principal{}, errUnauthorized
@@ -36,6 +42,13 @@ func (s *Service) Authenticate(ctx context.Context, credential string) (Principa
 		claims, err := s.parser.Parse(ctx, credential, now)
 		if err != nil {
 			return Principal{}, errUnauthorized
+		}
+		// The parser has checked that iss is this service's issuer. Not
+		// golang-jwt's WithAudience: the parser is shared with verify and
+		// introspection, which report a token for any audience as valid,
+		// and its cache returns claims without decoding the token again.
+		if claims.Audience != claims.Issuer {
+			return Principal{}, errAudience
 		}
 		status, err := s.store.TokenStatus(ctx, claims.ID, claims.KeyID, claims.KeyAncestors, claims.OrganizationID)
 		if err != nil {
