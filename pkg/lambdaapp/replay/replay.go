@@ -49,7 +49,12 @@ const (
 	OrgKeyID = "key_01KF0EF3T00000000000000007"
 	// OrgKeyOwner is OrgKeyID's owner_id.
 	OrgKeyOwner = "acme-ops"
-	TokenID     = "tok_01KF0ED9K00000000000000006"
+	// RotatedKeyID is a key below KeyID that holds write:api_keys and was
+	// rotated with a grace period that lasts until 2099: its previous
+	// secret, RotatedKeyPreviousSecret, still authenticates.
+	RotatedKeyID             = "key_01KF0EQ8R0000000000000000C"
+	RotatedKeyPreviousSecret = "lk_replayfixturerotatedkeyprevious0000000000000"
+	TokenID                  = "tok_01KF0ED9K00000000000000006"
 	// Issuer is the issuer of the fixture's deployment: the URL of the
 	// HTTP API that the events were sent to (their requestContext.domainName).
 	Issuer = "https://a1b2c3d4e5.execute-api.us-east-1.amazonaws.com"
@@ -81,6 +86,8 @@ const (
 	// the key bound to OrgID with an owner: verifying it reads the
 	// organization with the key.
 	OrgOrdersTokenID = "tok_01KF0EPDC0000000000000000B"
+	// OtherAudienceTokenID is OtherAudienceToken's id.
+	OtherAudienceTokenID = "tok_01KF0ES2Y0000000000000000D"
 )
 
 // AuthorizerToken returns the authorizer fixture's token with id (one of
@@ -114,6 +121,23 @@ func AuthorizerToken(id string) string {
 
 // fixtureTime is when the fixture's items were created.
 var fixtureTime = time.Date(2026, 1, 15, 9, 0, 0, 0, time.UTC)
+
+// OtherAudienceToken returns a token like Token's, with the scope "*:*",
+// issued for OrdersAudience: valid, but not for Latchkey's own API.
+func OtherAudienceToken() string {
+	priv, err := secrets.SigningKey(SigningSecret)
+	if err != nil {
+		panic(err) // SigningSecret is a constant of the right length
+	}
+	c := fixtureToken()
+	tok, err := token.NewSigner(priv, Issuer).Sign(account.TokenClaims{
+		ID: OtherAudienceTokenID, KeyID: c.KeyID, Audience: OrdersAudience, Scopes: c.Scopes, IssuedAt: c.IssuedAt, ExpiresAt: c.ExpiresAt,
+	})
+	if err != nil {
+		panic(err)
+	}
+	return tok
+}
 
 // Token returns the fixture's access token: scope "*:*", issued for KeyID
 // with the issuer as its audience, expiring in 2099. Ed25519 signatures are
@@ -157,7 +181,8 @@ func Config(fn lambdaapp.Function, table string) lambdaapp.Config {
 // with the external id crm-alice), one organization (acme, external id
 // acct-acme) with alice and dora as owners and a key bound to it, the
 // token's record, and the revocation entry of the authorizer's
-// RevokedTokenID.
+// RevokedTokenID; and RotatedKeyID, whose previous secret is in its grace
+// period, and the record of OtherAudienceToken.
 func Seed(ctx context.Context, store account.Store) error {
 	at := fixtureTime
 	steps := []func() error{
@@ -191,7 +216,25 @@ func Seed(ctx context.Context, store account.Store) error {
 				CreatedBy: KeyID, Ancestors: []string{KeyID}, OrganizationID: OrgID, OwnerID: OrgKeyOwner, CreatedAt: at.Add(2 * time.Minute),
 			})
 		},
+		func() error {
+			return store.CreateAPIKey(ctx, account.APIKey{
+				ID: RotatedKeyID, Name: "rotated", Hash: account.HashAPIKey(RotatedKeyPreviousSecret), Last4: RotatedKeyPreviousSecret[len(RotatedKeyPreviousSecret)-4:],
+				Scopes: []string{"write:api_keys", "read:users"}, CreatedBy: KeyID, Ancestors: []string{KeyID}, CreatedAt: at.Add(3 * time.Minute),
+			})
+		},
+		func() error {
+			current := KeySecret + "-rotated"
+			_, err := store.UpdateAPIKey(ctx, RotatedKeyID, account.APIKeyPatch{At: at.Add(4 * time.Minute), Rotate: &account.KeyRotation{
+				Hash: account.HashAPIKey(current), Last4: current[len(current)-4:], PreviousUntil: time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC),
+			}}, nil)
+			return err
+		},
 		func() error { return store.CreateToken(ctx, fixtureToken()) },
+		func() error {
+			c := fixtureToken()
+			c.ID = OtherAudienceTokenID
+			return store.CreateToken(ctx, c)
+		},
 		func() error {
 			_, err := store.RevokeToken(ctx, account.Revocation{
 				TokenID: RevokedTokenID, KeyID: KeyID, RevokedAt: at.Add(time.Hour), ExpiresAt: time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC),
