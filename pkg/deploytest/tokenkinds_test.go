@@ -41,7 +41,7 @@ const (
 	pathVerify     verifyPath = iota // GET /v1/auth/verify
 	pathIntrospect                   // POST /oauth2/introspect
 	pathAuthorizer                   // the Lambda authorizer, under its IAM role over DynamoDB
-	pathOwnAPI                       // a request to Latchkey's own API with the token as credential
+	pathOwnAPI                       // a request to Latchkey's own API with the token as credential: only one for its audience passes
 	numVerifyPaths
 )
 
@@ -51,7 +51,8 @@ const (
 const ordersRoute = "GET /orders"
 
 // kindKey is what a kind's setup leaves: the key's id, a token of it for
-// the orders API and one for Latchkey's own (the default audience).
+// the orders API and one for Latchkey's own (the default audience), both
+// with every scope of kindScopes.
 type kindKey struct {
 	id, ordersToken, ownToken string
 }
@@ -155,6 +156,9 @@ var verifyPaths = map[verifyPath]struct {
 			status = http.StatusOK
 		}
 		f.call(http.MethodGet, "/v1/organizations/{id}", replay.OrgID, k.ownToken, "", status)
+		// The orders token is for another resource server (RFC 9068,
+		// section 4), valid or not.
+		f.call(http.MethodGet, "/v1/organizations/{id}", replay.OrgID, k.ordersToken, "", http.StatusUnauthorized)
 	}},
 }
 
@@ -325,8 +329,8 @@ func (f *kindsFixture) createKey(creator string, extra map[string]any) keySecret
 // secret.
 func (f *kindsFixture) tokens(k keySecret) kindKey {
 	f.t.Helper()
-	orders := f.call(http.MethodPost, "/v1/auth/token", "", k.secret, `{"scopes":["read:orders"],"audience":"`+replay.OrdersAudience+`"}`, http.StatusCreated)
-	own := f.call(http.MethodPost, "/v1/auth/token", "", k.secret, `{"scopes":["read:organizations"]}`, http.StatusCreated)
+	orders := f.call(http.MethodPost, "/v1/auth/token", "", k.secret, `{"scopes":["read:orders","read:organizations"],"audience":"`+replay.OrdersAudience+`"}`, http.StatusCreated)
+	own := f.call(http.MethodPost, "/v1/auth/token", "", k.secret, `{"scopes":["read:orders","read:organizations"]}`, http.StatusCreated)
 	return kindKey{id: k.id, ordersToken: orders["access_token"].(string), ownToken: own["access_token"].(string)}
 }
 
