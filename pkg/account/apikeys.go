@@ -222,7 +222,7 @@ func (s *Service) ListAPIKeys(ctx context.Context, p Principal, r PageRequest, f
 // for them stop working at once. The bootstrap admin key cannot be deleted
 // through the API, nor a key above the caller's (in its Ancestors). A delete
 // that failed halfway (see the store) is finished by calling DeleteAPIKey
-// again. CodeForbidden, CodeInsufficientScope (also
+// again. CodeForbidden, CodePreviousSecret, CodeInsufficientScope (also
 // for a key with a grant the caller does not hold), CodeNotFound.
 func (s *Service) DeleteAPIKey(ctx context.Context, p Principal, id string) error {
 	if err := p.Authorize(OpDeleteAPIKey); err != nil {
@@ -280,8 +280,8 @@ type APIKeyUpdate struct {
 // until it is enabled again; tokens that have not expired meanwhile then
 // work again. The key must be within the caller's grants and not above the
 // caller's key, as for DeleteAPIKey; the bootstrap admin key cannot be
-// disabled. CodeForbidden, CodeInsufficientScope, CodeInvalidRequest,
-// CodeNotFound.
+// disabled. CodeForbidden, CodePreviousSecret, CodeInsufficientScope,
+// CodeInvalidRequest, CodeNotFound.
 func (s *Service) UpdateAPIKey(ctx context.Context, p Principal, id string, req APIKeyUpdate) (APIKey, error) {
 	if err := p.Authorize(OpUpdateAPIKey); err != nil {
 		return APIKey{}, err
@@ -345,8 +345,10 @@ type KeyRotationRequest struct {
 // itself; a secret replaced by an earlier rotation whose grace period has
 // not ended stops at once. The key must be within the caller's grants and
 // not above the caller's key, as for DeleteAPIKey; the bootstrap admin key
-// is rotated through its configuration, not here. CodeForbidden,
-// CodeInsufficientScope, CodeInvalidRequest, CodeNotFound.
+// is rotated through its configuration, not here. A previous secret, in
+// its grace period, rotates no key (CodePreviousSecret: see
+// Principal.Authorize). CodeForbidden, CodeInsufficientScope,
+// CodeInvalidRequest, CodeNotFound.
 func (s *Service) RotateAPIKey(ctx context.Context, p Principal, id string, req KeyRotationRequest) (APIKey, string, error) {
 	if err := p.Authorize(OpRotateAPIKey); err != nil {
 		return APIKey{}, "", err
