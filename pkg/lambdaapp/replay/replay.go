@@ -54,7 +54,12 @@ const (
 	// secret, RotatedKeyPreviousSecret, still authenticates.
 	RotatedKeyID             = "key_01KF0EQ8R0000000000000000C"
 	RotatedKeyPreviousSecret = "lk_replayfixturerotatedkeyprevious0000000000000"
-	TokenID                  = "tok_01KF0ED9K00000000000000006"
+	// OwnedKeyID is a key below KeyID with the owner OwnedKeyOwner that
+	// holds write:api_keys; its secret is OwnedKeySecret.
+	OwnedKeyID     = "key_01KF0EV0E0000000000000000E"
+	OwnedKeyOwner  = "team-billing"
+	OwnedKeySecret = KeySecret + "-owned"
+	TokenID        = "tok_01KF0ED9K00000000000000006"
 	// Issuer is the issuer of the fixture's deployment: the URL of the
 	// HTTP API that the events were sent to (their requestContext.domainName).
 	Issuer = "https://a1b2c3d4e5.execute-api.us-east-1.amazonaws.com"
@@ -182,7 +187,7 @@ func Config(fn lambdaapp.Function, table string) lambdaapp.Config {
 // acct-acme) with alice and dora as owners and a key bound to it, the
 // token's record, and the revocation entry of the authorizer's
 // RevokedTokenID; and RotatedKeyID, whose previous secret is in its grace
-// period, and the record of OtherAudienceToken.
+// period, OwnedKeyID, and the record of OtherAudienceToken.
 func Seed(ctx context.Context, store account.Store) error {
 	at := fixtureTime
 	steps := []func() error{
@@ -228,6 +233,12 @@ func Seed(ctx context.Context, store account.Store) error {
 				Hash: account.HashAPIKey(current), Last4: current[len(current)-4:], PreviousUntil: time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC),
 			}}, nil)
 			return err
+		},
+		func() error {
+			return store.CreateAPIKey(ctx, account.APIKey{
+				ID: OwnedKeyID, Name: "billing team", Hash: account.HashAPIKey(OwnedKeySecret), Last4: OwnedKeySecret[len(OwnedKeySecret)-4:],
+				Scopes: []string{"write:api_keys", "read:users"}, CreatedBy: KeyID, Ancestors: []string{KeyID}, OwnerID: OwnedKeyOwner, CreatedAt: at.Add(5 * time.Minute),
+			})
 		},
 		func() error { return store.CreateToken(ctx, fixtureToken()) },
 		func() error {
