@@ -22,9 +22,10 @@ func looksLikeJWT(s string) bool {
 	return strings.HasPrefix(s, "eyJ") && strings.Count(s, ".") == 2
 }
 
-// errAudience answers an access token issued for another resource server:
-// it is valid, so saying why it is refused helps its holder, who knows it.
-var errAudience = Errorf(CodeUnauthorized, "the access token is for another audience (aud): this API accepts tokens whose audience is its issuer, which a token request that names no audience gets")
+// errTokenRefused answers an access token the parser refuses. A token for
+// another resource server is one, and well signed: the message names that
+// case too, for its holder, who may not know that this API is one.
+var errTokenRefused = Errorf(CodeUnauthorized, "the access token is malformed, forged, expired, or for another audience: this API accepts tokens whose audience (aud) is its issuer, which a token request that names no audience gets")
 
 // Authenticate resolves a bearer credential, API key or access token, to the
 // principal that presented it. The key is read from the store on every call,
@@ -39,16 +40,11 @@ func (s *Service) Authenticate(ctx context.Context, credential string) (Principa
 	}
 	now := s.now()
 	if looksLikeJWT(credential) {
-		claims, err := s.parser.Parse(ctx, credential, now)
+		// Verify and introspection (the verifier's Parse) report a token
+		// for any audience; as a credential it must be for this API.
+		claims, err := s.parser.ParseCredential(ctx, credential, now)
 		if err != nil {
-			return Principal{}, errUnauthorized
-		}
-		// The parser has checked that iss is this service's issuer. Not
-		// golang-jwt's WithAudience: the parser is shared with verify and
-		// introspection, which report a token for any audience as valid,
-		// and its cache returns claims without decoding the token again.
-		if claims.Audience != claims.Issuer {
-			return Principal{}, errAudience
+			return Principal{}, errTokenRefused
 		}
 		status, err := s.store.TokenStatus(ctx, claims.ID, claims.KeyID, claims.KeyAncestors, claims.OrganizationID)
 		if err != nil {
