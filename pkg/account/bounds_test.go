@@ -75,3 +75,16 @@ func TestService_WorkBoundedByInput(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckIssuer_Length: an issuer longer than MaxIssuerLength is refused
+// at start-up, so that no token the limits allow outgrows what verifiers
+// accept (see token.TestSigner_Longest, which signs with the longest).
+func TestCheckIssuer_Length(t *testing.T) {
+	host := func(n int) string { return "https://" + strings.Repeat("a", n-len("https://")) }
+	if err := account.CheckIssuer(host(account.MaxIssuerLength)); err != nil {
+		t.Errorf("the longest issuer: %v", err)
+	}
+	if err := account.CheckIssuer(host(account.MaxIssuerLength + 1)); err == nil {
+		t.Error("an issuer over MaxIssuerLength: got nil error")
+	}
+}

@@ -42,6 +42,12 @@ const (
 // keys: only the current secret manages keys (see Principal.Authorize).
 const CodePreviousSecret Code = "previous_secret"
 
+// CodeConcurrentUpdate answers a change that lost, try after try, to
+// changes that other requests made to the same object at the same moment
+// (ErrConcurrentUpdate). Nothing was changed, and the request may be sent
+// again as it was: it is a conflict of the moment, not an outage.
+const CodeConcurrentUpdate Code = "concurrent_update"
+
 // CodeUnknownEventType answers GET /v1/events with a type in types that is
 // not one of EventTypes, so that a misspelled type is not taken for one
 // with no events.
@@ -161,6 +167,11 @@ func ErrLastOwner() *Error {
 // ErrAlreadyMember is CodeAlreadyMember: the membership exists.
 func ErrAlreadyMember() *Error {
 	return Errorf(CodeAlreadyMember, "the user is a member of the organization already")
+}
+
+// ErrConcurrentUpdate is CodeConcurrentUpdate for what (e.g. "API key").
+func ErrConcurrentUpdate(what string) *Error {
+	return Errorf(CodeConcurrentUpdate, "the %s was changed by other requests at the same moment, and this change was not made; send the request again", what)
 }
 
 func notFound(what string) *Error { return Errorf(CodeNotFound, "%s not found", what) }

@@ -278,7 +278,10 @@ type Store interface {
 	// the store read it again and call allow again. It returns the key as
 	// the patch left it. If allow returns an error, it changes nothing and
 	// returns that error. A rotation to a hash that another key has fails
-	// (with any error), as CreateAPIKey does. CodeNotFound as for GetAPIKey.
+	// (with any error), as CreateAPIKey does. CodeNotFound as for GetAPIKey;
+	// CodeConcurrentUpdate (ErrConcurrentUpdate) when other changes of the
+	// key won every one of a bounded number of tries, never CodeUnavailable
+	// for that.
 	UpdateAPIKey(ctx context.Context, id string, patch APIKeyPatch, allow func(APIKey) error) (APIKey, error)
 	// RecordAPIKeyUse records that k's secret authenticated a request at
 	// at, unless a use after at minus KeyUseResolution is recorded

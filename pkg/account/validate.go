@@ -160,13 +160,22 @@ func checkAudience(aud string) string {
 	return ""
 }
 
+// MaxIssuerLength is the longest issuer the service takes: a scheme, a
+// host name of the most DNS allows (253 characters) and a port fit with
+// room to spare. Every token carries it, and the longest token the limits
+// allow must stay within what verifiers accept (token.MaxTokenBytes).
+const MaxIssuerLength = 512
+
 // CheckIssuer returns an error unless issuer can be the service's issuer
 // identifier (RFC 8414 section 2): an https URL, or http for a server on a
 // developer's machine, with a host and nothing after it (no path, query,
-// fragment or user info). It is the base URL the service is served at: the
-// metadata names every endpoint below it, and its well-known documents are
-// served at issuer + "/.well-known/...".
+// fragment or user info), at most MaxIssuerLength bytes. It is the base
+// URL the service is served at: the metadata names every endpoint below
+// it, and its well-known documents are served at issuer + "/.well-known/...".
 func CheckIssuer(issuer string) error {
+	if len(issuer) > MaxIssuerLength {
+		return fmt.Errorf("the issuer must be at most %d bytes, not %d", MaxIssuerLength, len(issuer))
+	}
 	u, err := url.Parse(issuer)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Path != "" ||
 		u.RawQuery != "" || u.Fragment != "" || u.User != nil || strings.HasSuffix(issuer, "?") || strings.HasSuffix(issuer, "#") {

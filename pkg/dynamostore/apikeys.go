@@ -215,17 +215,23 @@ var errKeyChanged = errors.New("dynamostore: the API key changed while it was be
 // ID that sets only the patched attributes (a concurrent create below the
 // key adds to its Children), on condition that it is still the Version
 // read and not being deleted, and a Put of the copy under the hash. A
-// change made between the read and the write cancels the transaction and
-// the update starts again from the read, at most WithConflictRetries
-// times; then the store reports CodeUnavailable. CodeNotFound.
+// change made between the read and the write (the condition fails), or
+// one in flight (a TransactionConflict that outlasted the retries of
+// transact), is a race lost, not a failure: the update starts again from
+// the read after a jittered backoff, at most WithConflictRetries times,
+// then reports CodeConcurrentUpdate, which a client may simply retry.
+// CodeNotFound.
 func (s *Store) UpdateAPIKey(ctx context.Context, id string, p account.APIKeyPatch, allow func(account.APIKey) error) (account.APIKey, error) {
 	for attempt := 0; ; attempt++ {
 		k, err := s.updateAPIKey(ctx, id, p, allow)
-		if !errors.Is(err, errKeyChanged) {
+		if !errors.Is(err, errKeyChanged) && !errors.Is(err, errTransactionConflict) {
 			return k, err
 		}
 		if attempt >= s.conflictRetries {
-			return account.APIKey{}, account.Unavailable(err)
+			return account.APIKey{}, account.ErrConcurrentUpdate("API key")
+		}
+		if err := backoff(ctx, attempt); err != nil {
+			return account.APIKey{}, err
 		}
 	}
 }

@@ -252,12 +252,23 @@ func (s *Store) retryConflicts(ctx context.Context, write func() error) error {
 		if attempt >= s.conflictRetries {
 			return account.Unavailable(err)
 		}
-		backoff := time.Duration(5<<min(attempt, 5)) * time.Millisecond
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("dynamostore: abandoned by the caller: %w", ctx.Err())
-		case <-time.After(backoff/2 + rand.N(backoff/2+1)):
+		if err := backoff(ctx, attempt); err != nil {
+			return err
 		}
+	}
+}
+
+// backoff waits before retry number attempt+1 of a write that lost a race:
+// 5 ms doubled each attempt up to 160 ms, half of it jittered, so that
+// writers that collided do not collide again in step. An error if ctx
+// ends first.
+func backoff(ctx context.Context, attempt int) error {
+	d := time.Duration(5<<min(attempt, 5)) * time.Millisecond
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("dynamostore: abandoned by the caller: %w", ctx.Err())
+	case <-time.After(d/2 + rand.N(d/2+1)):
+		return nil
 	}
 }
 

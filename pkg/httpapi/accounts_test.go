@@ -155,7 +155,7 @@ func TestOrganizations_ExternalIDAndMetadata(t *testing.T) {
 	wantProblem(t, a.do(http.MethodPost, "/v1/organizations", admin, map[string]any{"name": "X", "slug": uniqueSlug(), "external_id": ext}),
 		http.StatusConflict, "external_id_taken")
 
-	res = a.do(http.MethodPatch, "/v1/organizations/"+o.ID, admin, map[string]any{"external_id": "", "metadata": map[string]string{}})
+	res = a.do(http.MethodPatch, "/v1/organizations/"+o.ID, admin, map[string]any{"external_id": nil, "metadata": map[string]string{}})
 	want(t, res, http.StatusOK)
 	m := res.Map(t)
 	if m["external_id"] != nil || len(m["metadata"].(map[string]any)) != 0 || m["name"] != "Acme" {

@@ -66,7 +66,11 @@ func checkContentType(contentType string) error {
 // errors into messages a client can act on. encoding/json matches keys
 // case-insensitively and lets a repeated key win silently; a first pass over
 // the object's keys refuses both, so that only the documented spelling of
-// each field, once, gets through.
+// each field, once, gets through. The same pass refuses a string field
+// given as "", and null for a field that does not take it: the service
+// reads both as a field left out (the default lifetime, no organization,
+// no owner), so a client that sends an unset variable would get what it
+// never asked for.
 func decodeJSON(body []byte, dst any) error {
 	if body = bytes.TrimSpace(body); len(body) == 0 {
 		return badBody("", "the request body is empty; send a JSON object")
@@ -87,8 +91,9 @@ func decodeJSON(body []byte, dst any) error {
 }
 
 // checkKeys walks the top-level object: valid JSON, known keys spelled
-// exactly, none repeated, nothing after it.
-func checkKeys(body []byte, known map[string]bool) error {
+// exactly, none repeated, no string field empty, null only where the
+// field takes it, nothing after it.
+func checkKeys(body []byte, known map[string]reflect.Type) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if _, err := dec.Token(); err != nil { // the opening brace
 		return decodeError(err)
@@ -100,8 +105,9 @@ func checkKeys(body []byte, known map[string]bool) error {
 			return decodeError(err)
 		}
 		key, _ := tok.(string) // object keys are always strings
+		typ, ok := known[key]
 		switch {
-		case !known[key]:
+		case !ok:
 			return badBody(key, "is not a field of this request")
 		case seen[key]:
 			return badBody(key, "appears more than once")
@@ -110,6 +116,19 @@ func checkKeys(body []byte, known map[string]bool) error {
 		var value json.RawMessage
 		if err := dec.Decode(&value); err != nil {
 			return decodeError(err)
+		}
+		switch string(value) {
+		case `""`:
+			if msg := emptyString(typ); msg != "" {
+				return badBody(key, msg)
+			}
+		case "null":
+			// encoding/json leaves the field as it is for null, as if
+			// it were left out; only a field whose type reads null
+			// itself (nullableString, metadataField) takes it.
+			if !reflect.PointerTo(typ).Implements(unmarshalerType) {
+				return badBody(key, "must not be null")
+			}
 		}
 	}
 	if _, err := dec.Token(); err != nil { // the closing brace
@@ -272,16 +291,37 @@ func hex4(b []byte) rune {
 }
 
 // fieldNames returns the JSON names of the fields of the struct dst points
-// to. Request types are few and small; reflection per request costs less
-// than a cache would complicate.
-func fieldNames(dst any) map[string]bool {
+// to, with their types. Request types are few and small; reflection per
+// request costs less than a cache would complicate.
+func fieldNames(dst any) map[string]reflect.Type {
 	t := reflect.TypeOf(dst).Elem()
-	names := make(map[string]bool, t.NumField())
+	names := make(map[string]reflect.Type, t.NumField())
 	for i := range t.NumField() {
 		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		names[name] = true
+		names[name] = t.Field(i).Type
 	}
 	return names
+}
+
+var (
+	nullableStringType = reflect.TypeFor[nullableString]()
+	unmarshalerType    = reflect.TypeFor[json.Unmarshaler]()
+)
+
+// emptyString is the problem with "" as the value of a field of type t, or
+// "" for a field that is not a string, whose decoder names the wrong type.
+// No string field of a request takes "": a field left out, or null where
+// the field takes it, says "none" or "the default"; "" says nothing a client
+// can have meant for sure. The message gives no advice: the decoder does
+// not know whether the field is required.
+func emptyString(t reflect.Type) string {
+	switch {
+	case t == nullableStringType:
+		return "must not be empty; send null for none"
+	case t.Kind() == reflect.String || (t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.String):
+		return "must not be empty"
+	}
+	return ""
 }
 
 func decodeError(err error) error {

@@ -141,11 +141,8 @@ func (s *server) createAPIKey(w http.ResponseWriter, r *http.Request, p account.
 }
 
 func (s *server) listAPIKeys(w http.ResponseWriter, r *http.Request, p account.Principal) error {
-	f, err := filters(r.URL.Query(), "organization_id", "owner_id")
-	if err != nil {
-		return err
-	}
-	l, err := s.svc.ListAPIKeys(r.Context(), p, pageRequest(r), account.APIKeyFilter{OrganizationID: f[0], OwnerID: f[1]})
+	q := r.URL.Query()
+	l, err := s.svc.ListAPIKeys(r.Context(), p, pageRequest(r), account.APIKeyFilter{OrganizationID: q.Get("organization_id"), OwnerID: q.Get("owner_id")})
 	if err != nil {
 		return err
 	}

@@ -7,11 +7,11 @@ import (
 )
 
 type organizationRequest struct {
-	Name       string        `json:"name"`
-	Slug       string        `json:"slug"`
-	Plan       string        `json:"plan"`
-	ExternalID *string       `json:"external_id"`
-	Metadata   metadataField `json:"metadata"`
+	Name       string         `json:"name"`
+	Slug       string         `json:"slug"`
+	Plan       string         `json:"plan"`
+	ExternalID nullableString `json:"external_id"`
+	Metadata   metadataField  `json:"metadata"`
 }
 
 // organizationPatch uses pointers because an absent field stays as it is.
@@ -32,11 +32,8 @@ type memberPatch struct {
 }
 
 func (s *server) listOrganizations(w http.ResponseWriter, r *http.Request, p account.Principal) error {
-	f, err := filters(r.URL.Query(), "slug", "external_id")
-	if err != nil {
-		return err
-	}
-	l, err := s.svc.ListOrganizations(r.Context(), p, account.OrganizationQuery{PageRequest: pageRequest(r), Slug: f[0], ExternalID: f[1]})
+	q := r.URL.Query()
+	l, err := s.svc.ListOrganizations(r.Context(), p, account.OrganizationQuery{PageRequest: pageRequest(r), Slug: q.Get("slug"), ExternalID: q.Get("external_id")})
 	if err != nil {
 		return err
 	}
@@ -50,7 +47,7 @@ func (s *server) createOrganization(w http.ResponseWriter, r *http.Request, p ac
 		return err
 	}
 	o, err := s.svc.CreateOrganization(r.Context(), p, account.NewOrganization{
-		Name: req.Name, Slug: req.Slug, Plan: req.Plan, ExternalID: deref(req.ExternalID), Metadata: req.Metadata.Value,
+		Name: req.Name, Slug: req.Slug, Plan: req.Plan, ExternalID: req.ExternalID.Value, Metadata: req.Metadata.Value,
 	})
 	if err != nil {
 		return err

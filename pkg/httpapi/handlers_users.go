@@ -7,11 +7,11 @@ import (
 )
 
 type userRequest struct {
-	Email      string        `json:"email"`
-	Name       string        `json:"name"`
-	Role       string        `json:"role"`
-	ExternalID *string       `json:"external_id"`
-	Metadata   metadataField `json:"metadata"`
+	Email      string         `json:"email"`
+	Name       string         `json:"name"`
+	Role       string         `json:"role"`
+	ExternalID nullableString `json:"external_id"`
+	Metadata   metadataField  `json:"metadata"`
 }
 
 // userUpdate holds the fields PUT accepts, each replaced when given; any
@@ -34,11 +34,8 @@ type userPatch struct {
 }
 
 func (s *server) listUsers(w http.ResponseWriter, r *http.Request, p account.Principal) error {
-	f, err := filters(r.URL.Query(), "email", "external_id")
-	if err != nil {
-		return err
-	}
-	l, err := s.svc.ListUsers(r.Context(), p, account.UserQuery{PageRequest: pageRequest(r), Email: f[0], ExternalID: f[1]})
+	q := r.URL.Query()
+	l, err := s.svc.ListUsers(r.Context(), p, account.UserQuery{PageRequest: pageRequest(r), Email: q.Get("email"), ExternalID: q.Get("external_id")})
 	if err != nil {
 		return err
 	}
@@ -52,7 +49,7 @@ func (s *server) createUser(w http.ResponseWriter, r *http.Request, p account.Pr
 		return err
 	}
 	u, err := s.svc.CreateUser(r.Context(), p, account.NewUser{
-		Email: req.Email, Name: req.Name, Role: req.Role, ExternalID: deref(req.ExternalID), Metadata: req.Metadata.Value,
+		Email: req.Email, Name: req.Name, Role: req.Role, ExternalID: req.ExternalID.Value, Metadata: req.Metadata.Value,
 	})
 	if err != nil {
 		return err
@@ -93,14 +90,6 @@ func (s *server) patchUser(w http.ResponseWriter, r *http.Request, p account.Pri
 
 func (req userUpdate) update() account.UserUpdate {
 	return account.UserUpdate{Name: req.Name, Role: req.Role, ExternalID: req.ExternalID.update(), Metadata: req.Metadata.update()}
-}
-
-// deref is the string p points to, or "" for nil (absent or JSON null).
-func deref(p *string) string {
-	if p == nil {
-		return ""
-	}
-	return *p
 }
 
 func (s *server) changeUser(w http.ResponseWriter, r *http.Request, p account.Principal, req account.UserUpdate) error {

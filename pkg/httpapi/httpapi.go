@@ -28,7 +28,7 @@ import (
 // MaxHeaderBytes is the http.Server.MaxHeaderBytes for a server of this
 // API: the bytes of request line and headers it reads before answering 431.
 // The largest legitimate request carries an access token with the most and
-// longest scopes, ancestors, audience and owner id (7.5 KB) and a query
+// longest scopes, ancestors, audience, owner id and issuer (7.7 KB) and a query
 // string of up to 3.6 KiB (MaxQueryBytes); API Gateway, in front of the
 // Lambda functions, refuses more than 10240 bytes of request line and
 // header values. 16 KiB holds that with room for header names and what a
@@ -48,7 +48,9 @@ const MaxPathBytes = 1 << 10
 // (an owner id of 256 four-byte characters, every byte percent-encoded, 3
 // KiB) with a page limit and a 512-byte cursor, is under 3.6 KiB. A longer
 // one is 400 invalid_request, after authorization as every query error
-// is, before it is parsed.
+// is, before it is parsed. openapi.yaml states it as x-max-query-bytes.
+// API Gateway lets through 10240 bytes of request line and headers, so the
+// limit is this one behind it too.
 const MaxQueryBytes = 4 << 10
 
 // Config holds what the handlers depend on.
@@ -385,9 +387,13 @@ func bearer(r *http.Request) (string, bool) {
 var errLongQuery = account.Errorf(account.CodeInvalidRequest, "the query string is longer than %d bytes, which no request of this API needs", MaxQueryBytes)
 
 // checkQuery refuses a query string with a parameter the route does not
-// take, with one of its parameters twice, or with anything url.ParseQuery
-// would drop without a word (a bad escape, a semicolon, a value without a
-// name). Every parameter at fault is named.
+// take, with one of its parameters twice or empty, or with anything
+// url.ParseQuery would drop without a word (a bad escape, a semicolon, a
+// value without a name). Every parameter at fault is named. An empty
+// parameter (?limit=, ?types=, ?owner_id) is not one left out: the
+// handlers read both as "", which would answer a lookup of nothing with
+// the whole list, and a client that sends an unset variable must learn
+// that it did.
 func checkQuery(raw string, takes []string) error {
 	if raw == "" {
 		return nil
@@ -422,6 +428,9 @@ func checkQuery(raw string, takes []string) error {
 		case seen[name]:
 			fields = append(fields, account.FieldError{Field: name, Message: "appears more than once"})
 			reported[name] = true
+		case value == "":
+			fields = append(fields, account.FieldError{Field: name, Message: "must not be empty; leave the parameter out instead"})
+			reported[name] = true
 		}
 		seen[name] = true
 	}
@@ -429,26 +438,6 @@ func checkQuery(raw string, takes []string) error {
 		return &account.Error{Code: account.CodeInvalidRequest, Message: "the query string is invalid", Fields: fields}
 	}
 	return nil
-}
-
-// filters returns the values of a list's lookup and filter parameters
-// (names), "" for one left out, and refuses one given empty: the service
-// reads "" as "no filter", so "?external_id=" would be answered with the
-// whole list, and a client whose variable was unset would take the newest
-// user for the one it looked up. Every parameter given empty is named.
-func filters(q url.Values, names ...string) ([]string, error) {
-	values := make([]string, len(names))
-	var fields []account.FieldError
-	for i, name := range names {
-		values[i] = q.Get(name)
-		if q.Has(name) && values[i] == "" {
-			fields = append(fields, account.FieldError{Field: name, Message: "must not be empty; leave the parameter out to list them all"})
-		}
-	}
-	if len(fields) > 0 {
-		return nil, &account.Error{Code: account.CodeInvalidRequest, Message: "the query string is invalid", Fields: fields}
-	}
-	return values, nil
 }
 
 // dispatch answers 404 for a path that is not in canonical form, before

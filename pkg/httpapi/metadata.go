@@ -71,8 +71,9 @@ func metadataResponse(m account.Metadata) map[string]string {
 	return m
 }
 
-// nullableString is a string member of an update that null removes: Set
-// records that the body named it, Value is "" for null.
+// nullableString is a string member that null sets to none (external_id):
+// in a create as if it were left out, in an update it removes the value.
+// Set records that the body named it, Value is "" for null.
 type nullableString struct {
 	Set   bool
 	Value string

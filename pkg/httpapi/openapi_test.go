@@ -2,8 +2,10 @@ package httpapi_test
 
 import (
 	"net/http"
+	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -226,6 +228,25 @@ func TestOpenAPIPathIDsAnyString(t *testing.T) {
 					t.Errorf("%s %s: {%s} refuses a malformed id, which the server answers 404: %v", method, path, p.Value.Name, err)
 				}
 			}
+		}
+	}
+}
+
+// TestOpenAPIQueryLimit: openapi.yaml and the server agree on the longest
+// query string: its x-max-query-bytes, and every "longer than N bytes" it
+// says of the query string, are httpapi.MaxQueryBytes.
+func TestOpenAPIQueryLimit(t *testing.T) {
+	doc := loadOpenAPI(t)
+	if got, _ := doc.Info.Extensions["x-max-query-bytes"].(float64); int(got) != httpapi.MaxQueryBytes {
+		t.Errorf("x-max-query-bytes %v, want httpapi.MaxQueryBytes (%d)", doc.Info.Extensions["x-max-query-bytes"], httpapi.MaxQueryBytes)
+	}
+	said := regexp.MustCompile(`query string[^.]*?longer than (\d+) bytes`).FindAllStringSubmatch(strings.Join(strings.Fields(string(latchkey.OpenAPI)), " "), -1)
+	if len(said) == 0 {
+		t.Fatal("openapi.yaml does not say how long a query string may be")
+	}
+	for _, m := range said {
+		if m[1] != strconv.Itoa(httpapi.MaxQueryBytes) {
+			t.Errorf("openapi.yaml: %q; the server's limit is %d", m[0], httpapi.MaxQueryBytes)
 		}
 	}
 }

@@ -34,6 +34,7 @@ var codes = map[account.Code]struct {
 	account.CodeExternalIDTaken:      {http.StatusConflict, "External id taken"},
 	account.CodeLastOwner:            {http.StatusConflict, "Last owner"},
 	account.CodeAlreadyMember:        {http.StatusConflict, "Already a member"},
+	account.CodeConcurrentUpdate:     {http.StatusConflict, "Concurrent update"},
 	account.CodePayloadTooLarge:      {http.StatusRequestEntityTooLarge, "Payload too large"},
 	account.CodeUnsupportedMediaType: {http.StatusUnsupportedMediaType, "Unsupported media type"},
 	account.CodeUnavailable:          {http.StatusServiceUnavailable, "Service unavailable"},

@@ -344,6 +344,44 @@ func (s suite) rotateAPIKey(t *testing.T) {
 			f.wantKeyGone("a deleted key, by its secret", gone)
 		}
 	})
+	t.Run("Concurrently", func(t *testing.T) {
+		// Rotations of one key at once: each either takes effect or is
+		// CodeConcurrentUpdate, having lost every try to the others; none
+		// is CodeUnavailable, which would call a lost race an outage. The
+		// key ends with the secret of one that took effect, and the
+		// secrets of the others find nothing.
+		f := s.fix(t)
+		k := f.key()
+		const n = 20
+		got := make([]account.APIKey, n)
+		errs := race(n, func(i int) (err error) {
+			got[i], err = rotate(f, k, time.Time{})
+			return err
+		})
+		final, err := f.s.GetAPIKey(f.ctx, k.ID)
+		f.ok(err, "GetAPIKey after the rotations")
+		applied, current := 0, 0
+		for i, err := range errs {
+			if err != nil {
+				if !account.IsCode(err, account.CodeConcurrentUpdate) {
+					t.Errorf("rotation %d: %v, want success or %s", i, err, account.CodeConcurrentUpdate)
+				}
+				continue
+			}
+			applied++
+			if bytes.Equal(got[i].Hash, final.Hash) {
+				current++
+				continue
+			}
+			if _, err := f.s.GetAPIKeyByHash(f.ctx, got[i].Hash); !account.IsCode(err, account.CodeNotFound) {
+				t.Errorf("rotation %d, replaced by another: GetAPIKeyByHash got %v, want not found", i, err)
+			}
+		}
+		t.Logf("%d of %d rotations took effect", applied, n)
+		if applied == 0 || current != 1 {
+			t.Errorf("%d rotations took effect, %d of them hold the key's secret; want at least one, and exactly one", applied, current)
+		}
+	})
 	t.Run("ErrHashExists", func(t *testing.T) {
 		// A new secret is never another key's: the rotation fails (with any
 		// error) and changes nothing.

@@ -15,9 +15,11 @@
 package token
 
 import (
+	"bytes"
 	"context"
 	"crypto"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,10 +33,12 @@ import (
 )
 
 // MaxTokenBytes is the length beyond which a string is refused as a token
-// before any of it is decoded. The longest token Latchkey signs, with 32
-// scopes of the longest form, 8 ancestors and an audience of 256
-// characters, is 5,360 bytes with EdDSA, and about 5,600 with RS256 (its
-// 2048-bit signature is 256 bytes where Ed25519's is 64).
+// before any of it is decoded, and Sign refuses to sign one. The longest
+// token the limits allow, with 32 scopes of the longest form, 8
+// ancestors, an organization, an audience of 256 characters, an owner id
+// of 256 four-byte characters and an issuer of account.MaxIssuerLength, is
+// 7,454 bytes with EdDSA and 7,710 with RS256 (its 2048-bit signature is
+// 256 bytes where Ed25519's is 64): TestSigner_Longest.
 const MaxTokenBytes = 8 << 10
 
 // ClockSkew is how far in the future a token's iat may lie: the clocks of
@@ -176,12 +180,23 @@ func (s *Signer) Issuer() string { return s.issuer }
 
 // Sign returns the compact JWS of c, an RFC 9068 access token: typ at+jwt,
 // iss the signer's issuer (c.Issuer is ignored), sub and client_id
-// c.KeyID, aud c.Audience, which must not be empty.
+// c.KeyID, aud c.Audience, which must not be empty. It returns
+// ErrTokenTooLong rather than a token longer than MaxTokenBytes, which
+// every verifier refuses.
 func (s *Signer) Sign(c account.TokenClaims) (string, error) {
 	if c.Audience == "" {
 		return "", errors.New("token: an access token needs an audience")
 	}
-	t := jwt.NewWithClaims(s.alg.method(), claims{
+	// The library's SigningString would encode with json.Marshal, which
+	// writes <, > and & as \u003c, \u003e and \u0026: six bytes for one, in
+	// an owner id or an audience that a client chose. Escaping HTML has no
+	// purpose in a JWT; without it every claim costs what its characters
+	// do, and the longest token the limits allow fits MaxTokenBytes.
+	header, err := marshalPlain(map[string]string{"alg": string(s.alg), "kid": s.kid, "typ": Type})
+	if err != nil {
+		return "", err
+	}
+	payload, err := marshalPlain(claims{
 		Scope:     strings.Join(c.Scopes, " "),
 		ClientID:  c.KeyID,
 		Audience:  c.Audience,
@@ -196,9 +211,36 @@ func (s *Signer) Sign(c account.TokenClaims) (string, error) {
 			ExpiresAt: jwt.NewNumericDate(c.ExpiresAt),
 		},
 	})
-	t.Header["kid"] = s.kid
-	t.Header["typ"] = Type
-	return t.SignedString(s.key)
+	if err != nil {
+		return "", err
+	}
+	enc := base64.RawURLEncoding
+	input := enc.EncodeToString(header) + "." + enc.EncodeToString(payload)
+	sig, err := s.alg.method().Sign(input, s.key)
+	if err != nil {
+		return "", err
+	}
+	tok := input + "." + enc.EncodeToString(sig)
+	if len(tok) > MaxTokenBytes {
+		return "", fmt.Errorf("%w: %d bytes", ErrTokenTooLong, len(tok))
+	}
+	return tok, nil
+}
+
+// ErrTokenTooLong is the error of Sign for claims whose token would be
+// longer than MaxTokenBytes. The limits on what a token carries (scopes,
+// ancestors, audience, owner id, issuer) keep every token below it.
+var ErrTokenTooLong = errors.New("token: the token would be longer than MaxTokenBytes")
+
+// marshalPlain is json.Marshal without HTML escaping.
+func marshalPlain(v any) ([]byte, error) {
+	var b bytes.Buffer
+	e := json.NewEncoder(&b)
+	e.SetEscapeHTML(false)
+	if err := e.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // Parser verifies access tokens against a set of public keys of one

@@ -1,6 +1,7 @@
 package token_test
 
 import (
+	"crypto"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/base64"
@@ -288,30 +289,53 @@ func TestParser_ParseRules(t *testing.T) {
 			}
 		})
 	}
-	t.Run("LongestTokenSigned", func(t *testing.T) {
-		// MaxTokenBytes leaves room for the longest token the service signs.
-		c := sampleClaims(now)
-		c.Scopes = nil
-		for i := range 32 {
-			c.Scopes = append(c.Scopes, fmt.Sprintf("%s:%s%02d", strings.Repeat("a", 32), strings.Repeat("r", 62), i))
+}
+
+// TestSigner_Longest: the longest token the limits allow, with either
+// algorithm, fits MaxTokenBytes and parses; Sign refuses claims beyond the
+// limits rather than sign a token that every verifier refuses. The limits:
+// 32 scopes of the longest form, MaxKeyAncestors ancestors, an
+// organization, the longest audience and owner id, the longest issuer.
+// JSON escapes none of their characters beyond what they cost in UTF-8,
+// but for '"' and '\', two bytes each: an owner id of four-byte characters
+// is the longest, one of '<' (six bytes each when encoding/json escaped
+// HTML) no longer is.
+func TestSigner_Longest(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	iss := "https://" + strings.Repeat("a", account.MaxIssuerLength-len("https://"))
+	if err := account.CheckIssuer(iss); err != nil {
+		t.Fatal(err)
+	}
+	c := sampleClaims(now)
+	c.Scopes = nil
+	for i := range 32 {
+		c.Scopes = append(c.Scopes, fmt.Sprintf("%s:%s%02d", strings.Repeat("a", 32), strings.Repeat("r", 62), i))
+	}
+	for range account.MaxKeyAncestors {
+		c.KeyAncestors = append(c.KeyAncestors, account.NewID(account.PrefixAPIKey, now))
+	}
+	c.Audience = "https://a/?" + strings.Repeat("&", account.MaxAudienceLength-len("https://a/?"))
+	c.OrganizationID = account.NewID(account.PrefixOrganization, now)
+	for _, key := range []crypto.Signer{newKey(t), newRSAKey(t)} {
+		signer := token.NewSigner(key, iss)
+		parser := token.NewParser(iss, signer.PublicKey())
+		for _, owner := range []string{"😀", "<", `"`, "\\"} {
+			c.OwnerID = strings.Repeat(owner, account.MaxExternalIDLength)
+			tok, err := signer.Sign(c)
+			if err != nil {
+				t.Fatalf("%s, owner of %q: %v", signer.Algorithm(), owner, err)
+			}
+			t.Logf("%s, owner of %q: %d bytes", signer.Algorithm(), owner, len(tok))
+			if got, err := parser.Parse(t.Context(), tok, now); err != nil || got.OwnerID != c.OwnerID || got.Audience != c.Audience {
+				t.Errorf("%s, owner of %q: Parse: %v", signer.Algorithm(), owner, err)
+			}
 		}
-		for range account.MaxKeyAncestors {
-			c.KeyAncestors = append(c.KeyAncestors, account.NewID(account.PrefixAPIKey, now))
+		over := c
+		over.Scopes = append(slices.Clone(c.Scopes), c.Scopes...) // twice the limit
+		if tok, err := signer.Sign(over); !errors.Is(err, token.ErrTokenTooLong) {
+			t.Errorf("%s: Sign beyond the limits: got %d bytes, %v; want ErrTokenTooLong", signer.Algorithm(), len(tok), err)
 		}
-		c.Audience = "https://" + strings.Repeat("a", account.MaxAudienceLength-len("https://"))
-		// An organization, and the owner id that takes the most bytes in
-		// JSON: HTML-escaped characters, 6 bytes each.
-		c.OrganizationID = account.NewID(account.PrefixOrganization, now)
-		c.OwnerID = strings.Repeat("<", account.MaxExternalIDLength)
-		tok := sign(t, signer, c)
-		t.Logf("the longest token: %d bytes", len(tok))
-		if len(tok) > token.MaxTokenBytes {
-			t.Fatalf("the longest token is %d bytes, over MaxTokenBytes (%d)", len(tok), token.MaxTokenBytes)
-		}
-		if _, err := parser.Parse(t.Context(), tok, now); err != nil {
-			t.Fatalf("Parse: %v", err)
-		}
-	})
+	}
 }
 
 // signRaw signs a header and a payload, marshalled as they are, with key:

@@ -274,6 +274,9 @@ type Entry struct {
 	// Retried: the event carries Idempotency-Key and is sent twice; the
 	// second answer must be the first, replayed (Idempotent-Replayed).
 	Retried bool `json:"retried,omitempty"`
+	// Field is the body field or query parameter that the problem of a
+	// 400 must name among its errors.
+	Field string `json:"field,omitempty"`
 }
 
 // Manifest reads dir/manifest.json.
