@@ -59,6 +59,10 @@ type TokenParser interface {
 	// parser that has to fetch keys (for a kid it does not know yet) does so,
 	// and logs, with the request's values, such as its id.
 	Parse(ctx context.Context, token string, now time.Time) (TokenClaims, error)
+	// ParseCredential is Parse for a token presented to this service as
+	// its credential: the token's one audience must also be the service's
+	// own, its issuer (RFC 9068, section 4), or it is ErrTokenInvalid.
+	ParseCredential(ctx context.Context, token string, now time.Time) (TokenClaims, error)
 }
 
 // TokenRecord is written when an access token is issued. Stores may drop it

@@ -26,6 +26,7 @@ var codes = map[account.Code]struct {
 	account.CodeUnauthorized:         {http.StatusUnauthorized, "Unauthorized"},
 	account.CodeInsufficientScope:    {http.StatusForbidden, "Insufficient scope"},
 	account.CodeForbidden:            {http.StatusForbidden, "Forbidden"},
+	account.CodePreviousSecret:       {http.StatusForbidden, "Previous secret"},
 	account.CodeNotFound:             {http.StatusNotFound, "Not found"},
 	account.CodeMethodNotAllowed:     {http.StatusMethodNotAllowed, "Method not allowed"},
 	account.CodeEmailTaken:           {http.StatusConflict, "E-mail taken"},
