@@ -117,12 +117,11 @@ func TestClient_GoOAuth2(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			cfg := clientcredentials.Config{
-				ClientID:       tc.clientID,
-				ClientSecret:   tc.secret,
-				TokenURL:       meta["token_endpoint"].(string),
-				Scopes:         tc.scopes,
-				AuthStyle:      tc.style,
-				EndpointParams: url.Values{"audience": {"https://orders.example.com"}},
+				ClientID:     tc.clientID,
+				ClientSecret: tc.secret,
+				TokenURL:     meta["token_endpoint"].(string),
+				Scopes:       tc.scopes,
+				AuthStyle:    tc.style,
 			}
 			// The client sets Expiry from expires_in when the answer comes:
 			// an hour (in whole seconds) after a moment between these two.
@@ -156,11 +155,35 @@ func TestClient_GoOAuth2(t *testing.T) {
 			var v map[string]any
 			json.NewDecoder(res.Body).Decode(&v)
 			res.Body.Close()
-			if v["valid"] != true || v["key_id"] != tc.clientID || v["audience"] != "https://orders.example.com" {
-				t.Errorf("verify through oauth2.Transport: got %v, want valid, key %s, the audience asked for", v, tc.clientID)
+			if v["valid"] != true || v["key_id"] != tc.clientID || v["audience"] != meta["issuer"] {
+				t.Errorf("verify through oauth2.Transport: got %v, want valid, key %s, the issuer as audience", v, tc.clientID)
 			}
 		})
 	}
+	t.Run("OtherAudience", func(t *testing.T) {
+		// A token for another resource server is valid, for it: verify
+		// says so, and Latchkey's own API refuses it (RFC 9068, section 4).
+		cfg, _ := ordersClient(t, s, admin)
+		client := cfg.Client(context.Background())
+		res, err := client.Get(s.base + "/v1/auth/verify")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v map[string]any
+		json.NewDecoder(res.Body).Decode(&v)
+		res.Body.Close()
+		if v["valid"] != true || v["audience"] != "https://orders.example.com" {
+			t.Errorf("verify of a token for another audience: got %v, want valid, with its audience", v)
+		}
+		res, err = client.Get(s.base + "/v1/users?limit=1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusUnauthorized {
+			t.Errorf("GET /v1/users with a token for another audience: got %d, want 401", res.StatusCode)
+		}
+	})
 	t.Run("ErrWrongSecret", func(t *testing.T) {
 		cfg := clientcredentials.Config{ClientID: keyID, ClientSecret: admin, TokenURL: meta["token_endpoint"].(string)}
 		_, err := cfg.Token(context.Background())

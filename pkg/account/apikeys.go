@@ -30,16 +30,18 @@ type NewAPIKey struct {
 	// it to the caller's key's organization, if that has one.
 	OrganizationID string
 	// OwnerID is the integrator's identifier of the key's owner; "" for
-	// none.
+	// none, or the caller's key's owner, if that has one.
 	OwnerID string
 }
 
 // CreateAPIKey creates a key with grants within the caller's own, below the
 // caller's key (APIKey.Ancestors), and returns it with its secret, which is
-// never shown again. A key never outlives the key that created it, and a
-// key bound to an organization creates keys bound to it and to no other.
+// never shown again. A key never outlives the key that created it, a key
+// bound to an organization creates keys bound to it and to no other, and a
+// key with an owner creates keys with that owner and no other.
 // CodeForbidden for an access token caller, a key MaxKeyAncestors deep, or
-// another organization than the caller's; CodeInsufficientScope,
+// another organization or owner than the caller's; CodePreviousSecret;
+// CodeInsufficientScope,
 // CodeInvalidRequest; CodeNotFound for an organization that does not
 // exist; CodeUnauthorized if the caller's key is deleted meanwhile.
 func (s *Service) CreateAPIKey(ctx context.Context, p Principal, req NewAPIKey) (APIKey, string, error) {
@@ -76,6 +78,15 @@ func (s *Service) CreateAPIKey(ctx context.Context, p Principal, req NewAPIKey) 
 	case org != "" && !ValidID(PrefixOrganization, org):
 		return APIKey{}, "", ErrOrganizationNotFound()
 	}
+	// Resource servers authorize by owner_id, as by org_id: a key with an
+	// owner creates keys of that owner only.
+	owner := req.OwnerID
+	switch {
+	case p.KeyOwnerID != "" && owner == "":
+		owner = p.KeyOwnerID
+	case p.KeyOwnerID != "" && owner != p.KeyOwnerID:
+		return APIKey{}, "", Errorf(CodeForbidden, "this API key has an owner: the keys it creates have the same owner_id, and no other")
+	}
 	var ancestors []string
 	if !p.KeyBootstrap {
 		if len(p.KeyAncestors) >= MaxKeyAncestors {
@@ -97,7 +108,7 @@ func (s *Service) CreateAPIKey(ctx context.Context, p Principal, req NewAPIKey) 
 		CreatedAt: now,
 
 		OrganizationID: org,
-		OwnerID:        req.OwnerID,
+		OwnerID:        owner,
 	}
 	if lifetime > 0 {
 		key.ExpiresAt = now.Add(lifetime)
@@ -211,7 +222,7 @@ func (s *Service) ListAPIKeys(ctx context.Context, p Principal, r PageRequest, f
 // for them stop working at once. The bootstrap admin key cannot be deleted
 // through the API, nor a key above the caller's (in its Ancestors). A delete
 // that failed halfway (see the store) is finished by calling DeleteAPIKey
-// again. CodeForbidden, CodeInsufficientScope (also
+// again. CodeForbidden, CodePreviousSecret, CodeInsufficientScope (also
 // for a key with a grant the caller does not hold), CodeNotFound.
 func (s *Service) DeleteAPIKey(ctx context.Context, p Principal, id string) error {
 	if err := p.Authorize(OpDeleteAPIKey); err != nil {
@@ -269,8 +280,8 @@ type APIKeyUpdate struct {
 // until it is enabled again; tokens that have not expired meanwhile then
 // work again. The key must be within the caller's grants and not above the
 // caller's key, as for DeleteAPIKey; the bootstrap admin key cannot be
-// disabled. CodeForbidden, CodeInsufficientScope, CodeInvalidRequest,
-// CodeNotFound.
+// disabled. CodeForbidden, CodePreviousSecret, CodeInsufficientScope,
+// CodeInvalidRequest, CodeNotFound.
 func (s *Service) UpdateAPIKey(ctx context.Context, p Principal, id string, req APIKeyUpdate) (APIKey, error) {
 	if err := p.Authorize(OpUpdateAPIKey); err != nil {
 		return APIKey{}, err
@@ -334,8 +345,10 @@ type KeyRotationRequest struct {
 // itself; a secret replaced by an earlier rotation whose grace period has
 // not ended stops at once. The key must be within the caller's grants and
 // not above the caller's key, as for DeleteAPIKey; the bootstrap admin key
-// is rotated through its configuration, not here. CodeForbidden,
-// CodeInsufficientScope, CodeInvalidRequest, CodeNotFound.
+// is rotated through its configuration, not here. A previous secret, in
+// its grace period, rotates no key (CodePreviousSecret: see
+// Principal.Authorize). CodeForbidden, CodeInsufficientScope,
+// CodeInvalidRequest, CodeNotFound.
 func (s *Service) RotateAPIKey(ctx context.Context, p Principal, id string, req KeyRotationRequest) (APIKey, string, error) {
 	if err := p.Authorize(OpRotateAPIKey); err != nil {
 		return APIKey{}, "", err

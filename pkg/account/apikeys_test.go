@@ -376,6 +376,31 @@ func TestService_UpdateAPIKey(t *testing.T) {
 			t.Errorf("UpdateAPIKey of the caller's own key: %v", err)
 		}
 	})
+	t.Run("ErrPreviousSecret", func(t *testing.T) {
+		// The previous secret authenticates and issues tokens, but
+		// manages no key, its own or another.
+		e := newEnv(t)
+		p, old := e.key(t, "", account.ScopeWriteAPIKeys, "read:users")
+		if _, _, err := e.svc.RotateAPIKey(e.ctx, e.admin, p.KeyID, account.KeyRotationRequest{ExpiresIn: "1h"}); err != nil {
+			t.Fatal(err)
+		}
+		prev := e.auth(t, old)
+		if !prev.PreviousSecret || prev.KeyID != p.KeyID {
+			t.Fatalf("the previous secret's principal: %+v", prev)
+		}
+		_, _, err := e.svc.RotateAPIKey(e.ctx, prev, p.KeyID, account.KeyRotationRequest{ExpiresIn: "0s"})
+		wantCode(t, err, account.CodePreviousSecret)
+		name := "x"
+		_, err = e.svc.UpdateAPIKey(e.ctx, prev, p.KeyID, account.APIKeyUpdate{Name: &name})
+		wantCode(t, err, account.CodePreviousSecret)
+		wantCode(t, e.svc.DeleteAPIKey(e.ctx, prev, p.KeyID), account.CodePreviousSecret)
+		_, _, err = e.svc.CreateAPIKey(e.ctx, prev, account.NewAPIKey{Name: "x", Scopes: []string{"read:users"}})
+		wantCode(t, err, account.CodePreviousSecret)
+		if _, _, err := e.svc.IssueToken(e.ctx, prev, account.TokenRequest{Scopes: []string{"read:users"}}); err != nil {
+			t.Errorf("IssueToken with the previous secret: %v", err)
+		}
+		e.auth(t, old)
+	})
 	t.Run("ErrOutsideGrants", func(t *testing.T) {
 		e := newEnv(t)
 		p, _ := e.key(t, "", account.ScopeWriteAPIKeys)
@@ -638,6 +663,33 @@ func TestService_APIKeyOwners(t *testing.T) {
 		}
 		_, err = e.svc.ListAPIKeys(e.ctx, p, account.PageRequest{}, account.APIKeyFilter{OrganizationID: globex.ID})
 		wantCode(t, err, account.CodeForbidden)
+	})
+	t.Run("OwnerInherited", func(t *testing.T) {
+		// A key with an owner creates keys of that owner, and of no
+		// other: its tokens would otherwise claim any owner_id.
+		e := newEnv(t)
+		_, secret, err := e.svc.CreateAPIKey(e.ctx, e.admin, account.NewAPIKey{Name: "crm", Scopes: []string{account.ScopeWriteAPIKeys, "read:users"}, OwnerID: "crm:4711"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := e.auth(t, secret)
+		for _, owner := range []string{"", "crm:4711"} {
+			child, childSecret, err := e.svc.CreateAPIKey(e.ctx, p, account.NewAPIKey{Name: "ci", Scopes: []string{"read:users"}, OwnerID: owner})
+			if err != nil || child.OwnerID != "crm:4711" {
+				t.Fatalf("CreateAPIKey by a key with an owner, owner_id %q: got %+v, %v; want owner crm:4711", owner, child, err)
+			}
+			_, c, err := e.svc.IssueToken(e.ctx, e.auth(t, childSecret), account.TokenRequest{Scopes: []string{"read:users"}})
+			if err != nil || c.OwnerID != "crm:4711" {
+				t.Errorf("the child's token: owner %q, %v", c.OwnerID, err)
+			}
+		}
+		_, _, err = e.svc.CreateAPIKey(e.ctx, p, account.NewAPIKey{Name: "x", Scopes: []string{"read:users"}, OwnerID: "crm:42"})
+		wantCode(t, err, account.CodeForbidden)
+		// A key without an owner names any.
+		free, _ := e.key(t, "", account.ScopeWriteAPIKeys, "read:users")
+		if k, _, err := e.svc.CreateAPIKey(e.ctx, free, account.NewAPIKey{Name: "x", Scopes: []string{"read:users"}, OwnerID: "crm:42"}); err != nil || k.OwnerID != "crm:42" {
+			t.Errorf("CreateAPIKey by a key without an owner: got %+v, %v", k, err)
+		}
 	})
 	t.Run("DeleteOrganization", func(t *testing.T) {
 		// The organization's keys go with it: their secrets and tokens

@@ -22,20 +22,29 @@ func looksLikeJWT(s string) bool {
 	return strings.HasPrefix(s, "eyJ") && strings.Count(s, ".") == 2
 }
 
+// errTokenRefused answers an access token the parser refuses. A token for
+// another resource server is one, and well signed: the message names that
+// case too, for its holder, who may not know that this API is one.
+var errTokenRefused = Errorf(CodeUnauthorized, "the access token is malformed, forged, expired, or for another audience: this API accepts tokens whose audience (aud) is its issuer, which a token request that names no audience gets")
+
 // Authenticate resolves a bearer credential, API key or access token, to the
 // principal that presented it. The key is read from the store on every call,
 // so a deleted or disabled key, and every key below it, stops working at
 // once; a token's revocation entry, issuing key and the key's ancestors are
-// read in one round trip. CodeUnauthorized.
+// read in one round trip. A token is accepted only if its audience is this
+// service (RFC 9068, section 4): its issuer, the audience of a token
+// requested without one. CodeUnauthorized.
 func (s *Service) Authenticate(ctx context.Context, credential string) (Principal, error) {
 	if credential == "" {
 		return Principal{}, errUnauthorized
 	}
 	now := s.now()
 	if looksLikeJWT(credential) {
-		claims, err := s.parser.Parse(ctx, credential, now)
+		// Verify and introspection (the verifier's Parse) report a token
+		// for any audience; as a credential it must be for this API.
+		claims, err := s.parser.ParseCredential(ctx, credential, now)
 		if err != nil {
-			return Principal{}, errUnauthorized
+			return Principal{}, errTokenRefused
 		}
 		status, err := s.store.TokenStatus(ctx, claims.ID, claims.KeyID, claims.KeyAncestors, claims.OrganizationID)
 		if err != nil {
@@ -70,7 +79,9 @@ func (s *Service) Authenticate(ctx context.Context, credential string) (Principa
 		return Principal{}, errPaused(key, "the API key")
 	}
 	s.recordUse(ctx, key, now)
-	return keyPrincipal(key), nil
+	p := keyPrincipal(key)
+	p.PreviousSecret = !current
+	return p, nil
 }
 
 // keyPrincipal is the principal that presents k's secret.

@@ -36,6 +36,12 @@ const (
 	CodeIdempotencyResponseLost Code = "idempotency_response_lost"
 )
 
+// CodePreviousSecret answers a request that presents an API key's previous
+// secret, replaced by a rotation and still accepted during its grace
+// period, to an operation that creates, changes, rotates or deletes API
+// keys: only the current secret manages keys (see Principal.Authorize).
+const CodePreviousSecret Code = "previous_secret"
+
 // CodeConcurrentUpdate answers a change that lost, try after try, to
 // changes that other requests made to the same object at the same moment
 // (ErrConcurrentUpdate). Nothing was changed, and the request may be sent

@@ -104,6 +104,34 @@ type EventSource struct {
 	RequestID string
 	// Encode returns the JSON of an event, as GET /v1/events returns it.
 	Encode func(Event) ([]byte, error)
+	// OrganizationID is the organization the actor's key is bound to, ""
+	// for none: the changes it makes are inside it (see tenant.go), and
+	// so are their events (Organization).
+	OrganizationID string
+}
+
+// Organization returns the organization an event about data belongs to,
+// which a key bound to it lists (EventQuery.OrganizationID), or "" for
+// none: an organization's own, a membership's, an API key's, a revoked
+// token's key's. A user belongs to no one organization: the events of
+// changes a bound key makes to a user, who is its organization's member
+// and no other's (tenant.go), belong to its organization; the changes a
+// key bound to none makes to a user belong to none, while the membership
+// events they cause belong to each organization.
+func (src *EventSource) Organization(data any) string {
+	switch d := data.(type) {
+	case Organization:
+		return d.ID
+	case Membership:
+		return d.OrganizationID
+	case APIKey:
+		return d.OrganizationID
+	case Revocation:
+		return d.OrganizationID
+	case User:
+		return src.OrganizationID
+	}
+	return ""
 }
 
 type eventSourceKey struct{}
@@ -216,6 +244,10 @@ type EventQuery struct {
 	Types  []string
 	Limit  int
 	Since  time.Time
+	// OrganizationID, when set, keeps the events that belong to that
+	// organization (EventSource.Organization), which a store finds without
+	// reading the others.
+	OrganizationID string
 }
 
 // EventListParams is a request for a page of events (GET /v1/events).
@@ -232,7 +264,9 @@ type EventListParams struct {
 // before Before or after the cursor's position. A page has no more than
 // p.Limit events; with After, HasMore says that more are there now, and the
 // next page is asked for with After set to the last event's id (NextCursor
-// is empty); newest first, NextCursor continues backwards. CodeInvalidRequest.
+// is empty); newest first, NextCursor continues backwards. A caller bound
+// to an organization lists the events that belong to it
+// (EventSource.Organization). CodeInvalidRequest.
 func (s *Service) ListEvents(ctx context.Context, p Principal, q EventListParams) (List[StoredEvent], error) {
 	if err := p.Authorize(OpListEvents); err != nil {
 		return List[StoredEvent]{}, err
@@ -245,7 +279,7 @@ func (s *Service) ListEvents(ctx context.Context, p Principal, q EventListParams
 	} else if err != nil {
 		return List[StoredEvent]{}, err
 	}
-	eq := EventQuery{Limit: params.PageSize(), Since: s.now().Add(-EventRetention)}
+	eq := EventQuery{Limit: params.PageSize(), Since: s.now().Add(-EventRetention), OrganizationID: p.KeyOrganizationID}
 	given := 0
 	for _, v := range []string{q.After, q.Before, q.Cursor} {
 		if v != "" {

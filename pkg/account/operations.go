@@ -45,6 +45,13 @@ type access struct {
 	scope string
 	// keyOnly: an access token may not call it, whatever its scopes.
 	keyOnly bool
+	// currentSecret: a key's previous secret, during a rotation's grace
+	// period, may not call it (CodePreviousSecret). It is set on the
+	// operations that create, change, rotate or delete API keys, whichever
+	// key they name: with any of them, a leaked old secret could keep a
+	// secret of its own (rotating its key with no grace period, or a key
+	// below, or creating one) and lock the rightful holder out.
+	currentSecret bool
 }
 
 // operations is the one place where an operation's scope is written. The
@@ -58,32 +65,32 @@ var operations = map[Operation]access{
 	// A key may revoke its own tokens; others' need ScopeRevokeTokens.
 	OpRevokeToken: {},
 
-	OpCreateAPIKey: {ScopeWriteAPIKeys, true},
-	OpGetAPIKey:    {ScopeReadAPIKeys, true},
-	OpListAPIKeys:  {ScopeReadAPIKeys, true},
-	OpUpdateAPIKey: {ScopeWriteAPIKeys, true},
-	OpRotateAPIKey: {ScopeWriteAPIKeys, true},
-	OpDeleteAPIKey: {ScopeWriteAPIKeys, true},
+	OpCreateAPIKey: {scope: ScopeWriteAPIKeys, keyOnly: true, currentSecret: true},
+	OpGetAPIKey:    {scope: ScopeReadAPIKeys, keyOnly: true},
+	OpListAPIKeys:  {scope: ScopeReadAPIKeys, keyOnly: true},
+	OpUpdateAPIKey: {scope: ScopeWriteAPIKeys, keyOnly: true, currentSecret: true},
+	OpRotateAPIKey: {scope: ScopeWriteAPIKeys, keyOnly: true, currentSecret: true},
+	OpDeleteAPIKey: {scope: ScopeWriteAPIKeys, keyOnly: true, currentSecret: true},
 
-	OpCreateOrganization: {ScopeWriteOrganizations, false},
-	OpGetOrganization:    {ScopeReadOrganizations, false},
-	OpListOrganizations:  {ScopeReadOrganizations, false},
-	OpUpdateOrganization: {ScopeWriteOrganizations, false},
-	OpDeleteOrganization: {ScopeDeleteOrganizations, false},
-	OpAddMember:          {ScopeWriteOrganizations, false},
-	OpListMembers:        {ScopeReadOrganizations, false},
-	OpGetMember:          {ScopeReadOrganizations, false},
-	OpUpdateMember:       {ScopeWriteOrganizations, false},
-	OpRemoveMember:       {ScopeWriteOrganizations, false},
+	OpCreateOrganization: {scope: ScopeWriteOrganizations},
+	OpGetOrganization:    {scope: ScopeReadOrganizations},
+	OpListOrganizations:  {scope: ScopeReadOrganizations},
+	OpUpdateOrganization: {scope: ScopeWriteOrganizations},
+	OpDeleteOrganization: {scope: ScopeDeleteOrganizations},
+	OpAddMember:          {scope: ScopeWriteOrganizations},
+	OpListMembers:        {scope: ScopeReadOrganizations},
+	OpGetMember:          {scope: ScopeReadOrganizations},
+	OpUpdateMember:       {scope: ScopeWriteOrganizations},
+	OpRemoveMember:       {scope: ScopeWriteOrganizations},
 
-	OpCreateUser:          {ScopeWriteUsers, false},
-	OpGetUser:             {ScopeReadUsers, false},
-	OpListUsers:           {ScopeReadUsers, false},
-	OpUpdateUser:          {ScopeWriteUsers, false},
-	OpDeleteUser:          {ScopeDeleteUsers, false},
-	OpListUserMemberships: {ScopeReadUsers, false},
+	OpCreateUser:          {scope: ScopeWriteUsers},
+	OpGetUser:             {scope: ScopeReadUsers},
+	OpListUsers:           {scope: ScopeReadUsers},
+	OpUpdateUser:          {scope: ScopeWriteUsers},
+	OpDeleteUser:          {scope: ScopeDeleteUsers},
+	OpListUserMemberships: {scope: ScopeReadUsers},
 
-	OpListEvents: {ScopeReadEvents, false},
+	OpListEvents: {scope: ScopeReadEvents},
 }
 
 // Scope returns the scope the operation needs, or "" when what it needs
@@ -93,13 +100,21 @@ func (op Operation) Scope() string { return operations[op].scope }
 // KeyOnly reports whether only an API key may call the operation.
 func (op Operation) KeyOnly() bool { return operations[op].keyOnly }
 
+// errPreviousSecret answers a previous secret on an operation that
+// manages keys.
+var errPreviousSecret = Errorf(CodePreviousSecret, "this is the API key's previous secret, which a rotation replaced: it still authenticates until its grace period ends, but only the current secret creates, changes, rotates or deletes API keys")
+
 // Authorize returns nil if the principal may call op: CodeForbidden for an
-// access token on an operation only API keys may call, CodeInsufficientScope
-// without the operation's scope.
+// access token on an operation only API keys may call, CodePreviousSecret
+// for a key's previous secret on one that manages keys,
+// CodeInsufficientScope without the operation's scope.
 func (p Principal) Authorize(op Operation) error {
 	a, ok := operations[op]
 	if !ok {
 		return Internal(fmt.Errorf("account: unknown operation %q", op))
+	}
+	if a.currentSecret && p.PreviousSecret {
+		return errPreviousSecret
 	}
 	if a.keyOnly {
 		return p.RequireKey(a.scope)

@@ -32,10 +32,14 @@ type OrganizationUpdate struct {
 }
 
 // CreateOrganization creates an organization. CodeInsufficientScope,
+// CodeOutsideOrganization for a key bound to an organization,
 // CodeInvalidRequest, CodeSlugTaken.
 func (s *Service) CreateOrganization(ctx context.Context, p Principal, req NewOrganization) (Organization, error) {
 	if err := p.Authorize(OpCreateOrganization); err != nil {
 		return Organization{}, err
+	}
+	if p.bound() {
+		return Organization{}, outside("create an organization; a key bound to no organization can")
 	}
 	var problems Problems
 	now := s.now()
@@ -60,12 +64,13 @@ func (s *Service) CreateOrganization(ctx context.Context, p Principal, req NewOr
 	return o, nil
 }
 
-// GetOrganization returns an organization. CodeInsufficientScope, CodeNotFound.
+// GetOrganization returns an organization. CodeInsufficientScope,
+// CodeNotFound, also for another than a bound caller's own.
 func (s *Service) GetOrganization(ctx context.Context, p Principal, id string) (Organization, error) {
 	if err := p.Authorize(OpGetOrganization); err != nil {
 		return Organization{}, err
 	}
-	if !ValidID(PrefixOrganization, id) {
+	if !ValidID(PrefixOrganization, id) || !p.seesOrganization(id) {
 		return Organization{}, ErrOrganizationNotFound()
 	}
 	o, err := s.store.GetOrganization(ctx, id)
@@ -74,7 +79,9 @@ func (s *Service) GetOrganization(ctx context.Context, p Principal, id string) (
 
 // ListOrganizations lists organizations newest first, or finds one by slug
 // or by external id: a lookup is strongly consistent, and its list holds
-// the one organization or none. CodeInsufficientScope, CodeInvalidRequest.
+// the one organization or none. A caller bound to an organization lists
+// that one only, and finds no other by a lookup.
+// CodeInsufficientScope, CodeInvalidRequest.
 func (s *Service) ListOrganizations(ctx context.Context, p Principal, q OrganizationQuery) (List[Organization], error) {
 	if err := p.Authorize(OpListOrganizations); err != nil {
 		return List[Organization]{}, err
@@ -93,13 +100,19 @@ func (s *Service) ListOrganizations(ctx context.Context, p Principal, q Organiza
 		if err := problems.Err(); err != nil {
 			return List[Organization]{}, err
 		}
-		return lookup(s.store.GetOrganizationBySlug(ctx, q.Slug))
+		return lookupWhere(p.seesOrganizationOf)(s.store.GetOrganizationBySlug(ctx, q.Slug))
 	case q.ExternalID != "":
 		id := checkExternalID("external_id", q.ExternalID, &problems)
 		if err := problems.Err(); err != nil {
 			return List[Organization]{}, err
 		}
-		return lookup(s.store.GetOrganizationByExternalID(ctx, id))
+		return lookupWhere(p.seesOrganizationOf)(s.store.GetOrganizationByExternalID(ctx, id))
+	case p.bound():
+		// Its own organization is the whole list: one page of one.
+		if params.After != "" {
+			return List[Organization]{Items: []Organization{}}, nil
+		}
+		return lookup(s.store.GetOrganization(ctx, p.KeyOrganizationID))
 	}
 	page, err := s.store.ListOrganizations(ctx, params)
 	if err != nil {
@@ -116,7 +129,7 @@ func (s *Service) UpdateOrganization(ctx context.Context, p Principal, id string
 	if err := p.Authorize(OpUpdateOrganization); err != nil {
 		return Organization{}, err
 	}
-	if !ValidID(PrefixOrganization, id) {
+	if !ValidID(PrefixOrganization, id) || !p.seesOrganization(id) {
 		return Organization{}, ErrOrganizationNotFound()
 	}
 	if req == (OrganizationUpdate{}) {
@@ -169,7 +182,7 @@ func (s *Service) DeleteOrganization(ctx context.Context, p Principal, id string
 	if err := p.Authorize(OpDeleteOrganization); err != nil {
 		return err
 	}
-	if !ValidID(PrefixOrganization, id) {
+	if !ValidID(PrefixOrganization, id) || !p.seesOrganization(id) {
 		return ErrOrganizationNotFound()
 	}
 	return storeErr(s.store.DeleteOrganization(ctx, id))
@@ -187,7 +200,7 @@ func (s *Service) AddMember(ctx context.Context, p Principal, orgID string, req 
 	if err := p.Authorize(OpAddMember); err != nil {
 		return Membership{}, err
 	}
-	if !ValidID(PrefixOrganization, orgID) {
+	if !ValidID(PrefixOrganization, orgID) || !p.seesOrganization(orgID) {
 		return Membership{}, ErrOrganizationNotFound()
 	}
 	var problems Problems
@@ -200,6 +213,14 @@ func (s *Service) AddMember(ctx context.Context, p Principal, orgID string, req 
 	}
 	if !ValidID(PrefixUser, req.UserID) {
 		return Membership{}, ErrUserNotFound()
+	}
+	if p.bound() {
+		// It sees no user outside its organization, and every one inside
+		// is a member already: it adds users by creating them.
+		if err := s.seesUser(ctx, p, req.UserID); err != nil {
+			return Membership{}, err
+		}
+		return Membership{}, ErrAlreadyMember()
 	}
 	now := s.now()
 	m := Membership{OrganizationID: orgID, UserID: req.UserID, Role: role, CreatedAt: now, UpdatedAt: now}
@@ -215,7 +236,7 @@ func (s *Service) ListMembers(ctx context.Context, p Principal, orgID string, r 
 	if err := p.Authorize(OpListMembers); err != nil {
 		return List[Membership]{}, err
 	}
-	if !ValidID(PrefixOrganization, orgID) {
+	if !ValidID(PrefixOrganization, orgID) || !p.seesOrganization(orgID) {
 		return List[Membership]{}, ErrOrganizationNotFound()
 	}
 	list := "members/" + orgID
@@ -238,7 +259,7 @@ func (s *Service) GetMember(ctx context.Context, p Principal, orgID, userID stri
 	if err := p.Authorize(OpGetMember); err != nil {
 		return Membership{}, err
 	}
-	if !ValidID(PrefixOrganization, orgID) || !ValidID(PrefixUser, userID) {
+	if !ValidID(PrefixOrganization, orgID) || !ValidID(PrefixUser, userID) || !p.seesOrganization(orgID) {
 		return Membership{}, ErrMembershipNotFound()
 	}
 	m, err := s.store.GetMember(ctx, orgID, userID)
@@ -252,7 +273,7 @@ func (s *Service) UpdateMember(ctx context.Context, p Principal, orgID, userID, 
 	if err := p.Authorize(OpUpdateMember); err != nil {
 		return Membership{}, err
 	}
-	if !ValidID(PrefixOrganization, orgID) || !ValidID(PrefixUser, userID) {
+	if !ValidID(PrefixOrganization, orgID) || !ValidID(PrefixUser, userID) || !p.seesOrganization(orgID) {
 		return Membership{}, ErrMembershipNotFound()
 	}
 	var problems Problems
@@ -277,7 +298,7 @@ func (s *Service) RemoveMember(ctx context.Context, p Principal, orgID, userID s
 	if err := p.Authorize(OpRemoveMember); err != nil {
 		return err
 	}
-	if !ValidID(PrefixOrganization, orgID) || !ValidID(PrefixUser, userID) {
+	if !ValidID(PrefixOrganization, orgID) || !ValidID(PrefixUser, userID) || !p.seesOrganization(orgID) {
 		return ErrMembershipNotFound()
 	}
 	return storeErr(s.store.RemoveMember(ctx, orgID, userID))

@@ -90,6 +90,11 @@ type Principal struct {
 	// acts only on the keys bound to it.
 	KeyOrganizationID string
 	KeyOwnerID        string
+	// PreviousSecret is set when the caller presented its key's previous
+	// secret, during the grace period of a rotation: it authenticates, but
+	// manages no API key (CodePreviousSecret), so that a leaked old secret
+	// cannot rotate the key again and lock its holder out.
+	PreviousSecret bool
 }
 
 // IsToken reports whether the caller presented an access token.

@@ -177,6 +177,13 @@ type Store interface {
 	// id, if it has one. CodeEmailTaken if another user has the e-mail,
 	// CodeExternalIDTaken if another user has the external id.
 	CreateUser(ctx context.Context, u User) error
+	// CreateUserInOrganization stores a new user, as CreateUser does, and
+	// the membership m of it in m's organization, in one atomic write, with
+	// the events of both, user first: CreateUser and AddMember in one. It
+	// stores nothing on an error: CodeNotFound naming the organization if
+	// it does not exist at the time of the write (or its delete has begun);
+	// CodeEmailTaken, CodeExternalIDTaken as CreateUser.
+	CreateUserInOrganization(ctx context.Context, u User, m Membership) error
 	// GetUser returns a user. CodeNotFound.
 	GetUser(ctx context.Context, id string) (User, error)
 	// GetUserByEmail returns the user with the (lower-cased) e-mail, read
@@ -196,6 +203,13 @@ type Store interface {
 	DeleteUser(ctx context.Context, id string) error
 	// ListUsers lists users, newest first.
 	ListUsers(ctx context.Context, p ListParams) (Page[User], error)
+	// ListOrganizationUsers lists the users who are members of the
+	// organization orgID, newest membership first: the page's positions are
+	// those of ListMembers, and a member whose user is gone or being
+	// deleted is left out (a page may then hold fewer than p.Limit, with
+	// Next set). It reads no other user, at a bounded cost per page
+	// whatever its size (a store documents how).
+	ListOrganizationUsers(ctx context.Context, orgID string, p ListParams) (Page[User], error)
 
 	// CreateOrganization stores a new organization and claims its slug and
 	// its external id, if it has one. CodeSlugTaken, CodeExternalIDTaken.

@@ -59,6 +59,10 @@ type TokenParser interface {
 	// parser that has to fetch keys (for a kid it does not know yet) does so,
 	// and logs, with the request's values, such as its id.
 	Parse(ctx context.Context, token string, now time.Time) (TokenClaims, error)
+	// ParseCredential is Parse for a token presented to this service as
+	// its credential: the token's one audience must also be the service's
+	// own, its issuer (RFC 9068, section 4), or it is ErrTokenInvalid.
+	ParseCredential(ctx context.Context, token string, now time.Time) (TokenClaims, error)
 }
 
 // TokenRecord is written when an access token is issued. Stores may drop it
@@ -78,6 +82,9 @@ type Revocation struct {
 	KeyID     string
 	RevokedAt time.Time
 	ExpiresAt time.Time
+	// OrganizationID is the token's org_id: the organization whose events
+	// show the revocation. Not stored.
+	OrganizationID string
 }
 
 // TokenStatus is what a verify needs from the store, read in one round trip:
@@ -136,6 +143,18 @@ type Verification struct {
 // store read.
 func (s *Service) VerifyToken(ctx context.Context, token string) (Verification, error) {
 	return s.verifier.Verify(ctx, token)
+}
+
+// IntrospectToken is VerifyToken for a client that asks about a token
+// (RFC 7662): a client bound to an organization learns nothing of another
+// tenant's token, which is not valid to it (ReasonInvalid), as RFC 7662
+// section 2.2 allows.
+func (s *Service) IntrospectToken(ctx context.Context, p Principal, token string) (Verification, error) {
+	v, err := s.verifier.Verify(ctx, token)
+	if err != nil || !v.Valid || p.seesToken(v.Claims) {
+		return v, err
+	}
+	return Verification{Reason: ReasonInvalid, CheckedAt: v.CheckedAt}, nil
 }
 
 // TokenStatusReader is the part of Store that verification reads.
@@ -264,9 +283,11 @@ func (s *Service) IssueToken(ctx context.Context, p Principal, req TokenRequest)
 }
 
 // RevokeToken makes a token invalid at once. A key may revoke the tokens it
-// issued; another key's token needs ScopeRevokeTokens. Revoking again returns
-// the first revocation time. CodeInvalidRequest if token is not one this
-// service signed; CodeInsufficientScope.
+// issued; another key's token needs ScopeRevokeTokens, and a key bound to
+// an organization revokes only the tokens of its organization's keys.
+// Revoking again returns the first revocation time. CodeInvalidRequest if
+// token is not one this service signed; CodeOutsideOrganization,
+// changing nothing, for another tenant's token; CodeInsufficientScope.
 func (s *Service) RevokeToken(ctx context.Context, p Principal, token string) (Revocation, error) {
 	if err := p.Authorize(OpRevokeToken); err != nil {
 		return Revocation{}, err
@@ -278,12 +299,15 @@ func (s *Service) RevokeToken(ctx context.Context, p Principal, token string) (R
 	if err != nil && !errors.Is(err, ErrTokenExpired) {
 		return Revocation{}, invalid("token", "is not an access token issued by this service")
 	}
+	if !p.seesToken(claims) {
+		return Revocation{}, outside("revoke a token of a key that is not bound to its organization")
+	}
 	if claims.KeyID != p.KeyID {
 		if err := p.Require(ScopeRevokeTokens); err != nil {
 			return Revocation{}, err
 		}
 	}
-	r := Revocation{TokenID: claims.ID, KeyID: claims.KeyID, RevokedAt: s.now(), ExpiresAt: claims.ExpiresAt}
+	r := Revocation{TokenID: claims.ID, KeyID: claims.KeyID, RevokedAt: s.now(), ExpiresAt: claims.ExpiresAt, OrganizationID: claims.OrganizationID}
 	at, err := s.store.RevokeToken(ctx, r)
 	if err != nil {
 		return Revocation{}, storeErr(err)

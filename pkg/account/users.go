@@ -23,8 +23,12 @@ type UserQuery struct {
 	ExternalID string
 }
 
-// CreateUser creates a user. CodeInsufficientScope, CodeInvalidRequest,
-// CodeEmailTaken.
+// CreateUser creates a user. A user created by a key bound to an
+// organization joins it (DefaultMemberRole) in the same atomic write, so
+// that it sees the user it created, and no failed request leaves a user it
+// cannot see. E-mail addresses and external ids are unique among all
+// users, whatever their organizations. CodeInsufficientScope,
+// CodeInvalidRequest, CodeEmailTaken, CodeExternalIDTaken.
 func (s *Service) CreateUser(ctx context.Context, p Principal, req NewUser) (User, error) {
 	if err := p.Authorize(OpCreateUser); err != nil {
 		return User{}, err
@@ -45,13 +49,21 @@ func (s *Service) CreateUser(ctx context.Context, p Principal, req NewUser) (Use
 	if err := problems.Err(); err != nil {
 		return User{}, err
 	}
-	if err := s.store.CreateUser(ctx, u); err != nil {
+	var err error
+	if p.bound() {
+		m := Membership{OrganizationID: p.KeyOrganizationID, UserID: u.ID, Role: DefaultMemberRole, CreatedAt: now, UpdatedAt: now}
+		err = s.store.CreateUserInOrganization(ctx, u, m)
+	} else {
+		err = s.store.CreateUser(ctx, u)
+	}
+	if err != nil {
 		return User{}, storeErr(err)
 	}
 	return u, nil
 }
 
-// GetUser returns a user. CodeInsufficientScope, CodeNotFound.
+// GetUser returns a user. CodeInsufficientScope, CodeNotFound, also for
+// a user outside a bound caller's organization.
 func (s *Service) GetUser(ctx context.Context, p Principal, id string) (User, error) {
 	if err := p.Authorize(OpGetUser); err != nil {
 		return User{}, err
@@ -59,18 +71,28 @@ func (s *Service) GetUser(ctx context.Context, p Principal, id string) (User, er
 	if !ValidID(PrefixUser, id) {
 		return User{}, ErrUserNotFound()
 	}
+	if err := s.seesUser(ctx, p, id); err != nil {
+		return User{}, err
+	}
 	u, err := s.store.GetUser(ctx, id)
 	return u, storeErr(err)
 }
 
 // ListUsers lists users newest first, or finds one by e-mail or by
 // external id: a lookup is strongly consistent, and its list holds the one
-// user or none. CodeInsufficientScope, CodeInvalidRequest.
+// user or none. A caller bound to an organization lists its members,
+// newest membership first, and finds no other user by a lookup.
+// CodeInsufficientScope, CodeInvalidRequest.
 func (s *Service) ListUsers(ctx context.Context, p Principal, q UserQuery) (List[User], error) {
 	if err := p.Authorize(OpListUsers); err != nil {
 		return List[User]{}, err
 	}
-	params, err := s.cursors.params("users", q.PageRequest)
+	list := "users"
+	if p.bound() {
+		// Its pages are positions in the members' list, not the users'.
+		list = "users/" + p.KeyOrganizationID
+	}
+	params, err := s.cursors.params(list, q.PageRequest)
 	if err != nil {
 		return List[User]{}, err
 	}
@@ -84,19 +106,26 @@ func (s *Service) ListUsers(ctx context.Context, p Principal, q UserQuery) (List
 		if err := problems.Err(); err != nil {
 			return List[User]{}, err
 		}
-		return lookup(s.store.GetUserByEmail(ctx, email))
+		u, err := s.store.GetUserByEmail(ctx, email)
+		return s.lookupUser(ctx, p, u, err)
 	case q.ExternalID != "":
 		id := checkExternalID("external_id", q.ExternalID, &problems)
 		if err := problems.Err(); err != nil {
 			return List[User]{}, err
 		}
-		return lookup(s.store.GetUserByExternalID(ctx, id))
+		u, err := s.store.GetUserByExternalID(ctx, id)
+		return s.lookupUser(ctx, p, u, err)
 	}
-	page, err := s.store.ListUsers(ctx, params)
+	var page Page[User]
+	if p.bound() {
+		page, err = s.store.ListOrganizationUsers(ctx, p.KeyOrganizationID, params)
+	} else {
+		page, err = s.store.ListUsers(ctx, params)
+	}
 	if err != nil {
 		return List[User]{}, storeErr(err)
 	}
-	return toList(s.cursors, "users", page), nil
+	return toList(s.cursors, list, page), nil
 }
 
 // lookup turns the result of a store's lookup by a unique value into a
@@ -125,8 +154,10 @@ type UserUpdate struct {
 
 // UpdateUser changes the given fields of a user, and only those, in one
 // atomic step; a new e-mail or external id is claimed and the old one freed
-// in that step. CodeInsufficientScope, CodeNotFound, CodeInvalidRequest,
-// CodeEmailTaken, CodeExternalIDTaken.
+// in that step. A caller bound to an organization changes only the users
+// who belong to it and to no other. CodeInsufficientScope, CodeNotFound,
+// CodeOutsideOrganization, CodeInvalidRequest, CodeEmailTaken,
+// CodeExternalIDTaken.
 func (s *Service) UpdateUser(ctx context.Context, p Principal, id string, req UserUpdate) (User, error) {
 	if err := p.Authorize(OpUpdateUser); err != nil {
 		return User{}, err
@@ -166,6 +197,9 @@ func (s *Service) UpdateUser(ctx context.Context, p Principal, id string, req Us
 	if err := problems.Err(); err != nil {
 		return User{}, err
 	}
+	if err := s.mayChangeUser(ctx, p, id, "change"); err != nil {
+		return User{}, err
+	}
 	u, err := s.store.UpdateUser(ctx, id, patch)
 	if err != nil {
 		return User{}, storeErr(err)
@@ -174,7 +208,9 @@ func (s *Service) UpdateUser(ctx context.Context, p Principal, id string, req Us
 }
 
 // DeleteUser deletes a user and its memberships; its e-mail is free again.
-// CodeInsufficientScope, CodeNotFound.
+// A caller bound to an organization deletes only the users who belong to
+// it and to no other. CodeInsufficientScope, CodeNotFound,
+// CodeOutsideOrganization.
 func (s *Service) DeleteUser(ctx context.Context, p Principal, id string) error {
 	if err := p.Authorize(OpDeleteUser); err != nil {
 		return err
@@ -182,11 +218,15 @@ func (s *Service) DeleteUser(ctx context.Context, p Principal, id string) error 
 	if !ValidID(PrefixUser, id) {
 		return ErrUserNotFound()
 	}
+	if err := s.mayChangeUser(ctx, p, id, "delete"); err != nil {
+		return err
+	}
 	return storeErr(s.store.DeleteUser(ctx, id))
 }
 
 // ListUserMemberships lists the organizations a user belongs to, newest
-// membership first, each with the organization's name and slug.
+// membership first, each with the organization's name and slug. A caller
+// bound to an organization sees its organization's membership only.
 // CodeInsufficientScope, CodeNotFound, CodeInvalidRequest.
 func (s *Service) ListUserMemberships(ctx context.Context, p Principal, userID string, r PageRequest) (List[UserMembership], error) {
 	if err := p.Authorize(OpListUserMemberships); err != nil {
@@ -199,6 +239,9 @@ func (s *Service) ListUserMemberships(ctx context.Context, p Principal, userID s
 	params, err := s.cursors.params(list, r)
 	if err != nil {
 		return List[UserMembership]{}, err
+	}
+	if p.bound() {
+		return s.ownMembership(ctx, p, userID, params)
 	}
 	if _, err := s.store.GetUser(ctx, userID); err != nil {
 		return List[UserMembership]{}, storeErr(err)

@@ -145,17 +145,23 @@ func (a *Authorizer) Authorize(ctx context.Context, req events.APIGatewayV2Custo
 		return denied, nil
 	}
 	a.decided(ctx, req, true, "", c)
-	return events.APIGatewayV2CustomAuthorizerSimpleResponse{
-		IsAuthorized: true,
-		// Reaches the integration as requestContext.authorizer.lambda.
-		Context: map[string]any{
-			"token_id":  c.ID,
-			"key_id":    c.KeyID,
-			"client_id": c.KeyID,
-			"scope":     strings.Join(c.Scopes, " "),
-			"aud":       c.Audience,
-		},
-	}, nil
+	// Reaches the integration as requestContext.authorizer.lambda.
+	context := map[string]any{
+		"token_id":  c.ID,
+		"key_id":    c.KeyID,
+		"client_id": c.KeyID,
+		"scope":     strings.Join(c.Scopes, " "),
+		"aud":       c.Audience,
+	}
+	// The tenant and owner the integration authorizes by, as the token's
+	// org_id and owner_id claims say them; absent when the key has none.
+	if c.OrganizationID != "" {
+		context["org_id"] = c.OrganizationID
+	}
+	if c.OwnerID != "" {
+		context["owner_id"] = c.OwnerID
+	}
+	return events.APIGatewayV2CustomAuthorizerSimpleResponse{IsAuthorized: true, Context: context}, nil
 }
 
 // decided logs one line per request: never the token, only its ids.

@@ -19,6 +19,12 @@ import (
 // it has committed, so a reader that has seen an event never finds an
 // earlier one later. Events older than account.EventRetention are pruned
 // (Prune, from the oldest end of the bucket) and never read meanwhile.
+//
+// An event that belongs to an organization (account.EventSource.Organization)
+// has the organization's id after its JSON, behind another NUL (JSON holds
+// none), and an entry "<org id>/<event id>" in bucketOrgEvents, written
+// and pruned with it: the events of an organization are read from there
+// without walking the others.
 
 // emitter writes the events of one write; nil (no EventSource in the
 // context) writes none.
@@ -49,19 +55,37 @@ func (e *emitter) emit(tx *bolt.Tx, typ string, data any) error {
 	if err != nil {
 		return err
 	}
-	v := make([]byte, 0, len(typ)+1+len(js))
+	org := e.src.Organization(data)
+	v := make([]byte, 0, len(typ)+1+len(js)+1+len(org))
 	v = append(append(append(v, typ...), 0), js...)
+	if org != "" {
+		v = append(append(v, 0), org...)
+		if err := tx.Bucket(bucketOrgEvents).Put(join(org, id), nil); err != nil {
+			return err
+		}
+	}
 	return b.Put([]byte(id), v)
 }
 
 // decodeEvent splits a stored value into its type and JSON.
 func decodeEvent(k, v []byte) account.StoredEvent {
-	typ, js, _ := bytes.Cut(v, []byte{0})
+	typ, rest, _ := bytes.Cut(v, []byte{0})
+	js, _, _ := bytes.Cut(rest, []byte{0})
 	return account.StoredEvent{ID: string(k), Type: string(typ), JSON: bytes.Clone(js)}
 }
 
+// eventOrganization returns the organization a stored value names, "" for
+// none.
+func eventOrganization(v []byte) string {
+	_, rest, _ := bytes.Cut(v, []byte{0})
+	_, org, _ := bytes.Cut(rest, []byte{0})
+	return string(org)
+}
+
 // ListEvents implements account.Store: one read transaction, walking the
-// bucket forwards from After or backwards from Before.
+// bucket forwards from After or backwards from Before; with
+// q.OrganizationID, walking the organization's entries in bucketOrgEvents
+// instead, and reading each of their events.
 func (s *Store) ListEvents(_ context.Context, q account.EventQuery) (account.Page[account.StoredEvent], error) {
 	limit := account.ListParams{Limit: q.Limit}.PageSize()
 	since := []byte(account.EventIDAt(q.Since))
@@ -74,34 +98,50 @@ func (s *Store) ListEvents(_ context.Context, q account.EventQuery) (account.Pag
 	}
 	page := account.Page[account.StoredEvent]{Items: []account.StoredEvent{}}
 	err := s.read(func(tx *bolt.Tx) error {
-		// Either way, nothing older than since.
-		c := tx.Bucket(bucketEvents).Cursor()
-		var k, v []byte
+		// Either way, nothing older than since. Keys are event ids after
+		// prefix: none in bucketEvents, "<org id>/" in bucketOrgEvents.
+		events := tx.Bucket(bucketEvents)
+		c, prefix := events.Cursor(), []byte(nil)
+		if q.OrganizationID != "" {
+			c, prefix = tx.Bucket(bucketOrgEvents).Cursor(), join(q.OrganizationID, "")
+		}
+		at := func(id string) []byte { return append(slices.Clip(prefix), id...) }
+		var k []byte
 		next := c.Prev
 		switch {
 		case q.After != "":
 			next = c.Next
-			if k, v = c.Seek([]byte(max(string(since), q.After))); k != nil && string(k) == q.After {
-				k, v = c.Next()
+			if k, _ = c.Seek(at(max(string(since), q.After))); k != nil && string(k) == string(at(q.After)) {
+				k, _ = c.Next()
 			}
 		case q.Before == "":
-			k, v = c.Last()
-		default:
-			if k, _ = c.Seek([]byte(q.Before)); k == nil {
-				k, v = c.Last()
+			// The last key with prefix: ids are ASCII, below 0xff.
+			if k, _ = c.Seek(at("\xff")); k == nil {
+				k, _ = c.Last()
 			} else {
-				k, v = c.Prev()
+				k, _ = c.Prev()
+			}
+		default:
+			if k, _ = c.Seek(at(q.Before)); k == nil {
+				k, _ = c.Last()
+			} else {
+				k, _ = c.Prev()
 			}
 		}
-		for ; k != nil && bytes.Compare(k, since) >= 0; k, v = next() {
-			if !keep(v) {
+		for ; k != nil && bytes.HasPrefix(k, prefix); k, _ = next() {
+			id := k[len(prefix):]
+			if bytes.Compare(id, since) < 0 {
+				break
+			}
+			v := events.Get(id)
+			if v == nil || !keep(v) {
 				continue
 			}
 			if len(page.Items) == limit {
 				page.Next = page.Items[len(page.Items)-1].ID
 				break
 			}
-			page.Items = append(page.Items, decodeEvent(k, v))
+			page.Items = append(page.Items, decodeEvent(id, v))
 		}
 		return nil
 	})
@@ -113,13 +153,21 @@ func (s *Store) ListEvents(_ context.Context, q account.EventQuery) (account.Pag
 func pruneEvents(tx *bolt.Tx, cutoff time.Time, max int) (int, error) {
 	end := []byte(account.EventIDAt(cutoff))
 	b := tx.Bucket(bucketEvents)
-	var keys [][]byte
+	var keys, orgs [][]byte
 	c := b.Cursor()
-	for k, _ := c.First(); k != nil && len(keys) < max && bytes.Compare(k, end) < 0; k, _ = c.Next() {
+	for k, v := c.First(); k != nil && len(keys) < max && bytes.Compare(k, end) < 0; k, v = c.Next() {
 		keys = append(keys, bytes.Clone(k))
+		if org := eventOrganization(v); org != "" {
+			orgs = append(orgs, join(org, string(k)))
+		}
 	}
 	for _, k := range keys {
 		if err := b.Delete(k); err != nil {
+			return 0, err
+		}
+	}
+	for _, k := range orgs {
+		if err := tx.Bucket(bucketOrgEvents).Delete(k); err != nil {
 			return 0, err
 		}
 	}

@@ -147,7 +147,9 @@ type revocationItem struct {
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
-func toRevocationItem(r account.Revocation) revocationItem { return revocationItem(r) }
+func toRevocationItem(r account.Revocation) revocationItem {
+	return revocationItem{TokenID: r.TokenID, KeyID: r.KeyID, RevokedAt: r.RevokedAt, ExpiresAt: r.ExpiresAt}
+}
 
 // encode marshals an item. The item types hold only strings, times, bools
 // and byte slices, so a failure here is a programming error; it is still

@@ -16,30 +16,34 @@ import (
 // organization deleted concurrently.
 func (s *Store) AddMember(ctx context.Context, m account.Membership) error {
 	ev := s.events(ctx)
-	return s.write(ctx, func(tx *bolt.Tx) error {
-		if tx.Bucket(bucketOrgs).Get([]byte(m.OrganizationID)) == nil {
-			return account.ErrOrganizationNotFound()
-		}
-		if tx.Bucket(bucketUsers).Get([]byte(m.UserID)) == nil {
-			return account.ErrUserNotFound()
-		}
-		members := tx.Bucket(bucketMembers)
-		key := join(m.OrganizationID, m.UserID)
-		if members.Get(key) != nil {
-			return account.ErrAlreadyMember()
-		}
-		if err := put(members, key, toMemberItem(m)); err != nil {
-			return err
-		}
-		at := sortTime(m.CreatedAt)
-		if err := tx.Bucket(bucketOrgMembers).Put(join(m.OrganizationID, at, m.UserID), nil); err != nil {
-			return err
-		}
-		if err := tx.Bucket(bucketUserOrgs).Put(join(m.UserID, at, m.OrganizationID), nil); err != nil {
-			return err
-		}
-		return ev.emit(tx, account.EventOrganizationMembershipCreated, m)
-	})
+	return s.write(ctx, func(tx *bolt.Tx) error { return addMember(tx, ev, m) })
+}
+
+// addMember checks that the organization and the user exist and writes
+// the membership m and its index entries in tx.
+func addMember(tx *bolt.Tx, ev *emitter, m account.Membership) error {
+	if tx.Bucket(bucketOrgs).Get([]byte(m.OrganizationID)) == nil {
+		return account.ErrOrganizationNotFound()
+	}
+	if tx.Bucket(bucketUsers).Get([]byte(m.UserID)) == nil {
+		return account.ErrUserNotFound()
+	}
+	members := tx.Bucket(bucketMembers)
+	key := join(m.OrganizationID, m.UserID)
+	if members.Get(key) != nil {
+		return account.ErrAlreadyMember()
+	}
+	if err := put(members, key, toMemberItem(m)); err != nil {
+		return err
+	}
+	at := sortTime(m.CreatedAt)
+	if err := tx.Bucket(bucketOrgMembers).Put(join(m.OrganizationID, at, m.UserID), nil); err != nil {
+		return err
+	}
+	if err := tx.Bucket(bucketUserOrgs).Put(join(m.UserID, at, m.OrganizationID), nil); err != nil {
+		return err
+	}
+	return ev.emit(tx, account.EventOrganizationMembershipCreated, m)
 }
 
 // GetMember implements account.Store.
@@ -162,6 +166,21 @@ func removeMember(tx *bolt.Tx, ev *emitter, orgID, userID string) error {
 func (s *Store) ListMembers(_ context.Context, orgID string, p account.ListParams) (account.Page[account.Membership], error) {
 	return listMemberships(s, bucketOrgMembers, orgID, p, func(other string) (string, string) { return orgID, other },
 		func(_ *bolt.Tx, it memberItem) (account.Membership, error) { return it.domain(), nil })
+}
+
+// ListOrganizationUsers implements account.Store: the members' list, each
+// with its user, read in the same transaction.
+func (s *Store) ListOrganizationUsers(_ context.Context, orgID string, p account.ListParams) (account.Page[account.User], error) {
+	return listMemberships(s, bucketOrgMembers, orgID, p, func(other string) (string, string) { return orgID, other },
+		func(tx *bolt.Tx, it memberItem) (account.User, error) {
+			u, found, err := get[userItem](tx.Bucket(bucketUsers), []byte(it.UserID))
+			if err == nil && !found {
+				// A user's delete takes its memberships in the same
+				// transaction, as an organization's does.
+				err = fmt.Errorf("membership %s/%s has no user", it.OrganizationID, it.UserID)
+			}
+			return u.domain(), err
+		})
 }
 
 // ListUserMemberships implements account.Store, newest membership first,

@@ -68,15 +68,16 @@ var (
 	bucketExpiries   = []byte("expiries")             // expiry time/kind/token id -> nothing (pruning index)
 	// key id/Idempotency-Key -> idempotencyItem
 	bucketIdempotency = []byte("idempotency")
-	// event id -> type NUL event JSON (see events.go)
-	bucketEvents = []byte("events")
+	// event id -> type NUL event JSON [NUL org id] (see events.go)
+	bucketEvents    = []byte("events")
+	bucketOrgEvents = []byte("events_by_org") // org id/event id -> nothing (an organization's events)
 )
 
 var allBuckets = [][]byte{
 	bucketUsers, bucketUserEmails, bucketUserExtIDs, bucketOrgs, bucketOrgSlugs, bucketOrgExtIDs,
 	bucketMembers, bucketOrgMembers, bucketUserOrgs,
 	bucketKeys, bucketKeyHashes, bucketKeyTree, bucketKeyUses, bucketKeyOrgs, bucketKeyOwners, bucketTokens, bucketRevoked, bucketExpiries,
-	bucketIdempotency, bucketEvents,
+	bucketIdempotency, bucketEvents, bucketOrgEvents,
 }
 
 const (

@@ -333,13 +333,24 @@ func BenchmarkTokenStatus(b *testing.B) {
 }
 
 // TestStore_PruneEvents: events older than account.EventRetention are
-// deleted by pruning, oldest first, and the rest stay.
+// deleted by pruning, oldest first, and the rest stay; so are their
+// entries in their organization's index.
 func TestStore_PruneEvents(t *testing.T) {
 	s := newStore(t)
+	const org = "org_01KF0EBF000000000000000005"
 	ctx := account.WithEventSource(t.Context(), &account.EventSource{
 		Actor: account.Actor{KeyID: "key_1"}, RequestID: "req",
 		Encode: func(e account.Event) ([]byte, error) { return []byte(`{"id":"` + e.ID + `"}`), nil },
+		// A key bound to org: its users' events belong to org.
+		OrganizationID: org,
 	})
+	entries := func() int {
+		n, err := s.OrgEventEntries(org)
+		if err != nil {
+			t.Fatalf("OrgEventEntries: %v", err)
+		}
+		return n
+	}
 	for i := range 3 {
 		at := time.Now().UTC().Truncate(time.Millisecond).Add(time.Duration(i) * time.Millisecond)
 		u := account.User{ID: account.NewID(account.PrefixUser, at), Email: fmt.Sprintf("u%d@example.com", i), Name: "U", Role: "member", CreatedAt: at, UpdatedAt: at}
@@ -363,10 +374,16 @@ func TestStore_PruneEvents(t *testing.T) {
 	if n := count(time.UnixMilli(0)); n != 3 {
 		t.Fatalf("events after pruning within the retention: %d, want 3", n)
 	}
+	if n := entries(); n != 3 {
+		t.Fatalf("the organization's index after pruning within the retention: %d entries, want 3", n)
+	}
 	if _, err := s.Prune(time.Now().Add(account.EventRetention + time.Minute)); err != nil {
 		t.Fatalf("Prune: %v", err)
 	}
 	if n := count(time.UnixMilli(0)); n != 0 {
 		t.Errorf("events after pruning past the retention: %d, want 0", n)
+	}
+	if n := entries(); n != 0 {
+		t.Errorf("the organization's index after pruning past the retention: %d entries, want 0", n)
 	}
 }

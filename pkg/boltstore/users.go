@@ -12,22 +12,37 @@ import (
 // CreateUser implements account.Store.
 func (s *Store) CreateUser(ctx context.Context, u account.User) error {
 	ev := s.events(ctx)
+	return s.write(ctx, func(tx *bolt.Tx) error { return createUser(tx, ev, u) })
+}
+
+// CreateUserInOrganization implements account.Store: CreateUser and
+// AddMember in one transaction.
+func (s *Store) CreateUserInOrganization(ctx context.Context, u account.User, m account.Membership) error {
+	ev := s.events(ctx)
 	return s.write(ctx, func(tx *bolt.Tx) error {
-		if err := emailGuard.claim(tx, u.Email, u.ID); err != nil {
+		if err := createUser(tx, ev, u); err != nil {
 			return err
 		}
-		if err := userExtIDGuard.claim(tx, u.ExternalID, u.ID); err != nil {
-			return err
-		}
-		users := tx.Bucket(bucketUsers)
-		if users.Get([]byte(u.ID)) != nil {
-			return account.Internal(fmt.Errorf("boltstore: user %s exists already", u.ID))
-		}
-		if err := put(users, []byte(u.ID), toUserItem(u)); err != nil {
-			return err
-		}
-		return ev.emit(tx, account.EventUserCreated, u)
+		return addMember(tx, ev, m)
 	})
+}
+
+// createUser writes the user u and claims its unique values in tx.
+func createUser(tx *bolt.Tx, ev *emitter, u account.User) error {
+	if err := emailGuard.claim(tx, u.Email, u.ID); err != nil {
+		return err
+	}
+	if err := userExtIDGuard.claim(tx, u.ExternalID, u.ID); err != nil {
+		return err
+	}
+	users := tx.Bucket(bucketUsers)
+	if users.Get([]byte(u.ID)) != nil {
+		return account.Internal(fmt.Errorf("boltstore: user %s exists already", u.ID))
+	}
+	if err := put(users, []byte(u.ID), toUserItem(u)); err != nil {
+		return err
+	}
+	return ev.emit(tx, account.EventUserCreated, u)
 }
 
 // GetUser implements account.Store.

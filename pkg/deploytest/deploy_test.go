@@ -461,8 +461,20 @@ func replayFunction(t *testing.T, fn lambdaapp.Function, entries []replay.Entry)
 // (pkg/dynamostore/keys.go).
 const idempotencyPartition = "IDEM#"
 
-// eventPartition starts the partitions of the event feed.
-const eventPartition = "EVENT#"
+// eventPartitions start the partitions of the event feed: the feed's
+// days, and each organization's copies (pkg/dynamostore/events.go).
+var eventPartitions = []string{"EVENT#", "EVENTORG#"}
+
+// eventKind returns the start of the event partition pk is in, "" for
+// none.
+func eventKind(pk string) string {
+	for _, p := range eventPartitions {
+		if strings.HasPrefix(pk, p) {
+			return p
+		}
+	}
+	return ""
+}
 
 // writeActions are the DynamoDB actions that create, change or delete items.
 var writeActions = []string{
@@ -603,7 +615,7 @@ func checkLeastPrivilege(t *testing.T, tpl template, recs map[lambdaapp.Function
 				}
 				// Events are every function's too: each writes the
 				// events of its own changes (EventsAppendOnly below).
-				if strings.HasPrefix(pk, eventPartition) {
+				if eventKind(pk) != "" {
 					continue
 				}
 				written[pk] = true
@@ -690,26 +702,30 @@ func checkLeastPrivilege(t *testing.T, tpl template, recs map[lambdaapp.Function
 		// Every function that changes data puts the events of its changes
 		// (the replay must show it), and no role may change or delete an
 		// event: they go only by TTL.
+		// An organization's copy of an event is held to the same rule.
 		for _, fn := range []lambdaapp.Function{lambdaapp.Auth, lambdaapp.Organizations, lambdaapp.Users} {
-			var partitions []string
+			partitions := map[string]string{} // kind -> one partition the replay put an event in
 			for _, req := range recs[fn].requests {
-				if req.Action == "dynamodb:PutItem" && len(req.LeadingKeys) == 1 && strings.HasPrefix(req.LeadingKeys[0], eventPartition) {
-					partitions = append(partitions, req.LeadingKeys[0])
+				if req.Action == "dynamodb:PutItem" && len(req.LeadingKeys) == 1 && eventKind(req.LeadingKeys[0]) != "" {
+					partitions[eventKind(req.LeadingKeys[0])] = req.LeadingKeys[0]
 				}
 			}
-			if len(partitions) == 0 {
-				t.Errorf("the %s replay put no event; it must, for this test to cover it", fn)
-				continue
-			}
-			statements := tpl.statements(t, logicalID(fn))
-			for _, action := range writeActions {
-				req := iamRequest{Action: action, LeadingKeys: []string{partitions[0]}}
-				allowed, err := decide(statements, req)
-				if err != nil {
-					t.Fatalf("%s: %s: %v", fn, req, err)
+			for _, kind := range eventPartitions {
+				pk := partitions[kind]
+				if pk == "" {
+					t.Errorf("the %s replay put no event in a %s partition; it must, for this test to cover it", fn, kind)
+					continue
 				}
-				if want := action == "dynamodb:PutItem"; allowed != want {
-					t.Errorf("%s's role: %s an event: allowed %v, want %v", fn, action, allowed, want)
+				statements := tpl.statements(t, logicalID(fn))
+				for _, action := range writeActions {
+					req := iamRequest{Action: action, LeadingKeys: []string{pk}}
+					allowed, err := decide(statements, req)
+					if err != nil {
+						t.Fatalf("%s: %s: %v", fn, req, err)
+					}
+					if want := action == "dynamodb:PutItem"; allowed != want {
+						t.Errorf("%s's role: %s an event in %s: allowed %v, want %v", fn, action, pk, allowed, want)
+					}
 				}
 			}
 		}

@@ -43,6 +43,8 @@ type backend struct {
 	// records, whatever the request then does), each as a string, by its
 	// key.
 	snapshot func(tb testing.TB) map[string]string
+	// table is the DynamoDB table; "" over bbolt.
+	table string
 }
 
 // newBackend returns a seeded store: a new table in DynamoDB Local when
@@ -51,19 +53,29 @@ type backend struct {
 // and its issuer recorded, as the IssuerConfig custom resource would have.
 func newBackend(tb testing.TB) backend {
 	tb.Helper()
-	ctx := context.Background()
-	var b backend
 	if os.Getenv(dynamotest.EndpointEnv) != "" {
-		b = dynamoBackend(tb)
-	} else {
-		path := filepath.Join(tb.TempDir(), "latchkey.db")
-		s, err := boltstore.Open(path)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		tb.Cleanup(func() { s.Close() })
-		b = backend{store: s, keys: &replay.MemoryKeys{}, snapshot: func(tb testing.TB) map[string]string { return boltSnapshot(tb, path) }}
+		return seeded(tb, dynamoBackend(tb))
 	}
+	return seeded(tb, boltBackend(tb))
+}
+
+// boltBackend opens a bbolt store in a temp dir.
+func boltBackend(tb testing.TB) backend {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), "latchkey.db")
+	s, err := boltstore.Open(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	return backend{store: s, keys: &replay.MemoryKeys{}, snapshot: func(tb testing.TB) map[string]string { return boltSnapshot(tb, path) }}
+}
+
+// seeded writes the fixture into b, publishes its key and records its
+// issuer, and returns b.
+func seeded(tb testing.TB, b backend) backend {
+	tb.Helper()
+	ctx := context.Background()
 	if err := replay.Seed(ctx, b.store); err != nil {
 		tb.Fatal(err)
 	}
@@ -88,7 +100,21 @@ func dynamoBackend(tb testing.TB) backend {
 	client := dynamotest.NewClient(tb, func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, rec.register) })
 	s := dynamostore.New(client, table, dynamostore.WithTimeout(dynamotest.Timeout))
 	raw := dynamotest.NewClient(tb)
-	return backend{store: s, keys: s, calls: rec, snapshot: func(tb testing.TB) map[string]string { return tableSnapshot(tb, raw, table) }}
+	return backend{store: s, keys: s, calls: rec, table: table, snapshot: func(tb testing.TB) map[string]string { return tableSnapshot(tb, raw, table) }}
+}
+
+// sameTable returns another store over b's table (b itself over bbolt),
+// with a recorder of its own: what a second function, such as the
+// authorizer, reads through its own client.
+func (b backend) sameTable(tb testing.TB) backend {
+	tb.Helper()
+	if b.table == "" {
+		return b
+	}
+	rec := &callRecorder{}
+	client := dynamotest.NewClient(tb, func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, rec.register) })
+	s := dynamostore.New(client, b.table, dynamostore.WithTimeout(dynamotest.Timeout))
+	return backend{store: s, keys: s, calls: rec, table: b.table, snapshot: b.snapshot}
 }
 
 // tableSnapshot scans the table, strongly consistently. The deleting flag

@@ -505,6 +505,27 @@ func TestRequestBudgets(t *testing.T) {
 				must(t, err, "ListUserMemberships")
 			}
 		}},
+		// A key bound to an organization lists its members' users: the
+		// members' page, then the page's users in one BatchGetItem.
+		{"ListOrganizationUsers (page of 20)", 2, []string{"Query", "BatchGetItem"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				page, err := f.s.ListOrganizationUsers(f.ctx, f.org.ID, page)
+				must(t, err, "ListOrganizationUsers")
+				if len(page.Items) == 0 {
+					t.Fatal("ListOrganizationUsers: no user")
+				}
+			}
+		}},
+		// A user created by a key bound to an organization joins it in the
+		// same transaction.
+		{"CreateUserInOrganization", 1, []string{"TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				at := f.tick()
+				u := newUser(at)
+				m := account.Membership{OrganizationID: f.org.ID, UserID: u.ID, Role: account.DefaultMemberRole, CreatedAt: at, UpdatedAt: at}
+				must(t, f.s.CreateUserInOrganization(f.ctx, u, m), "CreateUserInOrganization")
+			}
+		}},
 		{"RemoveMember", 1, []string{"TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
 			return func() {
 				must(t, f.s.RemoveMember(f.ctx, f.org.ID, f.user.ID), "RemoveMember")

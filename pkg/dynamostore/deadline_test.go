@@ -65,8 +65,16 @@ func storeCalls(s *dynamostore.Store, user account.User, org account.Organizatio
 			_, err := s.UpdateUser(ctx, user.ID, account.UserPatch{Name: &name, Email: &other.Email, UpdatedAt: at})
 			return err
 		},
-		"DeleteUser":         func(ctx context.Context) error { return s.DeleteUser(ctx, user.ID) },
-		"ListUsers":          func(ctx context.Context) error { _, err := s.ListUsers(ctx, page); return err },
+		"CreateUserInOrganization": func(ctx context.Context) error {
+			u := newUser(at.Add(time.Millisecond))
+			return s.CreateUserInOrganization(ctx, u, account.Membership{OrganizationID: org.ID, UserID: u.ID, Role: "member", CreatedAt: at, UpdatedAt: at})
+		},
+		"DeleteUser": func(ctx context.Context) error { return s.DeleteUser(ctx, user.ID) },
+		"ListUsers":  func(ctx context.Context) error { _, err := s.ListUsers(ctx, page); return err },
+		"ListOrganizationUsers": func(ctx context.Context) error {
+			_, err := s.ListOrganizationUsers(ctx, org.ID, page)
+			return err
+		},
 		"CreateOrganization": func(ctx context.Context) error { return s.CreateOrganization(ctx, newOrg(at)) },
 		"GetOrganization":    func(ctx context.Context) error { _, err := s.GetOrganization(ctx, org.ID); return err },
 		"GetOrganizationBySlug": func(ctx context.Context) error {

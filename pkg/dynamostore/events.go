@@ -32,6 +32,14 @@ import (
 // any later one became visible: events become visible in id order, and a
 // consumer paging with after never skips one, at the price of reading the
 // feed EventLag behind its newest event.
+//
+// An event that belongs to an organization (account.EventSource.Organization)
+// is put a second time, in the same transaction, as the item
+// EVENTORG#<org id>/<event id>, with the same attributes: a key bound to
+// the organization lists its events with a Query of that partition alone,
+// never reading another organization's. It costs one more item in the
+// transaction of the change. The stream publisher takes EVENT# items
+// only, so no event is published twice.
 
 // eventLagMargin is what EventLag adds to the store timeout.
 const eventLagMargin = 2 * time.Second
@@ -74,15 +82,16 @@ func pendingEvents(ctx context.Context) []account.PendingEvent {
 // recording reports whether the writes made under ctx record events.
 func recording(ctx context.Context) bool { return account.EventSourceFrom(ctx) != nil }
 
-// eventItems returns the Puts of events, each with a new id made now, or
-// nothing when ctx carries no account.EventSource.
+// eventItems returns the Puts of events, each with a new id made now (and
+// its organization's copy), or nothing when ctx carries no
+// account.EventSource.
 func (s *Store) eventItems(ctx context.Context, events []account.PendingEvent) ([]types.TransactWriteItem, error) {
 	src := account.EventSourceFrom(ctx)
 	if src == nil || len(events) == 0 {
 		return nil, nil
 	}
-	items := make([]types.TransactWriteItem, len(events))
-	for i, e := range events {
+	items := make([]types.TransactWriteItem, 0, eventCount(ctx, events))
+	for _, e := range events {
 		at := time.Now().UTC().Truncate(time.Millisecond)
 		id := account.NewEventID(at)
 		js, err := src.EncodeEvent(id, e.Type, at, e.Data)
@@ -90,26 +99,46 @@ func (s *Store) eventItems(ctx context.Context, events []account.PendingEvent) (
 			return nil, err
 		}
 		it := eventItem{key: eventKey(id, at), Type: e.Type, Event: string(js), ExpireAt: at.Add(account.EventRetention).Unix()}
-		if items[i], err = s.put(it, condAbsent); err != nil {
-			return nil, err
+		keys := []key{it.key}
+		if org := src.Organization(e.Data); org != "" {
+			keys = append(keys, orgEventKey(org, id))
+		}
+		for _, k := range keys {
+			it.key = k
+			put, err := s.put(it, condAbsent)
+			if err != nil {
+				return nil, err
+			}
+			items = append(items, put)
 		}
 	}
 	return items, nil
 }
 
 // eventCount is the number of items that events add to a transaction made
-// under ctx.
-func eventCount(ctx context.Context, n int) int {
-	if !recording(ctx) {
+// under ctx: one each, and one more for each that belongs to an
+// organization.
+func eventCount(ctx context.Context, events []account.PendingEvent) int {
+	src := account.EventSourceFrom(ctx)
+	if src == nil {
 		return 0
+	}
+	n := len(events)
+	for _, e := range events {
+		if src.Organization(e.Data) != "" {
+			n++
+		}
 	}
 	return n
 }
 
 // ListEvents implements account.Store: one strongly consistent Query per
 // day partition, from the day of the first event wanted, until the page is
-// full or the days run out. Only events made before now minus EventLag are
-// read, and none made before q.Since.
+// full or the days run out; with q.OrganizationID, one strongly
+// consistent Query of the organization's EVENTORG# partition instead
+// (more only when a filter by type leaves a read page short, as in a day
+// partition). Only events made before now minus EventLag are read, and
+// none made before q.Since.
 func (s *Store) ListEvents(ctx context.Context, q account.EventQuery) (account.Page[account.StoredEvent], error) {
 	limit := account.ListParams{Limit: q.Limit}.PageSize()
 	until := time.Now().Add(-EventLag(s.timeout)).UTC()
@@ -145,8 +174,15 @@ func (s *Store) ListEvents(ctx context.Context, q account.EventQuery) (account.P
 		f := expression.Name("type").In(expression.Value(q.Types[0]), ops...)
 		filter = &f
 	}
-	for _, d := range days {
-		kc := expression.Key("pk").Equal(expression.Value(prefixEvent + d.Format(eventDayLayout))).
+	partitions := make([]string, len(days))
+	for i, d := range days {
+		partitions[i] = prefixEvent + d.Format(eventDayLayout)
+	}
+	if q.OrganizationID != "" {
+		partitions = []string{orgEventKey(q.OrganizationID, "").PK}
+	}
+	for _, pk := range partitions {
+		kc := expression.Key("pk").Equal(expression.Value(pk)).
 			And(expression.Key("sk").Between(expression.Value(lo), expression.Value(hi)))
 		b := expression.NewBuilder().WithKeyCondition(kc).
 			WithProjection(expression.NamesList(expression.Name("sk"), expression.Name("type"), expression.Name("event")))

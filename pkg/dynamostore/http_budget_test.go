@@ -242,6 +242,21 @@ func TestHTTPRequestBudgets(t *testing.T) {
 	do("token of a key bound to an organization", "GET", "/v1/auth/verify", str(orgTok, "access_token"), nil, 200, batch)
 	do("", "GET", "/v1/api-keys?organization_id="+oid, admin, nil, 200, get, query, batch)
 	do("", "GET", "/v1/api-keys?owner_id=crm:4711", admin, nil, 200, get, query, batch)
+	// A key bound to an organization acts inside it only (account's
+	// tenant.go): what its filtered reads and its changes to users cost.
+	// Its own requests read the organization with the key (get, batch).
+	tenant := do("bound to an organization, every grant", "POST", "/v1/api-keys", admin, map[string]any{"name": "tenant admin", "scopes": []string{"*:*"}, "organization_id": oid}, 201, get, tx)
+	ts := str(tenant, "key")
+	do("key bound to an organization, its first use in a minute", "GET", "/v1/organizations", ts, nil, 200, get, batch, upd, get)
+	do("key bound to an organization", "GET", "/v1/organizations", ts, nil, 200, get, batch, get)
+	do("key bound to an organization", "GET", "/v1/users", ts, nil, 200, get, batch, query, batch)
+	do("key bound to an organization", "GET", "/v1/users/"+str(bob, "id"), ts, nil, 200, get, batch, get, get)
+	do("key bound to an organization", "GET", "/v1/users?email=bob@example.com", ts, nil, 200, get, batch, get, get, get)
+	do("key bound to an organization, a user outside it", "GET", "/v1/users/"+str(grace, "id"), ts, nil, 404, get, batch, get)
+	tu := do("key bound to an organization", "POST", "/v1/users", ts, map[string]any{"email": "tenant@example.com", "name": "Tenant's"}, 201, get, batch, tx)
+	do("key bound to an organization", "PATCH", "/v1/users/"+str(tu, "id"), ts, map[string]any{"name": "Tenant's own"}, 200, get, batch, get, query, batch, get, tx)
+	do("key bound to an organization", "GET", "/v1/users/"+str(tu, "id")+"/organizations", ts, nil, 200, get, batch, get, get)
+	do("key bound to an organization", "GET", "/v1/events", ts, nil, 200, get, batch, query)
 	do("with a key bound to it", "DELETE", "/v1/organizations/"+oid, admin, nil, 204, get, upd, query, batch, query, tx)
 	if v := do("organization deleted", "GET", "/v1/auth/verify", str(orgTok, "access_token"), nil, 200, batch); v["valid"] != false {
 		t.Errorf("verify of a token of a deleted organization's key: got %v, want valid false", v)

@@ -29,6 +29,7 @@ import (
 //	public signing keys  CONFIG               JWKS                -                    -
 //	idempotency record   IDEM#<key_id>        IDEM#<key>          -                    -
 //	event                EVENT#<yyyy-mm-dd>   <evt_id>            -                    -
+//	event of an org      EVENTORG#<org_id>    <evt_id>            -                    -
 //
 // IDs are ULIDs, so sorting gsi1sk descending lists users, organizations and
 // keys newest first. Memberships have no ID of their own; their gsi1sk starts
@@ -53,6 +54,7 @@ const (
 	prefixToken      = "TOKEN#"
 	prefixIdem       = "IDEM#"
 	prefixEvent      = "EVENT#"
+	prefixEventOrg   = "EVENTORG#"
 	sortUser         = "USER"
 	sortEmail        = "EMAIL"
 	sortOrg          = "ORG"
@@ -93,6 +95,7 @@ func keyOwnerLinkKey(owner, id string) key  { return key{prefixKeyOwner + owner,
 func tokenKey(id string) key                { return key{prefixToken + id, sortToken} }
 func revocationKey(id string) key           { return key{prefixToken + id, sortRevoked} }
 func jwksKey() key                          { return key{pkConfig, sortJWKS} }
+func orgEventKey(orgID, id string) key      { return key{prefixEventOrg + orgID, id} }
 func orgMemberKey(orgID, userID string) key { return key{prefixOrg + orgID, prefixMember + userID} }
 func userMemberKey(userID, orgID string) key {
 	return key{prefixUser + userID, prefixMember + orgID}

@@ -47,17 +47,18 @@ const (
 	// keyItems is what deleting a key below another takes without a
 	// previous secret: its item, its copy, its link and its last use.
 	keyItems = 4
-	// keyEvent is the item of a key's api_key.deleted event, which goes
-	// into the transaction that deletes the key.
-	keyEvent = 1
+	// keyEvent is the most items of a key's api_key.deleted event, which
+	// goes into the transaction that deletes the key: the event, and its
+	// organization's copy for a key bound to one (see events.go).
+	keyEvent = 2
 	// treeRoom is what a transaction of the queue may hold: room is left
 	// for one more key of maxKeyItems with its event and for the
 	// idempotency record, so that the last transaction always holds the
 	// root, its event and the record.
 	treeRoom = maxTransactItems - maxKeyItems - keyEvent - 1
-	// maxTreeKeys is how many keys of keyItems (and their events) one
-	// transaction deletes.
-	maxTreeKeys = treeRoom/(keyItems+keyEvent) + 1
+	// maxTreeKeys is how many keys of keyItems (and their events, bound
+	// to no organization) one transaction deletes.
+	maxTreeKeys = treeRoom/(keyItems+1) + 1
 )
 
 // errTreeChanged cancels a pass of DeleteAPIKey whose transaction found a
@@ -153,6 +154,17 @@ func (n keyNode) event() []account.PendingEvent {
 	return []account.PendingEvent{{Type: account.EventAPIKeyDeleted, Data: n.item.apiKey()}}
 }
 
+// eventItems is what the key's api_key.deleted event takes in a
+// transaction, counted whether the delete records events or not, so that
+// the chunks are the same either way: the event, and its organization's
+// copy for a key bound to one (see events.go). At most keyEvent.
+func (n keyNode) eventItems() int {
+	if n.item != nil && n.item.OrganizationID != "" {
+		return keyEvent
+	}
+	return 1
+}
+
 // deleteKeyTree is one pass of DeleteAPIKey: errTreeChanged if the tree
 // changed under it.
 func (s *Store) deleteKeyTree(ctx context.Context, id string, allow func(account.APIKey) error) error {
@@ -216,7 +228,7 @@ func (d *treeDelete) walk(ctx context.Context, n keyNode) error {
 		}
 		d.queue = append(d.queue, dels)
 		d.events = append(d.events, child.event()...)
-		d.items += len(dels) + keyEvent
+		d.items += len(dels) + child.eventItems()
 		if d.items <= treeRoom {
 			continue
 		}

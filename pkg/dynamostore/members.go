@@ -34,22 +34,37 @@ var (
 // of its owner count. CodeNotFound naming the organization or the user;
 // CodeAlreadyMember.
 func (s *Store) AddMember(ctx context.Context, m account.Membership) error {
+	items, onCheckFailed, err := s.memberItems(m, true)
+	if err != nil {
+		return err
+	}
+	ctx = withEvents(ctx, account.PendingEvent{Type: account.EventOrganizationMembershipCreated, Data: m})
+	return s.transact(ctx, items, onCheckFailed...)
+}
+
+// memberItems are the items of a transaction that adds the membership m,
+// and the errors their failed conditions mean: the check of the
+// organization (for an owner, the update of its owner count), of the user
+// if checkUser, and both sides.
+func (s *Store) memberItems(m account.Membership, checkUser bool) ([]types.TransactWriteItem, []error, error) {
 	orgSide, userSide := newMemberItems(m)
 	org := func() (types.TransactWriteItem, error) { return s.check(orgKey(m.OrganizationID), condLive) }
 	if m.Role == account.OwnerRole {
 		org = func() (types.TransactWriteItem, error) { return s.update(orgKey(m.OrganizationID), addOwner, condLive) }
 	}
-	items, err := build(
-		org,
-		func() (types.TransactWriteItem, error) { return s.check(userKey(m.UserID), condLive) },
+	steps := []func() (types.TransactWriteItem, error){org}
+	onCheckFailed := []error{account.ErrOrganizationNotFound()}
+	if checkUser {
+		steps = append(steps, func() (types.TransactWriteItem, error) { return s.check(userKey(m.UserID), condLive) })
+		onCheckFailed = append(onCheckFailed, account.ErrUserNotFound())
+	}
+	steps = append(steps,
 		func() (types.TransactWriteItem, error) { return s.put(orgSide, condAbsent) },
 		func() (types.TransactWriteItem, error) { return s.put(userSide, condAbsent) },
 	)
-	if err != nil {
-		return err
-	}
-	ctx = withEvents(ctx, account.PendingEvent{Type: account.EventOrganizationMembershipCreated, Data: m})
-	return s.transact(ctx, items, account.ErrOrganizationNotFound(), account.ErrUserNotFound(), account.ErrAlreadyMember(), account.ErrAlreadyMember())
+	onCheckFailed = append(onCheckFailed, account.ErrAlreadyMember(), account.ErrAlreadyMember())
+	items, err := build(steps...)
+	return items, onCheckFailed, err
 }
 
 // GetMember reads the organization's side of the membership strongly

@@ -14,7 +14,7 @@ import (
 // CodeSlugTaken, CodeExternalIDTaken.
 func (s *Store) CreateOrganization(ctx context.Context, o account.Organization) error {
 	ctx = withEvents(ctx, account.PendingEvent{Type: account.EventOrganizationCreated, Data: o})
-	return s.create(ctx, newOrgItem(o), o.ID, []claimed{{uniqueSlug, o.Slug}, {uniqueOrgExtID, o.ExternalID}}, s.orgOwners())
+	return s.create(ctx, newOrgItem(o), o.ID, []claimed{{uniqueSlug, o.Slug}, {uniqueOrgExtID, o.ExternalID}}, s.orgOwners(), nil, nil)
 }
 
 func (s *Store) orgOwners() owners {

@@ -494,7 +494,7 @@ type step struct {
 // weight is the number of items steps take in a transaction made under
 // ctx: one each, and one more for each event.
 func weight(ctx context.Context, steps []step) int {
-	return len(steps) + eventCount(ctx, len(stepEvents(steps)))
+	return len(steps) + eventCount(ctx, stepEvents(steps))
 }
 
 // cascade deletes the memberships in groups (each group's items go in one

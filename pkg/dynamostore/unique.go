@@ -51,9 +51,10 @@ type owners struct {
 }
 
 // create writes a new user or organization (item, with ID id) and the
-// guards of its unique values in one transaction; see claim. The error
-// of the first value taken, in the order given.
-func (s *Store) create(ctx context.Context, item any, id string, values []claimed, o owners) error {
+// guards of its unique values in one transaction, with the items more
+// (whose failed conditions mean moreFailed); see claim. The error of the
+// first value taken, in the order given.
+func (s *Store) create(ctx context.Context, item any, id string, values []claimed, o owners, more []types.TransactWriteItem, moreFailed []error) error {
 	steps := []func() (types.TransactWriteItem, error){
 		func() (types.TransactWriteItem, error) { return s.put(item, condAbsent) },
 	}
@@ -69,7 +70,7 @@ func (s *Store) create(ctx context.Context, item any, id string, values []claime
 	if err != nil {
 		return err
 	}
-	return s.claim(ctx, items, onCheckFailed, o)
+	return s.claim(ctx, append(items, more...), append(onCheckFailed, moreFailed...), o)
 }
 
 // claim runs a transaction that claims unique values (an e-mail, a slug,

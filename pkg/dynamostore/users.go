@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 
 	"latchkey/pkg/account"
@@ -14,7 +15,23 @@ import (
 // whose delete was cut off. CodeEmailTaken, CodeExternalIDTaken.
 func (s *Store) CreateUser(ctx context.Context, u account.User) error {
 	ctx = withEvents(ctx, account.PendingEvent{Type: account.EventUserCreated, Data: u})
-	return s.create(ctx, newUserItem(u), u.ID, []claimed{{uniqueEmail, u.Email}, {uniqueUserExtID, u.ExternalID}}, s.userOwners())
+	return s.create(ctx, newUserItem(u), u.ID, []claimed{{uniqueEmail, u.Email}, {uniqueUserExtID, u.ExternalID}}, s.userOwners(), nil, nil)
+}
+
+// CreateUserInOrganization writes the user, its guards and both sides of
+// its membership in one transaction, on condition that the organization
+// is live (AddMember's items, less the check of the user, whose Put is in
+// the same transaction): 1 request. CodeNotFound naming the organization,
+// CodeEmailTaken, CodeExternalIDTaken.
+func (s *Store) CreateUserInOrganization(ctx context.Context, u account.User, m account.Membership) error {
+	member, memberFailed, err := s.memberItems(m, false)
+	if err != nil {
+		return err
+	}
+	ctx = withEvents(ctx,
+		account.PendingEvent{Type: account.EventUserCreated, Data: u},
+		account.PendingEvent{Type: account.EventOrganizationMembershipCreated, Data: m})
+	return s.create(ctx, newUserItem(u), u.ID, []claimed{{uniqueEmail, u.Email}, {uniqueUserExtID, u.ExternalID}}, s.userOwners(), member, memberFailed)
 }
 
 func (s *Store) userOwners() owners { return owners{userKey, s.DeleteUser, account.ErrUserNotFound} }
@@ -123,6 +140,43 @@ func (s *Store) DeleteUser(ctx context.Context, id string) error {
 		}
 		return steps, err
 	}, account.PendingEvent{Type: account.EventUserDeleted, Data: u.user()}, account.ErrUserNotFound())
+}
+
+// ListOrganizationUsers lists the organization's members' users, newest
+// membership first: one Query of the organization's members' list, then
+// one strongly consistent BatchGetItem of the page's users (none for an
+// empty page), so a page costs 2 requests whatever its size, as
+// ListUserMemberships does. A user whose delete has begun is left out.
+func (s *Store) ListOrganizationUsers(ctx context.Context, orgID string, p account.ListParams) (account.Page[account.User], error) {
+	page, err := s.ListMembers(ctx, orgID, p)
+	if err != nil || len(page.Items) == 0 {
+		return account.Page[account.User]{Items: []account.User{}, Next: page.Next}, err
+	}
+	keys := make([]key, len(page.Items))
+	for i, m := range page.Items {
+		keys[i] = userKey(m.UserID)
+	}
+	read, err := s.batchGet(ctx, keys)
+	if err != nil {
+		return account.Page[account.User]{}, err
+	}
+	users := make(map[string]userItem, len(read))
+	for _, av := range read {
+		var it userItem
+		if err := attributevalue.UnmarshalMap(av, &it); err != nil {
+			return account.Page[account.User]{}, account.Internal(err)
+		}
+		users[idFrom(it.PK, prefixUser)] = it
+	}
+	out := account.Page[account.User]{Items: make([]account.User, 0, len(page.Items)), Next: page.Next}
+	for _, m := range page.Items {
+		it, ok := users[m.UserID]
+		if !ok || it.Deleting || it.SK != sortUser {
+			continue
+		}
+		out.Items = append(out.Items, it.user())
+	}
+	return out, nil
 }
 
 // ListUsers lists users newest first from the USERS partition of gsi1.

@@ -374,6 +374,60 @@ func TestAPIKeyRotate(t *testing.T) {
 	})
 }
 
+// TestAPIKeyRotate_PreviousSecret: during a rotation's grace period the
+// previous secret authenticates, reads and issues tokens, but manages no
+// key: it cannot rotate its key again (with no grace period, which would
+// lock the rightful holder out and leave it a secret of its own), change
+// or delete it, create a key, or act on a key below it, nor obtain, with
+// the holder's Idempotency-Key, the replay of the holder's rotation.
+func TestAPIKeyRotate_PreviousSecret(t *testing.T) {
+	a := newAPI(t)
+	k := a.createKey(a.AdminKey, account.ScopeWriteAPIKeys, account.ScopeReadAPIKeys, "read:users")
+	child := a.createKey(k.secret, "read:users")
+	res := a.do(http.MethodPost, "/v1/api-keys/"+k.id+"/rotate", a.AdminKey, map[string]any{"expires_in": "1h"})
+	want(t, res, http.StatusOK)
+	current := res.Map(t)["key"].(string)
+	// The holder rotates again, as a client that may retry does.
+	res = a.doKey(http.MethodPost, "/v1/api-keys/"+k.id+"/rotate", current, "holder-rotation", map[string]any{"expires_in": "1h"})
+	want(t, res, http.StatusOK)
+	holder := res.Map(t)
+	current, previous := holder["key"].(string), current
+
+	for _, tc := range []struct {
+		method, path string
+		body         any
+	}{
+		{http.MethodPost, "/v1/api-keys/" + k.id + "/rotate", map[string]any{"expires_in": "0s"}},
+		{http.MethodPatch, "/v1/api-keys/" + k.id, map[string]any{"name": "mine now"}},
+		{http.MethodDelete, "/v1/api-keys/" + k.id, nil},
+		{http.MethodPost, "/v1/api-keys", map[string]any{"name": "mine", "scopes": []string{"read:users"}}},
+		{http.MethodPost, "/v1/api-keys/" + child.id + "/rotate", map[string]any{}},
+		{http.MethodPatch, "/v1/api-keys/" + child.id, map[string]any{"enabled": false}},
+		{http.MethodDelete, "/v1/api-keys/" + child.id, nil},
+	} {
+		wantProblem(t, a.do(tc.method, tc.path, previous, tc.body), http.StatusForbidden, string(account.CodePreviousSecret))
+	}
+	res = a.doKey(http.MethodPost, "/v1/api-keys/"+k.id+"/rotate", previous, "holder-rotation", map[string]any{"expires_in": "1h"})
+	wantProblem(t, res, http.StatusForbidden, string(account.CodePreviousSecret))
+	if strings.Contains(string(res.Body), current) {
+		t.Fatalf("the previous secret got the current one: %s", res.Body)
+	}
+
+	// What it may still do.
+	want(t, a.do(http.MethodGet, "/v1/users", previous, nil), http.StatusOK)
+	want(t, a.do(http.MethodGet, "/v1/api-keys/"+k.id, previous, nil), http.StatusOK)
+	want(t, a.form("/oauth2/token", basicClient(k.id, previous), url.Values{"grant_type": {"client_credentials"}, "scope": {"read:users"}}), http.StatusOK)
+
+	// Nothing changed: the holder's secret works and manages the key, and
+	// the child is as it was.
+	got := a.do(http.MethodGet, "/v1/api-keys/"+k.id, current, nil).Map(t)
+	if got["name"] != "tree" || got["masked_key"] != holder["masked_key"] {
+		t.Errorf("the key after the refused requests: got %v", got)
+	}
+	a.wantAlive("the child", child)
+	want(t, a.do(http.MethodPost, "/v1/api-keys/"+k.id+"/rotate", current, map[string]any{}), http.StatusOK)
+}
+
 // TestAPIKeyLastUse: a key shows when its secret last authenticated a
 // request, to within a minute, by id and in the list; its tokens do not
 // count.
@@ -447,13 +501,17 @@ func TestAPIKeyOwners(t *testing.T) {
 		t.Errorf("verify of a key without them: got %v, want nulls", v)
 	}
 
-	// The tenant's own key, without naming it, is bound to its organization.
-	res = a.do(http.MethodPost, "/v1/api-keys", tenant, map[string]any{"name": "tenant ci", "scopes": []string{"read:users"}, "owner_id": "crm:42"})
+	// The tenant's own key, without naming them, is bound to its
+	// organization and has its owner, and it may name no other owner.
+	res = a.do(http.MethodPost, "/v1/api-keys", tenant, map[string]any{"name": "tenant ci", "scopes": []string{"read:users"}})
 	want(t, res, http.StatusCreated)
-	if got := res.Map(t); got["organization_id"] != o.ID {
-		t.Errorf("a key created by a bound key: organization_id %v, want %s", got["organization_id"], o.ID)
+	if got := res.Map(t); got["organization_id"] != o.ID || got["owner_id"] != "crm:4711" {
+		t.Errorf("a key created by a bound key with an owner: organization_id %v, owner_id %v, want %s and crm:4711", got["organization_id"], got["owner_id"], o.ID)
 	}
 	wantProblem(t, a.do(http.MethodPost, "/v1/api-keys", tenant, map[string]any{"name": "x", "scopes": []string{"read:users"}, "organization_id": other.ID}), http.StatusForbidden, "forbidden")
+	wantProblem(t, a.do(http.MethodPost, "/v1/api-keys", tenant, map[string]any{"name": "x", "scopes": []string{"read:users"}, "owner_id": "crm:42"}), http.StatusForbidden, "forbidden")
+	res = a.do(http.MethodPost, "/v1/api-keys", a.AdminKey, map[string]any{"name": "tenant ci", "scopes": []string{"read:users"}, "organization_id": o.ID, "owner_id": "crm:42"})
+	want(t, res, http.StatusCreated)
 	wantProblem(t, a.do(http.MethodPost, "/v1/api-keys", a.AdminKey, map[string]any{"name": "x", "scopes": []string{"read:users"}, "organization_id": account.NewID(account.PrefixOrganization, time.Now())}), http.StatusNotFound, "not_found")
 	wantField(t, wantProblem(t, a.do(http.MethodPost, "/v1/api-keys", a.AdminKey, map[string]any{"name": "x", "scopes": []string{"read:users"}, "owner_id": strings.Repeat("x", 257)}), http.StatusBadRequest, "invalid_request"), "owner_id")
 	a.createKey(a.AdminKey, "read:users") // bound to nothing
@@ -470,11 +528,11 @@ func TestAPIKeyOwners(t *testing.T) {
 		credential, query string
 		want              int
 	}{
-		{a.AdminKey, "&organization_id=" + o.ID, 2},
-		{a.AdminKey, "&owner_id=crm:4711", 1},
+		{a.AdminKey, "&organization_id=" + o.ID, 3},
+		{a.AdminKey, "&owner_id=crm:4711", 2},
 		{a.AdminKey, "&organization_id=" + o.ID + "&owner_id=crm:42", 1},
 		{a.AdminKey, "&organization_id=" + other.ID, 0},
-		{tenant, "", 2}, // its organization's only
+		{tenant, "", 3}, // its organization's only
 	} {
 		if got := count(tc.credential, tc.query); got != tc.want {
 			t.Errorf("list%s: %d keys, want %d", tc.query, got, tc.want)

@@ -238,6 +238,18 @@ func TestAuth(t *testing.T) {
 				checkStatus("token with the scope", tokWith, "")
 			}
 
+			// A token for another resource server, with the scope: valid,
+			// but not for this API (RFC 9068, section 4).
+			p, err := a.Service.Authenticate(t.Context(), keyWith)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tokForeign, _, err := a.Service.IssueToken(t.Context(), p, account.TokenRequest{Scopes: []string{scope}, Audience: "https://orders.example.com"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkUnauthorized("token for another audience", tokForeign)
+
 			a.do(http.MethodPost, "/v1/auth/revoke", a.AdminKey, map[string]string{"token": tokRevoked})
 			checkUnauthorized("revoked token", tokRevoked)
 
@@ -317,6 +329,19 @@ func testVerifyAuth(t *testing.T, a api, deletedSecret string) {
 		if got := verify(tok); got["valid"] != true {
 			t.Errorf("valid token: got %v, want valid true", got)
 		}
+	}
+	// Checking the audience is the calling resource server's job: verify
+	// says it.
+	p, err := a.Service.Authenticate(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokForeign, _, err := a.Service.IssueToken(t.Context(), p, account.TokenRequest{Scopes: []string{"read:users"}, Audience: "https://orders.example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := verify(tokForeign); got["valid"] != true || got["audience"] != "https://orders.example.com" {
+		t.Errorf("token for another audience: got %v, want valid true, with its audience", got)
 	}
 	a.do(http.MethodPost, "/v1/auth/revoke", key, map[string]string{"token": tokRevoked})
 	wantInvalid("revoked token", tokRevoked, account.ReasonRevoked)

@@ -68,6 +68,8 @@ func withEvents(w http.ResponseWriter, r *http.Request, p account.Principal) *ht
 		Actor:     account.Actor{KeyID: p.KeyID, TokenID: p.TokenID},
 		RequestID: info(r).id,
 		Encode:    EncodeEvent,
+
+		OrganizationID: p.KeyOrganizationID,
 	}
 	return r.WithContext(account.WithEventSource(r.Context(), src))
 }

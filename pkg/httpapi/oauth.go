@@ -372,14 +372,17 @@ func (s *server) oauthIntrospect(w http.ResponseWriter, r *http.Request, _ accou
 	if err != nil {
 		return err
 	}
-	if _, err := s.authenticateClient(r, form, true); err != nil {
+	p, err := s.authenticateClient(r, form, true)
+	if err != nil {
 		return err
 	}
 	tok := form.Get("token")
 	if tok == "" {
 		return badRequest(oauthInvalidRequest, "token is required")
 	}
-	v, err := s.svc.VerifyToken(r.Context(), tok)
+	// Another tenant's token is inactive to a client bound to an
+	// organization (RFC 7662 section 2.2).
+	v, err := s.svc.IntrospectToken(r.Context(), p, tok)
 	if err != nil {
 		return err
 	}
@@ -437,6 +440,10 @@ func (s *server) oauthRevoke(w http.ResponseWriter, r *http.Request, _ account.P
 		}
 	case account.CodeInsufficientScope:
 		return badRequest(oauthUnauthorizedClient, "the token was issued to another client; revoking it needs the scope "+account.ScopeRevokeTokens)
+	case account.CodeOutsideOrganization:
+		// RFC 7009 section 2.1: a token the client may not revoke is
+		// refused, and nothing changes.
+		return badRequest(oauthUnauthorizedClient, "the token was issued to a key outside the client's organization")
 	default:
 		return err
 	}

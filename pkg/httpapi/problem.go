@@ -26,6 +26,7 @@ var codes = map[account.Code]struct {
 	account.CodeUnauthorized:         {http.StatusUnauthorized, "Unauthorized"},
 	account.CodeInsufficientScope:    {http.StatusForbidden, "Insufficient scope"},
 	account.CodeForbidden:            {http.StatusForbidden, "Forbidden"},
+	account.CodePreviousSecret:       {http.StatusForbidden, "Previous secret"},
 	account.CodeNotFound:             {http.StatusNotFound, "Not found"},
 	account.CodeMethodNotAllowed:     {http.StatusMethodNotAllowed, "Method not allowed"},
 	account.CodeEmailTaken:           {http.StatusConflict, "E-mail taken"},
@@ -44,6 +45,8 @@ var codes = map[account.Code]struct {
 	account.CodeIdempotencyResponseLost: {http.StatusConflict, "Idempotent response lost"},
 
 	account.CodeUnknownEventType: {http.StatusBadRequest, "Unknown event type"},
+
+	account.CodeOutsideOrganization: {http.StatusForbidden, "Outside the organization"},
 }
 
 // problem is an RFC 9457 problem details body.

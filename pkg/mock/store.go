@@ -14,6 +14,8 @@ import (
 // nil.
 type Store struct {
 	CreateUserFn                  func(ctx context.Context, u account.User) error
+	CreateUserInOrganizationFn    func(ctx context.Context, u account.User, m account.Membership) error
+	ListOrganizationUsersFn       func(ctx context.Context, orgID string, p account.ListParams) (account.Page[account.User], error)
 	GetUserFn                     func(ctx context.Context, id string) (account.User, error)
 	GetUserByEmailFn              func(ctx context.Context, email string) (account.User, error)
 	GetUserByExternalIDFn         func(ctx context.Context, externalID string) (account.User, error)
@@ -55,6 +57,16 @@ var _ account.Store = (*Store)(nil)
 // CreateUser calls CreateUserFn.
 func (s *Store) CreateUser(ctx context.Context, u account.User) error {
 	return s.CreateUserFn(ctx, u)
+}
+
+// CreateUserInOrganization calls CreateUserInOrganizationFn.
+func (s *Store) CreateUserInOrganization(ctx context.Context, u account.User, m account.Membership) error {
+	return s.CreateUserInOrganizationFn(ctx, u, m)
+}
+
+// ListOrganizationUsers calls ListOrganizationUsersFn.
+func (s *Store) ListOrganizationUsers(ctx context.Context, orgID string, p account.ListParams) (account.Page[account.User], error) {
+	return s.ListOrganizationUsersFn(ctx, orgID, p)
 }
 
 // GetUser calls GetUserFn.

@@ -32,12 +32,14 @@ import (
 func Run(t *testing.T, newStore func(t *testing.T) account.Store) {
 	s := suite{newStore: newStore}
 	t.Run("CreateUser", func(t *testing.T) { s.createUser(t); s.createUserUnique(t) })
+	t.Run("CreateUserInOrganization", s.createUserInOrganization)
 	t.Run("GetUser", s.getUser)
 	t.Run("GetUserByEmail", s.getUserByEmail)
 	t.Run("GetUserByExternalID", s.getUserByExternalID)
 	t.Run("UpdateUser", func(t *testing.T) { s.updateUser(t); s.updateUserUnique(t) })
 	t.Run("DeleteUser", s.deleteUser)
 	t.Run("ListUsers", func(t *testing.T) { runList(t, s, usersList) })
+	t.Run("ListOrganizationUsers", func(t *testing.T) { runList(t, s, organizationUsersList) })
 
 	t.Run("CreateOrganization", func(t *testing.T) { s.createOrganization(t); s.createOrganizationUnique(t) })
 	t.Run("GetOrganization", s.getOrganization)
@@ -72,6 +74,7 @@ func Run(t *testing.T, newStore func(t *testing.T) account.Store) {
 	t.Run("Idempotency", s.idempotency)
 
 	t.Run("Events", s.events)
+	t.Run("OrganizationEvents", s.organizationEvents)
 }
 
 // concurrency is how many goroutines race in the uniqueness tests.

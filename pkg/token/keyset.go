@@ -178,7 +178,18 @@ func (k *KeySet) RefreshIfStale(ctx context.Context) {
 // lines a reload logs carry its request id. The token is decoded once: only
 // a token whose kid the current set lacks is parsed again, after a reload.
 func (k *KeySet) Parse(ctx context.Context, tok string, now time.Time) (account.TokenClaims, error) {
-	tc, err := k.state.Load().parser.parse(tok, now)
+	return k.parse(ctx, tok, now, func(p *Parser) *Parser { return p })
+}
+
+// ParseCredential implements account.TokenParser: Parse, with the issuer
+// of the current set as the audience the token must have.
+func (k *KeySet) ParseCredential(ctx context.Context, tok string, now time.Time) (account.TokenClaims, error) {
+	return k.parse(ctx, tok, now, (*Parser).own)
+}
+
+// parse is Parse with the Parser of the current set as use returns it.
+func (k *KeySet) parse(ctx context.Context, tok string, now time.Time, use func(*Parser) *Parser) (account.TokenClaims, error) {
+	tc, err := use(k.state.Load().parser).parse(tok, now)
 	if errors.Is(err, errUnknownKid) && k.mayReloadForUnknownKid() {
 		// The reload serves every later request too, so the client that
 		// triggered it must not cancel it by going away; it keeps the
@@ -189,7 +200,7 @@ func (k *KeySet) Parse(ctx context.Context, tok string, now time.Time) (account.
 		}
 		cancel()
 		k.mu.Unlock()
-		tc, err = k.state.Load().parser.parse(tok, now)
+		tc, err = use(k.state.Load().parser).parse(tok, now)
 	}
 	if errors.Is(err, errUnknownKid) {
 		err = account.ErrTokenInvalid

@@ -338,6 +338,22 @@ func (p *Parser) Parse(_ context.Context, token string, now time.Time) (account.
 	return tc, err
 }
 
+// ParseCredential implements account.TokenParser: Parse, and the token's
+// audience must be p's issuer, checked by the library's validator (see
+// WithAudience). A Parser with an audience of its own keeps it.
+func (p *Parser) ParseCredential(ctx context.Context, token string, now time.Time) (account.TokenClaims, error) {
+	return p.own().Parse(ctx, token, now)
+}
+
+// own returns p for a token presented to its issuer as a credential: with
+// the issuer as its audience, unless it has one.
+func (p *Parser) own() *Parser {
+	if p.audience != "" {
+		return p
+	}
+	return p.WithAudience(p.issuer)
+}
+
 // parse is Parse, with errUnknownKid for a token signed with a kid that p
 // does not hold. A token found in p's cache is not decoded at all: every
 // rule above holds at any time between its check and the token's exp.

@@ -535,3 +535,40 @@ func TestParser_NoIssuer(t *testing.T) {
 		t.Fatalf("got %v, want ErrTokenInvalid", err)
 	}
 }
+
+// TestParser_ParseCredential: a token presented to the service itself must
+// be for its issuer, also when another caller has cached it through Parse,
+// which takes any one audience (verify, introspection); a Parser and a
+// KeySet over the same key agree.
+func TestParser_ParseCredential(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	key := newKey(t)
+	signer := token.NewSigner(key, issuer)
+	ours, theirs := sampleClaims(now), sampleClaims(now)
+	ours.Audience, theirs.Audience = issuer, "https://orders.example.com"
+	src := &source{}
+	src.publish(key)
+	ks, err := token.NewKeySet(t.Context(), issuer, src, token.KeySetOptions{Now: func() time.Time { return now }, Cache: token.NewCache(token.CacheOptions{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, p := range map[string]account.TokenParser{
+		"Parser": token.NewParser(issuer, signer.PublicKey()).WithCache(token.NewCache(token.CacheOptions{})),
+		"KeySet": ks,
+	} {
+		t.Run(name, func(t *testing.T) {
+			own, other := sign(t, signer, ours), sign(t, signer, theirs)
+			for _, tok := range []string{own, other} {
+				if _, err := p.Parse(t.Context(), tok, now); err != nil {
+					t.Fatalf("Parse: %v, want any audience accepted (and cached)", err)
+				}
+			}
+			if got, err := p.ParseCredential(t.Context(), own, now); err != nil || got.Audience != issuer {
+				t.Errorf("ParseCredential of a token for the issuer: got %+v, %v", got, err)
+			}
+			if _, err := p.ParseCredential(t.Context(), other, now); !errors.Is(err, account.ErrTokenInvalid) {
+				t.Errorf("ParseCredential of a token for another audience: got %v, want ErrTokenInvalid", err)
+			}
+		})
+	}
+}

@@ -45,9 +45,24 @@ const (
 	SecondOwner = "usr_01KF0EF4V00000000000000007"
 	OrgID       = "org_01KF0EBF000000000000000005"
 	// OrgKeyID is a key bound to OrgID, below KeyID, with an owner:
-	// deleting the organization deletes it.
-	OrgKeyID = "key_01KF0EF3T00000000000000007"
-	TokenID  = "tok_01KF0ED9K00000000000000006"
+	// deleting the organization deletes it. Its secret is OrgKeySecret.
+	OrgKeyID     = "key_01KF0EF3T00000000000000007"
+	OrgKeySecret = KeySecret + "-acme"
+	// OrgKeyOwner is OrgKeyID's owner_id.
+	OrgKeyOwner = "acme-ops"
+	// OtherOrgID is initech, an organization OrgKeyID does not see.
+	OtherOrgID = "org_01KF0ERB00000000000000000B"
+	// RotatedKeyID is a key below KeyID that holds write:api_keys and was
+	// rotated with a grace period that lasts until 2099: its previous
+	// secret, RotatedKeyPreviousSecret, still authenticates.
+	RotatedKeyID             = "key_01KF0EQ8R0000000000000000C"
+	RotatedKeyPreviousSecret = "lk_replayfixturerotatedkeyprevious0000000000000"
+	// OwnedKeyID is a key below KeyID with the owner OwnedKeyOwner that
+	// holds write:api_keys; its secret is OwnedKeySecret.
+	OwnedKeyID     = "key_01KF0EV0E0000000000000000E"
+	OwnedKeyOwner  = "team-billing"
+	OwnedKeySecret = KeySecret + "-owned"
+	TokenID        = "tok_01KF0ED9K00000000000000006"
 	// Issuer is the issuer of the fixture's deployment: the URL of the
 	// HTTP API that the events were sent to (their requestContext.domainName).
 	Issuer = "https://a1b2c3d4e5.execute-api.us-east-1.amazonaws.com"
@@ -75,27 +90,37 @@ const (
 	// ExpiredTokenID is a token for OrdersAudience that expired an hour
 	// after fixtureTime.
 	ExpiredTokenID = "tok_01KF0EMK00000000000000000A"
+	// OrgOrdersTokenID is a valid token for OrdersAudience of OrgKeyID,
+	// the key bound to OrgID with an owner: verifying it reads the
+	// organization with the key.
+	OrgOrdersTokenID = "tok_01KF0EPDC0000000000000000B"
+	// OtherAudienceTokenID is OtherAudienceToken's id.
+	OtherAudienceTokenID = "tok_01KF0ES2Y0000000000000000D"
 )
 
 // AuthorizerToken returns the authorizer fixture's token with id (one of
-// the ids above): issued for KeyID at fixtureTime with the scope
-// read:orders. Ed25519 signatures are deterministic, so it is always the
-// string in the events.
+// the ids above): issued at fixtureTime with the scope read:orders, for
+// KeyID, or for OrgKeyID with its ancestors, organization and owner.
+// Ed25519 signatures are deterministic, so it is always the string in the
+// events.
 func AuthorizerToken(id string) string {
-	aud, expires := OrdersAudience, time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC)
+	c := account.TokenClaims{
+		ID: id, KeyID: KeyID, Audience: OrdersAudience, Scopes: []string{"read:orders"},
+		IssuedAt: fixtureTime, ExpiresAt: time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC),
+	}
 	switch id {
 	case BillingTokenID:
-		aud = "https://billing.example.com"
+		c.Audience = "https://billing.example.com"
 	case ExpiredTokenID:
-		expires = fixtureTime.Add(time.Hour)
+		c.ExpiresAt = fixtureTime.Add(time.Hour)
+	case OrgOrdersTokenID:
+		c.KeyID, c.KeyAncestors, c.OrganizationID, c.OwnerID = OrgKeyID, []string{KeyID}, OrgID, OrgKeyOwner
 	}
 	priv, err := secrets.SigningKey(SigningSecret)
 	if err != nil {
 		panic(err) // SigningSecret is a constant of the right length
 	}
-	tok, err := token.NewSigner(priv, Issuer).Sign(account.TokenClaims{
-		ID: id, KeyID: KeyID, Audience: aud, Scopes: []string{"read:orders"}, IssuedAt: fixtureTime, ExpiresAt: expires,
-	})
+	tok, err := token.NewSigner(priv, Issuer).Sign(c)
 	if err != nil {
 		panic(err)
 	}
@@ -104,6 +129,23 @@ func AuthorizerToken(id string) string {
 
 // fixtureTime is when the fixture's items were created.
 var fixtureTime = time.Date(2026, 1, 15, 9, 0, 0, 0, time.UTC)
+
+// OtherAudienceToken returns a token like Token's, with the scope "*:*",
+// issued for OrdersAudience: valid, but not for Latchkey's own API.
+func OtherAudienceToken() string {
+	priv, err := secrets.SigningKey(SigningSecret)
+	if err != nil {
+		panic(err) // SigningSecret is a constant of the right length
+	}
+	c := fixtureToken()
+	tok, err := token.NewSigner(priv, Issuer).Sign(account.TokenClaims{
+		ID: OtherAudienceTokenID, KeyID: c.KeyID, Audience: OrdersAudience, Scopes: c.Scopes, IssuedAt: c.IssuedAt, ExpiresAt: c.ExpiresAt,
+	})
+	if err != nil {
+		panic(err)
+	}
+	return tok
+}
 
 // Token returns the fixture's access token: scope "*:*", issued for KeyID
 // with the issuer as its audience, expiring in 2099. Ed25519 signatures are
@@ -144,10 +186,12 @@ func Config(fn lambdaapp.Function, table string) lambdaapp.Config {
 }
 
 // Seed writes the fixture into store: two API keys, three users (alice
-// with the external id crm-alice), one organization (acme, external id
-// acct-acme) with alice and dora as owners and a key bound to it, the
+// with the external id crm-alice), two organizations (acme, external id
+// acct-acme, with alice and dora as owners and a key bound to it; initech,
+// empty), the
 // token's record, and the revocation entry of the authorizer's
-// RevokedTokenID.
+// RevokedTokenID; and RotatedKeyID, whose previous secret is in its grace
+// period, OwnedKeyID, and the record of OtherAudienceToken.
 func Seed(ctx context.Context, store account.Store) error {
 	at := fixtureTime
 	steps := []func() error{
@@ -177,11 +221,38 @@ func Seed(ctx context.Context, store account.Store) error {
 		},
 		func() error {
 			return store.CreateAPIKey(ctx, account.APIKey{
-				ID: OrgKeyID, Name: "acme ops", Hash: account.HashAPIKey(KeySecret + "-acme"), Last4: "acme", Scopes: []string{"read:users"},
-				CreatedBy: KeyID, Ancestors: []string{KeyID}, OrganizationID: OrgID, OwnerID: "acme-ops", CreatedAt: at.Add(2 * time.Minute),
+				ID: OrgKeyID, Name: "acme ops", Hash: account.HashAPIKey(OrgKeySecret), Last4: "acme", Scopes: []string{"read:users", "read:organizations", "read:orders"},
+				CreatedBy: KeyID, Ancestors: []string{KeyID}, OrganizationID: OrgID, OwnerID: OrgKeyOwner, CreatedAt: at.Add(2 * time.Minute),
 			})
 		},
+		func() error {
+			return store.CreateAPIKey(ctx, account.APIKey{
+				ID: RotatedKeyID, Name: "rotated", Hash: account.HashAPIKey(RotatedKeyPreviousSecret), Last4: RotatedKeyPreviousSecret[len(RotatedKeyPreviousSecret)-4:],
+				Scopes: []string{"write:api_keys", "read:users"}, CreatedBy: KeyID, Ancestors: []string{KeyID}, CreatedAt: at.Add(3 * time.Minute),
+			})
+		},
+		func() error {
+			current := KeySecret + "-rotated"
+			_, err := store.UpdateAPIKey(ctx, RotatedKeyID, account.APIKeyPatch{At: at.Add(4 * time.Minute), Rotate: &account.KeyRotation{
+				Hash: account.HashAPIKey(current), Last4: current[len(current)-4:], PreviousUntil: time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC),
+			}}, nil)
+			return err
+		},
+		func() error {
+			return store.CreateAPIKey(ctx, account.APIKey{
+				ID: OwnedKeyID, Name: "billing team", Hash: account.HashAPIKey(OwnedKeySecret), Last4: OwnedKeySecret[len(OwnedKeySecret)-4:],
+				Scopes: []string{"write:api_keys", "read:users"}, CreatedBy: KeyID, Ancestors: []string{KeyID}, OwnerID: OwnedKeyOwner, CreatedAt: at.Add(5 * time.Minute),
+			})
+		},
+		func() error {
+			return store.CreateOrganization(ctx, account.Organization{ID: OtherOrgID, Name: "Initech", Slug: "initech", Plan: "free", CreatedAt: at, UpdatedAt: at})
+		},
 		func() error { return store.CreateToken(ctx, fixtureToken()) },
+		func() error {
+			c := fixtureToken()
+			c.ID = OtherAudienceTokenID
+			return store.CreateToken(ctx, c)
+		},
 		func() error {
 			_, err := store.RevokeToken(ctx, account.Revocation{
 				TokenID: RevokedTokenID, KeyID: KeyID, RevokedAt: at.Add(time.Hour), ExpiresAt: time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC),
@@ -238,6 +309,9 @@ type AuthorizerEntry struct {
 	Authorized bool `json:"authorized"`
 	// Description says what the event shows.
 	Description string `json:"description"`
+	// Context is the context of an authorized request, exactly: what
+	// reaches the integration as requestContext.authorizer.lambda.
+	Context map[string]any `json:"context,omitempty"`
 }
 
 // AuthorizerManifest reads dir/manifest.json of the authorizer's events:
