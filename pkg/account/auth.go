@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"strings"
+	"time"
 )
 
 var errUnauthorized = Errorf(CodeUnauthorized, "the credential is missing, malformed, unknown, expired or revoked")
@@ -26,30 +27,21 @@ func looksLikeJWT(s string) bool {
 // principal that presented it. The key is read from the store on every call,
 // so a deleted or disabled key, and every key below it, stops working at
 // once; a token's revocation entry, issuing key and the key's ancestors are
-// read in one round trip. CodeUnauthorized.
+// read in one round trip. A console session token is refused: the console
+// alone accepts it (AuthenticateSession). CodeUnauthorized.
 func (s *Service) Authenticate(ctx context.Context, credential string) (Principal, error) {
 	if credential == "" {
 		return Principal{}, errUnauthorized
 	}
 	now := s.now()
 	if looksLikeJWT(credential) {
-		claims, err := s.parser.Parse(ctx, credential, now)
+		p, claims, err := s.authenticateToken(ctx, credential, now)
 		if err != nil {
+			return Principal{}, err
+		}
+		if isSession(claims) {
 			return Principal{}, errUnauthorized
 		}
-		status, err := s.store.TokenStatus(ctx, claims.ID, claims.KeyID, claims.KeyAncestors, claims.OrganizationID)
-		if err != nil {
-			return Principal{}, storeErr(err)
-		}
-		switch status.invalidReason(now) {
-		case "":
-		case ReasonDisabled:
-			return Principal{}, errPaused(*status.Key, "the access token's API key")
-		default:
-			return Principal{}, errUnauthorized
-		}
-		p := keyPrincipal(*status.Key)
-		p.TokenID, p.Scopes = claims.ID, claims.Scopes
 		return p, nil
 	}
 	hash := HashAPIKey(credential)
@@ -71,6 +63,29 @@ func (s *Service) Authenticate(ctx context.Context, credential string) (Principa
 	}
 	s.recordUse(ctx, key, now)
 	return keyPrincipal(key), nil
+}
+
+// authenticateToken resolves an access token to the principal that
+// presented it, with the token's claims.
+func (s *Service) authenticateToken(ctx context.Context, token string, now time.Time) (Principal, TokenClaims, error) {
+	claims, err := s.parser.Parse(ctx, token, now)
+	if err != nil {
+		return Principal{}, TokenClaims{}, errUnauthorized
+	}
+	status, err := s.store.TokenStatus(ctx, claims.ID, claims.KeyID, claims.KeyAncestors, claims.OrganizationID)
+	if err != nil {
+		return Principal{}, TokenClaims{}, storeErr(err)
+	}
+	switch status.invalidReason(now) {
+	case "":
+	case ReasonDisabled:
+		return Principal{}, TokenClaims{}, errPaused(*status.Key, "the access token's API key")
+	default:
+		return Principal{}, TokenClaims{}, errUnauthorized
+	}
+	p := keyPrincipal(*status.Key)
+	p.TokenID, p.Scopes = claims.ID, claims.Scopes
+	return p, claims, nil
 }
 
 // keyPrincipal is the principal that presents k's secret.
