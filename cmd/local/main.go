@@ -226,6 +226,8 @@ func run(logger *slog.Logger) error {
 		TokenCache: token.NewCache(cfg.tokenCache),
 		// GET /healthz, /readyz and /openapi.yaml: the local server's own.
 		Local: &httpapi.Local{Ready: httpapi.StoreReady(store), OpenAPI: latchkey.OpenAPI},
+		// The console at /console, as the auth function serves it.
+		Console: true,
 	})
 	if err != nil {
 		return err

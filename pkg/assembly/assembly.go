@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"latchkey/pkg/account"
+	"latchkey/pkg/console"
 	"latchkey/pkg/httpapi"
 	"latchkey/pkg/token"
 )
@@ -75,6 +76,10 @@ type Parts struct {
 	Logger    *slog.Logger
 	RequestID func(r *http.Request) string
 	Local     *httpapi.Local
+	// Console serves the console (pkg/console) beside the auth group's
+	// routes: the local server and the auth function, which issue the
+	// console's session tokens. It needs a SigningKey.
+	Console bool
 }
 
 // Assembly is a service and what serves and publishes it.
@@ -122,6 +127,12 @@ func New(p Parts) (*Assembly, error) {
 	}
 	a.Service = svc
 	a.Config = httpapi.Config{Service: svc, SigningAlgorithm: string(p.Algorithm), Logger: p.Logger, RequestID: p.RequestID, Local: p.Local}
+	if p.Console {
+		if p.SigningKey == nil {
+			return nil, errors.New("assembly: the console signs its operators in with tokens; it needs a SigningKey")
+		}
+		a.Config.Mounts = append(a.Config.Mounts, console.Mount(console.Config{Service: svc, Logger: p.Logger}))
+	}
 	if p.SigningKey != nil {
 		seal, err := SealKey(p.SigningKey)
 		if err != nil {

@@ -78,6 +78,20 @@ type Config struct {
 	// whose answers hold API key secrets and access tokens, needs at least
 	// one: New panics without.
 	SealKeys [][]byte
+	// Mounts are handlers served beside the API's routes, each with the
+	// routes of its group (the console): under the same request id,
+	// recovery and request line as the API's.
+	Mounts []Mount
+}
+
+// Mount is a handler of routes of its own, served by the router of its
+// group beside the API's routes (New). A request for one of Routes
+// reaches Handler with the route named in the request line; another
+// method on one of their paths is 405, as on the API's.
+type Mount struct {
+	Group   Group
+	Routes  []Route // Method and Path of each; Path is a ServeMux pattern
+	Handler http.Handler
 }
 
 // server is the state shared by the handlers of one New.
@@ -156,6 +170,26 @@ func New(cfg Config, groups ...Group) http.Handler {
 		}
 		allowed[d.Path] = append(allowed[d.Path], d.Method)
 	}
+	for _, m := range cfg.Mounts {
+		if len(groups) > 0 && !slices.Contains(groups, m.Group) {
+			continue
+		}
+		for _, rt := range m.Routes {
+			pattern := rt.Method + " " + rt.Path
+			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				info(w).route = pattern
+				m.Handler.ServeHTTP(w, r)
+			})
+			mux.Handle(pattern, h)
+			if !strings.Contains(rt.Path, "{") {
+				static[methodPath{rt.Method, rt.Path}] = h
+			}
+			if _, ok := allowed[rt.Path]; !ok {
+				paths = append(paths, rt.Path)
+			}
+			allowed[rt.Path] = append(allowed[rt.Path], rt.Method)
+		}
+	}
 	// A pattern without a method is less specific than one with, so these
 	// catch only the methods a path does not serve. ServeMux would answer
 	// 405 itself, but in text/plain; the API speaks problem+json.
@@ -192,6 +226,11 @@ type reqState struct {
 	info     reqInfo
 	idHeader [1]string
 }
+
+// RequestID returns the id of the request that w answers, as the
+// X-Request-Id header and the request line give it: for a Mount's
+// handler, which records it in what it shows and the events it writes.
+func RequestID(w http.ResponseWriter) string { return info(w).id }
 
 // info returns the info of the request that w answers: w is outer's
 // writer, or a writer that wraps it (Unwrap, as http.ResponseController
