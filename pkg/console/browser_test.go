@@ -221,7 +221,17 @@ func TestBrowser_Session(t *testing.T) {
 		b.click(`nav a[href="/console/events"]`, "#type")
 		b.page("events")
 		b.do(chromedp.SetValue(chromedp.ID("type"), account.EventAPIKeyUpdated), chromedp.SendKeys(chromedp.ID("object"), keyID))
-		b.click(`form[action="/console/events"] button[type="submit"]`, "table")
+		b.click(`form[action="/console/events"] button[type="submit"]`, "main h1")
+		// DynamoDB's feed shows an event once every earlier one is
+		// committed, seconds after it (dynamostore.EventLag): the page is
+		// loaded again until the event is there, for at most 30 s.
+		for deadline := time.Now().Add(30 * time.Second); !b.exists("tbody"); {
+			if time.Now().After(deadline) {
+				t.Fatalf("the key's disable is not in the events after 30 s")
+			}
+			time.Sleep(500 * time.Millisecond)
+			b.click(`form[action="/console/events"] button[type="submit"]`, "main h1")
+		}
 		b.wantText("tbody", account.EventAPIKeyUpdated)
 		b.page("events-filtered")
 		b.click(`tbody a[href="/console/api-keys/`+keyID+`"]`, ".status.disabled")
@@ -359,6 +369,16 @@ func (b *browser) wantText(sel, want string) {
 	if got == "" || !strings.Contains(got, want) {
 		b.t.Errorf("at %s, %s: %q, want it to hold %q", b.location(), sel, got, want)
 	}
+}
+
+// exists reports whether the page has an element sel.
+func (b *browser) exists(sel string) bool {
+	b.t.Helper()
+	ok, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](fmt.Sprintf(`document.querySelector(%q) !== null`, sel)))
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return ok
 }
 
 // waitText waits until sel has text.

@@ -119,10 +119,13 @@ func Routes() []httpapi.Route {
 	return out
 }
 
-// Mount returns the console as an httpapi.Mount: its routes and handler.
-func Mount(cfg Config) httpapi.Mount {
-	return httpapi.Mount{Group: httpapi.GroupAuth, Routes: Routes(), Handler: New(cfg)}
+// Mount returns the console over svc as an httpapi.Mount, its routes and
+// handler: an httpapi.MountFunc.
+func Mount(svc *account.Service, log *slog.Logger) httpapi.Mount {
+	return httpapi.Mount{Group: httpapi.GroupAuth, Routes: Routes(), Handler: New(Config{Service: svc, Logger: log})}
 }
+
+var _ httpapi.MountFunc = Mount
 
 // New returns the console's handler. It panics if cfg.Service is nil or a
 // template does not parse: wiring bugs to catch at start-up.

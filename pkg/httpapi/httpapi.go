@@ -94,6 +94,11 @@ type Mount struct {
 	Handler http.Handler
 }
 
+// MountFunc builds a Mount over the service a handler serves, logging
+// with log: the console's (console.Mount). A program that serves it passes
+// it in, so that one that does not links none of it.
+type MountFunc func(svc *account.Service, log *slog.Logger) Mount
+
 // server is the state shared by the handlers of one New.
 type server struct {
 	svc       *account.Service

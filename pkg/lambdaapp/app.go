@@ -394,8 +394,10 @@ func (a *App) build(ctx context.Context, cache *secrets.Cache, prev *built) (*bu
 		Store: a.deps.Store, CursorKey: cursorKey, Issuer: v.issuer,
 		Now: a.deps.Now, Logger: a.deps.Logger, RequestID: RequestID, Algorithm: a.cfg.SigningAlgorithm,
 		TokenCache: a.tokens,
+	}
+	if a.cfg.Function.SignsTokens() {
 		// The console signs its operators in with tokens: auth serves it.
-		Console: a.cfg.Function.SignsTokens(),
+		parts.Console = a.cfg.Console
 	}
 	if a.cfg.Function.SignsTokens() {
 		if parts.SigningKey, parts.PreviousKeys, parts.PreviousSealKeys, err = signingKeys(a.cfg.SigningAlgorithm, signing); err != nil {

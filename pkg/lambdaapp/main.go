@@ -25,11 +25,11 @@ const initTimeout = 8 * time.Second
 // hands its handler to lambda.Start. A configuration or init error is one
 // JSON log line and exit status 1, so Lambda reports a failed init, never a
 // panic at the first request.
-func Main(fn Function) {
+func Main(fn Function, opts ...Option) {
 	logger := NewLogger(os.Stdout, string(fn))
 	slog.SetDefault(logger)
 	ctx, cancel := context.WithTimeout(context.Background(), initTimeout)
-	h, err := FromEnv(ctx, fn, os.Getenv, logger)
+	h, err := FromEnv(ctx, fn, os.Getenv, logger, opts...)
 	cancel()
 	if err != nil {
 		logger.Error("init failed: " + err.Error())
@@ -38,13 +38,16 @@ func Main(fn Function) {
 	lambda.Start(h)
 }
 
-// FromEnv reads fn's configuration with getenv, builds the AWS clients and
-// the DynamoDB store, and returns the handler that Main passes to
-// lambda.Start (App.Invoke).
-func FromEnv(ctx context.Context, fn Function, getenv func(string) string, logger *slog.Logger) (EventHandler, error) {
+// FromEnv reads fn's configuration with getenv, applies opts, builds the
+// AWS clients and the DynamoDB store, and returns the handler that Main
+// passes to lambda.Start (App.Invoke).
+func FromEnv(ctx context.Context, fn Function, getenv func(string) string, logger *slog.Logger, opts ...Option) (EventHandler, error) {
 	cfg, err := ConfigFromEnv(fn, getenv)
 	if err != nil {
 		return nil, err
+	}
+	for _, o := range opts {
+		o(&cfg)
 	}
 	awsCfg, err := awsConfig(getenv)
 	if err != nil {

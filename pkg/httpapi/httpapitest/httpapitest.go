@@ -37,6 +37,7 @@ import (
 	"latchkey/pkg/account"
 	"latchkey/pkg/assembly"
 	"latchkey/pkg/boltstore"
+	"latchkey/pkg/console"
 	"latchkey/pkg/dynamostore/dynamotest"
 	"latchkey/pkg/httpapi"
 	"latchkey/pkg/mock"
@@ -123,7 +124,7 @@ func newServer(tb testing.TB, wrap func(account.Store) account.Store, issuer str
 		// As cmd/local: Handler is the local server's, health checks and
 		// the console too.
 		Local:   &httpapi.Local{Ready: httpapi.StoreReady(store), OpenAPI: latchkey.OpenAPI},
-		Console: true,
+		Console: console.Mount,
 	})
 	if err != nil {
 		tb.Fatalf("assembly.New: %v", err)
