@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs the README's quick start, as written, against a fresh local server,
-# and checks that each step shows what the README says it shows.
+# Runs the README's quick start and the walk-through that goes on from it
+# (docs/guide.md), as written, in one shell against a fresh local server,
+# and checks that each step shows what the pages say it shows.
 # Needs curl and jq (apt-get install curl jq). Traffic stays on 127.0.0.1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,16 +18,18 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The quick start's shell blocks, in order. The server address and the
-# printed admin key are the two values a reader fills in by hand.
-python3 - README.md >"$work/quickstart.sh" <<'PY'
+# The quick start's shell blocks, then the walk-through's, in order. The
+# server address and the printed admin key are the two values a reader
+# fills in by hand.
+python3 - README.md docs/guide.md >"$work/quickstart.sh" <<'PY'
 import re, sys
-text = open(sys.argv[1]).read()
-section = text.split("## Quick start", 1)[1].split("\n## ", 1)[0]
-blocks = re.findall(r"```sh\n(.*?)```", section, re.S)
-if len(blocks) < 7:
-    sys.exit(f"readme-check: expected the quick start's shell blocks, found {len(blocks)}")
-script = "\n".join(blocks)
+readme, guide = (open(p).read() for p in sys.argv[1:3])
+section = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+quick = re.findall(r"```sh\n(.*?)```", section, re.S)
+more = re.findall(r"```sh\n(.*?)```", guide, re.S)
+if len(quick) < 5 or len(more) < 7:
+    sys.exit(f"readme-check: expected the quick start's and the walk-through's shell blocks, found {len(quick)} and {len(more)}")
+script = "\n".join(quick + more)
 script = re.sub(r"^export LK=.*$", 'export LK="$README_LK"', script, flags=re.M)
 script = re.sub(r"^export ADMIN=.*$", 'export ADMIN="$README_ADMIN"', script, flags=re.M)
 print("set -euo pipefail\n" + script)
@@ -39,7 +42,6 @@ ADDR="127.0.0.1:$port" DATA_DIR="$work/data" ADMIN_API_KEY="$admin" "$work/latch
 server_pid=$!
 for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$port/v1/auth/jwks" >/dev/null 2>&1 && break; sleep 0.1; done
 
-# Through a pipe: the README's `tee /dev/stderr` would truncate a plain file.
 (cd "$work" && README_LK="http://127.0.0.1:$port" README_ADMIN="$admin" bash quickstart.sh) 2>&1 | cat >"$work/out.txt" || {
   echo "readme-check: the quick start failed:" >&2; cat "$work/out.txt" >&2; exit 1; }
 
