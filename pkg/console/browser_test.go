@@ -83,6 +83,10 @@ func TestBrowser_Session(t *testing.T) {
 		dir = filepath.Join("..", "..", ".tmp", "console-browser")
 	}
 	dir = filepath.Join(dir, store)
+	// This run's artifacts only: none of an earlier run's is left beside them.
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -247,6 +251,32 @@ func TestBrowser_Session(t *testing.T) {
 		b.submit(`form[method="post"][action="/console/tokens"]`, "#result")
 		b.wantText("#result", "Valid")
 		b.page("tokens-verified")
+	})
+	b.step("see what deletes take with them; delete the user", func() {
+		b.do(chromedp.Navigate(keyURL + "/delete"))
+		b.do(chromedp.WaitVisible(chromedp.CSS(".danger-zone")))
+		b.wantText(".danger-zone", "every access token issued for it")
+		b.page("key-delete")
+		b.do(chromedp.Navigate(orgURL))
+		b.click(`a.button.danger`, ".danger-zone")
+		b.wantText(".danger-zone", "1 member")
+		b.wantText(".danger-zone", "1 API key bound to it")
+		b.page("organization-delete")
+		b.click(`nav a[href="/console/users"]`, "#create-user")
+		b.click(`tbody a`, "#orgs")
+		b.click(`a.button.danger`, ".danger-zone")
+		b.wantText(".danger-zone", "1 membership")
+		b.page("user-delete")
+		b.submit(`form[method="post"][action$="/delete"]`, "#create-user")
+		b.wantText(".notice", "Deleted")
+		b.wantText("main", "No users yet")
+		b.do(chromedp.Navigate(base + "/console/organizations/org_01ARZ3NDEKTSV4RRFFQ69G5FAV"))
+		b.do(chromedp.WaitVisible(chromedp.CSS(".problem")))
+		b.wantText(".problem", "Not found")
+		b.page("not-found")
+		b.do(chromedp.Navigate(base + "/console/api-keys"))
+		b.do(chromedp.WaitVisible(chromedp.ID("create-key")))
+		b.page("api-keys")
 	})
 	var old *network.Cookie
 	b.step("sign out; the old cookie no longer works", func() {

@@ -79,7 +79,8 @@ var funcs = template.FuncMap{
 	"memberRoles": func() []string {
 		return account.MemberRoles
 	},
-	"eventTypes": account.EventTypes,
+	"eventTypes":     account.EventTypes,
+	"sessionMinutes": func() int { return int(account.SessionLifetime.Minutes()) },
 	"query": func(base string, kv ...string) string {
 		q := url.Values{}
 		for i := 0; i+1 < len(kv); i += 2 {
