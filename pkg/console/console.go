@@ -209,9 +209,8 @@ func secureRequest(r *http.Request) bool {
 // session is the signed-in operator: the console session's principal and
 // its token, which sign-out revokes.
 type session struct {
-	p       account.Principal
-	token   string
-	expires time.Time
+	p     account.Principal
+	token string
 }
 
 // Can reports whether the session's grants cover scope: what the pages

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"latchkey/pkg/account"
 	"latchkey/pkg/console"
@@ -436,9 +437,16 @@ func TestConsole_APIKeys(t *testing.T) {
 	if page.StatusCode != http.StatusOK || strings.Contains(page.body, `id="secret"`) || !strings.Contains(page.body, "…"+k.Last4) {
 		t.Errorf("the key's page: %d; it must show the last four, not the secret", page.StatusCode)
 	}
-	events, err := s.Service.ListEvents(t.Context(), admin, account.EventListParams{Types: account.EventAPIKeyCreated})
-	if err != nil || len(events.Items) == 0 {
-		t.Fatalf("events: %v, %v", events.Items, err)
+	// DynamoDB's feed shows an event seconds after it is written
+	// (dynamostore.EventLag): read until it is there, for at most 30 s.
+	var events account.List[account.StoredEvent]
+	for deadline := time.Now().Add(30 * time.Second); len(events.Items) == 0; time.Sleep(200 * time.Millisecond) {
+		if events, err = s.Service.ListEvents(t.Context(), admin, account.EventListParams{Types: account.EventAPIKeyCreated}); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no api_key.created event after 30 s")
+		}
 	}
 	ev := string(events.Items[0].JSON)
 	if !strings.Contains(ev, k.ID) || !strings.Contains(ev, `"token_id":"tok_`) {
