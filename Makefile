@@ -4,6 +4,7 @@
 #               (the DynamoDB Local, moto and cfn-lint tests skip)
 #   make test   the whole suite: unit, contract (bbolt and DynamoDB Local),
 #               HTTP, Lambda event replay, Secrets Manager (moto), cfn-lint,
+#               openapi.yaml's lint and a client generated from it,
 #               the console in headless Chromium with axe-core
 #   make sam-local  DynamoDB Local and moto prepared for sam local start-api
 SHELL := /bin/bash
@@ -14,7 +15,7 @@ GO ?= go
 FUZZTIME ?= 30000x
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.6.1
 
-.PHONY: run run-dynamodb sam-local check test test-go test-browser fuzz readme-check lint-go lint bench bench-go load docs-dynamodb
+.PHONY: run run-dynamodb sam-local check test test-go test-client test-browser fuzz readme-check lint-go lint lint-openapi bench bench-go load docs-dynamodb
 
 # Built, then run, rather than `go run`: on Ctrl-C the go tool exits 1 even
 # when the server shuts down cleanly, which would read as a failure.
@@ -33,9 +34,12 @@ sam-local:
 	scripts/sam-local.sh
 
 # The fast loop: needs Go, git and make, nothing else. Tests that need
-# DynamoDB Local, moto_server or cfn-lint skip, each with a one-line reason
+# DynamoDB Local, moto_server, cfn-lint or Node.js skip, each with a one-line reason
 # (go test -v shows it), unless their endpoints are already set; make test
 # runs them all, and is what CI runs.
+# Where scripts/node-tools.sh installs the Node.js tools (a test points it
+# elsewhere).
+NODE_TOOLS ?= tools/node_modules
 check: lint-go
 	$(GO) test ./...
 	@skipped=(); \
@@ -46,12 +50,13 @@ check: lint-go
 	command -v cfn-lint >/dev/null || skipped+=("cfn-lint (not on PATH)"); \
 	[[ -n "$${LATCHKEY_TEST_CHROMIUM:-}" ]] || skipped+=("headless Chromium, the console's browser test (LATCHKEY_TEST_CHROMIUM unset; make test-browser sets it)"); \
 	[[ -n "$${LATCHKEY_TEST_AXE:-}" ]] || skipped+=("axe-core, the console's accessibility check (LATCHKEY_TEST_AXE unset; make test-browser sets it)"); \
+	{ command -v node && test -f $(NODE_TOOLS)/jose/package.json; } >/dev/null || skipped+=("Node.js and jose (scripts/node-tools.sh installs jose into tools/node_modules)"); \
 	if (( $${#skipped[@]} )); then \
 	  echo "make check: OK. Skipped, the tests that need:"; printf '  - %s\n' "$${skipped[@]}"; \
 	  echo "go test -v ./... | grep -B1 -- '--- SKIP' says which and why; make test runs them all."; \
 	fi
 
-test: lint test-go test-browser fuzz readme-check
+test: lint test-go test-client test-browser fuzz readme-check
 
 # Every Go test, with DynamoDB Local and moto_server started around it (and
 # stopped afterwards, pass or fail), so that no store test skips; then the
@@ -89,9 +94,24 @@ lint-go:
 	$(GO) vet ./...
 
 # Everything lint-go does, plus staticcheck and a go.mod tidiness check.
-lint: lint-go lint-template
+lint: lint-go lint-template lint-openapi
 	$(GO) run $(STATICCHECK) ./...
 	$(GO) mod tidy -diff
+
+# openapi.yaml under Redocly's recommended rules and Spectral's spectral:oas,
+# with 0 errors and 0 warnings each (both pinned in tools/package.json; they
+# need no network once installed).
+REDOCLY := REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true tools/node_modules/.bin/redocly
+lint-openapi:
+	scripts/node-tools.sh
+	$(REDOCLY) lint --config tools/redocly.yaml openapi.yaml
+	tools/node_modules/.bin/spectral lint --ruleset tools/spectral.yaml --fail-severity warn openapi.yaml
+
+# A Go client generated from openapi.yaml by oapi-codegen (pinned in
+# tools/clientgen/go.mod, a module of its own) must compile and type every
+# list's items. It is generated into a temporary directory.
+test-client:
+	cd tools/clientgen && $(GO) test -count=1 ./...
 
 # Go benchmarks (handlers over bbolt; stores over DynamoDB Local; the
 # handlers again over DynamoDB Local), then the load script against the

@@ -17,9 +17,18 @@ func TestMakeCheck_NamesWhatSkipped(t *testing.T) {
 	if _, err := exec.LookPath("make"); err != nil {
 		t.Skip("make is not on PATH")
 	}
-	// A cfn-lint that is found, so that only the variables decide.
-	bin := t.TempDir()
-	if err := os.WriteFile(filepath.Join(bin, "cfn-lint"), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+	// A cfn-lint and a node that are found, and a jose that is installed,
+	// so that only the variables decide.
+	bin, nodeTools := t.TempDir(), t.TempDir()
+	for _, name := range []string{"cfn-lint", "node"} {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(nodeTools, "jose"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(nodeTools, "jose", "package.json"), []byte("{}"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	vars := []string{
@@ -32,7 +41,7 @@ func TestMakeCheck_NamesWhatSkipped(t *testing.T) {
 	}
 	run := func(t *testing.T, unset string) string {
 		t.Helper()
-		cmd := exec.Command("make", "-s", "check", "GO=true")
+		cmd := exec.Command("make", "-s", "check", "GO=true", "NODE_TOOLS="+nodeTools)
 		env := []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
 		for _, v := range vars {
 			if v != unset {

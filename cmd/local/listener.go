@@ -29,6 +29,9 @@ type limitListener struct {
 	open   int
 	idle   map[*limitedConn]time.Time // since when
 	closed bool
+	// waiting counts the Accept calls waiting for a place, so that a test
+	// can tell one is waiting without a sleep.
+	waiting int
 }
 
 func newLimitListener(l net.Listener, max int) *limitListener {
@@ -64,7 +67,9 @@ func (l *limitListener) acquire() error {
 			l.mu.Lock()
 			continue
 		}
+		l.waiting++
 		l.cond.Wait()
+		l.waiting--
 	}
 	l.open++
 	return nil

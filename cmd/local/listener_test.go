@@ -44,6 +44,22 @@ func dial(t *testing.T, l net.Listener) net.Conn {
 	return c
 }
 
+// waitForAccept returns once an Accept call of l waits for a place.
+func waitForAccept(t *testing.T, l *limitListener) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		l.mu.Lock()
+		waiting := l.waiting
+		l.mu.Unlock()
+		if waiting > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no Accept waits for a place after 10 s")
+		}
+	}
+}
+
 // TestLimitListener: a connection in the middle of a request keeps its
 // place; the next connection waits until one turns idle, which is then
 // closed to make room.
@@ -59,10 +75,12 @@ func TestLimitListener(t *testing.T) {
 
 	dial(t, l)
 	next := acceptAsync(l)
+	// Once Accept waits for a place, only connState or Close can wake it.
+	waitForAccept(t, l)
 	select {
 	case a := <-next:
 		t.Fatalf("a second connection was accepted (%v) while the only place was held by a request", a.err)
-	case <-time.After(100 * time.Millisecond):
+	default:
 	}
 
 	l.connState(first, http.StateIdle)
@@ -95,7 +113,7 @@ func TestLimitListener_Close(t *testing.T) {
 
 	dial(t, l)
 	next := acceptAsync(l)
-	time.Sleep(50 * time.Millisecond) // let Accept take the connection and wait
+	waitForAccept(t, l)
 	l.Close()
 	select {
 	case a := <-next:

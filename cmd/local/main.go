@@ -281,7 +281,15 @@ func defaultIssuer(addr string, bound net.Addr) string {
 // when DYNAMODB_ENDPOINT is set.
 func openStore(ctx context.Context, cfg config, dir dataDir) (account.Store, error) {
 	if cfg.dynamoEndpoint == "" {
-		return boltstore.Open(filepath.Join(string(dir), "latchkey.db"))
+		file := filepath.Join(string(dir), "latchkey.db")
+		s, err := boltstore.Open(file)
+		if errors.Is(err, boltstore.ErrInUse) {
+			return nil, fmt.Errorf("another instance of the server holds %s: stop it, or give this one another DATA_DIR (%w)", file, err)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
 	}
 	// Built without the shared AWS configuration: a local endpoint needs no
 	// real credentials, and a developer's profile must not redirect it.

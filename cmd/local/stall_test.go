@@ -53,7 +53,7 @@ func TestServer_StoreStalls(t *testing.T) {
 		}
 		return res, out, time.Since(start)
 	}
-	wantUnavailable := func(method, path, body string) {
+	wantUnavailable := func(frozen bool, method, path, body string) {
 		t.Helper()
 		res, p, elapsed := do(method, path, body)
 		if res.StatusCode != http.StatusServiceUnavailable || p["code"] != "unavailable" ||
@@ -61,8 +61,12 @@ func TestServer_StoreStalls(t *testing.T) {
 			t.Errorf("%s %s: got %d %v (Content-Type %q, Retry-After %q), want 503 unavailable problem+json with Retry-After 2",
 				method, path, res.StatusCode, p, res.Header.Get("Content-Type"), res.Header.Get("Retry-After"))
 		}
-		if elapsed > timeout+2*time.Second {
-			t.Errorf("%s %s: answered after %v, want about the store timeout %v", method, path, elapsed, timeout)
+		// A frozen store: after the store's timeout, never before, which
+		// shows it is the timeout that answered. No upper bound but the
+		// client's 10 s, which a loaded machine could not break without a
+		// bug.
+		if frozen && elapsed < timeout {
+			t.Errorf("%s %s: answered after %v, before the store timeout %v", method, path, elapsed, timeout)
 		}
 	}
 	// The log arrives through a pipe, a little after the response: wait
@@ -104,8 +108,8 @@ func TestServer_StoreStalls(t *testing.T) {
 			p.Thaw(t)
 		}
 	}()
-	wantUnavailable("GET", "/v1/users", "")
-	wantUnavailable("POST", "/v1/users", `{"email":"ada@example.com","name":"Ada"}`)
+	wantUnavailable(true, "GET", "/v1/users", "")
+	wantUnavailable(true, "POST", "/v1/users", `{"email":"ada@example.com","name":"Ada"}`)
 	if got := errorLines(); len(got) != 2 || !strings.Contains(got[0], "no answer from DynamoDB within 1s") {
 		t.Errorf("want one error line per failed request, saying DynamoDB did not answer; got:\n%s", strings.Join(got, "\n"))
 	}
@@ -142,7 +146,7 @@ func TestServer_StoreStalls(t *testing.T) {
 
 	p.Restart(t)
 	before := len(errorLines())
-	wantUnavailable("GET", "/v1/users", "")
+	wantUnavailable(false, "GET", "/v1/users", "")
 	got := errorLines()[before:]
 	if len(got) != 1 || !strings.Contains(got[0], "does not exist (deleted, or DynamoDB Local restarted in memory)") {
 		t.Errorf("want one error line saying the table does not exist; got:\n%s", strings.Join(got, "\n"))

@@ -40,6 +40,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 
 	"latchkey/pkg/account"
 )
@@ -109,10 +110,14 @@ type Store struct {
 
 var _ account.Store = (*Store)(nil)
 
+// ErrInUse is the error of Open when another process holds the file: bbolt
+// locks it for one process at a time (in one process, for one Store).
+var ErrInUse = errors.New("another process holds the file")
+
 // Open opens (creating if needed) the store in the file at path. It prunes
 // expired token records and revocations at once and then every ten minutes
 // until Close. A second process opening the same file fails after a second
-// instead of waiting forever for bbolt's file lock.
+// with ErrInUse instead of waiting forever for bbolt's file lock.
 //
 // bbolt's statistics are off: nothing reads them, and keeping them cost
 // every transaction, and so every verify, two more round trips through a
@@ -120,6 +125,10 @@ var _ account.Store = (*Store)(nil)
 // counters.
 func Open(path string) (*Store, error) {
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, NoStatistics: true})
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		// bbolt's own word for it is "timeout", which names no cause.
+		return nil, fmt.Errorf("boltstore: open %s: %w", path, ErrInUse)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}

@@ -2,6 +2,7 @@ package boltstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"runtime"
@@ -37,6 +38,20 @@ func newStore(tb testing.TB) *boltstore.Store {
 
 func TestStore(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) account.Store { return newStore(t) })
+}
+
+// TestOpen_InUse: a file another Store holds (bbolt's lock, the same for
+// another process) is ErrInUse, naming the file, not bbolt's bare
+// "timeout".
+func TestOpen_InUse(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "latchkey.db")
+	s := open(t, path)
+	defer s.Close()
+	_, err := boltstore.Open(path)
+	if !errors.Is(err, boltstore.ErrInUse) || !strings.Contains(err.Error(), path) || strings.HasSuffix(err.Error(), "timeout") {
+		t.Fatalf("got %v, want ErrInUse naming %s", err, path)
+	}
 }
 
 func TestOpen_KeepsDataAcrossReopen(t *testing.T) {

@@ -272,13 +272,14 @@ func startLambda(tb testing.TB, bin string, env []string) *lambdaProcess {
 // answered, failing the test if it reported an error or exited.
 func (p *lambdaProcess) invoke(event []byte) []byte {
 	p.tb.Helper()
-	timeout := time.After(15 * time.Second)
+	// A bound for a hang, not a measurement: generous, for a loaded machine.
+	timeout := time.After(60 * time.Second)
 	select {
 	case p.rt.next <- event:
 	case err := <-p.exited:
 		p.tb.Fatalf("the function exited before taking the event: %v\n%s", err, p.logs.String())
 	case <-timeout:
-		p.tb.Fatalf("the function asked for no event within 15 s\n%s", p.logs.String())
+		p.tb.Fatalf("the function asked for no event within 60 s\n%s", p.logs.String())
 	}
 	var res result
 	select {
@@ -286,7 +287,7 @@ func (p *lambdaProcess) invoke(event []byte) []byte {
 	case err := <-p.exited:
 		p.tb.Fatalf("the function exited before responding: %v\n%s", err, p.logs.String())
 	case <-timeout:
-		p.tb.Fatalf("no response within 15 s\n%s", p.logs.String())
+		p.tb.Fatalf("no response within 60 s\n%s", p.logs.String())
 	}
 	if res.err != "" {
 		p.tb.Fatalf("the function reported an error: %s\n%s", res.err, p.logs.String())

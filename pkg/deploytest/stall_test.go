@@ -96,7 +96,7 @@ func TestLambda_StoreStalls(t *testing.T) {
 		}
 		return res, time.Since(start)
 	}
-	wantUnavailable := func(name string) {
+	wantUnavailable := func(frozen bool, name string) {
 		t.Helper()
 		res, elapsed := invoke(name)
 		hdr := responseHeader(res)
@@ -107,8 +107,12 @@ func TestLambda_StoreStalls(t *testing.T) {
 			t.Errorf("%s: got %d %s (Content-Type %q, Retry-After %q), want 503 unavailable problem+json with Retry-After 2",
 				name, res.StatusCode, responseBody(t, res), hdr.Get("Content-Type"), hdr.Get("Retry-After"))
 		}
-		if elapsed > timeout+2*time.Second {
-			t.Errorf("%s: answered after %v, want about the store timeout %v", name, elapsed, timeout)
+		// A frozen store: after its timeout, never before. The error line
+		// checked below tells the store's timeout from the invocation's
+		// 10 s deadline (which logs no error), with no upper bound on the
+		// time for a loaded machine to break.
+		if frozen && elapsed < timeout {
+			t.Errorf("%s: answered after %v, before the store timeout %v", name, elapsed, timeout)
 		}
 	}
 	errorLines := func() (lines []string) {
@@ -132,8 +136,8 @@ func TestLambda_StoreStalls(t *testing.T) {
 		}
 	}()
 	logs.Reset()
-	wantUnavailable("users-get.json")
-	wantUnavailable("users-create.json")
+	wantUnavailable(true, "users-get.json")
+	wantUnavailable(true, "users-create.json")
 	if got := errorLines(); len(got) != 2 || !strings.Contains(got[0], "no answer from DynamoDB within 1s") {
 		t.Errorf("want one error line per failed invocation, saying DynamoDB did not answer; got:\n%s", strings.Join(got, "\n"))
 	}
@@ -156,7 +160,7 @@ func TestLambda_StoreStalls(t *testing.T) {
 		t.Fatalf("DeleteTable: %v", err)
 	}
 	logs.Reset()
-	wantUnavailable("users-get.json")
+	wantUnavailable(false, "users-get.json")
 	if got := errorLines(); len(got) != 1 || !strings.Contains(got[0], "table "+env[lambdaapp.EnvTableName]+" does not exist") {
 		t.Errorf("want one error line saying the table does not exist; got:\n%s", strings.Join(got, "\n"))
 	}

@@ -226,9 +226,11 @@ func TestDeadline(t *testing.T) {
 			if !strings.Contains(r.err.Error(), "no answer from DynamoDB within 300ms") {
 				t.Errorf("%s: the cause does not say what happened: %v", name, r.err)
 			}
-			// Well short of hanging; the slack is for a busy machine.
-			if r.elapsed < timeout || r.elapsed > timeout+2*time.Second {
-				t.Errorf("%s: answered after %v, want about %v", name, r.elapsed, timeout)
+			// Not before the timeout; the message above names it as the
+			// cause. 30 s stands for "not hanging": a tighter upper bound
+			// is one a loaded machine can break.
+			if r.elapsed < timeout || r.elapsed > 30*time.Second {
+				t.Errorf("%s: answered after %v, want after %v, within 30 s", name, r.elapsed, timeout)
 			}
 		}
 	})
@@ -236,7 +238,10 @@ func TestDeadline(t *testing.T) {
 	t.Run("CallerGaveUp", func(t *testing.T) {
 		// The client went away (its context cancelled) or the caller's own
 		// deadline passed before the store's: the caller's error, never
-		// CodeUnavailable, which would read as a store outage.
+		// CodeUnavailable, which would read as a store outage. The store's
+		// timeout is its longest here, so that the caller's 50 ms comes
+		// first however late a loaded machine runs the timers.
+		calls := storeCalls(dynamostore.New(client, table, dynamostore.WithTimeout(dynamostore.MaxTimeout)), user, org, key, tok)
 		cancelled, cancel := context.WithCancel(ctx)
 		time.AfterFunc(50*time.Millisecond, cancel)
 		expired, cancel2 := context.WithTimeout(ctx, 50*time.Millisecond)
@@ -249,15 +254,11 @@ func TestDeadline(t *testing.T) {
 			{"Cancelled", cancelled, context.Canceled},
 			{"CallersDeadline", expired, context.DeadlineExceeded},
 		} {
-			start := time.Now()
 			for _, name := range []string{"GetUser", "CreateUser", "TokenStatus"} {
 				err := calls[name](tc.ctx)
 				if !errors.Is(err, tc.want) || account.IsCode(err, account.CodeUnavailable) {
 					t.Errorf("%s, %s: got %v (code %q), want %v and no code unavailable", tc.name, name, err, account.ErrorCode(err), tc.want)
 				}
-			}
-			if elapsed := time.Since(start); elapsed > timeout {
-				t.Errorf("%s: took %v, want the caller's 50ms, not the store's timeout", tc.name, elapsed)
 			}
 		}
 	})

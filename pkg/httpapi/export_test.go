@@ -14,3 +14,13 @@ func DecodeMetadata(body []byte) (set bool, m account.Metadata, err error) {
 	}
 	return req.Metadata.Set, req.Metadata.Value, nil
 }
+
+// CodeStatuses returns every error code with the HTTP status it is sent
+// with.
+func CodeStatuses() map[account.Code]int {
+	m := make(map[account.Code]int, len(codes))
+	for code, c := range codes {
+		m[code] = c.status
+	}
+	return m
+}

@@ -69,8 +69,11 @@ func TestLocalRoutes_NotReady(t *testing.T) {
 			if res.StatusCode != http.StatusServiceUnavailable || res.Map(t)["code"] != "unavailable" || res.Header.Get("Retry-After") == "" {
 				t.Fatalf("got %d %s, want 503 unavailable with Retry-After", res.StatusCode, res.Body)
 			}
-			if elapsed > httpapi.ReadyTimeout+time.Second {
-				t.Fatalf("answered after %v, want within ReadyTimeout (%v)", elapsed, httpapi.ReadyTimeout)
+			// A hanging store is released only when the test ends: answering
+			// at all shows ReadyTimeout. Only a lower bound is safe on a
+			// loaded machine; 30 s stands for "not hanging".
+			if name == "Hangs" && elapsed < httpapi.ReadyTimeout || elapsed > 30*time.Second {
+				t.Fatalf("answered after %v, want after ReadyTimeout (%v), within 30 s", elapsed, httpapi.ReadyTimeout)
 			}
 		})
 	}

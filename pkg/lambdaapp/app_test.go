@@ -797,7 +797,10 @@ func (p *concurrencyProbe) GetSecretValue(ctx context.Context, in *secretsmanage
 		p.released = true
 		p.cond.Broadcast()
 	}
-	deadline := time.Now().Add(500 * time.Millisecond)
+	// Generous, for a loaded machine that starts the other reads late:
+	// reads made at once meet here long before it; reads made one after
+	// another each wait it out, and the test fails.
+	deadline := time.Now().Add(10 * time.Second)
 	for !p.released && time.Now().Before(deadline) {
 		go func() { time.Sleep(10 * time.Millisecond); p.cond.Broadcast() }()
 		p.cond.Wait()

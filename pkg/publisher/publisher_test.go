@@ -470,7 +470,9 @@ func TestPublisher_Deadline(t *testing.T) {
 		}
 		return accepted(entries), nil
 	}
-	deadline := time.Now().Add(publisher.AnswerMargin + 300*time.Millisecond)
+	// Two seconds for the first two calls, to fakes: plenty on a loaded
+	// machine.
+	deadline := time.Now().Add(publisher.AnswerMargin + 2*time.Second)
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	var log bytes.Buffer
@@ -479,8 +481,12 @@ func TestPublisher_Deadline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if time.Now().After(deadline) {
-		t.Errorf("answered %v after the deadline", time.Since(deadline))
+	// The stuck call was given up at its context's deadline, AnswerMargin
+	// before the invocation's, rather than at the invocation's: a check of
+	// the deadline, not of the clock after the answer, which a loaded
+	// machine could push past it.
+	if d, ok := stuck.Deadline(); !ok || d.After(deadline.Add(-publisher.AnswerMargin)) {
+		t.Errorf("the call's deadline %v (set %v), want AnswerMargin (%v) before the invocation's, %v", d, ok, publisher.AnswerMargin, deadline)
 	}
 	if got, want := failures(resp), []string{batch.Records[10].Change.SequenceNumber}; !slices.Equal(got, want) {
 		t.Errorf("BatchItemFailures %v, want %v", got, want)

@@ -294,7 +294,10 @@ func (b *barrierClient) GetSecretValue(_ context.Context, in *secretsmanager.Get
 		b.released = true
 		b.cond.Broadcast()
 	}
-	deadline := time.Now().Add(time.Second)
+	// Generous, for a loaded machine that starts the other reads late:
+	// reads made at once meet here long before it; reads made one after
+	// another each wait it out, and the test fails.
+	deadline := time.Now().Add(10 * time.Second)
 	for !b.released && time.Now().Before(deadline) {
 		go func() { time.Sleep(10 * time.Millisecond); b.cond.Broadcast() }()
 		b.cond.Wait()

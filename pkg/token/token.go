@@ -10,7 +10,8 @@
 //
 // It wraps github.com/golang-jwt/jwt/v5, a well-kept library that verifies
 // the signature before it looks at any claim, so an expired-but-forged
-// token is reported invalid, never expired.
+// token is reported invalid, never expired; its validator then checks exp,
+// nbf, iss and, when the Parser has one, aud.
 package token
 
 import (
@@ -72,13 +73,9 @@ type claims struct {
 
 // parsedClaims is the JWT payload as read. Its time claims are strict:
 // jwt.NumericDate also takes a string that holds a number ("exp":"123"),
-// which RFC 7519 (section 2, NumericDate) does not allow.
+// which RFC 7519 (section 2, NumericDate) does not allow. Its methods give
+// the library's validator these strict values (it implements jwt.Claims).
 type parsedClaims struct {
-	// RegisteredClaims gives parsedClaims the methods of jwt.Claims and is
-	// otherwise unused: the library's claim validation is off, the claims
-	// are checked in Parse.
-	jwt.RegisteredClaims `json:"-"`
-
 	ID       string `json:"jti"`
 	Subject  string `json:"sub"`
 	ClientID string `json:"client_id"`
@@ -93,6 +90,26 @@ type parsedClaims struct {
 	ExpiresAt unixTime         `json:"exp"`
 	NotBefore unixTime         `json:"nbf"`
 }
+
+var _ jwt.Claims = (*parsedClaims)(nil)
+
+func (c *parsedClaims) GetExpirationTime() (*jwt.NumericDate, error) {
+	return c.ExpiresAt.numericDate(), nil
+}
+
+func (c *parsedClaims) GetIssuedAt() (*jwt.NumericDate, error) {
+	return c.IssuedAt.numericDate(), nil
+}
+
+func (c *parsedClaims) GetNotBefore() (*jwt.NumericDate, error) {
+	return c.NotBefore.numericDate(), nil
+}
+
+func (c *parsedClaims) GetIssuer() (string, error) { return c.Issuer, nil }
+
+func (c *parsedClaims) GetSubject() (string, error) { return c.Subject, nil }
+
+func (c *parsedClaims) GetAudience() (jwt.ClaimStrings, error) { return c.Audience, nil }
 
 // unixTime is a NumericDate claim that must be a JSON integer when present.
 type unixTime struct {
@@ -112,6 +129,14 @@ func (u *unixTime) UnmarshalJSON(b []byte) error {
 	}
 	u.present, u.t = true, time.Unix(n, 0).UTC()
 	return nil
+}
+
+// numericDate is u for the library's validator: nil when absent.
+func (u unixTime) numericDate() *jwt.NumericDate {
+	if !u.present {
+		return nil
+	}
+	return jwt.NewNumericDate(u.t)
 }
 
 // Signer issues access tokens with one private key.
@@ -181,11 +206,12 @@ func (s *Signer) Sign(c account.TokenClaims) (string, error) {
 // private key, and keys can be rotated by publishing the new one beside the
 // old.
 type Parser struct {
-	keys   map[string]crypto.PublicKey
-	alg    Algorithm
-	issuer string
-	jwt    *jwt.Parser // the library's parser, pinned to alg
-	cache  *Cache      // nil: every token is checked in full
+	keys     map[string]crypto.PublicKey
+	alg      Algorithm
+	issuer   string
+	audience string      // "": any one audience
+	jwt      *jwt.Parser // the library's parser, pinned to alg
+	cache    *Cache      // nil: every token is checked in full
 }
 
 var _ account.TokenParser = (*Parser)(nil)
@@ -206,12 +232,11 @@ func NewParser(issuer string, keys ...crypto.PublicKey) *Parser {
 // NewParserFor returns a Parser that accepts tokens from issuer signed with
 // alg by any of keys. It panics if a key is not one of alg's: a wiring bug.
 func NewParserFor(alg Algorithm, issuer string, keys ...crypto.PublicKey) *Parser {
-	// The library checks the algorithm and the signature; the claims are
-	// checked by parse, each on its own, so that only a token that is wrong
-	// in nothing but its expiry is reported expired. Strict base64: a token
-	// has exactly one encoding, so flipping the unused bits of its last
-	// character does not yield a second valid string. Built once: it holds
-	// only its options.
+	// The library's parser checks the algorithm and the signature; its
+	// validator then checks the registered claims at the caller's now (see
+	// validate). Strict base64: a token has exactly one encoding, so
+	// flipping the unused bits of its last character does not yield a
+	// second valid string. Built once: it holds only its options.
 	p := &Parser{keys: make(map[string]crypto.PublicKey, len(keys)), alg: alg, issuer: issuer,
 		jwt: jwt.NewParser(jwt.WithValidMethods([]string{string(alg)}), jwt.WithoutClaimsValidation(), jwt.WithStrictDecoding())}
 	for _, k := range keys {
@@ -225,6 +250,16 @@ func NewParserFor(alg Algorithm, issuer string, keys ...crypto.PublicKey) *Parse
 
 // Algorithm returns the one algorithm the Parser accepts.
 func (p *Parser) Algorithm() Algorithm { return p.alg }
+
+// WithAudience returns a copy of p that accepts only tokens for aud (their
+// one audience), checked by the library's validator; a token from p's
+// cache, which any Parser may share, is checked against it too. An empty
+// aud accepts any one audience, as NewParser does.
+func (p *Parser) WithAudience(aud string) *Parser {
+	cp := *p
+	cp.audience = aud
+	return &cp
+}
 
 // WithCache returns a copy of p that remembers the tokens it has verified
 // in c (see Cache), and skips their signature check until they expire. c
@@ -251,7 +286,8 @@ var errUnknownKid = errors.New("token: unknown kid")
 // than at+jwt (RFC 9068, section 4), lacks iat or exp, has a time claim
 // that is not an integer, has an nbf after now or an iat more than
 // ClockSkew after now, has a client_id other than its sub, or has not
-// exactly one audience.
+// exactly one audience (the Parser's, if it has one). A Parser without an
+// issuer accepts no token.
 func (p *Parser) Parse(_ context.Context, token string, now time.Time) (account.TokenClaims, error) {
 	tc, err := p.parse(token, now)
 	if errors.Is(err, errUnknownKid) {
@@ -264,13 +300,16 @@ func (p *Parser) Parse(_ context.Context, token string, now time.Time) (account.
 // does not hold. A token found in p's cache is not decoded at all: every
 // rule above holds at any time between its check and the token's exp.
 func (p *Parser) parse(token string, now time.Time) (account.TokenClaims, error) {
-	if len(token) > MaxTokenBytes {
+	if len(token) > MaxTokenBytes || p.issuer == "" {
 		return account.TokenClaims{}, account.ErrTokenInvalid
 	}
 	var d [sha256.Size]byte
 	if p.cache != nil {
 		d = digest(token)
 		if tc, ok := p.cache.get(d, now, p.issuer, p.keys); ok {
+			if p.audience != "" && tc.Audience != p.audience {
+				return account.TokenClaims{}, account.ErrTokenInvalid
+			}
 			return tc, nil
 		}
 	}
@@ -282,7 +321,11 @@ func (p *Parser) parse(token string, now time.Time) (account.TokenClaims, error)
 	if err != nil || !isAccessTokenType(t.Header["typ"]) {
 		return account.TokenClaims{}, account.ErrTokenInvalid
 	}
-	if c.Issuer != p.issuer || !c.IssuedAt.present || !c.ExpiresAt.present ||
+	// Only a token wrong in nothing but its expiry is reported expired:
+	// the validator's expiry error is kept aside until every other rule
+	// has passed.
+	expired, err := p.validate(&c, now)
+	if err != nil || !c.IssuedAt.present ||
 		!account.ValidID(account.PrefixToken, c.ID) || !account.ValidID(account.PrefixAPIKey, c.Subject) ||
 		c.ClientID != c.Subject || len(c.Audience) != 1 || c.Audience[0] == "" ||
 		len(c.Ancestors) > account.MaxKeyAncestors ||
@@ -295,10 +338,10 @@ func (p *Parser) parse(token string, now time.Time) (account.TokenClaims, error)
 			return account.TokenClaims{}, account.ErrTokenInvalid
 		}
 	}
-	// Latchkey signs no nbf, and an iat of the signing instant: a token not
-	// yet valid, or issued in the future, was not issued by this service as
-	// it is (RFC 7519, sections 4.1.5 and 4.1.6).
-	if (c.NotBefore.present && c.NotBefore.t.After(now)) || c.IssuedAt.t.After(now.Add(ClockSkew)) {
+	// Latchkey signs an iat of the signing instant: a token issued in the
+	// future, beyond the skew between instances, was not issued by this
+	// service as it is (RFC 7519, section 4.1.6).
+	if c.IssuedAt.t.After(now.Add(ClockSkew)) {
 		return account.TokenClaims{}, account.ErrTokenInvalid
 	}
 	tc := account.TokenClaims{
@@ -313,7 +356,7 @@ func (p *Parser) parse(token string, now time.Time) (account.TokenClaims, error)
 		IssuedAt:       c.IssuedAt.t,
 		ExpiresAt:      c.ExpiresAt.t,
 	}
-	if !now.Before(tc.ExpiresAt) {
+	if expired {
 		return tc, account.ErrTokenExpired
 	}
 	if p.cache != nil {
@@ -321,6 +364,29 @@ func (p *Parser) parse(token string, now time.Time) (account.TokenClaims, error)
 		p.cache.put(d, kid, p.keys[kid], tc, now)
 	}
 	return tc, nil
+}
+
+// validate checks c's registered claims at now with the library's
+// validator: exp required, and passed at now or later (expired reports it,
+// with a nil error, when it is the only fault); nbf, when present, not
+// after now (Latchkey signs none); iss the Parser's; aud, when the Parser
+// has one, the token's. No leeway: the library applies one leeway to exp,
+// nbf and iat alike, and Latchkey allows ClockSkew on iat alone (parse
+// checks it), never on exp, which would keep a token valid past its
+// expiry. The validator is built per call, for the caller's clock.
+func (p *Parser) validate(c *parsedClaims, now time.Time) (expired bool, err error) {
+	opts := []jwt.ParserOption{jwt.WithTimeFunc(func() time.Time { return now }), jwt.WithExpirationRequired(), jwt.WithIssuer(p.issuer)}
+	if p.audience != "" {
+		opts = append(opts, jwt.WithAudience(p.audience))
+	}
+	err = jwt.NewValidator(opts...).Validate(c)
+	if err == nil {
+		return false, nil
+	}
+	if all, ok := err.(interface{ Unwrap() []error }); ok && len(all.Unwrap()) == 1 && errors.Is(err, jwt.ErrTokenExpired) {
+		return true, nil
+	}
+	return false, err
 }
 
 // isAccessTokenType reports whether a typ header names an RFC 9068 access

@@ -474,3 +474,40 @@ func lastCharVariant(tok string) string {
 	// 64 bytes encode to 86 characters; the last one carries 2 bits, 4 unused.
 	return tok[:len(tok)-1] + string(alphabet[last^1])
 }
+
+// TestParser_WithAudience: a Parser given an audience accepts only tokens
+// for it, checked by the library's validator, and a token another Parser
+// put in a shared cache is checked against it too. A token for another
+// audience is invalid, never expired.
+func TestParser_WithAudience(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	signer := token.NewSigner(newKey(t), issuer)
+	ours, theirs := sampleClaims(now), sampleClaims(now)
+	ours.Audience, theirs.Audience = "https://latchkey.test/v1", "https://orders.example.com"
+	cache := token.NewCache(token.CacheOptions{})
+	anyAud := token.NewParser(issuer, signer.PublicKey()).WithCache(cache)
+	p := anyAud.WithAudience(ours.Audience)
+
+	if got, err := p.Parse(t.Context(), sign(t, signer, ours), now); err != nil || got.Audience != ours.Audience {
+		t.Fatalf("a token for the audience: got %+v, %v", got, err)
+	}
+	other := sign(t, signer, theirs)
+	if _, err := anyAud.Parse(t.Context(), other, now); err != nil {
+		t.Fatalf("without an audience: got %v, want valid (and cached)", err)
+	}
+	for _, at := range []time.Time{now, theirs.ExpiresAt.Add(time.Second)} {
+		if _, err := p.Parse(t.Context(), other, at); !errors.Is(err, account.ErrTokenInvalid) {
+			t.Errorf("a token for another audience at %v: got %v, want ErrTokenInvalid", at, err)
+		}
+	}
+}
+
+// TestParser_NoIssuer: a Parser without an issuer (an authorizer before the
+// deployment has recorded one) accepts no token, not even one without iss.
+func TestParser_NoIssuer(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	signer := token.NewSigner(newKey(t), "")
+	if _, err := token.NewParser("", signer.PublicKey()).Parse(t.Context(), sign(t, signer, sampleClaims(now)), now); !errors.Is(err, account.ErrTokenInvalid) {
+		t.Fatalf("got %v, want ErrTokenInvalid", err)
+	}
+}
