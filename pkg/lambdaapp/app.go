@@ -382,6 +382,10 @@ func (a *App) build(ctx context.Context, cache *secrets.Cache, prev *built) (*bu
 		TokenCache: a.tokens,
 	}
 	if a.cfg.Function.SignsTokens() {
+		// The console signs its operators in with tokens: auth serves it.
+		parts.Console = a.cfg.Console
+	}
+	if a.cfg.Function.SignsTokens() {
 		if parts.SigningKey, parts.PreviousKeys, parts.PreviousSealKeys, err = signingKeys(a.cfg.SigningAlgorithm, signing); err != nil {
 			return nil, err
 		}

@@ -100,7 +100,17 @@ type Config struct {
 	// TokenCache bounds the verified-token cache (token.EnvCacheMaxEntries,
 	// token.EnvCacheMaxBytes; optional).
 	TokenCache token.CacheOptions
+	// Console builds the console (console.Mount), which auth serves; the
+	// auth function's main passes it (WithConsole), so that the other
+	// functions link none of it. Ignored by the others.
+	Console httpapi.MountFunc
 }
+
+// Option sets what a function's main passes besides the environment.
+type Option func(*Config)
+
+// WithConsole has the function serve the console that m builds (auth's).
+func WithConsole(m httpapi.MountFunc) Option { return func(c *Config) { c.Console = m } }
 
 // ConfigFromEnv reads fn's configuration with getenv (os.Getenv in main).
 // The error names every missing or invalid variable at once, so a

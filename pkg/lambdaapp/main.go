@@ -26,11 +26,11 @@ const initTimeout = 8 * time.Second
 // JSON log line and exit status 1, so Lambda reports a failed init, never a
 // panic at the first request; auth, which CloudFormation's custom resource
 // requests wait on, logs it and serves on (AfterFailedStart).
-func Main(fn Function) {
+func Main(fn Function, opts ...Option) {
 	logger := NewLogger(os.Stdout, string(fn))
 	slog.SetDefault(logger)
 	ctx, cancel := context.WithTimeout(context.Background(), initTimeout)
-	h, err := FromEnv(ctx, fn, os.Getenv, logger)
+	h, err := FromEnv(ctx, fn, os.Getenv, logger, opts...)
 	cancel()
 	if err != nil {
 		logger.Error("init failed: " + err.Error())
@@ -40,19 +40,22 @@ func Main(fn Function) {
 		// Auth answers CloudFormation whatever its state: see
 		// AfterFailedStart.
 		h = AfterFailedStart(func(ctx context.Context) (EventHandler, error) {
-			return FromEnv(ctx, fn, os.Getenv, logger)
+			return FromEnv(ctx, fn, os.Getenv, logger, opts...)
 		}, logger)
 	}
 	lambda.Start(h)
 }
 
-// FromEnv reads fn's configuration with getenv, builds the AWS clients and
-// the DynamoDB store, and returns the handler that Main passes to
-// lambda.Start (App.Invoke).
-func FromEnv(ctx context.Context, fn Function, getenv func(string) string, logger *slog.Logger) (EventHandler, error) {
+// FromEnv reads fn's configuration with getenv, applies opts, builds the
+// AWS clients and the DynamoDB store, and returns the handler that Main
+// passes to lambda.Start (App.Invoke).
+func FromEnv(ctx context.Context, fn Function, getenv func(string) string, logger *slog.Logger, opts ...Option) (EventHandler, error) {
 	cfg, err := ConfigFromEnv(fn, getenv)
 	if err != nil {
 		return nil, err
+	}
+	for _, o := range opts {
+		o(&cfg)
 	}
 	awsCfg, err := awsConfig(getenv)
 	if err != nil {
