@@ -4,7 +4,8 @@
 #               (the DynamoDB Local, moto and cfn-lint tests skip)
 #   make test   the whole suite: unit, contract (bbolt and DynamoDB Local),
 #               HTTP, Lambda event replay, Secrets Manager (moto), cfn-lint,
-#               openapi.yaml's lint and a client generated from it
+#               openapi.yaml's lint and a client generated from it,
+#               the console in headless Chromium with axe-core
 #   make sam-local  DynamoDB Local and moto prepared for sam local start-api
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
@@ -14,7 +15,7 @@ GO ?= go
 FUZZTIME ?= 30000x
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.6.1
 
-.PHONY: run run-dynamodb sam-local check test test-go test-client fuzz readme-check lint-go lint lint-openapi bench bench-go load docs-dynamodb
+.PHONY: run run-dynamodb sam-local check test test-go test-client test-browser fuzz readme-check lint-go lint lint-openapi bench bench-go load docs-dynamodb
 
 # Built, then run, rather than `go run`: on Ctrl-C the go tool exits 1 even
 # when the server shuts down cleanly, which would read as a failure.
@@ -47,13 +48,15 @@ check: lint-go
 	[[ -n "$${LATCHKEY_TEST_SECRETSMANAGER_ENDPOINT:-}" ]] || skipped+=("moto_server (LATCHKEY_TEST_SECRETSMANAGER_ENDPOINT unset)"); \
 	[[ -n "$${LATCHKEY_TEST_MOTO_ENDPOINT:-}" ]] || skipped+=("moto_server's EventBridge and SQS (LATCHKEY_TEST_MOTO_ENDPOINT unset)"); \
 	command -v cfn-lint >/dev/null || skipped+=("cfn-lint (not on PATH)"); \
+	[[ -n "$${LATCHKEY_TEST_CHROMIUM:-}" ]] || skipped+=("headless Chromium, the console's browser test (LATCHKEY_TEST_CHROMIUM unset; make test-browser sets it)"); \
+	[[ -n "$${LATCHKEY_TEST_AXE:-}" ]] || skipped+=("axe-core, the console's accessibility check (LATCHKEY_TEST_AXE unset; make test-browser sets it)"); \
 	{ command -v node && test -f $(NODE_TOOLS)/jose/package.json; } >/dev/null || skipped+=("Node.js and jose (scripts/node-tools.sh installs jose into tools/node_modules)"); \
 	if (( $${#skipped[@]} )); then \
 	  echo "make check: OK. Skipped, the tests that need:"; printf '  - %s\n' "$${skipped[@]}"; \
 	  echo "go test -v ./... | grep -B1 -- '--- SKIP' says which and why; make test runs them all."; \
 	fi
 
-test: lint test-go test-client fuzz readme-check
+test: lint test-go test-client test-browser fuzz readme-check
 
 # Every Go test, with DynamoDB Local and moto_server started around it (and
 # stopped afterwards, pass or fail), so that no store test skips; then the
@@ -62,7 +65,19 @@ test-go:
 	scripts/dynamodb-local.sh scripts/moto.sh bash -c '\
 	  $(GO) test -count=1 ./... && \
 	  echo "HTTP suite over DynamoDB Local (LATCHKEY_TEST_STORE=dynamodb):" && \
-	  LATCHKEY_TEST_STORE=dynamodb $(GO) test -count=1 ./pkg/httpapi/...'
+	  LATCHKEY_TEST_STORE=dynamodb $(GO) test -count=1 ./pkg/httpapi/... ./pkg/console/...'
+
+# The console's browser test (pkg/console TestBrowser_Session): Debian's
+# headless Chromium, installed by scripts/chromium.sh when missing, and
+# axe-core from tools/, over the embedded store, then DynamoDB Local.
+# Screenshots, the steps' timings and the axe results per page are written
+# to .tmp/console-browser/<store>/ (not committed).
+test-browser:
+	scripts/node-tools.sh
+	scripts/dynamodb-local.sh bash -c '\
+	  export LATCHKEY_TEST_CHROMIUM="$$(scripts/chromium.sh)" LATCHKEY_TEST_AXE="$$PWD/tools/node_modules/axe-core/axe.min.js" && \
+	  $(GO) test -count=1 -run "^TestBrowser_" -v ./pkg/console && \
+	  LATCHKEY_TEST_STORE=dynamodb $(GO) test -count=1 -run "^TestBrowser_" -v ./pkg/console'
 
 # The README's quick start, run as written against a fresh local server.
 readme-check:

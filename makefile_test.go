@@ -36,6 +36,8 @@ func TestMakeCheck_NamesWhatSkipped(t *testing.T) {
 		"LATCHKEY_TEST_DYNAMODB_JAR",
 		"LATCHKEY_TEST_SECRETSMANAGER_ENDPOINT",
 		"LATCHKEY_TEST_MOTO_ENDPOINT",
+		"LATCHKEY_TEST_CHROMIUM",
+		"LATCHKEY_TEST_AXE",
 	}
 	run := func(t *testing.T, unset string) string {
 		t.Helper()

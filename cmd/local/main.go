@@ -47,6 +47,7 @@ import (
 	"latchkey/pkg/account"
 	"latchkey/pkg/assembly"
 	"latchkey/pkg/boltstore"
+	"latchkey/pkg/console"
 	"latchkey/pkg/dynamostore"
 	"latchkey/pkg/httpapi"
 	"latchkey/pkg/token"
@@ -218,6 +219,8 @@ func run(logger *slog.Logger) error {
 		TokenCache: token.NewCache(cfg.tokenCache),
 		// GET /healthz, /readyz and /openapi.yaml: the local server's own.
 		Local: &httpapi.Local{Ready: httpapi.StoreReady(store), OpenAPI: latchkey.OpenAPI},
+		// The console at /console, as the auth function serves it.
+		Console: console.Mount,
 	})
 	if err != nil {
 		return err

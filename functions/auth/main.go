@@ -4,8 +4,9 @@
 // the one handler a function has, authevents.Handler, which tells them
 // apart:
 //
-//   - API Gateway HTTP API requests (payload 2.0) of the auth routes,
-//     served by the App through aws-lambda-go-api-proxy's httpadapter.NewV2;
+//   - API Gateway HTTP API requests (payload 2.0) of the auth routes and of
+//     the operators' console (pkg/console), served by the App through
+//     aws-lambda-go-api-proxy's httpadapter.NewV2;
 //   - CloudFormation custom resource requests of the template's Bootstrap
 //     and IssuerConfig resources, at deploy time;
 //   - {"action":"bootstrap"}, an operator's invocation after rotating the
@@ -22,6 +23,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
+	"latchkey/pkg/console"
 	"latchkey/pkg/lambdaapp"
 	"latchkey/pkg/lambdaapp/authevents"
 	"latchkey/pkg/lambdaapp/lambdaenv"
@@ -53,6 +55,7 @@ func start(ctx context.Context, logger *slog.Logger) (authevents.EventHandler, e
 	if err != nil {
 		return nil, err
 	}
+	cfg.Console = console.Mount
 	app, err := lambdaapp.NewSigning(ctx, cfg, deps)
 	if err != nil {
 		return nil, err

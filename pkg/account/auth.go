@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"strings"
+	"time"
 )
 
 var errUnauthorized = Errorf(CodeUnauthorized, "the credential is missing, malformed, unknown, expired or revoked")
@@ -33,7 +34,9 @@ var errTokenRefused = Errorf(CodeUnauthorized, "the access token is malformed, f
 // once; a token's revocation entry, issuing key and the key's ancestors are
 // read in one round trip. A token is accepted only if its audience is this
 // service (RFC 9068, section 4): its issuer, the audience of a token
-// requested without one. CodeUnauthorized.
+// requested without one. A console session's token, whose audience is the
+// console's (ConsoleAudience), is refused with the rest: the console alone
+// accepts it (AuthenticateSession). CodeUnauthorized.
 func (s *Service) Authenticate(ctx context.Context, credential string) (Principal, error) {
 	if credential == "" {
 		return Principal{}, errUnauthorized
@@ -46,20 +49,7 @@ func (s *Service) Authenticate(ctx context.Context, credential string) (Principa
 		if err != nil {
 			return Principal{}, errTokenRefused
 		}
-		status, err := s.store.TokenStatus(ctx, claims.ID, claims.KeyID, claims.KeyAncestors, claims.OrganizationID)
-		if err != nil {
-			return Principal{}, storeErr(err)
-		}
-		switch status.invalidReason(now) {
-		case "":
-		case ReasonDisabled:
-			return Principal{}, errPaused(*status.Key, "the access token's API key")
-		default:
-			return Principal{}, errUnauthorized
-		}
-		p := keyPrincipal(*status.Key)
-		p.TokenID, p.Scopes = claims.ID, claims.Scopes
-		return p, nil
+		return s.tokenPrincipal(ctx, claims, now)
 	}
 	hash := HashAPIKey(credential)
 	key, err := s.store.GetAPIKeyByHash(ctx, hash)
@@ -81,6 +71,26 @@ func (s *Service) Authenticate(ctx context.Context, credential string) (Principa
 	s.recordUse(ctx, key, now)
 	p := keyPrincipal(key)
 	p.PreviousSecret = !current
+	return p, nil
+}
+
+// tokenPrincipal resolves the claims of an access token its caller has
+// parsed to the principal that presented it: the token's revocation entry,
+// its key and the key's ancestors decide, read in one round trip.
+func (s *Service) tokenPrincipal(ctx context.Context, claims TokenClaims, now time.Time) (Principal, error) {
+	status, err := s.store.TokenStatus(ctx, claims.ID, claims.KeyID, claims.KeyAncestors, claims.OrganizationID)
+	if err != nil {
+		return Principal{}, storeErr(err)
+	}
+	switch status.invalidReason(now) {
+	case "":
+	case ReasonDisabled:
+		return Principal{}, errPaused(*status.Key, "the access token's API key")
+	default:
+		return Principal{}, errUnauthorized
+	}
+	p := keyPrincipal(*status.Key)
+	p.TokenID, p.Scopes = claims.ID, claims.Scopes
 	return p, nil
 }
 

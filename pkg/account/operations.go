@@ -7,8 +7,9 @@ type Operation string
 
 // The operations, each named after its Service method.
 const (
-	OpIssueToken  Operation = "IssueToken"
-	OpRevokeToken Operation = "RevokeToken"
+	OpIssueToken   Operation = "IssueToken"
+	OpRevokeToken  Operation = "RevokeToken"
+	OpStartSession Operation = "StartSession"
 
 	OpCreateAPIKey Operation = "CreateAPIKey"
 	OpGetAPIKey    Operation = "GetAPIKey"
@@ -43,16 +44,34 @@ type access struct {
 	// scope the caller must hold; "" when what it needs depends on the
 	// request, which the operation then checks itself.
 	scope string
-	// keyOnly: an access token may not call it, whatever its scopes.
-	keyOnly bool
+	// callers says which credentials may call it.
+	callers callers
 	// currentSecret: a key's previous secret, during a rotation's grace
 	// period, may not call it (CodePreviousSecret). It is set on the
 	// operations that create, change, rotate or delete API keys, whichever
-	// key they name: with any of them, a leaked old secret could keep a
-	// secret of its own (rotating its key with no grace period, or a key
-	// below, or creating one) and lock the rightful holder out.
+	// key they name, and on a console sign-in, whose session manages keys:
+	// with any of them, a leaked old secret could keep a secret of its own
+	// (rotating its key with no grace period, or a key below, or creating
+	// one) and lock the rightful holder out.
 	currentSecret bool
 }
+
+// callers says which credentials may call an operation.
+type callers int
+
+const (
+	// anyCaller: an API key or any access token of it.
+	anyCaller callers = iota
+	// keyOrSession: an API key, or a console session of it
+	// (Principal.Session), which acts with the key's grants; not an
+	// access token issued through the API. API key management.
+	keyOrSession
+	// keyOnly: an API key, and no token at all, a session's included:
+	// what makes new credentials from the key itself (token issuance, a
+	// session), so that no token outlives or outgrows the key's own
+	// sign-in.
+	keyOnly
+)
 
 // operations is the one place where an operation's scope is written. The
 // service checks it first thing (Authorize), whoever calls; httpapi's
@@ -61,16 +80,18 @@ type access struct {
 // openapi.yaml's x-required-scope must match (TestOpenAPIMatchesRoutes).
 var operations = map[Operation]access{
 	// The requested scopes must be within the key's grants.
-	OpIssueToken: {keyOnly: true},
+	OpIssueToken: {callers: keyOnly},
 	// A key may revoke its own tokens; others' need ScopeRevokeTokens.
 	OpRevokeToken: {},
+	// A session carries every grant of the key that signs in.
+	OpStartSession: {callers: keyOnly, currentSecret: true},
 
-	OpCreateAPIKey: {scope: ScopeWriteAPIKeys, keyOnly: true, currentSecret: true},
-	OpGetAPIKey:    {scope: ScopeReadAPIKeys, keyOnly: true},
-	OpListAPIKeys:  {scope: ScopeReadAPIKeys, keyOnly: true},
-	OpUpdateAPIKey: {scope: ScopeWriteAPIKeys, keyOnly: true, currentSecret: true},
-	OpRotateAPIKey: {scope: ScopeWriteAPIKeys, keyOnly: true, currentSecret: true},
-	OpDeleteAPIKey: {scope: ScopeWriteAPIKeys, keyOnly: true, currentSecret: true},
+	OpCreateAPIKey: {scope: ScopeWriteAPIKeys, callers: keyOrSession, currentSecret: true},
+	OpGetAPIKey:    {scope: ScopeReadAPIKeys, callers: keyOrSession},
+	OpListAPIKeys:  {scope: ScopeReadAPIKeys, callers: keyOrSession},
+	OpUpdateAPIKey: {scope: ScopeWriteAPIKeys, callers: keyOrSession, currentSecret: true},
+	OpRotateAPIKey: {scope: ScopeWriteAPIKeys, callers: keyOrSession, currentSecret: true},
+	OpDeleteAPIKey: {scope: ScopeWriteAPIKeys, callers: keyOrSession, currentSecret: true},
 
 	OpCreateOrganization: {scope: ScopeWriteOrganizations},
 	OpGetOrganization:    {scope: ScopeReadOrganizations},
@@ -97,16 +118,19 @@ var operations = map[Operation]access{
 // depends on the request (OpIssueToken, OpRevokeToken).
 func (op Operation) Scope() string { return operations[op].scope }
 
-// KeyOnly reports whether only an API key may call the operation.
-func (op Operation) KeyOnly() bool { return operations[op].keyOnly }
+// KeyOnly reports whether only an API key may call the operation through
+// the API: an access token issued through it may not. A console session
+// (Principal.Session) may call those that manage API keys.
+func (op Operation) KeyOnly() bool { return operations[op].callers != anyCaller }
 
 // errPreviousSecret answers a previous secret on an operation that
 // manages keys.
-var errPreviousSecret = Errorf(CodePreviousSecret, "this is the API key's previous secret, which a rotation replaced: it still authenticates until its grace period ends, but only the current secret creates, changes, rotates or deletes API keys")
+var errPreviousSecret = Errorf(CodePreviousSecret, "this is the API key's previous secret, which a rotation replaced: it still authenticates until its grace period ends, but only the current secret creates, changes, rotates or deletes API keys, or signs in to the console")
 
 // Authorize returns nil if the principal may call op: CodeForbidden for an
-// access token on an operation only API keys may call, CodePreviousSecret
-// for a key's previous secret on one that manages keys,
+// access token on an operation only API keys (and, for key management,
+// console sessions) may call, CodePreviousSecret for a key's previous
+// secret on one that manages keys or signs in to the console,
 // CodeInsufficientScope without the operation's scope.
 func (p Principal) Authorize(op Operation) error {
 	a, ok := operations[op]
@@ -116,7 +140,10 @@ func (p Principal) Authorize(op Operation) error {
 	if a.currentSecret && p.PreviousSecret {
 		return errPreviousSecret
 	}
-	if a.keyOnly {
+	switch {
+	case a.callers == keyOnly && p.Session:
+		return errSessionRefused
+	case a.callers != anyCaller:
 		return p.RequireKey(a.scope)
 	}
 	if a.scope == "" {

@@ -12,6 +12,8 @@ func TestPrincipal_Authorize(t *testing.T) {
 	key := account.Principal{KeyID: "key_1", Scopes: []string{account.ScopeReadUsers, account.ScopeWriteAPIKeys}}
 	tok := key
 	tok.TokenID = "tok_1"
+	session := tok
+	session.Session = true
 
 	for _, tc := range []struct {
 		name string
@@ -27,6 +29,11 @@ func TestPrincipal_Authorize(t *testing.T) {
 		{"token on token issuance", tok, account.OpIssueToken, account.CodeForbidden},
 		{"key on token issuance, which needs no fixed scope", key, account.OpIssueToken, ""},
 		{"token on revocation, checked by the operation itself", tok, account.OpRevokeToken, ""},
+		{"console session on key management", session, account.OpCreateAPIKey, ""},
+		{"console session on token issuance", session, account.OpIssueToken, account.CodeForbidden},
+		{"console session on a new session", session, account.OpStartSession, account.CodeForbidden},
+		{"token on a new session", tok, account.OpStartSession, account.CodeForbidden},
+		{"key on a new session", key, account.OpStartSession, ""},
 		{"unknown operation", key, account.Operation("Frobnicate"), account.CodeInternal},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -95,6 +95,11 @@ type Principal struct {
 	// manages no API key (CodePreviousSecret), so that a leaked old secret
 	// cannot rotate the key again and lock its holder out.
 	PreviousSecret bool
+	// Session is set when the caller presented a console session token
+	// (StartSession), which Service.AuthenticateSession alone accepts: it
+	// acts with its key's grants, API key management included (see
+	// RequireKey).
+	Session bool
 }
 
 // IsToken reports whether the caller presented an access token.
@@ -145,10 +150,14 @@ func (p Principal) uncovered(want []string) string {
 }
 
 // RequireKey returns CodeForbidden when the caller used an access token on an
-// operation that only API keys may call (token issuance, API key
-// management), and otherwise checks scope, if one is given.
+// operation that only API keys may call (API key management), and otherwise
+// checks scope, if one is given. A console session passes: its token is
+// the key's own sign-in, held by the console in a cookie that no script
+// reads and no other origin can send, and accepted nowhere else, so it
+// stands for the key (AuthenticateSession). A token issued through the API
+// is handed to resource servers, which must not manage keys with it.
 func (p Principal) RequireKey(scope string) error {
-	if p.IsToken() {
+	if p.IsToken() && !p.Session {
 		return Errorf(CodeForbidden, "this operation needs an API key; access tokens are not accepted")
 	}
 	if scope == "" {

@@ -235,10 +235,13 @@ func (s *Service) IssueToken(ctx context.Context, p Principal, req TokenRequest)
 		lifetime = d
 	}
 	audience := req.Audience
-	if audience == "" {
+	switch {
+	case audience == "":
 		audience = s.Issuer()
-	} else if msg := checkAudience(audience); msg != "" {
-		problems.Add("audience", msg)
+	case checkAudience(audience) != "":
+		problems.Add("audience", checkAudience(audience))
+	case s.signer != nil && audience == ConsoleAudience(s.signer.Issuer()):
+		problems.Add("audience", "is the console's: only a sign-in to the console gets a token for it")
 	}
 	if err := problems.Err(); err != nil {
 		return "", TokenClaims{}, err
@@ -246,6 +249,12 @@ func (s *Service) IssueToken(ctx context.Context, p Principal, req TokenRequest)
 	if err := p.requireHeld(scopes, "a token for it cannot carry it"); err != nil {
 		return "", TokenClaims{}, err
 	}
+	return s.issue(ctx, p, scopes, lifetime, audience)
+}
+
+// issue signs and records a token for the key of p, which never outlives
+// the key.
+func (s *Service) issue(ctx context.Context, p Principal, scopes []string, lifetime time.Duration, audience string) (string, TokenClaims, error) {
 	if s.signer == nil {
 		// A deployment whose issuer is not recorded yet (the moments between
 		// the functions' creation and the API's): retry shortly.

@@ -75,6 +75,13 @@ type Parts struct {
 	Logger    *slog.Logger
 	RequestID func(r *http.Request) string
 	Local     *httpapi.Local
+	// Console, when set, builds the console (console.Mount), served beside
+	// the auth group's routes: by the local server and the auth function,
+	// which issue the console's session tokens. It needs a SigningKey. A
+	// func passed in, not an import: html/template costs a binary that
+	// links it 3.9 MB (its reflection keeps every exported method), which
+	// the organizations and users functions do not carry.
+	Console httpapi.MountFunc
 }
 
 // Assembly is a service and what serves and publishes it.
@@ -130,6 +137,12 @@ func build(p Parts, sign func(*Assembly, Parts, *account.Options) (seal []byte, 
 	}
 	a.Service = svc
 	a.Config = httpapi.Config{Service: svc, SigningAlgorithm: string(p.Algorithm), Logger: p.Logger, RequestID: p.RequestID, Local: p.Local}
+	if p.Console != nil {
+		if p.SigningKey == nil {
+			return nil, errors.New("assembly: the console signs its operators in with tokens; it needs a SigningKey")
+		}
+		a.Config.Mounts = append(a.Config.Mounts, p.Console(svc, p.Logger))
+	}
 	if seal != nil {
 		a.Config.SealKeys = append([][]byte{seal}, p.PreviousSealKeys...)
 	}

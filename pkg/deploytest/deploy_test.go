@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"latchkey/pkg/console"
 	"latchkey/pkg/dynamostore"
 	"latchkey/pkg/dynamostore/dynamotest"
 	"latchkey/pkg/httpapi"
@@ -73,23 +74,26 @@ func routeKeys(routes []httpapi.Route, g *httpapi.Group) []string {
 
 // TestTemplate_Routes proves that each function's events in template.yaml
 // are exactly the routes its router serves, and that together they are
-// every route of the API, which is what cmd/local serves (httpapi.New with
-// no group), beside its own local routes (httpapi.LocalRoutes: health
-// checks, the API description), which no function serves and the template
-// does not route.
+// every route of the API and the console (console.Routes, which the auth
+// function serves), which is what cmd/local serves (httpapi.New with no
+// group), beside its own local routes (httpapi.LocalRoutes: health checks,
+// the API description), which no function serves and the template does
+// not route.
 func TestTemplate_Routes(t *testing.T) {
 	tpl := loadTemplate(t)
+	served := append(httpapi.Routes(), console.Routes()...)
 	var all []string
 	for _, fn := range lambdaapp.Functions() {
 		g := fn.Group()
-		got, want := templateRoutes(t, tpl, fn), routeKeys(httpapi.Routes(), &g)
+		got, want := templateRoutes(t, tpl, fn), routeKeys(served, &g)
+		slices.Sort(want)
 		if !slices.Equal(got, want) {
 			t.Errorf("%s routes:\n got  %v\n want %v", fn, got, want)
 		}
 		all = append(all, got...)
 	}
 	slices.Sort(all)
-	if want := routeKeys(httpapi.Routes(), nil); !slices.Equal(all, want) {
+	if want := routeKeys(served, nil); !slices.Equal(all, want) {
 		t.Errorf("all template routes:\n got  %v\n want %v", all, want)
 	}
 	for _, r := range httpapi.LocalRoutes() {
@@ -882,6 +886,35 @@ func TestFunctions_RouteParity(t *testing.T) {
 					t.Errorf("%s (group %s): got %d %q, want %d %q", key, r.Group, res.StatusCode, code, wantStatus, wantCode)
 				}
 			}
+			// The console: auth serves it (a page without a session goes
+			// to the sign-in; the sign-in and the static files are public),
+			// no other function does.
+			for _, r := range console.Routes() {
+				key := r.Method + " " + r.Path
+				res, err := handler(context.Background(), routeEvent(r))
+				if err != nil {
+					t.Errorf("%s: handler error: %v", key, err)
+					continue
+				}
+				switch {
+				case fn != lambdaapp.Auth:
+					if res.StatusCode != http.StatusNotFound {
+						t.Errorf("%s served by %s: %d, want 404", key, fn, res.StatusCode)
+					}
+				case r.Method == http.MethodGet && strings.HasPrefix(r.Path, "/console/s"): // sign-in, static
+					if res.StatusCode != http.StatusOK {
+						t.Errorf("%s: %d, want 200", key, res.StatusCode)
+					}
+				case r.Path == "/console/sign-in":
+					if res.StatusCode != http.StatusBadRequest {
+						t.Errorf("%s without a key: %d, want 400", key, res.StatusCode)
+					}
+				default:
+					if loc := responseHeader(res).Get("Location"); res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, "/console/sign-in") {
+						t.Errorf("%s without a session: %d to %q, want 303 to the sign-in", key, res.StatusCode, loc)
+					}
+				}
+			}
 		})
 	}
 }
@@ -892,7 +925,7 @@ func TestFunctions_RouteParity(t *testing.T) {
 func routeEvent(r httpapi.Route) events.APIGatewayV2HTTPRequest {
 	params := map[string]string{}
 	rawPath := r.Path
-	for name, id := range map[string]string{"{id}": pathID(r.Path), "{user_id}": replay.OtherUser} {
+	for name, id := range map[string]string{"{id}": pathID(r.Path), "{user_id}": replay.OtherUser, "{file}": "console.css"} {
 		if strings.Contains(rawPath, name) {
 			params[strings.Trim(name, "{}")] = id
 			rawPath = strings.ReplaceAll(rawPath, name, id)
@@ -931,9 +964,9 @@ func routeEvent(r httpapi.Route) events.APIGatewayV2HTTPRequest {
 // pathID is a fixture id of the kind the path's {id} names.
 func pathID(p string) string {
 	switch {
-	case strings.HasPrefix(p, "/v1/api-keys/"):
+	case strings.HasPrefix(p, "/v1/api-keys/"), strings.HasPrefix(p, "/console/api-keys/"):
 		return replay.OtherKeyID
-	case strings.HasPrefix(p, "/v1/organizations/"):
+	case strings.HasPrefix(p, "/v1/organizations/"), strings.HasPrefix(p, "/console/organizations/"):
 		return replay.OrgID
 	default:
 		return replay.UserID

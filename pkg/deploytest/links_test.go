@@ -14,8 +14,8 @@ import (
 // the work other functions serve, and the symbols (go tool nm) of the
 // parts of a linked package it does not use. Each main wires only what
 // it serves (issue 20), so that a binary says what it is by what it holds:
-// the token signer and the CloudFormation custom resources are auth's
-// alone; the authorizer and the publisher hold neither the HTTP API nor
+// the token signer, the CloudFormation custom resources and the console
+// are auth's alone; the authorizer and the publisher hold neither the HTTP API nor
 // Secrets Manager.
 var unlinked = map[string]struct{ packages, symbols []string }{
 	"auth": {
@@ -33,6 +33,7 @@ var unlinked = map[string]struct{ packages, symbols []string }{
 		packages: []string{
 			"github.com/aws/aws-lambda-go/cfn", "latchkey/pkg/lambdaapp", "latchkey/pkg/lambdaapp/authevents",
 			"latchkey/pkg/httpapi", "latchkey/pkg/assembly", "latchkey/pkg/secrets", "latchkey/pkg/publisher",
+			"latchkey/pkg/console", "html/template",
 			"github.com/aws/aws-sdk-go-v2/service/secretsmanager", "github.com/aws/aws-sdk-go-v2/service/eventbridge",
 			"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter",
 		},
@@ -42,6 +43,7 @@ var unlinked = map[string]struct{ packages, symbols []string }{
 		packages: []string{
 			"github.com/aws/aws-lambda-go/cfn", "latchkey/pkg/lambdaapp", "latchkey/pkg/lambdaapp/authevents",
 			"latchkey/pkg/httpapi", "latchkey/pkg/assembly", "latchkey/pkg/secrets", "latchkey/pkg/authorizer",
+			"latchkey/pkg/console", "html/template",
 			"latchkey/pkg/account", "latchkey/pkg/token", "latchkey/pkg/dynamostore",
 			"github.com/aws/aws-sdk-go-v2/service/secretsmanager", "github.com/aws/aws-sdk-go-v2/service/dynamodb",
 			"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter",
@@ -50,10 +52,11 @@ var unlinked = map[string]struct{ packages, symbols []string }{
 }
 
 // verifyingUnlinked are the packages the organizations and users functions
-// do not link: the custom resources and bootstrap invocations (auth's),
-// the authorizer and the publisher.
+// do not link: the custom resources and bootstrap invocations and the
+// console (auth's), the authorizer and the publisher.
 var verifyingUnlinked = []string{
 	"github.com/aws/aws-lambda-go/cfn", "latchkey/pkg/lambdaapp/authevents",
+	"latchkey/pkg/console", "html/template",
 	"latchkey/pkg/authorizer", "latchkey/pkg/publisher", "github.com/aws/aws-sdk-go-v2/service/eventbridge",
 }
 

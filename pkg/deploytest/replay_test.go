@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"latchkey/pkg/console"
 	"latchkey/pkg/httpapi"
 	"latchkey/pkg/httpapi/httpapitest"
 	"latchkey/pkg/lambdaapp"
@@ -62,11 +63,15 @@ func TestReplay(t *testing.T) {
 			if got, want := header.Get("X-Request-Id"), ev.RequestContext.RequestID; got != want {
 				t.Errorf("X-Request-Id: got %q, want API Gateway's %q", got, want)
 			}
-			httpapitest.CheckResponse(t, &httpapitest.Response{
-				Response: &http.Response{StatusCode: res.StatusCode, Header: header},
-				Body:     body,
-				Request:  eventRequest(t, ev),
-			})
+			if strings.HasPrefix(ev.RawPath, console.Path+"/") {
+				checkConsole(t, res, header, body)
+			} else {
+				httpapitest.CheckResponse(t, &httpapitest.Response{
+					Response: &http.Response{StatusCode: res.StatusCode, Header: header},
+					Body:     body,
+					Request:  eventRequest(t, ev),
+				})
+			}
 			checkLogs(t, logs.String(), ev)
 			if e.Retried {
 				checkRetry(t, app, ev, res)
@@ -166,12 +171,47 @@ func TestManifest(t *testing.T) {
 }
 
 func routeOf(g httpapi.Group, routeKey string) *httpapi.Route {
-	for _, r := range httpapi.Routes() {
+	for _, r := range append(httpapi.Routes(), console.Routes()...) {
 		if r.Group == g && r.Method+" "+r.Path == routeKey {
 			return &r
 		}
 	}
 	return nil
+}
+
+// checkConsole checks a console answer, which openapi.yaml does not
+// describe (it is HTML for a browser): the security headers on every
+// answer; a page as HTML; a session cookie through API Gateway's cookies
+// field that no script can read, that goes to no other site and to no
+// plain-http page, and that no subdomain could have set.
+func checkConsole(t *testing.T, res events.APIGatewayV2HTTPResponse, header http.Header, body []byte) {
+	t.Helper()
+	if csp := header.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") || !strings.Contains(csp, "default-src 'none'") {
+		t.Errorf("Content-Security-Policy %q", csp)
+	}
+	if header.Get("Strict-Transport-Security") == "" || header.Get("X-Content-Type-Options") != "nosniff" {
+		t.Errorf("security headers missing: %v", header)
+	}
+	switch res.StatusCode {
+	case http.StatusSeeOther:
+		if len(res.Cookies) != 1 {
+			t.Fatalf("cookies %v, want the session's", res.Cookies)
+		}
+		c, err := http.ParseSetCookie(res.Cookies[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Name != "__Host-latchkey_console" || !c.HttpOnly || !c.Secure || c.SameSite != http.SameSiteStrictMode || c.Path != "/" {
+			t.Errorf("session cookie %q: want __Host-, HttpOnly, Secure, SameSite=Strict, Path=/", res.Cookies[0])
+		}
+	case http.StatusOK:
+		if !strings.HasPrefix(header.Get("Content-Type"), "text/html") || !strings.Contains(string(body), "</html>") {
+			t.Errorf("a console page: %s %.200s", header.Get("Content-Type"), body)
+		}
+		if !strings.Contains(string(body), "acme") {
+			t.Errorf("the organizations page does not list the fixture's organization: %.500s", body)
+		}
+	}
 }
 
 // checkLogs fails unless every log line of the request carries its API

@@ -56,6 +56,12 @@ func EncodeEvent(e account.Event) ([]byte, error) {
 	return json.Marshal(out)
 }
 
+// WithEvents is withEvents, for a Mount's handler (the console), whose
+// changes record their events as the API's do.
+func WithEvents(w http.ResponseWriter, r *http.Request, p account.Principal) *http.Request {
+	return withEvents(w, r, p)
+}
+
 // withEvents returns r with the account.EventSource of the changes that
 // p makes under it. Only a request that may change something needs one: a
 // GET or HEAD changes nothing (a key's last use records no event), so it

@@ -79,7 +79,26 @@ type Config struct {
 	// whose answers hold API key secrets and access tokens, needs at least
 	// one: New panics without.
 	SealKeys [][]byte
+	// Mounts are handlers served beside the API's routes, each with the
+	// routes of its group (the console): under the same request id,
+	// recovery and request line as the API's.
+	Mounts []Mount
 }
+
+// Mount is a handler of routes of its own, served by the router of its
+// group beside the API's routes (New). A request for one of Routes
+// reaches Handler with the route named in the request line; another
+// method on one of their paths is 405, as on the API's.
+type Mount struct {
+	Group   Group
+	Routes  []Route // Method and Path of each; Path is a ServeMux pattern
+	Handler http.Handler
+}
+
+// MountFunc builds a Mount over the service a handler serves, logging
+// with log: the console's (console.Mount). A program that serves it passes
+// it in, so that one that does not links none of it.
+type MountFunc func(svc *account.Service, log *slog.Logger) Mount
 
 // server is the state shared by the handlers of one New.
 type server struct {
@@ -140,6 +159,23 @@ func New(cfg Config, groups ...Group) http.Handler {
 		}
 		allowed[d.Path] = append(allowed[d.Path], d.Method)
 	}
+	for _, m := range cfg.Mounts {
+		if len(groups) > 0 && !slices.Contains(groups, m.Group) {
+			continue
+		}
+		for _, rt := range m.Routes {
+			pattern := rt.Method + " " + rt.Path
+			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				info(r).route = pattern
+				m.Handler.ServeHTTP(w, r)
+			})
+			mux.Handle(pattern, h)
+			if _, ok := allowed[rt.Path]; !ok {
+				paths = append(paths, rt.Path)
+			}
+			allowed[rt.Path] = append(allowed[rt.Path], rt.Method)
+		}
+	}
 	// A pattern without a method is less specific than one with, so these
 	// catch only the methods a path does not serve. ServeMux would answer
 	// 405 itself, but in text/plain; the API speaks problem+json.
@@ -163,6 +199,11 @@ type reqInfo struct {
 
 // reqInfoKey is the context key of a request's *reqInfo.
 type reqInfoKey struct{}
+
+// RequestID returns the id of the request r, as the X-Request-Id header
+// and the request line give it: for a Mount's handler, which records it
+// in what it shows and the events it writes.
+func RequestID(r *http.Request) string { return info(r).id }
 
 // info returns the info of r, which outer put in its context; a request
 // served without outer gets an empty one.

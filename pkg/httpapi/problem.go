@@ -88,15 +88,29 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	s.writeProblem(w, r, e)
 }
 
-// writeProblem writes e, with the headers its code calls for. It is the one
-// function that writes an error response.
-func (s *server) writeProblem(w http.ResponseWriter, r *http.Request, e *account.Error) {
+// Problem is what a client is shown of an error: the problem details of
+// the API's answer, without the request id.
+type Problem struct {
+	Status int
+	Title  string
+	Detail string
+	Code   account.Code
+	Fields []account.FieldError
+}
+
+// ProblemOf returns the problem details the API answers err with, for a
+// front end over the same service (the console): its status and title
+// from the one table, and for an internal or unavailable error the
+// generic detail, never the cause. Errors that are not *account.Error are
+// internal.
+func ProblemOf(err error) Problem {
+	var e *account.Error
+	if !errors.As(err, &e) {
+		e = account.Internal(err)
+	}
 	c, ok := codes[e.Code]
 	if !ok {
-		// A code without a status is a bug in this package: answer as internal.
-		s.log.ErrorContext(r.Context(), "error code without an HTTP status", "request_id", info(r).id, "code", string(e.Code))
-		e = &account.Error{Code: account.CodeInternal}
-		c = codes[account.CodeInternal]
+		e, c = &account.Error{Code: account.CodeInternal}, codes[account.CodeInternal]
 	}
 	detail := e.Message
 	switch e.Code {
@@ -104,6 +118,21 @@ func (s *server) writeProblem(w http.ResponseWriter, r *http.Request, e *account
 		detail = "an internal error occurred; quote the request id if you report it"
 	case account.CodeUnavailable:
 		detail = "the service is temporarily unavailable; retry shortly"
+	}
+	return Problem{Status: c.status, Title: c.title, Detail: detail, Code: e.Code, Fields: e.Fields}
+}
+
+// writeProblem writes e, with the headers its code calls for. It is the one
+// function that writes an error response.
+func (s *server) writeProblem(w http.ResponseWriter, r *http.Request, e *account.Error) {
+	if _, ok := codes[e.Code]; !ok {
+		// A code without a status is a bug in this package: answer as internal.
+		s.log.ErrorContext(r.Context(), "error code without an HTTP status", "request_id", info(r).id, "code", string(e.Code))
+		e = &account.Error{Code: account.CodeInternal}
+	}
+	pr := ProblemOf(e)
+	switch e.Code {
+	case account.CodeUnavailable:
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
 	case account.CodeIdempotencyInProgress:
 		w.Header().Set("Retry-After", idempotencyRetryAfter)
@@ -119,14 +148,14 @@ func (s *server) writeProblem(w http.ResponseWriter, r *http.Request, e *account
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(c.status)
+	w.WriteHeader(pr.Status)
 	b := getJSONBuffer()
 	defer putJSONBuffer(b)
 	b.enc.Encode(problem{ // cannot fail: strings, ints and a slice of them
 		Type:      problemTypeBase + string(e.Code),
-		Title:     c.title,
-		Status:    c.status,
-		Detail:    detail,
+		Title:     pr.Title,
+		Status:    pr.Status,
+		Detail:    pr.Detail,
 		Code:      e.Code,
 		RequestID: info(r).id,
 		Errors:    e.Fields,

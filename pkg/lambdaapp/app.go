@@ -375,6 +375,8 @@ func (a *App) buildSigning(ctx context.Context, cache *secrets.Cache, prev *buil
 	if parts.SigningKey, parts.PreviousKeys, parts.PreviousSealKeys, err = signingKeys(a.cfg.SigningAlgorithm, signing); err != nil {
 		return nil, err
 	}
+	// The console signs its operators in with tokens: auth serves it.
+	parts.Console = a.cfg.Console
 	if v.issuer == "" {
 		a.deps.Logger.WarnContext(ctx, "no issuer recorded yet; tokens are not issued until the deployment records it (the IssuerConfig custom resource)")
 	}

@@ -93,6 +93,10 @@ type Config struct {
 	// TokenCache bounds the verified-token cache (token.EnvCacheMaxEntries,
 	// token.EnvCacheMaxBytes; optional).
 	TokenCache token.CacheOptions
+	// Console builds the console (console.Mount), which auth serves; the
+	// auth function's main sets it, so that the other functions link none
+	// of it. Ignored by the others (NewVerifying).
+	Console httpapi.MountFunc
 }
 
 // ConfigFromEnv reads fn's configuration with getenv (os.Getenv in main).

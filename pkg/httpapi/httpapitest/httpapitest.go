@@ -37,6 +37,7 @@ import (
 	"latchkey/pkg/account"
 	"latchkey/pkg/assembly"
 	"latchkey/pkg/boltstore"
+	"latchkey/pkg/console"
 	"latchkey/pkg/dynamostore/dynamotest"
 	"latchkey/pkg/httpapi"
 	"latchkey/pkg/mock"
@@ -84,6 +85,19 @@ func NewServer(tb testing.TB) *Env {
 // wrapper that embeds the real store.
 func NewServerWith(tb testing.TB, wrap func(account.Store) account.Store) *Env {
 	tb.Helper()
+	return newServer(tb, wrap, Issuer)
+}
+
+// NewServerAt is NewServer with issuer as the issuer, for a test that
+// serves the stack where a browser reaches it (the console's): its
+// address, such as http://127.0.0.1:port.
+func NewServerAt(tb testing.TB, issuer string) *Env {
+	tb.Helper()
+	return newServer(tb, nil, issuer)
+}
+
+func newServer(tb testing.TB, wrap func(account.Store) account.Store, issuer string) *Env {
+	tb.Helper()
 	store := newStore(tb)
 	tb.Cleanup(func() { store.Close() })
 	if wrap != nil {
@@ -102,13 +116,15 @@ func NewServerWith(tb testing.TB, wrap func(account.Store) account.Store) *Env {
 	asm, err := assembly.New(assembly.Parts{
 		Store:      store,
 		CursorKey:  bytes.Repeat([]byte("k"), 32),
-		Issuer:     Issuer,
+		Issuer:     issuer,
 		SigningKey: priv,
 		TokenCache: cache,
 		Now:        clock.Now,
 		Logger:     slog.New(slog.NewJSONHandler(logs, nil)),
-		// As cmd/local: Handler is the local server's, health checks too.
-		Local: &httpapi.Local{Ready: httpapi.StoreReady(store), OpenAPI: latchkey.OpenAPI},
+		// As cmd/local: Handler is the local server's, health checks and
+		// the console too.
+		Local:   &httpapi.Local{Ready: httpapi.StoreReady(store), OpenAPI: latchkey.OpenAPI},
+		Console: console.Mount,
 	})
 	if err != nil {
 		tb.Fatalf("assembly.New: %v", err)

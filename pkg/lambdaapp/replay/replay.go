@@ -25,6 +25,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 
 	"latchkey/pkg/account"
+	"latchkey/pkg/console"
 	"latchkey/pkg/lambdaapp"
 	"latchkey/pkg/secrets"
 	"latchkey/pkg/token"
@@ -63,6 +64,8 @@ const (
 	OwnedKeyOwner  = "team-billing"
 	OwnedKeySecret = KeySecret + "-owned"
 	TokenID        = "tok_01KF0ED9K00000000000000006"
+	// SessionTokenID is a console session of KeyID (SessionToken).
+	SessionTokenID = "tok_01KF0EQ5G0000000000000000B"
 	// Issuer is the issuer of the fixture's deployment: the URL of the
 	// HTTP API that the events were sent to (their requestContext.domainName).
 	Issuer = "https://a1b2c3d4e5.execute-api.us-east-1.amazonaws.com"
@@ -165,6 +168,25 @@ func Token() string {
 	return tok
 }
 
+// SessionToken returns the fixture's console session: a token of KeyID
+// with its grant "*:*" for the console's audience
+// (account.ConsoleAudience), expiring in 2099, which the console events
+// carry in their cookie. Like Token, always the same string.
+func SessionToken() string {
+	priv, err := secrets.SigningKey(SigningSecret)
+	if err != nil {
+		panic(err)
+	}
+	tok, err := token.NewSigner(priv, Issuer).Sign(account.TokenClaims{
+		ID: SessionTokenID, KeyID: KeyID, Audience: account.ConsoleAudience(Issuer), Scopes: []string{"*:*"},
+		IssuedAt: fixtureTime, ExpiresAt: time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC),
+	})
+	if err != nil {
+		panic(err)
+	}
+	return tok
+}
+
 func fixtureToken() account.TokenRecord {
 	return account.TokenRecord{
 		ID: TokenID, KeyID: KeyID, Scopes: []string{"*:*"},
@@ -176,6 +198,9 @@ func fixtureToken() account.TokenRecord {
 // fixture's secret ARNs.
 func Config(fn lambdaapp.Function, table string) lambdaapp.Config {
 	cfg := lambdaapp.Config{Function: fn, TableName: table, Issuer: Issuer, CursorKeySecret: CursorARN}
+	if fn == lambdaapp.Auth {
+		cfg.Console = console.Mount // as functions/auth passes it
+	}
 	if fn.WritesCredentials() {
 		cfg.AdminKeySecret = AdminARN
 	}

@@ -1,0 +1,261 @@
+package console
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"latchkey/pkg/account"
+)
+
+// keyRow is a key as the pages show it, with its state at the service's
+// clock.
+type keyRow struct {
+	account.APIKey
+	Now time.Time
+}
+
+// Status says whether the key authenticates now, and if not, why.
+func (k keyRow) Status() string {
+	switch {
+	case k.Expired(k.Now):
+		return "expired"
+	case k.Disabled:
+		return "disabled"
+	case k.DisabledAbove:
+		return "disabled above"
+	}
+	return "active"
+}
+
+// PreviousUntil is when the secret the last rotation replaced stops, zero
+// when it has.
+func (k keyRow) PreviousUntil() time.Time {
+	if k.PreviousActive(k.Now) {
+		return k.PreviousExpiresAt
+	}
+	return time.Time{}
+}
+
+type apiKeysData struct {
+	List                  page[keyRow]
+	OrganizationID, Owner string
+	// Scopes are those the create form offers: the ones Latchkey checks
+	// that the session holds.
+	Scopes []string
+	// Expiries are the lifetimes the create form offers.
+	Expiries []string
+}
+
+// expiries are the lifetimes the create form offers; "" never expires
+// (unless the session's key does).
+var expiries = []string{"", "1h", "1d", "7d", "30d", "90d", "365d"}
+
+// apiKeys lists the keys within the session's grants, newest first, of an
+// organization and owner when the filter names them, with the form that
+// creates one.
+func (c *console) apiKeys(w http.ResponseWriter, r *http.Request, s *session) {
+	c.apiKeysPage(w, r, s, newView(r, s, "API keys", "api-keys"), http.StatusOK)
+}
+
+func (c *console) apiKeysPage(w http.ResponseWriter, r *http.Request, s *session, v *view, status int) {
+	q := r.URL.Query()
+	d := apiKeysData{OrganizationID: q.Get("organization_id"), Owner: q.Get("owner_id"), Expiries: expiries}
+	for _, sc := range account.KnownScopes() {
+		if s.Can(sc) {
+			d.Scopes = append(d.Scopes, sc)
+		}
+	}
+	l, err := c.svc.ListAPIKeys(r.Context(), s.p, account.PageRequest{Cursor: q.Get("cursor")},
+		account.APIKeyFilter{OrganizationID: d.OrganizationID, OwnerID: d.Owner})
+	if err != nil && v.Problem == nil {
+		v.Problem = problemView(err)
+		status = v.Problem.Status
+	}
+	now := c.svc.Now()
+	for _, k := range l.Items {
+		d.List.Items = append(d.List.Items, keyRow{k, now})
+	}
+	d.List.Next = l.NextCursor
+	v.Data = d
+	c.render(w, r, status, "api-keys", v)
+}
+
+// secretData is the page that shows a key's secret, once: after it is
+// created or rotated.
+type secretData struct {
+	Key     keyRow
+	Secret  string
+	Rotated bool
+}
+
+func (c *console) createAPIKey(w http.ResponseWriter, r *http.Request, s *session) {
+	v := newView(r, s, "API keys", "api-keys")
+	k, secret, err := func() (account.APIKey, string, error) {
+		if err := parseForm(w, r); err != nil {
+			return account.APIKey{}, "", err
+		}
+		v.Form = r.PostForm
+		m, err := parseMetadata(r.PostForm.Get("metadata"))
+		if err != nil {
+			return account.APIKey{}, "", err
+		}
+		scopes := slices.Clone(r.PostForm["scope"])
+		scopes = append(scopes, strings.Fields(r.PostForm.Get("other_scopes"))...)
+		return c.svc.CreateAPIKey(r.Context(), s.p, account.NewAPIKey{
+			Name: r.PostForm.Get("name"), Scopes: scopes, ExpiresIn: r.PostForm.Get("expires_in"), Metadata: m,
+			OrganizationID: strings.TrimSpace(r.PostForm.Get("organization_id")), OwnerID: r.PostForm.Get("owner_id"),
+		})
+	}()
+	if err != nil {
+		v.Problem = problemView(err)
+		c.apiKeysPage(w, r, s, v, v.Problem.Status)
+		return
+	}
+	v = newView(r, s, "New API key", "api-keys")
+	v.Data = secretData{Key: keyRow{k, c.svc.Now()}, Secret: secret}
+	c.render(w, r, http.StatusCreated, "secret", v)
+}
+
+type apiKeyData struct {
+	Key keyRow
+	// Graces are the grace periods the rotate form offers.
+	Graces []string
+}
+
+var graces = []string{"0s", "1h", "1d", "7d"}
+
+func (c *console) apiKey(w http.ResponseWriter, r *http.Request, s *session) {
+	c.apiKeyPage(w, r, s, newView(r, s, "API key", "api-keys"), http.StatusOK)
+}
+
+func (c *console) apiKeyPage(w http.ResponseWriter, r *http.Request, s *session, v *view, status int) {
+	k, err := c.svc.GetAPIKey(r.Context(), s.p, r.PathValue("id"))
+	if err != nil {
+		c.fail(w, r, s, "error", &view{Title: "API key", Nav: "api-keys"}, err)
+		return
+	}
+	v.Title = k.Name
+	v.Data = apiKeyData{Key: keyRow{k, c.svc.Now()}, Graces: graces}
+	c.render(w, r, status, "api-key", v)
+}
+
+// updateAPIKey renames the key or replaces its metadata.
+func (c *console) updateAPIKey(w http.ResponseWriter, r *http.Request, s *session) {
+	id := r.PathValue("id")
+	v := newView(r, s, "API key", "api-keys")
+	err := func() error {
+		if err := parseForm(w, r); err != nil {
+			return err
+		}
+		v.Form = r.PostForm
+		m, err := parseMetadata(r.PostForm.Get("metadata"))
+		if err != nil {
+			return err
+		}
+		name := r.PostForm.Get("name")
+		_, err = c.svc.UpdateAPIKey(r.Context(), s.p, id, account.APIKeyUpdate{Name: &name, Metadata: &m})
+		return err
+	}()
+	if err != nil {
+		v.Problem = problemView(err)
+		c.apiKeyPage(w, r, s, v, v.Problem.Status)
+		return
+	}
+	redirect(w, r, "/console/api-keys/"+id, "saved")
+}
+
+// enableAPIKey disables or enables the key (enabled=false or true).
+func (c *console) enableAPIKey(w http.ResponseWriter, r *http.Request, s *session) {
+	id := r.PathValue("id")
+	err := parseForm(w, r)
+	on := r.PostForm.Get("enabled") == "true"
+	if err == nil {
+		_, err = c.svc.UpdateAPIKey(r.Context(), s.p, id, account.APIKeyUpdate{Enabled: &on})
+	}
+	if err != nil {
+		v := newView(r, s, "API key", "api-keys")
+		v.Problem = problemView(err)
+		c.apiKeyPage(w, r, s, v, v.Problem.Status)
+		return
+	}
+	done := "disabled"
+	if on {
+		done = "enabled"
+	}
+	redirect(w, r, "/console/api-keys/"+id, done)
+}
+
+// rotateAPIKey gives the key a new secret, shown once; the old one works
+// for the grace period asked for.
+func (c *console) rotateAPIKey(w http.ResponseWriter, r *http.Request, s *session) {
+	id := r.PathValue("id")
+	v := newView(r, s, "API key", "api-keys")
+	err := parseForm(w, r)
+	var k account.APIKey
+	var secret string
+	if err == nil {
+		v.Form = r.PostForm
+		k, secret, err = c.svc.RotateAPIKey(r.Context(), s.p, id, account.KeyRotationRequest{ExpiresIn: r.PostForm.Get("grace")})
+	}
+	if err != nil {
+		v.Problem = problemView(err)
+		c.apiKeyPage(w, r, s, v, v.Problem.Status)
+		return
+	}
+	v = newView(r, s, "Rotated API key", "api-keys")
+	v.Data = secretData{Key: keyRow{k, c.svc.Now()}, Secret: secret, Rotated: true}
+	c.render(w, r, http.StatusOK, "secret", v)
+}
+
+type deleteAPIKeyData struct {
+	Key keyRow
+	// Below counts the keys below it that the pages read holds (the keys
+	// it created, those they created, …): they go with it. Complete says
+	// every key within the session's grants was read.
+	Below    []account.APIKey
+	Complete bool
+}
+
+// belowScanPages bounds the pages of keys the delete page reads to count
+// what goes with a key.
+const belowScanPages = 10
+
+// confirmDeleteAPIKey says what deleting the key takes with it, and asks.
+func (c *console) confirmDeleteAPIKey(w http.ResponseWriter, r *http.Request, s *session) {
+	k, err := c.svc.GetAPIKey(r.Context(), s.p, r.PathValue("id"))
+	if err != nil {
+		c.fail(w, r, s, "error", &view{Title: "API key", Nav: "api-keys"}, err)
+		return
+	}
+	d := deleteAPIKeyData{Key: keyRow{k, c.svc.Now()}}
+	cursor := ""
+	for range belowScanPages {
+		l, err := c.svc.ListAPIKeys(r.Context(), s.p, account.PageRequest{Limit: "100", Cursor: cursor}, account.APIKeyFilter{OrganizationID: k.OrganizationID})
+		if err != nil {
+			break
+		}
+		for _, b := range l.Items {
+			if slices.Contains(b.Ancestors, k.ID) {
+				d.Below = append(d.Below, b)
+			}
+		}
+		if !l.HasMore {
+			d.Complete = true
+			break
+		}
+		cursor = l.NextCursor
+	}
+	v := newView(r, s, "Delete "+k.Name, "api-keys")
+	v.Data = d
+	c.render(w, r, http.StatusOK, "api-key-delete", v)
+}
+
+func (c *console) deleteAPIKey(w http.ResponseWriter, r *http.Request, s *session) {
+	if err := c.svc.DeleteAPIKey(r.Context(), s.p, r.PathValue("id")); err != nil {
+		c.fail(w, r, s, "error", &view{Title: "Delete API key", Nav: "api-keys"}, err)
+		return
+	}
+	redirect(w, r, "/console/api-keys", "deleted")
+}
