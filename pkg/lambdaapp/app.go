@@ -33,7 +33,7 @@
 //
 // So that the first request after a deploy works whichever function it
 // reaches, the template's Bootstrap custom resource invokes auth at deploy
-// time (Invoke, then Bootstrap) and the other two functions are created
+// time (authevents.Handler, then Bootstrap) and the other two functions are created
 // only after it has succeeded; auth also does the same work at its own
 // start.
 //
