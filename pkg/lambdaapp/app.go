@@ -225,9 +225,6 @@ func (a *App) newCache() *secrets.Cache {
 // Lambda returns the handler of API Gateway events.
 func (a *App) Lambda() Handler { return a.lambda }
 
-// Function is the function the App serves.
-func (a *App) Function() Function { return a.cfg.Function }
-
 // TableName is the table the App's store is over.
 func (a *App) TableName() string { return a.cfg.TableName }
 
