@@ -290,7 +290,14 @@ func TestSamconfig_Environments(t *testing.T) {
 	cfg := readSamconfig(t, "../../samconfig.toml")
 	stacks := map[string]bool{}
 	for _, env := range []string{"dev", "prod"} {
-		stack, region := cfg[env+".global.parameters"]["stack_name"], cfg[env+".global.parameters"]["region"]
+		// sam deploy reads its own section, then global.
+		at := func(k string) string {
+			if v := cfg[env+".deploy.parameters"][k]; v != "" {
+				return v
+			}
+			return cfg[env+".global.parameters"][k]
+		}
+		stack, region := at("stack_name"), at("region")
 		if stack == "" || region == "" {
 			t.Errorf("%s: stack_name %q, region %q; want both", env, stack, region)
 		}
@@ -306,6 +313,14 @@ func TestSamconfig_Environments(t *testing.T) {
 		env, cmd, _ := strings.Cut(section, ".")
 		if strings.HasPrefix(cmd, "sync") && env != "dev" {
 			t.Errorf("[%s]: sam sync is configured outside dev", section)
+		}
+	}
+	// sam sync takes its stack from the global section too: production's
+	// stack is named only where a command that goes through a change set
+	// reads it, so `sam sync --config-env prod` has no stack to hot-swap.
+	for k := range cfg["prod.global.parameters"] {
+		if k == "stack_name" || k == "region" {
+			t.Errorf("[prod.global.parameters] sets %s: sam sync --config-env prod would find the production stack", k)
 		}
 	}
 	if cfg["dev.sync.parameters"] == nil {
@@ -373,6 +388,19 @@ func TestDocs_CountsFromTemplate(t *testing.T) {
 	for _, want := range []string{fmt.Sprintf("if all %d routes are", routes), fmt.Sprintf("| %d alarms watching", alarms)} {
 		if !strings.Contains(doc, want) {
 			t.Errorf("docs/cost.md does not say %q (counted from template.yaml)", want)
+		}
+	}
+}
+
+// TestMakefile_ReproducibleBuild: LAMBDA_BUILD stamps neither the checkout's
+// path nor its commit into a binary: an unchanged function builds to the
+// same bytes at any commit, so a deploy publishes no new version of it and
+// runs no canary for it (docs/deploying.md).
+func TestMakefile_ReproducibleBuild(t *testing.T) {
+	_, args := lambdaBuild(t)
+	for _, flag := range []string{"-trimpath", "-buildvcs=false"} {
+		if !slices.Contains(args, flag) {
+			t.Errorf("Makefile LAMBDA_BUILD %v lacks %s", args, flag)
 		}
 	}
 }
