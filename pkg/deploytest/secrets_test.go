@@ -171,7 +171,7 @@ func TestDocs_SecretReadersCanDecrypt(t *testing.T) {
 			t.Fatal(err)
 		}
 		for n, line := range strings.Split(string(b), "\n") {
-			if !strings.Contains(line, "get-secret-value") {
+			if !strings.Contains(line, "secretsmanager get-secret-value") {
 				continue
 			}
 			c := command{where: fmt.Sprintf("%s:%d", filepath.Base(name), n+1), line: line}
@@ -182,7 +182,7 @@ func TestDocs_SecretReadersCanDecrypt(t *testing.T) {
 		}
 	}
 	for name, o := range path(map[string]any(tpl), "Outputs").(map[string]any) {
-		if d := fmt.Sprint(path(o, "Description")); strings.Contains(d, "get-secret-value") {
+		if d := fmt.Sprint(path(o, "Description")); strings.Contains(d, "secretsmanager get-secret-value") {
 			cmds = append(cmds, command{where: "template.yaml output " + name, line: d, output: name})
 		}
 	}
