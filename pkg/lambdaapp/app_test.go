@@ -53,6 +53,11 @@ func newEnv(t testing.TB) env {
 	return env{store: s, keys: &replay.MemoryKeys{}, secrets: replay.NewSecrets()}
 }
 
+// handler is auth's handler over app, as functions/auth's main builds it.
+func handler(app *lambdaapp.App) authevents.EventHandler {
+	return authevents.Handler(app, app.Lambda())
+}
+
 func (e env) app(t testing.TB, fn lambdaapp.Function, c *mock.Clock) *lambdaapp.App {
 	t.Helper()
 	a, err := lambdaapp.New(context.Background(), replay.Config(fn, "latchkey"), lambdaapp.Deps{
