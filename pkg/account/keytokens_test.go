@@ -97,6 +97,31 @@ func TestService_RevokeAPIKeyTokens(t *testing.T) {
 		_, err = e.svc.RevokeAPIKeyTokens(e.ctx, child, parent.KeyID)
 		wantCode(t, err, account.CodeForbidden)
 	})
+	t.Run("ErrOutsideOrganization", func(t *testing.T) {
+		// A key bound to an organization sees no other key: neither the
+		// list nor the revocation of another's tokens, which stay valid.
+		e := newEnv(t)
+		o := e.org(t, "acme")
+		_, secret, err := e.svc.CreateAPIKey(e.ctx, e.admin, account.NewAPIKey{Name: "acme ops", OrganizationID: o.ID,
+			Scopes: []string{"read:users", "read:api_keys", "revoke:tokens"}})
+		if err != nil {
+			t.Fatalf("CreateAPIKey: %v", err)
+		}
+		bound := e.auth(t, secret)
+		target, _ := e.key(t, "", "read:users")
+		tok, _, err := e.svc.IssueToken(e.ctx, target, account.TokenRequest{Scopes: []string{"read:users"}})
+		if err != nil {
+			t.Fatalf("IssueToken: %v", err)
+		}
+		_, err = e.svc.ListAPIKeyTokens(e.ctx, bound, target.KeyID, account.PageRequest{})
+		wantCode(t, err, account.CodeNotFound)
+		e.clock.Advance(time.Millisecond)
+		_, err = e.svc.RevokeAPIKeyTokens(e.ctx, bound, target.KeyID)
+		wantCode(t, err, account.CodeNotFound)
+		if v, err := e.svc.VerifyToken(e.ctx, tok); err != nil || !v.Valid {
+			t.Errorf("VerifyToken after a refused revocation: %+v, %v; want valid", v, err)
+		}
+	})
 	t.Run("ErrAccessToken", func(t *testing.T) {
 		e := newEnv(t)
 		tok, _, err := e.svc.IssueToken(e.ctx, e.admin, account.TokenRequest{Scopes: []string{"*:*"}})
