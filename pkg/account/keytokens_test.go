@@ -122,6 +122,30 @@ func TestService_RevokeAPIKeyTokens(t *testing.T) {
 			t.Errorf("VerifyToken after a refused revocation: %+v, %v; want valid", v, err)
 		}
 	})
+	t.Run("ErrPreviousSecret", func(t *testing.T) {
+		// A rotated key's previous secret, in its grace period, lists the
+		// key's tokens but revokes none: a leaked old secret must not cut
+		// off the rightful holder's tokens.
+		e := newEnv(t)
+		p, old := e.key(t, "", account.ScopeRevokeTokens, account.ScopeReadAPIKeys, "read:users")
+		tok, _, err := e.svc.IssueToken(e.ctx, p, account.TokenRequest{Scopes: []string{"read:users"}})
+		if err != nil {
+			t.Fatalf("IssueToken: %v", err)
+		}
+		if _, _, err := e.svc.RotateAPIKey(e.ctx, e.admin, p.KeyID, account.KeyRotationRequest{ExpiresIn: "1h"}); err != nil {
+			t.Fatal(err)
+		}
+		prev := e.auth(t, old)
+		e.clock.Advance(time.Millisecond)
+		_, err = e.svc.RevokeAPIKeyTokens(e.ctx, prev, p.KeyID)
+		wantCode(t, err, account.CodePreviousSecret)
+		if _, err := e.svc.ListAPIKeyTokens(e.ctx, prev, p.KeyID, account.PageRequest{}); err != nil {
+			t.Errorf("ListAPIKeyTokens with the previous secret: %v", err)
+		}
+		if v, err := e.svc.VerifyToken(e.ctx, tok); err != nil || !v.Valid {
+			t.Errorf("VerifyToken after a refused revocation: %+v, %v; want valid", v, err)
+		}
+	})
 	t.Run("ErrAccessToken", func(t *testing.T) {
 		e := newEnv(t)
 		tok, _, err := e.svc.IssueToken(e.ctx, e.admin, account.TokenRequest{Scopes: []string{"*:*"}})
