@@ -584,6 +584,17 @@ func TestRequestBudgets(t *testing.T) {
 				must(t, f.s.DeleteAPIKey(f.ctx, f.key.ID, nil), "DeleteAPIKey")
 			}
 		}},
+		{"DeleteAPIKey (2 keys below, 200 tokens of its own)", 4, []string{"Query", "Query", "Query", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+			// Its token records share its partition; the delete's Query
+			// stops before them (sk <= KEY), so they cost it nothing.
+			for i := range 200 {
+				at := f.now.Add(time.Duration(i) * time.Millisecond)
+				must(t, f.s.CreateToken(f.ctx, account.TokenRecord{ID: account.NewID(account.PrefixToken, at), KeyID: f.key.ID, Scopes: []string{"read:users"}, IssuedAt: at, ExpiresAt: at.Add(time.Hour)}), "CreateToken")
+			}
+			return func() {
+				must(t, f.s.DeleteAPIKey(f.ctx, f.key.ID, nil), "DeleteAPIKey")
+			}
+		}},
 		{"DeleteUser (3 memberships)", 3, []string{"UpdateItem", "Query", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
 			return func() {
 				must(t, f.s.DeleteUser(f.ctx, f.user.ID), "DeleteUser")
