@@ -23,6 +23,7 @@ import (
 	"latchkey/pkg/dynamostore/dynamotest"
 	"latchkey/pkg/httpapi"
 	"latchkey/pkg/lambdaapp"
+	"latchkey/pkg/lambdaapp/authevents"
 	"latchkey/pkg/lambdaapp/replay"
 	"latchkey/pkg/mock"
 	"latchkey/pkg/secrets"
@@ -348,17 +349,17 @@ func TestTemplate_Issuer(t *testing.T) {
 	if props["ServiceTimeout"] == nil {
 		t.Error("IssuerConfig has no ServiceTimeout")
 	}
-	choice := list(path(props, lambdaapp.IssuerProperty, "Fn::If"))
+	choice := list(path(props, authevents.IssuerProperty, "Fn::If"))
 	if len(choice) != 3 || choice[0] != "HasCustomDomain" ||
 		path(choice[1], "Fn::Sub") != "https://${CustomDomainName}" ||
 		path(choice[2], "Fn::Sub") != "https://${HttpApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}" {
-		t.Errorf("IssuerConfig %s: got %v, want the custom domain if one is given, else the API's URL", lambdaapp.IssuerProperty, props[lambdaapp.IssuerProperty])
+		t.Errorf("IssuerConfig %s: got %v, want the custom domain if one is given, else the API's URL", authevents.IssuerProperty, props[authevents.IssuerProperty])
 	}
 	if got, want := path(map[string]any(tpl), "Outputs", "ApiUrl", "Value", "Fn::Sub"), path(choice[2], "Fn::Sub"); got != want {
 		t.Errorf("the issuer without a custom domain is %v, the ApiUrl output %v: want the same", want, got)
 	}
-	if got := path(map[string]any(tpl), "Outputs", "Issuer", "Value", "Fn::GetAtt"); got != "IssuerConfig."+lambdaapp.IssuerProperty {
-		t.Errorf("output Issuer: got !GetAtt %v, want IssuerConfig.%s", got, lambdaapp.IssuerProperty)
+	if got := path(map[string]any(tpl), "Outputs", "Issuer", "Value", "Fn::GetAtt"); got != "IssuerConfig."+authevents.IssuerProperty {
+		t.Errorf("output Issuer: got !GetAtt %v, want IssuerConfig.%s", got, authevents.IssuerProperty)
 	}
 	for _, fn := range lambdaapp.Functions() {
 		if v, ok := tpl.functionEnv(t, logicalID(fn))[lambdaapp.EnvIssuer]; ok {

@@ -15,6 +15,7 @@ import (
 
 	"latchkey/pkg/dynamostore/dynamotest"
 	"latchkey/pkg/lambdaapp"
+	"latchkey/pkg/lambdaapp/authorizerapp"
 	"latchkey/pkg/lambdaapp/replay"
 )
 
@@ -242,7 +243,7 @@ func TestTokenKinds_EveryPath(t *testing.T) {
 type kindsFixture struct {
 	t               *testing.T
 	apps            map[lambdaapp.Function]*lambdaapp.App
-	authorizer      lambdaapp.AuthorizerHandler
+	authorizer      authorizerapp.Handler
 	authorizerCalls *callRecorder // nil over bbolt
 	authorizerEvent events.APIGatewayV2CustomAuthorizerV2Request
 	// roles are the authorizer role's statements under each template
