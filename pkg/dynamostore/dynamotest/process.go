@@ -71,6 +71,41 @@ func (p *Process) Freeze(tb testing.TB) {
 	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		tb.Fatalf("SIGSTOP DynamoDB Local: %v", err)
 	}
+	// The signal is delivered to each of the JVM's threads as it next runs:
+	// on a loaded machine one may still answer a request sent at once.
+	// Frozen means every thread stopped, as /proc says.
+	deadline := time.Now().Add(30 * time.Second)
+	for !p.stopped() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("DynamoDB Local (pid %d) not stopped 30 s after SIGSTOP", p.cmd.Process.Pid)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// stopped reports whether every thread of the process is stopped (state T
+// in /proc/PID/task/TID/stat). Where /proc cannot be read it says true:
+// the signal was sent, and nothing better is known.
+func (p *Process) stopped() bool {
+	tasks, err := os.ReadDir(filepath.Join("/proc", strconv.Itoa(p.cmd.Process.Pid), "task"))
+	if err != nil {
+		return true
+	}
+	for _, task := range tasks {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p.cmd.Process.Pid), "task", task.Name(), "stat"))
+		if err != nil {
+			continue // the thread ended
+		}
+		// The state follows the command name, which is in parentheses.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 || i+2 >= len(b) {
+			continue
+		}
+		if state := b[i+2]; state != 'T' && state != 't' {
+			return false
+		}
+	}
+	return true
 }
 
 // Thaw continues the process with SIGCONT.
