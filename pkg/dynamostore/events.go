@@ -10,7 +10,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/oklog/ulid/v2"
 
 	"latchkey/pkg/account"
 )
@@ -274,12 +273,9 @@ func dayBound(d time.Time, forward bool) string {
 	if !forward {
 		return account.EventIDAt(d)
 	}
-	var u ulid.ULID
-	_ = u.SetTime(ulid.Timestamp(d.AddDate(0, 0, 1).Add(-time.Millisecond)))
-	for i := 6; i < len(u); i++ {
-		u[i] = 0xff
-	}
-	return account.PrefixEvent + u.String()
+	// A ULID's last 16 characters are its randomness: all Z is the largest.
+	id := account.EventIDAt(d.AddDate(0, 0, 1).Add(-time.Millisecond))
+	return id[:len(id)-16] + "ZZZZZZZZZZZZZZZZ"
 }
 
 // day returns the UTC midnight that starts t's day.
