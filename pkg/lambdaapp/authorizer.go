@@ -23,7 +23,9 @@ import (
 // EnvAuthorizerRoutes configures the authorizer's rules per route: the JSON
 // of authorizer.Routes, e.g.
 // {"GET /orders": {"scope": "read:orders", "audience": "https://orders.example.com"}}.
-// Optional: without it, any valid token is authorized.
+// Every rule names an audience; a route without a rule, and every route
+// without the variable, authorizes no token, and a token for Latchkey's own
+// API or its console opens no route (see package authorizer).
 const EnvAuthorizerRoutes = "AUTHORIZER_ROUTES"
 
 // AuthorizerName is the authorizer function's name in logs.
