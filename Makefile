@@ -136,8 +136,10 @@ load:
 # --- Lambda packaging ---
 # `sam build` runs build-<LogicalId> (Metadata: BuildMethod: makefile) with
 # ARTIFACTS_DIR set; each target writes that function's bootstrap for
-# provided.al2023 on arm64.
-LAMBDA_BUILD := CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w'
+# provided.al2023 on arm64. -trimpath and -buildvcs=false: no checkout path
+# and no commit in the binary, so an unchanged function builds to the same
+# bytes at any commit and a deploy publishes no new version of it.
+LAMBDA_BUILD := CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags lambda.norpc -trimpath -buildvcs=false -ldflags='-s -w'
 ARTIFACTS_DIR ?= bin/lambda
 FUNCTION ?= auth
 EVENT ?= events/auth-verify.json

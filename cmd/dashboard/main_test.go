@@ -51,6 +51,7 @@ func TestBody_Widgets(t *testing.T) {
 	}
 	taken := map[[2]int]string{}
 	var shown []string
+	verify := map[string]bool{} // what the verify widget shows
 	for _, w := range ws {
 		if w.Type != "metric" || w.X < 0 || w.Width < 1 || w.X+w.Width > 24 || w.Height < 1 {
 			t.Errorf("widget %q: type %s at x %d, width %d, height %d", w.Properties.Title, w.Type, w.X, w.Width, w.Height)
@@ -69,6 +70,9 @@ func TestBody_Widgets(t *testing.T) {
 		for _, m := range w.Properties.Metrics {
 			_, what := Series(m, w.Properties.Stat)
 			shown = append(shown, what)
+			if strings.HasPrefix(w.Properties.Title, "Verify") {
+				verify[what] = true
+			}
 		}
 	}
 	for _, want := range []string{
@@ -83,6 +87,17 @@ func TestBody_Widgets(t *testing.T) {
 	} {
 		if !slices.ContainsFunc(shown, func(s string) bool { return strings.Contains(s, want) }) {
 			t.Errorf("no widget shows %s; shown:\n%s", want, strings.Join(shown, "\n"))
+		}
+	}
+	// Verification is the HTTP routes and the Lambda authorizer that other
+	// APIs attach, which API Gateway does not count as this API's requests.
+	for _, want := range []string{
+		"AWS/ApiGateway Count (Sum) ApiId=latchkey-HttpApi Stage=$default Method=GET Resource=/v1/auth/verify",
+		"AWS/ApiGateway Count (Sum) ApiId=latchkey-HttpApi Stage=$default Method=POST Resource=/oauth2/introspect",
+		"AWS/Lambda Invocations (Sum) FunctionName=latchkey-AuthorizerFunction",
+	} {
+		if !verify[want] {
+			t.Errorf("the verify widget does not show %s; it shows %v", want, verify)
 		}
 	}
 }

@@ -124,13 +124,17 @@ func TestTemplate_AlarmTopic(t *testing.T) {
 			t.Errorf("%v: SubscribeAlarmEmail %v, want %v", c.params, got, c.subscribes)
 		}
 	}
+	ops := "OperatorPrincipalArns=arn:aws:iam::123456789012:role/deployer"
 	for params, deploys := range map[string]bool{
-		"":                 false,
-		"AlarmEmail=a@b.c": true,
-		"AlarmTopicArn=arn:aws:sns:us-east-1:123456789012:pager": true,
+		ops:                       false,
+		ops + " AlarmEmail=a@b.c": true,
+		ops + " AlarmTopicArn=arn:aws:sns:us-east-1:123456789012:pager": true,
+		// With no operators nobody could create the secrets.
+		"AlarmEmail=a@b.c": false,
 	} {
 		p := map[string]string{}
-		if k, v, ok := strings.Cut(params, "="); ok {
+		for _, kv := range strings.Fields(params) {
+			k, v, _ := strings.Cut(kv, "=")
 			p[k] = v
 		}
 		ok := true
@@ -149,7 +153,8 @@ func TestTemplate_AlarmTopic(t *testing.T) {
 }
 
 // ruleAssert evaluates a rule's assertion of the forms the template uses
-// (!Or, !Not, !Equals of a !Ref and a string), failing on any other.
+// (!Or, !Not, !Equals of a !Ref and a string, !Contains of a list
+// parameter and a string), failing on any other.
 func (t template) ruleAssert(tb testing.TB, v any, params map[string]string) bool {
 	tb.Helper()
 	if args := list(path(v, "Fn::Or")); len(args) > 0 {
@@ -162,6 +167,10 @@ func (t template) ruleAssert(tb testing.TB, v any, params map[string]string) boo
 	}
 	if args := list(path(v, "Fn::Not")); len(args) == 1 {
 		return !t.ruleAssert(tb, args[0], params)
+	}
+	// !Contains of a CommaDelimitedList parameter and a string.
+	if args := list(path(v, "Fn::Contains")); len(args) == 2 && refOf(args[0]) != "" {
+		return slices.Contains(strings.Split(t.parameterValue(tb, refOf(args[0]), params), ","), fmt.Sprint(args[1]))
 	}
 	if args := list(path(v, "Fn::Equals")); len(args) == 2 {
 		val := func(x any) string {
@@ -178,10 +187,13 @@ func (t template) ruleAssert(tb testing.TB, v any, params map[string]string) boo
 
 // TestTemplate_SecretsKeys: every secret is encrypted under a customer
 // managed key of the template, rotated yearly, whose key policy lets the
-// account administer it but never decrypt, and lets exactly the roles of
-// the functions given one of its secrets decrypt, through Secrets Manager
-// only. No IAM policy can widen a key policy that does not delegate
-// Decrypt to the account.
+// account administer it but never use it (no kms:Decrypt, and no
+// kms:CreateGrant, with which an administrator could grant itself
+// Decrypt), lets the operators (OperatorPrincipalArns) generate data keys
+// and decrypt, as Secrets Manager requires of whoever creates or changes a
+// secret, and lets exactly the roles of the functions given one of its
+// secrets decrypt; the operators and the roles through Secrets Manager in
+// the stack's own region and partition only.
 func TestTemplate_SecretsKeys(t *testing.T) {
 	for _, v := range []struct {
 		name   string
@@ -224,10 +236,19 @@ func TestTemplate_SecretsKeys(t *testing.T) {
 	}
 }
 
+// operatorsParam names the operators in the key policies and the secrets'
+// resource policies.
+const operatorsParam = "OperatorPrincipalArns"
+
+// viaSecretsManager is the kms:ViaService of Secrets Manager in the stack's
+// region, in any partition.
+const viaSecretsManager = "map[Fn::Sub:secretsmanager.${AWS::Region}.${AWS::URLSuffix}]"
+
 func checkKeyPolicy(t *testing.T, key string, props map[string]any, roles []string, rsa bool) {
 	t.Helper()
 	root := `map[Fn::Sub:arn:${AWS::Partition}:iam::${AWS::AccountId}:root]`
 	var decrypters []string
+	operators := false
 	for _, st := range list(path(props, "KeyPolicy", "Statement")) {
 		if path(st, "Effect") != "Allow" {
 			continue
@@ -238,23 +259,30 @@ func checkKeyPolicy(t *testing.T, key string, props map[string]any, roles []stri
 			a = strings.ToLower(a)
 			return a == "kms:*" || strings.HasPrefix(a, "kms:decrypt") || strings.HasPrefix(a, "kms:reencrypt") || strings.HasPrefix(a, "kms:generatedatakey") || a == "kms:encrypt"
 		})
-		viaSM := path(st, "Condition", "StringEquals", "kms:ViaService") != nil
+		via := path(st, "Condition", "StringEquals", "kms:ViaService")
 		if fmt.Sprint(principal) == root {
 			for _, a := range actions {
-				if a == "kms:*" || strings.HasPrefix(strings.ToLower(a), "kms:decrypt") || strings.HasPrefix(strings.ToLower(a), "kms:reencrypt") {
-					t.Errorf("%s statement %v: the account may %s: any principal an IAM policy allows could read the secrets", key, path(st, "Sid"), a)
+				if globMatch(strings.ToLower(a), "kms:creategrant") {
+					t.Errorf("%s statement %v: the account may %s, which includes kms:CreateGrant: an administrator could grant itself Decrypt", key, path(st, "Sid"), a)
 				}
 			}
-			if uses && !viaSM {
-				t.Errorf("%s statement %v: the account may %v other than through Secrets Manager", key, path(st, "Sid"), actions)
+			if uses {
+				t.Errorf("%s statement %v: the account may %v: any principal an IAM policy allows could use the key", key, path(st, "Sid"), actions)
 			}
 			continue
 		}
 		if !uses {
 			continue
 		}
-		if !viaSM {
-			t.Errorf("%s statement %v: %v without kms:ViaService (Secrets Manager only)", key, path(st, "Sid"), actions)
+		if fmt.Sprint(via) != viaSecretsManager {
+			t.Errorf("%s statement %v: %v with kms:ViaService %v, want %s (Secrets Manager only)", key, path(st, "Sid"), actions, via, viaSecretsManager)
+		}
+		if refOf(principal) == operatorsParam {
+			operators = true
+			if want := []string{"kms:Decrypt", "kms:GenerateDataKey"}; !slices.Equal(actions, want) {
+				t.Errorf("%s statement %v: the operators may %v, want %v (what Secrets Manager requires of whoever creates or changes a secret)", key, path(st, "Sid"), actions, want)
+			}
+			continue
 		}
 		want := []string{"kms:Decrypt"}
 		var ps []string
@@ -275,6 +303,9 @@ func checkKeyPolicy(t *testing.T, key string, props map[string]any, roles []stri
 		}
 		decrypters = append(decrypters, ps...)
 	}
+	if !operators {
+		t.Errorf("%s: no statement lets %s use the key through Secrets Manager: nobody could create its secrets or put a new value", key, operatorsParam)
+	}
 	slices.Sort(decrypters)
 	slices.Sort(roles)
 	if !slices.Equal(decrypters, roles) {
@@ -290,7 +321,14 @@ func TestSamconfig_Environments(t *testing.T) {
 	cfg := readSamconfig(t, "../../samconfig.toml")
 	stacks := map[string]bool{}
 	for _, env := range []string{"dev", "prod"} {
-		stack, region := cfg[env+".global.parameters"]["stack_name"], cfg[env+".global.parameters"]["region"]
+		// sam deploy reads its own section, then global.
+		at := func(k string) string {
+			if v := cfg[env+".deploy.parameters"][k]; v != "" {
+				return v
+			}
+			return cfg[env+".global.parameters"][k]
+		}
+		stack, region := at("stack_name"), at("region")
 		if stack == "" || region == "" {
 			t.Errorf("%s: stack_name %q, region %q; want both", env, stack, region)
 		}
@@ -306,6 +344,14 @@ func TestSamconfig_Environments(t *testing.T) {
 		env, cmd, _ := strings.Cut(section, ".")
 		if strings.HasPrefix(cmd, "sync") && env != "dev" {
 			t.Errorf("[%s]: sam sync is configured outside dev", section)
+		}
+	}
+	// sam sync takes its stack from the global section too: production's
+	// stack is named only where a command that goes through a change set
+	// reads it, so `sam sync --config-env prod` has no stack to hot-swap.
+	for k := range cfg["prod.global.parameters"] {
+		if k == "stack_name" || k == "region" {
+			t.Errorf("[prod.global.parameters] sets %s: sam sync --config-env prod would find the production stack", k)
 		}
 	}
 	if cfg["dev.sync.parameters"] == nil {
@@ -373,6 +419,19 @@ func TestDocs_CountsFromTemplate(t *testing.T) {
 	for _, want := range []string{fmt.Sprintf("if all %d routes are", routes), fmt.Sprintf("| %d alarms watching", alarms)} {
 		if !strings.Contains(doc, want) {
 			t.Errorf("docs/cost.md does not say %q (counted from template.yaml)", want)
+		}
+	}
+}
+
+// TestMakefile_ReproducibleBuild: LAMBDA_BUILD stamps neither the checkout's
+// path nor its commit into a binary: an unchanged function builds to the
+// same bytes at any commit, so a deploy publishes no new version of it and
+// runs no canary for it (docs/deploying.md).
+func TestMakefile_ReproducibleBuild(t *testing.T) {
+	_, args := lambdaBuild(t)
+	for _, flag := range []string{"-trimpath", "-buildvcs=false"} {
+		if !slices.Contains(args, flag) {
+			t.Errorf("Makefile LAMBDA_BUILD %v lacks %s", args, flag)
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/cfn"
+	"github.com/aws/smithy-go"
 )
 
 // responseMargin is the time kept, before the invocation's deadline, to
@@ -114,14 +115,44 @@ type Starter func(ctx context.Context) (EventHandler, error)
 // init, and is served once it succeeds; until then a Create or Update is
 // answered FAILED with the cause as the reason, and any other event fails
 // the invocation with it (a function error, which the errors alarms count).
+//
+// A start refused with AccessDenied while serving a Create or Update is
+// tried again with backoff (1, 2, 4, 8, 8... seconds) for as long as the
+// invocation's deadline allows: on a stack's first create the role's new
+// permissions may not yet have spread through IAM. Any other failure is
+// answered at once, since waiting would not mend it.
 func AfterFailedStart(start Starter, logger *slog.Logger) EventHandler {
-	s := &restarter{start: start, logger: logger}
+	return afterFailedStart(start, logger, time.Now, sleep)
+}
+
+func afterFailedStart(start Starter, logger *slog.Logger, now func() time.Time, sleep func(context.Context, time.Duration) error) EventHandler {
+	s := &restarter{start: start, logger: logger, now: now, sleep: sleep}
 	return s.invoke
 }
+
+// sleep waits d, or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Backoff between starts refused with AccessDenied.
+const (
+	firstStartBackoff = time.Second
+	maxStartBackoff   = 8 * time.Second
+)
 
 type restarter struct {
 	start  Starter
 	logger *slog.Logger
+	now    func() time.Time
+	sleep  func(context.Context, time.Duration) error
 	mu     sync.Mutex
 	h      EventHandler // nil until a start succeeds
 }
@@ -134,7 +165,7 @@ func (s *restarter) invoke(ctx context.Context, event json.RawMessage) (any, err
 	if isCustom && ev.RequestType == cfn.RequestDelete {
 		return answer(ctx, ev, "", nil)
 	}
-	h, err := s.handler(ctx)
+	h, err := s.handler(ctx, isCustom)
 	if h != nil {
 		return h(ctx, event)
 	}
@@ -148,24 +179,44 @@ func (s *restarter) invoke(ctx context.Context, event json.RawMessage) (any, err
 
 // handler returns the started function's handler, trying the start again
 // (one at a time) while it has not succeeded; nil and the error if it
-// fails again.
-func (s *restarter) handler(ctx context.Context) (EventHandler, error) {
+// fails again. For a custom resource request (retry), a start refused with
+// AccessDenied is tried again with backoff while the deadline, less
+// responseMargin, leaves room for the wait.
+func (s *restarter) handler(ctx context.Context, retry bool) (EventHandler, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.h != nil {
 		return s.h, nil
 	}
-	if deadline, ok := ctx.Deadline(); ok {
+	deadline, hasDeadline := ctx.Deadline()
+	if hasDeadline {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, deadline.Add(-responseMargin))
+		deadline = deadline.Add(-responseMargin)
+		ctx, cancel = context.WithDeadline(ctx, deadline)
 		defer cancel()
 	}
-	h, err := s.start(ctx)
-	if err != nil {
+	for wait := firstStartBackoff; ; wait = min(2*wait, maxStartBackoff) {
+		h, err := s.start(ctx)
+		if err == nil {
+			s.logger.InfoContext(ctx, "started after a failed init")
+			s.h = h
+			return h, nil
+		}
 		s.logger.ErrorContext(ctx, "start failed again: "+err.Error())
-		return nil, err
+		if !retry || !hasDeadline || !accessDenied(err) || !s.now().Add(wait).Before(deadline) {
+			return nil, err
+		}
+		if serr := s.sleep(ctx, wait); serr != nil {
+			return nil, err
+		}
 	}
-	s.logger.InfoContext(ctx, "started after a failed init")
-	s.h = h
-	return h, nil
+}
+
+// accessDenied reports whether err is an AWS service's refusal of the
+// caller's permissions (Secrets Manager's AccessDeniedException, KMS's
+// KMSAccessDeniedException, DynamoDB's AccessDeniedException), which IAM's
+// propagation of a new role's policies can cause for a while.
+func accessDenied(err error) bool {
+	var api smithy.APIError
+	return errors.As(err, &api) && strings.Contains(api.ErrorCode(), "AccessDenied")
 }

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
+	"github.com/aws/smithy-go"
 
 	"latchkey/pkg/lambdaapp"
 	"latchkey/pkg/lambdaapp/replay"
@@ -188,6 +190,78 @@ func TestAfterFailedStart(t *testing.T) {
 	if r, ok := out.(events.APIGatewayV2HTTPResponse); err != nil || !ok || r.StatusCode != http.StatusOK {
 		t.Fatalf("API event once started: got %#v, %v", out, err)
 	}
+}
+
+// TestAfterFailedStart_AccessDeniedBackoff: on a stack's first create the
+// auth role's new permissions may not yet have spread through IAM, and its
+// start is refused with AccessDenied. A Create is then started again with
+// backoff (1, 2, 4, 8 seconds, on the given clock: nothing waits here) while
+// the invocation's deadline, less the 2 seconds kept to answer, allows,
+// and answered SUCCESS once IAM lets it in; FAILED with the refusal once
+// the deadline leaves no room. Other failures are answered at once.
+func TestAfterFailedStart_AccessDeniedBackoff(t *testing.T) {
+	rs := newCfnResponses(t)
+	denied := &smithy.GenericAPIError{Code: "AccessDeniedException", Message: "User: arn:aws:sts::123456789012:assumed-role/latchkey-AuthRole/auth is not authorized to perform: secretsmanager:GetSecretValue"}
+	notFound := &types.ResourceNotFoundException{Message: aws.String("Secrets Manager can't find the specified secret.")}
+	run := func(t *testing.T, refusal error, refusals int, within time.Duration) (cfn.Response, []time.Duration) {
+		t.Helper()
+		e := newEnv(t)
+		c := mock.NewClock(time.Now())
+		sm := &goneSecrets{Secrets: e.secrets, fail: map[string]error{}}
+		var starts int
+		start := func(ctx context.Context) (lambdaapp.EventHandler, error) {
+			starts++
+			if starts > refusals {
+				sm.set(replay.SigningARN, nil)
+			} else {
+				sm.set(replay.SigningARN, refusal)
+			}
+			app, err := lambdaapp.New(ctx, replay.Config(lambdaapp.Auth, "latchkey"), lambdaapp.Deps{
+				Store: e.store, Keys: e.keys, Secrets: sm, Now: c.Now, Logger: slog.New(slog.DiscardHandler),
+			})
+			if err != nil {
+				return nil, err
+			}
+			return app.Invoke, nil
+		}
+		var waits []time.Duration
+		sleep := func(_ context.Context, d time.Duration) error {
+			waits = append(waits, d)
+			c.Advance(d)
+			return nil
+		}
+		h := lambdaapp.AfterFailedStartClock(start, slog.New(slog.DiscardHandler), c.Now, sleep)
+		ctx, cancel := context.WithDeadline(context.Background(), c.Now().Add(within))
+		defer cancel()
+		return rs.send(t, ctx, h, rs.event(t, "bootstrap-create.json")), waits
+	}
+
+	t.Run("StartsOnceIAMLetsIn", func(t *testing.T) {
+		res, waits := run(t, denied, 3, time.Minute)
+		if res.Status != cfn.StatusSuccess {
+			t.Fatalf("Create: got %+v, want SUCCESS after IAM let the role in", res)
+		}
+		if want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}; !slices.Equal(waits, want) {
+			t.Fatalf("waits %v, want %v", waits, want)
+		}
+	})
+	t.Run("GivesUpBeforeTheDeadline", func(t *testing.T) {
+		// 20 s, less 2 s to answer: 1+2+4+8 = 15 s of waits, and another 8 s
+		// would pass 18 s.
+		res, waits := run(t, denied, 1000, 20*time.Second)
+		if res.Status != cfn.StatusFailed || !strings.Contains(res.Reason, "AccessDeniedException") {
+			t.Fatalf("Create: got %+v, want FAILED with the refusal", res)
+		}
+		if want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second}; !slices.Equal(waits, want) {
+			t.Fatalf("waits %v, want %v", waits, want)
+		}
+	})
+	t.Run("NotForOtherFailures", func(t *testing.T) {
+		res, waits := run(t, notFound, 1000, time.Minute)
+		if res.Status != cfn.StatusFailed || len(waits) != 0 {
+			t.Fatalf("Create with the secret gone: got %+v after waits %v, want FAILED at once", res, waits)
+		}
+	})
 }
 
 func jwksEvent(t *testing.T) json.RawMessage {
