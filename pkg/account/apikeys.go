@@ -172,6 +172,10 @@ func (p Principal) sees(k APIKey) bool {
 		(p.KeyOwnerID == "" || p.KeyOwnerID == k.OwnerID)
 }
 
+// errOtherOwner answers a key with an owner that lists another owner's
+// keys.
+var errOtherOwner = &Error{Code: CodeForbidden, Message: "this API key has an owner: it lists the keys of that owner only"}
+
 // ListAPIKeys lists the keys whose grants are within the caller's, newest
 // first, of the organization and owner f names if it does. The others are
 // left out of each page after the store has read it, so a page may hold
@@ -205,7 +209,7 @@ func (s *Service) ListAPIKeys(ctx context.Context, p Principal, r PageRequest, f
 	case p.KeyOwnerID != "" && f.OwnerID == "":
 		f.OwnerID = p.KeyOwnerID
 	case p.KeyOwnerID != "" && f.OwnerID != p.KeyOwnerID:
-		return List[APIKey]{}, Errorf(CodeForbidden, "this API key has an owner: it lists the keys of that owner only")
+		return List[APIKey]{}, errOtherOwner
 	}
 	// Each filter is a list of its own: a cursor of one is refused by
 	// another (NUL cannot occur in an id).

@@ -148,36 +148,44 @@ func (s *Service) ownMembership(ctx context.Context, p Principal, userID string,
 // rules that keep a key from changing the keys above it, from managing
 // keys with a previous secret or with a token. Deleting a tenant is the
 // integrator's act, with a key bound to no organization.
-var errDeleteOwnOrganization = outside("delete its own organization, with every key bound to it; a key bound to no organization can")
+var errDeleteOwnOrganization = &Error{Code: CodeOutsideOrganization, Message: "this API key is bound to an organization and acts inside it only: it cannot delete its own organization, with every key bound to it; a key bound to no organization can"}
+
+// The changes a bound principal may not make to what it sees: an
+// organization's plan (what the integrator bills) and external id (the
+// integrator's identifier, which ?external_id= lookups trust); a user's
+// role, which is global, and external id, the integrator's identifier.
+var (
+	errOrganizationPlan       = &Error{Code: CodeOutsideOrganization, Message: "this API key is bound to an organization and acts inside it only: it cannot change its organization's plan; a key bound to no organization can"}
+	errOrganizationExternalID = &Error{Code: CodeOutsideOrganization, Message: "this API key is bound to an organization and acts inside it only: it cannot change its organization's external_id; a key bound to no organization can"}
+	errUserRole               = &Error{Code: CodeOutsideOrganization, Message: "this API key is bound to an organization and acts inside it only: it cannot set a user's role, which is global; a key bound to no organization can (the role in its organization is the membership's)"}
+	errUserExternalID         = &Error{Code: CodeOutsideOrganization, Message: "this API key is bound to an organization and acts inside it only: it cannot set a user's external_id, the integrator's identifier; a key bound to no organization can"}
+)
 
 // mayChangeOrganization returns the error that keeps the principal from
 // making the change req to an organization it sees, or nil: a bound
-// principal changes its organization's name and metadata, not its plan
-// (what the integrator bills) nor its external id (the integrator's
-// identifier, which ?external_id= lookups trust).
+// principal changes its organization's name and metadata only.
 func (p Principal) mayChangeOrganization(req OrganizationUpdate) error {
 	switch {
 	case !p.bound():
 		return nil
 	case req.Plan != nil:
-		return outside("change its organization's plan; a key bound to no organization can")
+		return errOrganizationPlan
 	case req.ExternalID != nil:
-		return outside("change its organization's external_id; a key bound to no organization can")
+		return errOrganizationExternalID
 	}
 	return nil
 }
 
 // maySetUserFields returns the error that keeps the principal from setting
-// a user's role or external id (set says which it asks to), or nil: both
-// are global, and the integrator's, for a bound principal.
+// a user's role or external id (set says which it asks to), or nil.
 func (p Principal) maySetUserFields(role, externalID bool) error {
 	switch {
 	case !p.bound():
 		return nil
 	case role:
-		return outside("set a user's role, which is global; a key bound to no organization can (the role in its organization is the membership's)")
+		return errUserRole
 	case externalID:
-		return outside("set a user's external_id, the integrator's identifier; a key bound to no organization can")
+		return errUserExternalID
 	}
 	return nil
 }

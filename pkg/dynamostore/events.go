@@ -248,13 +248,9 @@ func (s *Store) ListEvents(ctx context.Context, q account.EventQuery) (account.P
 				}
 				break
 			}
-			var k struct {
-				SK string `dynamodbav:"sk"`
+			if sk, ok := out.LastEvaluatedKey["sk"].(*types.AttributeValueMemberS); ok {
+				last = sk.Value
 			}
-			if err := attributevalue.UnmarshalMap(out.LastEvaluatedKey, &k); err != nil {
-				return account.Page[account.StoredEvent]{}, account.Internal(err)
-			}
-			last = k.SK
 			in.ExclusiveStartKey = out.LastEvaluatedKey
 		}
 	}
