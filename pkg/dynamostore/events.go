@@ -138,9 +138,9 @@ func eventCount(ctx context.Context, events []account.PendingEvent) int {
 // full or the days run out; with q.OrganizationID, one strongly
 // consistent Query of the organization's EVENTORG# partition instead.
 // No call reads more than q.ReadLimit (account.MaxEventsRead) items in
-// all, nor makes more than maxEventQueries Queries; one that stops there
-// returns a short page (a filter by type, days without events) with Next
-// where it stopped. Only
+// all, nor, with a filter by type, makes more than maxEventQueries
+// Queries; one that stops there returns a short page with Next where it
+// stopped. Only
 // events made before now minus EventLag are read, and none made before
 // q.Since.
 func (s *Store) ListEvents(ctx context.Context, q account.EventQuery) (account.Page[account.StoredEvent], error) {
@@ -185,10 +185,11 @@ func (s *Store) ListEvents(ctx context.Context, q account.EventQuery) (account.P
 	if q.OrganizationID != "" {
 		partitions = []string{orgEventKey(q.OrganizationID, "").PK}
 	}
-	// Bounded work: at most budget items read, kept or not, in at most
-	// maxEventQueries Queries (day partitions with no event cost one each),
-	// whatever a filter by type keeps; then a short page, Next where it
-	// stopped.
+	// Bounded work: at most budget items read, kept or not, and with a
+	// filter by type at most maxEventQueries Queries (day partitions with
+	// no event cost one each); then a short page, Next where it stopped.
+	// Without a filter every item read is kept, so the page fills first,
+	// and a tail with After crosses days without events as it always did.
 	budget, queries := cmp.Or(q.ReadLimit, account.MaxEventsRead), 0
 	var last string // the sk of the last item read, or a day's bound
 	for i, pk := range partitions {
@@ -210,7 +211,7 @@ func (s *Store) ListEvents(ctx context.Context, q account.EventQuery) (account.P
 			ScanIndexForward: aws.Bool(forward),
 		}
 		for {
-			if budget <= 0 || queries == maxEventQueries {
+			if budget <= 0 || filter != nil && queries == maxEventQueries {
 				page.Next = last
 				return page, nil
 			}
@@ -257,9 +258,9 @@ func (s *Store) ListEvents(ctx context.Context, q account.EventQuery) (account.P
 	return page, nil
 }
 
-// maxEventQueries bounds the Queries of one ListEvents call: a filter by
-// type that keeps few events, or a month of days without any, would
-// otherwise read on until the page is full or the retention ends.
+// maxEventQueries bounds the Queries of one ListEvents call with a filter
+// by type, which would otherwise read on, through a month of days, until
+// the page is full or the retention ends.
 const maxEventQueries = 3
 
 // dayBound is the position that follows every event of the day d read
