@@ -67,6 +67,9 @@ expect=(
   '"enabled":false}'
   '{"valid":true,"key_id":"key_'
   '"previous_key_expires_at":"20'
+  '{"scopes":["read:users"],"expires_at":"20'
+  '"tokens_revoked_before":"20'
+  '{"live":0}'
   '{"type":"user.created","key_id":"key_'
 )
 for e in "${expect[@]}"; do

@@ -4,8 +4,9 @@
 //
 //	go run ./cmd/invoke -function auth -event events/auth-verify.json
 //
-// The handler is the one the function's main passes to lambda.Start, over a
-// throwaway embedded store seeded with the fixture the events refer to (see
+// The handler is the App's, the one each function's main serves through
+// httpadapter.NewV2 (auth's through authevents.Handler, which hands it
+// every HTTP API event), over a throwaway embedded store seeded with the fixture the events refer to (see
 // pkg/lambdaapp/replay), and secrets held in memory. The function's log
 // lines go to stderr; the response, as Lambda would return it, to stdout.
 // An event whose route another function serves still gets this function's

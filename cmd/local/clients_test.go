@@ -31,7 +31,7 @@ import (
 	"latchkey/pkg/authorizer"
 	"latchkey/pkg/dynamostore"
 	"latchkey/pkg/dynamostore/dynamotest"
-	"latchkey/pkg/lambdaapp"
+	"latchkey/pkg/lambdaapp/authorizerapp"
 	"latchkey/pkg/lambdaapp/replay"
 )
 
@@ -492,8 +492,8 @@ func TestClient_RevokedEverywhere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	authorize, err := lambdaapp.NewAuthorizer(context.Background(), lambdaapp.AuthorizerConfig{TableName: table, Routes: routes},
-		lambdaapp.AuthorizerDeps{Store: store, Keys: store})
+	authorize, err := authorizerapp.New(context.Background(), authorizerapp.Config{TableName: table, Routes: routes},
+		authorizerapp.Deps{Store: store, Keys: store})
 	if err != nil {
 		t.Fatal(err)
 	}

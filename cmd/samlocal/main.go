@@ -186,7 +186,11 @@ func run(ctx context.Context, env localEnv, issuer, dynamoURL, smURL string, out
 		}
 		return env.get(k)
 	}
-	if _, err := lambdaapp.FromEnv(ctx, lambdaapp.Auth, getenv, slog.New(slog.DiscardHandler)); err != nil {
+	cfg, deps, err := lambdaapp.FromEnv(lambdaapp.Auth, getenv, slog.New(slog.DiscardHandler))
+	if err == nil {
+		_, err = lambdaapp.NewSigning(ctx, cfg, deps)
+	}
+	if err != nil {
 		return fmt.Errorf("bootstrap (the auth function's init): %w", err)
 	}
 	admin, err := sm.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(env.get(lambdaapp.EnvAdminKeySecret))})

@@ -82,7 +82,7 @@ func (s *Service) tokenPrincipal(ctx context.Context, claims TokenClaims, now ti
 	if err != nil {
 		return Principal{}, storeErr(err)
 	}
-	switch status.invalidReason(now) {
+	switch status.invalidReason(claims.ID, now) {
 	case "":
 	case ReasonDisabled:
 		return Principal{}, errPaused(*status.Key, "the access token's API key")

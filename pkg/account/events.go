@@ -42,7 +42,10 @@ const (
 	EventAPIKeyUpdated                 = "api_key.updated"
 	EventAPIKeyRotated                 = "api_key.rotated"
 	EventAPIKeyDeleted                 = "api_key.deleted"
-	EventTokenRevoked                  = "token.revoked"
+	// EventAPIKeyTokensRevoked: every token of the key issued until the
+	// key's tokens_revoked_before was revoked at once; the data is the key.
+	EventAPIKeyTokensRevoked = "api_key.tokens_revoked"
+	EventTokenRevoked        = "token.revoked"
 )
 
 // EventTypes lists every event type, in the order the API documents them.
@@ -51,7 +54,7 @@ func EventTypes() []string {
 		EventUserCreated, EventUserUpdated, EventUserDeleted,
 		EventOrganizationCreated, EventOrganizationUpdated, EventOrganizationDeleted,
 		EventOrganizationMembershipCreated, EventOrganizationMembershipUpdated, EventOrganizationMembershipDeleted,
-		EventAPIKeyCreated, EventAPIKeyUpdated, EventAPIKeyRotated, EventAPIKeyDeleted,
+		EventAPIKeyCreated, EventAPIKeyUpdated, EventAPIKeyRotated, EventAPIKeyDeleted, EventAPIKeyTokensRevoked,
 		EventTokenRevoked,
 	}
 }

@@ -41,3 +41,27 @@ func ValidID(prefix, id string) bool {
 	_, err := ulid.ParseStrict(rest)
 	return err == nil
 }
+
+// IDTime returns the time, to the millisecond, at which the ID (prefix
+// followed by a ULID) was made, and false if it is not a well-formed one.
+func IDTime(prefix, id string) (time.Time, bool) {
+	rest, ok := strings.CutPrefix(id, prefix)
+	if !ok || len(rest) != ulid.EncodedSize {
+		return time.Time{}, false
+	}
+	u, err := ulid.ParseStrict(rest)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return ulid.Time(u.Time()).UTC(), true
+}
+
+// FirstID returns the least ID that NewID(prefix, t) can return: every ID
+// made at t or later sorts at or after it.
+func FirstID(prefix string, t time.Time) string {
+	var u ulid.ULID
+	if err := u.SetTime(ulid.Timestamp(t)); err != nil {
+		u = ulid.ULID{} // before 1970 or after 10889: no ID sorts below zero
+	}
+	return prefix + u.String()
+}

@@ -18,6 +18,9 @@ const (
 	OpRotateAPIKey Operation = "RotateAPIKey"
 	OpDeleteAPIKey Operation = "DeleteAPIKey"
 
+	OpListAPIKeyTokens   Operation = "ListAPIKeyTokens"
+	OpRevokeAPIKeyTokens Operation = "RevokeAPIKeyTokens"
+
 	OpCreateOrganization Operation = "CreateOrganization"
 	OpGetOrganization    Operation = "GetOrganization"
 	OpListOrganizations  Operation = "ListOrganizations"
@@ -92,6 +95,11 @@ var operations = map[Operation]access{
 	OpUpdateAPIKey: {scope: ScopeWriteAPIKeys, callers: keyOrSession, currentSecret: true},
 	OpRotateAPIKey: {scope: ScopeWriteAPIKeys, callers: keyOrSession, currentSecret: true},
 	OpDeleteAPIKey: {scope: ScopeWriteAPIKeys, callers: keyOrSession, currentSecret: true},
+	// A key's tokens are read as the key is, and revoked all at once with
+	// the scope that revokes any one of them; neither is a change of the
+	// key's grants or secret, which write:api_keys guards.
+	OpListAPIKeyTokens:   {scope: ScopeReadAPIKeys, callers: keyOrSession},
+	OpRevokeAPIKeyTokens: {scope: ScopeRevokeTokens, callers: keyOrSession, currentSecret: true},
 
 	OpCreateOrganization: {scope: ScopeWriteOrganizations},
 	OpGetOrganization:    {scope: ScopeReadOrganizations},

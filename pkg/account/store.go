@@ -125,6 +125,11 @@ type APIKeyPatch struct {
 	Disabled *bool
 	// Rotate, when set, gives the key a new secret.
 	Rotate *KeyRotation
+	// RevokeTokens, when set, revokes every token of the key issued until
+	// At: the store sets the key's TokensRevokedBefore to
+	// TokensRevokedBefore(the stored one), and records the change under
+	// EventType.
+	RevokeTokens bool
 	// At is the time of the change. A previous secret that has stopped by
 	// then (PreviousExpiresAt) is dropped with it.
 	At time.Time
@@ -314,8 +319,15 @@ type Store interface {
 	// being deleted until that is finished.
 	ListAPIKeys(ctx context.Context, f APIKeyFilter, p ListParams) (Page[APIKey], error)
 
-	// CreateToken stores the record of an issued access token.
+	// CreateToken stores the record of an issued access token, found by
+	// its key (ListTokens).
 	CreateToken(ctx context.Context, t TokenRecord) error
+	// ListTokens lists the records of the tokens issued for the key keyID
+	// after since (by the time in their IDs), newest first, each with the
+	// RevokedAt of its revocation entry, read strongly consistently. It
+	// leaves nothing out for having expired or been revoked: the service
+	// decides what is live. A key that does not exist has no records.
+	ListTokens(ctx context.Context, keyID string, since time.Time, p ListParams) (Page[TokenRecord], error)
 	// RevokeToken writes a revocation entry unless one exists, and returns
 	// the time of the entry that is in force: r.RevokedAt, or the earlier
 	// one. Idempotent.

@@ -67,12 +67,21 @@ type TokenParser interface {
 
 // TokenRecord is written when an access token is issued. Stores may drop it
 // once ExpiresAt has passed.
+//
+// A store finds the records of a key's tokens by the key, newest first
+// (ListTokens): what GET /v1/api-keys/{id}/tokens lists. The token itself
+// is never stored.
 type TokenRecord struct {
 	ID        string
 	KeyID     string
 	Scopes    []string
+	Audience  string
 	IssuedAt  time.Time
 	ExpiresAt time.Time
+	// RevokedAt is the time of the token's revocation entry, zero if it
+	// has none: set by ListTokens, which reads the entries with the
+	// records. Not stored in the record.
+	RevokedAt time.Time
 }
 
 // Revocation is the entry that makes a token invalid. Stores may drop it once
@@ -114,13 +123,14 @@ const (
 	ReasonDisabled = "disabled"
 )
 
-// invalidReason says why a well-signed, unexpired token is not valid: it
-// was revoked, or its key was deleted or has expired (ReasonRevoked, for
-// good), or its key or one above it is disabled (ReasonDisabled, for now).
-// "" if it is valid.
-func (st TokenStatus) invalidReason(now time.Time) string {
+// invalidReason says why the well-signed, unexpired token tokenID is not
+// valid: it was revoked, alone or with every token of its key issued until
+// then (APIKey.TokensRevokedBefore), or its key was deleted or has expired
+// (ReasonRevoked, for good), or its key or one above it is disabled
+// (ReasonDisabled, for now). "" if it is valid.
+func (st TokenStatus) invalidReason(tokenID string, now time.Time) string {
 	switch {
-	case !st.RevokedAt.IsZero() || st.Key == nil || st.Key.Expired(now):
+	case !st.RevokedAt.IsZero() || st.Key == nil || st.Key.Expired(now) || st.Key.revokesToken(tokenID):
 		return ReasonRevoked
 	case st.Key.Paused():
 		return ReasonDisabled
@@ -200,7 +210,7 @@ func (v *TokenVerifier) Verify(ctx context.Context, token string) (Verification,
 	if err != nil {
 		return Verification{}, storeErr(err)
 	}
-	if reason := status.invalidReason(now); reason != "" {
+	if reason := status.invalidReason(claims.ID, now); reason != "" {
 		return Verification{Reason: reason, CheckedAt: now}, nil
 	}
 	return Verification{Valid: true, Claims: claims, CheckedAt: now}, nil
@@ -283,7 +293,8 @@ func (s *Service) issue(ctx context.Context, p Principal, scopes []string, lifet
 	// Written after signing, before returning: a token the client receives
 	// always has its record.
 	err = s.store.CreateToken(ctx, TokenRecord{
-		ID: claims.ID, KeyID: claims.KeyID, Scopes: claims.Scopes, IssuedAt: claims.IssuedAt, ExpiresAt: claims.ExpiresAt,
+		ID: claims.ID, KeyID: claims.KeyID, Scopes: claims.Scopes, Audience: claims.Audience,
+		IssuedAt: claims.IssuedAt, ExpiresAt: claims.ExpiresAt,
 	})
 	if err != nil {
 		return "", TokenClaims{}, storeErr(err)

@@ -104,8 +104,13 @@ type APIKey struct {
 	// UpdateAPIKey read it; GetAPIKeyByHash and TokenStatus, which decide
 	// whether a credential is valid, do not.
 	LastUsedAt time.Time
-	CreatedAt  time.Time
-	ExpiresAt  time.Time // zero: never expires
+	// TokensRevokedBefore revokes, at once, every token issued for the key
+	// at or before it (RevokeAPIKeyTokens); zero if none has been. Tokens
+	// issued after it are not affected. One attribute of the key, which
+	// every verify reads anyway, however many tokens it revokes.
+	TokensRevokedBefore time.Time
+	CreatedAt           time.Time
+	ExpiresAt           time.Time // zero: never expires
 }
 
 // KeyUseResolution is how exact APIKey.LastUsedAt is: a use of a key is

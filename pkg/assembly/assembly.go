@@ -101,24 +101,32 @@ type Assembly struct {
 
 // New builds the service, its signer and parser, and the handler
 // configuration from p.
-func New(p Parts) (*Assembly, error) {
+func New(p Parts) (*Assembly, error) { return build(p, sign) }
+
+// NewVerifier is New for a process that only verifies tokens, with
+// p.Verifier, and has no SigningKey: the organizations and users Lambda
+// functions. It is New's other entry point so that their binaries link no
+// token signer (deploytest's TestBinary_Links).
+func NewVerifier(p Parts) (*Assembly, error) {
+	if p.SigningKey != nil {
+		return nil, errors.New("assembly: NewVerifier with a SigningKey; New builds a signing service")
+	}
+	return build(p, nil)
+}
+
+// build is New with the signing half passed in: sign, reached only
+// through New.
+func build(p Parts, sign func(*Assembly, Parts, *account.Options) (seal []byte, err error)) (*Assembly, error) {
 	a := &Assembly{}
 	opts := account.Options{CursorKey: p.CursorKey, Now: p.Now, Parser: p.Verifier, Logger: p.Logger}
 	if p.Algorithm == "" {
 		p.Algorithm = token.EdDSA
 	}
+	var seal []byte
 	if p.SigningKey != nil {
-		public := append([]crypto.PublicKey{p.SigningKey.Public()}, p.PreviousKeys...)
-		for _, k := range public {
-			if alg, ok := token.AlgorithmOf(k); !ok || alg != p.Algorithm {
-				return nil, fmt.Errorf("assembly: a %T key, and the algorithm is %s", k, p.Algorithm)
-			}
-		}
-		a.JWKS = token.JWKS(public...)
-		opts.Parser = token.NewParserFor(p.Algorithm, p.Issuer, public...).WithCache(p.TokenCache)
-		if p.Issuer != "" {
-			a.Signer = token.NewSigner(p.SigningKey, p.Issuer)
-			opts.Signer = a.Signer
+		var err error
+		if seal, err = sign(a, p, &opts); err != nil {
+			return nil, err
 		}
 	} else if p.Verifier == nil {
 		return nil, errors.New("assembly: a SigningKey or a Verifier is required")
@@ -135,11 +143,7 @@ func New(p Parts) (*Assembly, error) {
 		}
 		a.Config.Mounts = append(a.Config.Mounts, p.Console(svc, p.Logger))
 	}
-	if p.SigningKey != nil {
-		seal, err := SealKey(p.SigningKey)
-		if err != nil {
-			return nil, err
-		}
+	if seal != nil {
 		a.Config.SealKeys = append([][]byte{seal}, p.PreviousSealKeys...)
 	}
 	if a.JWKS != nil {
@@ -147,6 +151,25 @@ func New(p Parts) (*Assembly, error) {
 		a.Config.JWKS = func(context.Context) ([]byte, error) { return set, nil }
 	}
 	return a, nil
+}
+
+// sign gives a the signing half of p.SigningKey: the key set, the parser
+// of its keys and the signer (with an Issuer); it returns the key's seal
+// key.
+func sign(a *Assembly, p Parts, opts *account.Options) ([]byte, error) {
+	public := append([]crypto.PublicKey{p.SigningKey.Public()}, p.PreviousKeys...)
+	for _, k := range public {
+		if alg, ok := token.AlgorithmOf(k); !ok || alg != p.Algorithm {
+			return nil, fmt.Errorf("assembly: a %T key, and the algorithm is %s", k, p.Algorithm)
+		}
+	}
+	a.JWKS = token.JWKS(public...)
+	opts.Parser = token.NewParserFor(p.Algorithm, p.Issuer, public...).WithCache(p.TokenCache)
+	if p.Issuer != "" {
+		a.Signer = token.NewSigner(p.SigningKey, p.Issuer)
+		opts.Signer = a.Signer
+	}
+	return SealKey(p.SigningKey)
 }
 
 // SealKey is the key (httpapi.SealKey) that seals the answers stored for

@@ -180,6 +180,7 @@ func (s *Store) UpdateAPIKey(ctx context.Context, id string, p account.APIKeyPat
 		if p.Disabled != nil {
 			k.Disabled = *p.Disabled
 		}
+		k.TokensRevokedBefore = p.TokensRevokedBefore(k.TokensRevokedBefore)
 		hashes := tx.Bucket(bucketKeyHashes)
 		if len(k.PreviousHash) > 0 && (p.Rotate != nil || !p.At.Before(k.PreviousExpiresAt)) {
 			if err := dropHash(hashes, k.PreviousHash, id); err != nil {
@@ -214,11 +215,7 @@ func (s *Store) UpdateAPIKey(ctx context.Context, id string, p account.APIKeyPat
 		if len(k.Metadata) == 0 {
 			k.Metadata = nil // as a read would return it
 		}
-		typ := account.EventAPIKeyUpdated
-		if p.Rotate != nil {
-			typ = account.EventAPIKeyRotated
-		}
-		return ev.emit(tx, typ, k)
+		return ev.emit(tx, p.EventType(), k)
 	})
 	if err != nil {
 		return account.APIKey{}, err

@@ -81,8 +81,10 @@ type apiKeyItem struct {
 	// PreviousExpiresAt (see the expiry kind expiryKeyHash).
 	PreviousHash      []byte    `json:"previous_hash,omitempty"`
 	PreviousExpiresAt time.Time `json:"previous_expires_at,omitzero"`
-	CreatedAt         time.Time `json:"created_at"`
-	ExpiresAt         time.Time `json:"expires_at"`
+	// TokensRevokedBefore is read with the key by every verify.
+	TokensRevokedBefore time.Time `json:"tokens_revoked_before,omitzero"`
+	CreatedAt           time.Time `json:"created_at"`
+	ExpiresAt           time.Time `json:"expires_at"`
 }
 
 func toAPIKeyItem(k account.APIKey) apiKeyItem {
@@ -104,6 +106,8 @@ func toAPIKeyItem(k account.APIKey) apiKeyItem {
 		PreviousExpiresAt: k.PreviousExpiresAt,
 		CreatedAt:         k.CreatedAt,
 		ExpiresAt:         k.ExpiresAt,
+
+		TokensRevokedBefore: k.TokensRevokedBefore,
 	}
 }
 
@@ -127,18 +131,29 @@ func (it apiKeyItem) domain() account.APIKey {
 		PreviousExpiresAt: it.PreviousExpiresAt,
 		CreatedAt:         it.CreatedAt,
 		ExpiresAt:         it.ExpiresAt,
+
+		TokensRevokedBefore: it.TokensRevokedBefore,
 	}
 }
 
+// tokenItem is a token's record, entered in tokens_by_key too (the list
+// of a key's tokens).
 type tokenItem struct {
 	ID        string    `json:"id"`
 	KeyID     string    `json:"key_id"`
 	Scopes    []string  `json:"scopes"`
+	Audience  string    `json:"audience,omitempty"`
 	IssuedAt  time.Time `json:"issued_at"`
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
-func toTokenItem(t account.TokenRecord) tokenItem { return tokenItem(t) }
+func toTokenItem(t account.TokenRecord) tokenItem {
+	return tokenItem{ID: t.ID, KeyID: t.KeyID, Scopes: t.Scopes, Audience: t.Audience, IssuedAt: t.IssuedAt, ExpiresAt: t.ExpiresAt}
+}
+
+func (it tokenItem) domain() account.TokenRecord {
+	return account.TokenRecord{ID: it.ID, KeyID: it.KeyID, Scopes: it.Scopes, Audience: it.Audience, IssuedAt: it.IssuedAt, ExpiresAt: it.ExpiresAt}
+}
 
 type revocationItem struct {
 	TokenID   string    `json:"token_id"`

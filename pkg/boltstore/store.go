@@ -64,6 +64,7 @@ var (
 	bucketKeyOrgs    = []byte("api_keys_by_org")      // org id/key id -> nothing (an organization's keys)
 	bucketKeyOwners  = []byte("api_keys_by_owner")    // owner id NUL key id -> nothing (an owner's keys; an owner id may hold a slash)
 	bucketTokens     = []byte("tokens")               // token id -> tokenItem
+	bucketKeyTokens  = []byte("tokens_by_key")        // key id/token id -> nothing (a key's tokens, newest last)
 	bucketRevoked    = []byte("revocations")          // token id -> revocationItem
 	bucketExpiries   = []byte("expiries")             // expiry time/kind/token id -> nothing (pruning index)
 	// key id/Idempotency-Key -> idempotencyItem
@@ -76,7 +77,7 @@ var (
 var allBuckets = [][]byte{
 	bucketUsers, bucketUserEmails, bucketUserExtIDs, bucketOrgs, bucketOrgSlugs, bucketOrgExtIDs,
 	bucketMembers, bucketOrgMembers, bucketUserOrgs,
-	bucketKeys, bucketKeyHashes, bucketKeyTree, bucketKeyUses, bucketKeyOrgs, bucketKeyOwners, bucketTokens, bucketRevoked, bucketExpiries,
+	bucketKeys, bucketKeyHashes, bucketKeyTree, bucketKeyUses, bucketKeyOrgs, bucketKeyOwners, bucketTokens, bucketKeyTokens, bucketRevoked, bucketExpiries,
 	bucketIdempotency, bucketEvents, bucketOrgEvents,
 }
 
@@ -234,6 +235,10 @@ func put(b *bolt.Bucket, key []byte, item any) error {
 	return b.Put(key, v)
 }
 
+// errListEnd, returned by list's item function, ends the list at that
+// key: it and every older one are left out, and the page is the last.
+var errListEnd = errors.New("boltstore: end of the list")
+
 // list reads one page of the keys of b that start with prefix, newest
 // (greatest key) first. The position is the key without the prefix; a
 // position whose key has since been deleted still works, because paging
@@ -265,6 +270,9 @@ func list[T any](b *bolt.Bucket, prefix string, p account.ListParams, item func(
 		}
 		last = string(k[len(pre):])
 		it, err := item(last, v)
+		if errors.Is(err, errListEnd) {
+			break
+		}
 		if err != nil {
 			return account.Page[T]{}, err
 		}
@@ -352,7 +360,7 @@ func (s *Store) Prune(now time.Time) (int, error) {
 			var err error
 			switch parts[1] {
 			case expiryToken:
-				err = tx.Bucket(bucketTokens).Delete([]byte(parts[2]))
+				err = pruneToken(tx, []byte(parts[2]))
 			case expiryRevocation:
 				err = tx.Bucket(bucketRevoked).Delete([]byte(parts[2]))
 			case expiryIdempotency:

@@ -9,15 +9,62 @@ import (
 	"latchkey/pkg/account"
 )
 
-// CreateToken implements account.Store. The record is also entered in the
-// expiry index, so that pruning finds it without a scan.
+// CreateToken implements account.Store. The record is also entered in
+// tokens_by_key, under its key, and in the expiry index, so that pruning
+// finds it without a scan.
 func (s *Store) CreateToken(ctx context.Context, t account.TokenRecord) error {
 	return s.write(ctx, func(tx *bolt.Tx) error {
 		if err := put(tx.Bucket(bucketTokens), []byte(t.ID), toTokenItem(t)); err != nil {
 			return err
 		}
+		if err := tx.Bucket(bucketKeyTokens).Put(join(t.KeyID, t.ID), nil); err != nil {
+			return err
+		}
 		return tx.Bucket(bucketExpiries).Put(join(sortTime(t.ExpiresAt), expiryToken, t.ID), nil)
 	})
+}
+
+// pruneToken deletes an expired token's record and its entry under its
+// key.
+func pruneToken(tx *bolt.Tx, id []byte) error {
+	tokens := tx.Bucket(bucketTokens)
+	it, ok, err := get[tokenItem](tokens, id)
+	if err != nil || !ok {
+		return err
+	}
+	if err := tx.Bucket(bucketKeyTokens).Delete(join(it.KeyID, it.ID)); err != nil {
+		return err
+	}
+	return tokens.Delete(id)
+}
+
+// ListTokens implements account.Store: one read transaction walks the
+// key's entries in tokens_by_key from the newest, stopping at the first
+// issued at or before since, and reads each record and revocation entry.
+func (s *Store) ListTokens(_ context.Context, keyID string, since time.Time, p account.ListParams) (account.Page[account.TokenRecord], error) {
+	var page account.Page[account.TokenRecord]
+	first := account.FirstID(account.PrefixToken, since.Add(time.Millisecond))
+	err := s.read(func(tx *bolt.Tx) error {
+		tokens, revoked := tx.Bucket(bucketTokens), tx.Bucket(bucketRevoked)
+		var err error
+		page, err = list(tx.Bucket(bucketKeyTokens), keyID+"/", p, func(id string, _ []byte) (account.TokenRecord, error) {
+			if id < first {
+				return account.TokenRecord{}, errListEnd
+			}
+			it, _, err := get[tokenItem](tokens, []byte(id))
+			if err != nil {
+				return account.TokenRecord{}, err
+			}
+			t := it.domain()
+			r, ok, err := get[revocationItem](revoked, []byte(id))
+			if ok {
+				t.RevokedAt = r.RevokedAt
+			}
+			return t, err
+		})
+		return err
+	})
+	return page, err
 }
 
 // RevokeToken implements account.Store.

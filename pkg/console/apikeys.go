@@ -122,6 +122,10 @@ type apiKeyData struct {
 	Key keyRow
 	// Graces are the grace periods the rotate form offers.
 	Graces []string
+	// Tokens is a page of the key's live tokens, Cursor the position of
+	// that page (empty for the first).
+	Tokens page[account.TokenRecord]
+	Cursor string
 }
 
 var graces = []string{"0s", "1h", "1d", "7d"}
@@ -137,8 +141,38 @@ func (c *console) apiKeyPage(w http.ResponseWriter, r *http.Request, s *session,
 		return
 	}
 	v.Title = k.Name
-	v.Data = apiKeyData{Key: keyRow{k, c.svc.Now()}, Graces: graces}
+	d := apiKeyData{Key: keyRow{k, c.svc.Now()}, Graces: graces, Cursor: r.URL.Query().Get("cursor")}
+	l, err := c.svc.ListAPIKeyTokens(r.Context(), s.p, k.ID, account.PageRequest{Cursor: d.Cursor})
+	if err != nil && v.Problem == nil {
+		v.Problem = problemView(err)
+		status = v.Problem.Status
+	}
+	d.Tokens = page[account.TokenRecord]{Items: l.Items, Next: l.NextCursor}
+	v.Data = d
 	c.render(w, r, status, "api-key", v)
+}
+
+// revokeAPIKeyTokens revokes every token of the key issued until now, the
+// session's own among them when it is the key's: the form asks for a
+// confirmation (confirm=yes) first.
+func (c *console) revokeAPIKeyTokens(w http.ResponseWriter, r *http.Request, s *session) {
+	id := r.PathValue("id")
+	err := parseForm(w, r)
+	if err == nil && r.PostForm.Get("confirm") != "yes" {
+		var confirm account.Problems
+		confirm.Add("confirm", "must be checked: every token of the key is revoked, for good")
+		err = confirm.Err()
+	}
+	if err == nil {
+		_, err = c.svc.RevokeAPIKeyTokens(r.Context(), s.p, id)
+	}
+	if err != nil {
+		v := newView(r, s, "API key", "api-keys")
+		v.Problem = problemView(err)
+		c.apiKeyPage(w, r, s, v, v.Problem.Status)
+		return
+	}
+	redirect(w, r, "/console/api-keys/"+id, "tokens-revoked")
 }
 
 // updateAPIKey renames the key or replaces its metadata.

@@ -212,8 +212,24 @@ func TestBrowser_Session(t *testing.T) {
 			t.Errorf("the old secret during its grace period: %v", err)
 		}
 	})
+	b.step("list its live tokens; revoke them all", func() {
+		tok, c, err := env.Service.IssueToken(t.Context(), mustAuth(t, env, rotated), account.TokenRequest{Scopes: []string{account.ScopeReadUsers}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.click(`a.button[href^="/console/api-keys/key_"]`, "#tokens")
+		b.wantText("main", c.ID)
+		b.page("key-tokens")
+		b.do(chromedp.Click(chromedp.CSS(`input[name="confirm"]`)))
+		b.submit(`form[method="post"][action$="/tokens/revoke"]`, ".notice")
+		b.wantText(".notice", "Every token of the key")
+		b.wantText("main", "No live tokens")
+		if v, err := env.Service.VerifyToken(t.Context(), tok); err != nil || v.Valid {
+			t.Errorf("a token of the key after revoking them all: %+v, %v; want revoked", v, err)
+		}
+	})
 	b.step("disable it", func() {
-		b.click(`a.button[href^="/console/api-keys/key_"]`, "#rotate")
+		b.do(chromedp.Navigate(keyURL), chromedp.WaitVisible(chromedp.ID("rotate")))
 		b.submit(`form[method="post"][action$="/enabled"]`, ".status.disabled")
 		b.wantText(".notice", "Key disabled")
 		b.page("key-disabled")

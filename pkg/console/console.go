@@ -99,6 +99,7 @@ var routes = []route{
 	{method: "POST", path: "/console/api-keys/{id}", scope: account.ScopeWriteAPIKeys, serve: (*console).updateAPIKey},
 	{method: "POST", path: "/console/api-keys/{id}/rotate", scope: account.ScopeWriteAPIKeys, serve: (*console).rotateAPIKey},
 	{method: "POST", path: "/console/api-keys/{id}/enabled", scope: account.ScopeWriteAPIKeys, serve: (*console).enableAPIKey},
+	{method: "POST", path: "/console/api-keys/{id}/tokens/revoke", scope: account.ScopeRevokeTokens, serve: (*console).revokeAPIKeyTokens},
 	{method: "GET", path: "/console/api-keys/{id}/delete", scope: account.ScopeWriteAPIKeys, serve: (*console).confirmDeleteAPIKey},
 	{method: "POST", path: "/console/api-keys/{id}/delete", scope: account.ScopeWriteAPIKeys, serve: (*console).deleteAPIKey},
 

@@ -121,7 +121,7 @@ func (s *stack) send(t *testing.T, method, path string, session *http.Cookie, fo
 // that it is refused before it is read.
 func formFor(s *stack, path string) url.Values {
 	return url.Values{"name": {"Changed"}, "slug": {"changed"}, "email": {"x@example.com"}, "role": {"admin"},
-		"user_id": {s.user.ID}, "enabled": {"false"}, "grace": {"0s"}, "token": {"eyJ.eyJ.x"}, "scope": {"read:users"}}
+		"user_id": {s.user.ID}, "enabled": {"false"}, "grace": {"0s"}, "token": {"eyJ.eyJ.x"}, "scope": {"read:users"}, "confirm": {"yes"}}
 }
 
 // TestConsole_RefusesWithoutSession: every page and form but the sign-in

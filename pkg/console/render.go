@@ -157,6 +157,7 @@ var notices = map[string]string{
 	"disabled":       "Key disabled: it, the keys below it and their tokens are refused until it is enabled.",
 	"signed-out":     "Signed out. The session's token is revoked.",
 	"revoked":        "Token revoked.",
+	"tokens-revoked": "Every token of the key issued until now is revoked.",
 }
 
 // redirect answers a change with a 303 to path, whose page says done.

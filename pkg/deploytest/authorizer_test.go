@@ -15,6 +15,7 @@ import (
 	"latchkey/pkg/dynamostore/dynamotest"
 	"latchkey/pkg/httpapi/httpapitest"
 	"latchkey/pkg/lambdaapp"
+	"latchkey/pkg/lambdaapp/authorizerapp"
 	"latchkey/pkg/lambdaapp/replay"
 )
 
@@ -23,14 +24,14 @@ const authorizerEventsDir = eventsDir + "/authorizer"
 
 // newAuthorizer builds the authorizer over b as the template configures
 // it (no ISSUER: the recorded issuer), with the manifest's routes.
-func newAuthorizer(t *testing.T, b backend, routes string, logger *slog.Logger) lambdaapp.AuthorizerHandler {
+func newAuthorizer(t *testing.T, b backend, routes string, logger *slog.Logger) authorizerapp.Handler {
 	t.Helper()
 	r, err := authorizer.ParseRoutes(routes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := lambdaapp.NewAuthorizer(context.Background(), lambdaapp.AuthorizerConfig{TableName: "latchkey", Routes: r},
-		lambdaapp.AuthorizerDeps{Store: b.store, Keys: b.keys, Logger: logger})
+	h, err := authorizerapp.New(context.Background(), authorizerapp.Config{TableName: "latchkey", Routes: r},
+		authorizerapp.Deps{Store: b.store, Keys: b.keys, Logger: logger})
 	if err != nil {
 		t.Fatalf("init the authorizer: %v", err)
 	}
@@ -190,8 +191,8 @@ func testAuthorizerTemplate(t *testing.T, tpl template) {
 		t.Fatal(err)
 	}
 	env := tpl.functionEnv(t, authorizerID)
-	if refOf(env[lambdaapp.EnvAuthorizerRoutes]) != "AuthorizerRoutes" {
-		t.Errorf("%s: %v, want !Ref AuthorizerRoutes", lambdaapp.EnvAuthorizerRoutes, env[lambdaapp.EnvAuthorizerRoutes])
+	if refOf(env[authorizerapp.EnvRoutes]) != "AuthorizerRoutes" {
+		t.Errorf("%s: %v, want !Ref AuthorizerRoutes", authorizerapp.EnvRoutes, env[authorizerapp.EnvRoutes])
 	}
 	getenv := func(k string) string {
 		switch v := env[k].(type) {
@@ -200,7 +201,7 @@ func testAuthorizerTemplate(t *testing.T, tpl template) {
 		case nil:
 			return ""
 		}
-		if k == lambdaapp.EnvAuthorizerRoutes {
+		if k == authorizerapp.EnvRoutes {
 			return routes // the parameter, as the example deploys it
 		}
 		if r := refOf(env[k]); path(map[string]any(tpl), "Parameters", r) != nil {
@@ -210,7 +211,7 @@ func testAuthorizerTemplate(t *testing.T, tpl template) {
 		}
 		return "set"
 	}
-	if _, err := lambdaapp.AuthorizerConfigFromEnv(getenv); err != nil {
+	if _, err := authorizerapp.ConfigFromEnv(getenv); err != nil {
 		t.Errorf("the template's environment: %v", err)
 	}
 	for k, v := range env {

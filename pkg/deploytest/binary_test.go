@@ -33,6 +33,8 @@ import (
 	"latchkey/pkg/dynamostore/dynamotest"
 	"latchkey/pkg/httpapi/httpapitest"
 	"latchkey/pkg/lambdaapp"
+	"latchkey/pkg/lambdaapp/authorizerapp"
+	"latchkey/pkg/lambdaapp/publisherapp"
 	"latchkey/pkg/lambdaapp/replay"
 )
 
@@ -324,7 +326,7 @@ var coldStartEvents = map[lambdaapp.Function]string{
 
 // TestBinary_Lambda runs each built function as Lambda does, configured
 // only by the environment the template sets, against DynamoDB Local and
-// moto: main, lambdaapp.FromEnv, the Runtime API client and the adapter,
+// moto: main, its wiring, the Runtime API client and the adapter,
 // end to end.
 func TestBinary_Lambda(t *testing.T) {
 	l := newLive(t, true)
@@ -372,7 +374,7 @@ func BenchmarkColdStart(b *testing.B) {
 	}
 	// The authorizer: init (the published keys) and one decision on a
 	// valid token (the revocation entry and the key).
-	b.Run(lambdaapp.AuthorizerName, func(b *testing.B) {
+	b.Run(authorizerapp.Name, func(b *testing.B) {
 		routes, _, err := replay.AuthorizerManifest(authorizerEventsDir)
 		if err != nil {
 			b.Fatal(err)
@@ -421,7 +423,7 @@ func (l *live) authorizerEnv(routes string) []string {
 			env = append(env, kv)
 		}
 	}
-	return append(env, lambdaapp.EnvAuthorizerRoutes+"="+routes)
+	return append(env, authorizerapp.EnvRoutes+"="+routes)
 }
 
 // authorizerColdStart is coldStart for the authorizer, whose answer is a
@@ -487,7 +489,8 @@ const maxBinaryBytes = 10_000_000
 // an interface. That alone costs 3.9 MB (9.90 MB to 13.76 MB for the auth
 // binary of before the console, executing one template); the console's
 // own code 0.33 MB more, 14.09 MB in all. The other functions link no
-// console (lambdaapp.WithConsole) and keep the 10 MB target.
+// console (only functions/auth sets lambdaapp.Config.Console) and keep the
+// 10 MB target.
 const maxConsoleBinaryBytes = 15_000_000
 
 // lambdaBuild returns the environment and arguments of the Makefile's
@@ -546,7 +549,7 @@ func lambdaBuild(tb testing.TB) (env, args []string) {
 func TestBinary_Size(t *testing.T) {
 	env, args := lambdaBuild(t)
 	dir := t.TempDir()
-	for _, fn := range append(lambdaapp.Functions(), lambdaapp.AuthorizerName, lambdaapp.PublisherName) {
+	for _, fn := range append(lambdaapp.Functions(), authorizerapp.Name, publisherapp.Name) {
 		out := filepath.Join(dir, string(fn), "bootstrap")
 		cmd := exec.Command("go", append(args, "-o", out, "./functions/"+string(fn))...)
 		cmd.Dir = "../.."

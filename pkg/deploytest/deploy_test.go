@@ -23,6 +23,7 @@ import (
 	"latchkey/pkg/dynamostore/dynamotest"
 	"latchkey/pkg/httpapi"
 	"latchkey/pkg/lambdaapp"
+	"latchkey/pkg/lambdaapp/authevents"
 	"latchkey/pkg/lambdaapp/replay"
 	"latchkey/pkg/mock"
 	"latchkey/pkg/secrets"
@@ -348,17 +349,17 @@ func TestTemplate_Issuer(t *testing.T) {
 	if props["ServiceTimeout"] == nil {
 		t.Error("IssuerConfig has no ServiceTimeout")
 	}
-	choice := list(path(props, lambdaapp.IssuerProperty, "Fn::If"))
+	choice := list(path(props, authevents.IssuerProperty, "Fn::If"))
 	if len(choice) != 3 || choice[0] != "HasCustomDomain" ||
 		path(choice[1], "Fn::Sub") != "https://${CustomDomainName}" ||
 		path(choice[2], "Fn::Sub") != "https://${HttpApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}" {
-		t.Errorf("IssuerConfig %s: got %v, want the custom domain if one is given, else the API's URL", lambdaapp.IssuerProperty, props[lambdaapp.IssuerProperty])
+		t.Errorf("IssuerConfig %s: got %v, want the custom domain if one is given, else the API's URL", authevents.IssuerProperty, props[authevents.IssuerProperty])
 	}
 	if got, want := path(map[string]any(tpl), "Outputs", "ApiUrl", "Value", "Fn::Sub"), path(choice[2], "Fn::Sub"); got != want {
 		t.Errorf("the issuer without a custom domain is %v, the ApiUrl output %v: want the same", want, got)
 	}
-	if got := path(map[string]any(tpl), "Outputs", "Issuer", "Value", "Fn::GetAtt"); got != "IssuerConfig."+lambdaapp.IssuerProperty {
-		t.Errorf("output Issuer: got !GetAtt %v, want IssuerConfig.%s", got, lambdaapp.IssuerProperty)
+	if got := path(map[string]any(tpl), "Outputs", "Issuer", "Value", "Fn::GetAtt"); got != "IssuerConfig."+authevents.IssuerProperty {
+		t.Errorf("output Issuer: got !GetAtt %v, want IssuerConfig.%s", got, authevents.IssuerProperty)
 	}
 	for _, fn := range lambdaapp.Functions() {
 		if v, ok := tpl.functionEnv(t, logicalID(fn))[lambdaapp.EnvIssuer]; ok {
@@ -624,12 +625,18 @@ func checkLeastPrivilege(t *testing.T, tpl template, recs map[lambdaapp.Function
 				written[pk] = true
 			}
 			if req.SortKey != "" && req.Action != "dynamodb:DeleteItem" {
-				kinds[req.SortKey] = req.LeadingKeys[0]
+				// A kind whose sort key names an item (TOKEN#<tok_id>, a
+				// token record in its key's partition) by its prefix.
+				kind, _, named := strings.Cut(req.SortKey, "#")
+				if named {
+					kind += "#"
+				}
+				kinds[kind] = req.LeadingKeys[0]
 			}
 		}
 		for sk, what := range map[string]string{
 			"JWKS": "the public signing keys", "KEY": "an API key", "KEYHASH": "an API key's hash item",
-			"TOKEN": "a token record", "REVOKED": "a revocation entry",
+			"TOKEN#": "a token record", "REVOKED": "a revocation entry",
 		} {
 			if kinds[sk] == "" {
 				t.Errorf("the auth replay wrote no %s (sort key %s); it must, for this test to cover it", what, sk)

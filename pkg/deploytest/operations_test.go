@@ -16,6 +16,7 @@ import (
 	"latchkey/pkg/dynamostore"
 	"latchkey/pkg/httpapi"
 	"latchkey/pkg/lambdaapp"
+	"latchkey/pkg/lambdaapp/publisherapp"
 )
 
 // The operational facts of issue 13, checked against template.yaml.
@@ -512,7 +513,7 @@ func TestTemplate_EndpointVariables(t *testing.T) {
 		// publisher has EventBridge's too.
 		want := []string{lambdaapp.EnvDynamoDBEndpoint, lambdaapp.EnvSecretsManagerEndpoint}
 		if fn == publisherID {
-			want = append(want, lambdaapp.EnvEventBridgeEndpoint)
+			want = append(want, publisherapp.EnvEventBridgeEndpoint)
 		}
 		if got := slices.Sorted(slices.Values(endpoints)); !slices.Equal(got, slices.Sorted(slices.Values(want))) {
 			t.Errorf("%s declares endpoint variables %v, want %v", fn, got, want)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"latchkey/pkg/lambdaapp"
+	"latchkey/pkg/lambdaapp/publisherapp"
 	"latchkey/pkg/publisher"
 )
 
@@ -78,8 +78,8 @@ func TestTemplate_Publisher(t *testing.T) {
 		t.Run(v.name, func(t *testing.T) {
 			tpl := tpl.under(v.conds)
 			fn := tpl.resource(t, publisherID, "AWS::Serverless::Function")
-			if refOf(tpl.functionEnv(t, publisherID)[lambdaapp.EnvEventBusName]) != "EventBusName" {
-				t.Errorf("%s is %v, want !Ref EventBusName", lambdaapp.EnvEventBusName, tpl.functionEnv(t, publisherID)[lambdaapp.EnvEventBusName])
+			if refOf(tpl.functionEnv(t, publisherID)[publisherapp.EnvEventBusName]) != "EventBusName" {
+				t.Errorf("%s is %v, want !Ref EventBusName", publisherapp.EnvEventBusName, tpl.functionEnv(t, publisherID)[publisherapp.EnvEventBusName])
 			}
 			evs, _ := fn["Events"].(map[string]any)
 			if len(evs) != 1 {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"latchkey/pkg/lambdaapp"
+	"latchkey/pkg/lambdaapp/authorizerapp"
 	"latchkey/pkg/lambdaapp/replay"
 	"latchkey/pkg/mock"
 	"latchkey/pkg/token"
@@ -52,8 +53,8 @@ func TestTemplate_SigningAlgorithm(t *testing.T) {
 		}
 		env := tpl.functionEnv(t, "AuthorizerFunction")
 		getenv := tpl.getenv(t, env, params)
-		cfg, err := lambdaapp.AuthorizerConfigFromEnv(func(k string) string {
-			if k == lambdaapp.EnvAuthorizerRoutes {
+		cfg, err := authorizerapp.ConfigFromEnv(func(k string) string {
+			if k == authorizerapp.EnvRoutes {
 				return "" // the parameter's default
 			}
 			return getenv(k)

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
 	"latchkey/pkg/dynamostore/dynamotest"
 	"latchkey/pkg/httpapi/httpapitest"
@@ -51,8 +52,8 @@ func TestTemplate_StoreTimeout(t *testing.T) {
 	}
 }
 
-// TestLambda_StoreStalls builds the users function with lambdaapp.FromEnv,
-// as its main does, configured by the environment (STORE_TIMEOUT=1s) on a
+// TestLambda_StoreStalls builds the users function with lambdaapp.FromEnv
+// and NewVerifying, as its main does, configured by the environment (STORE_TIMEOUT=1s) on a
 // DynamoDB Local of the test's own and moto, and feeds it API Gateway
 // events while that DynamoDB Local is stopped with SIGSTOP: a read and a
 // write are answered 503 unavailable with Retry-After in about the store
@@ -69,9 +70,23 @@ func TestLambda_StoreStalls(t *testing.T) {
 	const timeout = time.Second
 	env[lambdaapp.EnvStoreTimeout] = timeout.String()
 	logs := &httpapitest.SyncBuffer{}
-	h, err := lambdaapp.FromEnv(t.Context(), lambdaapp.Users, func(k string) string { return env[k] }, slog.New(slog.NewJSONHandler(logs, nil)))
+	cfg, deps, err := lambdaapp.FromEnv(lambdaapp.Users, func(k string) string { return env[k] }, slog.New(slog.NewJSONHandler(logs, nil)))
 	if err != nil {
 		t.Fatalf("init: %v", err)
+	}
+	app, err := lambdaapp.NewVerifying(t.Context(), cfg, deps)
+	if err != nil {
+		t.Fatalf("init: %v", err)
+	}
+	serve := httpadapter.NewV2(app).ProxyWithContext
+	// h is the handler as Lambda runs it: the event decoded into the type
+	// the handler takes.
+	h := func(ctx context.Context, ev []byte) (any, error) {
+		var req events.APIGatewayV2HTTPRequest
+		if err := json.Unmarshal(ev, &req); err != nil {
+			return nil, err
+		}
+		return serve(ctx, req)
 	}
 	invoke := func(name string) (events.APIGatewayV2HTTPResponse, time.Duration) {
 		t.Helper()

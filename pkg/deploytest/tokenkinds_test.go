@@ -15,6 +15,7 @@ import (
 
 	"latchkey/pkg/dynamostore/dynamotest"
 	"latchkey/pkg/lambdaapp"
+	"latchkey/pkg/lambdaapp/authorizerapp"
 	"latchkey/pkg/lambdaapp/replay"
 )
 
@@ -30,6 +31,7 @@ const (
 	kindOwned                          // a key with an owner
 	kindBelowDisabled                  // a key below a disabled key
 	kindRotatedGrace                   // a rotated key, its token issued with the previous secret in its grace period
+	kindTokensRevoked                  // a key whose tokens were all revoked at once after its tokens were issued
 	numTokenKinds
 )
 
@@ -99,6 +101,11 @@ var tokenKinds = map[tokenKind]tokenKindCase{
 		k := f.createKey(replay.AdminSecret, nil)
 		f.call(http.MethodPost, "/v1/api-keys/{id}/rotate", k.id, replay.AdminSecret, `{"expires_in":"1h"}`, http.StatusOK)
 		return f.tokens(k) // with the secret the rotation replaced
+	}},
+	kindTokensRevoked: {name: "TokensRevoked", valid: false, reason: "revoked", setup: func(f *kindsFixture) kindKey {
+		k := f.tokens(f.createKey(replay.AdminSecret, nil))
+		f.call(http.MethodPost, "/v1/api-keys/{id}/tokens/revoke", k.id, replay.AdminSecret, `{}`, http.StatusOK)
+		return k
 	}},
 }
 
@@ -236,7 +243,7 @@ func TestTokenKinds_EveryPath(t *testing.T) {
 type kindsFixture struct {
 	t               *testing.T
 	apps            map[lambdaapp.Function]*lambdaapp.App
-	authorizer      lambdaapp.AuthorizerHandler
+	authorizer      authorizerapp.Handler
 	authorizerCalls *callRecorder // nil over bbolt
 	authorizerEvent events.APIGatewayV2CustomAuthorizerV2Request
 	// roles are the authorizer role's statements under each template

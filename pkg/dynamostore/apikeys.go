@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
@@ -274,6 +275,9 @@ func (s *Store) updateAPIKey(ctx context.Context, id string, p account.APIKeyPat
 		upd = upd.Set(expression.Name("previous_hash"), expression.Value(next.PreviousHash)).
 			Set(expression.Name("previous_expires_at"), expression.Value(next.PreviousExpiresAt.UTC()))
 	}
+	if next.TokensRevokedBefore != nil {
+		upd = upd.Set(expression.Name("tokens_revoked_before"), expression.Value(next.TokensRevokedBefore.UTC()))
+	}
 	steps := []func() (types.TransactWriteItem, error){
 		func() (types.TransactWriteItem, error) {
 			return s.update(apiKeyKey(id), upd, condLive.And(versionIs(it.Version)))
@@ -305,11 +309,7 @@ func (s *Store) updateAPIKey(ctx context.Context, id string, p account.APIKeyPat
 	}
 	out := next.apiKey()
 	out.DisabledAbove, out.LastUsedAt = k.DisabledAbove, k.LastUsedAt
-	typ := account.EventAPIKeyUpdated
-	if p.Rotate != nil {
-		typ = account.EventAPIKeyRotated
-	}
-	if err := s.transact(withEvents(ctx, account.PendingEvent{Type: typ, Data: out}), items, onCheckFailed...); err != nil {
+	if err := s.transact(withEvents(ctx, account.PendingEvent{Type: p.EventType(), Data: out}), items, onCheckFailed...); err != nil {
 		return account.APIKey{}, err
 	}
 	return out, nil
@@ -333,6 +333,14 @@ func (it apiKeyItem) patched(p account.APIKeyPatch) apiKeyItem {
 	}
 	if p.Disabled != nil {
 		next.Disabled = *p.Disabled
+	}
+	var current time.Time
+	if it.TokensRevokedBefore != nil {
+		current = *it.TokensRevokedBefore
+	}
+	if before := p.TokensRevokedBefore(current); !before.IsZero() {
+		before = before.UTC()
+		next.TokensRevokedBefore = &before
 	}
 	if next.PreviousHash != nil && (p.Rotate != nil || !p.At.Before(*next.PreviousExpiresAt)) {
 		next.PreviousHash, next.PreviousExpiresAt = nil, nil

@@ -304,6 +304,32 @@ func TestRequestBudgets(t *testing.T) {
 				}
 			}
 		}},
+		{"UpdateAPIKey (revoke its tokens)", 2, []string{"BatchGetItem", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				_, err := f.s.UpdateAPIKey(f.ctx, f.key.ID, account.APIKeyPatch{RevokeTokens: true, At: f.tick()}, nil)
+				must(t, err, "UpdateAPIKey")
+			}
+		}},
+		{"TokenStatus (verify, the key's tokens revoked)", 1, []string{"BatchGetItem"}, func(t *testing.T, f *budgetFixture) func() {
+			_, err := f.s.UpdateAPIKey(f.ctx, f.key.ID, account.APIKeyPatch{RevokeTokens: true, At: f.tick()}, nil)
+			must(t, err, "UpdateAPIKey")
+			return func() {
+				st, err := f.s.TokenStatus(f.ctx, f.tok.ID, f.key.ID, nil, "")
+				must(t, err, "TokenStatus")
+				if st.Key == nil || st.Key.TokensRevokedBefore.IsZero() {
+					t.Fatalf("TokenStatus: got %+v, want the key, with its tokens revoked", st.Key)
+				}
+			}
+		}},
+		{"ListTokens (page of 20)", 2, []string{"Query", "BatchGetItem"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				p, err := f.s.ListTokens(f.ctx, f.key.ID, f.now.Add(-24*time.Hour), page)
+				must(t, err, "ListTokens")
+				if len(p.Items) == 0 {
+					t.Fatal("ListTokens: no record, want the fixture's token")
+				}
+			}
+		}},
 		{"ListAPIKeys (page of 20)", 2, []string{"Query", "BatchGetItem"}, func(t *testing.T, f *budgetFixture) func() {
 			return func() {
 				_, err := f.s.ListAPIKeys(f.ctx, account.APIKeyFilter{}, page)
@@ -554,6 +580,17 @@ func TestRequestBudgets(t *testing.T) {
 			}
 		}},
 		{"DeleteAPIKey (2 keys below)", 4, []string{"Query", "Query", "Query", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				must(t, f.s.DeleteAPIKey(f.ctx, f.key.ID, nil), "DeleteAPIKey")
+			}
+		}},
+		{"DeleteAPIKey (2 keys below, 200 tokens of its own)", 4, []string{"Query", "Query", "Query", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+			// Its token records share its partition; the delete's Query
+			// stops before them (sk <= KEY), so they cost it nothing.
+			for i := range 200 {
+				at := f.now.Add(time.Duration(i) * time.Millisecond)
+				must(t, f.s.CreateToken(f.ctx, account.TokenRecord{ID: account.NewID(account.PrefixToken, at), KeyID: f.key.ID, Scopes: []string{"read:users"}, IssuedAt: at, ExpiresAt: at.Add(time.Hour)}), "CreateToken")
+			}
 			return func() {
 				must(t, f.s.DeleteAPIKey(f.ctx, f.key.ID, nil), "DeleteAPIKey")
 			}

@@ -119,6 +119,10 @@ func storeCalls(s *dynamostore.Store, user account.User, org account.Organizatio
 			return err
 		},
 		"CreateToken": func(ctx context.Context) error { return s.CreateToken(ctx, tok) },
+		"ListTokens": func(ctx context.Context) error {
+			_, err := s.ListTokens(ctx, key.ID, tok.IssuedAt.Add(-time.Hour), page)
+			return err
+		},
 		"RevokeToken": func(ctx context.Context) error {
 			_, err := s.RevokeToken(ctx, account.Revocation{TokenID: tok.ID, KeyID: key.ID, RevokedAt: at, ExpiresAt: tok.ExpiresAt})
 			return err

@@ -213,6 +213,8 @@ func TestHTTPRequestBudgets(t *testing.T) {
 
 	do("", "GET", "/v1/api-keys?limit=20", admin, nil, 200, get, query, batch)
 	do("", "GET", "/v1/api-keys/"+str(key, "id"), admin, nil, 200, get, batch)
+	do("", "GET", "/v1/api-keys/"+str(key, "id")+"/tokens", admin, nil, 200, get, batch, query, batch)
+	do("", "POST", "/v1/api-keys/"+str(key, "id")+"/tokens/revoke", admin, map[string]any{}, 200, get, batch, tx)
 	do("", "PATCH", "/v1/api-keys/"+str(leaf, "id"), admin, map[string]any{"name": "leaf ✓", "metadata": map[string]string{"team": "billing"}}, 200, get, batch, tx)
 	rotated := do("", "POST", "/v1/api-keys/"+str(leaf, "id")+"/rotate", admin, map[string]any{"expires_in": "1h"}, 200, get, batch, tx)
 	do("previous secret, during its grace, first use", "GET", "/v1/users/"+uid, str(leaf, "key"), nil, 200, get, upd, get)

@@ -178,8 +178,12 @@ type apiKeyItem struct {
 	// meanwhile (see previousCopy).
 	PreviousHash      []byte     `dynamodbav:"previous_hash,omitempty"`
 	PreviousExpiresAt *time.Time `dynamodbav:"previous_expires_at,omitempty"`
-	CreatedAt         time.Time  `dynamodbav:"created_at"`
-	ExpiresAt         time.Time  `dynamodbav:"expires_at"`
+	// TokensRevokedBefore is on both copies, set by UpdateAPIKey in its
+	// transaction: every verify reads it with the key, so one write
+	// revokes every token of the key at once (account.APIKey).
+	TokensRevokedBefore *time.Time `dynamodbav:"tokens_revoked_before,omitempty"`
+	CreatedAt           time.Time  `dynamodbav:"created_at"`
+	ExpiresAt           time.Time  `dynamodbav:"expires_at"`
 	// ExpireAt is the TTL attribute (epoch seconds), on keys that expire:
 	// DynamoDB drops both copies account.ExpiredKeyRetention after expiry.
 	ExpireAt int64 `dynamodbav:"expire_at,omitempty"`
@@ -277,6 +281,9 @@ func (it apiKeyItem) apiKey() account.APIKey {
 	if it.PreviousExpiresAt != nil {
 		k.PreviousExpiresAt = *it.PreviousExpiresAt
 	}
+	if it.TokensRevokedBefore != nil {
+		k.TokensRevokedBefore = *it.TokensRevokedBefore
+	}
 	if k.Scopes == nil {
 		k.Scopes = []string{}
 	}
@@ -339,10 +346,14 @@ func (it keyUseItem) lastUsed() time.Time {
 	return time.UnixMilli(it.LastUsedAt).UTC()
 }
 
+// tokenItem is a token's record, in its key's partition (KEY#<key_id>,
+// TOKEN#<tok_id>), so that a strongly consistent Query of that partition
+// lists the key's tokens newest first (token IDs are ULIDs).
 type tokenItem struct {
 	key
 	KeyID     string    `dynamodbav:"key_id"`
 	Scopes    []string  `dynamodbav:"scopes"`
+	Audience  string    `dynamodbav:"audience,omitempty"`
 	IssuedAt  time.Time `dynamodbav:"issued_at"`
 	ExpiresAt time.Time `dynamodbav:"expires_at"`
 	// ExpireAt is the TTL attribute: DynamoDB deletes the record, for free,
@@ -356,12 +367,20 @@ func newTokenItem(t account.TokenRecord) tokenItem {
 		scopes = []string{}
 	}
 	return tokenItem{
-		key:       tokenKey(t.ID),
+		key:       tokenKey(t.KeyID, t.ID),
 		KeyID:     t.KeyID,
 		Scopes:    scopes,
+		Audience:  t.Audience,
 		IssuedAt:  t.IssuedAt.UTC(),
 		ExpiresAt: t.ExpiresAt.UTC(),
 		ExpireAt:  t.ExpiresAt,
+	}
+}
+
+func (it tokenItem) record() account.TokenRecord {
+	return account.TokenRecord{
+		ID: idFrom(it.SK, prefixToken), KeyID: it.KeyID, Scopes: it.Scopes, Audience: it.Audience,
+		IssuedAt: it.IssuedAt, ExpiresAt: it.ExpiresAt,
 	}
 }
 

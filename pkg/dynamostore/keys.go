@@ -24,7 +24,7 @@ import (
 //	last use of a key    KEYUSE#<key_id>      USE                 -                    -
 //	key of an org        KEYORG#<org_id>      KEY#<key_id>        -                    -
 //	key of an owner      KEYOWNER#<owner_id>  KEY#<key_id>        -                    -
-//	token record         TOKEN#<tok_id>       TOKEN               -                    -
+//	token record         KEY#<key_id>         TOKEN#<tok_id>      -                    -
 //	revocation entry     TOKEN#<tok_id>       REVOKED             -                    -
 //	public signing keys  CONFIG               JWKS                -                    -
 //	idempotency record   IDEM#<key_id>        IDEM#<key>          -                    -
@@ -64,7 +64,6 @@ const (
 	sortKey          = "KEY"
 	sortKeyHash      = "KEYHASH"
 	sortKeyUse       = "USE"
-	sortToken        = "TOKEN"
 	sortRevoked      = "REVOKED"
 	pkConfig         = "CONFIG"
 	sortJWKS         = "JWKS"
@@ -92,7 +91,7 @@ func keyLinkKey(parentID, id string) key    { return key{prefixKey + parentID, p
 func keyUseKey(id string) key               { return key{prefixKeyUse + id, sortKeyUse} }
 func keyOrgLinkKey(orgID, id string) key    { return key{prefixKeyOrg + orgID, prefixKey + id} }
 func keyOwnerLinkKey(owner, id string) key  { return key{prefixKeyOwner + owner, prefixKey + id} }
-func tokenKey(id string) key                { return key{prefixToken + id, sortToken} }
+func tokenKey(keyID, id string) key         { return key{prefixKey + keyID, prefixToken + id} }
 func revocationKey(id string) key           { return key{prefixToken + id, sortRevoked} }
 func jwksKey() key                          { return key{pkConfig, sortJWKS} }
 func orgEventKey(orgID, id string) key      { return key{prefixEventOrg + orgID, id} }

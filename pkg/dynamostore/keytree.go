@@ -96,9 +96,13 @@ type keyNode struct {
 	children []string
 }
 
-// readKeyNode reads the partition of the key id: its item and its links.
+// readKeyNode reads the partition of the key id: its item and its links,
+// which sort before its token records (CHILD# < KEY < TOKEN#), read by no
+// delete: they expire with their tokens (TTL), and nothing lists the
+// tokens of a key that is gone.
 func (s *Store) readKeyNode(ctx context.Context, id string) (keyNode, error) {
-	kc := expression.Key("pk").Equal(expression.Value(apiKeyKey(id).PK))
+	kc := expression.Key("pk").Equal(expression.Value(apiKeyKey(id).PK)).
+		And(expression.Key("sk").LessThanEqual(expression.Value(sortKey)))
 	e, err := expression.NewBuilder().WithKeyCondition(kc).Build()
 	if err != nil {
 		return keyNode{}, account.Internal(err)

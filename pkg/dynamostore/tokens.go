@@ -5,15 +5,18 @@ import (
 	"errors"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"latchkey/pkg/account"
 )
 
-// CreateToken writes the token record with one PutItem; TTL removes it after
-// the token expires. Token IDs are fresh ULIDs, so there is nothing to guard.
+// CreateToken writes the token record, in its key's partition, with one
+// PutItem; TTL removes it after the token expires. Token IDs are fresh
+// ULIDs, so there is nothing to guard.
 func (s *Store) CreateToken(ctx context.Context, t account.TokenRecord) error {
 	if account.IdempotencyCommitFrom(ctx) != nil {
 		// With its idempotency record: a transaction of the two.
@@ -131,4 +134,83 @@ func (s *Store) TokenStatus(ctx context.Context, tokenID, keyID string, ancestor
 		st.Key = &issuer
 	}
 	return st, nil
+}
+
+// ListTokens reads one page of the key's token records with one strongly
+// consistent Query of its partition, newest first, from the sort keys
+// TOKEN#<first ID after since> on (so no token issued before since costs
+// a read), then their revocation entries with one strongly consistent
+// BatchGetItem: about 1 RCU per 4 KB of records (some 25 records) and
+// 1 RCU per record on the page.
+func (s *Store) ListTokens(ctx context.Context, keyID string, since time.Time, p account.ListParams) (account.Page[account.TokenRecord], error) {
+	pk := apiKeyKey(keyID).PK
+	low := prefixToken + account.FirstID(account.PrefixToken, since.Add(time.Millisecond))
+	// "~" sorts after every ULID character.
+	high := prefixToken + account.PrefixToken + "~"
+	if p.After != "" {
+		high = prefixToken + p.After
+	}
+	kc := expression.Key("pk").Equal(expression.Value(pk)).
+		And(expression.Key("sk").Between(expression.Value(low), expression.Value(high)))
+	e, err := expression.NewBuilder().WithKeyCondition(kc).Build()
+	if err != nil {
+		return account.Page[account.TokenRecord]{}, account.Internal(err)
+	}
+	limit := p.PageSize()
+	// One more than the page, and one more again for the position itself,
+	// which BETWEEN includes.
+	want := limit + 2
+	pages := dynamodb.NewQueryPaginator(s.client, &dynamodb.QueryInput{
+		TableName: s.table, ConsistentRead: aws.Bool(true),
+		KeyConditionExpression: e.KeyCondition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+		ScanIndexForward: aws.Bool(false), Limit: aws.Int32(int32(want)),
+	})
+	var items []tokenItem
+	for pages.HasMorePages() && len(items) <= limit {
+		out, err := pages.NextPage(ctx)
+		if err != nil {
+			return account.Page[account.TokenRecord]{}, storeErr(err)
+		}
+		for _, av := range out.Items {
+			var it tokenItem
+			if err := attributevalue.UnmarshalMap(av, &it); err != nil {
+				return account.Page[account.TokenRecord]{}, account.Internal(err)
+			}
+			if it.SK != high {
+				items = append(items, it)
+			}
+		}
+	}
+	var page account.Page[account.TokenRecord]
+	if len(items) > limit {
+		items = items[:limit]
+		page.Next = idFrom(items[limit-1].SK, prefixToken)
+	}
+	if len(items) == 0 {
+		page.Items = []account.TokenRecord{}
+		return page, nil
+	}
+	keys := make([]key, len(items))
+	for i, it := range items {
+		keys[i] = revocationKey(idFrom(it.SK, prefixToken))
+	}
+	read, err := s.batchGet(ctx, keys)
+	if err != nil {
+		return account.Page[account.TokenRecord]{}, err
+	}
+	revoked := make(map[string]time.Time, len(read))
+	for _, av := range read {
+		var r revocationItem
+		if err := attributevalue.UnmarshalMap(av, &r); err != nil {
+			return account.Page[account.TokenRecord]{}, account.Internal(err)
+		}
+		revoked[idFrom(r.PK, prefixToken)] = r.RevokedAt
+	}
+	page.Items = make([]account.TokenRecord, len(items))
+	for i, it := range items {
+		t := it.record()
+		t.RevokedAt = revoked[t.ID]
+		page.Items[i] = t
+	}
+	return page, nil
 }

@@ -67,6 +67,14 @@ var fixtures = map[string]fixture{
 		k, _ := a.CreateAPIKey(a.t, account.ScopeWriteAPIKeys)
 		return "/v1/api-keys/" + k.ID + "/rotate", map[string]any{"expires_in": "1h"}, http.StatusOK
 	},
+	"GET /v1/api-keys/{id}/tokens": func(a api) (string, any, int) {
+		k, _ := a.CreateAPIKey(a.t, account.ScopeReadAPIKeys)
+		return "/v1/api-keys/" + k.ID + "/tokens", nil, http.StatusOK
+	},
+	"POST /v1/api-keys/{id}/tokens/revoke": func(a api) (string, any, int) {
+		k, _ := a.CreateAPIKey(a.t, account.ScopeRevokeTokens)
+		return "/v1/api-keys/" + k.ID + "/tokens/revoke", map[string]any{}, http.StatusOK
+	},
 	"GET /v1/events": func(a api) (string, any, int) { return "/v1/events?types=user.created", nil, http.StatusOK },
 	"DELETE /v1/api-keys/{id}": func(a api) (string, any, int) {
 		k, _ := a.CreateAPIKey(a.t, account.ScopeWriteAPIKeys)

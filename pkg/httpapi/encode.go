@@ -245,7 +245,10 @@ type apiKeyResponse struct {
 	// null when there is none that still works.
 	PreviousKeyExpiresAt *timestamp `json:"previous_key_expires_at"`
 	LastUsedAt           *timestamp `json:"last_used_at"`
-	Key                  string     `json:"key,omitempty"`
+	// TokensRevokedBefore: every token of the key issued until then is
+	// revoked (POST /v1/api-keys/{id}/tokens/revoke); null if none were.
+	TokensRevokedBefore *timestamp `json:"tokens_revoked_before"`
+	Key                 string     `json:"key,omitempty"`
 }
 
 func toAPIKey(k account.APIKey) apiKeyResponse {
@@ -262,6 +265,7 @@ func toAPIKey(k account.APIKey) apiKeyResponse {
 
 		PreviousKeyExpiresAt: optionalTime(k.PreviousExpiresAt),
 		LastUsedAt:           optionalTime(k.LastUsedAt),
+		TokensRevokedBefore:  optionalTime(k.TokensRevokedBefore),
 	}
 	if out.Scopes == nil {
 		out.Scopes = []string{}
@@ -283,6 +287,24 @@ func maskKey(k account.APIKey) string {
 		return "…" + k.Last4
 	}
 	return account.APIKeyPrefix + "…" + k.Last4
+}
+
+// tokenRecordResponse describes an issued token, never the token itself.
+type tokenRecordResponse struct {
+	ID        string    `json:"id"`
+	KeyID     string    `json:"key_id"`
+	Scopes    []string  `json:"scopes"`
+	Audience  string    `json:"audience"`
+	IssuedAt  timestamp `json:"issued_at"`
+	ExpiresAt timestamp `json:"expires_at"`
+}
+
+func toTokenRecord(t account.TokenRecord) tokenRecordResponse {
+	out := tokenRecordResponse{ID: t.ID, KeyID: t.KeyID, Scopes: t.Scopes, Audience: t.Audience, IssuedAt: timestamp(t.IssuedAt), ExpiresAt: timestamp(t.ExpiresAt)}
+	if out.Scopes == nil {
+		out.Scopes = []string{}
+	}
+	return out
 }
 
 type tokenResponse struct {

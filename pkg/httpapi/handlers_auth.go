@@ -201,6 +201,28 @@ func (s *server) deleteAPIKey(w http.ResponseWriter, r *http.Request, p account.
 	return nil
 }
 
+func (s *server) listAPIKeyTokens(w http.ResponseWriter, r *http.Request, p account.Principal) error {
+	l, err := s.svc.ListAPIKeyTokens(r.Context(), p, r.PathValue("id"), pageRequest(r))
+	if err != nil {
+		return err
+	}
+	s.writeJSON(w, r, http.StatusOK, toListResponse(l, toTokenRecord))
+	return nil
+}
+
+func (s *server) revokeAPIKeyTokens(w http.ResponseWriter, r *http.Request, p account.Principal) error {
+	// The request has no fields: its body is {}, read as strictly as any.
+	if err := decode(w, r, &struct{}{}); err != nil {
+		return err
+	}
+	k, err := s.svc.RevokeAPIKeyTokens(r.Context(), p, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	s.writeJSON(w, r, http.StatusOK, toAPIKey(k))
+	return nil
+}
+
 // pageRequest passes the paging parameters to the service as sent: it
 // validates them, so that every list behaves the same.
 func pageRequest(r *http.Request) account.PageRequest {

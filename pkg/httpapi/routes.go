@@ -103,6 +103,8 @@ var routeTable = []routeDef{
 	{Route: Route{GroupAuth, http.MethodPatch, "/v1/api-keys/{id}", account.OpUpdateAPIKey, nil}, handler: (*server).updateAPIKey},
 	{Route: Route{GroupAuth, http.MethodDelete, "/v1/api-keys/{id}", account.OpDeleteAPIKey, nil}, handler: (*server).deleteAPIKey},
 	{Route: Route{GroupAuth, http.MethodPost, "/v1/api-keys/{id}/rotate", account.OpRotateAPIKey, nil}, handler: (*server).rotateAPIKey},
+	{Route: Route{GroupAuth, http.MethodGet, "/v1/api-keys/{id}/tokens", account.OpListAPIKeyTokens, listQuery()}, handler: (*server).listAPIKeyTokens},
+	{Route: Route{GroupAuth, http.MethodPost, "/v1/api-keys/{id}/tokens/revoke", account.OpRevokeAPIKeyTokens, nil}, handler: (*server).revokeAPIKeyTokens},
 	{Route: Route{GroupAuth, http.MethodGet, "/v1/events", account.OpListEvents, listQuery("after", "before", "types")}, handler: (*server).listEvents},
 
 	{Route: Route{GroupOrganizations, http.MethodGet, "/v1/organizations", account.OpListOrganizations, listQuery("slug", "external_id")}, handler: (*server).listOrganizations},

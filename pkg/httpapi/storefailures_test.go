@@ -187,6 +187,8 @@ func storeFailureRequests(now time.Time, token string) map[string][]storeFailure
 		"PATCH /v1/api-keys/{id}":                         {{prefix: key, body: map[string]any{"enabled": false}}},
 		"DELETE /v1/api-keys/{id}":                        {{prefix: key}},
 		"POST /v1/api-keys/{id}/rotate":                   {{prefix: key, body: map[string]any{"expires_in": "1h"}}},
+		"GET /v1/api-keys/{id}/tokens":                    {{prefix: key}},
+		"POST /v1/api-keys/{id}/tokens/revoke":            {{prefix: key, body: map[string]any{}}},
 		"GET /v1/events":                                  {{}, {query: "?after=evt_01JD3Q9V3C8XG4Q6Z8Y2KAB7RT"}},
 		"GET /v1/organizations":                           {{}, {query: "?slug=acme"}, {query: "?external_id=acct-1"}},
 		"POST /v1/organizations":                          {{body: map[string]any{"name": "Acme", "slug": "acme"}}},

@@ -333,6 +333,23 @@ func (f *worstFixture) worstLoads() []routeLoad {
 			},
 		},
 		{
+			route:    route(http.MethodGet, "/v1/api-keys/{id}/tokens"),
+			ordinary: noBody("ordinary", "/v1/api-keys/"+f.key.ID+"/tokens", http.StatusOK),
+			worst: append([]load{
+				noBody("full_page", "/v1/api-keys/"+f.key.ID+"/tokens?limit=100", http.StatusOK),
+				noBody("long_id", "/v1/api-keys/"+hugeID+"/tokens", http.StatusNotFound),
+			}, longCursors("/v1/api-keys/"+f.key.ID+"/tokens")...),
+		},
+		{
+			route:    route(http.MethodPost, "/v1/api-keys/{id}/tokens/revoke"),
+			ordinary: withBody("ordinary", "/v1/api-keys/"+f.key.ID+"/tokens/revoke", http.StatusOK, []byte(`{}`)),
+			worst: []load{
+				withBody("long_body", "/v1/api-keys/"+f.key.ID+"/tokens/revoke", http.StatusBadRequest,
+					[]byte(`{"x":"`+strings.Repeat("9", httpapi.MaxBodyBytes-20)+`"}`)),
+				withBody("long_id", "/v1/api-keys/"+hugeID+"/tokens/revoke", http.StatusNotFound, []byte(`{}`)),
+			},
+		},
+		{
 			route:    route(http.MethodGet, "/v1/events"),
 			ordinary: noBody("ordinary", "/v1/events", http.StatusOK),
 			worst: append([]load{

@@ -1,8 +1,16 @@
-// Package lambdaapp is the wiring shared by Latchkey's three Lambda
-// functions: configuration from the environment, the secrets, and the keys
-// they make, from which assembly.New builds the account service and the
-// http.Handler of the function's endpoint group, as it does the local
-// server's; served through aws-lambda-go-api-proxy.
+// Package lambdaapp is the App of Latchkey's three HTTP API functions
+// (auth, organizations, users): configuration from the environment, the
+// secrets, and the keys they make, from which package assembly builds the
+// account service and the http.Handler of the function's endpoint group,
+// as it does the local server's. Each function's main wires its own
+// (functions/*/main.go): FromEnv, then NewSigning (auth) or NewVerifying
+// (the others), served through aws-lambda-go-api-proxy's httpadapter.NewV2.
+// The two constructors are two entry points so that a binary links only
+// its half: the organizations and users functions link no token signer and
+// no bootstrap (TestBinary_Links). The events only auth takes besides HTTP
+// (CloudFormation custom resources, the bootstrap invocation) are package
+// authevents'; the authorizer and the publisher have their own packages,
+// authorizerapp and publisherapp, and share only lambdaenv with these.
 //
 // Which function reads and writes what:
 //
@@ -25,7 +33,7 @@
 //
 // So that the first request after a deploy works whichever function it
 // reaches, the template's Bootstrap custom resource invokes auth at deploy
-// time (Invoke, then Bootstrap) and the other two functions are created
+// time (authevents.Handler, then Bootstrap) and the other two functions are created
 // only after it has succeeded; auth also does the same work at its own
 // start.
 //
@@ -38,7 +46,6 @@ package lambdaapp
 import (
 	"context"
 	"crypto"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -47,7 +54,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/aws/aws-lambda-go/cfn"
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/awslabs/aws-lambda-go-api-proxy/core"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
@@ -62,12 +68,8 @@ import (
 // request in, the response out.
 type Handler func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
 
-// EventHandler is the function each main passes to lambda.Start: any event
-// in, as JSON, and the value to answer with out.
-type EventHandler func(ctx context.Context, event json.RawMessage) (any, error)
-
-// Deps are the clients a function is built from. Main builds them from the
-// AWS configuration; tests pass DynamoDB Local or bbolt, and moto or a fake.
+// Deps are the clients a function is built from. FromEnv builds them from
+// the AWS configuration; tests pass DynamoDB Local or bbolt, and moto or a fake.
 type Deps struct {
 	// Store persists the domain. Required.
 	Store account.Store
@@ -99,6 +101,9 @@ type App struct {
 	tokens   *token.Cache
 	interval time.Duration
 	lambda   Handler
+	// build is buildSigning (auth) or buildVerifying (the others), set by
+	// the constructor, so that a binary links only the one it calls.
+	build func(ctx context.Context, cache *secrets.Cache, prev *built) (*built, error)
 
 	current atomic.Pointer[built]
 	mu      sync.Mutex     // serialises rebuilds; guards cache and retryAt
@@ -126,11 +131,53 @@ func (a *App) issuer() string {
 	return a.published.Issuer()
 }
 
-// New builds the function described by cfg: it reads the secrets, publishes
-// the public keys and ensures the bootstrap admin key (auth) or reads the
-// public keys (others), and builds the router once. Any error here is a
-// failed init.
+// New builds the function described by cfg, auth with NewSigning and
+// the others with NewVerifying: for tests and tools that build any of the
+// three. A function's main calls its own constructor.
 func New(ctx context.Context, cfg Config, deps Deps) (*App, error) {
+	if cfg.Function.SignsTokens() {
+		return NewSigning(ctx, cfg, deps)
+	}
+	return NewVerifying(ctx, cfg, deps)
+}
+
+// NewSigning builds the auth function: it reads the secrets, publishes the
+// public keys, ensures the bootstrap admin key, and builds the router once.
+// Any error here is a failed init.
+func NewSigning(ctx context.Context, cfg Config, deps Deps) (*App, error) {
+	if !cfg.Function.SignsTokens() || !cfg.Function.WritesCredentials() {
+		return nil, fmt.Errorf("lambdaapp: the %s function does not sign tokens; NewVerifying builds it", cfg.Function)
+	}
+	a, err := newApp(cfg, deps)
+	if err != nil {
+		return nil, err
+	}
+	a.build = a.buildSigning
+	return a, a.start(ctx)
+}
+
+// NewVerifying builds the organizations or users function: it reads the
+// cursor key secret and the published public keys, and builds the router
+// once. It never reaches the signing half of the package. Any error here
+// is a failed init.
+func NewVerifying(ctx context.Context, cfg Config, deps Deps) (*App, error) {
+	if cfg.Function.SignsTokens() || cfg.Function.WritesCredentials() {
+		return nil, fmt.Errorf("lambdaapp: the %s function signs tokens; NewSigning builds it", cfg.Function)
+	}
+	a, err := newApp(cfg, deps)
+	if err != nil {
+		return nil, err
+	}
+	a.build = a.buildVerifying
+	return a, a.start(ctx)
+}
+
+func newApp(cfg Config, deps Deps) (*App, error) {
+	switch cfg.Function {
+	case Auth, Organizations, Users:
+	default:
+		return nil, fmt.Errorf("lambdaapp: unknown function %q", cfg.Function)
+	}
 	if deps.Store == nil || deps.Keys == nil || deps.Secrets == nil {
 		return nil, errors.New("lambdaapp: Store, Keys and Secrets are required")
 	}
@@ -150,19 +197,25 @@ func New(ctx context.Context, cfg Config, deps Deps) (*App, error) {
 	}
 	a.cache = a.newCache()
 	a.lambda = httpadapter.NewV2(a).ProxyWithContext
-	if !cfg.Function.SignsTokens() || cfg.Issuer == "" {
-		p, err := token.NewKeySet(ctx, cfg.Issuer, deps.Keys, token.KeySetOptions{Logger: deps.Logger, Now: deps.Now, RefreshInterval: a.interval, Algorithm: cfg.SigningAlgorithm, Cache: a.tokens})
+	return a, nil
+}
+
+// start reads the published keys (unless auth has its issuer configured:
+// it parses with its own keys) and builds the first handler.
+func (a *App) start(ctx context.Context) error {
+	if !a.cfg.Function.SignsTokens() || a.cfg.Issuer == "" {
+		p, err := token.NewKeySet(ctx, a.cfg.Issuer, a.deps.Keys, token.KeySetOptions{Logger: a.deps.Logger, Now: a.deps.Now, RefreshInterval: a.interval, Algorithm: a.cfg.SigningAlgorithm, Cache: a.tokens})
 		if err != nil {
-			return nil, fmt.Errorf("read the public keys from the table: %w", err)
+			return fmt.Errorf("read the public keys from the table: %w", err)
 		}
 		a.published = p
 	}
 	b, err := a.build(ctx, a.cache, nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	a.current.Store(b)
-	return a, nil
+	return nil
 }
 
 func (a *App) newCache() *secrets.Cache {
@@ -172,79 +225,12 @@ func (a *App) newCache() *secrets.Cache {
 // Lambda returns the handler of API Gateway events.
 func (a *App) Lambda() Handler { return a.lambda }
 
-// BootstrapAction is the action of the event {"action":"bootstrap"}, which
-// makes the auth function run Bootstrap when invoked directly, as an
-// operator does after rotating the admin key to make it work at once.
-const BootstrapAction = "bootstrap"
+// TableName is the table the App's store is over.
+func (a *App) TableName() string { return a.cfg.TableName }
 
-// BootstrapResult is auth's answer to {"action":"bootstrap"}.
-type BootstrapResult struct {
-	Bootstrapped bool `json:"bootstrapped"`
-}
-
-// Invoke is the handler Main passes to lambda.Start. Every function serves
-// API Gateway events through Lambda. The auth function also runs Bootstrap
-// for two others: a CloudFormation custom resource request (the template's
-// Bootstrap resource, at deploy time), which it answers by a PUT to the
-// request's pre-signed ResponseURL as CloudFormation requires, and a direct
-// invocation with {"action":"bootstrap"}. The other functions take every
-// event for an API Gateway one, as they did before: they cannot bootstrap.
-func (a *App) Invoke(ctx context.Context, event json.RawMessage) (any, error) {
-	if a.cfg.Function.WritesCredentials() {
-		ev, isCustom, err := customResourceEvent(event)
-		if err != nil {
-			return nil, err
-		}
-		if isCustom {
-			return answer(ctx, ev, a.cfg.TableName, func(ctx context.Context) (map[string]any, error) {
-				return a.customResource(ctx, ev)
-			})
-		}
-		var probe struct {
-			Action string `json:"action"`
-		}
-		if json.Unmarshal(event, &probe) == nil && probe.Action == BootstrapAction {
-			if err := a.Bootstrap(ctx); err != nil {
-				a.deps.Logger.ErrorContext(ctx, "bootstrap failed", "error", err.Error())
-				return nil, err
-			}
-			return BootstrapResult{Bootstrapped: true}, nil
-		}
-	}
-	var req events.APIGatewayV2HTTPRequest
-	if err := json.Unmarshal(event, &req); err != nil {
-		return nil, err
-	}
-	return a.lambda(ctx, req)
-}
-
-// IssuerProperty is the custom resource property that records the issuer:
-// the template's IssuerConfig resource sets it to the API's URL (or the
-// custom domain's), which only exists once the API does.
-const IssuerProperty = "Issuer"
-
-// customResource runs Bootstrap for a Create or Update of the template's
-// custom resources (answer never runs it for a Delete): Bootstrap, and
-// IssuerConfig, which also records the issuer named by its Issuer property
-// (and answers it as the attribute Issuer) before it bootstraps. An error
-// becomes the FAILED response's reason, which fails the deploy.
-func (a *App) customResource(ctx context.Context, ev cfn.Event) (map[string]any, error) {
-	var data map[string]any
-	if issuer, ok := ev.ResourceProperties[IssuerProperty]; ok {
-		s, _ := issuer.(string)
-		if err := a.RecordIssuer(ctx, s); err != nil {
-			a.deps.Logger.ErrorContext(ctx, "recording the issuer for CloudFormation failed", "request_type", string(ev.RequestType), "error", err.Error())
-			return nil, err
-		}
-		data = map[string]any{IssuerProperty: s}
-	}
-	if err := a.Bootstrap(ctx); err != nil {
-		a.deps.Logger.ErrorContext(ctx, "bootstrap for CloudFormation failed", "request_type", string(ev.RequestType), "error", err.Error())
-		return nil, err
-	}
-	a.deps.Logger.InfoContext(ctx, "bootstrap for CloudFormation done", "request_type", string(ev.RequestType), "resource", ev.LogicalResourceID)
-	return data, nil
-}
+// Logger is the App's logger, which adds API Gateway's request id to the
+// lines logged with a request's context.
+func (a *App) Logger() *slog.Logger { return a.deps.Logger }
 
 // RecordIssuer records issuer in the table, where every function reads it
 // with the public keys, and serves with it from the next request on. Other
@@ -324,76 +310,72 @@ func (a *App) refresh(ctx context.Context) {
 	}
 }
 
-// build makes the service and handler from the secrets in cache. It returns
-// prev unchanged when no secret version differs from prev's, which is the
-// case on all but the few requests after a rotation. With a nil prev it
-// publishes the public keys and ensures the bootstrap admin key (auth).
-func (a *App) build(ctx context.Context, cache *secrets.Cache, prev *built) (*built, error) {
+// buildVerifying makes the service and handler of the organizations or
+// users function from the cursor key secret in cache, over the published
+// keys. It returns prev unchanged when neither the secret's version nor
+// the issuer differs from prev's, which is the case on all but the few
+// requests after a rotation.
+func (a *App) buildVerifying(ctx context.Context, cache *secrets.Cache, prev *built) (*built, error) {
+	cursor, err := a.readCursorKey(ctx, cache)
+	if err != nil {
+		return nil, err
+	}
+	v := versions{cursor: cursor.Current.ID, issuer: a.issuer()}
+	if prev != nil && prev.versions == v {
+		return prev, nil
+	}
+	parts, err := a.parts(cursor, v.issuer)
+	if err != nil {
+		return nil, err
+	}
+	parts.Verifier = a.published
+	asm, err := assembly.NewVerifier(parts)
+	if err != nil {
+		return nil, err
+	}
+	return &built{handler: asm.Handler(a.cfg.Function.Group()), versions: v}, nil
+}
+
+// buildSigning makes auth's service and handler from the secrets in cache,
+// as buildVerifying does the others', with the signing key secret and the
+// admin key secret besides. With a nil prev, or when a secret changed, it
+// publishes the public keys and ensures the bootstrap admin key.
+func (a *App) buildSigning(ctx context.Context, cache *secrets.Cache, prev *built) (*built, error) {
 	// Before the cache reads the signing secret: with RS256, a cold start
 	// or a bootstrap (prev nil; each with a fresh cache) first makes it an
 	// RSA key.
-	if a.cfg.Function.SignsTokens() && prev == nil && a.cfg.SigningAlgorithm == token.RS256 {
+	if prev == nil && a.cfg.SigningAlgorithm == token.RS256 {
 		if err := a.ensureRSASigningKey(ctx); err != nil {
 			return nil, err
 		}
 	}
-	// The secrets that are due (all of them at a cold start) are read at
-	// once, concurrently, and the Gets below answer from the cache: a cold
-	// start waits for one round trip to Secrets Manager, not four. A secret
-	// that was never read and cannot be fails here, named in the error.
-	keys := []secrets.Key{{ID: a.cfg.CursorKeySecret}}
-	if a.cfg.Function.WritesCredentials() {
-		keys = append(keys, secrets.Key{ID: a.cfg.AdminKeySecret})
-	}
-	if a.cfg.Function.SignsTokens() {
-		keys = append(keys, secrets.Key{ID: a.cfg.SigningKeySecret, Previous: true})
-	}
-	if err := cache.Load(ctx, keys...); err != nil {
-		return nil, fmt.Errorf("read the secrets: %w", err)
-	}
-	cursor, err := cache.Get(ctx, a.cfg.CursorKeySecret)
+	cursor, err := a.readCursorKey(ctx, cache, secrets.Key{ID: a.cfg.AdminKeySecret}, secrets.Key{ID: a.cfg.SigningKeySecret, Previous: true})
 	if err != nil {
-		return nil, fmt.Errorf("read the cursor key secret: %w", err)
+		return nil, err
 	}
-	var admin secrets.Value
-	if a.cfg.Function.WritesCredentials() {
-		if admin, err = cache.Get(ctx, a.cfg.AdminKeySecret); err != nil {
-			return nil, fmt.Errorf("read the admin key secret: %w", err)
-		}
+	admin, err := cache.Get(ctx, a.cfg.AdminKeySecret)
+	if err != nil {
+		return nil, fmt.Errorf("read the admin key secret: %w", err)
 	}
-	var signing secrets.Value
-	if a.cfg.Function.SignsTokens() {
-		if signing, err = cache.GetWithPrevious(ctx, a.cfg.SigningKeySecret); err != nil {
-			return nil, fmt.Errorf("read the signing key secret: %w", err)
-		}
+	signing, err := cache.GetWithPrevious(ctx, a.cfg.SigningKeySecret)
+	if err != nil {
+		return nil, fmt.Errorf("read the signing key secret: %w", err)
 	}
 	v := versions{signing.Current.ID, signing.Previous.ID, admin.Current.ID, cursor.Current.ID, a.issuer()}
 	if prev != nil && prev.versions == v {
 		return prev, nil
 	}
-
-	cursorKey, err := secrets.CursorKey(cursor.Current.Value)
+	parts, err := a.parts(cursor, v.issuer)
 	if err != nil {
 		return nil, err
 	}
-	parts := assembly.Parts{
-		Store: a.deps.Store, CursorKey: cursorKey, Issuer: v.issuer,
-		Now: a.deps.Now, Logger: a.deps.Logger, RequestID: RequestID, Algorithm: a.cfg.SigningAlgorithm,
-		TokenCache: a.tokens,
+	if parts.SigningKey, parts.PreviousKeys, parts.PreviousSealKeys, err = signingKeys(a.cfg.SigningAlgorithm, signing); err != nil {
+		return nil, err
 	}
-	if a.cfg.Function.SignsTokens() {
-		// The console signs its operators in with tokens: auth serves it.
-		parts.Console = a.cfg.Console
-	}
-	if a.cfg.Function.SignsTokens() {
-		if parts.SigningKey, parts.PreviousKeys, parts.PreviousSealKeys, err = signingKeys(a.cfg.SigningAlgorithm, signing); err != nil {
-			return nil, err
-		}
-		if v.issuer == "" {
-			a.deps.Logger.WarnContext(ctx, "no issuer recorded yet; tokens are not issued until the deployment records it (the IssuerConfig custom resource)")
-		}
-	} else {
-		parts.Verifier = a.published
+	// The console signs its operators in with tokens: auth serves it.
+	parts.Console = a.cfg.Console
+	if v.issuer == "" {
+		a.deps.Logger.WarnContext(ctx, "no issuer recorded yet; tokens are not issued until the deployment records it (the IssuerConfig custom resource)")
 	}
 	asm, err := assembly.New(parts)
 	if err != nil {
@@ -401,12 +383,12 @@ func (a *App) build(ctx context.Context, cache *secrets.Cache, prev *built) (*bu
 	}
 	// Published before the new signer serves a request, so that the other
 	// functions can verify its first token.
-	if asm.JWKS != nil && (prev == nil || prev.versions.signing != v.signing || prev.versions.signingPrevious != v.signingPrevious) {
+	if prev == nil || prev.versions.signing != v.signing || prev.versions.signingPrevious != v.signingPrevious {
 		if err := a.deps.Keys.PutPublicKeys(ctx, asm.JWKS, signing.Current.CreatedAt); err != nil {
 			return nil, fmt.Errorf("publish the public keys: %w", err)
 		}
 	}
-	if a.cfg.Function.WritesCredentials() && (prev == nil || prev.versions.admin != v.admin) {
+	if prev == nil || prev.versions.admin != v.admin {
 		// Ordered by the secret version's creation time, so that an instance
 		// holding the admin key from before a rotation cannot undo it.
 		if err := asm.Service.EnsureBootstrapKey(ctx, admin.Current.Value, admin.Current.CreatedAt); err != nil {
@@ -414,6 +396,37 @@ func (a *App) build(ctx context.Context, cache *secrets.Cache, prev *built) (*bu
 		}
 	}
 	return &built{handler: asm.Handler(a.cfg.Function.Group()), versions: v}, nil
+}
+
+// readCursorKey loads the secrets that are due (all of them at a cold
+// start): the cursor key's and others, at once, concurrently, so that a
+// cold start waits for one round trip to Secrets Manager, not four; the
+// Gets that follow answer from the cache. A secret that was never read and
+// cannot be fails here, named in the error. It returns the cursor key
+// secret.
+func (a *App) readCursorKey(ctx context.Context, cache *secrets.Cache, others ...secrets.Key) (secrets.Value, error) {
+	if err := cache.Load(ctx, append([]secrets.Key{{ID: a.cfg.CursorKeySecret}}, others...)...); err != nil {
+		return secrets.Value{}, fmt.Errorf("read the secrets: %w", err)
+	}
+	cursor, err := cache.Get(ctx, a.cfg.CursorKeySecret)
+	if err != nil {
+		return secrets.Value{}, fmt.Errorf("read the cursor key secret: %w", err)
+	}
+	return cursor, nil
+}
+
+// parts are the assembly parts every function builds from: the store, the
+// cursor key, the issuer, and what the handler logs with.
+func (a *App) parts(cursor secrets.Value, issuer string) (assembly.Parts, error) {
+	cursorKey, err := secrets.CursorKey(cursor.Current.Value)
+	if err != nil {
+		return assembly.Parts{}, err
+	}
+	return assembly.Parts{
+		Store: a.deps.Store, CursorKey: cursorKey, Issuer: issuer,
+		Now: a.deps.Now, Logger: a.deps.Logger, RequestID: RequestID, Algorithm: a.cfg.SigningAlgorithm,
+		TokenCache: a.tokens,
+	}, nil
 }
 
 // signingKeys derives the signing key of alg from the current version of

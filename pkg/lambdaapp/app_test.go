@@ -24,6 +24,8 @@ import (
 	"latchkey/pkg/dynamostore"
 	"latchkey/pkg/httpapi/httpapitest"
 	"latchkey/pkg/lambdaapp"
+	"latchkey/pkg/lambdaapp/authevents"
+	"latchkey/pkg/lambdaapp/authorizerapp"
 	"latchkey/pkg/lambdaapp/replay"
 	"latchkey/pkg/mock"
 	"latchkey/pkg/secrets"
@@ -49,6 +51,11 @@ func newEnv(t testing.TB) env {
 		t.Fatal(err)
 	}
 	return env{store: s, keys: &replay.MemoryKeys{}, secrets: replay.NewSecrets()}
+}
+
+// handler is auth's handler over app, as functions/auth's main builds it.
+func handler(app *lambdaapp.App) authevents.EventHandler {
+	return authevents.Handler(app, app.Lambda())
 }
 
 func (e env) app(t testing.TB, fn lambdaapp.Function, c *mock.Clock) *lambdaapp.App {
@@ -333,11 +340,18 @@ func TestApp_OnlyAuthReadsTheAdminKey(t *testing.T) {
 			if err := app.Bootstrap(context.Background()); err == nil {
 				t.Errorf("%s: Bootstrap: got nil error, want a refusal", fn)
 			}
-			res, err := app.Invoke(context.Background(), json.RawMessage(`{"action":"bootstrap"}`))
+			// Their handler takes API Gateway requests alone, so Lambda
+			// decodes a bootstrap invocation into an empty request.
+			var req events.APIGatewayV2HTTPRequest
+			if err := json.Unmarshal([]byte(`{"action":"bootstrap"}`), &req); err != nil {
+				t.Fatal(err)
+			}
+			var res any
+			res, err := app.Lambda()(context.Background(), req)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, ok := res.(lambdaapp.BootstrapResult); ok {
+			if _, ok := res.(authevents.BootstrapResult); ok {
 				t.Errorf("%s answered a bootstrap invocation: %v", fn, res)
 			}
 			if e.secrets.Read()[replay.AdminARN] {
@@ -358,11 +372,11 @@ func TestApp_Bootstrap(t *testing.T) {
 	users := e.app(t, lambdaapp.Users, c)
 	rotated := replay.AdminSecret + "-rotated"
 	e.secrets.Put(replay.AdminARN, rotated)
-	res, err := auth.Invoke(context.Background(), json.RawMessage(`{"action":"bootstrap"}`))
+	res, err := handler(auth)(context.Background(), json.RawMessage(`{"action":"bootstrap"}`))
 	if err != nil {
 		t.Fatalf("Invoke: %v", err)
 	}
-	if res != (lambdaapp.BootstrapResult{Bootstrapped: true}) {
+	if res != (authevents.BootstrapResult{Bootstrapped: true}) {
 		t.Fatalf("Invoke: got %#v", res)
 	}
 	if code, _ := do(t, users, "GET", "/v1/users", rotated, ""); code != http.StatusOK {
@@ -380,7 +394,7 @@ func TestApp_Bootstrap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err = auth.Invoke(context.Background(), raw)
+	res, err = handler(auth)(context.Background(), raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -427,7 +441,7 @@ func TestApp_CustomResource(t *testing.T) {
 	}
 	send := func(t *testing.T, app *lambdaapp.App, ev json.RawMessage) cfn.Response {
 		t.Helper()
-		if _, err := app.Invoke(context.Background(), ev); err != nil {
+		if _, err := handler(app)(context.Background(), ev); err != nil {
 			t.Fatalf("Invoke: %v", err)
 		}
 		select {
@@ -841,12 +855,12 @@ func TestApp_ColdStartReadsSecretsAtOnce(t *testing.T) {
 // cache's bounds as the other functions do.
 func TestAuthorizerConfigFromEnv_TokenCache(t *testing.T) {
 	env := map[string]string{lambdaapp.EnvTableName: "latchkey", token.EnvCacheMaxEntries: "100"}
-	cfg, err := lambdaapp.AuthorizerConfigFromEnv(func(k string) string { return env[k] })
+	cfg, err := authorizerapp.ConfigFromEnv(func(k string) string { return env[k] })
 	if err != nil || cfg.TokenCache != (token.CacheOptions{MaxEntries: 100}) {
 		t.Fatalf("got %+v, %v; want MaxEntries 100", cfg.TokenCache, err)
 	}
 	env[token.EnvCacheMaxEntries] = "0"
-	if _, err := lambdaapp.AuthorizerConfigFromEnv(func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), token.EnvCacheMaxEntries) {
+	if _, err := authorizerapp.ConfigFromEnv(func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), token.EnvCacheMaxEntries) {
 		t.Fatalf("got %v, want an error naming %s", err, token.EnvCacheMaxEntries)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"latchkey/pkg/lambdaapp"
+	"latchkey/pkg/lambdaapp/lambdaenv"
 	"latchkey/pkg/lambdaapp/replay"
 	"latchkey/pkg/mock"
 )
@@ -32,7 +33,7 @@ func BenchmarkWarmLambda(b *testing.B) {
 			e := newEnv(b)
 			c := mock.NewClock(time.Now())
 			deps := lambdaapp.Deps{Store: e.store, Keys: e.keys, Secrets: e.secrets, Now: c.Now,
-				Logger: lambdaapp.NewLogger(io.Discard, string(bc.fn))}
+				Logger: lambdaenv.NewLogger(io.Discard, string(bc.fn))}
 			if bc.fn != lambdaapp.Auth { // auth publishes the keys the others read
 				if _, err := lambdaapp.New(context.Background(), replay.Config(lambdaapp.Auth, "latchkey"), deps); err != nil {
 					b.Fatal(err)

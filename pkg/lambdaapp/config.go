@@ -9,6 +9,7 @@ import (
 	"latchkey/pkg/account"
 	"latchkey/pkg/dynamostore"
 	"latchkey/pkg/httpapi"
+	"latchkey/pkg/lambdaapp/lambdaenv"
 	"latchkey/pkg/token"
 )
 
@@ -51,27 +52,19 @@ func (f Function) SignsTokens() bool { return f == Auth }
 // time, by the template's Bootstrap custom resource).
 func (f Function) WritesCredentials() bool { return f == Auth }
 
-// Environment variables, set by template.yaml.
+// Environment variables, set by template.yaml (lambdaenv's, named here
+// too for the three functions' readers).
 const (
-	EnvTableName        = "TABLE_NAME"
-	EnvIssuer           = "ISSUER"
+	EnvTableName        = lambdaenv.EnvTableName
+	EnvIssuer           = lambdaenv.EnvIssuer
 	EnvSigningKeySecret = "SIGNING_KEY_SECRET_ARN"
 	EnvAdminKeySecret   = "ADMIN_KEY_SECRET_ARN"
 	EnvCursorKeySecret  = "CURSOR_KEY_SECRET_ARN"
-	// EnvSigningAlg is optional: the one algorithm tokens are signed and
-	// accepted with, EdDSA (the default) or RS256 (token.ParseAlgorithm).
-	EnvSigningAlg = "SIGNING_ALG"
-	// EnvStoreTimeout is optional: see dynamostore.ParseTimeout.
-	EnvStoreTimeout = "STORE_TIMEOUT"
-)
+	EnvSigningAlg       = lambdaenv.EnvSigningAlg
+	EnvStoreTimeout     = lambdaenv.EnvStoreTimeout
 
-// Endpoint variables, the service-specific ones the AWS SDKs define. The
-// template declares them empty (the SDK then finds the regional endpoint);
-// set, they point the clients elsewhere: DynamoDB Local and moto in the
-// tests and under `sam local start-api --env-vars local/env.json`.
-const (
-	EnvDynamoDBEndpoint       = "AWS_ENDPOINT_URL_DYNAMODB"
-	EnvSecretsManagerEndpoint = "AWS_ENDPOINT_URL_SECRETS_MANAGER"
+	EnvDynamoDBEndpoint       = lambdaenv.EnvDynamoDBEndpoint
+	EnvSecretsManagerEndpoint = lambdaenv.EnvSecretsManagerEndpoint
 )
 
 // Config is a function's configuration, read once at init.
@@ -101,16 +94,10 @@ type Config struct {
 	// token.EnvCacheMaxBytes; optional).
 	TokenCache token.CacheOptions
 	// Console builds the console (console.Mount), which auth serves; the
-	// auth function's main passes it (WithConsole), so that the other
-	// functions link none of it. Ignored by the others.
+	// auth function's main sets it, so that the other functions link none
+	// of it. Ignored by the others (NewVerifying).
 	Console httpapi.MountFunc
 }
-
-// Option sets what a function's main passes besides the environment.
-type Option func(*Config)
-
-// WithConsole has the function serve the console that m builds (auth's).
-func WithConsole(m httpapi.MountFunc) Option { return func(c *Config) { c.Console = m } }
 
 // ConfigFromEnv reads fn's configuration with getenv (os.Getenv in main).
 // The error names every missing or invalid variable at once, so a

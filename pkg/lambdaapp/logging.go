@@ -2,20 +2,10 @@ package lambdaapp
 
 import (
 	"context"
-	"io"
 	"log/slog"
 
 	"github.com/awslabs/aws-lambda-go-api-proxy/core"
 )
-
-// NewLogger returns the logger of the function named name: JSON lines on w
-// (os.Stdout, which Lambda sends to CloudWatch Logs), each with the
-// function's name, each written before the call that logs it returns (a
-// line held back would wait for the next invocation of a frozen
-// environment, or be lost with it).
-func NewLogger(w io.Writer, name string) *slog.Logger {
-	return slog.New(slog.NewJSONHandler(w, nil)).With("function", name)
-}
 
 // requestIDHandler adds API Gateway's request id to every record logged
 // with a request's context that does not carry one already (httpapi's

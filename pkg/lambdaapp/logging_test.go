@@ -11,6 +11,7 @@ import (
 
 	"latchkey/pkg/httpapi/httpapitest"
 	"latchkey/pkg/lambdaapp"
+	"latchkey/pkg/lambdaapp/lambdaenv"
 	"latchkey/pkg/lambdaapp/replay"
 	"latchkey/pkg/mock"
 )
@@ -54,7 +55,7 @@ func TestLogger_RequestLine(t *testing.T) {
 	}
 
 	var logs httpapitest.SyncBuffer
-	invoke(lambdaapp.NewLogger(&logs, "auth"))
+	invoke(lambdaenv.NewLogger(&logs, "auth"))
 	var std httpapitest.SyncBuffer
 	invoke(slog.New(slog.NewJSONHandler(&std, nil)).With("function", "auth"))
 	got, want := lastLine(&logs), lastLine(&std)

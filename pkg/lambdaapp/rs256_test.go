@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"latchkey/pkg/lambdaapp"
+	"latchkey/pkg/lambdaapp/authorizerapp"
 	"latchkey/pkg/lambdaapp/replay"
 	"latchkey/pkg/mock"
 	"latchkey/pkg/secrets"
@@ -145,8 +146,8 @@ func TestApp_RS256(t *testing.T) {
 	}
 	ev.Headers["authorization"] = "Bearer " + tok
 	for alg, want := range map[token.Algorithm]bool{token.RS256: true, token.EdDSA: false} {
-		az, err := lambdaapp.NewAuthorizer(ctx, lambdaapp.AuthorizerConfig{TableName: "latchkey", Issuer: replay.Issuer, SigningAlgorithm: alg},
-			lambdaapp.AuthorizerDeps{Store: e.store, Keys: e.keys, Now: c.Now})
+		az, err := authorizerapp.New(ctx, authorizerapp.Config{TableName: "latchkey", Issuer: replay.Issuer, SigningAlgorithm: alg},
+			authorizerapp.Deps{Store: e.store, Keys: e.keys, Now: c.Now})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,7 +195,7 @@ func TestConfigFromEnv_SigningAlg(t *testing.T) {
 				t.Errorf("%s SIGNING_ALG=%q: got %q, %v; want %q", fn, in, cfg.SigningAlgorithm, err, want)
 			}
 		}
-		cfg, err := lambdaapp.AuthorizerConfigFromEnv(getenv)
+		cfg, err := authorizerapp.ConfigFromEnv(getenv)
 		if (want == "") != (err != nil) || cfg.SigningAlgorithm != want {
 			t.Errorf("authorizer SIGNING_ALG=%q: got %q, %v; want %q", in, cfg.SigningAlgorithm, err, want)
 		}

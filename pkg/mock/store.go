@@ -43,6 +43,7 @@ type Store struct {
 	RecordAPIKeyUseFn             func(ctx context.Context, k account.APIKey, at time.Time) (time.Time, error)
 	ListAPIKeysFn                 func(ctx context.Context, f account.APIKeyFilter, p account.ListParams) (account.Page[account.APIKey], error)
 	CreateTokenFn                 func(ctx context.Context, t account.TokenRecord) error
+	ListTokensFn                  func(ctx context.Context, keyID string, since time.Time, p account.ListParams) (account.Page[account.TokenRecord], error)
 	RevokeTokenFn                 func(ctx context.Context, r account.Revocation) (time.Time, error)
 	TokenStatusFn                 func(ctx context.Context, tokenID, keyID string, ancestors []string, orgID string) (account.TokenStatus, error)
 	ClaimIdempotencyFn            func(ctx context.Context, r account.IdempotencyRecord, now time.Time) (account.IdempotencyRecord, bool, error)
@@ -202,6 +203,11 @@ func (s *Store) ListAPIKeys(ctx context.Context, f account.APIKeyFilter, p accou
 // CreateToken calls CreateTokenFn.
 func (s *Store) CreateToken(ctx context.Context, t account.TokenRecord) error {
 	return s.CreateTokenFn(ctx, t)
+}
+
+// ListTokens calls ListTokensFn.
+func (s *Store) ListTokens(ctx context.Context, keyID string, since time.Time, p account.ListParams) (account.Page[account.TokenRecord], error) {
+	return s.ListTokensFn(ctx, keyID, since, p)
 }
 
 // RevokeToken calls RevokeTokenFn.

@@ -22,7 +22,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go/middleware"
 
-	"latchkey/pkg/lambdaapp"
+	"latchkey/pkg/lambdaapp/publisherapp"
 	"latchkey/pkg/publisher"
 )
 
@@ -97,18 +97,18 @@ func newMoto(t *testing.T, bus string) *moto {
 }
 
 // handler is the function's handler as its main builds it
-// (lambdaapp.PublisherFromEnv), pointed at moto and at the bus, logging
+// (publisherapp.FromEnv), pointed at moto and at the bus, logging
 // into log.
-func (m *moto) handler(t *testing.T, log *bytes.Buffer, endpoint, bus string) lambdaapp.PublisherHandler {
+func (m *moto) handler(t *testing.T, log *bytes.Buffer, endpoint, bus string) publisherapp.Handler {
 	t.Helper()
 	env := map[string]string{
 		"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
-		lambdaapp.EnvEventBridgeEndpoint: endpoint,
+		publisherapp.EnvEventBridgeEndpoint: endpoint,
 	}
 	if bus != "default" {
-		env[lambdaapp.EnvEventBusName] = bus
+		env[publisherapp.EnvEventBusName] = bus
 	}
-	h, err := lambdaapp.PublisherFromEnv(func(k string) string { return env[k] }, slog.New(slog.NewJSONHandler(log, nil)))
+	h, err := publisherapp.FromEnv(func(k string) string { return env[k] }, slog.New(slog.NewJSONHandler(log, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -179,6 +179,8 @@ func (s suite) events(t *testing.T) {
 		secret := account.NewAPIKeySecret()
 		_, err = f.s.UpdateAPIKey(ctx, k.ID, account.APIKeyPatch{Rotate: &account.KeyRotation{Hash: account.HashAPIKey(secret), Last4: secret[len(secret)-4:]}, At: f.now()}, nil)
 		f.ok(err, "UpdateAPIKey rotating")
+		_, err = f.s.UpdateAPIKey(ctx, k.ID, account.APIKeyPatch{RevokeTokens: true, At: f.now()}, nil)
+		f.ok(err, "UpdateAPIKey revoking its tokens")
 		child := f.childKey(k)
 		orgKey := f.newKey()
 		orgKey.OrganizationID = o.ID
@@ -209,6 +211,7 @@ func (s suite) events(t *testing.T) {
 			{account.EventAPIKeyCreated, k.ID},
 			{account.EventAPIKeyUpdated, k.ID},
 			{account.EventAPIKeyRotated, k.ID},
+			{account.EventAPIKeyTokensRevoked, k.ID},
 			{account.EventAPIKeyCreated, child.ID},
 			{account.EventAPIKeyCreated, orgKey.ID},
 			{account.EventTokenRevoked, tr.ID},

@@ -70,6 +70,8 @@ func Run(t *testing.T, newStore func(t *testing.T) account.Store) {
 	t.Run("CreateToken", s.createToken)
 	t.Run("RevokeToken", s.revokeToken)
 	t.Run("TokenStatus", s.tokenStatus)
+	t.Run("ListTokens", s.listTokens)
+	t.Run("RevokeKeyTokens", s.revokeKeyTokens)
 
 	t.Run("Idempotency", s.idempotency)
 
@@ -218,6 +220,7 @@ func (f *fixture) token(keyID string) account.TokenRecord {
 		ID:        account.NewID(account.PrefixToken, at),
 		KeyID:     keyID,
 		Scopes:    []string{"read:users"},
+		Audience:  "https://api.example.com",
 		IssuedAt:  at,
 		ExpiresAt: at.Add(time.Hour),
 	}

@@ -1,22 +1,25 @@
-package lambdaapp
+// Package authorizerapp is the authorizer function's wiring: its
+// configuration from the environment, and the handler over the published
+// keys and the token statuses in the table. The decisions are package
+// authorizer's. It shares only lambdaenv with the HTTP API functions, so
+// that the authorizer's binary links no HTTP API, no secret and no signer.
+package authorizerapp
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"latchkey/pkg/account"
 	"latchkey/pkg/authorizer"
 	"latchkey/pkg/dynamostore"
+	"latchkey/pkg/lambdaapp/lambdaenv"
 	"latchkey/pkg/token"
 )
 
@@ -26,16 +29,16 @@ import (
 // Every rule names an audience; a route without a rule, and every route
 // without the variable, authorizes no token, and a token for Latchkey's own
 // API or its console opens no route (see package authorizer).
-const EnvAuthorizerRoutes = "AUTHORIZER_ROUTES"
+const EnvRoutes = "AUTHORIZER_ROUTES"
 
-// AuthorizerName is the authorizer function's name in logs.
-const AuthorizerName = "authorizer"
+// Name is the authorizer function's name in logs.
+const Name = "authorizer"
 
-// AuthorizerHandler is what the authorizer's main passes to lambda.Start.
-type AuthorizerHandler func(ctx context.Context, req events.APIGatewayV2CustomAuthorizerV2Request) (events.APIGatewayV2CustomAuthorizerSimpleResponse, error)
+// Handler is what the authorizer's main passes to lambda.Start.
+type Handler func(ctx context.Context, req events.APIGatewayV2CustomAuthorizerV2Request) (events.APIGatewayV2CustomAuthorizerSimpleResponse, error)
 
-// AuthorizerConfig is the authorizer's configuration, read once at init.
-type AuthorizerConfig struct {
+// Config is the authorizer's configuration, read once at init.
+type Config struct {
 	// TableName is the DynamoDB table. Required.
 	TableName string
 	// Issuer overrides the issuer recorded in the table, as for the other
@@ -54,40 +57,40 @@ type AuthorizerConfig struct {
 	TokenCache token.CacheOptions
 }
 
-// AuthorizerConfigFromEnv reads the authorizer's configuration: TABLE_NAME,
+// ConfigFromEnv reads the authorizer's configuration: TABLE_NAME,
 // and optionally ISSUER, AUTHORIZER_ROUTES, STORE_TIMEOUT, SIGNING_ALG and
 // the token cache's bounds. It needs no secret: it verifies with the public
 // keys only.
-func AuthorizerConfigFromEnv(getenv func(string) string) (AuthorizerConfig, error) {
-	cfg := AuthorizerConfig{TableName: getenv(EnvTableName), Issuer: getenv(EnvIssuer)}
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	cfg := Config{TableName: getenv(lambdaenv.EnvTableName), Issuer: getenv(lambdaenv.EnvIssuer)}
 	if strings.TrimSpace(cfg.TableName) == "" {
-		return AuthorizerConfig{}, errors.New("missing environment variables: " + EnvTableName)
+		return Config{}, errors.New("missing environment variables: " + lambdaenv.EnvTableName)
 	}
 	if cfg.Issuer != "" {
 		if err := account.CheckIssuer(cfg.Issuer); err != nil {
-			return AuthorizerConfig{}, fmt.Errorf("%s: %w", EnvIssuer, err)
+			return Config{}, fmt.Errorf("%s: %w", lambdaenv.EnvIssuer, err)
 		}
 	}
-	routes, err := authorizer.ParseRoutes(getenv(EnvAuthorizerRoutes))
+	routes, err := authorizer.ParseRoutes(getenv(EnvRoutes))
 	if err != nil {
-		return AuthorizerConfig{}, fmt.Errorf("%s: %w", EnvAuthorizerRoutes, err)
+		return Config{}, fmt.Errorf("%s: %w", EnvRoutes, err)
 	}
 	cfg.Routes = routes
-	if cfg.SigningAlgorithm, err = token.ParseAlgorithm(getenv(EnvSigningAlg)); err != nil {
-		return AuthorizerConfig{}, fmt.Errorf("%s: %w", EnvSigningAlg, err)
+	if cfg.SigningAlgorithm, err = token.ParseAlgorithm(getenv(lambdaenv.EnvSigningAlg)); err != nil {
+		return Config{}, fmt.Errorf("%s: %w", lambdaenv.EnvSigningAlg, err)
 	}
-	if cfg.StoreTimeout, err = dynamostore.ParseTimeout(getenv(EnvStoreTimeout)); err != nil {
-		return AuthorizerConfig{}, fmt.Errorf("%s: %w", EnvStoreTimeout, err)
+	if cfg.StoreTimeout, err = dynamostore.ParseTimeout(getenv(lambdaenv.EnvStoreTimeout)); err != nil {
+		return Config{}, fmt.Errorf("%s: %w", lambdaenv.EnvStoreTimeout, err)
 	}
 	if cfg.TokenCache, err = token.CacheOptionsFromEnv(getenv); err != nil {
-		return AuthorizerConfig{}, err
+		return Config{}, err
 	}
 	return cfg, nil
 }
 
-// AuthorizerDeps are what the authorizer reads: token statuses and the
+// Deps are what the authorizer reads: token statuses and the
 // published keys, both from the table (dynamostore.Store is both).
-type AuthorizerDeps struct {
+type Deps struct {
 	Store account.TokenStatusReader
 	Keys  token.KeySource
 	// Logger; slog.Default() when nil.
@@ -99,13 +102,13 @@ type AuthorizerDeps struct {
 	RefreshInterval time.Duration
 }
 
-// NewAuthorizer reads the published keys and returns the authorizer's
+// New reads the published keys and returns the authorizer's
 // handler. The keys are refreshed on the request path, as in the other
 // functions, since a Lambda's background goroutines are frozen between
 // invocations.
-func NewAuthorizer(ctx context.Context, cfg AuthorizerConfig, deps AuthorizerDeps) (AuthorizerHandler, error) {
+func New(ctx context.Context, cfg Config, deps Deps) (Handler, error) {
 	if deps.Store == nil || deps.Keys == nil {
-		return nil, errors.New("lambdaapp: Store and Keys are required")
+		return nil, errors.New("authorizerapp: Store and Keys are required")
 	}
 	if deps.Logger == nil {
 		deps.Logger = slog.Default()
@@ -124,38 +127,20 @@ func NewAuthorizer(ctx context.Context, cfg AuthorizerConfig, deps AuthorizerDep
 	}, nil
 }
 
-// AuthorizerFromEnv builds the authorizer from its environment, as Main
-// builds the other functions.
-func AuthorizerFromEnv(ctx context.Context, getenv func(string) string, logger *slog.Logger) (AuthorizerHandler, error) {
-	cfg, err := AuthorizerConfigFromEnv(getenv)
+// FromEnv builds the authorizer from its environment: ConfigFromEnv, and
+// a DynamoDB client and store for New.
+func FromEnv(ctx context.Context, getenv func(string) string, logger *slog.Logger) (Handler, error) {
+	cfg, err := ConfigFromEnv(getenv)
 	if err != nil {
 		return nil, err
 	}
-	awsCfg, err := awsConfig(getenv)
+	awsCfg, err := lambdaenv.AWSConfig(getenv)
 	if err != nil {
 		return nil, err
 	}
 	db := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
-		if u := getenv(EnvDynamoDBEndpoint); u != "" {
-			o.BaseEndpoint = aws.String(u)
-		}
+		o.BaseEndpoint = lambdaenv.Endpoint(getenv, lambdaenv.EnvDynamoDBEndpoint)
 	})
 	store := dynamostore.New(db, cfg.TableName, dynamostore.WithTimeout(cfg.StoreTimeout))
-	return NewAuthorizer(ctx, cfg, AuthorizerDeps{Store: store, Keys: store, Logger: logger})
-}
-
-// MainAuthorizer is the whole of the authorizer's main, as Main is of the
-// other functions': init once, one JSON log line and exit status 1 if it
-// fails.
-func MainAuthorizer() {
-	logger := NewLogger(os.Stdout, AuthorizerName)
-	slog.SetDefault(logger)
-	ctx, cancel := context.WithTimeout(context.Background(), initTimeout)
-	h, err := AuthorizerFromEnv(ctx, os.Getenv, logger)
-	cancel()
-	if err != nil {
-		logger.Error("init failed: " + err.Error())
-		os.Exit(1)
-	}
-	lambda.Start(h)
+	return New(ctx, cfg, Deps{Store: store, Keys: store, Logger: logger})
 }

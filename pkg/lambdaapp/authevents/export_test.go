@@ -1,4 +1,4 @@
-package lambdaapp
+package authevents
 
 import (
 	"context"

@@ -1,4 +1,12 @@
-package lambdaapp
+// Package authevents is what the auth function serves besides its HTTP
+// routes: the CloudFormation custom resource requests of the template's
+// Bootstrap and IssuerConfig resources, at deploy time, and the direct
+// invocation {"action":"bootstrap"}. Lambda hands every event of a
+// function to its one handler, so Handler tells the three kinds apart;
+// AfterFailedStart answers CloudFormation while the function cannot start.
+// Only auth's main imports it: the other binaries link no CloudFormation
+// code (deploytest's TestBinary_Links).
+package authevents
 
 import (
 	"context"
@@ -12,8 +20,93 @@ import (
 	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/cfn"
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/smithy-go"
+
+	"latchkey/pkg/lambdaapp"
 )
+
+// EventHandler is what auth's main passes to lambda.Start: any event in, as
+// JSON, and the value to answer with out.
+type EventHandler func(ctx context.Context, event json.RawMessage) (any, error)
+
+// BootstrapAction is the action of the event {"action":"bootstrap"}, which
+// makes the auth function run Bootstrap when invoked directly, as an
+// operator does after rotating the admin key to make it work at once.
+const BootstrapAction = "bootstrap"
+
+// BootstrapResult is auth's answer to {"action":"bootstrap"}.
+type BootstrapResult struct {
+	Bootstrapped bool `json:"bootstrapped"`
+}
+
+// IssuerProperty is the custom resource property that records the issuer:
+// the template's IssuerConfig resource sets it to the API's URL (or the
+// custom domain's), which only exists once the API does.
+const IssuerProperty = "Issuer"
+
+// Handler is the auth function's one handler, for the three kinds of event
+// that reach it, told apart by their fields:
+//
+//   - a CloudFormation custom resource request (RequestType and
+//     ResponseURL): app.Bootstrap, after app.RecordIssuer for IssuerConfig,
+//     answered by a PUT to the request's pre-signed ResponseURL as
+//     CloudFormation requires;
+//   - {"action":"bootstrap"}: app.Bootstrap, answered with BootstrapResult;
+//   - anything else, an API Gateway HTTP API request (payload 2.0):
+//     serveHTTP, the app through httpadapter.NewV2.
+func Handler(app *lambdaapp.App, serveHTTP lambdaapp.Handler) EventHandler {
+	return func(ctx context.Context, event json.RawMessage) (any, error) {
+		ev, isCustom, err := customResourceEvent(event)
+		if err != nil {
+			return nil, err
+		}
+		if isCustom {
+			return answer(ctx, ev, app.TableName(), func(ctx context.Context) (map[string]any, error) {
+				return customResource(ctx, app, ev)
+			})
+		}
+		var probe struct {
+			Action string `json:"action"`
+		}
+		if json.Unmarshal(event, &probe) == nil && probe.Action == BootstrapAction {
+			if err := app.Bootstrap(ctx); err != nil {
+				app.Logger().ErrorContext(ctx, "bootstrap failed", "error", err.Error())
+				return nil, err
+			}
+			return BootstrapResult{Bootstrapped: true}, nil
+		}
+		var req events.APIGatewayV2HTTPRequest
+		if err := json.Unmarshal(event, &req); err != nil {
+			return nil, err
+		}
+		return serveHTTP(ctx, req)
+	}
+}
+
+// customResource runs Bootstrap for a Create or Update of the template's
+// custom resources (answer never runs it for a Delete): Bootstrap, and
+// IssuerConfig, which also records the issuer named by its Issuer property
+// (and answers it as the attribute Issuer) before it bootstraps. An error
+// becomes the FAILED response's reason, which fails the deploy.
+func customResource(ctx context.Context, app *lambdaapp.App, ev cfn.Event) (map[string]any, error) {
+	logger := app.Logger()
+	var data map[string]any
+	if issuer, ok := ev.ResourceProperties[IssuerProperty]; ok {
+		s, _ := issuer.(string)
+		if err := app.RecordIssuer(ctx, s); err != nil {
+			logger.ErrorContext(ctx, "recording the issuer for CloudFormation failed", "request_type", string(ev.RequestType), "error", err.Error())
+			return nil, err
+		}
+		data = map[string]any{IssuerProperty: s}
+	}
+	if err := app.Bootstrap(ctx); err != nil {
+		logger.ErrorContext(ctx, "bootstrap for CloudFormation failed", "request_type", string(ev.RequestType), "error", err.Error())
+		return nil, err
+	}
+	logger.InfoContext(ctx, "bootstrap for CloudFormation done", "request_type", string(ev.RequestType), "resource", ev.LogicalResourceID)
+	return data, nil
+}
 
 // responseMargin is the time kept, before the invocation's deadline, to
 // PUT the answer to CloudFormation: the work a custom resource request
@@ -101,8 +194,9 @@ func truncate(s string, n int) string {
 	return s + "…"
 }
 
-// Starter builds a function's handler: the heavy start, which reads the
-// secrets and writes the table (FromEnv).
+// Starter builds auth's handler: the heavy start, which reads the secrets
+// and writes the table (lambdaapp.FromEnv and lambdaapp.NewSigning, then
+// Handler).
 type Starter func(ctx context.Context) (EventHandler, error)
 
 // AfterFailedStart is auth's handler when its start at init failed:

@@ -1,4 +1,4 @@
-package lambdaapp_test
+package authevents_test
 
 import (
 	"context"
@@ -23,6 +23,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"latchkey/pkg/lambdaapp"
+	"latchkey/pkg/lambdaapp/authevents"
 	"latchkey/pkg/lambdaapp/replay"
 	"latchkey/pkg/mock"
 	"latchkey/pkg/token"
@@ -56,7 +57,7 @@ func newCfnResponses(t *testing.T) *cfnResponses {
 // it, with its ResponseURL pointed at rs.
 func (rs *cfnResponses) event(t *testing.T, name string) json.RawMessage {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("../../events/cloudformation", name))
+	b, err := os.ReadFile(filepath.Join("../../../events/cloudformation", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,8 +72,13 @@ func (rs *cfnResponses) event(t *testing.T, name string) json.RawMessage {
 	return b
 }
 
+// handler is auth's handler over app, as functions/auth's main builds it.
+func handler(app *lambdaapp.App) authevents.EventHandler {
+	return authevents.Handler(app, app.Lambda())
+}
+
 // send invokes h with the event and returns the response it PUT.
-func (rs *cfnResponses) send(t *testing.T, ctx context.Context, h lambdaapp.EventHandler, ev json.RawMessage) cfn.Response {
+func (rs *cfnResponses) send(t *testing.T, ctx context.Context, h authevents.EventHandler, ev json.RawMessage) cfn.Response {
 	t.Helper()
 	if out, err := h(ctx, ev); err != nil || out != "" {
 		t.Fatalf("invoke: got %#v, %v; want the empty reason (the response was sent)", out, err)
@@ -135,7 +141,7 @@ func TestAfterFailedStart(t *testing.T) {
 	notFound := &types.ResourceNotFoundException{Message: aws.String("Secrets Manager can't find the specified secret.")}
 	sm.set(replay.SigningARN, notFound)
 	var starts int
-	start := func(ctx context.Context) (lambdaapp.EventHandler, error) {
+	start := func(ctx context.Context) (authevents.EventHandler, error) {
 		starts++
 		app, err := lambdaapp.New(ctx, replay.Config(lambdaapp.Auth, "latchkey"), lambdaapp.Deps{
 			Store: e.store, Keys: e.keys, Secrets: sm, Now: c.Now, Logger: slog.New(slog.DiscardHandler),
@@ -143,12 +149,12 @@ func TestAfterFailedStart(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		return app.Invoke, nil
+		return handler(app), nil
 	}
 	if _, err := start(context.Background()); err == nil {
 		t.Fatal("the start succeeded with the signing key secret gone")
 	}
-	h := lambdaapp.AfterFailedStart(start, slog.New(slog.DiscardHandler))
+	h := authevents.AfterFailedStart(start, slog.New(slog.DiscardHandler))
 	rs := newCfnResponses(t)
 	ctx := context.Background()
 
@@ -209,7 +215,7 @@ func TestAfterFailedStart_AccessDeniedBackoff(t *testing.T) {
 		c := mock.NewClock(time.Now())
 		sm := &goneSecrets{Secrets: e.secrets, fail: map[string]error{}}
 		var starts int
-		start := func(ctx context.Context) (lambdaapp.EventHandler, error) {
+		start := func(ctx context.Context) (authevents.EventHandler, error) {
 			starts++
 			if starts > refusals {
 				sm.set(replay.SigningARN, nil)
@@ -222,7 +228,7 @@ func TestAfterFailedStart_AccessDeniedBackoff(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
-			return app.Invoke, nil
+			return handler(app), nil
 		}
 		var waits []time.Duration
 		sleep := func(_ context.Context, d time.Duration) error {
@@ -230,7 +236,7 @@ func TestAfterFailedStart_AccessDeniedBackoff(t *testing.T) {
 			c.Advance(d)
 			return nil
 		}
-		h := lambdaapp.AfterFailedStartClock(start, slog.New(slog.DiscardHandler), c.Now, sleep)
+		h := authevents.AfterFailedStartClock(start, slog.New(slog.DiscardHandler), c.Now, sleep)
 		ctx, cancel := context.WithDeadline(context.Background(), c.Now().Add(within))
 		defer cancel()
 		return rs.send(t, ctx, h, rs.event(t, "bootstrap-create.json")), waits
@@ -266,7 +272,7 @@ func TestAfterFailedStart_AccessDeniedBackoff(t *testing.T) {
 
 func jwksEvent(t *testing.T) json.RawMessage {
 	t.Helper()
-	ev, err := replay.LoadEvent("../../events/auth-jwks.json")
+	ev, err := replay.LoadEvent("../../../events/auth-jwks.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,14 +305,14 @@ func TestApp_CustomResourceFailures(t *testing.T) {
 		// A bootstrap publishes again only what changed; a new signing
 		// version makes it publish.
 		e.secrets.Put(replay.SigningARN, replay.SigningSecret+"-rotated")
-		res := rs.send(t, context.Background(), app.Invoke, rs.event(t, "bootstrap-update.json"))
+		res := rs.send(t, context.Background(), handler(app), rs.event(t, "bootstrap-update.json"))
 		if res.Status != cfn.StatusFailed || !strings.Contains(res.Reason, "Requested resource not found") {
 			t.Fatalf("Update with the table gone: got %+v, want FAILED with the cause", res)
 		}
-		if res := rs.send(t, context.Background(), app.Invoke, rs.event(t, "issuer-update.json")); res.Status != cfn.StatusFailed || !strings.Contains(res.Reason, "record the issuer") {
+		if res := rs.send(t, context.Background(), handler(app), rs.event(t, "issuer-update.json")); res.Status != cfn.StatusFailed || !strings.Contains(res.Reason, "record the issuer") {
 			t.Fatalf("IssuerConfig Update with the table gone: got %+v, want FAILED", res)
 		}
-		if res := rs.send(t, context.Background(), app.Invoke, rs.event(t, "bootstrap-delete.json")); res.Status != cfn.StatusSuccess {
+		if res := rs.send(t, context.Background(), handler(app), rs.event(t, "bootstrap-delete.json")); res.Status != cfn.StatusSuccess {
 			t.Fatalf("Delete with the table gone: got %+v, want SUCCESS", res)
 		}
 	})
@@ -316,14 +322,14 @@ func TestApp_CustomResourceFailures(t *testing.T) {
 		cfg := replay.Config(lambdaapp.Auth, "latchkey")
 		cfg.SigningAlgorithm = token.RS256
 		sm := &deniedPut{Secrets: e.secrets, err: errors.New("operation error Secrets Manager: PutSecretValue, AccessDeniedException: User is not authorized to perform: secretsmanager:PutSecretValue")}
-		start := func(ctx context.Context) (lambdaapp.EventHandler, error) {
+		start := func(ctx context.Context) (authevents.EventHandler, error) {
 			app, err := lambdaapp.New(ctx, cfg, lambdaapp.Deps{Store: e.store, Keys: e.keys, Secrets: sm, Now: c.Now, Logger: slog.New(slog.DiscardHandler)})
 			if err != nil {
 				return nil, err
 			}
-			return app.Invoke, nil
+			return handler(app), nil
 		}
-		h := lambdaapp.AfterFailedStart(start, slog.New(slog.DiscardHandler))
+		h := authevents.AfterFailedStart(start, slog.New(slog.DiscardHandler))
 		res := rs.send(t, context.Background(), h, rs.event(t, "bootstrap-create.json"))
 		if res.Status != cfn.StatusFailed || !strings.Contains(res.Reason, "AccessDeniedException") || !strings.Contains(res.Reason, "RSA key") {
 			t.Fatalf("Create with the RS256 setup denied: got %+v, want FAILED with the cause", res)
@@ -334,11 +340,11 @@ func TestApp_CustomResourceFailures(t *testing.T) {
 		// The deadline the work gets is the invocation's less the margin
 		// kept to answer: read from the context, not measured on a clock.
 		var got time.Time
-		start := func(ctx context.Context) (lambdaapp.EventHandler, error) {
+		start := func(ctx context.Context) (authevents.EventHandler, error) {
 			got, _ = ctx.Deadline()
 			return nil, context.DeadlineExceeded
 		}
-		h := lambdaapp.AfterFailedStart(start, slog.New(slog.DiscardHandler))
+		h := authevents.AfterFailedStart(start, slog.New(slog.DiscardHandler))
 		deadline := time.Now().Add(time.Hour)
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
 		defer cancel()
