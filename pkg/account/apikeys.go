@@ -163,10 +163,18 @@ func sameError(err error, want *Error) bool {
 
 // sees reports whether the principal may know of the key k at all: a key
 // bound to an organization acts only on the keys bound to it, as if no
-// other existed (the tenants of an integrator do not see each other's).
+// other existed (the tenants of an integrator do not see each other's),
+// and a key with an owner only on the keys of that owner: resource servers
+// authorize by owner_id, so a key that could rotate another owner's key
+// would get that key's secret, and tokens that say that owner.
 func (p Principal) sees(k APIKey) bool {
-	return p.KeyOrganizationID == "" || p.KeyOrganizationID == k.OrganizationID
+	return (p.KeyOrganizationID == "" || p.KeyOrganizationID == k.OrganizationID) &&
+		(p.KeyOwnerID == "" || p.KeyOwnerID == k.OwnerID)
 }
+
+// errOtherOwner answers a key with an owner that lists another owner's
+// keys.
+var errOtherOwner = &Error{Code: CodeForbidden, Message: "this API key has an owner: it lists the keys of that owner only"}
 
 // ListAPIKeys lists the keys whose grants are within the caller's, newest
 // first, of the organization and owner f names if it does. The others are
@@ -174,8 +182,9 @@ func (p Principal) sees(k APIKey) bool {
 // fewer than the limit, even none, while Next says there is more; paging
 // stays exact because the position is the store's, after the last key
 // read, not the last key returned. A caller bound to an organization lists
-// only its keys. CodeForbidden (a caller bound to an organization naming
-// another), CodeInsufficientScope, CodeInvalidRequest.
+// only its keys, and a caller with an owner only that owner's.
+// CodeForbidden (a caller bound to an organization naming another, or
+// with an owner naming another), CodeInsufficientScope, CodeInvalidRequest.
 func (s *Service) ListAPIKeys(ctx context.Context, p Principal, r PageRequest, f APIKeyFilter) (List[APIKey], error) {
 	if err := p.Authorize(OpListAPIKeys); err != nil {
 		return List[APIKey]{}, err
@@ -195,6 +204,12 @@ func (s *Service) ListAPIKeys(ctx context.Context, p Principal, r PageRequest, f
 		f.OrganizationID = p.KeyOrganizationID
 	case p.KeyOrganizationID != "" && f.OrganizationID != p.KeyOrganizationID:
 		return List[APIKey]{}, Errorf(CodeForbidden, "this API key is bound to an organization: it lists the keys of that organization only")
+	}
+	switch {
+	case p.KeyOwnerID != "" && f.OwnerID == "":
+		f.OwnerID = p.KeyOwnerID
+	case p.KeyOwnerID != "" && f.OwnerID != p.KeyOwnerID:
+		return List[APIKey]{}, errOtherOwner
 	}
 	// Each filter is a list of its own: a cursor of one is refused by
 	// another (NUL cannot occur in an id).

@@ -691,6 +691,52 @@ func TestService_APIKeyOwners(t *testing.T) {
 			t.Errorf("CreateAPIKey by a key without an owner: got %+v, %v", k, err)
 		}
 	})
+	t.Run("OwnerConfined", func(t *testing.T) {
+		// A key with an owner sees, changes and lists the keys of that
+		// owner only: rotating another owner's key would hand it that
+		// key's secret, and tokens that say that owner.
+		e := newEnv(t)
+		_, aliceSecret, err := e.svc.CreateAPIKey(e.ctx, e.admin, account.NewAPIKey{Name: "alice", Scopes: []string{account.ScopeReadAPIKeys, account.ScopeWriteAPIKeys, "read:orders"}, OwnerID: "alice"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bob, _, err := e.svc.CreateAPIKey(e.ctx, e.admin, account.NewAPIKey{Name: "bob", Scopes: []string{"read:orders"}, OwnerID: "bob"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nobody, _, err := e.svc.CreateAPIKey(e.ctx, e.admin, account.NewAPIKey{Name: "nobody's", Scopes: []string{"read:orders"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		alice := e.auth(t, aliceSecret)
+		for _, id := range []string{bob.ID, nobody.ID} {
+			_, err := e.svc.GetAPIKey(e.ctx, alice, id)
+			wantCode(t, err, account.CodeNotFound)
+			_, _, err = e.svc.RotateAPIKey(e.ctx, alice, id, account.KeyRotationRequest{})
+			wantCode(t, err, account.CodeNotFound)
+			disabled := false
+			_, err = e.svc.UpdateAPIKey(e.ctx, alice, id, account.APIKeyUpdate{Enabled: &disabled})
+			wantCode(t, err, account.CodeNotFound)
+			wantCode(t, e.svc.DeleteAPIKey(e.ctx, alice, id), account.CodeNotFound)
+		}
+		_, err = e.svc.ListAPIKeys(e.ctx, alice, account.PageRequest{}, account.APIKeyFilter{OwnerID: "bob"})
+		wantCode(t, err, account.CodeForbidden)
+		list, err := e.svc.ListAPIKeys(e.ctx, alice, account.PageRequest{Limit: "100"}, account.APIKeyFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list.Items) != 1 || list.Items[0].ID != alice.KeyID {
+			t.Errorf("ListAPIKeys by a key with an owner: got %v, want its own key only", list.Items)
+		}
+		// Its own owner's keys it manages as before.
+		child, _, err := e.svc.CreateAPIKey(e.ctx, alice, account.NewAPIKey{Name: "alice ci", Scopes: []string{"read:orders"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := e.svc.RotateAPIKey(e.ctx, alice, child.ID, account.KeyRotationRequest{}); err != nil {
+			t.Errorf("RotateAPIKey of its owner's key: %v", err)
+		}
+	})
 	t.Run("DeleteOrganization", func(t *testing.T) {
 		// The organization's keys go with it: their secrets and tokens
 		// stop at once.

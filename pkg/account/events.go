@@ -234,19 +234,29 @@ func NextEventID(last string, at time.Time) string {
 	return PrefixEvent + u.String()
 }
 
+// MaxEventsRead bounds the events a store reads for one page: a filter by
+// type that keeps few of them returns a short page, even an empty one,
+// with a position to go on from, rather than reading the whole feed in
+// one request.
+const MaxEventsRead = 1000
+
 // EventQuery asks a store for a page of events. With After, the events
 // strictly after it, oldest first; otherwise the newest first, strictly
 // before Before when it is set. Types, when not empty, keeps the events of
 // those types. The store returns none made before Since (the retention
-// horizon). Page.Next is set when there are more: the position to pass as
-// Before for the next page newest first, or, with After, any non-empty
-// string.
+// horizon). Page.Next is set when there may be more: the id of the last
+// event the store read, returned or not (Types), to pass as Before for the
+// next page newest first, or as After with After.
 type EventQuery struct {
 	After  string
 	Before string
 	Types  []string
 	Limit  int
 	Since  time.Time
+	// ReadLimit is the most events the store reads, kept or not; 0 means
+	// MaxEventsRead. When it stops there, the page may hold fewer than
+	// Limit events, even none, and Next is where it stopped.
+	ReadLimit int
 	// OrganizationID, when set, keeps the events that belong to that
 	// organization (EventSource.Organization), which a store finds without
 	// reading the others.
@@ -265,16 +275,25 @@ type EventListParams struct {
 // ListEvents returns a page of the events of the last EventRetention:
 // with After, those after it, oldest first; otherwise the newest first,
 // before Before or after the cursor's position. A page has no more than
-// p.Limit events; with After, HasMore says that more are there now, and the
-// next page is asked for with After set to the last event's id (NextCursor
-// is empty); newest first, NextCursor continues backwards. A caller bound
-// to an organization lists the events that belong to it
-// (EventSource.Organization). CodeInvalidRequest.
+// p.Limit events, and a filter by type may leave it short, even empty,
+// while HasMore says there is more (MaxEventsRead). With After, the next
+// page is asked for with After set to the last event's id, or with
+// NextCursor, which goes on forwards from the last event read (and is the
+// only way on from an empty page); newest first, NextCursor continues
+// backwards. A caller bound to an organization lists the events that
+// belong to it (EventSource.Organization). CodeInvalidRequest.
 func (s *Service) ListEvents(ctx context.Context, p Principal, q EventListParams) (List[StoredEvent], error) {
 	if err := p.Authorize(OpListEvents); err != nil {
 		return List[StoredEvent]{}, err
 	}
 	params, err := s.cursors.params("events", q.PageRequest)
+	forward := false
+	if err != nil && q.Cursor != "" {
+		// A cursor of a page read oldest first goes on forwards.
+		if fp, ferr := s.cursors.params(eventsForward, q.PageRequest); ferr == nil {
+			params, err, forward = fp, nil, true
+		}
+	}
 	var problems Problems
 	var perr *Error
 	if errors.As(err, &perr) && perr.Code == CodeInvalidRequest {
@@ -304,7 +323,10 @@ func (s *Service) ListEvents(ctx context.Context, p Principal, q EventListParams
 		}
 		eq.Before = q.Before
 	}
-	if params.After != "" {
+	switch {
+	case forward:
+		eq.After = params.After
+	case params.After != "":
 		eq.Before = params.After
 	}
 	if q.Types != "" {
@@ -334,10 +356,14 @@ func (s *Service) ListEvents(ctx context.Context, p Principal, q EventListParams
 		if items == nil {
 			items = []StoredEvent{}
 		}
-		return List[StoredEvent]{Items: items, HasMore: page.Next != ""}, nil
+		return List[StoredEvent]{Items: items, HasMore: page.Next != "", NextCursor: s.cursors.encode(eventsForward, page.Next)}, nil
 	}
 	return toList(s.cursors, "events", page), nil
 }
+
+// eventsForward names the list of events read oldest first, whose cursors
+// go on forwards (NUL cannot occur in a list's name otherwise).
+const eventsForward = "events\x00after"
 
 // quoteShort quotes s for a message, cut to a length that keeps the
 // message short whatever a client sends.

@@ -123,7 +123,9 @@ func (s *Service) ListOrganizations(ctx context.Context, p Principal, q Organiza
 
 // UpdateOrganization changes the given fields of an organization, and only
 // those, in one atomic step; a new external id is claimed and the old one
-// freed in that step. CodeInsufficientScope, CodeNotFound,
+// freed in that step. A caller bound to the organization changes neither
+// its plan nor its external id, which are the integrator's
+// (CodeOutsideOrganization). CodeInsufficientScope, CodeNotFound,
 // CodeInvalidRequest, CodeExternalIDTaken.
 func (s *Service) UpdateOrganization(ctx context.Context, p Principal, id string, req OrganizationUpdate) (Organization, error) {
 	if err := p.Authorize(OpUpdateOrganization); err != nil {
@@ -134,6 +136,9 @@ func (s *Service) UpdateOrganization(ctx context.Context, p Principal, id string
 	}
 	if req == (OrganizationUpdate{}) {
 		return Organization{}, errNothingToChange
+	}
+	if err := p.mayChangeOrganization(req); err != nil {
+		return Organization{}, err
 	}
 	var problems Problems
 	var name, plan string
@@ -177,13 +182,17 @@ func (s *Service) UpdateOrganization(ctx context.Context, p Principal, id string
 }
 
 // DeleteOrganization deletes an organization and its memberships; its slug
-// is free again. CodeInsufficientScope, CodeNotFound.
+// is free again. A caller bound to the organization cannot delete it
+// (CodeOutsideOrganization). CodeInsufficientScope, CodeNotFound.
 func (s *Service) DeleteOrganization(ctx context.Context, p Principal, id string) error {
 	if err := p.Authorize(OpDeleteOrganization); err != nil {
 		return err
 	}
 	if !ValidID(PrefixOrganization, id) || !p.seesOrganization(id) {
 		return ErrOrganizationNotFound()
+	}
+	if p.bound() {
+		return errDeleteOwnOrganization
 	}
 	return storeErr(s.store.DeleteOrganization(ctx, id))
 }

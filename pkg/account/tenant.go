@@ -10,13 +10,18 @@ import "context"
 // store what it writes (Store.CreateUserInOrganization).
 //
 //   - Organizations: its own only; another is not found, as if it did not
-//     exist, and so are its members. It creates none (CodeOutsideOrganization).
+//     exist, and so are its members. It creates none, deletes not even its
+//     own, and changes neither its plan nor its external id
+//     (CodeOutsideOrganization): those are the integrator's.
 //   - Users: it sees a user through its organization's membership only;
 //     another user is not found. A user it creates joins its organization
 //     (DefaultMemberRole) in the same atomic write, so that no failed
 //     request leaves a user it cannot see. It changes and deletes only
 //     users who belong to no other organization (CodeOutsideOrganization):
-//     a shared user is changed by a key bound to no organization.
+//     a shared user is changed by a key bound to no organization. It sets
+//     no user's role (a user it creates has DefaultUserRole) and no
+//     user's external id (CodeOutsideOrganization): both are global, the
+//     integrator's, and a role is not its organization's to give.
 //   - API keys: those bound to its organization (Principal.sees).
 //   - Tokens: another tenant's token (one whose key is not bound to its
 //     organization) is inactive to its introspection, and it cannot
@@ -135,4 +140,52 @@ func (s *Service) ownMembership(ctx context.Context, p Principal, userID string,
 		return List[UserMembership]{}, storeErr(err)
 	}
 	return List[UserMembership]{Items: []UserMembership{{Membership: m, OrganizationName: o.Name, OrganizationSlug: o.Slug}}}, nil
+}
+
+// errDeleteOwnOrganization answers a bound principal that deletes its own
+// organization. The delete takes every key bound to it, the keys above the
+// caller's and the caller's rotated key included: it would get round the
+// rules that keep a key from changing the keys above it, from managing
+// keys with a previous secret or with a token. Deleting a tenant is the
+// integrator's act, with a key bound to no organization.
+var errDeleteOwnOrganization = &Error{Code: CodeOutsideOrganization, Message: "this API key is bound to an organization and acts inside it only: it cannot delete its own organization, with every key bound to it; a key bound to no organization can"}
+
+// The changes a bound principal may not make to what it sees: an
+// organization's plan (what the integrator bills) and external id (the
+// integrator's identifier, which ?external_id= lookups trust); a user's
+// role, which is global, and external id, the integrator's identifier.
+var (
+	errOrganizationPlan       = &Error{Code: CodeOutsideOrganization, Message: "this API key is bound to an organization and acts inside it only: it cannot change its organization's plan; a key bound to no organization can"}
+	errOrganizationExternalID = &Error{Code: CodeOutsideOrganization, Message: "this API key is bound to an organization and acts inside it only: it cannot change its organization's external_id; a key bound to no organization can"}
+	errUserRole               = &Error{Code: CodeOutsideOrganization, Message: "this API key is bound to an organization and acts inside it only: it cannot set a user's role, which is global; a key bound to no organization can (the role in its organization is the membership's)"}
+	errUserExternalID         = &Error{Code: CodeOutsideOrganization, Message: "this API key is bound to an organization and acts inside it only: it cannot set a user's external_id, the integrator's identifier; a key bound to no organization can"}
+)
+
+// mayChangeOrganization returns the error that keeps the principal from
+// making the change req to an organization it sees, or nil: a bound
+// principal changes its organization's name and metadata only.
+func (p Principal) mayChangeOrganization(req OrganizationUpdate) error {
+	switch {
+	case !p.bound():
+		return nil
+	case req.Plan != nil:
+		return errOrganizationPlan
+	case req.ExternalID != nil:
+		return errOrganizationExternalID
+	}
+	return nil
+}
+
+// maySetUserFields returns the error that keeps the principal from setting
+// a user's role or external id (set says which it asks to), or nil.
+func (p Principal) maySetUserFields(role, externalID bool) error {
+	switch {
+	case !p.bound():
+		return nil
+	case role:
+		return errUserRole
+	case externalID:
+		return errUserExternalID
+	}
+	return nil
 }

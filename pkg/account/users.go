@@ -27,7 +27,8 @@ type UserQuery struct {
 // organization joins it (DefaultMemberRole) in the same atomic write, so
 // that it sees the user it created, and no failed request leaves a user it
 // cannot see. E-mail addresses and external ids are unique among all
-// users, whatever their organizations. CodeInsufficientScope,
+// users, whatever their organizations. A bound caller sets neither the
+// role nor the external id (CodeOutsideOrganization). CodeInsufficientScope,
 // CodeInvalidRequest, CodeEmailTaken, CodeExternalIDTaken.
 func (s *Service) CreateUser(ctx context.Context, p Principal, req NewUser) (User, error) {
 	if err := p.Authorize(OpCreateUser); err != nil {
@@ -47,6 +48,9 @@ func (s *Service) CreateUser(ctx context.Context, p Principal, req NewUser) (Use
 	req.Metadata.check("metadata", &problems)
 	u.Metadata = req.Metadata.normalized()
 	if err := problems.Err(); err != nil {
+		return User{}, err
+	}
+	if err := p.maySetUserFields(req.Role != "", req.ExternalID != ""); err != nil {
 		return User{}, err
 	}
 	var err error
@@ -155,7 +159,8 @@ type UserUpdate struct {
 // UpdateUser changes the given fields of a user, and only those, in one
 // atomic step; a new e-mail or external id is claimed and the old one freed
 // in that step. A caller bound to an organization changes only the users
-// who belong to it and to no other. CodeInsufficientScope, CodeNotFound,
+// who belong to it and to no other, and changes neither their role nor
+// their external id. CodeInsufficientScope, CodeNotFound,
 // CodeOutsideOrganization, CodeInvalidRequest, CodeEmailTaken,
 // CodeExternalIDTaken.
 func (s *Service) UpdateUser(ctx context.Context, p Principal, id string, req UserUpdate) (User, error) {
@@ -195,6 +200,9 @@ func (s *Service) UpdateUser(ctx context.Context, p Principal, id string, req Us
 		patch.Metadata = &m
 	}
 	if err := problems.Err(); err != nil {
+		return User{}, err
+	}
+	if err := p.maySetUserFields(req.Role != nil, req.ExternalID != nil); err != nil {
 		return User{}, err
 	}
 	if err := s.mayChangeUser(ctx, p, id, "change"); err != nil {

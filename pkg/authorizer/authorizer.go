@@ -3,8 +3,13 @@
 // that Latchkey's users build: a request whose Authorization header carries
 // a Latchkey access token that is valid right now (signature with the
 // published keys, then the revocation entry and the issuing key, exactly as
-// GET /v1/auth/verify checks it) and that meets the route's rule (a scope,
-// an audience) is authorized; anything else is not.
+// GET /v1/auth/verify checks it) and that meets the route's rule (an
+// audience, and a scope) is authorized; anything else is not. A token for
+// Latchkey's own API (its audience is its issuer, what a token request
+// that names no audience gets) or for the console is refused on every
+// route: it is meant for Latchkey, not for the APIs this guards (RFC 9068,
+// section 4), and a route without a rule, or a rule without an audience,
+// authorizes nothing, so that a token for one API never opens another.
 //
 // It is the gateway's counterpart of verify: API Gateway's built-in JWT
 // authorizer checks tokens offline and so cannot see a revocation, and
@@ -29,21 +34,24 @@ type Rule struct {
 	// Scope is the scope the token must hold (a grant such as read:* or
 	// *:* covers it); "" for none.
 	Scope string `json:"scope,omitempty"`
-	// Audience is the token's expected aud; "" for any.
-	Audience string `json:"audience,omitempty"`
+	// Audience is the token's expected aud: the API the route belongs to.
+	// Required: ParseRoutes refuses a rule without it, and the authorizer
+	// authorizes nothing on a route whose rule has none.
+	Audience string `json:"audience"`
 }
 
 // Routes maps an API Gateway routeKey ("GET /orders/{id}", "$default") to
 // its Rule. The entry "*" applies to every route not listed; without it, a
-// route not listed needs only a valid token.
+// route not listed authorizes no token.
 type Routes map[string]Rule
 
 // AnyRoute is the Routes entry for the routes not listed.
 const AnyRoute = "*"
 
 // ParseRoutes decodes the JSON of Routes (the AUTHORIZER_ROUTES variable),
-// refusing unknown fields, malformed scopes and audiences, so that a typo
-// cannot leave a route open. An empty string is no rules.
+// refusing unknown fields, malformed scopes and audiences and a rule
+// without an audience, so that a typo cannot leave a route open. An empty
+// string is no rules: no route authorizes any token.
 func ParseRoutes(s string) (Routes, error) {
 	if strings.TrimSpace(s) == "" {
 		return Routes{}, nil
@@ -67,16 +75,19 @@ func ParseRoutes(s string) (Routes, error) {
 		switch {
 		case k == "":
 			return nil, fmt.Errorf("routes: an empty routeKey")
+		case rule.Audience == "":
+			return nil, fmt.Errorf("routes: %q: no audience (required)", k)
 		case rule.Scope != "" && !account.ValidScope(rule.Scope):
 			return nil, fmt.Errorf("routes: %q: scope %q is not <action>:<resource>", k, rule.Scope)
-		case rule.Audience != "" && !account.ValidAudience(rule.Audience):
+		case !account.ValidAudience(rule.Audience):
 			return nil, fmt.Errorf("routes: %q: audience %q is not an absolute URI or an identifier", k, rule.Audience)
 		}
 	}
 	return r, nil
 }
 
-// rule returns the rule of routeKey.
+// rule returns the rule of routeKey: the zero Rule, which authorizes
+// nothing, for a route neither listed nor covered by AnyRoute.
 func (r Routes) rule(routeKey string) Rule {
 	if rule, ok := r[routeKey]; ok {
 		return rule
@@ -111,6 +122,10 @@ const (
 	reasonNoToken  = "no_bearer_token"
 	reasonScope    = "insufficient_scope"
 	reasonAudience = "wrong_audience"
+	// reasonOwnAudience: a token for Latchkey's own API or its console.
+	reasonOwnAudience = "latchkey_audience"
+	// reasonNoRule: the route has no rule, or one without an audience.
+	reasonNoRule = "no_rule"
 )
 
 var denied = events.APIGatewayV2CustomAuthorizerSimpleResponse{IsAuthorized: false}
@@ -137,10 +152,16 @@ func (a *Authorizer) Authorize(ctx context.Context, req events.APIGatewayV2Custo
 	c := v.Claims
 	rule := a.routes.rule(req.RouteKey)
 	switch {
+	case c.Audience == c.Issuer || c.Audience == account.ConsoleAudience(c.Issuer):
+		a.decided(ctx, req, false, reasonOwnAudience, c)
+		return denied, nil
+	case rule.Audience == "":
+		a.decided(ctx, req, false, reasonNoRule, c)
+		return denied, nil
 	case rule.Scope != "" && !account.ScopesCover(c.Scopes, rule.Scope):
 		a.decided(ctx, req, false, reasonScope, c)
 		return denied, nil
-	case rule.Audience != "" && c.Audience != rule.Audience:
+	case c.Audience != rule.Audience:
 		a.decided(ctx, req, false, reasonAudience, c)
 		return denied, nil
 	}

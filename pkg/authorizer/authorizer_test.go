@@ -31,12 +31,14 @@ func TestParseRoutes(t *testing.T) {
 		}
 	})
 	for name, s := range map[string]string{
-		"NotJSON":      `GET /orders=read:orders`,
-		"UnknownField": `{"GET /orders": {"scopes": ["read:orders"]}}`,
-		"BadScope":     `{"GET /orders": {"scope": "orders"}}`,
-		"BadAudience":  `{"GET /orders": {"audience": "https://x.example/#f"}}`,
-		"EmptyKey":     `{"": {"scope": "read:orders"}}`,
-		"Trailing":     `{} {}`,
+		"NotJSON":       `GET /orders=read:orders`,
+		"UnknownField":  `{"GET /orders": {"scopes": ["read:orders"]}}`,
+		"BadScope":      `{"GET /orders": {"scope": "orders"}}`,
+		"BadAudience":   `{"GET /orders": {"audience": "https://x.example/#f"}}`,
+		"NoAudience":    `{"GET /orders": {"scope": "read:orders"}}`,
+		"AnyNoAudience": `{"*": {}}`,
+		"EmptyKey":      `{"": {"scope": "read:orders"}}`,
+		"Trailing":      `{} {}`,
 	} {
 		t.Run("Err"+name, func(t *testing.T) {
 			if _, err := authorizer.ParseRoutes(s); err == nil {
@@ -138,13 +140,44 @@ func TestAuthorize(t *testing.T) {
 			t.Error("*:orders refused on a route that needs delete:orders")
 		}
 	})
-	t.Run("NoRuleNeedsOnlyAValidToken", func(t *testing.T) {
-		other, _ := s.issue(t, "", "", "other:thing") // the issuer as audience
-		if res := authorize(t, a, request("GET /public-ish", "Bearer "+other)); !res.IsAuthorized {
-			t.Error("a route with an empty rule refused a valid token")
+	t.Run("NoRuleAuthorizesNothing", func(t *testing.T) {
+		// A rule without an audience, or no rule at all, authorizes no
+		// token: a token for one API never opens another's routes.
+		if res := authorize(t, a, request("GET /public-ish", "Bearer "+tok)); res.IsAuthorized {
+			t.Error("a route whose rule names no audience authorized a token")
 		}
-		if res := authorize(t, s.authorizer(nil, nil), request("GET /anything", "Bearer "+other)); !res.IsAuthorized {
-			t.Error("without rules, a valid token was refused")
+		if res := authorize(t, s.authorizer(nil, nil), request("GET /orders", "Bearer "+tok)); res.IsAuthorized {
+			t.Error("without rules, a token was authorized")
+		}
+		if res := authorize(t, s.authorizer(authorizer.Routes{"GET /orders": {Audience: orders}}, nil), request("GET /elsewhere", "Bearer "+tok)); res.IsAuthorized {
+			t.Error("a route neither listed nor covered by * authorized a token")
+		}
+	})
+	t.Run("LatchkeyAudienceNever", func(t *testing.T) {
+		// A token for Latchkey's own API (its issuer, the audience of a
+		// token requested without one) or its console opens no route,
+		// even one whose rule names that audience.
+		own, _ := s.issue(t, "", "", "read:orders")
+		_, secret := s.env.CreateAPIKey(t, "read:orders")
+		kp, err := s.env.Service.Authenticate(context.Background(), secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		console, _, err := s.env.Service.StartSession(context.Background(), kp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		latchkey := s.authorizer(authorizer.Routes{
+			"GET /orders":  {Scope: "read:orders", Audience: httpapitest.Issuer},
+			"GET /console": {Scope: "read:orders", Audience: account.ConsoleAudience(httpapitest.Issuer)},
+		}, nil)
+		for route, tk := range map[string]string{"GET /orders": own, "GET /console": console} {
+			if res := authorize(t, latchkey, request(route, "Bearer "+tk)); res.IsAuthorized {
+				t.Errorf("%s: a token for Latchkey's own audience was authorized", route)
+			}
+		}
+		if !strings.Contains(s.logs.String(), `"reason":"latchkey_audience"`) {
+			t.Errorf("no decision logged with reason latchkey_audience:\n%s", s.logs.String())
 		}
 	})
 

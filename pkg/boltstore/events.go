@@ -2,6 +2,7 @@ package boltstore
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"slices"
 	"time"
@@ -85,7 +86,8 @@ func eventOrganization(v []byte) string {
 // ListEvents implements account.Store: one read transaction, walking the
 // bucket forwards from After or backwards from Before; with
 // q.OrganizationID, walking the organization's entries in bucketOrgEvents
-// instead, and reading each of their events.
+// instead, and reading each of their events; no more than q.ReadLimit
+// (account.MaxEventsRead) of them.
 func (s *Store) ListEvents(_ context.Context, q account.EventQuery) (account.Page[account.StoredEvent], error) {
 	limit := account.ListParams{Limit: q.Limit}.PageSize()
 	since := []byte(account.EventIDAt(q.Since))
@@ -97,6 +99,8 @@ func (s *Store) ListEvents(_ context.Context, q account.EventQuery) (account.Pag
 		return slices.Contains(q.Types, string(typ))
 	}
 	page := account.Page[account.StoredEvent]{Items: []account.StoredEvent{}}
+	budget := cmp.Or(q.ReadLimit, account.MaxEventsRead)
+	var last string
 	err := s.read(func(tx *bolt.Tx) error {
 		// Either way, nothing older than since. Keys are event ids after
 		// prefix: none in bucketEvents, "<org id>/" in bucketOrgEvents.
@@ -128,11 +132,19 @@ func (s *Store) ListEvents(_ context.Context, q account.EventQuery) (account.Pag
 				k, _ = c.Prev()
 			}
 		}
+		read := 0
 		for ; k != nil && bytes.HasPrefix(k, prefix); k, _ = next() {
 			id := k[len(prefix):]
 			if bytes.Compare(id, since) < 0 {
 				break
 			}
+			if read == budget {
+				// Bounded work: go on from the last event read.
+				page.Next = last
+				break
+			}
+			read++
+			last = string(id)
 			v := events.Get(id)
 			if v == nil || !keep(v) {
 				continue

@@ -103,7 +103,8 @@ func TestLambda_LargestToken(t *testing.T) {
 	if status, out := call(http.MethodPost, "/oauth2/introspect", replay.KeySecret, "application/x-www-form-urlencoded", form); status != http.StatusOK || out["active"] != true {
 		t.Errorf("introspect: got %d %v, want active", status, out)
 	}
-	authorizer := newAuthorizer(t, b, "{}", slog.New(slog.DiscardHandler))
+	routes, _ := json.Marshal(map[string]any{"GET /orders": map[string]string{"audience": audience}})
+	authorizer := newAuthorizer(t, b, string(routes), slog.New(slog.DiscardHandler))
 	decision, err := authorizer(context.Background(), events.APIGatewayV2CustomAuthorizerV2Request{
 		Version: "2.0", Type: "REQUEST", RouteKey: "GET /orders",
 		Headers:        map[string]string{"authorization": "Bearer " + tok},

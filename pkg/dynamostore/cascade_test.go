@@ -544,7 +544,7 @@ func TestErrorMapping(t *testing.T) {
 		{"ThrottledTransaction", 400, `{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException","message":"secret AWS detail","CancellationReasons":[{"Code":"None"},{"Code":"ThrottlingError","Message":"secret AWS detail"}]}`, account.CodeUnavailable},
 		{"EmailTaken", 400, `{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException","message":"secret AWS detail","CancellationReasons":[{"Code":"None"},{"Code":"ConditionalCheckFailed","Message":"secret AWS detail"}]}`, account.CodeEmailTaken},
 		{"UserIDCollision", 400, `{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException","message":"secret AWS detail","CancellationReasons":[{"Code":"ConditionalCheckFailed"},{"Code":"None"}]}`, account.CodeInternal},
-		{"ConflictEveryTime", 400, `{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException","message":"secret AWS detail","CancellationReasons":[{"Code":"TransactionConflict"},{"Code":"None"}]}`, account.CodeUnavailable},
+		{"ConflictEveryTime", 400, `{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException","message":"secret AWS detail","CancellationReasons":[{"Code":"TransactionConflict"},{"Code":"None"}]}`, account.CodeConcurrentUpdate},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fake := &fakeDynamoDB{status: tc.status, body: tc.body}
@@ -575,7 +575,8 @@ func TestErrorMapping(t *testing.T) {
 // TestErrorMapping_SingleItemConflict: a single-item write refused because a
 // transaction in progress holds its item (TransactionConflictException,
 // which the SDK does not retry) is retried by the store and, if the conflict
-// persists, reported as unavailable (503), never as an internal error.
+// persists, reported as concurrent_update (409: send it again), neither as
+// an outage (503) nor as an internal error.
 func TestErrorMapping_SingleItemConflict(t *testing.T) {
 	const body = `{"__type":"com.amazonaws.dynamodb.v20120810#TransactionConflictException","message":"secret AWS detail"}`
 	now := time.Now().UTC()
@@ -603,8 +604,8 @@ func TestErrorMapping_SingleItemConflict(t *testing.T) {
 				RetryMaxAttempts: 1,
 			})
 			err := tc.write(dynamostore.New(client, "latchkey", dynamostore.WithConflictRetries(2), dynamostore.WithTimeout(dynamotest.Timeout)))
-			if got := account.ErrorCode(err); got != account.CodeUnavailable {
-				t.Fatalf("got code %q (%v), want unavailable", got, err)
+			if got := account.ErrorCode(err); got != account.CodeConcurrentUpdate {
+				t.Fatalf("got code %q (%v), want %s", got, err, account.CodeConcurrentUpdate)
 			}
 			if got := fake.calls.Load(); got != 3 {
 				t.Errorf("write sent %d times, want 1 + 2 retries", got)

@@ -1,6 +1,7 @@
 package dynamostore
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -135,10 +136,13 @@ func eventCount(ctx context.Context, events []account.PendingEvent) int {
 // ListEvents implements account.Store: one strongly consistent Query per
 // day partition, from the day of the first event wanted, until the page is
 // full or the days run out; with q.OrganizationID, one strongly
-// consistent Query of the organization's EVENTORG# partition instead
-// (more only when a filter by type leaves a read page short, as in a day
-// partition). Only events made before now minus EventLag are read, and
-// none made before q.Since.
+// consistent Query of the organization's EVENTORG# partition instead.
+// No call reads more than q.ReadLimit (account.MaxEventsRead) items in
+// all, nor, with a filter by type, makes more than maxEventQueries
+// Queries; one that stops there returns a short page with Next where it
+// stopped. Only
+// events made before now minus EventLag are read, and none made before
+// q.Since.
 func (s *Store) ListEvents(ctx context.Context, q account.EventQuery) (account.Page[account.StoredEvent], error) {
 	limit := account.ListParams{Limit: q.Limit}.PageSize()
 	until := time.Now().Add(-EventLag(s.timeout)).UTC()
@@ -181,7 +185,14 @@ func (s *Store) ListEvents(ctx context.Context, q account.EventQuery) (account.P
 	if q.OrganizationID != "" {
 		partitions = []string{orgEventKey(q.OrganizationID, "").PK}
 	}
-	for _, pk := range partitions {
+	// Bounded work: at most budget items read, kept or not, and with a
+	// filter by type at most maxEventQueries Queries (day partitions with
+	// no event cost one each); then a short page, Next where it stopped.
+	// Without a filter every item read is kept, so the page fills first,
+	// and a tail with After crosses days without events as it always did.
+	budget, queries := cmp.Or(q.ReadLimit, account.MaxEventsRead), 0
+	var last string // the sk of the last item read, or a day's bound
+	for i, pk := range partitions {
 		kc := expression.Key("pk").Equal(expression.Value(pk)).
 			And(expression.Key("sk").Between(expression.Value(lo), expression.Value(hi)))
 		b := expression.NewBuilder().WithKeyCondition(kc).
@@ -193,17 +204,28 @@ func (s *Store) ListEvents(ctx context.Context, q account.EventQuery) (account.P
 		if err != nil {
 			return account.Page[account.StoredEvent]{}, account.Internal(err)
 		}
-		pages := dynamodb.NewQueryPaginator(s.client, &dynamodb.QueryInput{
+		in := &dynamodb.QueryInput{
 			TableName: s.table, ConsistentRead: aws.Bool(true),
 			KeyConditionExpression: e.KeyCondition(), FilterExpression: e.Filter(), ProjectionExpression: e.Projection(),
 			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
-			ScanIndexForward: aws.Bool(forward), Limit: aws.Int32(int32(limit + 1)),
-		})
-		for pages.HasMorePages() {
-			out, err := pages.NextPage(ctx)
+			ScanIndexForward: aws.Bool(forward),
+		}
+		for {
+			if budget <= 0 || filter != nil && queries == maxEventQueries {
+				page.Next = last
+				return page, nil
+			}
+			queries++
+			n := budget
+			if filter == nil {
+				n = min(n, limit+1)
+			}
+			in.Limit = aws.Int32(int32(n))
+			out, err := s.client.Query(ctx, in)
 			if err != nil {
 				return account.Page[account.StoredEvent]{}, storeErr(err)
 			}
+			budget -= int(out.ScannedCount)
 			var items []eventItem
 			if err := attributevalue.UnmarshalListOfMaps(out.Items, &items); err != nil {
 				return account.Page[account.StoredEvent]{}, account.Internal(err)
@@ -219,9 +241,38 @@ func (s *Store) ListEvents(ctx context.Context, q account.EventQuery) (account.P
 				}
 				page.Items = append(page.Items, account.StoredEvent{ID: it.SK, Type: it.Type, JSON: []byte(it.Event)})
 			}
+			if out.LastEvaluatedKey == nil {
+				// The partition is read to its end: the position is its
+				// day's bound, unless it is the last.
+				if i+1 < len(partitions) {
+					last = dayBound(days[i], forward)
+				}
+				break
+			}
+			if sk, ok := out.LastEvaluatedKey["sk"].(*types.AttributeValueMemberS); ok {
+				last = sk.Value
+			}
+			in.ExclusiveStartKey = out.LastEvaluatedKey
 		}
 	}
 	return page, nil
+}
+
+// maxEventQueries bounds the Queries of one ListEvents call with a filter
+// by type, which would otherwise read on, through a month of days, until
+// the page is full or the retention ends.
+const maxEventQueries = 3
+
+// dayBound is the position that follows every event of the day d read
+// in the direction forward: the largest id of its last millisecond
+// (After excludes it), or the smallest of its first (Before excludes it).
+func dayBound(d time.Time, forward bool) string {
+	if !forward {
+		return account.EventIDAt(d)
+	}
+	// A ULID's last 16 characters are its randomness: all Z is the largest.
+	id := account.EventIDAt(d.AddDate(0, 0, 1).Add(-time.Millisecond))
+	return id[:len(id)-16] + "ZZZZZZZZZZZZZZZZ"
 }
 
 // day returns the UTC midnight that starts t's day.

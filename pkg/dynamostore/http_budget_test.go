@@ -259,6 +259,12 @@ func TestHTTPRequestBudgets(t *testing.T) {
 	do("key bound to an organization", "PATCH", "/v1/users/"+str(tu, "id"), ts, map[string]any{"name": "Tenant's own"}, 200, get, batch, get, query, batch, get, tx)
 	do("key bound to an organization", "GET", "/v1/users/"+str(tu, "id")+"/organizations", ts, nil, 200, get, batch, get, get)
 	do("key bound to an organization", "GET", "/v1/events", ts, nil, 200, get, batch, query)
+	// A filter that keeps few events reads no more than
+	// account.MaxEventsRead items in at most three Queries, then answers
+	// a short page with a cursor: the organization's one partition, or
+	// today's and the two days before for a key bound to none.
+	do("key bound to an organization, a rare type", "GET", "/v1/events?types=token.revoked&limit=1", ts, nil, 200, get, batch, query)
+	do("a rare type", "GET", "/v1/events?types=token.revoked&limit=1", admin, nil, 200, get, query, query, query)
 	do("with a key bound to it", "DELETE", "/v1/organizations/"+oid, admin, nil, 204, get, upd, query, batch, query, tx)
 	if v := do("organization deleted", "GET", "/v1/auth/verify", str(orgTok, "access_token"), nil, 200, batch); v["valid"] != false {
 		t.Errorf("verify of a token of a deleted organization's key: got %v, want valid false", v)

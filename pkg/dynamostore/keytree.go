@@ -70,7 +70,7 @@ var errTreeChanged = errors.New("dynamostore: the key tree changed during the de
 // docs/dynamodb.md. allow sees the key as read by the first Query (also a
 // key whose delete was cut off, so that calling DeleteAPIKey again finishes
 // it). A pass cancelled by a concurrent change is repeated, at most
-// WithConflictRetries times, then the store reports CodeUnavailable.
+// WithConflictRetries times, then the store reports CodeConcurrentUpdate.
 // CodeNotFound if there is no key id or one of its ancestors is being
 // deleted.
 func (s *Store) DeleteAPIKey(ctx context.Context, id string, allow func(account.APIKey) error) error {
@@ -80,7 +80,7 @@ func (s *Store) DeleteAPIKey(ctx context.Context, id string, allow func(account.
 			return err
 		}
 		if attempt >= s.conflictRetries {
-			return account.Unavailable(err)
+			return account.ErrConcurrentUpdate("API key")
 		}
 	}
 }

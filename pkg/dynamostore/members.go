@@ -3,7 +3,6 @@ package dynamostore
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
@@ -142,7 +141,7 @@ func (s *Store) UpdateMember(ctx context.Context, orgID, userID string, p accoun
 			return account.Membership{}, err
 		}
 		if attempt+1 >= updateAttempts {
-			return account.Membership{}, account.Unavailable(fmt.Errorf("dynamostore: membership %s/%s changed %d times while being updated", orgID, userID, updateAttempts))
+			return account.Membership{}, account.ErrConcurrentUpdate("membership")
 		}
 	}
 }
@@ -192,7 +191,7 @@ func (s *Store) RemoveMember(ctx context.Context, orgID, userID string) error {
 			}
 		}
 		if attempt+1 >= updateAttempts {
-			return account.Unavailable(fmt.Errorf("dynamostore: membership %s/%s changed %d times while being removed", orgID, userID, updateAttempts))
+			return account.ErrConcurrentUpdate("membership")
 		}
 	}
 }
@@ -229,7 +228,7 @@ func (s *Store) removeMemberRecorded(ctx context.Context, orgID, userID string) 
 			return err
 		}
 		if attempt+1 >= updateAttempts {
-			return account.Unavailable(fmt.Errorf("dynamostore: membership %s/%s changed %d times while being removed", orgID, userID, updateAttempts))
+			return account.ErrConcurrentUpdate("membership")
 		}
 	}
 }

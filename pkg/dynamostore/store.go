@@ -51,7 +51,7 @@ type Option func(*Store)
 // WithConflictRetries sets how many times a transaction cancelled by a
 // TransactionConflict (another transaction holding one of its items, e.g.
 // two clients claiming the same e-mail at once) is retried before the store
-// reports CodeUnavailable. The default is 8. The SDK does not retry these
+// reports CodeConcurrentUpdate. The default is 8. The SDK does not retry these
 // itself because the cancellation is not a transport failure.
 func WithConflictRetries(n int) Option {
 	return func(s *Store) { s.conflictRetries = max(n, 0) }
@@ -239,10 +239,12 @@ func (s *Store) transactReturningOld(ctx context.Context, items []types.Transact
 
 // retryConflicts runs write until it returns anything but a conflict (see
 // errTransactionConflict), with jittered backoff in between, at most
-// s.conflictRetries more times; then the store reports CodeUnavailable.
-// Once the other transaction has committed, the retry fails its condition
-// (e.g. email_taken) or succeeds, which is the answer a serial execution
-// would have given.
+// s.conflictRetries more times; then the store reports
+// CodeConcurrentUpdate (409): the write lost a race, nothing was written,
+// and the client may send it again. It is no outage (CodeUnavailable, 503
+// and an ERROR log). Once the other transaction has committed, the retry
+// fails its condition (e.g. email_taken) or succeeds, which is the answer
+// a serial execution would have given.
 func (s *Store) retryConflicts(ctx context.Context, write func() error) error {
 	for attempt := 0; ; attempt++ {
 		err := write()
@@ -250,7 +252,7 @@ func (s *Store) retryConflicts(ctx context.Context, write func() error) error {
 			return err
 		}
 		if attempt >= s.conflictRetries {
-			return account.Unavailable(err)
+			return account.ErrConcurrentUpdate("resource")
 		}
 		if err := backoff(ctx, attempt); err != nil {
 			return err
@@ -612,7 +614,7 @@ func (s *Store) deleteWithMemberships(ctx context.Context, id string, owner key,
 			return err
 		}
 		if attempt+1 >= cascadeAttempts {
-			return account.Unavailable(err)
+			return account.ErrConcurrentUpdate("resource")
 		}
 	}
 }

@@ -268,7 +268,8 @@ func (s *Store) updateClaiming(ctx context.Context, k key, id string, out any, u
 const recordedUpdateAttempts = 40
 
 // backOffChanged is what updateClaiming does after attempt found the item
-// changed: CodeUnavailable after the last attempt; for an update that
+// changed: CodeConcurrentUpdate after the last attempt (a lost race, not
+// an outage); for an update that
 // records its event, a jittered backoff before the next (see
 // recordedUpdateAttempts).
 func (s *Store) backOffChanged(ctx context.Context, attempt int) error {
@@ -277,7 +278,7 @@ func (s *Store) backOffChanged(ctx context.Context, attempt int) error {
 		limit = recordedUpdateAttempts
 	}
 	if attempt+1 >= limit {
-		return account.Unavailable(fmt.Errorf("dynamostore: the item changed %d times while being updated", limit))
+		return account.ErrConcurrentUpdate("resource")
 	}
 	if !recording(ctx) {
 		return nil

@@ -512,6 +512,7 @@ func TestAPIKeyOwners(t *testing.T) {
 	wantProblem(t, a.do(http.MethodPost, "/v1/api-keys", tenant, map[string]any{"name": "x", "scopes": []string{"read:users"}, "owner_id": "crm:42"}), http.StatusForbidden, "forbidden")
 	res = a.do(http.MethodPost, "/v1/api-keys", a.AdminKey, map[string]any{"name": "tenant ci", "scopes": []string{"read:users"}, "organization_id": o.ID, "owner_id": "crm:42"})
 	want(t, res, http.StatusCreated)
+	otherOwners := res.Map(t)["id"].(string)
 	wantProblem(t, a.do(http.MethodPost, "/v1/api-keys", a.AdminKey, map[string]any{"name": "x", "scopes": []string{"read:users"}, "organization_id": account.NewID(account.PrefixOrganization, time.Now())}), http.StatusNotFound, "not_found")
 	wantField(t, wantProblem(t, a.do(http.MethodPost, "/v1/api-keys", a.AdminKey, map[string]any{"name": "x", "scopes": []string{"read:users"}, "owner_id": strings.Repeat("x", 257)}), http.StatusBadRequest, "invalid_request"), "owner_id")
 	a.createKey(a.AdminKey, "read:users") // bound to nothing
@@ -532,14 +533,22 @@ func TestAPIKeyOwners(t *testing.T) {
 		{a.AdminKey, "&owner_id=crm:4711", 2},
 		{a.AdminKey, "&organization_id=" + o.ID + "&owner_id=crm:42", 1},
 		{a.AdminKey, "&organization_id=" + other.ID, 0},
-		{tenant, "", 3}, // its organization's only
+		{tenant, "", 2}, // its organization's and its owner's only
 	} {
 		if got := count(tc.credential, tc.query); got != tc.want {
 			t.Errorf("list%s: %d keys, want %d", tc.query, got, tc.want)
 		}
 	}
 	wantProblem(t, a.do(http.MethodGet, "/v1/api-keys?organization_id="+other.ID, tenant, nil), http.StatusForbidden, "forbidden")
+	wantProblem(t, a.do(http.MethodGet, "/v1/api-keys?owner_id=crm:42", tenant, nil), http.StatusForbidden, "forbidden")
 	wantField(t, wantProblem(t, a.do(http.MethodGet, "/v1/api-keys?organization_id=acme", a.AdminKey, nil), http.StatusBadRequest, "invalid_request"), "organization_id")
+
+	// Nor does it see, rotate, change or delete the key of another owner
+	// in its organization: rotating it would hand it that key's secret.
+	wantProblem(t, a.do(http.MethodGet, "/v1/api-keys/"+otherOwners, tenant, nil), http.StatusNotFound, "not_found")
+	wantProblem(t, a.do(http.MethodPost, "/v1/api-keys/"+otherOwners+"/rotate", tenant, map[string]any{}), http.StatusNotFound, "not_found")
+	wantProblem(t, a.do(http.MethodPatch, "/v1/api-keys/"+otherOwners, tenant, map[string]any{"enabled": false}), http.StatusNotFound, "not_found")
+	wantProblem(t, a.do(http.MethodDelete, "/v1/api-keys/"+otherOwners, tenant, nil), http.StatusNotFound, "not_found")
 
 	want(t, a.do(http.MethodDelete, "/v1/organizations/"+o.ID, a.AdminKey, nil), http.StatusNoContent)
 	wantProblem(t, a.do(http.MethodGet, "/v1/users", tenant, nil), http.StatusUnauthorized, "unauthorized")

@@ -97,6 +97,21 @@ func TestEvents(t *testing.T) {
 		if !reflect.DeepEqual(types, wantTypes) {
 			t.Fatalf("types: got %v, want %v", types, wantTypes)
 		}
+		// Read oldest first, next_cursor goes on forwards from the last
+		// event read: the only way on from a page a filter left empty.
+		var fw struct {
+			Data       []feedEvent `json:"data"`
+			HasMore    bool        `json:"has_more"`
+			NextCursor *string     `json:"next_cursor"`
+		}
+		a.do(http.MethodGet, "/v1/events?limit=2&after="+feedStart, a.AdminKey, nil).Decode(t, &fw)
+		if len(fw.Data) != 2 || !fw.HasMore || fw.NextCursor == nil {
+			t.Fatalf("after=, limit=2: got %d events, has_more %v, next_cursor %v; want 2, true and a cursor", len(fw.Data), fw.HasMore, fw.NextCursor)
+		}
+		a.do(http.MethodGet, "/v1/events?limit=2&cursor="+url.QueryEscape(*fw.NextCursor), a.AdminKey, nil).Decode(t, &fw)
+		if len(fw.Data) != 2 || fw.Data[0].ID != got[2].ID || fw.Data[1].ID != got[3].ID {
+			t.Errorf("the forward cursor's page: got %v, want events %s and %s", fw.Data, got[2].ID, got[3].ID)
+		}
 		admin := key["created_by"].(string)
 		changes := []*struct {
 			body      map[string]any

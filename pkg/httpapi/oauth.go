@@ -107,6 +107,11 @@ func fromServiceError(err error) *oauthError {
 	switch account.ErrorCode(err) {
 	case account.CodeUnavailable:
 		return &oauthError{status: http.StatusServiceUnavailable, code: oauthTemporarilyUnavailable, description: "the service is temporarily unavailable; retry shortly", cause: err}
+	case account.CodeConcurrentUpdate:
+		// A write that lost to concurrent ones, every try: no failure of
+		// the service, so nothing logged at ERROR; RFC 6749 has no
+		// conflict code, and this one says to send it again.
+		return &oauthError{status: http.StatusServiceUnavailable, code: oauthTemporarilyUnavailable, description: "the change lost to concurrent changes of the same data, and was not made; send the request again"}
 	case account.CodeInvalidRequest:
 		var e *account.Error
 		errors.As(err, &e)

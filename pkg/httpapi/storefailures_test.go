@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -331,4 +332,65 @@ func failingStore(err error) (*mock.Store, *storeCalls) {
 			return account.Page[account.StoredEvent]{}, err
 		},
 	}, c
+}
+
+// TestStoreFailures_ConcurrentUpdate: a write that lost every try to
+// concurrent ones (account.ErrConcurrentUpdate, which the DynamoDB store
+// returns when its transaction conflicts persist) is no failure of the
+// service: 409 concurrent_update, or on the OAuth endpoints 503
+// temporarily_unavailable with Retry-After (RFC 6749 has no conflict
+// code), and nothing logged at ERROR.
+func TestStoreFailures_ConcurrentUpdate(t *testing.T) {
+	now := time.Now().UTC().Truncate(time.Second)
+	secret := account.NewAPIKeySecret()
+	admin := account.APIKey{
+		ID: account.NewID(account.PrefixAPIKey, now), Name: "admin", Hash: account.HashAPIKey(secret),
+		Scopes: []string{account.ScopeAll}, Bootstrap: true, CreatedAt: now,
+	}
+	_, priv, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, calls := failingStore(account.ErrConcurrentUpdate("resource"))
+	store.GetAPIKeyByHashFn = func(_ context.Context, hash []byte) (account.APIKey, error) {
+		if !bytes.Equal(hash, admin.Hash) {
+			return account.APIKey{}, account.Errorf(account.CodeNotFound, "no such key")
+		}
+		return admin, nil
+	}
+	store.RecordAPIKeyUseFn = func(_ context.Context, _ account.APIKey, at time.Time) (time.Time, error) { return at, nil }
+	logs := &httpapitest.SyncBuffer{}
+	asm, err := assembly.New(assembly.Parts{
+		Store: store, CursorKey: bytes.Repeat([]byte("c"), 32), Issuer: httpapitest.Issuer,
+		SigningKey: priv, Now: func() time.Time { return now }, Logger: slog.New(slog.NewJSONHandler(logs, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := &httpapitest.Env{Handler: asm.Handler()}
+	token, err := asm.Signer.Sign(account.TokenClaims{
+		ID: account.NewID(account.PrefixToken, now), KeyID: admin.ID, Audience: httpapitest.Issuer,
+		Scopes: []string{account.ScopeReadUsers}, IssuedAt: now, ExpiresAt: now.Add(time.Hour),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := api.Do(t, http.MethodPost, "/v1/auth/revoke", secret, map[string]any{"token": token})
+	httpapitest.CheckResponse(t, res)
+	wantProblem(t, res, http.StatusConflict, "concurrent_update")
+	res = api.DoRaw(t, api.Handler, http.MethodPost, "/oauth2/revoke", http.Header{
+		"Authorization": {"Basic " + base64.StdEncoding.EncodeToString([]byte(admin.ID+":"+secret))},
+		"Content-Type":  {"application/x-www-form-urlencoded"},
+	}, "token="+token)
+	httpapitest.CheckResponse(t, res)
+	wantOAuthError(t, res, http.StatusServiceUnavailable, "temporarily_unavailable")
+	if res.Header.Get("Retry-After") == "" {
+		t.Errorf("POST /oauth2/revoke: no Retry-After")
+	}
+	if !slices.Contains(calls.operations(), "RevokeToken") {
+		t.Errorf("the store's calls %v: RevokeToken was not called", calls.operations())
+	}
+	if l := logs.String(); strings.Contains(l, `"level":"ERROR"`) {
+		t.Errorf("a lost race logged as an error: %s", l)
+	}
 }

@@ -137,6 +137,13 @@ func TestBoundKey_Organizations(t *testing.T) {
 			wantProblem(t, w.do(http.MethodDelete, "/v1/organizations/"+w.b.ID, k, nil), http.StatusNotFound, "not_found")
 			wantProblem(t, w.do(http.MethodPost, "/v1/organizations", k, map[string]any{"name": "New", "slug": uniqueSlug()}), http.StatusForbidden, "outside_organization")
 			want(t, w.do(http.MethodPatch, "/v1/organizations/"+w.a.ID, k, map[string]any{"name": "Renamed by its tenant"}), http.StatusOK)
+			// Its plan and external id are the integrator's.
+			for _, patch := range []map[string]any{{"plan": "enterprise"}, {"external_id": "ext " + w.b.Slug + " 2"}, {"name": "x", "plan": "free"}} {
+				wantProblem(t, w.do(http.MethodPatch, "/v1/organizations/"+w.a.ID, k, patch), http.StatusForbidden, "outside_organization")
+			}
+			// It cannot delete its own: the delete would take every key
+			// bound to it, the keys above its own included.
+			wantProblem(t, w.do(http.MethodDelete, "/v1/organizations/"+w.a.ID, k, nil), http.StatusForbidden, "outside_organization")
 		})
 	}
 	// Nothing of b changed; the admin key still sees both.
@@ -146,8 +153,20 @@ func TestBoundKey_Organizations(t *testing.T) {
 	if got := w.ids(w.AdminKey, "/v1/organizations"); !slices.Equal(got, sorted(w.a.ID, w.b.ID)) {
 		t.Errorf("the admin key's list: got %v, want both", got)
 	}
-	// Its own organization's delete deletes the key too.
-	want(t, w.do(http.MethodDelete, "/v1/organizations/"+w.a.ID, w.keyA.secret, nil), http.StatusNoContent)
+	if got := w.do(http.MethodGet, "/v1/organizations/"+w.a.ID, w.AdminKey, nil).Map(t); got["plan"] != "free" || got["external_id"] != "ext "+w.a.Slug {
+		t.Errorf("a after its tenant's attempts: %v, want plan and external_id unchanged", got)
+	}
+	// Nor can a key below it, its previous secret after a rotation, or
+	// a token: each would otherwise delete the keys above it.
+	child := w.createKey(w.keyA.secret, account.ScopeDeleteOrganizations, account.ScopeWriteAPIKeys)
+	wantProblem(t, w.do(http.MethodDelete, "/v1/api-keys/"+w.keyA.id, child.secret, nil), http.StatusForbidden, "insufficient_scope")
+	wantProblem(t, w.do(http.MethodDelete, "/v1/organizations/"+w.a.ID, child.secret, nil), http.StatusForbidden, "outside_organization")
+	want(t, w.do(http.MethodPost, "/v1/api-keys/"+w.keyA.id+"/rotate", w.keyA.secret, map[string]any{"expires_in": "1h"}), http.StatusOK)
+	wantProblem(t, w.do(http.MethodDelete, "/v1/organizations/"+w.a.ID, w.keyA.secret, nil), http.StatusForbidden, "outside_organization")
+	wantProblem(t, w.do(http.MethodDelete, "/v1/organizations/"+w.a.ID, w.keyA.token, nil), http.StatusForbidden, "outside_organization")
+	want(t, w.do(http.MethodGet, "/v1/organizations/"+w.a.ID, w.keyA.secret, nil), http.StatusOK)
+	// A key bound to no organization deletes it, and its keys with it.
+	want(t, w.do(http.MethodDelete, "/v1/organizations/"+w.a.ID, w.AdminKey, nil), http.StatusNoContent)
 	wantProblem(t, w.do(http.MethodGet, "/v1/organizations", w.keyA.secret, nil), http.StatusUnauthorized, "unauthorized")
 }
 
@@ -236,8 +255,15 @@ func TestBoundKey_Users(t *testing.T) {
 				t.Errorf("user %s after the bound key's attempts: %v", u.ID, got)
 			}
 		}
-		// Its own user it changes.
+		// Its own user it changes, but not the user's global role or
+		// external id, which are the integrator's.
 		want(t, w.do(http.MethodPatch, "/v1/users/"+w.onlyA.ID, k, map[string]any{"name": "Changed"}), http.StatusOK)
+		for _, patch := range []map[string]any{{"role": "admin"}, {"external_id": "claimed"}, {"external_id": nil}} {
+			wantProblem(t, w.do(http.MethodPatch, "/v1/users/"+w.onlyA.ID, k, patch), http.StatusForbidden, "outside_organization")
+		}
+		if got := w.do(http.MethodGet, "/v1/users/"+w.onlyA.ID, w.AdminKey, nil).Map(t); got["role"] != account.DefaultUserRole || got["external_id"] != *w.onlyA.ExternalID {
+			t.Errorf("its user after the attempts: %v, want role and external_id unchanged", got)
+		}
 	})
 	t.Run("Create", func(t *testing.T) {
 		res := w.do(http.MethodPost, "/v1/users", k, map[string]any{"email": uniqueEmail(), "name": "New"})
@@ -253,6 +279,9 @@ func TestBoundKey_Users(t *testing.T) {
 		}
 		if got := w.ids(k, "/v1/users"); !slices.Contains(got, u.ID) {
 			t.Errorf("GET /v1/users after the create: %v, want %s in it", got, u.ID)
+		}
+		for _, body := range []map[string]any{{"email": uniqueEmail(), "name": "N", "role": "admin"}, {"email": uniqueEmail(), "name": "N", "external_id": "claimed"}} {
+			wantProblem(t, w.do(http.MethodPost, "/v1/users", k, body), http.StatusForbidden, "outside_organization")
 		}
 		// The address is unique among all users: taken, whoever has it.
 		wantProblem(t, w.do(http.MethodPost, "/v1/users", k, map[string]any{"email": w.onlyB.Email, "name": "Dup"}), http.StatusConflict, "email_taken")

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
+	"latchkey/pkg/authorizer"
 	"latchkey/pkg/lambdaapp"
 	"latchkey/pkg/lambdaapp/authorizerapp"
 	"latchkey/pkg/lambdaapp/replay"
@@ -144,9 +145,17 @@ func TestApp_RS256(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev.Headers["authorization"] = "Bearer " + tok
+	// The authorizer takes tokens for the API it guards, never Latchkey's
+	// own: one for the orders API, under a rule that names it.
+	code, body = do(t, auth, "POST", "/v1/auth/token", replay.KeySecret, `{"scopes":["read:orders"],"audience":"`+replay.OrdersAudience+`"}`)
+	if code != http.StatusCreated {
+		t.Fatalf("issue for the orders API: got %d %v", code, body)
+	}
+	orders, _ := body["access_token"].(string)
+	ev.Headers["authorization"] = "Bearer " + orders
+	routes := authorizer.Routes{"GET /orders": {Scope: "read:orders", Audience: replay.OrdersAudience}}
 	for alg, want := range map[token.Algorithm]bool{token.RS256: true, token.EdDSA: false} {
-		az, err := authorizerapp.New(ctx, authorizerapp.Config{TableName: "latchkey", Issuer: replay.Issuer, SigningAlgorithm: alg},
+		az, err := authorizerapp.New(ctx, authorizerapp.Config{TableName: "latchkey", Issuer: replay.Issuer, SigningAlgorithm: alg, Routes: routes},
 			authorizerapp.Deps{Store: e.store, Keys: e.keys, Now: c.Now})
 		if err != nil {
 			t.Fatal(err)

@@ -90,6 +90,12 @@ func TestRSASigningKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A byte more than the largest: its signatures would
+	// make the longest token too long to issue.
+	kLarge, err := rsa.GenerateKey(rand.Reader, secrets.MaxRSAKeyBits+8)
+	if err != nil {
+		t.Fatal(err)
+	}
 	pkcs8 := func(k any) []byte {
 		der, err := x509.MarshalPKCS8PrivateKey(k)
 		if err != nil {
@@ -109,6 +115,7 @@ func TestRSASigningKey(t *testing.T) {
 	for name, s := range map[string]string{
 		"RandomString": "generated-0123456789abcdefghijklmnopqrstuvwxyz",
 		"RSA1024":      pemOf("PRIVATE KEY", pkcs8(k1024)),
+		"RSA4104":      pemOf("PRIVATE KEY", pkcs8(kLarge)),
 		"Ed25519":      pemOf("PRIVATE KEY", pkcs8(edKey)),
 		"PublicKey":    pemOf("PUBLIC KEY", []byte("x")),
 	} {

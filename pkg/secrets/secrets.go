@@ -293,6 +293,11 @@ func CursorKey(secret string) ([]byte, error) {
 // makes: token.RSAKeyBits, which says why 2048.
 const RSAKeyBits = 2048
 
+// MaxRSAKeyBits is the largest RSA signing key RSASigningKey accepts:
+// token.MaxRSAKeyBits, which says why (a larger key's signature would make
+// the longest token too long to issue).
+const MaxRSAKeyBits = 4096
+
 // IsRSASigningKey reports whether a signing secret string holds an RSA
 // private key in PEM (PKCS #8, as GenerateRSASigningKey writes, or PKCS #1,
 // as older openssl writes), as a deployment that signs with RS256 keeps.
@@ -322,8 +327,10 @@ func RSASigningKey(secret string) (*rsa.PrivateKey, error) {
 		return nil, errors.New("secrets: the signing key secret is not a valid PEM RSA private key")
 	}
 	rk, ok := key.(*rsa.PrivateKey)
-	if !ok || rk.N.BitLen() < RSAKeyBits {
-		return nil, fmt.Errorf("secrets: the signing key secret is not an RSA private key of at least %d bits", RSAKeyBits)
+	// A larger key's signatures would make the longest tokens too long to
+	// issue (MaxRSAKeyBits).
+	if !ok || rk.N.BitLen() < RSAKeyBits || rk.N.BitLen() > MaxRSAKeyBits {
+		return nil, fmt.Errorf("secrets: the signing key secret is not an RSA private key of %d to %d bits", RSAKeyBits, MaxRSAKeyBits)
 	}
 	return rk, nil
 }

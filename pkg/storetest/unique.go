@@ -307,8 +307,9 @@ func (s suite) updateUserUnique(t *testing.T) {
 		})
 		for i, err := range errs {
 			// A store may give up on a user changed too often under it,
-			// asking the client to retry; it must never half-apply.
-			if err != nil && !account.IsCode(err, account.CodeUnavailable) {
+			// asking the client to retry (a lost race, not an outage:
+			// CodeConcurrentUpdate); it must never half-apply.
+			if err != nil && !account.IsCode(err, account.CodeConcurrentUpdate) {
 				t.Errorf("UpdateUser %d: %v", i, err)
 			}
 		}

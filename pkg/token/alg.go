@@ -39,6 +39,14 @@ const RSAKeyBits = 2048
 // JSON Web Key Set (RFC 7518, section 3.3).
 const MinRSAKeyBits = 2048
 
+// MaxRSAKeyBits is the largest RSA key a Parser accepts from a JSON Web
+// Key Set, and the largest signing key a deployment may configure
+// (secrets.RSASigningKey): its 512-byte signature keeps the longest token
+// the limits allow within MaxTokenBytes (TestSigner_Longest), which a
+// larger key's would not, so that Latchkey never fails to issue a token
+// its limits allow.
+const MaxRSAKeyBits = 4096
+
 // ParseAlgorithm reads a configured algorithm: "EdDSA" or "RS256", exactly;
 // empty is EdDSA, the default.
 func ParseAlgorithm(s string) (Algorithm, error) {
@@ -110,7 +118,7 @@ func toJWK(pub crypto.PublicKey) jwk {
 
 // publicKey decodes k, an Ed25519 or RSA public key, and returns it with
 // its algorithm. A key of another type, a malformed one, an RSA key of
-// fewer than MinRSAKeyBits, one that names an alg other than its type's,
+// fewer than MinRSAKeyBits or more than MaxRSAKeyBits, one that names an alg other than its type's,
 // or one whose kid is not its thumbprint, is an error.
 func (k jwk) publicKey() (crypto.PublicKey, Algorithm, error) {
 	var pub crypto.PublicKey
@@ -128,8 +136,8 @@ func (k jwk) publicKey() (crypto.PublicKey, Algorithm, error) {
 			return nil, "", fmt.Errorf("token: JWKS key %q is not an RSA public key", k.Kid)
 		}
 		r := &rsa.PublicKey{N: new(big.Int).SetBytes(n), E: int(new(big.Int).SetBytes(e).Int64())}
-		if r.N.BitLen() < MinRSAKeyBits || r.E < 3 || r.E%2 == 0 {
-			return nil, "", fmt.Errorf("token: JWKS key %q is not an RSA public key of at least %d bits", k.Kid, MinRSAKeyBits)
+		if r.N.BitLen() < MinRSAKeyBits || r.N.BitLen() > MaxRSAKeyBits || r.E < 3 || r.E%2 == 0 {
+			return nil, "", fmt.Errorf("token: JWKS key %q is not an RSA public key of %d to %d bits", k.Kid, MinRSAKeyBits, MaxRSAKeyBits)
 		}
 		pub = r
 	default:

@@ -145,9 +145,14 @@ func TestParserFromJWKS_RSA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	large, err := rsa.GenerateKey(rand.Reader, token.MaxRSAKeyBits+8)
+	if err != nil {
+		t.Fatal(err)
+	}
 	good := string(token.JWKS(newRSAKey(t).Public()))
 	for name, s := range map[string]string{
 		"Small1024":   string(token.JWKS(small.Public())),
+		"Large4104":   string(token.JWKS(large.Public())),
 		"WrongAlg":    strings.Replace(good, `"alg":"RS256"`, `"alg":"RS384"`, 1),
 		"WrongKid":    strings.Replace(good, token.KeyID(newRSAKey(t).Public()), "forged", 1),
 		"EvenE":       strings.Replace(good, `"e":"AQAB"`, `"e":"AQAC"`, 1),

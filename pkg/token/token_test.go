@@ -4,6 +4,7 @@ import (
 	"crypto"
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -316,7 +317,12 @@ func TestSigner_Longest(t *testing.T) {
 	}
 	c.Audience = "https://a/?" + strings.Repeat("&", account.MaxAudienceLength-len("https://a/?"))
 	c.OrganizationID = account.NewID(account.PrefixOrganization, now)
-	for _, key := range []crypto.Signer{newKey(t), newRSAKey(t)} {
+	// The largest RSA key allowed, whose signature is the longest.
+	largest, err := rsa.GenerateKey(rand.Reader, token.MaxRSAKeyBits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []crypto.Signer{newKey(t), newRSAKey(t), largest} {
 		signer := token.NewSigner(key, iss)
 		parser := token.NewParser(iss, signer.PublicKey())
 		for _, owner := range []string{"😀", "<", `"`, "\\"} {

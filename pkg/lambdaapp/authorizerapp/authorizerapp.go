@@ -26,7 +26,9 @@ import (
 // EnvAuthorizerRoutes configures the authorizer's rules per route: the JSON
 // of authorizer.Routes, e.g.
 // {"GET /orders": {"scope": "read:orders", "audience": "https://orders.example.com"}}.
-// Optional: without it, any valid token is authorized.
+// Every rule names an audience; a route without a rule, and every route
+// without the variable, authorizes no token, and a token for Latchkey's own
+// API or its console opens no route (see package authorizer).
 const EnvRoutes = "AUTHORIZER_ROUTES"
 
 // Name is the authorizer function's name in logs.

@@ -99,6 +99,10 @@ const (
 	OrgOrdersTokenID = "tok_01KF0EPDC0000000000000000B"
 	// OtherAudienceTokenID is OtherAudienceToken's id.
 	OtherAudienceTokenID = "tok_01KF0ES2Y0000000000000000D"
+	// LatchkeyAudienceTokenID is a valid token with read:orders for
+	// Latchkey's own API (aud Issuer, what a token request without an
+	// audience gets), which the authorizer refuses on every route.
+	LatchkeyAudienceTokenID = "tok_01KF0EW8R0000000000000000F"
 )
 
 // AuthorizerToken returns the authorizer fixture's token with id (one of
@@ -114,6 +118,8 @@ func AuthorizerToken(id string) string {
 	switch id {
 	case BillingTokenID:
 		c.Audience = "https://billing.example.com"
+	case LatchkeyAudienceTokenID:
+		c.Audience = Issuer
 	case ExpiredTokenID:
 		c.ExpiresAt = fixtureTime.Add(time.Hour)
 	case OrgOrdersTokenID:
@@ -246,7 +252,7 @@ func Seed(ctx context.Context, store account.Store) error {
 		},
 		func() error {
 			return store.CreateAPIKey(ctx, account.APIKey{
-				ID: OrgKeyID, Name: "acme ops", Hash: account.HashAPIKey(OrgKeySecret), Last4: "acme", Scopes: []string{"read:users", "read:organizations", "read:orders"},
+				ID: OrgKeyID, Name: "acme ops", Hash: account.HashAPIKey(OrgKeySecret), Last4: "acme", Scopes: []string{"read:users", "write:users", "read:organizations", "read:events", "read:orders"},
 				CreatedBy: KeyID, Ancestors: []string{KeyID}, OrganizationID: OrgID, OwnerID: OrgKeyOwner, CreatedAt: at.Add(2 * time.Minute),
 			})
 		},
