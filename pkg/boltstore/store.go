@@ -112,7 +112,7 @@ type Store struct {
 
 var _ account.Store = (*Store)(nil)
 
-// ErrInUse is the error of Open when another process holds the file: bbolt
+// ErrInUse is the error of Open and OpenTable when another process holds the file: bbolt
 // locks it for one process at a time (in one process, for one Store).
 var ErrInUse = errors.New("another process holds the file")
 
@@ -126,15 +126,10 @@ var ErrInUse = errors.New("another process holds the file")
 // lock all transactions share and some twenty atomic additions to shared
 // counters.
 func Open(path string) (*Store, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, NoStatistics: true})
-	if errors.Is(err, bolterrors.ErrTimeout) {
-		// bbolt's own word for it is "timeout", which names no cause.
-		return nil, fmt.Errorf("boltstore: open %s: %w", path, ErrInUse)
-	}
+	db, err := openFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
+		return nil, err
 	}
-	db.MaxBatchDelay = batchDelay
 	err = db.Update(func(tx *bolt.Tx) error {
 		for _, name := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
@@ -155,6 +150,22 @@ func Open(path string) (*Store, error) {
 	s.done.Add(1)
 	go s.pruneLoop()
 	return s, nil
+}
+
+// openFile opens (creating if needed) the bbolt file at path for Open and
+// OpenTable: ErrInUse after a second if another process holds it, and
+// batched writes that wait batchDelay for company.
+func openFile(path string) (*bolt.DB, error) {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, NoStatistics: true})
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		// bbolt's own word for it is "timeout", which names no cause.
+		return nil, fmt.Errorf("boltstore: open %s: %w", path, ErrInUse)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
+	}
+	db.MaxBatchDelay = batchDelay
+	return db, nil
 }
 
 // Close stops the pruning loop and closes the file. It waits for
