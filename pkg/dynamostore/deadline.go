@@ -32,9 +32,9 @@ const (
 // default is DefaultTimeout; a d that is not positive keeps it. Configured
 // values go through ParseTimeout, which enforces MinTimeout and MaxTimeout.
 func WithTimeout(d time.Duration) Option {
-	return func(s *Store) {
+	return func(c *config) {
 		if d > 0 {
-			s.timeout = d
+			c.timeout = d
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package dynamostore
+package tablestore
 
 import (
 	"context"
@@ -77,7 +77,7 @@ func retryable(err error) bool {
 // reason of a transaction, or TransactionConflictException for a single-item
 // write (an UpdateItem racing AddMember's ConditionCheck on the same user,
 // say). The SDK retries neither; retryConflicts does.
-var errTransactionConflict = errors.New("dynamostore: transaction conflict")
+var errTransactionConflict = errors.New("tablestore: transaction conflict")
 
 // conflict returns err marked as errTransactionConflict when it is a
 // single-item write's TransactionConflictException, and err otherwise.
