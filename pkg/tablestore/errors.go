@@ -32,12 +32,18 @@ var throttleCodes = map[string]bool{
 	"RequestLimitExceeded":                   true,
 }
 
+// ErrUnavailable marks a failure of a Table that a retry later can cure
+// and that the SDK's errors do not name as such: no answer in time, a
+// table that is gone (see dynamostore's deadline). The store reports it
+// as CodeUnavailable, with the Table's error as the cause.
+var ErrUnavailable = errors.New("the table is unavailable")
+
 // storeErr turns an SDK failure into a domain error: CodeUnavailable when a
 // retry later can succeed (throttling, a 5xx, a connection failure, all after
 // the SDK's own retries), CodeInternal otherwise. The AWS error is kept as
 // the cause for logs; its message never becomes the client-visible message.
-// A call that got no answer in time, or found no table, is CodeUnavailable
-// already (see deadline). A call the caller abandoned (its context
+// A call that got no answer in time, or found no table, is ErrUnavailable
+// (see dynamostore's deadline), so CodeUnavailable too. A call the caller abandoned (its context
 // cancelled or past its deadline) keeps the context's error and no code:
 // nothing failed in the store, and it must not be reported as if it had.
 func storeErr(err error) error {
@@ -47,6 +53,9 @@ func storeErr(err error) error {
 	var domain *account.Error
 	if errors.As(err, &domain) {
 		return err
+	}
+	if errors.Is(err, ErrUnavailable) {
+		return account.Unavailable(err)
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
