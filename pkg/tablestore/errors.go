@@ -102,7 +102,8 @@ func conflict(err error) error {
 // onCheckFailed[i] is the error for a failed condition on item i, in the
 // order the items were sent; the first failed condition wins, so callers
 // order items by which error should be reported first. A failed condition
-// without an entry (or with a nil one) is a bug in the store: internal.
+// without an entry (or with a nil one) is a bug in the store, internal,
+// unless one with an entry failed too.
 // For a failed condition it also returns old, the item as it was, when the item
 // asked for it (ReturnValuesOnConditionCheckFailure ALL_OLD), else nil.
 // mapped is nil when err is not a cancellation.
@@ -111,7 +112,7 @@ func cancellation(err error, onCheckFailed []error) (old map[string]types.Attrib
 	if !errors.As(err, &tce) {
 		return nil, nil
 	}
-	conflicted, throttled := false, false
+	conflicted, throttled, unexpected := false, false, false
 	for i, r := range tce.CancellationReasons {
 		code := ""
 		if r.Code != nil {
@@ -123,7 +124,9 @@ func cancellation(err error, onCheckFailed []error) (old map[string]types.Attrib
 			if i < len(onCheckFailed) && onCheckFailed[i] != nil {
 				return r.Item, onCheckFailed[i]
 			}
-			return nil, account.Internal(err)
+			// A bug, unless a later condition that can fail failed too
+			// (a user created twice: its e-mail is taken).
+			unexpected = true
 		case reasonTransactionConflict:
 			conflicted = true
 		case reasonThrottling, reasonProvisionedThroughput, reasonRequestLimit:
@@ -133,6 +136,8 @@ func cancellation(err error, onCheckFailed []error) (old map[string]types.Attrib
 		}
 	}
 	switch {
+	case unexpected:
+		return nil, account.Internal(err)
 	case throttled:
 		return nil, account.Unavailable(err)
 	case conflicted:
