@@ -3,7 +3,7 @@
 // DynamoDB does, and run against boltstore.Table it proves the same. Every
 // case states the answer it expects; none is derived from either side.
 //
-// The table under test must be made from dynamostore.TableDefinition:
+// The table under test must be made from tablestore.TableDefinition:
 // keys pk and sk, index gsi1 on gsi1pk and gsi1sk, all strings.
 package tabletest
 
