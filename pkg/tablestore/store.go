@@ -71,6 +71,7 @@ type Store struct {
 	// id made under it.
 	serial    *sync.Mutex
 	lastEvent string
+	keys      keyMemo
 }
 
 var _ account.Store = (*Store)(nil)
@@ -143,12 +144,11 @@ var (
 
 // ---- building blocks ----
 
+// marshalKey returns the attributes of k. Built by hand: every read and
+// write marshals a key, and reflection cost more than the rest.
 func marshalKey(k key) (map[string]types.AttributeValue, error) {
-	m, err := attributevalue.MarshalMap(k)
-	if err != nil {
-		return nil, account.Internal(err)
-	}
-	return m, nil
+	v := &[2]types.AttributeValueMemberS{{Value: k.PK}, {Value: k.SK}} // one allocation for both
+	return map[string]types.AttributeValue{"pk": &v[0], "sk": &v[1]}, nil
 }
 
 func condition(c expression.ConditionBuilder) (expression.Expression, error) {
@@ -332,21 +332,28 @@ func backoff(ctx context.Context, attempt int) error {
 	}
 }
 
-// getItem reads one item strongly consistently into out. found is false when
+// getRaw reads one item strongly consistently, as it is stored; nil when
 // there is no such item.
-func (s *Store) getItem(ctx context.Context, k key, out any) (found bool, err error) {
+func (s *Store) getRaw(ctx context.Context, k key) (map[string]types.AttributeValue, error) {
 	av, err := marshalKey(k)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	res, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: s.table, Key: av, ConsistentRead: aws.Bool(true)})
 	if err != nil {
-		return false, storeErr(err)
+		return nil, storeErr(err)
 	}
-	if res.Item == nil {
-		return false, nil
+	return res.Item, nil
+}
+
+// getItem reads one item strongly consistently into out. found is false when
+// there is no such item.
+func (s *Store) getItem(ctx context.Context, k key, out any) (found bool, err error) {
+	item, err := s.getRaw(ctx, k)
+	if err != nil || item == nil {
+		return false, err
 	}
-	if err := attributevalue.UnmarshalMap(res.Item, out); err != nil {
+	if err := attributevalue.UnmarshalMap(item, out); err != nil {
 		return false, account.Internal(err)
 	}
 	return true, nil
