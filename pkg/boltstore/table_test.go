@@ -6,17 +6,20 @@ import (
 
 	"latchkey/pkg/boltstore"
 	"latchkey/pkg/boltstore/tabletest"
-	"latchkey/pkg/dynamostore"
 	"latchkey/pkg/dynamostore/dynamotest"
+	"latchkey/pkg/tablestore"
 )
+
+// The Table is the single-table logic's other port.
+var _ tablestore.Table = (*boltstore.Table)(nil)
 
 // openTable opens a Table made from the Latchkey table's definition in a
 // fresh file, closed when the test ends.
 func openTable(tb testing.TB, opts ...boltstore.TableOption) (*boltstore.Table, string) {
 	tb.Helper()
 	const name = "latchkey"
-	opts = append([]boltstore.TableOption{boltstore.WithTTL(dynamostore.TTLAttribute)}, opts...)
-	t, err := boltstore.OpenTable(filepath.Join(tb.TempDir(), "table.db"), dynamostore.TableDefinition(name), opts...)
+	opts = append([]boltstore.TableOption{boltstore.WithTTL(tablestore.TTLAttribute)}, opts...)
+	t, err := boltstore.OpenTable(filepath.Join(tb.TempDir(), "table.db"), tablestore.TableDefinition(name), opts...)
 	if err != nil {
 		tb.Fatalf("OpenTable: %v", err)
 	}

@@ -3,7 +3,7 @@
 // DynamoDB does, and run against boltstore.Table it proves the same. Every
 // case states the answer it expects; none is derived from either side.
 //
-// The table under test must be made from dynamostore.TableDefinition:
+// The table under test must be made from tablestore.TableDefinition:
 // keys pk and sk, index gsi1 on gsi1pk and gsi1sk, all strings.
 package tabletest
 
@@ -20,20 +20,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
+
+	"latchkey/pkg/tablestore"
 )
 
-// Table is the narrow port of the single-table logic: the DynamoDB
-// operations it uses, with the SDK's types, so that *dynamodb.Client is
-// one and boltstore.Table another.
-type Table interface {
-	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
-	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
-	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
-	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
-	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
-	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
-	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
-}
+// Table is the port under test: tablestore.Table, which *dynamodb.Client
+// and boltstore.Table implement.
+type Table = tablestore.Table
 
 // NewTable returns a fresh, empty table and its name.
 type NewTable func(t *testing.T) (Table, string)
