@@ -173,7 +173,7 @@ func (s *Store) checkKey(ctx context.Context, it apiKeyItem, have *related) (k a
 	}
 	var r related
 	if have != nil {
-		r = related{keys: maps.Clone(have.keys), orgs: maps.Clone(have.orgs)}
+		r = *have
 	}
 	var missing []key
 	for _, id := range it.Ancestors {
@@ -189,6 +189,9 @@ func (s *Store) checkKey(ctx context.Context, it apiKeyItem, have *related) (k a
 		if err != nil {
 			return account.APIKey{}, false, err
 		}
+		// Added to copies: have is the caller's. (A verify reads
+		// everything at once, and copies nothing.)
+		r = related{keys: maps.Clone(r.keys), orgs: maps.Clone(r.orgs)}
 		for _, av := range read {
 			if err := r.add(&s.keys, av); err != nil {
 				return account.APIKey{}, false, err
