@@ -112,8 +112,9 @@ type Store struct {
 
 var _ account.Store = (*Store)(nil)
 
-// ErrInUse is the error of Open and OpenTable when another process holds the file: bbolt
-// locks it for one process at a time (in one process, for one Store).
+// ErrInUse is the error of Open and OpenTable when another process holds
+// the file: bbolt locks it for one process at a time (in one process, for
+// one Store or Table).
 var ErrInUse = errors.New("another process holds the file")
 
 // Open opens (creating if needed) the store in the file at path. It prunes
