@@ -25,9 +25,22 @@ func parseNumber(s string) (*big.Rat, bool) {
 	if strings.EqualFold(strings.TrimLeft(s, "+-"), "inf") || strings.Contains(strings.ToLower(s), "nan") {
 		return nil, false
 	}
+	// big.Rat computes 10^exponent: "1e999999999" would take gigabytes.
+	// No number DynamoDB takes has an exponent larger than its digits
+	// can bring back into range.
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		exp, err := strconv.Atoi(s[i+1:])
+		if err != nil || exp > maxExponent+len(s) || exp < -maxExponent-len(s) {
+			return nil, false
+		}
+	}
 	r, ok := new(big.Rat).SetString(s)
 	return r, ok
 }
+
+// maxExponent bounds the exponents parseNumber accepts (with the number's
+// length): above DynamoDB's range of 1E-130 to 1E+126.
+const maxExponent = 200
 
 // isCanonicalInt reports whether s is an integer as DynamoDB writes one:
 // an optional minus, and no leading zero unless it is "0". Most numbers
