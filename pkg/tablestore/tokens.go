@@ -1,0 +1,216 @@
+package tablestore
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"latchkey/pkg/account"
+)
+
+// CreateToken writes the token record, in its key's partition, with one
+// PutItem; TTL removes it after the token expires. Token IDs are fresh
+// ULIDs, so there is nothing to guard.
+func (s *Store) CreateToken(ctx context.Context, t account.TokenRecord) error {
+	if account.IdempotencyCommitFrom(ctx) != nil {
+		// With its idempotency record: a transaction of the two.
+		it, err := s.put(newTokenItem(t), condAbsent)
+		if err != nil {
+			return err
+		}
+		return s.transact(ctx, []types.TransactWriteItem{it}, account.Internal(errors.New("tablestore: a token with this ID exists already")))
+	}
+	av, err := attributevalue.MarshalMap(newTokenItem(t))
+	if err != nil {
+		return account.Internal(err)
+	}
+	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: s.table, Item: av})
+	return storeErr(err)
+}
+
+// RevokeToken writes the revocation entry unless one exists, in one
+// conditional PutItem. When one exists, DynamoDB returns it with the
+// failure (ReturnValuesOnConditionCheckFailure), so the first revocation
+// time is known without a second request.
+func (s *Store) RevokeToken(ctx context.Context, r account.Revocation) (time.Time, error) {
+	it, err := s.put(newRevocationItem(r), condAbsent)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if account.IdempotencyCommitFrom(ctx) != nil || recording(ctx) {
+		ctx = withEvents(ctx, account.PendingEvent{Type: account.EventTokenRevoked, Data: r})
+		return s.revokeWithCommit(ctx, r, it)
+	}
+	p := it.Put
+	err = s.retryConflicts(ctx, func() error {
+		_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName: s.table, Item: p.Item,
+			ConditionExpression: p.ConditionExpression, ExpressionAttributeNames: p.ExpressionAttributeNames,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		})
+		return conflict(err)
+	})
+	if err == nil {
+		return r.RevokedAt, nil
+	}
+	ccf, ok := conditionFailed(err)
+	if !ok {
+		return time.Time{}, storeErr(err)
+	}
+	var old revocationItem
+	if ccf.Item != nil {
+		if err := attributevalue.UnmarshalMap(ccf.Item, &old); err != nil {
+			return time.Time{}, account.Internal(err)
+		}
+		return old.RevokedAt, nil
+	}
+	// An endpoint that does not return the old item: read it.
+	found, err := s.getItem(ctx, revocationKey(r.TokenID), &old)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if !found {
+		return time.Time{}, account.Internal(errors.New("tablestore: revocation entry vanished after a failed condition"))
+	}
+	return old.RevokedAt, nil
+}
+
+// TokenStatus reads the revocation entry, the issuing key's item and the
+// items of the ancestors and the organization the token names in one
+// strongly consistent BatchGetItem: 1 request and 2 RCU for a key without
+// ancestors or organization (a TransactGetItems would cost 4), 1 more RCU
+// per ancestor and for the organization. The key's own Ancestors and
+// OrganizationID decide: any the hints left out are read with a second
+// BatchGetItem (checkKey), which a token this service issued never needs.
+func (s *Store) TokenStatus(ctx context.Context, tokenID, keyID string, ancestors []string, orgID string) (account.TokenStatus, error) {
+	if len(ancestors) > account.MaxKeyAncestors {
+		ancestors = nil // a hint, and not one this service wrote
+	}
+	keys := []key{revocationKey(tokenID), apiKeyKey(keyID)}
+	for _, id := range ancestors {
+		keys = append(keys, apiKeyKey(id))
+	}
+	if orgID != "" {
+		keys = append(keys, orgKey(orgID))
+	}
+	read, err := s.batchGet(ctx, keys)
+	if err != nil {
+		return account.TokenStatus{}, err
+	}
+	var st account.TokenStatus
+	var r related
+	for _, av := range read {
+		k, err := keyOf(av)
+		if err != nil {
+			return account.TokenStatus{}, err
+		}
+		if k.SK == sortRevoked {
+			var rev revocationItem
+			if err := attributevalue.UnmarshalMap(av, &rev); err != nil {
+				return account.TokenStatus{}, account.Internal(err)
+			}
+			st.RevokedAt = rev.RevokedAt
+			continue
+		}
+		if err := r.add(&s.keys, av); err != nil {
+			return account.TokenStatus{}, err
+		}
+	}
+	it, ok := find(r.keys, keyID)
+	if !ok {
+		return st, nil
+	}
+	issuer, live, err := s.checkKey(ctx, it, &r)
+	if err != nil {
+		return account.TokenStatus{}, err
+	}
+	if live {
+		st.Key = &issuer
+	}
+	return st, nil
+}
+
+// ListTokens reads one page of the key's token records with one strongly
+// consistent Query of its partition, newest first, from the sort keys
+// TOKEN#<first ID after since> on (so no token issued before since costs
+// a read), then their revocation entries with one strongly consistent
+// BatchGetItem: about 1 RCU per 4 KB of records (some 25 records) and
+// 1 RCU per record on the page.
+func (s *Store) ListTokens(ctx context.Context, keyID string, since time.Time, p account.ListParams) (account.Page[account.TokenRecord], error) {
+	pk := apiKeyKey(keyID).PK
+	low := prefixToken + account.FirstID(account.PrefixToken, since.Add(time.Millisecond))
+	// "~" sorts after every ULID character.
+	high := prefixToken + account.PrefixToken + "~"
+	if p.After != "" {
+		high = prefixToken + p.After
+	}
+	kc := expression.Key("pk").Equal(expression.Value(pk)).
+		And(expression.Key("sk").Between(expression.Value(low), expression.Value(high)))
+	e, err := expression.NewBuilder().WithKeyCondition(kc).Build()
+	if err != nil {
+		return account.Page[account.TokenRecord]{}, account.Internal(err)
+	}
+	limit := p.PageSize()
+	// One more than the page, and one more again for the position itself,
+	// which BETWEEN includes.
+	want := limit + 2
+	pages := dynamodb.NewQueryPaginator(s.client, &dynamodb.QueryInput{
+		TableName: s.table, ConsistentRead: aws.Bool(true),
+		KeyConditionExpression: e.KeyCondition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+		ScanIndexForward: aws.Bool(false), Limit: aws.Int32(int32(want)),
+	})
+	var items []tokenItem
+	for pages.HasMorePages() && len(items) <= limit {
+		out, err := pages.NextPage(ctx)
+		if err != nil {
+			return account.Page[account.TokenRecord]{}, storeErr(err)
+		}
+		for _, av := range out.Items {
+			var it tokenItem
+			if err := attributevalue.UnmarshalMap(av, &it); err != nil {
+				return account.Page[account.TokenRecord]{}, account.Internal(err)
+			}
+			if it.SK != high {
+				items = append(items, it)
+			}
+		}
+	}
+	var page account.Page[account.TokenRecord]
+	if len(items) > limit {
+		items = items[:limit]
+		page.Next = idFrom(items[limit-1].SK, prefixToken)
+	}
+	if len(items) == 0 {
+		page.Items = []account.TokenRecord{}
+		return page, nil
+	}
+	keys := make([]key, len(items))
+	for i, it := range items {
+		keys[i] = revocationKey(idFrom(it.SK, prefixToken))
+	}
+	read, err := s.batchGet(ctx, keys)
+	if err != nil {
+		return account.Page[account.TokenRecord]{}, err
+	}
+	revoked := make(map[string]time.Time, len(read))
+	for _, av := range read {
+		var r revocationItem
+		if err := attributevalue.UnmarshalMap(av, &r); err != nil {
+			return account.Page[account.TokenRecord]{}, account.Internal(err)
+		}
+		revoked[idFrom(r.PK, prefixToken)] = r.RevokedAt
+	}
+	page.Items = make([]account.TokenRecord, len(items))
+	for i, it := range items {
+		t := it.record()
+		t.RevokedAt = revoked[t.ID]
+		page.Items[i] = t
+	}
+	return page, nil
+}
