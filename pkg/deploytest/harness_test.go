@@ -91,7 +91,7 @@ func seeded(tb testing.TB, b backend) backend {
 	return b
 }
 
-// dynamoBackend creates a table from dynamostore.TableDefinition with an
+// dynamoBackend creates a table from tablestore.TableDefinition with an
 // unrecorded client and returns a store over a recording one.
 func dynamoBackend(tb testing.TB) backend {
 	tb.Helper()

@@ -1,4 +1,4 @@
-package dynamostore_test
+package tablestore_test
 
 import (
 	"testing"
@@ -11,11 +11,12 @@ import (
 	"latchkey/pkg/account"
 	"latchkey/pkg/dynamostore"
 	"latchkey/pkg/dynamostore/dynamotest"
+	"latchkey/pkg/tablestore"
 )
 
 // newTableStore returns a client of DynamoDB Local, a new table and a
 // store over it.
-func newTableStore(t *testing.T) (*dynamodb.Client, string, *dynamostore.Store) {
+func newTableStore(t *testing.T) (*dynamodb.Client, string, *tablestore.Store) {
 	t.Helper()
 	client := dynamotest.NewClient(t)
 	table := dynamotest.NewTable(t, client)

@@ -1,4 +1,4 @@
-package dynamostore
+package tablestore
 
 import (
 	"context"
@@ -74,7 +74,7 @@ func (s *Store) ClaimIdempotency(ctx context.Context, r account.IdempotencyRecor
 		return account.IdempotencyRecord{}, false, err
 	}
 	if !found {
-		return account.IdempotencyRecord{}, false, account.Unavailable(errors.New("dynamostore: idempotency record vanished after a failed condition"))
+		return account.IdempotencyRecord{}, false, account.Unavailable(errors.New("tablestore: idempotency record vanished after a failed condition"))
 	}
 	return held.record(), false, nil
 }
@@ -178,7 +178,7 @@ func (s *Store) updateWithCommit(ctx context.Context, k key, upd expression.Upda
 
 // errRevokedAlready cancels revokeWithCommit's transaction when the token
 // has a revocation entry.
-var errRevokedAlready = errors.New("dynamostore: the token is revoked already")
+var errRevokedAlready = errors.New("tablestore: the token is revoked already")
 
 // revokeWithCommit is RevokeToken with an idempotency record: one
 // transaction of the revocation entry, unless one exists, and the record.
@@ -201,7 +201,7 @@ func (s *Store) revokeWithCommit(ctx context.Context, r account.Revocation, it t
 			return time.Time{}, err
 		}
 		if !found {
-			return time.Time{}, account.Internal(errors.New("dynamostore: revocation entry vanished after a failed condition"))
+			return time.Time{}, account.Internal(errors.New("tablestore: revocation entry vanished after a failed condition"))
 		}
 		return old.RevokedAt, nil
 	}

@@ -1,4 +1,4 @@
-package dynamostore_test
+package tablestore_test
 
 import (
 	"slices"
@@ -10,8 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"latchkey/pkg/account"
-	"latchkey/pkg/dynamostore"
 	"latchkey/pkg/dynamostore/dynamotest"
+	"latchkey/pkg/tablestore"
 )
 
 // TestCreateTable_AsDefined: the table DynamoDB Local reports after
@@ -25,7 +25,7 @@ func TestCreateTable_AsDefined(t *testing.T) {
 	if err != nil {
 		t.Fatalf("DescribeTable: %v", err)
 	}
-	got, want := out.Table, dynamostore.TableDefinition(name)
+	got, want := out.Table, tablestore.TableDefinition(name)
 	if !slices.EqualFunc(got.KeySchema, want.KeySchema, sameKey) {
 		t.Errorf("key schema: got %v, want %v", keys(got.KeySchema), keys(want.KeySchema))
 	}
@@ -58,8 +58,8 @@ func TestCreateTable_AsDefined(t *testing.T) {
 	if err != nil {
 		t.Fatalf("DescribeTimeToLive: %v", err)
 	}
-	if d := ttl.TimeToLiveDescription; d == nil || aws.ToString(d.AttributeName) != dynamostore.TTLAttribute || d.TimeToLiveStatus != types.TimeToLiveStatusEnabled {
-		t.Errorf("TTL: got %+v, want %s enabled", d, dynamostore.TTLAttribute)
+	if d := ttl.TimeToLiveDescription; d == nil || aws.ToString(d.AttributeName) != tablestore.TTLAttribute || d.TimeToLiveStatus != types.TimeToLiveStatusEnabled {
+		t.Errorf("TTL: got %+v, want %s enabled", d, tablestore.TTLAttribute)
 	}
 }
 

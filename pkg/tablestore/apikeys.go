@@ -1,4 +1,4 @@
-package dynamostore
+package tablestore
 
 import (
 	"bytes"
@@ -33,8 +33,8 @@ func (s *Store) CreateAPIKey(ctx context.Context, k account.APIKey) error {
 		func() (types.TransactWriteItem, error) { return s.put(byHash, condAbsent) },
 	}
 	onCheckFailed := []error{
-		account.Internal(errors.New("dynamostore: an API key with this ID exists already")),
-		account.Internal(errors.New("dynamostore: an API key with this hash exists already")),
+		account.Internal(errors.New("tablestore: an API key with this ID exists already")),
+		account.Internal(errors.New("tablestore: an API key with this hash exists already")),
 	}
 	if n := len(k.Ancestors); n > 0 {
 		parent := k.Ancestors[n-1]
@@ -47,7 +47,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, k account.APIKey) error {
 			},
 		)
 		onCheckFailed = append(onCheckFailed, account.ErrAPIKeyNotFound(),
-			account.Internal(errors.New("dynamostore: the API key is linked below its parent already")))
+			account.Internal(errors.New("tablestore: the API key is linked below its parent already")))
 	}
 	if k.OrganizationID != "" {
 		steps = append(steps,
@@ -57,13 +57,13 @@ func (s *Store) CreateAPIKey(ctx context.Context, k account.APIKey) error {
 			},
 		)
 		onCheckFailed = append(onCheckFailed, account.ErrOrganizationNotFound(),
-			account.Internal(errors.New("dynamostore: the API key is linked to its organization already")))
+			account.Internal(errors.New("tablestore: the API key is linked to its organization already")))
 	}
 	if k.OwnerID != "" {
 		steps = append(steps, func() (types.TransactWriteItem, error) {
 			return s.put(newKeyLinkItem(keyOwnerLinkKey(k.OwnerID, k.ID), k), condAbsent)
 		})
-		onCheckFailed = append(onCheckFailed, account.Internal(errors.New("dynamostore: the API key is linked to its owner already")))
+		onCheckFailed = append(onCheckFailed, account.Internal(errors.New("tablestore: the API key is linked to its owner already")))
 	}
 	items, err := build(steps...)
 	if err != nil {
@@ -209,7 +209,7 @@ func (s *Store) checkKey(ctx context.Context, it apiKeyItem, have *related) (k a
 
 // errKeyChanged cancels a pass of UpdateAPIKey whose key changed, or went,
 // after it was read. The next pass reads it again.
-var errKeyChanged = errors.New("dynamostore: the API key changed while it was being updated")
+var errKeyChanged = errors.New("tablestore: the API key changed while it was being updated")
 
 // UpdateAPIKey reads the key as GetAPIKey does, calls allow, and writes
 // the patched key in one transaction: an UpdateItem of the item under the
@@ -290,7 +290,7 @@ func (s *Store) updateAPIKey(ctx context.Context, id string, p account.APIKeyPat
 	// in one transaction with it.
 	if p.Rotate != nil {
 		steps = append(steps, func() (types.TransactWriteItem, error) { return s.put(next.hashCopy(), condAbsent) })
-		onCheckFailed = append(onCheckFailed, account.Internal(errors.New("dynamostore: an API key with this hash exists already")))
+		onCheckFailed = append(onCheckFailed, account.Internal(errors.New("tablestore: an API key with this hash exists already")))
 	} else {
 		steps = append(steps, func() (types.TransactWriteItem, error) { return s.putAlways(next.hashCopy()) })
 	}

@@ -1,4 +1,4 @@
-package dynamostore_test
+package tablestore_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"latchkey/pkg/account"
 	"latchkey/pkg/dynamostore"
 	"latchkey/pkg/dynamostore/dynamotest"
+	"latchkey/pkg/tablestore"
 )
 
 func TestParseTimeout(t *testing.T) {
@@ -45,7 +46,7 @@ func TestParseTimeout(t *testing.T) {
 
 // storeCalls returns one call of every method of the store that takes a
 // context, on the items of the fixture, so that a test can run them all.
-func storeCalls(s *dynamostore.Store, user account.User, org account.Organization, key account.APIKey, tok account.TokenRecord) map[string]func(context.Context) error {
+func storeCalls(s *tablestore.Store, user account.User, org account.Organization, key account.APIKey, tok account.TokenRecord) map[string]func(context.Context) error {
 	page := account.ListParams{Limit: 20}
 	name := "Renamed"
 	at := time.Now().UTC()
@@ -186,7 +187,7 @@ func TestDeadline(t *testing.T) {
 	t.Run("EveryCallCovered", func(t *testing.T) {
 		// A method added to the store later must be added to storeCalls.
 		ctxType := reflect.TypeFor[context.Context]()
-		st := reflect.TypeFor[*dynamostore.Store]()
+		st := reflect.TypeFor[*tablestore.Store]()
 		for i := range st.NumMethod() {
 			m := st.Method(i)
 			if m.Type.NumIn() > 1 && m.Type.In(1) == ctxType && calls[m.Name] == nil {

@@ -1,4 +1,4 @@
-package dynamostore_test
+package tablestore_test
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"latchkey/pkg/account"
 	"latchkey/pkg/dynamostore"
 	"latchkey/pkg/dynamostore/dynamotest"
+	"latchkey/pkg/tablestore"
 )
 
 // meter records every DynamoDB call a client makes, with the capacity
@@ -129,7 +130,7 @@ type budget struct {
 // before measuring.
 type budgetFixture struct {
 	ctx   context.Context
-	s     *dynamostore.Store
+	s     *tablestore.Store
 	now   time.Time
 	user  account.User
 	loner account.User // a member of nothing

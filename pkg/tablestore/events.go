@@ -1,4 +1,4 @@
-package dynamostore
+package tablestore
 
 import (
 	"cmp"
@@ -45,8 +45,9 @@ import (
 // eventLagMargin is what EventLag adds to the store timeout.
 const eventLagMargin = 2 * time.Second
 
-// EventLag is how far behind its clock a store with call timeout timeout
-// (WithTimeout) reads the event feed: at most MaxTimeout plus 2 s, 7 s.
+// EventLag is how far behind its clock a store whose calls take at most
+// timeout (dynamostore.WithTimeout) must read the event feed: with
+// dynamostore.MaxTimeout, 7 s. See WithEventLag.
 func EventLag(timeout time.Duration) time.Duration { return timeout + eventLagMargin }
 
 // eventDayLayout names an event's partition: its UTC day.
@@ -145,7 +146,7 @@ func eventCount(ctx context.Context, events []account.PendingEvent) int {
 // q.Since.
 func (s *Store) ListEvents(ctx context.Context, q account.EventQuery) (account.Page[account.StoredEvent], error) {
 	limit := account.ListParams{Limit: q.Limit}.PageSize()
-	until := time.Now().Add(-EventLag(s.timeout)).UTC()
+	until := time.Now().Add(-s.eventLag).UTC()
 	since := q.Since.UTC()
 	lo, hi := account.EventIDAt(since), account.EventIDAt(until) // hi excluded
 	page := account.Page[account.StoredEvent]{Items: []account.StoredEvent{}}

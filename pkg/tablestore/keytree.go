@@ -1,4 +1,4 @@
-package dynamostore
+package tablestore
 
 import (
 	"context"
@@ -64,7 +64,7 @@ const (
 // errTreeChanged cancels a pass of DeleteAPIKey whose transaction found a
 // key other than the walk read it: a key created below it meanwhile, or a
 // key gone (TTL, another delete). The next pass reads the tree again.
-var errTreeChanged = errors.New("dynamostore: the key tree changed during the delete")
+var errTreeChanged = errors.New("tablestore: the key tree changed during the delete")
 
 // DeleteAPIKey deletes the key id and every key below it; see above and
 // docs/dynamodb.md. allow sees the key as read by the first Query (also a

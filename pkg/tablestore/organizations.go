@@ -1,4 +1,4 @@
-package dynamostore
+package tablestore
 
 import (
 	"context"

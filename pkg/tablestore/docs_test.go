@@ -1,4 +1,4 @@
-package dynamostore_test
+package tablestore_test
 
 import (
 	"os"

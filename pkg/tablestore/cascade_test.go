@@ -1,4 +1,4 @@
-package dynamostore_test
+package tablestore_test
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 	"latchkey/pkg/account"
 	"latchkey/pkg/dynamostore"
 	"latchkey/pkg/dynamostore/dynamotest"
+	"latchkey/pkg/tablestore"
 )
 
 // failNth makes the nth call of operation op fail before it is sent, as if
@@ -53,7 +54,7 @@ func (f *failNth) option(o *dynamodb.Options) {
 // with a clock for distinct creation times.
 type cascadeFixture struct {
 	t    *testing.T
-	s    *dynamostore.Store
+	s    *tablestore.Store
 	fail *failNth
 	now  time.Time
 }
@@ -83,19 +84,19 @@ type ownerKind struct {
 	// its ID; pair orders an item's ID and another's as (org, user).
 	other  func(f *cascadeFixture) string
 	pair   func(id, otherID string) (orgID, userID string)
-	get    func(s *dynamostore.Store, ctx context.Context, id string) error
-	rename func(s *dynamostore.Store, ctx context.Context, id string, at time.Time) error
-	del    func(s *dynamostore.Store, ctx context.Context, id string) error
+	get    func(s *tablestore.Store, ctx context.Context, id string) error
+	rename func(s *tablestore.Store, ctx context.Context, id string, at time.Time) error
+	del    func(s *tablestore.Store, ctx context.Context, id string) error
 	// listed reports whether the kind's list shows the item.
-	listed func(s *dynamostore.Store, ctx context.Context, id string) (bool, error)
+	listed func(s *tablestore.Store, ctx context.Context, id string) (bool, error)
 	// byUnique returns the ID of the item that holds a unique value; nil
 	// for a kind that has no such read (organizations).
-	byUnique func(s *dynamostore.Store, ctx context.Context, value string) (string, error)
+	byUnique func(s *tablestore.Store, ctx context.Context, value string) (string, error)
 	// sides and otherSides return the IDs on the other side of the
 	// membership items in the partition of an item of this kind, or of
 	// the other side.
-	sides      func(s *dynamostore.Store, ctx context.Context, id string) ([]string, error)
-	otherSides func(s *dynamostore.Store, ctx context.Context, otherID string) ([]string, error)
+	sides      func(s *tablestore.Store, ctx context.Context, id string) ([]string, error)
+	otherSides func(s *tablestore.Store, ctx context.Context, otherID string) ([]string, error)
 }
 
 var userKind = ownerKind{
@@ -113,26 +114,26 @@ var userKind = ownerKind{
 		return o.ID
 	},
 	pair: func(id, orgID string) (string, string) { return orgID, id },
-	get: func(s *dynamostore.Store, ctx context.Context, id string) error {
+	get: func(s *tablestore.Store, ctx context.Context, id string) error {
 		_, err := s.GetUser(ctx, id)
 		return err
 	},
-	rename: func(s *dynamostore.Store, ctx context.Context, id string, at time.Time) error {
+	rename: func(s *tablestore.Store, ctx context.Context, id string, at time.Time) error {
 		name := "Late Rename"
 		_, err := s.UpdateUser(ctx, id, account.UserPatch{Name: &name, UpdatedAt: at})
 		return err
 	},
-	del: (*dynamostore.Store).DeleteUser,
-	listed: func(s *dynamostore.Store, ctx context.Context, id string) (bool, error) {
+	del: (*tablestore.Store).DeleteUser,
+	listed: func(s *tablestore.Store, ctx context.Context, id string) (bool, error) {
 		page, err := s.ListUsers(ctx, account.ListParams{Limit: 100})
 		return slices.ContainsFunc(page.Items, func(u account.User) bool { return u.ID == id }), err
 	},
-	byUnique: func(s *dynamostore.Store, ctx context.Context, email string) (string, error) {
+	byUnique: func(s *tablestore.Store, ctx context.Context, email string) (string, error) {
 		u, err := s.GetUserByEmail(ctx, email)
 		return u.ID, err
 	},
-	sides:      (*dynamostore.Store).UserMembershipSides,
-	otherSides: (*dynamostore.Store).OrgMembershipSides,
+	sides:      (*tablestore.Store).UserMembershipSides,
+	otherSides: (*tablestore.Store).OrgMembershipSides,
 }
 
 var orgKind = ownerKind{
@@ -150,22 +151,22 @@ var orgKind = ownerKind{
 		return u.ID
 	},
 	pair: func(id, userID string) (string, string) { return id, userID },
-	get: func(s *dynamostore.Store, ctx context.Context, id string) error {
+	get: func(s *tablestore.Store, ctx context.Context, id string) error {
 		_, err := s.GetOrganization(ctx, id)
 		return err
 	},
-	rename: func(s *dynamostore.Store, ctx context.Context, id string, at time.Time) error {
+	rename: func(s *tablestore.Store, ctx context.Context, id string, at time.Time) error {
 		name := "Late Rename"
 		_, err := s.UpdateOrganization(ctx, id, account.OrganizationPatch{Name: &name, UpdatedAt: at})
 		return err
 	},
-	del: (*dynamostore.Store).DeleteOrganization,
-	listed: func(s *dynamostore.Store, ctx context.Context, id string) (bool, error) {
+	del: (*tablestore.Store).DeleteOrganization,
+	listed: func(s *tablestore.Store, ctx context.Context, id string) (bool, error) {
 		page, err := s.ListOrganizations(ctx, account.ListParams{Limit: 100})
 		return slices.ContainsFunc(page.Items, func(o account.Organization) bool { return o.ID == id }), err
 	},
-	sides:      (*dynamostore.Store).OrgMembershipSides,
-	otherSides: (*dynamostore.Store).UserMembershipSides,
+	sides:      (*tablestore.Store).OrgMembershipSides,
+	otherSides: (*tablestore.Store).UserMembershipSides,
 }
 
 // withMemberships stores an item of kind k with memberships of n new items
@@ -411,7 +412,7 @@ func TestDeleteAPIKey_BeyondOneTransaction(t *testing.T) {
 	if err := f.s.DeleteAPIKey(ctx, root.ID, nil); !errors.Is(err, errInjected) {
 		t.Fatalf("DeleteAPIKey with a failing transaction: got %v, want the injected failure", err)
 	}
-	if left, want := f.itemsLeft(all), itemsBefore-3*dynamostore.MaxTreeKeys; left != want {
+	if left, want := f.itemsLeft(all), itemsBefore-3*tablestore.MaxTreeKeys; left != want {
 		t.Fatalf("after the first chunk: %d items left, want %d", left, want)
 	}
 	f.wantKeysGone("after the failure", all, tokens)
@@ -583,13 +584,13 @@ func TestErrorMapping_SingleItemConflict(t *testing.T) {
 	name := "Ada"
 	for _, tc := range []struct {
 		name  string
-		write func(s *dynamostore.Store) error
+		write func(s *tablestore.Store) error
 	}{
-		{"UpdateUser", func(s *dynamostore.Store) error {
+		{"UpdateUser", func(s *tablestore.Store) error {
 			_, err := s.UpdateUser(t.Context(), newUser(now).ID, account.UserPatch{Name: &name, UpdatedAt: now})
 			return err
 		}},
-		{"RevokeToken", func(s *dynamostore.Store) error {
+		{"RevokeToken", func(s *tablestore.Store) error {
 			_, err := s.RevokeToken(t.Context(), account.Revocation{TokenID: "tok_x", KeyID: "key_x", RevokedAt: now, ExpiresAt: now.Add(time.Hour)})
 			return err
 		}},

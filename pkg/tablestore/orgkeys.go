@@ -1,4 +1,4 @@
-package dynamostore
+package tablestore
 
 import (
 	"context"
@@ -142,7 +142,7 @@ func (s *Store) orgKeyDeletes(orgID, id string, items map[string]apiKeyItem) ([]
 // position is the ID of the last key on the page.
 func (s *Store) listLinkedKeys(ctx context.Context, pk string, p account.ListParams, keep func(account.APIKey) bool) (account.Page[account.APIKey], error) {
 	if p.Limit < 1 {
-		return account.Page[account.APIKey]{}, account.Internal(errors.New("dynamostore: list limit below 1"))
+		return account.Page[account.APIKey]{}, account.Internal(errors.New("tablestore: list limit below 1"))
 	}
 	kc := expression.Key("pk").Equal(expression.Value(pk)).And(expression.Key("sk").BeginsWith(prefixKey))
 	e, err := expression.NewBuilder().WithKeyCondition(kc).Build()

@@ -1,4 +1,4 @@
-package dynamostore_test
+package tablestore_test
 
 import (
 	"encoding/json"
@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"latchkey/pkg/account"
-	"latchkey/pkg/dynamostore"
 	"latchkey/pkg/dynamostore/dynamotest"
+	"latchkey/pkg/tablestore"
 )
 
 // TestDeleteAPIKey_EventsBeyondOneTransaction deletes a tree of 77 keys
@@ -47,7 +47,7 @@ func TestDeleteAPIKey_EventsBeyondOneTransaction(t *testing.T) {
 	}
 	seen := map[string]int{}
 	after := from
-	deadline := time.Now().Add(dynamostore.EventLag(dynamotest.Timeout) + 30*time.Second)
+	deadline := time.Now().Add(tablestore.EventLag(dynamotest.Timeout) + 30*time.Second)
 	for len(seen) < len(want) && time.Now().Before(deadline) {
 		page, err := f.s.ListEvents(t.Context(), account.EventQuery{After: after, Limit: account.MaxPageSize, Since: time.Now().Add(-time.Hour)})
 		must(t, err, "ListEvents")

@@ -1,4 +1,4 @@
-package dynamostore
+package tablestore
 
 import (
 	"context"
@@ -24,7 +24,7 @@ func (s *Store) CreateToken(ctx context.Context, t account.TokenRecord) error {
 		if err != nil {
 			return err
 		}
-		return s.transact(ctx, []types.TransactWriteItem{it}, account.Internal(errors.New("dynamostore: a token with this ID exists already")))
+		return s.transact(ctx, []types.TransactWriteItem{it}, account.Internal(errors.New("tablestore: a token with this ID exists already")))
 	}
 	av, err := attributevalue.MarshalMap(newTokenItem(t))
 	if err != nil {
@@ -76,7 +76,7 @@ func (s *Store) RevokeToken(ctx context.Context, r account.Revocation) (time.Tim
 		return time.Time{}, err
 	}
 	if !found {
-		return time.Time{}, account.Internal(errors.New("dynamostore: revocation entry vanished after a failed condition"))
+		return time.Time{}, account.Internal(errors.New("tablestore: revocation entry vanished after a failed condition"))
 	}
 	return old.RevokedAt, nil
 }

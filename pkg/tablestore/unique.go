@@ -1,4 +1,4 @@
-package dynamostore
+package tablestore
 
 import (
 	"context"
@@ -167,7 +167,7 @@ const updateAttempts = 5
 
 // errChanged marks an update whose item changed after updateClaiming read
 // it; it reads again.
-var errChanged = errors.New("dynamostore: the item changed between the read and the write")
+var errChanged = errors.New("tablestore: the item changed between the read and the write")
 
 // updateClaiming is an update that may move unique values (an e-mail, an
 // external id), for which it must know the values it frees: it reads the
@@ -286,7 +286,7 @@ func (s *Store) backOffChanged(ctx context.Context, attempt int) error {
 	backoff := time.Duration(2<<min(attempt, 5)) * time.Millisecond
 	select {
 	case <-ctx.Done():
-		return fmt.Errorf("dynamostore: abandoned by the caller: %w", ctx.Err())
+		return fmt.Errorf("tablestore: abandoned by the caller: %w", ctx.Err())
 	case <-time.After(backoff/2 + rand.N(backoff/2+1)):
 	}
 	return nil
