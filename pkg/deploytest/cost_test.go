@@ -161,6 +161,92 @@ func TestTemplate_LogCost(t *testing.T) {
 	}
 }
 
+// TestDocs_CostArithmetic: the per-million table of docs/cost.md follows
+// from the page's own measured inputs, its prices and the template's
+// MemorySize, as the page says it is computed: billed duration = CPU time
+// at MemorySize's share of a vCPU + 5 ms per DynamoDB round trip, rounded
+// up to the millisecond; log bytes = the function's lines + Lambda's
+// platform records + the access log line, at $0.50 per GB (2^30 bytes).
+// A changed input, or a total not recomputed, fails it.
+func TestDocs_CostArithmetic(t *testing.T) {
+	b, err := os.ReadFile("../../docs/cost.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	const (
+		apiPerM      = 1.00
+		requestPerM  = 0.20
+		gbSecond     = 0.0000133334
+		rruPerM      = 0.125
+		wruPerM      = 0.625
+		logPerGB     = 0.50
+		roundTripMs  = 5.0
+		memoryGB     = 0.25
+		columns      = 3 // verify, token issuance, authorizer decision
+		bytesPerGB   = 1 << 30
+		perMillion   = 1e6
+		priceRows    = "| API Gateway HTTP API | $1.00 per million requests"
+		lambdaPrices = "| Lambda, arm64 | $0.20 per million requests; $0.0000133334 per GB-second"
+	)
+	for _, want := range []string{priceRows, lambdaPrices, "| DynamoDB, on demand, standard table class | $0.125 per million read request units, $0.625 per million write units", "| CloudWatch Logs | $0.50 per GB ingested", "**5 ms each**"} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("docs/cost.md no longer says %q, which this test computes with", want)
+		}
+	}
+	tpl := loadTemplate(t)
+	memoryMB, err := strconv.ParseFloat(fmt.Sprint(path(map[string]any(tpl), "Globals", "Function", "MemorySize")), 64)
+	if err != nil || memoryMB/1024 != memoryGB {
+		t.Fatalf("MemorySize %v MB, the page computes with %v GB", memoryMB, memoryGB)
+	}
+	// row returns the numbers of the table row whose label starts with
+	// label, one per column ("none..." is 0).
+	row := func(label string) [columns]float64 {
+		t.Helper()
+		var out [columns]float64
+		for _, line := range strings.Split(doc, "\n") {
+			if !strings.HasPrefix(line, "| "+label) {
+				continue
+			}
+			cells := strings.Split(strings.Trim(line, "| "), " | ")
+			if len(cells) != columns+1 {
+				t.Fatalf("row %q: %d cells, want %d", label, len(cells), columns+1)
+			}
+			for i, c := range cells[1:] {
+				if strings.HasPrefix(c, "none") {
+					continue
+				}
+				f := strings.Fields(strings.Trim(c, "*$"))
+				if out[i], err = strconv.ParseFloat(f[0], 64); err != nil {
+					t.Fatalf("row %q, cell %q: %v", label, c, err)
+				}
+			}
+			return out
+		}
+		t.Fatalf("docs/cost.md has no row %q", label)
+		return out
+	}
+	cpu, trips := row("CPU time per request"), row("DynamoDB round trips")
+	fnLog, platform, access := row("function log lines"), row("Lambda's `platform.start`"), row("API access log line")
+	api := [columns]float64{1, 1, 0}                     // the authorizer's request is the protected API's
+	units := [columns][2]float64{{2, 0}, {1, 1}, {2, 0}} // RRU, WRU: docs/dynamodb.md
+	var duration, logs, total [columns]float64
+	for i := range columns {
+		billedMs := math.Ceil(cpu[i]*fullVCPUMemoryMB/memoryMB + roundTripMs*trips[i])
+		duration[i] = billedMs / 1000 * memoryGB * perMillion * gbSecond
+		logs[i] = (fnLog[i] + platform[i] + access[i]) * perMillion / bytesPerGB * logPerGB
+		total[i] = api[i]*apiPerM + requestPerM + duration[i] + units[i][0]*rruPerM + units[i][1]*wruPerM + logs[i]
+	}
+	for label, want := range map[string][columns]float64{"Lambda duration:": duration, "CloudWatch Logs:": logs, "**Total**": total} {
+		got := row(label)
+		for i := range columns {
+			if fmt.Sprintf("%.2f", got[i]) != fmt.Sprintf("%.2f", want[i]) {
+				t.Errorf("docs/cost.md %s, column %d: $%.2f, computed $%.2f", label, i+1, got[i], want[i])
+			}
+		}
+	}
+}
+
 // BenchmarkWarm measures what a warm invocation costs on the hot paths,
 // verify and token issuance through the auth function and a decision of
 // the authorizer: each built binary, started once as Lambda starts it,
