@@ -57,10 +57,26 @@ func canonicalNumber(s string) (string, bool) {
 		return "", false
 	}
 	out := formatNumber(r)
-	if significantDigits(out) > maxNumberDigits {
+	if significantDigits(out) > maxNumberDigits || !inRange(out) {
 		return "", false
 	}
 	return out, true
+}
+
+// inRange reports whether a formatted number is 0 or of a magnitude
+// DynamoDB stores: from 1E-130 to below 1E+126.
+func inRange(s string) bool {
+	s = strings.TrimPrefix(s, "-")
+	whole, frac, _ := strings.Cut(s, ".")
+	if whole != "0" {
+		return len(whole) <= 126
+	}
+	if frac == "" {
+		return true
+	}
+	// 0.000ddd: the first digit that is not zero is the (zeros+1)th.
+	zeros := len(frac) - len(strings.TrimLeft(frac, "0"))
+	return zeros < 130
 }
 
 // formatNumber writes r, which must be a finite decimal, in full.

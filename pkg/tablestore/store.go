@@ -700,22 +700,31 @@ func (s *Store) batchGet(ctx context.Context, keys []key) ([]map[string]types.At
 // batchGetWith is batchGet, strongly consistent or not.
 func (s *Store) batchGetWith(ctx context.Context, keys []key, consistent bool) ([]map[string]types.AttributeValue, error) {
 	var out []map[string]types.AttributeValue
-	seen := make(map[key]bool, len(keys))
-	var batch []map[string]types.AttributeValue
+	var seen map[key]bool // a verify reads 2 to 4 keys: no map for so few
+	if len(keys) > 16 {
+		seen = make(map[key]bool, len(keys))
+	}
+	batch := make([]map[string]types.AttributeValue, 0, min(len(keys), maxBatchGetKeys))
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
 		}
 		read, err := s.batchGetOnce(ctx, batch, consistent)
-		out = append(out, read...)
+		if out == nil {
+			out = read // no copy of the one batch of a verify
+		} else {
+			out = append(out, read...)
+		}
 		batch = batch[:0]
 		return err
 	}
-	for _, k := range keys {
-		if seen[k] {
+	for i, k := range keys {
+		if seen == nil && slices.Contains(keys[:i], k) || seen[k] {
 			continue
 		}
-		seen[k] = true
+		if seen != nil {
+			seen[k] = true
+		}
 		av, err := marshalKey(k)
 		if err != nil {
 			return nil, err
@@ -740,7 +749,7 @@ const maxBatchGetKeys = 100
 // its unprocessed keys re-requested.
 func (s *Store) batchGetOnce(ctx context.Context, keys []map[string]types.AttributeValue, consistent bool) ([]map[string]types.AttributeValue, error) {
 	request := map[string]types.KeysAndAttributes{
-		*s.table: {Keys: keys, ConsistentRead: aws.Bool(consistent)},
+		*s.table: {Keys: keys, ConsistentRead: &consistent},
 	}
 	var items []map[string]types.AttributeValue
 	for attempt := 0; ; attempt++ {
@@ -748,7 +757,11 @@ func (s *Store) batchGetOnce(ctx context.Context, keys []map[string]types.Attrib
 		if err != nil {
 			return nil, storeErr(err)
 		}
-		items = append(items, out.Responses[*s.table]...)
+		if items == nil {
+			items = out.Responses[*s.table]
+		} else {
+			items = append(items, out.Responses[*s.table]...)
+		}
 		if len(out.UnprocessedKeys) == 0 {
 			return items, nil
 		}

@@ -8,6 +8,7 @@
 package tabletest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -20,20 +21,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
+
+	"latchkey/pkg/tablestore"
 )
 
-// Table is the narrow port of the single-table logic: the DynamoDB
-// operations it uses, with the SDK's types, so that *dynamodb.Client is
-// one and boltstore.Table another.
-type Table interface {
-	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
-	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
-	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
-	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
-	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
-	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
-	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
-}
+// Table is the port under test: tablestore.Table, which *dynamodb.Client
+// and boltstore.Table implement.
+type Table = tablestore.Table
 
 // NewTable returns a fresh, empty table and its name.
 type NewTable func(t *testing.T) (Table, string)
@@ -75,12 +69,14 @@ func Run(t *testing.T, newTable NewTable, opts ...Option) {
 		{"QueryPaging", testQueryPaging},
 		{"QueryFilterAfterLimit", testQueryFilterAfterLimit},
 		{"QueryIndex", testQueryIndex},
+		{"QueryPageSize", testQueryPageSize},
 		{"KeyBytes", testKeyBytes},
 		{"Transact", testTransact},
 		{"TransactCancelled", testTransactCancelled},
 		{"TransactSameItem", func(t *testing.T, tb Table, table string) { testTransactSameItem(t, tb, table, cfg.local) }},
 		{"ConcurrentClaims", testConcurrentClaims},
 		{"Validation", testValidation},
+		{"ReservedWords", testReservedWords},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -242,8 +238,16 @@ func testNumbers(t *testing.T, tb Table, table string) {
 		checkCond(t, c.cond, err, c.ok)
 	}
 
-	_, err = tb.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: item{"pk": s("N"), "sk": s("2"), "bad": n("12a")}})
-	wantCode(t, "a number that is not one", err, "ValidationException")
+	for _, bad := range []string{"12a", "1e126", "-1e126", "1e-131", "123456789012345678901234567890123456789", ""} {
+		_, err = tb.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: item{"pk": s("N"), "sk": s("2"), "bad": n(bad)}})
+		wantCode(t, "a number DynamoDB does not take: "+bad, err, "ValidationException")
+	}
+	for _, good := range []string{"9.9999e125", "1e-130", "-1e-130", "12345678901234567890123456789012345678e88"} {
+		_, err = tb.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: item{"pk": s("N"), "sk": s("2"), "good": n(good)}})
+		if err != nil {
+			t.Errorf("a number DynamoDB takes: %s: %v", good, err)
+		}
+	}
 }
 
 // pickValues keeps the placeholders cond uses: DynamoDB refuses unused ones.
@@ -945,4 +949,48 @@ func testValidation(t *testing.T, tb Table, table string) {
 	_, err = tb.Query(ctx, &dynamodb.QueryInput{TableName: aws.String(table), KeyConditionExpression: aws.String("sk = :v"), ExpressionAttributeValues: item{":v": s("1")}})
 	wantCode(t, "a key condition without the hash key", err, "ValidationException")
 	equal(t, "nothing written by refused requests", get(t, tb, table, key("x", "1")), item(nil))
+}
+
+func testReservedWords(t *testing.T, tb Table, table string) {
+	put(t, tb, table, item{"pk": s("W"), "sk": s("1")})
+	for _, name := range []string{"count", "Name", "STATE", "data", "add", "missing"} {
+		_, err := update(t, tb, table, &dynamodb.UpdateItemInput{
+			Key: key("W", "1"), UpdateExpression: aws.String("SET " + name + " = :v"), ExpressionAttributeValues: item{":v": s("x")},
+		})
+		wantCode(t, "a reserved word as a bare name: "+name, err, "ValidationException")
+		_, err = update(t, tb, table, &dynamodb.UpdateItemInput{
+			Key: key("W", "1"), UpdateExpression: aws.String("SET #n = :v"), ConditionExpression: aws.String("attribute_not_exists(#n)"),
+			ExpressionAttributeNames: map[string]string{"#n": name}, ExpressionAttributeValues: item{":v": s("x")},
+		})
+		if err != nil {
+			t.Errorf("a reserved word through a placeholder: %s: %v", name, err)
+		}
+	}
+	// Not reserved: these stand bare.
+	_, err := update(t, tb, table, &dynamodb.UpdateItemInput{
+		Key: key("W", "1"), UpdateExpression: aws.String("SET owners = :v, children = :v, gsi1sk = :v, size = :v, id = :v, this = :v, contains = :v"),
+		ExpressionAttributeValues: item{":v": s("x")},
+	})
+	if err != nil {
+		t.Errorf("names that are not reserved: %v", err)
+	}
+}
+
+func testQueryPageSize(t *testing.T, tb Table, table string) {
+	// 30 items of 40 KB: 1.2 MB, more than one Query reads.
+	blob := s(string(bytes.Repeat([]byte("x"), 40<<10)))
+	for i := range 30 {
+		put(t, tb, table, item{"pk": s("BIG"), "sk": s(fmt.Sprintf("%02d", i)), "blob": blob})
+	}
+	in := &dynamodb.QueryInput{TableName: aws.String(table), KeyConditionExpression: aws.String("pk = :p"), ExpressionAttributeValues: item{":p": s("BIG")}}
+	out := query(t, tb, in)
+	if out.LastEvaluatedKey == nil || len(out.Items) >= 30 || len(out.Items) < 20 {
+		t.Fatalf("first page of 1.2 MB: %d items, LastEvaluatedKey %v; want 20 to 29 items and a LastEvaluatedKey", len(out.Items), out.LastEvaluatedKey)
+	}
+	got := sks(out.Items)
+	in.ExclusiveStartKey = out.LastEvaluatedKey
+	out = query(t, tb, in)
+	got = append(got, sks(out.Items)...)
+	equal(t, "second page's LastEvaluatedKey", out.LastEvaluatedKey, item(nil))
+	equal(t, "items over two pages", len(got), 30)
 }
