@@ -64,6 +64,7 @@ func (s *server) verifyToken(w http.ResponseWriter, r *http.Request, token strin
 	// The answer changes the moment the token is revoked.
 	w.Header()["Cache-Control"] = headerNoStore
 	if !v.Valid {
+		info(r).refused = v.Reason
 		writeAppended(w, http.StatusOK, verifyInvalidResponse{Valid: false, Reason: v.Reason})
 		return nil
 	}

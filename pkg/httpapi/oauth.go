@@ -394,6 +394,7 @@ func (s *server) oauthIntrospect(w http.ResponseWriter, r *http.Request, _ accou
 	// The answer changes the moment the token is revoked.
 	w.Header().Set("Cache-Control", "no-store")
 	if !v.Valid {
+		info(r).refused = v.Reason
 		s.writeJSON(w, r, http.StatusOK, introspection{Active: false})
 		return nil
 	}
