@@ -334,6 +334,12 @@ func (it apiKeyItem) patched(p account.APIKeyPatch) apiKeyItem {
 	if p.Disabled != nil {
 		next.Disabled = *p.Disabled
 	}
+	if p.RateLimits != nil {
+		next.RateLimits = rateLimitItems(*p.RateLimits)
+	}
+	if p.Credits != nil {
+		next.Credits = newCreditsItem(p.Credits.Credits)
+	}
 	var current time.Time
 	if it.TokensRevokedBefore != nil {
 		current = *it.TokensRevokedBefore
