@@ -2,6 +2,7 @@ package account
 
 import (
 	"context"
+	crand "crypto/rand"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -35,10 +36,13 @@ type Credits struct {
 	// Refill, when set, sets Remaining to Refill.Amount at the start of
 	// each day or month (UTC).
 	Refill *CreditRefill
-	// SetAt is when Remaining was set: it names the counter the uses spend
-	// from, so that setting Remaining again starts a new one. Kept by the
-	// store, never shown.
+	// SetAt is when Remaining was set: the refill period it counts in.
+	// Set is a random name for that setting: it names the counter the
+	// uses spend from, so that setting Remaining again, even within the
+	// same millisecond, starts a new one. Both kept by the store, never
+	// shown.
 	SetAt time.Time
+	Set   string
 }
 
 // CreditRefill sets a key's remaining credits to Amount at the start of
@@ -135,7 +139,7 @@ func checkCredits(field string, req *CreditsRequest, now time.Time, problems *Pr
 	if len(*problems) > n {
 		return nil
 	}
-	c := &Credits{Remaining: req.Remaining, SetAt: now}
+	c := &Credits{Remaining: req.Remaining, SetAt: now, Set: crand.Text()[:16]}
 	if req.Refill != nil {
 		r := *req.Refill
 		c.Refill = &r
@@ -280,10 +284,11 @@ func limitCounter(l RateLimit, w int64) string {
 	return "r:" + l.Name + ":" + strconv.FormatInt(l.Period.Milliseconds(), 10) + ":" + strconv.FormatInt(w, 10)
 }
 
-// creditCounter names the counter of credits set at setAt, in the refill
-// period p (0 without refill): setting them again starts a new one.
-func creditCounter(setAt time.Time, p int64) string {
-	return "c:" + strconv.FormatInt(setAt.UnixMilli(), 10) + ":" + strconv.FormatInt(p, 10)
+// creditCounter names the counter of the credits set as set (Credits.Set),
+// in the refill period p (0 without refill): setting them again starts a
+// new one.
+func creditCounter(set string, p int64) string {
+	return "c:" + set + ":" + strconv.FormatInt(p, 10)
 }
 
 // creditStart is the credits a period begins with: those set, in the
@@ -335,14 +340,14 @@ func plan(k APIKey, now time.Time, j, n int, spend bool) usagePlan {
 	}
 	if c := k.Credits; c != nil {
 		p, next := c.period(now)
-		name := creditCounter(c.SetAt, p)
+		name := creditCounter(c.Set, p)
 		u.current[name] = true
 		if spend {
 			u.credit = name
 			u.refill = next
 			u.change.Steps = append(u.change.Steps, CounterStep{Name: name, Start: c.start(p), Delta: -1, Min: 0, Max: MaxCredits})
 			if c.Refill != nil {
-				u.change.Remove = append(u.change.Remove, creditCounter(c.SetAt, p-1))
+				u.change.Remove = append(u.change.Remove, creditCounter(c.Set, p-1))
 			}
 		}
 		// Credits are the key's for as long as it lives: a record that
@@ -544,7 +549,7 @@ func (l *limiter) remainingCredits(ctx context.Context, k APIKey, now time.Time)
 	}
 	c := *k.Credits
 	p, _ := c.period(now)
-	if v, ok := counters[creditCounter(c.SetAt, p)]; ok {
+	if v, ok := counters[creditCounter(c.Set, p)]; ok {
 		c.Remaining = v
 	} else {
 		c.Remaining = c.start(p)

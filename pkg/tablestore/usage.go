@@ -26,6 +26,7 @@ type rateLimitItem struct {
 type creditsItem struct {
 	Remaining      int64     `dynamodbav:"remaining"`
 	SetAt          time.Time `dynamodbav:"set_at"`
+	Set            string    `dynamodbav:"set"`
 	RefillAmount   int64     `dynamodbav:"refill_amount,omitempty"`
 	RefillInterval string    `dynamodbav:"refill_interval,omitempty"`
 }
@@ -42,7 +43,7 @@ func newCreditsItem(c *account.Credits) *creditsItem {
 	if c == nil {
 		return nil
 	}
-	it := &creditsItem{Remaining: c.Remaining, SetAt: c.SetAt.UTC()}
+	it := &creditsItem{Remaining: c.Remaining, SetAt: c.SetAt.UTC(), Set: c.Set}
 	if c.Refill != nil {
 		it.RefillAmount, it.RefillInterval = c.Refill.Amount, c.Refill.Interval
 	}
@@ -58,7 +59,7 @@ func (it apiKeyItem) limits() ([]account.RateLimit, *account.Credits) {
 	if it.Credits == nil {
 		return ls, nil
 	}
-	c := &account.Credits{Remaining: it.Credits.Remaining, SetAt: it.Credits.SetAt}
+	c := &account.Credits{Remaining: it.Credits.Remaining, SetAt: it.Credits.SetAt, Set: it.Credits.Set}
 	if it.Credits.RefillInterval != "" {
 		c.Refill = &account.CreditRefill{Amount: it.Credits.RefillAmount, Interval: it.Credits.RefillInterval}
 	}

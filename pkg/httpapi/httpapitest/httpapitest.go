@@ -85,7 +85,7 @@ func NewServer(tb testing.TB) *Env {
 // wrapper that embeds the real store.
 func NewServerWith(tb testing.TB, wrap func(account.Store) account.Store) *Env {
 	tb.Helper()
-	return newServer(tb, wrap, Issuer)
+	return newServer(tb, nil, wrap, Issuer)
 }
 
 // NewServerAt is NewServer with issuer as the issuer, for a test that
@@ -93,12 +93,37 @@ func NewServerWith(tb testing.TB, wrap func(account.Store) account.Store) *Env {
 // address, such as http://127.0.0.1:port.
 func NewServerAt(tb testing.TB, issuer string) *Env {
 	tb.Helper()
-	return newServer(tb, nil, issuer)
+	return newServer(tb, nil, nil, issuer)
 }
 
-func newServer(tb testing.TB, wrap func(account.Store) account.Store, issuer string) *Env {
+// NewServerOver is NewServer over store, which it closes when the test
+// ends: for a test that runs on each store by name (Stores).
+func NewServerOver(tb testing.TB, store account.Store) *Env {
 	tb.Helper()
-	store := newStore(tb)
+	return newServer(tb, store, nil, Issuer)
+}
+
+// Stores returns a constructor of a new, empty store for each store the
+// limits of keys run on here, by name: DynamoDB Local when the test runs
+// under scripts/dynamodb-local.sh. The embedded store joins once it is
+// the table store over bbolt (issue 20), which keeps a key's limits.
+func Stores(tb testing.TB) map[string]func(testing.TB) account.Store {
+	tb.Helper()
+	out := map[string]func(testing.TB) account.Store{}
+	if os.Getenv(dynamotest.EndpointEnv) != "" {
+		out["dynamodb"] = func(tb testing.TB) account.Store { return dynamotest.NewStore(tb) }
+	}
+	if len(out) == 0 {
+		tb.Skip(dynamotest.EndpointEnv + " is not set; run through scripts/dynamodb-local.sh (make test does)")
+	}
+	return out
+}
+
+func newServer(tb testing.TB, store account.Store, wrap func(account.Store) account.Store, issuer string) *Env {
+	tb.Helper()
+	if store == nil {
+		store = newStore(tb)
+	}
 	tb.Cleanup(func() { store.Close() })
 	if wrap != nil {
 		store = wrap(store)
