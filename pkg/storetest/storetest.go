@@ -63,6 +63,7 @@ func Run(t *testing.T, newStore func(t *testing.T) account.Store) {
 	t.Run("UpdateAPIKey", s.updateAPIKey)
 	t.Run("RotateAPIKey", s.rotateAPIKey)
 	t.Run("RecordAPIKeyUse", s.recordAPIKeyUse)
+	t.Run("KeyUsage", s.keyUsage)
 	t.Run("KeyOwners", s.keyOwners)
 	t.Run("DeleteAPIKey", s.deleteAPIKey)
 	t.Run("ListAPIKeys", func(t *testing.T) { runList(t, s, apiKeysList) })
