@@ -284,6 +284,13 @@ func limitCounter(l RateLimit, w int64) string {
 	return "r:" + l.Name + ":" + strconv.FormatInt(l.Period.Milliseconds(), 10) + ":" + strconv.FormatInt(w, 10)
 }
 
+// RateLimitCounter is the name of the counter of l's window at at in a
+// key's usage record: for a fixture that seeds a limit already reached.
+func RateLimitCounter(l RateLimit, at time.Time) string {
+	w, _ := window(l.Period, at)
+	return limitCounter(l, w)
+}
+
 // creditCounter names the counter of the credits set as set (Credits.Set),
 // in the refill period p (0 without refill): setting them again starts a
 // new one.

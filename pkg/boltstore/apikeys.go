@@ -180,6 +180,15 @@ func (s *Store) UpdateAPIKey(ctx context.Context, id string, p account.APIKeyPat
 		if p.Disabled != nil {
 			k.Disabled = *p.Disabled
 		}
+		if p.RateLimits != nil {
+			k.RateLimits = slices.Clip(*p.RateLimits)
+			if len(k.RateLimits) == 0 {
+				k.RateLimits = nil
+			}
+		}
+		if p.Credits != nil {
+			k.Credits = p.Credits.Credits
+		}
 		k.TokensRevokedBefore = p.TokensRevokedBefore(k.TokensRevokedBefore)
 		hashes := tx.Bucket(bucketKeyHashes)
 		if len(k.PreviousHash) > 0 && (p.Rotate != nil || !p.At.Before(k.PreviousExpiresAt)) {

@@ -85,6 +85,9 @@ type apiKeyItem struct {
 	TokensRevokedBefore time.Time `json:"tokens_revoked_before,omitzero"`
 	CreatedAt           time.Time `json:"created_at"`
 	ExpiresAt           time.Time `json:"expires_at"`
+	// Interim, until the table store runs over bbolt (issue 20).
+	RateLimits []account.RateLimit `json:"rate_limits,omitempty"`
+	Credits    *account.Credits    `json:"credits,omitempty"`
 }
 
 func toAPIKeyItem(k account.APIKey) apiKeyItem {
@@ -108,6 +111,8 @@ func toAPIKeyItem(k account.APIKey) apiKeyItem {
 		ExpiresAt:         k.ExpiresAt,
 
 		TokensRevokedBefore: k.TokensRevokedBefore,
+		RateLimits:          k.RateLimits,
+		Credits:             k.Credits,
 	}
 }
 
@@ -133,6 +138,8 @@ func (it apiKeyItem) domain() account.APIKey {
 		ExpiresAt:         it.ExpiresAt,
 
 		TokensRevokedBefore: it.TokensRevokedBefore,
+		RateLimits:          it.RateLimits,
+		Credits:             it.Credits,
 	}
 }
 
