@@ -234,7 +234,10 @@ func (s *Service) ListAPIKeys(ctx context.Context, p Principal, r PageRequest, f
 	}
 	page.Items = slices.DeleteFunc(page.Items, func(k APIKey) bool { return p.requireWithin(k.Scopes) != nil })
 	for i, k := range page.Items {
-		page.Items[i] = s.asOfNow(k)
+		// One read for each key with credits, none for the others.
+		if page.Items[i], err = s.shown(ctx, k); err != nil {
+			return List[APIKey]{}, err
+		}
 	}
 	return toList(s.cursors, name, page), nil
 }
@@ -430,7 +433,11 @@ func (s *Service) RotateAPIKey(ctx context.Context, p Principal, id string, req 
 	if err != nil {
 		return APIKey{}, "", storeErr(err)
 	}
-	return s.asOfNow(k), secret, nil
+	k, err = s.shown(ctx, k)
+	if err != nil {
+		return APIKey{}, "", err
+	}
+	return k, secret, nil
 }
 
 // shown is asOfNow with the key's credits as of now, read from its usage

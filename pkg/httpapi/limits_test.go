@@ -187,6 +187,15 @@ func TestLimits_Credits(t *testing.T) {
 		if got.Credits == nil || got.Credits.Remaining != 0 {
 			t.Fatalf("credits shown: %+v, want 0 remaining", got.Credits)
 		}
+		var list struct {
+			Data []keyJSON `json:"data"`
+		}
+		a.do(http.MethodGet, "/v1/api-keys?limit=100", a.AdminKey, nil).Decode(t, &list)
+		for _, l := range list.Data {
+			if l.ID == k.ID && (l.Credits == nil || l.Credits.Remaining != 0) {
+				t.Fatalf("credits in the list: %+v, want 0 remaining", l.Credits)
+			}
+		}
 		a.token(t, k.Key) // issuance is not refused for credits
 		res := a.do(http.MethodPatch, "/v1/api-keys/"+k.ID, a.AdminKey, map[string]any{"credits": map[string]any{"remaining": 5}})
 		want(t, res, http.StatusOK)
