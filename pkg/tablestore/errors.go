@@ -32,12 +32,18 @@ var throttleCodes = map[string]bool{
 	"RequestLimitExceeded":                   true,
 }
 
+// ErrUnavailable marks a failure of a Table that a retry later can cure
+// and that the SDK's errors do not name as such: no answer in time, a
+// table that is gone (see dynamostore's deadline). The store reports it
+// as CodeUnavailable, with the Table's error as the cause.
+var ErrUnavailable = errors.New("the table is unavailable")
+
 // storeErr turns an SDK failure into a domain error: CodeUnavailable when a
 // retry later can succeed (throttling, a 5xx, a connection failure, all after
 // the SDK's own retries), CodeInternal otherwise. The AWS error is kept as
 // the cause for logs; its message never becomes the client-visible message.
-// A call that got no answer in time, or found no table, is CodeUnavailable
-// already (see deadline). A call the caller abandoned (its context
+// A call that got no answer in time, or found no table, is ErrUnavailable
+// (see dynamostore's deadline), so CodeUnavailable too. A call the caller abandoned (its context
 // cancelled or past its deadline) keeps the context's error and no code:
 // nothing failed in the store, and it must not be reported as if it had.
 func storeErr(err error) error {
@@ -47,6 +53,9 @@ func storeErr(err error) error {
 	var domain *account.Error
 	if errors.As(err, &domain) {
 		return err
+	}
+	if errors.Is(err, ErrUnavailable) {
+		return account.Unavailable(err)
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
@@ -93,7 +102,8 @@ func conflict(err error) error {
 // onCheckFailed[i] is the error for a failed condition on item i, in the
 // order the items were sent; the first failed condition wins, so callers
 // order items by which error should be reported first. A failed condition
-// without an entry (or with a nil one) is a bug in the store: internal.
+// without an entry (or with a nil one) is a bug in the store, internal,
+// unless one with an entry failed too.
 // For a failed condition it also returns old, the item as it was, when the item
 // asked for it (ReturnValuesOnConditionCheckFailure ALL_OLD), else nil.
 // mapped is nil when err is not a cancellation.
@@ -102,7 +112,7 @@ func cancellation(err error, onCheckFailed []error) (old map[string]types.Attrib
 	if !errors.As(err, &tce) {
 		return nil, nil
 	}
-	conflicted, throttled := false, false
+	conflicted, throttled, unexpected := false, false, false
 	for i, r := range tce.CancellationReasons {
 		code := ""
 		if r.Code != nil {
@@ -114,7 +124,9 @@ func cancellation(err error, onCheckFailed []error) (old map[string]types.Attrib
 			if i < len(onCheckFailed) && onCheckFailed[i] != nil {
 				return r.Item, onCheckFailed[i]
 			}
-			return nil, account.Internal(err)
+			// A bug, unless a later condition that can fail failed too
+			// (a user created twice: its e-mail is taken).
+			unexpected = true
 		case reasonTransactionConflict:
 			conflicted = true
 		case reasonThrottling, reasonProvisionedThroughput, reasonRequestLimit:
@@ -124,6 +136,8 @@ func cancellation(err error, onCheckFailed []error) (old map[string]types.Attrib
 		}
 	}
 	switch {
+	case unexpected:
+		return nil, account.Internal(err)
 	case throttled:
 		return nil, account.Unavailable(err)
 	case conflicted:

@@ -22,7 +22,8 @@ import (
 // that transaction, so that an attempt retried after a conflict gets a
 // fresh one.
 //
-// Concurrent writers commit in no particular order relative to their ids:
+// Concurrent writers commit in no particular order relative to their ids
+// (but see WithSerialWrites, under which they do):
 // an event with an earlier id may commit after one with a later id. So a
 // reader sees only the events whose id time is older than EventLag before
 // its own clock: a transaction whose id was made at t has committed, or
@@ -96,6 +97,13 @@ func (s *Store) eventItems(ctx context.Context, events []account.PendingEvent) (
 	for _, e := range events {
 		at := time.Now().UTC().Truncate(time.Millisecond)
 		id := account.NewEventID(at)
+		if s.serial != nil {
+			// Under the lock: after the last id, even when the clock
+			// stepped back, and at the time of the id it got.
+			id = account.NextEventID(s.lastEvent, at)
+			s.lastEvent = id
+			at, _ = account.EventTime(id)
+		}
 		js, err := src.EncodeEvent(id, e.Type, at, e.Data)
 		if err != nil {
 			return nil, err
@@ -147,6 +155,11 @@ func eventCount(ctx context.Context, events []account.PendingEvent) int {
 func (s *Store) ListEvents(ctx context.Context, q account.EventQuery) (account.Page[account.StoredEvent], error) {
 	limit := account.ListParams{Limit: q.Limit}.PageSize()
 	until := time.Now().Add(-s.eventLag).UTC()
+	if s.serial != nil {
+		// Every event committed is visible (WithSerialWrites), those of
+		// this millisecond too.
+		until = time.Now().Add(time.Millisecond).UTC()
+	}
 	since := q.Since.UTC()
 	lo, hi := account.EventIDAt(since), account.EventIDAt(until) // hi excluded
 	page := account.Page[account.StoredEvent]{Items: []account.StoredEvent{}}

@@ -22,9 +22,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -64,6 +66,12 @@ type Store struct {
 	table           *string
 	conflictRetries int
 	eventLag        time.Duration
+	// serial, set by WithSerialWrites, is held from the making of an
+	// event's id to the commit of its transaction; lastEvent is the last
+	// id made under it.
+	serial    *sync.Mutex
+	lastEvent string
+	keys      keyMemo
 }
 
 var _ account.Store = (*Store)(nil)
@@ -88,6 +96,16 @@ func WithEventLag(d time.Duration) Option {
 	return func(s *Store) { s.eventLag = max(d, 0) }
 }
 
+// WithSerialWrites tells the store that t has one writer in one process
+// (boltstore's table): nothing else writes it, and its writes commit one
+// after another. The store then makes the ids of a transaction's events
+// and commits it under one lock, so that ids are in commit order, and
+// reads the event feed with no lag: every event a reader can see was
+// committed before any later one. It overrides WithEventLag.
+func WithSerialWrites() Option {
+	return func(s *Store) { s.serial = new(sync.Mutex) }
+}
+
 // defaultEventLag is the event lag of a Store made without WithEventLag.
 var defaultEventLag = EventLag(5 * time.Second)
 
@@ -98,11 +116,21 @@ func New(t Table, tableName string, opts ...Option) *Store {
 	for _, o := range opts {
 		o(s)
 	}
+	if s.serial != nil {
+		s.eventLag = 0
+	}
 	return s
 }
 
-// Close does nothing: the table belongs to the caller.
-func (s *Store) Close() error { return nil }
+// Close closes t if it is an io.Closer (boltstore's table, whose file the
+// store was opened on). A *dynamodb.Client holds nothing to release, and
+// belongs to the caller.
+func (s *Store) Close() error {
+	if c, ok := s.client.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
 
 // Conditions used throughout. Every item has a pk, so attribute_exists(pk)
 // means "the item exists".
@@ -116,12 +144,11 @@ var (
 
 // ---- building blocks ----
 
+// marshalKey returns the attributes of k. Built by hand: every read and
+// write marshals a key, and reflection cost more than the rest.
 func marshalKey(k key) (map[string]types.AttributeValue, error) {
-	m, err := attributevalue.MarshalMap(k)
-	if err != nil {
-		return nil, account.Internal(err)
-	}
-	return m, nil
+	v := &[2]types.AttributeValueMemberS{{Value: k.PK}, {Value: k.SK}} // one allocation for both
+	return map[string]types.AttributeValue{"pk": &v[0], "sk": &v[1]}, nil
 }
 
 func condition(c expression.ConditionBuilder) (expression.Expression, error) {
@@ -241,6 +268,11 @@ func (s *Store) transactReturningOld(ctx context.Context, items []types.Transact
 	err = s.retryConflicts(ctx, func() error {
 		all := items
 		if len(events) > 0 {
+			if s.serial != nil {
+				// From the ids to the commit: see WithSerialWrites.
+				s.serial.Lock()
+				defer s.serial.Unlock()
+			}
 			evs, err := s.eventItems(ctx, events)
 			if err != nil {
 				return err
@@ -300,21 +332,28 @@ func backoff(ctx context.Context, attempt int) error {
 	}
 }
 
-// getItem reads one item strongly consistently into out. found is false when
+// getRaw reads one item strongly consistently, as it is stored; nil when
 // there is no such item.
-func (s *Store) getItem(ctx context.Context, k key, out any) (found bool, err error) {
+func (s *Store) getRaw(ctx context.Context, k key) (map[string]types.AttributeValue, error) {
 	av, err := marshalKey(k)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	res, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: s.table, Key: av, ConsistentRead: aws.Bool(true)})
 	if err != nil {
-		return false, storeErr(err)
+		return nil, storeErr(err)
 	}
-	if res.Item == nil {
-		return false, nil
+	return res.Item, nil
+}
+
+// getItem reads one item strongly consistently into out. found is false when
+// there is no such item.
+func (s *Store) getItem(ctx context.Context, k key, out any) (found bool, err error) {
+	item, err := s.getRaw(ctx, k)
+	if err != nil || item == nil {
+		return false, err
 	}
-	if err := attributevalue.UnmarshalMap(res.Item, out); err != nil {
+	if err := attributevalue.UnmarshalMap(item, out); err != nil {
 		return false, account.Internal(err)
 	}
 	return true, nil

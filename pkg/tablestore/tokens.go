@@ -106,9 +106,9 @@ func (s *Store) TokenStatus(ctx context.Context, tokenID, keyID string, ancestor
 	var st account.TokenStatus
 	var r related
 	for _, av := range read {
-		var k key
-		if err := attributevalue.UnmarshalMap(av, &k); err != nil {
-			return account.TokenStatus{}, account.Internal(err)
+		k, err := keyOf(av)
+		if err != nil {
+			return account.TokenStatus{}, err
 		}
 		if k.SK == sortRevoked {
 			var rev revocationItem
@@ -118,7 +118,7 @@ func (s *Store) TokenStatus(ctx context.Context, tokenID, keyID string, ancestor
 			st.RevokedAt = rev.RevokedAt
 			continue
 		}
-		if err := r.add(av); err != nil {
+		if err := r.add(&s.keys, av); err != nil {
 			return account.TokenStatus{}, err
 		}
 	}
