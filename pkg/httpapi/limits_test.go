@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -288,6 +289,70 @@ func TestLimits_Exact(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestLimits_Sharded: a key allowed 10,000 uses a second spreads its uses
+// over 20 usage records (500 a second each, under DynamoDB's 1,000
+// writes a second per item), each counting its share of every limit; a
+// use a full shard refuses goes to the next, so 40 simultaneous
+// verifications against the 19 uses left of a daily limit of 20 (one
+// taken by issuance) still give exactly 19 valid answers, one in each
+// shard's share.
+func TestLimits_Sharded(t *testing.T) {
+	onLimitStores(t, func(t *testing.T, a api) {
+		k := a.createLimitedKey(t, map[string]any{"rate_limits": []map[string]any{
+			{"name": "burst", "limit": 10000, "period": "1s"}, {"name": "day", "limit": 20, "period": "1d"},
+		}})
+		tok := a.token(t, k.Key)
+		results := make(chan bool, 40)
+		var wg sync.WaitGroup
+		for range 40 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				v, err := a.Service.VerifyToken(context.Background(), tok)
+				if err != nil {
+					t.Error(err)
+				}
+				results <- v.Valid
+			}()
+		}
+		wg.Wait()
+		close(results)
+		valid := 0
+		for ok := range results {
+			if ok {
+				valid++
+			}
+		}
+		if valid != 19 {
+			t.Fatalf("valid answers: got %d, want 19", valid)
+		}
+		var shards []int64
+		for j := range 21 {
+			counters, err := a.Store.KeyUsage(context.Background(), k.ID, j)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var day int64
+			for name, n := range counters {
+				if strings.HasPrefix(name, "r:day:") {
+					day += n
+				}
+			}
+			shards = append(shards, day)
+		}
+		for j, n := range shards {
+			if want := int64(1); j == 20 {
+				want = 0
+				if n != want {
+					t.Errorf("shard %d (one more than a key of 10,000 a second has) counted %d uses", j, n)
+				}
+			} else if n != want {
+				t.Errorf("shard %d counted %d uses of the daily limit, want its share, 1 (all: %v)", j, n, shards)
+			}
+		}
+	})
 }
 
 // TestLimits_Subtree: a key's limits count its own uses only: the keys it
