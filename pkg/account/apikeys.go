@@ -234,10 +234,11 @@ func (s *Service) ListAPIKeys(ctx context.Context, p Principal, r PageRequest, f
 	}
 	page.Items = slices.DeleteFunc(page.Items, func(k APIKey) bool { return p.requireWithin(k.Scopes) != nil })
 	for i, k := range page.Items {
-		// One read for each key with credits, none for the others.
-		if page.Items[i], err = s.shown(ctx, k); err != nil {
-			return List[APIKey]{}, err
-		}
+		page.Items[i] = s.asOfNow(k)
+	}
+	// One read for the keys with credits on the page, none without.
+	if err := s.verifier.limiter.remainingCredits(ctx, page.Items, s.now()); err != nil {
+		return List[APIKey]{}, err
 	}
 	return toList(s.cursors, name, page), nil
 }
@@ -443,7 +444,11 @@ func (s *Service) RotateAPIKey(ctx context.Context, p Principal, id string, req 
 // shown is asOfNow with the key's credits as of now, read from its usage
 // record (one read, for a key with credits only).
 func (s *Service) shown(ctx context.Context, k APIKey) (APIKey, error) {
-	return s.verifier.limiter.remainingCredits(ctx, s.asOfNow(k), s.now())
+	keys := []APIKey{s.asOfNow(k)}
+	if err := s.verifier.limiter.remainingCredits(ctx, keys, s.now()); err != nil {
+		return APIKey{}, err
+	}
+	return keys[0], nil
 }
 
 // asOfNow returns k without a previous secret that has stopped: what

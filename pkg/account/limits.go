@@ -203,8 +203,9 @@ type UsageStore interface {
 	// idempotency record.
 	ChangeKeyUsage(ctx context.Context, keyID string, shard int, c UsageChange) (map[string]int64, bool, error)
 	// KeyUsage returns the counters of the usage record number shard of
-	// the key keyID, read strongly consistently; empty when it has none.
-	KeyUsage(ctx context.Context, keyID string, shard int) (map[string]int64, error)
+	// each key of keyIDs, read strongly consistently, by key id: one read
+	// for a page of keys. A key whose record does not exist has none.
+	KeyUsage(ctx context.Context, shard int, keyIDs ...string) (map[string]map[string]int64, error)
 }
 
 // CounterStep is one counter of a UsageChange: the counter becomes its
@@ -544,25 +545,37 @@ func errRateLimited(u *KeyUsage) *Error {
 	return &Error{Code: CodeRateLimited, Message: "a rate limit of this API key is reached: retry after the time Retry-After gives", Usage: u}
 }
 
-// remainingCredits returns k with its credits as of now, read from its
-// usage record: what a client sees of a key.
-func (l *limiter) remainingCredits(ctx context.Context, k APIKey, now time.Time) (APIKey, error) {
-	if k.Credits == nil {
-		return k, nil
+// remainingCredits sets the credits of each of keys that has them to
+// their count as of now, read from their usage records in one read: what
+// a client sees of a key. Keys without credits cost nothing.
+func (l *limiter) remainingCredits(ctx context.Context, keys []APIKey, now time.Time) error {
+	var ids []string
+	for _, k := range keys {
+		if k.Credits != nil {
+			ids = append(ids, k.ID)
+		}
 	}
-	counters, err := l.store.KeyUsage(ctx, k.ID, 0)
+	if len(ids) == 0 {
+		return nil
+	}
+	usage, err := l.store.KeyUsage(ctx, 0, ids...)
 	if err != nil {
-		return APIKey{}, storeErr(err)
+		return storeErr(err)
 	}
-	c := *k.Credits
-	p, _ := c.period(now)
-	if v, ok := counters[creditCounter(c.Set, p)]; ok {
-		c.Remaining = v
-	} else {
-		c.Remaining = c.start(p)
+	for i, k := range keys {
+		if k.Credits == nil {
+			continue
+		}
+		c := *k.Credits
+		p, _ := c.period(now)
+		if v, ok := usage[k.ID][creditCounter(c.Set, p)]; ok {
+			c.Remaining = v
+		} else {
+			c.Remaining = c.start(p)
+		}
+		keys[i].Credits = &c
 	}
-	k.Credits = &c
-	return k, nil
+	return nil
 }
 
 // FormatPeriod is a rate limit's period as the API shows it: 1s, 15m, 1d.

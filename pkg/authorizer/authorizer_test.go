@@ -258,7 +258,7 @@ func (failingStore) ChangeKeyUsage(context.Context, string, int, account.UsageCh
 	return nil, false, account.Unavailable(errors.New("ProvisionedThroughputExceededException"))
 }
 
-func (failingStore) KeyUsage(context.Context, string, int) (map[string]int64, error) {
+func (failingStore) KeyUsage(context.Context, int, ...string) (map[string]map[string]int64, error) {
 	return nil, account.Unavailable(errors.New("ProvisionedThroughputExceededException"))
 }
 

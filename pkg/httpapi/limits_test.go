@@ -330,12 +330,12 @@ func TestLimits_Sharded(t *testing.T) {
 		}
 		var shards []int64
 		for j := range 21 {
-			counters, err := a.Store.KeyUsage(context.Background(), k.ID, j)
+			usage, err := a.Store.KeyUsage(context.Background(), j, k.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
 			var day int64
-			for name, n := range counters {
+			for name, n := range usage[k.ID] {
 				if strings.HasPrefix(name, "r:day:") {
 					day += n
 				}

@@ -42,7 +42,7 @@ type Store struct {
 	DeleteAPIKeyFn                func(ctx context.Context, id string, allow func(account.APIKey) error) error
 	RecordAPIKeyUseFn             func(ctx context.Context, k account.APIKey, at time.Time) (time.Time, error)
 	ChangeKeyUsageFn              func(ctx context.Context, keyID string, shard int, c account.UsageChange) (map[string]int64, bool, error)
-	KeyUsageFn                    func(ctx context.Context, keyID string, shard int) (map[string]int64, error)
+	KeyUsageFn                    func(ctx context.Context, shard int, keyIDs ...string) (map[string]map[string]int64, error)
 	ListAPIKeysFn                 func(ctx context.Context, f account.APIKeyFilter, p account.ListParams) (account.Page[account.APIKey], error)
 	CreateTokenFn                 func(ctx context.Context, t account.TokenRecord) error
 	ListTokensFn                  func(ctx context.Context, keyID string, since time.Time, p account.ListParams) (account.Page[account.TokenRecord], error)
@@ -203,8 +203,8 @@ func (s *Store) ChangeKeyUsage(ctx context.Context, keyID string, shard int, c a
 }
 
 // KeyUsage calls KeyUsageFn.
-func (s *Store) KeyUsage(ctx context.Context, keyID string, shard int) (map[string]int64, error) {
-	return s.KeyUsageFn(ctx, keyID, shard)
+func (s *Store) KeyUsage(ctx context.Context, shard int, keyIDs ...string) (map[string]map[string]int64, error) {
+	return s.KeyUsageFn(ctx, shard, keyIDs...)
 }
 
 // ListAPIKeys calls ListAPIKeysFn.

@@ -44,9 +44,9 @@ func (s suite) keyUsage(t *testing.T) {
 		if counted != 19 {
 			t.Fatalf("uses counted: got %d, want 19", counted)
 		}
-		got, err := f.s.KeyUsage(f.ctx, "key_exact", 0)
+		usage, err := f.s.KeyUsage(f.ctx, 0, "key_exact")
 		f.ok(err, "KeyUsage")
-		if want := map[string]int64{"r:w:1000:1": 19, "c:x:0": 81}; !maps.Equal(got, want) {
+		if got, want := usage["key_exact"], map[string]int64{"r:w:1000:1": 19, "c:x:0": 81}; !maps.Equal(got, want) {
 			t.Fatalf("KeyUsage: got %v, want %v", got, want)
 		}
 	})
@@ -87,10 +87,10 @@ func (s suite) keyUsage(t *testing.T) {
 		if want := map[string]int64{"r:a:1000:2": 1, "r:a:1000:3": 1}; !ok || !maps.Equal(got, want) {
 			t.Fatalf("after a remove: got %v, %v; want %v", got, ok, want)
 		}
-		got, err = f.s.KeyUsage(f.ctx, "key_none", 0)
+		usage, err := f.s.KeyUsage(f.ctx, 0, "key_none", "key_rm")
 		f.ok(err, "KeyUsage")
-		if len(got) != 0 {
-			t.Fatalf("KeyUsage of a key never used: %v", got)
+		if want := map[string]int64{"r:a:1000:2": 1, "r:a:1000:3": 1}; len(usage) != 1 || !maps.Equal(usage["key_rm"], want) {
+			t.Fatalf("KeyUsage of a key never used and one used: %v; want only the second, %v", usage, want)
 		}
 	})
 }

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -140,17 +139,30 @@ func (s *Store) ChangeKeyUsage(ctx context.Context, keyID string, shard int, c a
 	return old, false, err
 }
 
-// KeyUsage reads the record's item with a strongly consistent GetItem.
-func (s *Store) KeyUsage(ctx context.Context, keyID string, shard int) (map[string]int64, error) {
-	av, err := marshalKey(keyLimitKey(keyID, shard))
+// KeyUsage reads the records' items with strongly consistent
+// BatchGetItem requests: one for a page of up to 100 keys.
+func (s *Store) KeyUsage(ctx context.Context, shard int, keyIDs ...string) (map[string]map[string]int64, error) {
+	ks := make([]key, len(keyIDs))
+	for i, id := range keyIDs {
+		ks[i] = keyLimitKey(id, shard)
+	}
+	read, err := s.batchGetWith(ctx, ks, true)
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: s.table, Key: av, ConsistentRead: aws.Bool(true)})
-	if err != nil {
-		return nil, storeErr(err)
+	out := make(map[string]map[string]int64, len(read))
+	for _, av := range read {
+		var it struct {
+			KeyID string `dynamodbav:"key_id"`
+		}
+		if err := attributevalue.UnmarshalMap(av, &it); err != nil {
+			return nil, account.Internal(err)
+		}
+		if out[it.KeyID], err = counters(av); err != nil {
+			return nil, err
+		}
 	}
-	return counters(res.Item)
+	return out, nil
 }
 
 // counters returns the counters of a usage record's item.
