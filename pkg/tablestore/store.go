@@ -59,6 +59,18 @@ type Table interface {
 
 var _ Table = (*dynamodb.Client)(nil)
 
+// SerialTable is a Table with one writer (boltstore's) that can make some
+// of a transaction's items inside that writer: more is called in the
+// write, after every transaction committed before it, and its items are
+// appended to in's. Under WithSerialWrites the store makes its events'
+// ids there, so that they are in commit order while concurrent writes
+// still share the writer's work; over a Table that is not a SerialTable
+// it holds a lock of its own from the ids to the commit instead.
+type SerialTable interface {
+	Table
+	TransactWriteItemsWith(ctx context.Context, in *dynamodb.TransactWriteItemsInput, more func() ([]types.TransactWriteItem, error)) (*dynamodb.TransactWriteItemsOutput, error)
+}
+
 // Store is an account.Store on one table. It is safe for concurrent use;
 // it holds no state besides the table.
 type Store struct {
@@ -267,19 +279,29 @@ func (s *Store) transactReturningOld(ctx context.Context, items []types.Transact
 	var old map[string]types.AttributeValue
 	err = s.retryConflicts(ctx, func() error {
 		all := items
-		if len(events) > 0 {
+		var err error
+		serial, inWriter := s.client.(SerialTable)
+		switch {
+		case len(events) == 0 || account.EventSourceFrom(ctx) == nil:
+			_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: all})
+		case s.serial != nil && inWriter:
+			// The ids are made in the table's writer: see SerialTable.
+			_, err = serial.TransactWriteItemsWith(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: all}, func() ([]types.TransactWriteItem, error) {
+				return s.eventItems(ctx, events)
+			})
+		default:
 			if s.serial != nil {
 				// From the ids to the commit: see WithSerialWrites.
 				s.serial.Lock()
 				defer s.serial.Unlock()
 			}
-			evs, err := s.eventItems(ctx, events)
-			if err != nil {
-				return err
+			evs, evErr := s.eventItems(ctx, events)
+			if evErr != nil {
+				return evErr
 			}
 			all = append(slices.Clip(items), evs...)
+			_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: all})
 		}
-		_, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: all})
 		if err == nil {
 			return nil
 		}
@@ -700,22 +722,31 @@ func (s *Store) batchGet(ctx context.Context, keys []key) ([]map[string]types.At
 // batchGetWith is batchGet, strongly consistent or not.
 func (s *Store) batchGetWith(ctx context.Context, keys []key, consistent bool) ([]map[string]types.AttributeValue, error) {
 	var out []map[string]types.AttributeValue
-	seen := make(map[key]bool, len(keys))
-	var batch []map[string]types.AttributeValue
+	var seen map[key]bool // a verify reads 2 to 4 keys: no map for so few
+	if len(keys) > 16 {
+		seen = make(map[key]bool, len(keys))
+	}
+	batch := make([]map[string]types.AttributeValue, 0, min(len(keys), maxBatchGetKeys))
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
 		}
 		read, err := s.batchGetOnce(ctx, batch, consistent)
-		out = append(out, read...)
+		if out == nil {
+			out = read // no copy of the one batch of a verify
+		} else {
+			out = append(out, read...)
+		}
 		batch = batch[:0]
 		return err
 	}
-	for _, k := range keys {
-		if seen[k] {
+	for i, k := range keys {
+		if seen == nil && slices.Contains(keys[:i], k) || seen[k] {
 			continue
 		}
-		seen[k] = true
+		if seen != nil {
+			seen[k] = true
+		}
 		av, err := marshalKey(k)
 		if err != nil {
 			return nil, err
@@ -740,7 +771,7 @@ const maxBatchGetKeys = 100
 // its unprocessed keys re-requested.
 func (s *Store) batchGetOnce(ctx context.Context, keys []map[string]types.AttributeValue, consistent bool) ([]map[string]types.AttributeValue, error) {
 	request := map[string]types.KeysAndAttributes{
-		*s.table: {Keys: keys, ConsistentRead: aws.Bool(consistent)},
+		*s.table: {Keys: keys, ConsistentRead: &consistent},
 	}
 	var items []map[string]types.AttributeValue
 	for attempt := 0; ; attempt++ {
@@ -748,7 +779,11 @@ func (s *Store) batchGetOnce(ctx context.Context, keys []map[string]types.Attrib
 		if err != nil {
 			return nil, storeErr(err)
 		}
-		items = append(items, out.Responses[*s.table]...)
+		if items == nil {
+			items = out.Responses[*s.table]
+		} else {
+			items = append(items, out.Responses[*s.table]...)
+		}
 		if len(out.UnprocessedKeys) == 0 {
 			return items, nil
 		}

@@ -122,7 +122,7 @@ func (s *Store) TokenStatus(ctx context.Context, tokenID, keyID string, ancestor
 			return account.TokenStatus{}, err
 		}
 	}
-	it, ok := r.keys[keyID]
+	it, ok := find(r.keys, keyID)
 	if !ok {
 		return st, nil
 	}
