@@ -37,3 +37,8 @@ func ExpiryEntries(t *Table) (n int, err error) {
 	})
 	return n, err
 }
+
+// SetBeforeCommit installs fn to run in every write's transaction after
+// its writes and before its commit (nil: none); an error it returns fails
+// the write there.
+func SetBeforeCommit(t *Table, fn func() error) { t.beforeCommit = fn }
