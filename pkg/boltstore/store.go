@@ -7,6 +7,7 @@
 package boltstore
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -66,7 +67,13 @@ func Open(path string, opts ...OpenOption) (*tablestore.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return tablestore.New(t, TableName, tablestore.WithSerialWrites()), nil
+	s := tablestore.New(t, TableName, tablestore.WithSerialWrites())
+	// Event ids go on after the newest stored, whatever the clock says.
+	if err := s.ResumeEvents(context.Background()); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
+	}
+	return s, nil
 }
 
 // OpenOption configures Open.

@@ -71,8 +71,9 @@ type SerialTable interface {
 	TransactWriteItemsWith(ctx context.Context, in *dynamodb.TransactWriteItemsInput, more func() ([]types.TransactWriteItem, error)) (*dynamodb.TransactWriteItemsOutput, error)
 }
 
-// Store is an account.Store on one table. It is safe for concurrent use;
-// it holds no state besides the table.
+// Store is an account.Store on one table. It is safe for concurrent use.
+// Besides the table it holds a memo of key items (keyMemo) and, under
+// WithSerialWrites, the last event id it made (see ResumeEvents).
 type Store struct {
 	client          Table
 	table           *string
