@@ -40,9 +40,10 @@ const MaxTreeKeys = maxTreeKeys
 
 // APIKeyItems counts the items of k left in the table, read strongly
 // consistently: its item under its ID, its copies under its hash and
-// previous hash, its link below its parent and its last use.
+// previous hash, its read copies, its link below its parent and its last
+// use.
 func (s *Store) APIKeyItems(ctx context.Context, k account.APIKey) (int, error) {
-	keys := []key{apiKeyKey(k.ID), keyHashKey(k.Hash), keyUseKey(k.ID)}
+	keys := append([]key{apiKeyKey(k.ID), keyHashKey(k.Hash), keyUseKey(k.ID)}, copyKeys(k.ID, apiKeyCopyKey)...)
 	if k.PreviousHash != nil {
 		keys = append(keys, keyHashKey(k.PreviousHash))
 	}
@@ -52,3 +53,13 @@ func (s *Store) APIKeyItems(ctx context.Context, k account.APIKey) (int, error) 
 	items, err := s.batchGet(ctx, keys)
 	return len(items), err
 }
+
+// ReadShards and EventShards are the numbers of read copies (the item
+// included) and of event shards (see shards.go).
+const (
+	ReadShards  = readShards
+	EventShards = eventShards
+)
+
+// WithReadShard returns ctx under which TokenStatus reads copy n.
+func WithReadShard(ctx context.Context, n int) context.Context { return withReadShard(ctx, n) }

@@ -213,17 +213,27 @@ func (s *Store) transactReturningOld(ctx context.Context, items []types.Transact
 	events := pendingEvents(ctx)
 	var old map[string]types.AttributeValue
 	err = s.retryConflicts(ctx, func() error {
-		all := items
-		if len(events) > 0 {
-			evs, err := s.eventItems(ctx, events)
-			if err != nil {
-				return err
+		var err error
+		// A busy event shard throttles the transaction of a change: the
+		// change goes again at once with its events in the next shards
+		// (eventItems takes them in turn), so that no change, a revocation
+		// least of all, fails because the event log is busy.
+		for busy := 0; ; busy++ {
+			all := items
+			if len(events) > 0 {
+				evs, err := s.eventItems(ctx, events)
+				if err != nil {
+					return err
+				}
+				all = append(slices.Clip(items), evs...)
 			}
-			all = append(slices.Clip(items), evs...)
-		}
-		_, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: all})
-		if err == nil {
-			return nil
+			_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: all})
+			if err == nil {
+				return nil
+			}
+			if len(all) == len(items) || busy == eventShards-1 || !eventsBusy(err, len(items)) {
+				break
+			}
 		}
 		var mapped error
 		if old, mapped = cancellation(err, onCheckFailed); mapped != nil {
