@@ -127,7 +127,7 @@ bench-go:
 # Rewrite the measured tables of docs/dynamodb.md from a fresh run of the
 # budget tests against DynamoDB Local (make test fails while they differ).
 docs-dynamodb:
-	scripts/dynamodb-local.sh bash -c 'LATCHKEY_UPDATE_DOCS=1 $(GO) test -count=1 -run "^TestRequestBudgets$$|^TestHTTPRequestBudgets$$" ./pkg/dynamostore'
+	scripts/dynamodb-local.sh bash -c 'LATCHKEY_UPDATE_DOCS=1 $(GO) test -count=1 -run "^TestRequestBudgets$$|^TestHTTPRequestBudgets$$" ./pkg/tablestore'
 
 load:
 	scripts/load.sh

@@ -297,7 +297,7 @@ func openStore(ctx context.Context, cfg config, dir dataDir) (account.Store, err
 }
 
 // publisher is a store that holds what the auth function publishes for
-// the functions that verify tokens: dynamostore.Store.
+// the functions that verify tokens: tablestore.Store.
 type publisher interface {
 	PutPublicKeys(ctx context.Context, jwks []byte, version time.Time) error
 	PutIssuer(ctx context.Context, issuer string) error

@@ -3,7 +3,7 @@
 // them, so that the functions SAM runs in Docker find what the template's
 // resources give them in AWS:
 //
-//   - the table, created from dynamostore.TableDefinition (the table the
+//   - the table, created from tablestore.TableDefinition (the table the
 //     template deploys), if it is missing;
 //   - the three secrets, each a random string of letters and digits, as
 //     GenerateSecretString makes them, if they are missing (existing ones

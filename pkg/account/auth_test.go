@@ -17,6 +17,7 @@ import (
 	"latchkey/pkg/account"
 	"latchkey/pkg/boltstore"
 	"latchkey/pkg/mock"
+	"latchkey/pkg/tablestore"
 	"latchkey/pkg/token"
 )
 
@@ -113,7 +114,7 @@ func TestCheckIssuer(t *testing.T) {
 // useCounter is a store that counts the uses of API keys recorded, and can
 // be made to fail them.
 type useCounter struct {
-	*boltstore.Store
+	*tablestore.Store
 	mu    sync.Mutex
 	calls int
 	fail  error

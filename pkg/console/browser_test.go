@@ -243,7 +243,7 @@ func TestBrowser_Session(t *testing.T) {
 		b.do(chromedp.SetValue(chromedp.ID("type"), account.EventAPIKeyUpdated), chromedp.SendKeys(chromedp.ID("object"), keyID))
 		b.click(`form[action="/console/events"] button[type="submit"]`, "main h1")
 		// DynamoDB's feed shows an event once every earlier one is
-		// committed, seconds after it (dynamostore.EventLag): the page is
+		// committed, seconds after it (tablestore.EventLag): the page is
 		// loaded again until the event is there, for at most 30 s.
 		for deadline := time.Now().Add(30 * time.Second); !b.exists("tbody"); {
 			if time.Now().After(deadline) {

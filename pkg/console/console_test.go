@@ -438,7 +438,7 @@ func TestConsole_APIKeys(t *testing.T) {
 		t.Errorf("the key's page: %d; it must show the last four, not the secret", page.StatusCode)
 	}
 	// DynamoDB's feed shows an event seconds after it is written
-	// (dynamostore.EventLag): read until it is there, for at most 30 s.
+	// (tablestore.EventLag): read until it is there, for at most 30 s.
 	var events account.List[account.StoredEvent]
 	for deadline := time.Now().Add(30 * time.Second); len(events.Items) == 0; time.Sleep(200 * time.Millisecond) {
 		if events, err = s.Service.ListEvents(t.Context(), admin, account.EventListParams{Types: account.EventAPIKeyCreated}); err != nil {

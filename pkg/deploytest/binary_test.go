@@ -36,6 +36,7 @@ import (
 	"latchkey/pkg/lambdaapp/authorizerapp"
 	"latchkey/pkg/lambdaapp/publisherapp"
 	"latchkey/pkg/lambdaapp/replay"
+	"latchkey/pkg/tablestore"
 )
 
 const secretsEndpointEnv = "LATCHKEY_TEST_SECRETSMANAGER_ENDPOINT"
@@ -90,7 +91,7 @@ func TestBinary_InitFailure(t *testing.T) {
 // the template gives each function, pointing at them.
 type live struct {
 	sm    *secretsmanager.Client
-	store *dynamostore.Store
+	store *tablestore.Store
 	db    *dynamodb.Client
 	table string
 	// arns of the admin, signing and cursor secrets, by environment variable.

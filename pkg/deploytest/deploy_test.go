@@ -19,7 +19,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"latchkey/pkg/console"
-	"latchkey/pkg/dynamostore"
 	"latchkey/pkg/dynamostore/dynamotest"
 	"latchkey/pkg/httpapi"
 	"latchkey/pkg/lambdaapp"
@@ -27,6 +26,7 @@ import (
 	"latchkey/pkg/lambdaapp/replay"
 	"latchkey/pkg/mock"
 	"latchkey/pkg/secrets"
+	"latchkey/pkg/tablestore"
 )
 
 // logicalID is the template's resource of each function.
@@ -116,11 +116,11 @@ func TestTemplate_Routes(t *testing.T) {
 }
 
 // TestTemplate_Table proves that the template's table is the one
-// dynamostore.TableDefinition creates in tests.
+// tablestore.TableDefinition creates in tests.
 func TestTemplate_Table(t *testing.T) {
 	tpl := loadTemplate(t)
 	props := tpl.resource(t, "Table", "AWS::DynamoDB::Table")
-	def := dynamostore.TableDefinition("x")
+	def := tablestore.TableDefinition("x")
 
 	if got, want := props["BillingMode"], string(def.BillingMode); got != want {
 		t.Errorf("BillingMode: got %v, want %v", got, want)
@@ -171,8 +171,8 @@ func TestTemplate_Table(t *testing.T) {
 			t.Errorf("GSI %s projection: got %v, want %v", aws.ToString(g.IndexName), got, want)
 		}
 	}
-	if got := path(props, "TimeToLiveSpecification", "AttributeName"); got != dynamostore.TTLAttribute {
-		t.Errorf("TTL attribute: got %v, want %s", got, dynamostore.TTLAttribute)
+	if got := path(props, "TimeToLiveSpecification", "AttributeName"); got != tablestore.TTLAttribute {
+		t.Errorf("TTL attribute: got %v, want %s", got, tablestore.TTLAttribute)
 	}
 	if got := path(props, "TimeToLiveSpecification", "Enabled"); got != "true" {
 		t.Errorf("TTL enabled: got %v", got)

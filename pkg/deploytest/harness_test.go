@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
@@ -18,7 +19,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
-	bolt "go.etcd.io/bbolt"
 
 	"latchkey/pkg/account"
 	"latchkey/pkg/boltstore"
@@ -26,6 +26,7 @@ import (
 	"latchkey/pkg/dynamostore/dynamotest"
 	"latchkey/pkg/lambdaapp"
 	"latchkey/pkg/lambdaapp/replay"
+	"latchkey/pkg/tablestore"
 )
 
 // eventsDir is events/ at the repository root.
@@ -91,7 +92,7 @@ func seeded(tb testing.TB, b backend) backend {
 	return b
 }
 
-// dynamoBackend creates a table from dynamostore.TableDefinition with an
+// dynamoBackend creates a table from tablestore.TableDefinition with an
 // unrecorded client and returns a store over a recording one.
 func dynamoBackend(tb testing.TB) backend {
 	tb.Helper()
@@ -130,28 +131,37 @@ func tableSnapshot(tb testing.TB, client *dynamodb.Client, table string) map[str
 			tb.Fatal(err)
 		}
 		for _, av := range page.Items {
-			var item map[string]any
-			if err := attributevalue.UnmarshalMap(av, &item); err != nil {
-				tb.Fatal(err)
-			}
-			pk, _ := item["pk"].(string)
-			if strings.HasPrefix(pk, idempotencyPartition) || sharedKinds[fmt.Sprint(item["sk"])] != "" {
-				continue
-			}
-			delete(item, "deleting")
-			b, err := json.Marshal(item)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			out[pk+" "+fmt.Sprint(item["sk"])] = string(b)
+			snapshotItem(tb, out, av)
 		}
 	}
 	return out
 }
 
+// snapshotItem adds av to out, by its key, unless it is an idempotency
+// record or an API key's last use (which authenticating a request records,
+// whatever the request then does); the deleting flag is left out.
+func snapshotItem(tb testing.TB, out map[string]string, av map[string]types.AttributeValue) {
+	tb.Helper()
+	var item map[string]any
+	if err := attributevalue.UnmarshalMap(av, &item); err != nil {
+		tb.Fatal(err)
+	}
+	pk, _ := item["pk"].(string)
+	if strings.HasPrefix(pk, idempotencyPartition) || sharedKinds[fmt.Sprint(item["sk"])] != "" {
+		return
+	}
+	delete(item, "deleting")
+	b, err := json.Marshal(item)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out[pk+" "+fmt.Sprint(item["sk"])] = string(b)
+}
+
 // boltSnapshot reads a copy of the bbolt file at path, which the store
-// holds open: between transactions the file is consistent. The
-// idempotency bucket and its entries in the expiry index are left out.
+// holds open: between transactions the file is consistent. It holds the
+// same table as DynamoDB, and its items are read as tableSnapshot reads
+// them.
 func boltSnapshot(tb testing.TB, path string) map[string]string {
 	tb.Helper()
 	raw, err := os.ReadFile(path)
@@ -162,25 +172,19 @@ func boltSnapshot(tb testing.TB, path string) map[string]string {
 	if err := os.WriteFile(cp, raw, 0o600); err != nil {
 		tb.Fatal(err)
 	}
-	db, err := bolt.Open(cp, 0o600, &bolt.Options{ReadOnly: true})
+	// A copy to read, not to sweep: the clock at the epoch, before every
+	// expiry.
+	t, err := boltstore.OpenTable(cp, tablestore.TableDefinition(boltstore.TableName),
+		boltstore.WithTTL(tablestore.TTLAttribute), boltstore.WithSweepInterval(0),
+		boltstore.WithClock(func() time.Time { return time.Unix(0, 0) }))
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer db.Close()
+	defer t.Close()
 	out := map[string]string{}
-	err = db.View(func(tx *bolt.Tx) error {
-		return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
-			if string(name) == "idempotency" || string(name) == "api_key_uses" {
-				return nil
-			}
-			return b.ForEach(func(k, v []byte) error {
-				if string(name) == "expiries" && strings.Contains(string(k), "/i/") {
-					return nil
-				}
-				out[string(name)+" "+string(k)] = string(v)
-				return nil
-			})
-		})
+	err = t.Items(func(av map[string]types.AttributeValue) error {
+		snapshotItem(tb, out, av)
+		return nil
 	})
 	if err != nil {
 		tb.Fatal(err)

@@ -13,10 +13,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"latchkey/pkg/dynamostore"
 	"latchkey/pkg/httpapi"
 	"latchkey/pkg/lambdaapp"
 	"latchkey/pkg/lambdaapp/publisherapp"
+	"latchkey/pkg/tablestore"
 )
 
 // The operational facts of issue 13, checked against template.yaml.
@@ -366,7 +366,7 @@ func returned(t *testing.T, a alarm) string {
 
 func gsiNames() []string {
 	var out []string
-	for _, g := range dynamostore.TableDefinition("x").GlobalSecondaryIndexes {
+	for _, g := range tablestore.TableDefinition("x").GlobalSecondaryIndexes {
 		out = append(out, aws.ToString(g.IndexName))
 	}
 	return out

@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
 
-	"latchkey/pkg/account"
+	"latchkey/pkg/tablestore"
 )
 
 // The bounds of the time one DynamoDB call may take (see WithTimeout). The
@@ -32,9 +32,9 @@ const (
 // default is DefaultTimeout; a d that is not positive keeps it. Configured
 // values go through ParseTimeout, which enforces MinTimeout and MaxTimeout.
 func WithTimeout(d time.Duration) Option {
-	return func(s *Store) {
+	return func(c *config) {
 		if d > 0 {
-			s.timeout = d
+			c.timeout = d
 		}
 	}
 }
@@ -93,12 +93,12 @@ func (d deadline) HandleInitialize(ctx context.Context, in middleware.Initialize
 		// CodeUnavailable; the error says so (see storeErr).
 		return out, md, fmt.Errorf("dynamostore: %s abandoned by the caller: %w: %w", op, ctx.Err(), err)
 	case errors.Is(context.Cause(callCtx), errNoAnswer):
-		return out, md, account.Unavailable(fmt.Errorf("dynamostore: %s on table %s: no answer from DynamoDB within %v: %w", op, d.table, d.timeout, err))
+		return out, md, fmt.Errorf("dynamostore: %s on table %s: no answer from DynamoDB within %v: %w: %w", op, d.table, d.timeout, tablestore.ErrUnavailable, err)
 	case errors.As(err, &missing):
 		// Not a bug of ours: the table was deleted, or a DynamoDB Local in
 		// memory was restarted under a running server. Retrying helps once
 		// it is back.
-		return out, md, account.Unavailable(fmt.Errorf("dynamostore: %s: table %s does not exist (deleted, or DynamoDB Local restarted in memory): %w", op, d.table, err))
+		return out, md, fmt.Errorf("dynamostore: %s: table %s does not exist (deleted, or DynamoDB Local restarted in memory): %w: %w", op, d.table, tablestore.ErrUnavailable, err)
 	}
 	return out, md, err
 }

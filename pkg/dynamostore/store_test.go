@@ -11,6 +11,7 @@ import (
 	"latchkey/pkg/dynamostore"
 	"latchkey/pkg/dynamostore/dynamotest"
 	"latchkey/pkg/storetest"
+	"latchkey/pkg/tablestore"
 )
 
 // TestStore runs the contract suite that every account.Store passes, each
@@ -36,8 +37,8 @@ func TestCreateTable(t *testing.T) {
 		if err != nil {
 			t.Fatalf("DescribeTimeToLive: %v", err)
 		}
-		if got := aws.ToString(ttl.TimeToLiveDescription.AttributeName); got != dynamostore.TTLAttribute {
-			t.Errorf("TTL attribute: got %q, want %q", got, dynamostore.TTLAttribute)
+		if got := aws.ToString(ttl.TimeToLiveDescription.AttributeName); got != tablestore.TTLAttribute {
+			t.Errorf("TTL attribute: got %q, want %q", got, tablestore.TTLAttribute)
 		}
 	})
 }

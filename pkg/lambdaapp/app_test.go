@@ -29,13 +29,14 @@ import (
 	"latchkey/pkg/lambdaapp/replay"
 	"latchkey/pkg/mock"
 	"latchkey/pkg/secrets"
+	"latchkey/pkg/tablestore"
 	"latchkey/pkg/token"
 )
 
 // env is one store and one Secrets Manager shared by the functions, as in
 // a deployment.
 type env struct {
-	store   *boltstore.Store
+	store   *tablestore.Store
 	keys    *replay.MemoryKeys
 	secrets *replay.Secrets
 }

@@ -11,7 +11,7 @@ import (
 // the JSON Web Key Set of its public keys, the only way the organizations
 // and users functions learn them, since they may not read the signing
 // secret, and the issuer identifier the deployment recorded. Every function
-// reads both through a token.KeySet. dynamostore.Store implements it.
+// reads both through a token.KeySet. tablestore.Store implements it.
 type PublicKeyStore interface {
 	// PutPublicKeys replaces the published key set, unless that was
 	// derived from a newer signing secret version than version (the

@@ -27,7 +27,7 @@ import (
 )
 
 // TestPublisher_TableStream takes its records from a real stream: a table
-// made as the template makes it (dynamostore.TableDefinition with a
+// made as the template makes it (tablestore.TableDefinition with a
 // NEW_IMAGE stream) in DynamoDB Local, written by the store (a user,
 // changed, deleted) under an EventSource with the API's encoder, as a
 // request writes it: the store puts the event items itself (pk

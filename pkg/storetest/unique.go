@@ -107,6 +107,14 @@ func (s suite) createUserUnique(t *testing.T) {
 			}
 		}
 	})
+	t.Run("ErrEmailTakenBySameUser", func(t *testing.T) {
+		// The same user twice (a retried create, say) collides on its
+		// e-mail: the conflict a client can act on, not an internal error
+		// for the id, which the store never expects to be taken.
+		f := s.fix(t)
+		u := f.user()
+		wantErr(t, "CreateUser of a user that exists", f.s.CreateUser(f.ctx, u), account.ErrEmailTaken())
+	})
 	t.Run("ErrExternalIDTaken", func(t *testing.T) {
 		f := s.fix(t)
 		first := f.user()

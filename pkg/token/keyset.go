@@ -16,7 +16,7 @@ import (
 // that may not read the signing secret (the organizations and users
 // functions, the gateway authorizer) learns the public keys, and, in a
 // deployment whose issuer is known only once it is deployed, the issuer.
-// dynamostore.Store implements it.
+// tablestore.Store implements it.
 type KeySource interface {
 	// Published returns the JSON Web Key Set of the public keys (nil until
 	// one is published) and the issuer identifier the deployment recorded

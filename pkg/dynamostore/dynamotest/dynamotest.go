@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"latchkey/pkg/dynamostore"
+	"latchkey/pkg/tablestore"
 )
 
 // EndpointEnv names the variable that holds DynamoDB Local's address.
@@ -53,7 +54,7 @@ func clientAt(endpoint string, optFns ...func(*dynamodb.Options)) *dynamodb.Clie
 
 var tableSeq atomic.Int64
 
-// NewTable creates a fresh table from dynamostore.TableDefinition, deleted
+// NewTable creates a fresh table from tablestore.TableDefinition, deleted
 // when the test ends (unless the test deleted it itself), and returns its
 // name.
 func NewTable(tb testing.TB, client *dynamodb.Client) string {
@@ -77,11 +78,11 @@ func NewTable(tb testing.TB, client *dynamodb.Client) string {
 // shared, loaded test machine a slow answer must slow a test down, not fail
 // it. Only the deadline tests use a short one, on purpose. It is not longer
 // because the event feed holds events back for the store's timeout plus 2 s
-// (dynamostore.EventLag), and each event test waits that long.
+// (tablestore.EventLag), and each event test waits that long.
 const Timeout = 10 * time.Second
 
 // NewStore returns a store over a fresh table, with the tests' Timeout.
-func NewStore(tb testing.TB) *dynamostore.Store {
+func NewStore(tb testing.TB) *tablestore.Store {
 	tb.Helper()
 	client := NewClient(tb)
 	return dynamostore.New(client, NewTable(tb, client), dynamostore.WithTimeout(Timeout))

@@ -7,12 +7,13 @@ import (
 
 	"latchkey/pkg/boltstore"
 	"latchkey/pkg/lambdaapp/replay"
+	"latchkey/pkg/tablestore"
 )
 
 // env is one store and one Secrets Manager, seeded with the replay
 // fixture, as lambdaapp's tests have them.
 type env struct {
-	store   *boltstore.Store
+	store   *tablestore.Store
 	keys    *replay.MemoryKeys
 	secrets *replay.Secrets
 }

@@ -89,7 +89,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 }
 
 // Deps are what the authorizer reads: token statuses and the
-// published keys, both from the table (dynamostore.Store is both).
+// published keys, both from the table (tablestore.Store is both).
 type Deps struct {
 	Store account.TokenStatusReader
 	Keys  token.KeySource

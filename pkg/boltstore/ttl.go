@@ -1,0 +1,114 @@
+package boltstore
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math/big"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	bolt "go.etcd.io/bbolt"
+)
+
+// TTL as DynamoDB does it: an item whose TTL attribute (a number, epoch
+// seconds) has passed is deleted some time later by a background sweep,
+// and is still returned by reads until then. The expiry index (bucket
+// table:ttl) holds "<8-byte big-endian second><primary key>" for every
+// item that has one, so the sweep reads only what has expired, oldest
+// first, and each of its transactions deletes at most sweepMax items so
+// that it never holds the writer for long.
+
+// sweepMax caps the items one sweeping transaction deletes.
+const sweepMax = 1000
+
+// ttlHorizon: DynamoDB leaves alone items whose TTL is more than five
+// years in the past (a value in milliseconds, say, is not a date).
+const ttlHorizon = 5 * 365 * 24 * time.Hour
+
+// expiryEntry is key's entry in the expiry index for item, or nil when the
+// item has no usable TTL attribute.
+func (t *Table) expiryEntry(key []byte, item map[string]types.AttributeValue) []byte {
+	sec, ok := expirySecond(item[t.ttlAttr])
+	if !ok {
+		return nil
+	}
+	b := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(key)), sec)
+	return append(b, key...)
+}
+
+// expirySecond reads a TTL attribute: a non-negative number, its fraction
+// dropped.
+func expirySecond(v types.AttributeValue) (uint64, bool) {
+	n, ok := v.(*types.AttributeValueMemberN)
+	if !ok {
+		return 0, false
+	}
+	r, ok := parseNumber(n.Value)
+	if !ok || r.Sign() < 0 {
+		return 0, false
+	}
+	i := new(big.Int).Quo(r.Num(), r.Denom())
+	if !i.IsUint64() {
+		return 0, false
+	}
+	return i.Uint64(), true
+}
+
+// Sweep deletes the items whose TTL has passed at now (expired before its
+// second, within five years), in transactions of at most sweepMax items,
+// and returns how many it deleted. The sweeper calls it; tests may too.
+func (t *Table) Sweep(now time.Time) (int, error) {
+	if t.ttlAttr == "" {
+		return 0, nil
+	}
+	from := binary.BigEndian.AppendUint64(nil, uint64(max(now.Add(-ttlHorizon).Unix(), 0)))
+	until := binary.BigEndian.AppendUint64(nil, uint64(max(now.Unix(), 0)))
+	total := 0
+	for {
+		n := 0
+		err := t.db.Update(func(tx *bolt.Tx) error {
+			n = 0
+			var keys [][]byte
+			c := tx.Bucket(bucketTableTTL).Cursor()
+			for k, _ := c.Seek(from); k != nil && len(keys) < t.sweepMax && bytes.Compare(k[:8], until) < 0; k, _ = c.Next() {
+				keys = append(keys, bytes.Clone(k[8:]))
+			}
+			for _, key := range keys {
+				old, err := getItem(tx, key)
+				if err != nil {
+					return err
+				}
+				if err := t.store(tx, key, old, nil, nil); err != nil {
+					return err
+				}
+				n++
+			}
+			return nil
+		})
+		total += n
+		if err != nil || n < t.sweepMax {
+			return total, err
+		}
+		select {
+		case <-t.stop:
+			return total, nil
+		default:
+		}
+	}
+}
+
+func (t *Table) sweepLoop() {
+	defer t.done.Done()
+	tick := time.NewTicker(t.sweepEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-t.stop:
+			return
+		case <-tick.C:
+			// A failed sweep is retried at the next tick: nothing is lost
+			// by an expired item lingering, as DynamoDB's may.
+			_, _ = t.Sweep(t.now())
+		}
+	}
+}

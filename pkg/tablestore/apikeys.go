@@ -1,0 +1,416 @@
+package tablestore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"maps"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"latchkey/pkg/account"
+)
+
+// CreateAPIKey writes the key under its ID and under its hash in one
+// transaction. A key with Ancestors goes below its parent in the same
+// transaction: a link item in the parent's partition (how a delete finds
+// it), and 1 added to the parent's Children, on the condition that the
+// parent exists and is not being deleted. A key bound to an organization
+// is linked in the organization's KEYORG# partition, on the condition that
+// the organization exists and is not being deleted (so that a delete of the
+// organization, which flags it first, finds every key of it); a key with
+// an owner in the owner's KEYOWNER# partition. A second key with the same
+// hash (two processes installing the same bootstrap key at once) fails with
+// CodeInternal; the caller re-reads. CodeNotFound if the parent is gone or
+// being deleted; account.ErrOrganizationNotFound() for the organization.
+func (s *Store) CreateAPIKey(ctx context.Context, k account.APIKey) error {
+	byID, byHash := newAPIKeyItems(k)
+	steps := []func() (types.TransactWriteItem, error){
+		func() (types.TransactWriteItem, error) { return s.put(byID, condAbsent) },
+		func() (types.TransactWriteItem, error) { return s.put(byHash, condAbsent) },
+	}
+	onCheckFailed := []error{
+		account.Internal(errors.New("tablestore: an API key with this ID exists already")),
+		account.Internal(errors.New("tablestore: an API key with this hash exists already")),
+	}
+	if n := len(k.Ancestors); n > 0 {
+		parent := k.Ancestors[n-1]
+		steps = append(steps,
+			func() (types.TransactWriteItem, error) {
+				return s.update(apiKeyKey(parent), expression.Add(expression.Name("children"), expression.Value(1)), condLive)
+			},
+			func() (types.TransactWriteItem, error) {
+				return s.put(newKeyLinkItem(keyLinkKey(parent, k.ID), k), condAbsent)
+			},
+		)
+		onCheckFailed = append(onCheckFailed, account.ErrAPIKeyNotFound(),
+			account.Internal(errors.New("tablestore: the API key is linked below its parent already")))
+	}
+	if k.OrganizationID != "" {
+		steps = append(steps,
+			func() (types.TransactWriteItem, error) { return s.check(orgKey(k.OrganizationID), condLive) },
+			func() (types.TransactWriteItem, error) {
+				return s.put(newKeyLinkItem(keyOrgLinkKey(k.OrganizationID, k.ID), k), condAbsent)
+			},
+		)
+		onCheckFailed = append(onCheckFailed, account.ErrOrganizationNotFound(),
+			account.Internal(errors.New("tablestore: the API key is linked to its organization already")))
+	}
+	if k.OwnerID != "" {
+		steps = append(steps, func() (types.TransactWriteItem, error) {
+			return s.put(newKeyLinkItem(keyOwnerLinkKey(k.OwnerID, k.ID), k), condAbsent)
+		})
+		onCheckFailed = append(onCheckFailed, account.Internal(errors.New("tablestore: the API key is linked to its owner already")))
+	}
+	items, err := build(steps...)
+	if err != nil {
+		return err
+	}
+	copies, err := s.keyCopyPuts(byID)
+	if err != nil {
+		return err
+	}
+	items = append(items, copies...)
+	ctx = withEvents(ctx, account.PendingEvent{Type: account.EventAPIKeyCreated, Data: k})
+	return s.transact(ctx, items, onCheckFailed...)
+}
+
+// GetAPIKey reads a key by ID and its last use, strongly consistently, in
+// one BatchGetItem, and checks its Ancestors (see checkKey). CodeNotFound.
+func (s *Store) GetAPIKey(ctx context.Context, id string) (account.APIKey, error) {
+	_, k, err := s.readKeyWithUse(ctx, id)
+	return k, err
+}
+
+// GetAPIKeyByHash reads the copy of the key stored under its hash, strongly
+// consistently: one GetItem on every request authenticated by an API key,
+// and a BatchGetItem of its Ancestors for a key that has any (see checkKey).
+// CodeNotFound.
+func (s *Store) GetAPIKeyByHash(ctx context.Context, hash []byte) (account.APIKey, error) {
+	return s.getAPIKey(ctx, keyHashKey(hash))
+}
+
+func (s *Store) getAPIKey(ctx context.Context, k key) (account.APIKey, error) {
+	_, key, err := s.readLiveKey(ctx, k)
+	return key, err
+}
+
+// readLiveKey reads the copy of a key at k strongly consistently and checks
+// it (see checkKey): the item as read, and the key with DisabledAbove set.
+// CodeNotFound if it is not there or not live.
+func (s *Store) readLiveKey(ctx context.Context, k key) (apiKeyItem, account.APIKey, error) {
+	var it apiKeyItem
+	found, err := s.getItem(ctx, k, &it)
+	if err != nil {
+		return apiKeyItem{}, account.APIKey{}, err
+	}
+	if !found {
+		return apiKeyItem{}, account.APIKey{}, account.ErrAPIKeyNotFound()
+	}
+	key, live, err := s.checkKey(ctx, it, nil)
+	if err != nil {
+		return apiKeyItem{}, account.APIKey{}, err
+	}
+	if !live {
+		return apiKeyItem{}, account.APIKey{}, account.ErrAPIKeyNotFound()
+	}
+	return it, key, nil
+}
+
+// related holds the items read with a key that decide whether it is live:
+// its ancestors' items, by key ID, and its organization's, by its ID.
+type related struct {
+	keys map[string]apiKeyItem
+	orgs map[string]orgItem
+}
+
+// add decodes one item read and keeps it if it is a key or an organization.
+func (r *related) add(av map[string]types.AttributeValue) error {
+	var k key
+	if err := attributevalue.UnmarshalMap(av, &k); err != nil {
+		return account.Internal(err)
+	}
+	switch k.SK {
+	case sortKey:
+		var it apiKeyItem
+		if err := attributevalue.UnmarshalMap(av, &it); err != nil {
+			return account.Internal(err)
+		}
+		if r.keys == nil {
+			r.keys = map[string]apiKeyItem{}
+		}
+		r.keys[baseID(k.PK, prefixKey)] = it
+	case sortOrg:
+		var it orgItem
+		if err := attributevalue.UnmarshalMap(av, &it); err != nil {
+			return account.Internal(err)
+		}
+		if r.orgs == nil {
+			r.orgs = map[string]orgItem{}
+		}
+		r.orgs[baseID(k.PK, prefixOrg)] = it
+	}
+	return nil
+}
+
+// checkKey reports whether the key it (a copy read strongly consistently)
+// is live, and returns it with DisabledAbove set. A key is live when it is
+// not being deleted, and neither is any of its Ancestors, each of which
+// still exists, nor its organization, which still exists. A delete of a
+// tree too large for one transaction flags only its root before it starts
+// (see DeleteAPIKey), and a delete of an organization only the
+// organization, so this is how the keys below the one, and of the other,
+// are gone from that instant. (The keys above a key bound to an
+// organization are bound to it or to none, so its own is the only one to
+// read.) have holds items read already; the others are read with one
+// strongly consistent BatchGetItem. A key without ancestors or
+// organization (the bootstrap key and the keys it created) costs no read.
+func (s *Store) checkKey(ctx context.Context, it apiKeyItem, have *related) (k account.APIKey, live bool, err error) {
+	if it.Deleting {
+		return account.APIKey{}, false, nil
+	}
+	var r related
+	if have != nil {
+		r = related{keys: maps.Clone(have.keys), orgs: maps.Clone(have.orgs)}
+	}
+	var missing []key
+	for _, id := range it.Ancestors {
+		if _, ok := r.keys[id]; !ok {
+			missing = append(missing, apiKeyKey(id))
+		}
+	}
+	if _, ok := r.orgs[it.OrganizationID]; it.OrganizationID != "" && !ok {
+		missing = append(missing, orgKey(it.OrganizationID))
+	}
+	if len(missing) > 0 {
+		read, err := s.batchGet(ctx, missing)
+		if err != nil {
+			return account.APIKey{}, false, err
+		}
+		for _, av := range read {
+			if err := r.add(av); err != nil {
+				return account.APIKey{}, false, err
+			}
+		}
+	}
+	if it.OrganizationID != "" {
+		if o, ok := r.orgs[it.OrganizationID]; !ok || o.Deleting {
+			return account.APIKey{}, false, nil
+		}
+	}
+	k = it.apiKey()
+	for _, id := range it.Ancestors {
+		a, ok := r.keys[id]
+		if !ok || a.Deleting {
+			return account.APIKey{}, false, nil
+		}
+		k.DisabledAbove = k.DisabledAbove || a.Disabled
+	}
+	return k, true, nil
+}
+
+// errKeyChanged cancels a pass of UpdateAPIKey whose key changed, or went,
+// after it was read. The next pass reads it again.
+var errKeyChanged = errors.New("tablestore: the API key changed while it was being updated")
+
+// UpdateAPIKey reads the key as GetAPIKey does, calls allow, and writes
+// the patched key in one transaction: an UpdateItem of the item under the
+// ID that sets only the patched attributes (a concurrent create below the
+// key adds to its Children), on condition that it is still the Version
+// read and not being deleted, and a Put of the copy under the hash. A
+// change made between the read and the write (the condition fails), or
+// one in flight (a TransactionConflict that outlasted the retries of
+// transact), is a race lost, not a failure: the update starts again from
+// the read after a jittered backoff, at most WithConflictRetries times,
+// then reports CodeConcurrentUpdate, which a client may simply retry.
+// CodeNotFound.
+func (s *Store) UpdateAPIKey(ctx context.Context, id string, p account.APIKeyPatch, allow func(account.APIKey) error) (account.APIKey, error) {
+	for attempt := 0; ; attempt++ {
+		k, err := s.updateAPIKey(ctx, id, p, allow)
+		if !errors.Is(err, errKeyChanged) && !errors.Is(err, errTransactionConflict) {
+			return k, err
+		}
+		if attempt >= s.conflictRetries {
+			return account.APIKey{}, account.ErrConcurrentUpdate("API key")
+		}
+		if err := backoff(ctx, attempt); err != nil {
+			return account.APIKey{}, err
+		}
+	}
+}
+
+// updateAPIKey is one pass of UpdateAPIKey: errKeyChanged if the key
+// changed under it.
+func (s *Store) updateAPIKey(ctx context.Context, id string, p account.APIKeyPatch, allow func(account.APIKey) error) (account.APIKey, error) {
+	it, k, err := s.readKeyWithUse(ctx, id)
+	if err != nil {
+		return account.APIKey{}, err
+	}
+	if allow != nil {
+		if err := allow(k); err != nil {
+			return account.APIKey{}, err
+		}
+	}
+	next := it.patched(p)
+	// The item under the ID gets every attribute a change can touch, as
+	// next has it: the version condition makes that safe, and leaves
+	// children alone, which a create below the key may be adding to.
+	upd := expression.Set(expression.Name("version"), expression.Value(next.Version)).
+		Set(expression.Name("name"), expression.Value(next.Name)).
+		Set(expression.Name("hash"), expression.Value(next.Hash)).
+		Set(expression.Name("last4"), expression.Value(next.Last4))
+	for _, a := range []struct {
+		name string
+		set  bool
+	}{{"metadata", next.Metadata != nil}, {"disabled", next.Disabled}, {"previous_hash", next.PreviousHash != nil}, {"previous_expires_at", next.PreviousHash != nil}} {
+		if !a.set {
+			upd = upd.Remove(expression.Name(a.name))
+		}
+	}
+	if next.Metadata != nil {
+		upd = upd.Set(expression.Name("metadata"), expression.Value(next.Metadata))
+	}
+	if next.Disabled {
+		upd = upd.Set(expression.Name("disabled"), expression.Value(true))
+	}
+	if next.PreviousHash != nil {
+		upd = upd.Set(expression.Name("previous_hash"), expression.Value(next.PreviousHash)).
+			Set(expression.Name("previous_expires_at"), expression.Value(next.PreviousExpiresAt.UTC()))
+	}
+	if next.TokensRevokedBefore != nil {
+		upd = upd.Set(expression.Name("tokens_revoked_before"), expression.Value(next.TokensRevokedBefore.UTC()))
+	}
+	if next.CopiesSince != nil {
+		upd = upd.Set(expression.Name("copies_since"), expression.Value(next.CopiesSince.UTC()))
+	}
+	steps := []func() (types.TransactWriteItem, error){
+		func() (types.TransactWriteItem, error) {
+			return s.update(apiKeyKey(id), upd, condLive.And(versionIs(it.Version)))
+		},
+	}
+	onCheckFailed := []error{errKeyChanged}
+	// The copies need no condition of their own, but for a new secret's,
+	// which must not be another key's: the transaction writes them only if
+	// the item under the ID is the one read, and a delete removes them all
+	// in one transaction with it.
+	if p.Rotate != nil {
+		steps = append(steps, func() (types.TransactWriteItem, error) { return s.put(next.hashCopy(), condAbsent) })
+		onCheckFailed = append(onCheckFailed, account.Internal(errors.New("tablestore: an API key with this hash exists already")))
+	} else {
+		steps = append(steps, func() (types.TransactWriteItem, error) { return s.putAlways(next.hashCopy()) })
+	}
+	if next.PreviousHash != nil {
+		steps = append(steps, func() (types.TransactWriteItem, error) { return s.putAlways(next.previousCopy()) })
+	}
+	// The copies that next no longer has: a secret that stopped.
+	for _, h := range [][]byte{it.Hash, it.PreviousHash} {
+		if h != nil && !bytes.Equal(h, next.Hash) && !bytes.Equal(h, next.PreviousHash) {
+			steps = append(steps, func() (types.TransactWriteItem, error) { return s.del(keyHashKey(h), nil) })
+		}
+	}
+	items, err := build(steps...)
+	if err != nil {
+		return account.APIKey{}, err
+	}
+	// Every change rewrites the read copies, as it does the copy under
+	// the hash.
+	copies, err := s.keyCopyPuts(next)
+	if err != nil {
+		return account.APIKey{}, err
+	}
+	items = append(items, copies...)
+	out := next.apiKey()
+	out.DisabledAbove, out.LastUsedAt = k.DisabledAbove, k.LastUsedAt
+	if err := s.transact(withEvents(ctx, account.PendingEvent{Type: p.EventType(), Data: out}), items, onCheckFailed...); err != nil {
+		return account.APIKey{}, err
+	}
+	return out, nil
+}
+
+// patched returns the key item it with p applied and its Version one up. A
+// rotation makes the current hash the previous one (or drops it, with no
+// grace period) and drops an earlier previous one; any change drops a
+// previous hash whose grace period ended by p.At.
+func (it apiKeyItem) patched(p account.APIKeyPatch) apiKeyItem {
+	next := it
+	next.Version++
+	if p.Name != nil {
+		next.Name = *p.Name
+	}
+	if p.Metadata != nil {
+		next.Metadata = *p.Metadata
+		if len(next.Metadata) == 0 {
+			next.Metadata = nil
+		}
+	}
+	if p.Disabled != nil {
+		next.Disabled = *p.Disabled
+	}
+	var current time.Time
+	if it.TokensRevokedBefore != nil {
+		current = *it.TokensRevokedBefore
+	}
+	if before := p.TokensRevokedBefore(current); !before.IsZero() {
+		before = before.UTC()
+		next.TokensRevokedBefore = &before
+	}
+	if next.PreviousHash != nil && (p.Rotate != nil || !p.At.Before(*next.PreviousExpiresAt)) {
+		next.PreviousHash, next.PreviousExpiresAt = nil, nil
+	}
+	if next.CopiesSince == nil {
+		// A key from before read copies: it gets them now.
+		since := p.At
+		if since.IsZero() {
+			since = time.Now()
+		}
+		since = since.UTC()
+		next.CopiesSince = &since
+	}
+	if r := p.Rotate; r != nil {
+		if !r.PreviousUntil.IsZero() {
+			until := r.PreviousUntil.UTC()
+			next.PreviousHash, next.PreviousExpiresAt = it.Hash, &until
+		}
+		next.Hash, next.Last4 = r.Hash, r.Last4
+	}
+	return next
+}
+
+// versionIs is the condition that a key item has version v (see
+// apiKeyItem.Version): a key never changed has no version attribute.
+func versionIs(v int) expression.ConditionBuilder {
+	if v == 0 {
+		return expression.AttributeNotExists(expression.Name("version"))
+	}
+	return expression.Name("version").Equal(expression.Value(v))
+}
+
+// ListAPIKeys lists keys newest first from the KEYS partition of gsi1,
+// leaving out any item outside a KEY# partition (see list) and a key whose
+// delete has begun. The keys below it are listed
+// until the delete is finished: checking every key's ancestors would cost
+// a BatchGetItem per page, and only a delete cut off halfway is seen here.
+//
+// The keys' last uses are read with one more request, an eventually
+// consistent BatchGetItem of the page's KEYUSE# items.
+//
+// The keys of an organization or an owner are listed from the links in
+// its KEYORG# or KEYOWNER# partition (see listLinkedKeys).
+func (s *Store) ListAPIKeys(ctx context.Context, f account.APIKeyFilter, p account.ListParams) (account.Page[account.APIKey], error) {
+	switch {
+	case f.OrganizationID != "":
+		return s.listLinkedKeys(ctx, prefixKeyOrg+f.OrganizationID, p, func(k account.APIKey) bool {
+			return f.OwnerID == "" || k.OwnerID == f.OwnerID
+		})
+	case f.OwnerID != "":
+		return s.listLinkedKeys(ctx, prefixKeyOwner+f.OwnerID, p, func(account.APIKey) bool { return true })
+	}
+	page, err := list(ctx, s, listKeys, prefixKey, p, func(it apiKeyItem) (account.APIKey, bool) { return it.apiKey(), !it.Deleting })
+	if err != nil {
+		return page, err
+	}
+	return page, s.withLastUses(ctx, page.Items)
+}

@@ -1,0 +1,65 @@
+package tablestore
+
+import (
+	"context"
+
+	"latchkey/pkg/account"
+)
+
+// Test-only views of the table, so the external tests can check both sides
+// of every membership with strongly consistent reads rather than the
+// eventually consistent list index.
+
+// UserMembershipSides returns the organization IDs of the membership items
+// in the user's partition.
+func (s *Store) UserMembershipSides(ctx context.Context, userID string) ([]string, error) {
+	return s.memberSides(ctx, userKey(userID))
+}
+
+// OrgMembershipSides returns the user IDs of the membership items in the
+// organization's partition.
+func (s *Store) OrgMembershipSides(ctx context.Context, orgID string) ([]string, error) {
+	return s.memberSides(ctx, orgKey(orgID))
+}
+
+// APIKeyExpireAt returns the TTL attribute of the two copies of a key: the
+// item under its ID and the one under its hash.
+func (s *Store) APIKeyExpireAt(ctx context.Context, id string, hash []byte) (byID, byHash int64, err error) {
+	var a, b apiKeyItem
+	if _, err := s.getItem(ctx, apiKeyKey(id), &a); err != nil {
+		return 0, 0, err
+	}
+	if _, err := s.getItem(ctx, keyHashKey(hash), &b); err != nil {
+		return 0, 0, err
+	}
+	return a.ExpireAt, b.ExpireAt, nil
+}
+
+// MaxTreeKeys is how many keys one transaction of DeleteAPIKey deletes.
+const MaxTreeKeys = maxTreeKeys
+
+// APIKeyItems counts the items of k left in the table, read strongly
+// consistently: its item under its ID, its copies under its hash and
+// previous hash, its read copies, its link below its parent and its last
+// use.
+func (s *Store) APIKeyItems(ctx context.Context, k account.APIKey) (int, error) {
+	keys := append([]key{apiKeyKey(k.ID), keyHashKey(k.Hash), keyUseKey(k.ID)}, copyKeys(k.ID, apiKeyCopyKey)...)
+	if k.PreviousHash != nil {
+		keys = append(keys, keyHashKey(k.PreviousHash))
+	}
+	if n := len(k.Ancestors); n > 0 {
+		keys = append(keys, keyLinkKey(k.Ancestors[n-1], k.ID))
+	}
+	items, err := s.batchGet(ctx, keys)
+	return len(items), err
+}
+
+// ReadShards and EventShards are the numbers of read copies (the item
+// included) and of event shards (see shards.go).
+const (
+	ReadShards  = readShards
+	EventShards = eventShards
+)
+
+// WithReadShard returns ctx under which TokenStatus reads copy n.
+func WithReadShard(ctx context.Context, n int) context.Context { return withReadShard(ctx, n) }

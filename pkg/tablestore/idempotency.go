@@ -1,0 +1,177 @@
+package tablestore
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"latchkey/pkg/account"
+)
+
+// Idempotency records are one item each, IDEM#<key id>/IDEM#<key> (see
+// keys.go and docs/dynamodb.md), with TTL 24 hours after their creation.
+// The record of a request's change goes into the transaction of the change
+// itself: transactReturningOld appends it to every transaction made under
+// a context that carries an account.IdempotencyCommit, and a method whose
+// change takes several writes hides the commit from all but the last
+// (withoutCommit).
+
+// withoutCommit returns ctx without the idempotency commit it may carry,
+// nor the events it may carry for its transaction (withEvents), for a
+// write that is not the last of a change: the record must be committed
+// with the write that completes it, and the events with the write they
+// record.
+func withoutCommit(ctx context.Context) context.Context {
+	return withEvents(account.WithIdempotencyCommit(ctx, nil))
+}
+
+// ClaimIdempotency is one conditional PutItem: it writes r unless a record
+// in force is there (account.IdempotencyRecord.InForceAt, as a condition),
+// and the record there comes back with the failed condition.
+func (s *Store) ClaimIdempotency(ctx context.Context, r account.IdempotencyRecord, now time.Time) (account.IdempotencyRecord, bool, error) {
+	nowMilli := expression.Value(now.UnixMilli())
+	lapsed := expression.Name("state").Equal(expression.Value(account.IdempotencyStarted)).
+		And(expression.Name("lease_until").LessThanEqual(nowMilli)).
+		And(expression.Name("fingerprint").Equal(expression.Value(r.Fingerprint)))
+	cond := condAbsent.Or(expression.Name("expires_at").LessThanEqual(nowMilli), lapsed)
+	it, err := s.put(newIdempotencyItem(r), cond)
+	if err != nil {
+		return account.IdempotencyRecord{}, false, err
+	}
+	p := it.Put
+	err = s.retryConflicts(ctx, func() error {
+		_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName: s.table, Item: p.Item,
+			ConditionExpression: p.ConditionExpression, ExpressionAttributeNames: p.ExpressionAttributeNames,
+			ExpressionAttributeValues:           p.ExpressionAttributeValues,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		})
+		return conflict(err)
+	})
+	if err == nil {
+		return r, true, nil
+	}
+	ccf, ok := conditionFailed(err)
+	if !ok {
+		return account.IdempotencyRecord{}, false, storeErr(err)
+	}
+	var held idempotencyItem
+	if ccf.Item != nil {
+		if err := attributevalue.UnmarshalMap(ccf.Item, &held); err != nil {
+			return account.IdempotencyRecord{}, false, account.Internal(err)
+		}
+		return held.record(), false, nil
+	}
+	// An endpoint that does not return the old item: read it.
+	found, err := s.getItem(ctx, idempotencyKey(r.KeyID, r.Key), &held)
+	if err != nil {
+		return account.IdempotencyRecord{}, false, err
+	}
+	if !found {
+		return account.IdempotencyRecord{}, false, account.Unavailable(errors.New("tablestore: idempotency record vanished after a failed condition"))
+	}
+	return held.record(), false, nil
+}
+
+// ownedBy is the condition that the record is held by owner.
+func ownedBy(owner string) expression.ConditionBuilder {
+	return expression.Name("owner").Equal(expression.Value(owner))
+}
+
+// FinishIdempotency is one PutItem on condition that r.Owner holds the
+// record.
+func (s *Store) FinishIdempotency(ctx context.Context, r account.IdempotencyRecord) error {
+	it, err := s.put(newIdempotencyItem(r), ownedBy(r.Owner))
+	if err != nil {
+		return err
+	}
+	p := it.Put
+	err = s.retryConflicts(ctx, func() error {
+		_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName: s.table, Item: p.Item,
+			ConditionExpression: p.ConditionExpression, ExpressionAttributeNames: p.ExpressionAttributeNames,
+			ExpressionAttributeValues: p.ExpressionAttributeValues,
+		})
+		return conflict(err)
+	})
+	if _, ok := conditionFailed(err); ok {
+		return account.ErrIdempotencyLost()
+	}
+	return storeErr(err)
+}
+
+// ReleaseIdempotency is one DeleteItem on condition that owner holds the
+// record and it is started; a failed condition is no error.
+func (s *Store) ReleaseIdempotency(ctx context.Context, keyID, k, owner string) error {
+	cond := ownedBy(owner).And(expression.Name("state").Equal(expression.Value(account.IdempotencyStarted)))
+	it, err := s.del(idempotencyKey(keyID, k), &cond)
+	if err != nil {
+		return err
+	}
+	d := it.Delete
+	err = s.retryConflicts(ctx, func() error {
+		_, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+			TableName: s.table, Key: d.Key,
+			ConditionExpression: d.ConditionExpression, ExpressionAttributeNames: d.ExpressionAttributeNames,
+			ExpressionAttributeValues: d.ExpressionAttributeValues,
+		})
+		return conflict(err)
+	})
+	if _, ok := conditionFailed(err); ok {
+		return nil
+	}
+	return storeErr(err)
+}
+
+// withCommit returns items and onCheckFailed with, when c is not nil, the
+// move of c's record to applied appended, on condition that c.Owner holds
+// it and it is not done: a record another request has taken over cancels
+// the transaction, change and all, with account.ErrIdempotencyLost. The
+// slices passed in are not modified. It is the one place where the last
+// transaction of a change gains items, and so where an event of the
+// change (issue 11's feed) would join it too.
+func (s *Store) withCommit(c *account.IdempotencyCommit, items []types.TransactWriteItem, onCheckFailed []error) ([]types.TransactWriteItem, []error, error) {
+	if c == nil {
+		return items, onCheckFailed, nil
+	}
+	cond := ownedBy(c.Owner).And(expression.Name("state").NotEqual(expression.Value(account.IdempotencyDone)))
+	applied := expression.Set(expression.Name("state"), expression.Value(account.IdempotencyApplied))
+	it, err := s.update(idempotencyKey(c.KeyID, c.Key), applied, cond)
+	if err != nil {
+		return nil, nil, err
+	}
+	errs := make([]error, len(items), len(items)+1)
+	copy(errs, onCheckFailed)
+	return append(slices.Clip(items), it), append(errs, account.ErrIdempotencyLost()), nil
+}
+
+// updateWithCommit is updateItem for a change that commits an idempotency
+// record: UpdateItem cannot carry a second item, so it is one transaction
+// of the update and the record, then a strongly consistent GetItem of the
+// item for out (a transaction returns no items). The item read may hold an
+// update made between the two; no request of the API both takes
+// Idempotency-Key and updates this way, so that is the price of keeping the
+// Store contract for any that would.
+func (s *Store) updateWithCommit(ctx context.Context, k key, upd expression.UpdateBuilder, cond expression.ConditionBuilder, out any, notFound error) error {
+	it, err := s.update(k, upd, cond)
+	if err != nil {
+		return err
+	}
+	if err := s.transact(ctx, []types.TransactWriteItem{it}, notFound); err != nil {
+		return err
+	}
+	found, err := s.getItem(ctx, k, out)
+	if err != nil {
+		return err
+	}
+	if !found {
+		return notFound
+	}
+	return nil
+}

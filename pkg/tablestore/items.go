@@ -1,0 +1,467 @@
+package tablestore
+
+import (
+	"strings"
+	"time"
+
+	"latchkey/pkg/account"
+)
+
+// The items of the table. They are private so that the attribute layout can
+// change without touching the domain; every conversion between an item and a
+// domain type is in this file. Times are stored as RFC 3339 strings (the
+// attributevalue default), which keeps items readable in the console;
+// expire_at is epoch seconds because that is what DynamoDB TTL reads.
+
+type userItem struct {
+	key
+	GSI1PK    string    `dynamodbav:"gsi1pk"`
+	GSI1SK    string    `dynamodbav:"gsi1sk"`
+	Email     string    `dynamodbav:"email"`
+	Name      string    `dynamodbav:"name"`
+	Role      string    `dynamodbav:"role"`
+	CreatedAt time.Time `dynamodbav:"created_at"`
+	UpdatedAt time.Time `dynamodbav:"updated_at"`
+	// ExternalID and Metadata are absent when there are none.
+	ExternalID string            `dynamodbav:"external_id,omitempty"`
+	Metadata   map[string]string `dynamodbav:"metadata,omitempty"`
+	// Deleting is set by the first step of DeleteUser; AddMember refuses a
+	// user that has it, so the cascade sees every membership.
+	Deleting bool `dynamodbav:"deleting,omitempty"`
+}
+
+func newUserItem(u account.User) userItem {
+	return userItem{
+		key:        userKey(u.ID),
+		GSI1PK:     listUsers,
+		GSI1SK:     u.ID,
+		Email:      u.Email,
+		Name:       u.Name,
+		Role:       u.Role,
+		CreatedAt:  u.CreatedAt.UTC(),
+		UpdatedAt:  u.UpdatedAt.UTC(),
+		ExternalID: u.ExternalID,
+		Metadata:   u.Metadata,
+	}
+}
+
+func (it userItem) user() account.User {
+	return account.User{
+		ID:         idFrom(it.PK, prefixUser),
+		Email:      it.Email,
+		Name:       it.Name,
+		Role:       it.Role,
+		ExternalID: it.ExternalID,
+		Metadata:   account.Metadata(it.Metadata).OrNil(),
+		CreatedAt:  it.CreatedAt,
+		UpdatedAt:  it.UpdatedAt,
+	}
+}
+
+// guardItem claims a unique value (an e-mail or a slug) for its owner.
+type guardItem struct {
+	key
+	OwnerID string `dynamodbav:"owner_id"`
+}
+
+type orgItem struct {
+	key
+	GSI1PK    string    `dynamodbav:"gsi1pk"`
+	GSI1SK    string    `dynamodbav:"gsi1sk"`
+	Name      string    `dynamodbav:"name"`
+	Slug      string    `dynamodbav:"slug"`
+	Plan      string    `dynamodbav:"plan"`
+	CreatedAt time.Time `dynamodbav:"created_at"`
+	UpdatedAt time.Time `dynamodbav:"updated_at"`
+	// ExternalID and Metadata: as for userItem.
+	ExternalID string            `dynamodbav:"external_id,omitempty"`
+	Metadata   map[string]string `dynamodbav:"metadata,omitempty"`
+	// Deleting: as for userItem.
+	Deleting bool `dynamodbav:"deleting,omitempty"`
+}
+
+func newOrgItem(o account.Organization) orgItem {
+	return orgItem{
+		key:        orgKey(o.ID),
+		GSI1PK:     listOrgs,
+		GSI1SK:     o.ID,
+		Name:       o.Name,
+		Slug:       o.Slug,
+		Plan:       o.Plan,
+		CreatedAt:  o.CreatedAt.UTC(),
+		UpdatedAt:  o.UpdatedAt.UTC(),
+		ExternalID: o.ExternalID,
+		Metadata:   o.Metadata,
+	}
+}
+
+func (it orgItem) organization() account.Organization {
+	return account.Organization{
+		ID:         idFrom(it.PK, prefixOrg),
+		Name:       it.Name,
+		Slug:       it.Slug,
+		Plan:       it.Plan,
+		ExternalID: it.ExternalID,
+		Metadata:   account.Metadata(it.Metadata).OrNil(),
+		CreatedAt:  it.CreatedAt,
+		UpdatedAt:  it.UpdatedAt,
+	}
+}
+
+// memberItem is one side of a membership: stored once in the organization's
+// partition and once in the user's, so that either side can be listed in
+// order and cascaded with a strongly consistent Query.
+type memberItem struct {
+	key
+	GSI1PK    string    `dynamodbav:"gsi1pk"`
+	GSI1SK    string    `dynamodbav:"gsi1sk"`
+	Role      string    `dynamodbav:"role"`
+	CreatedAt time.Time `dynamodbav:"created_at"`
+	UpdatedAt time.Time `dynamodbav:"updated_at"`
+}
+
+// newMemberItems returns the organization's side and the user's side.
+func newMemberItems(m account.Membership) (orgSide, userSide memberItem) {
+	orgSide = memberItem{
+		key:       orgMemberKey(m.OrganizationID, m.UserID),
+		GSI1PK:    membersList(m.OrganizationID),
+		GSI1SK:    memberSort(m.CreatedAt, m.UserID),
+		Role:      m.Role,
+		CreatedAt: m.CreatedAt.UTC(),
+		UpdatedAt: m.UpdatedAt.UTC(),
+	}
+	userSide = orgSide
+	userSide.key = userMemberKey(m.UserID, m.OrganizationID)
+	userSide.GSI1PK = memberOfList(m.UserID)
+	userSide.GSI1SK = memberSort(m.CreatedAt, m.OrganizationID)
+	return orgSide, userSide
+}
+
+func (it memberItem) membership() account.Membership {
+	m := account.Membership{Role: it.Role, CreatedAt: it.CreatedAt, UpdatedAt: it.UpdatedAt}
+	if strings.HasPrefix(it.PK, prefixOrg) {
+		m.OrganizationID, m.UserID = idFrom(it.PK, prefixOrg), idFrom(it.SK, prefixMember)
+	} else {
+		m.UserID, m.OrganizationID = idFrom(it.PK, prefixUser), idFrom(it.SK, prefixMember)
+	}
+	return m
+}
+
+// apiKeyItem is stored twice with the same attributes: under its ID (listed,
+// read by TokenStatus) and under its hash (read on every API-key request).
+// Every change to a key (UpdateAPIKey) writes both copies in one
+// transaction, on condition that the item under the ID still has the
+// Version that was read, so the copies never diverge. The attributes a
+// store operation writes on one copy alone are Children, which only the
+// item under the ID carries, and Deleting, which a tree delete sets on both
+// in one transaction.
+type apiKeyItem struct {
+	key
+	GSI1PK    string   `dynamodbav:"gsi1pk,omitempty"`
+	GSI1SK    string   `dynamodbav:"gsi1sk,omitempty"`
+	KeyID     string   `dynamodbav:"key_id"`
+	Name      string   `dynamodbav:"name"`
+	Hash      []byte   `dynamodbav:"hash"`
+	Last4     string   `dynamodbav:"last4"`
+	Scopes    []string `dynamodbav:"scopes"`
+	CreatedBy string   `dynamodbav:"created_by,omitempty"`
+	Ancestors []string `dynamodbav:"ancestors,omitempty"`
+	Bootstrap bool     `dynamodbav:"bootstrap,omitempty"`
+	// OrganizationID and OwnerID are listed in the key's KEYORG# and
+	// KEYOWNER# partitions too (see keyLinkItem).
+	OrganizationID string            `dynamodbav:"organization_id,omitempty"`
+	OwnerID        string            `dynamodbav:"owner_id,omitempty"`
+	Metadata       map[string]string `dynamodbav:"metadata,omitempty"`
+	Disabled       bool              `dynamodbav:"disabled,omitempty"`
+	// PreviousHash is the hash of the secret the last rotation replaced,
+	// until PreviousExpiresAt; a third copy of the key is stored under it
+	// meanwhile (see previousCopy).
+	PreviousHash      []byte     `dynamodbav:"previous_hash,omitempty"`
+	PreviousExpiresAt *time.Time `dynamodbav:"previous_expires_at,omitempty"`
+	// TokensRevokedBefore is on both copies, set by UpdateAPIKey in its
+	// transaction: every verify reads it with the key, so one write
+	// revokes every token of the key at once (account.APIKey).
+	TokensRevokedBefore *time.Time `dynamodbav:"tokens_revoked_before,omitempty"`
+	CreatedAt           time.Time  `dynamodbav:"created_at"`
+	ExpiresAt           time.Time  `dynamodbav:"expires_at"`
+	// ExpireAt is the TTL attribute (epoch seconds), on keys that expire:
+	// DynamoDB drops both copies account.ExpiredKeyRetention after expiry.
+	ExpireAt int64 `dynamodbav:"expire_at,omitempty"`
+	// Version counts the changes made to the key since it was created:
+	// every change, and every delete of it, is conditional on the version
+	// it read, so none is made to a key other than the one it read.
+	Version int `dynamodbav:"version,omitempty"`
+	// Children counts the keys ever created below this one (each create
+	// adds 1 in its transaction): a delete of the tree deletes this item
+	// only if the count is still the one it read, so no key created
+	// meanwhile is left behind. On the item under the ID only.
+	Children int `dynamodbav:"children,omitempty"`
+	// Deleting is set, on both copies, by a delete of the tree that takes
+	// more than one transaction, before the first: the key and every key
+	// below it are then gone to readers.
+	Deleting bool `dynamodbav:"deleting,omitempty"`
+	// CopiesSince is when the key got its read copies (see shards.go): at
+	// its creation, or, for a key created before they existed, at its
+	// first change since. A token issued before then may have been
+	// revoked with no copy of its revocation entry, so a verify of it
+	// reads the entry itself too. Nil on a key that has no copies.
+	CopiesSince *time.Time `dynamodbav:"copies_since,omitempty"`
+}
+
+// newAPIKeyItems returns the item under the ID and the copy under the hash.
+// Only the first is in the gsi1 list.
+func newAPIKeyItems(k account.APIKey) (byID, byHash apiKeyItem) {
+	scopes := k.Scopes
+	if scopes == nil {
+		scopes = []string{}
+	}
+	byID = apiKeyItem{
+		key:       apiKeyKey(k.ID),
+		GSI1PK:    listKeys,
+		GSI1SK:    k.ID,
+		KeyID:     k.ID,
+		Name:      k.Name,
+		Hash:      k.Hash,
+		Last4:     k.Last4,
+		Scopes:    scopes,
+		CreatedBy: k.CreatedBy,
+		Ancestors: k.Ancestors,
+		Bootstrap: k.Bootstrap,
+		Disabled:  k.Disabled,
+
+		OrganizationID: k.OrganizationID,
+		OwnerID:        k.OwnerID,
+		CreatedAt:      k.CreatedAt.UTC(),
+		ExpiresAt:      k.ExpiresAt.UTC(),
+	}
+	if len(k.Metadata) > 0 {
+		byID.Metadata = k.Metadata
+	}
+	if !k.ExpiresAt.IsZero() {
+		byID.ExpireAt = k.ExpiresAt.Add(account.ExpiredKeyRetention).Unix()
+	}
+	since := byID.CreatedAt
+	byID.CopiesSince = &since
+	return byID, byID.hashCopy()
+}
+
+// hashCopy returns the copy of the item under the ID (it) that is stored
+// under the key's hash: outside the list, without Children.
+func (it apiKeyItem) hashCopy() apiKeyItem {
+	it.key = keyHashKey(it.Hash)
+	it.GSI1PK, it.GSI1SK = "", ""
+	it.Children = 0
+	return it
+}
+
+// previousCopy returns the copy of the item under the ID (it) that is
+// stored under its PreviousHash while that secret is accepted. DynamoDB
+// deletes it (TTL) once the grace period has ended; the service refuses the
+// secret from that instant on whether or not it is gone.
+func (it apiKeyItem) previousCopy() apiKeyItem {
+	c := it.hashCopy()
+	c.key = keyHashKey(it.PreviousHash)
+	c.ExpireAt = it.PreviousExpiresAt.Unix()
+	return c
+}
+
+// apiKey returns the key as stored; DisabledAbove is for the reader to set.
+func (it apiKeyItem) apiKey() account.APIKey {
+	k := account.APIKey{
+		ID:        it.KeyID,
+		Name:      it.Name,
+		Hash:      it.Hash,
+		Last4:     it.Last4,
+		Scopes:    it.Scopes,
+		CreatedBy: it.CreatedBy,
+		Ancestors: it.Ancestors,
+		Bootstrap: it.Bootstrap,
+		Metadata:  it.Metadata,
+
+		OrganizationID: it.OrganizationID,
+		OwnerID:        it.OwnerID,
+		Disabled:       it.Disabled,
+		CreatedAt:      it.CreatedAt,
+		ExpiresAt:      it.ExpiresAt,
+
+		PreviousHash: it.PreviousHash,
+	}
+	if it.PreviousExpiresAt != nil {
+		k.PreviousExpiresAt = *it.PreviousExpiresAt
+	}
+	if it.TokensRevokedBefore != nil {
+		k.TokensRevokedBefore = *it.TokensRevokedBefore
+	}
+	if k.Scopes == nil {
+		k.Scopes = []string{}
+	}
+	return k
+}
+
+// keyLinkItem lists a key in another partition, found with a strongly
+// consistent Query of that partition: in the partition of its parent (the
+// last of its Ancestors), so that a delete finds the keys below a key; in
+// the KEYORG# partition of its organization, so that deleting the
+// organization finds its keys, and so do lists by organization; in the
+// KEYOWNER# partition of its owner, for lists by owner. It expires with the
+// key.
+type keyLinkItem struct {
+	key
+	ExpireAt int64 `dynamodbav:"expire_at,omitempty"`
+}
+
+// linkKeys returns the keys of the links of the key it in its
+// organization's and its owner's partitions (not the link below its
+// parent: a link to a key whose item is gone is found in its parent's
+// partition, not through the item).
+func (it apiKeyItem) linkKeys() []key {
+	var ks []key
+	if it.OrganizationID != "" {
+		ks = append(ks, keyOrgLinkKey(it.OrganizationID, it.KeyID))
+	}
+	if it.OwnerID != "" {
+		ks = append(ks, keyOwnerLinkKey(it.OwnerID, it.KeyID))
+	}
+	return ks
+}
+
+// newKeyLinkItem returns the link at where to the key k.
+func newKeyLinkItem(where key, k account.APIKey) keyLinkItem {
+	it := keyLinkItem{key: where}
+	if !k.ExpiresAt.IsZero() {
+		it.ExpireAt = k.ExpiresAt.Add(account.ExpiredKeyRetention).Unix()
+	}
+	return it
+}
+
+// keyUseItem records when a key's secret last authenticated a request. It
+// is an item of its own, in a partition of its own, so that every function
+// may write it (each authenticates API keys) while only the auth function
+// may write the key's items: a function that can set a key's last use can
+// change nothing else about it. It expires with the key.
+type keyUseItem struct {
+	key
+	KeyID string `dynamodbav:"key_id"`
+	// LastUsedAt is epoch milliseconds, so that a condition can compare it.
+	LastUsedAt int64 `dynamodbav:"last_used_at"`
+	ExpireAt   int64 `dynamodbav:"expire_at,omitempty"`
+}
+
+func (it keyUseItem) lastUsed() time.Time {
+	if it.LastUsedAt == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(it.LastUsedAt).UTC()
+}
+
+// tokenItem is a token's record, in its key's partition (KEY#<key_id>,
+// TOKEN#<tok_id>), so that a strongly consistent Query of that partition
+// lists the key's tokens newest first (token IDs are ULIDs).
+type tokenItem struct {
+	key
+	KeyID     string    `dynamodbav:"key_id"`
+	Scopes    []string  `dynamodbav:"scopes"`
+	Audience  string    `dynamodbav:"audience,omitempty"`
+	IssuedAt  time.Time `dynamodbav:"issued_at"`
+	ExpiresAt time.Time `dynamodbav:"expires_at"`
+	// ExpireAt is the TTL attribute: DynamoDB deletes the record, for free,
+	// some time after the token has expired.
+	ExpireAt time.Time `dynamodbav:"expire_at,unixtime"`
+}
+
+func newTokenItem(t account.TokenRecord) tokenItem {
+	scopes := t.Scopes
+	if scopes == nil {
+		scopes = []string{}
+	}
+	return tokenItem{
+		key:       tokenKey(t.KeyID, t.ID),
+		KeyID:     t.KeyID,
+		Scopes:    scopes,
+		Audience:  t.Audience,
+		IssuedAt:  t.IssuedAt.UTC(),
+		ExpiresAt: t.ExpiresAt.UTC(),
+		ExpireAt:  t.ExpiresAt,
+	}
+}
+
+func (it tokenItem) record() account.TokenRecord {
+	return account.TokenRecord{
+		ID: idFrom(it.SK, prefixToken), KeyID: it.KeyID, Scopes: it.Scopes, Audience: it.Audience,
+		IssuedAt: it.IssuedAt, ExpiresAt: it.ExpiresAt,
+	}
+}
+
+type revocationItem struct {
+	key
+	KeyID     string    `dynamodbav:"key_id"`
+	RevokedAt time.Time `dynamodbav:"revoked_at"`
+	ExpiresAt time.Time `dynamodbav:"expires_at"`
+	// ExpireAt is the TTL attribute: once the token has expired it is
+	// refused for that reason, and its revocation entry is no longer needed.
+	ExpireAt time.Time `dynamodbav:"expire_at,unixtime"`
+}
+
+func newRevocationItem(r account.Revocation) revocationItem {
+	return revocationItem{
+		key:       revocationKey(r.TokenID),
+		KeyID:     r.KeyID,
+		RevokedAt: r.RevokedAt.UTC(),
+		ExpiresAt: r.ExpiresAt.UTC(),
+		ExpireAt:  r.ExpiresAt,
+	}
+}
+
+// jwksItem is the config item as it is read (see publickeys.go).
+type jwksItem struct {
+	key
+	JWKS   []byte `dynamodbav:"jwks"`
+	Issuer string `dynamodbav:"issuer"`
+}
+
+// idempotencyItem is an account.IdempotencyRecord. The lease and the
+// expiry are epoch milliseconds, for the conditions of ClaimIdempotency;
+// ExpireAt is the TTL attribute (epoch seconds, rounded up).
+type idempotencyItem struct {
+	key
+	KeyID       string                   `dynamodbav:"key_id"`
+	Key         string                   `dynamodbav:"idempotency_key"`
+	Fingerprint []byte                   `dynamodbav:"fingerprint"`
+	Owner       string                   `dynamodbav:"owner"`
+	State       account.IdempotencyState `dynamodbav:"state"`
+	LeaseUntil  int64                    `dynamodbav:"lease_until"`
+	Response    []byte                   `dynamodbav:"response,omitempty"`
+	CreatedAt   time.Time                `dynamodbav:"created_at"`
+	ExpiresAt   int64                    `dynamodbav:"expires_at"`
+	ExpireAt    int64                    `dynamodbav:"expire_at"`
+}
+
+func newIdempotencyItem(r account.IdempotencyRecord) idempotencyItem {
+	return idempotencyItem{
+		key:         idempotencyKey(r.KeyID, r.Key),
+		KeyID:       r.KeyID,
+		Key:         r.Key,
+		Fingerprint: r.Fingerprint,
+		Owner:       r.Owner,
+		State:       r.State,
+		LeaseUntil:  r.LeaseUntil.UnixMilli(),
+		Response:    r.Response,
+		CreatedAt:   r.CreatedAt.UTC(),
+		ExpiresAt:   r.ExpiresAt.UnixMilli(),
+		ExpireAt:    r.ExpiresAt.Add(time.Second - 1).Unix(),
+	}
+}
+
+func (it idempotencyItem) record() account.IdempotencyRecord {
+	return account.IdempotencyRecord{
+		KeyID:       it.KeyID,
+		Key:         it.Key,
+		Fingerprint: it.Fingerprint,
+		Owner:       it.Owner,
+		State:       it.State,
+		LeaseUntil:  time.UnixMilli(it.LeaseUntil).UTC(),
+		Response:    it.Response,
+		CreatedAt:   it.CreatedAt,
+		ExpiresAt:   time.UnixMilli(it.ExpiresAt).UTC(),
+	}
+}

@@ -1,0 +1,135 @@
+package tablestore
+
+import (
+	"context"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"latchkey/pkg/account"
+)
+
+// RecordAPIKeyUse writes the key's last use with one UpdateItem of its
+// item in its KEYUSE# partition, on condition that the use recorded there
+// is at least account.KeyUseResolution older, so that the stored value changes
+// at most once a minute. When it is not, DynamoDB returns the item with the
+// failure (ReturnValuesOnConditionCheckFailure), and its time comes back:
+// one request either way. (A failed condition is billed as a write on AWS;
+// the service calls this at most once a minute per key in each process.)
+// The item expires with the key. A use recorded for a key deleted a moment
+// before leaves an item that nothing reads.
+func (s *Store) RecordAPIKeyUse(ctx context.Context, k account.APIKey, at time.Time) (time.Time, error) {
+	ms := at.UnixMilli()
+	upd := expression.Set(expression.Name("last_used_at"), expression.Value(ms)).
+		Set(expression.Name("key_id"), expression.Value(k.ID))
+	if !k.ExpiresAt.IsZero() {
+		upd = upd.Set(expression.Name("expire_at"), expression.Value(k.ExpiresAt.Add(account.ExpiredKeyRetention).Unix()))
+	}
+	cond := expression.AttributeNotExists(expression.Name("last_used_at")).
+		Or(expression.Name("last_used_at").LessThanEqual(expression.Value(at.Add(-account.KeyUseResolution).UnixMilli())))
+	it, err := s.update(keyUseKey(k.ID), upd, cond)
+	if err != nil {
+		return time.Time{}, err
+	}
+	u := it.Update
+	err = s.retryConflicts(ctx, func() error {
+		_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: s.table, Key: u.Key, UpdateExpression: u.UpdateExpression,
+			ConditionExpression: u.ConditionExpression, ExpressionAttributeNames: u.ExpressionAttributeNames,
+			ExpressionAttributeValues:           u.ExpressionAttributeValues,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		})
+		return conflict(err)
+	})
+	if err == nil {
+		return time.UnixMilli(ms).UTC(), nil
+	}
+	ccf, ok := conditionFailed(err)
+	if !ok {
+		return time.Time{}, storeErr(err)
+	}
+	var old keyUseItem
+	if ccf.Item != nil {
+		if err := attributevalue.UnmarshalMap(ccf.Item, &old); err != nil {
+			return time.Time{}, account.Internal(err)
+		}
+		return old.lastUsed(), nil
+	}
+	// An endpoint that does not return the old item: the use it holds is
+	// recent, which is all the caller needs to know.
+	return at, nil
+}
+
+// readKeyWithUse reads the item under the ID of the key id and its last
+// use in one strongly consistent BatchGetItem, and checks the key (see
+// checkKey): the item as read, and the key with DisabledAbove and
+// LastUsedAt set. CodeNotFound if it is not there or not live.
+func (s *Store) readKeyWithUse(ctx context.Context, id string) (apiKeyItem, account.APIKey, error) {
+	read, err := s.batchGet(ctx, []key{apiKeyKey(id), keyUseKey(id)})
+	if err != nil {
+		return apiKeyItem{}, account.APIKey{}, err
+	}
+	var it *apiKeyItem
+	var use keyUseItem
+	for _, av := range read {
+		var k key
+		if err := attributevalue.UnmarshalMap(av, &k); err != nil {
+			return apiKeyItem{}, account.APIKey{}, account.Internal(err)
+		}
+		var err error
+		switch k.SK {
+		case sortKey:
+			it = &apiKeyItem{}
+			err = attributevalue.UnmarshalMap(av, it)
+		case sortKeyUse:
+			err = attributevalue.UnmarshalMap(av, &use)
+		}
+		if err != nil {
+			return apiKeyItem{}, account.APIKey{}, account.Internal(err)
+		}
+	}
+	if it == nil {
+		return apiKeyItem{}, account.APIKey{}, account.ErrAPIKeyNotFound()
+	}
+	k, live, err := s.checkKey(ctx, *it, nil)
+	if err != nil {
+		return apiKeyItem{}, account.APIKey{}, err
+	}
+	if !live {
+		return apiKeyItem{}, account.APIKey{}, account.ErrAPIKeyNotFound()
+	}
+	k.LastUsedAt = use.lastUsed()
+	return *it, k, nil
+}
+
+// withLastUses sets the LastUsedAt of each of keys from their KEYUSE#
+// items, read with eventually consistent BatchGetItem requests (half a
+// read unit each): a list is eventually consistent anyway.
+func (s *Store) withLastUses(ctx context.Context, keys []account.APIKey) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	ks := make([]key, len(keys))
+	for i, k := range keys {
+		ks[i] = keyUseKey(k.ID)
+	}
+	read, err := s.batchGetWith(ctx, ks, false)
+	if err != nil {
+		return err
+	}
+	last := make(map[string]time.Time, len(read))
+	for _, av := range read {
+		var use keyUseItem
+		if err := attributevalue.UnmarshalMap(av, &use); err != nil {
+			return account.Internal(err)
+		}
+		last[use.KeyID] = use.lastUsed()
+	}
+	for i := range keys {
+		keys[i].LastUsedAt = last[keys[i].ID]
+	}
+	return nil
+}

@@ -1,0 +1,166 @@
+package tablestore
+
+import (
+	"context"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"latchkey/pkg/account"
+)
+
+// CreateOrganization writes the organization, its slug guard and its
+// external id guard (if it has one) in one transaction; see claim.
+// CodeSlugTaken, CodeExternalIDTaken.
+func (s *Store) CreateOrganization(ctx context.Context, o account.Organization) error {
+	ctx = withEvents(ctx, account.PendingEvent{Type: account.EventOrganizationCreated, Data: o})
+	copies, err := s.orgCopyPuts(o.ID, false)
+	if err != nil {
+		return err
+	}
+	return s.create(ctx, newOrgItem(o), o.ID, []claimed{{uniqueSlug, o.Slug}, {uniqueOrgExtID, o.ExternalID}}, s.orgOwners(), copies, nil)
+}
+
+func (s *Store) orgOwners() owners {
+	return owners{orgKey, s.DeleteOrganization, account.ErrOrganizationNotFound}
+}
+
+// GetOrganization reads the organization strongly consistently.
+// CodeNotFound, also for an organization whose delete has begun.
+func (s *Store) GetOrganization(ctx context.Context, id string) (account.Organization, error) {
+	var it orgItem
+	found, err := s.getItem(ctx, orgKey(id), &it)
+	if err != nil {
+		return account.Organization{}, err
+	}
+	if !found || it.Deleting {
+		return account.Organization{}, account.ErrOrganizationNotFound()
+	}
+	return it.organization(), nil
+}
+
+// GetOrganizationBySlug reads the slug guard, then the organization it
+// names, both strongly consistently. CodeNotFound.
+func (s *Store) GetOrganizationBySlug(ctx context.Context, slug string) (account.Organization, error) {
+	return lookupBy(ctx, s, slugKey(slug), s.GetOrganization, account.ErrOrganizationNotFound)
+}
+
+// GetOrganizationByExternalID reads the external id guard, then the
+// organization it names, both strongly consistently. CodeNotFound.
+func (s *Store) GetOrganizationByExternalID(ctx context.Context, externalID string) (account.Organization, error) {
+	return lookupBy(ctx, s, orgExtKey(externalID), s.GetOrganization, account.ErrOrganizationNotFound)
+}
+
+// UpdateOrganization applies the patch as UpdateUser does: one UpdateItem,
+// no read, unless it changes the external id (see updateClaiming).
+// CodeNotFound, also while the organization is being deleted;
+// CodeExternalIDTaken.
+func (s *Store) UpdateOrganization(ctx context.Context, id string, p account.OrganizationPatch) (account.Organization, error) {
+	var it orgItem
+	// The item as read: none yet in the UpdateItem without a read.
+	stamp := func() time.Time { return account.NextUpdatedAt(p.UpdatedAt, it.UpdatedAt) }
+	upd := func() expression.UpdateBuilder { // one per attempt, as in UpdateUser
+		upd := expression.Set(expression.Name("updated_at"), expression.Value(stamp()))
+		if p.Name != nil {
+			upd = upd.Set(expression.Name("name"), expression.Value(*p.Name))
+		}
+		if p.Plan != nil {
+			upd = upd.Set(expression.Name("plan"), expression.Value(*p.Plan))
+		}
+		return setMetadata(upd, p.Metadata)
+	}
+	if p.ExternalID == nil && !recording(ctx) {
+		if err := s.updateItem(ctx, orgKey(id), upd(), condLive, &it, account.ErrOrganizationNotFound()); err != nil {
+			return account.Organization{}, err
+		}
+		return it.organization(), nil
+	}
+	// As in UpdateUser: with events, every update reads first.
+	patched := func() account.Organization {
+		o := p.Apply(it.organization())
+		o.UpdatedAt = stamp()
+		return o
+	}
+	err := s.updateClaiming(ctx, orgKey(id), id, &it, upd, func() []move {
+		if p.ExternalID == nil {
+			return nil
+		}
+		return []move{{uniqueOrgExtID, it.ExternalID, *p.ExternalID}}
+	}, func() bool { return it.Deleting }, func() time.Time { return it.UpdatedAt }, func() account.PendingEvent {
+		return account.PendingEvent{Type: account.EventOrganizationUpdated, Data: patched()}
+	}, s.orgOwners())
+	if err != nil {
+		return account.Organization{}, err
+	}
+	return patched(), nil
+}
+
+// DeleteOrganization deletes the organization, both sides of each of its
+// memberships, its slug guard, its external id guard and the API keys
+// bound to it; see cascade for organizations with more than 49 members (48
+// with an external id), and orgkeys.go for the keys, which go first (in
+// the same transactions), once the flag has made them stop working.
+// CodeNotFound.
+func (s *Store) DeleteOrganization(ctx context.Context, id string) error {
+	var o orgItem
+	if err := s.markOrgDeleting(ctx, id, &o); err != nil {
+		return err
+	}
+	guards := []key{slugKey(o.Slug)}
+	if o.ExternalID != "" {
+		guards = append(guards, orgExtKey(o.ExternalID))
+	}
+	// The read copies name the organization as guards name their holder,
+	// and go with it.
+	guards = append(guards, copyKeys(id, orgCopyKey)...)
+	keys := func(ctx context.Context) ([][]step, error) { return s.orgKeyGroups(ctx, id) }
+	return s.deleteWithMemberships(ctx, id, orgKey(id), guards, keys, func(m memberSide) ([]step, error) {
+		// The organization goes too: its owner count does not matter.
+		org, err := s.del(orgMemberKey(id, m.otherID), nil)
+		if err != nil {
+			return nil, err
+		}
+		user, err := s.del(userMemberKey(m.otherID, id), nil)
+		deleted := &account.PendingEvent{Type: account.EventOrganizationMembershipDeleted, Data: m.membership(id, "")}
+		return []step{{org, nil, deleted}, {user, nil, nil}}, err
+	}, account.PendingEvent{Type: account.EventOrganizationDeleted, Data: o.organization()}, account.ErrOrganizationNotFound())
+}
+
+// ListOrganizations lists organizations newest first from the ORGS
+// partition of gsi1.
+func (s *Store) ListOrganizations(ctx context.Context, p account.ListParams) (account.Page[account.Organization], error) {
+	return list(ctx, s, listOrgs, prefixOrg, p, func(it orgItem) (account.Organization, bool) {
+		return it.organization(), !it.Deleting // as in GetOrganization
+	})
+}
+
+// markOrgDeleting is markDeleting for the organization id, whose read
+// copies (see shards.go) are flagged in the same transaction, so that a
+// verify that reads any of them sees the flag from the same instant: one
+// TransactWriteItems of the item and its copies (putting those that an
+// organization created before copies existed lacks), then a GetItem of the
+// item as it now is. CodeNotFound.
+func (s *Store) markOrgDeleting(ctx context.Context, id string, out *orgItem) error {
+	upd, err := s.update(orgKey(id), expression.Set(expression.Name("deleting"), expression.Value(true)), condPresent)
+	if err != nil {
+		return err
+	}
+	copies, err := s.orgCopyPuts(id, true)
+	if err != nil {
+		return err
+	}
+	// The first step of a delete: no event, and the record goes with the last.
+	ctx = withEvents(withoutCommit(ctx))
+	if err := s.transact(ctx, append([]types.TransactWriteItem{upd}, copies...), account.ErrOrganizationNotFound()); err != nil {
+		return err
+	}
+	found, err := s.getItem(ctx, orgKey(id), out)
+	if err != nil {
+		return err
+	}
+	if !found {
+		return account.ErrOrganizationNotFound()
+	}
+	return nil
+}

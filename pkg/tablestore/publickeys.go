@@ -1,0 +1,96 @@
+package tablestore
+
+import (
+	"context"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"latchkey/pkg/account"
+)
+
+// The config item (CONFIG, JWKS) holds what the auth function publishes for
+// the functions that verify tokens without the private key: the JSON Web
+// Key Set of the signing keys (jwks, with the version of the signing secret
+// it was derived from) and the issuer identifier the deployment recorded
+// (issuer). Each is written by an UpdateItem that sets its own attributes
+// only, so that neither write erases the other; one GetItem reads both.
+
+// PutPublicKeys stores the JSON Web Key Set of the token signing keys, so
+// that the functions that only verify tokens get the public keys from the
+// table and never need access to the private key. version is the creation
+// time of the signing secret version the set was derived from; the set is
+// written only if the stored one is from the same or an older version (or
+// there is none), so that an auth instance that read the secret just before
+// a rotation cannot put the old keys back over the new ones. Keeping a
+// newer set is not an error.
+func (s *Store) PutPublicKeys(ctx context.Context, jwks []byte, version time.Time) error {
+	// Unix milliseconds: Secrets Manager's precision, and a number, so that
+	// the condition can compare it.
+	v := version.UnixMilli()
+	// An item written before versions were recorded, or holding only the
+	// issuer, has none: replace the set.
+	cond := expression.Or(
+		expression.AttributeNotExists(expression.Name("version")),
+		expression.Name("version").LessThanEqual(expression.Value(v)),
+	)
+	upd := expression.Set(expression.Name("jwks"), expression.Value(jwks)).Set(expression.Name("version"), expression.Value(v))
+	err := s.updateConfig(ctx, upd, &cond)
+	if _, newer := conditionFailed(err); newer {
+		return nil
+	}
+	return storeErr(err)
+}
+
+// PutIssuer records the issuer identifier of the deployment, which the
+// functions read with the public keys: the URL the API is served at, known
+// only once the API exists (the template's IssuerConfig custom resource
+// records it).
+func (s *Store) PutIssuer(ctx context.Context, issuer string) error {
+	return storeErr(s.updateConfig(ctx, expression.Set(expression.Name("issuer"), expression.Value(issuer)), nil))
+}
+
+// updateConfig applies upd to the config item, creating it if it is
+// missing, under cond if one is given. The error is the SDK's, unmapped.
+func (s *Store) updateConfig(ctx context.Context, upd expression.UpdateBuilder, cond *expression.ConditionBuilder) error {
+	b := expression.NewBuilder().WithUpdate(upd)
+	if cond != nil {
+		b = b.WithCondition(*cond)
+	}
+	expr, err := b.Build()
+	if err != nil {
+		return account.Internal(err)
+	}
+	av, err := marshalKey(jwksKey())
+	if err != nil {
+		return err
+	}
+	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 s.table,
+		Key:                       av,
+		UpdateExpression:          expr.Update(),
+		ConditionExpression:       expr.Condition(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
+		ReturnValues:              types.ReturnValueNone,
+	})
+	return err
+}
+
+// Published returns the JSON Web Key Set stored by PutPublicKeys (nil if
+// none) and the issuer stored by PutIssuer ("" if none), in one read,
+// strongly consistent so that a rotation is seen at once. CodeNotFound
+// when neither has been stored.
+func (s *Store) Published(ctx context.Context) (jwks []byte, issuer string, err error) {
+	var it jwksItem
+	found, err := s.getItem(ctx, jwksKey(), &it)
+	if err != nil {
+		return nil, "", err
+	}
+	if !found {
+		return nil, "", account.ErrPublicKeysNotFound()
+	}
+	return it.JWKS, it.Issuer, nil
+}

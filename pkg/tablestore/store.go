@@ -1,0 +1,768 @@
+// Package tablestore implements account.Store on one table with
+// DynamoDB's data model, written once against the narrow port Table: the
+// seven DynamoDB operations it uses, with the SDK's own types. A
+// *dynamodb.Client is a Table as it is (pkg/dynamostore binds one with its
+// call deadline); so is boltstore's embedded table. Every rule of the
+// single-table layout lives here, once.
+//
+// The layout (keys in keys.go, items in items.go, table in table.go) and the
+// cost of every operation are described in docs/dynamodb.md. This file
+// holds what every entity's methods share: transactions and their
+// conflict retries, paging, patches, the membership cascade and batched
+// reads; unique.go the claims of unique values (e-mail, slug, external
+// ids) and the updates that move them; users.go, organizations.go, members.go,
+// apikeys.go (with keytree.go, the cascade of a key's tree) and tokens.go
+// hold each entity's methods. In short:
+// uniqueness is enforced by guard items written in the same
+// TransactWriteItems as the item they guard; every read that decides
+// security or uniqueness is strongly consistent; a verify is one BatchGetItem.
+package tablestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"latchkey/pkg/account"
+)
+
+// maxTransactItems is DynamoDB's limit on the items of one transaction.
+const maxTransactItems = 100
+
+// Table is the narrow port the single-table logic is written against:
+// the DynamoDB operations it uses, with the SDK's own types, so that
+// *dynamodb.Client is one. The other is boltstore.Table. An
+// implementation must give each operation DynamoDB's semantics, its
+// errors included (a failed condition is a ConditionalCheckFailedException
+// or a TransactionCanceledException with its reasons).
+type Table interface {
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
+	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+}
+
+var _ Table = (*dynamodb.Client)(nil)
+
+// Store is an account.Store on one table. It is safe for concurrent use;
+// it holds no state besides the table.
+type Store struct {
+	client          Table
+	table           *string
+	conflictRetries int
+	eventLag        time.Duration
+	// serial, set by WithSerialWrites, is held from the making of an
+	// event's id to the commit of its transaction; lastEvent is the last
+	// id made under it.
+	serial    *sync.Mutex
+	lastEvent string
+}
+
+var _ account.Store = (*Store)(nil)
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithConflictRetries sets how many times a transaction cancelled by a
+// TransactionConflict (another transaction holding one of its items, e.g.
+// two clients claiming the same e-mail at once) is retried before the store
+// reports CodeConcurrentUpdate. The default is 8. The SDK does not retry these
+// itself because the cancellation is not a transport failure.
+func WithConflictRetries(n int) Option {
+	return func(s *Store) { s.conflictRetries = max(n, 0) }
+}
+
+// WithEventLag sets how far behind its clock the store reads the event
+// feed (see events.go): EventLag of the longest a call of t may take. The
+// default, EventLag(5 s), covers the longest call timeout pkg/dynamostore
+// accepts.
+func WithEventLag(d time.Duration) Option {
+	return func(s *Store) { s.eventLag = max(d, 0) }
+}
+
+// WithSerialWrites tells the store that t has one writer in one process
+// (boltstore's table): nothing else writes it, and its writes commit one
+// after another. The store then makes the ids of a transaction's events
+// and commits it under one lock, so that ids are in commit order, and
+// reads the event feed with no lag: every event a reader can see was
+// committed before any later one. It overrides WithEventLag.
+func WithSerialWrites() Option {
+	return func(s *Store) { s.serial = new(sync.Mutex) }
+}
+
+// defaultEventLag is the event lag of a Store made without WithEventLag.
+var defaultEventLag = EventLag(5 * time.Second)
+
+// New returns a Store over the table named tableName of t. t is the
+// caller's: the store never closes it.
+func New(t Table, tableName string, opts ...Option) *Store {
+	s := &Store{client: t, table: aws.String(tableName), conflictRetries: 8, eventLag: defaultEventLag}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.serial != nil {
+		s.eventLag = 0
+	}
+	return s
+}
+
+// Close closes t if it is an io.Closer (boltstore's table, whose file the
+// store was opened on). A *dynamodb.Client holds nothing to release, and
+// belongs to the caller.
+func (s *Store) Close() error {
+	if c, ok := s.client.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// Conditions used throughout. Every item has a pk, so attribute_exists(pk)
+// means "the item exists".
+var (
+	condAbsent  = expression.AttributeNotExists(expression.Name("pk"))
+	condPresent = expression.AttributeExists(expression.Name("pk"))
+	// condLive is condPresent for a user or organization that is not being
+	// deleted: AddMember requires it of both sides.
+	condLive = condPresent.And(expression.AttributeNotExists(expression.Name("deleting")))
+)
+
+// ---- building blocks ----
+
+func marshalKey(k key) (map[string]types.AttributeValue, error) {
+	m, err := attributevalue.MarshalMap(k)
+	if err != nil {
+		return nil, account.Internal(err)
+	}
+	return m, nil
+}
+
+func condition(c expression.ConditionBuilder) (expression.Expression, error) {
+	e, err := expression.NewBuilder().WithCondition(c).Build()
+	if err != nil {
+		return e, account.Internal(err)
+	}
+	return e, nil
+}
+
+func (s *Store) put(item any, c expression.ConditionBuilder) (types.TransactWriteItem, error) {
+	av, err := attributevalue.MarshalMap(item)
+	if err != nil {
+		return types.TransactWriteItem{}, account.Internal(err)
+	}
+	e, err := condition(c)
+	if err != nil {
+		return types.TransactWriteItem{}, err
+	}
+	return types.TransactWriteItem{Put: &types.Put{
+		TableName: s.table, Item: av,
+		ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+	}}, nil
+}
+
+// putAlways writes item with no condition.
+func (s *Store) putAlways(item any) (types.TransactWriteItem, error) {
+	av, err := attributevalue.MarshalMap(item)
+	if err != nil {
+		return types.TransactWriteItem{}, account.Internal(err)
+	}
+	return types.TransactWriteItem{Put: &types.Put{TableName: s.table, Item: av}}, nil
+}
+
+func (s *Store) check(k key, c expression.ConditionBuilder) (types.TransactWriteItem, error) {
+	av, err := marshalKey(k)
+	if err != nil {
+		return types.TransactWriteItem{}, err
+	}
+	e, err := condition(c)
+	if err != nil {
+		return types.TransactWriteItem{}, err
+	}
+	return types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+		TableName: s.table, Key: av,
+		ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+	}}, nil
+}
+
+// del deletes k; with a condition unless c is nil.
+func (s *Store) del(k key, c *expression.ConditionBuilder) (types.TransactWriteItem, error) {
+	av, err := marshalKey(k)
+	if err != nil {
+		return types.TransactWriteItem{}, err
+	}
+	d := &types.Delete{TableName: s.table, Key: av}
+	if c != nil {
+		e, err := condition(*c)
+		if err != nil {
+			return types.TransactWriteItem{}, err
+		}
+		d.ConditionExpression, d.ExpressionAttributeNames, d.ExpressionAttributeValues = e.Condition(), e.Names(), e.Values()
+	}
+	return types.TransactWriteItem{Delete: d}, nil
+}
+
+func (s *Store) update(k key, u expression.UpdateBuilder, c expression.ConditionBuilder) (types.TransactWriteItem, error) {
+	av, err := marshalKey(k)
+	if err != nil {
+		return types.TransactWriteItem{}, err
+	}
+	e, err := expression.NewBuilder().WithUpdate(u).WithCondition(c).Build()
+	if err != nil {
+		return types.TransactWriteItem{}, account.Internal(err)
+	}
+	return types.TransactWriteItem{Update: &types.Update{
+		TableName: s.table, Key: av, UpdateExpression: e.Update(),
+		ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+	}}, nil
+}
+
+// build collects transaction items, stopping at the first error.
+func build(items ...func() (types.TransactWriteItem, error)) ([]types.TransactWriteItem, error) {
+	out := make([]types.TransactWriteItem, 0, len(items))
+	for _, f := range items {
+		it, err := f()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, it)
+	}
+	return out, nil
+}
+
+// transact runs one TransactWriteItems and maps a cancellation to
+// onCheckFailed (see cancellation), retrying conflicts (see retryConflicts).
+func (s *Store) transact(ctx context.Context, items []types.TransactWriteItem, onCheckFailed ...error) error {
+	_, err := s.transactReturningOld(ctx, items, onCheckFailed...)
+	return err
+}
+
+// transactReturningOld is transact that also returns, when a condition
+// fails, the item as it was if that item asked for it
+// (ReturnValuesOnConditionCheckFailure ALL_OLD); nil otherwise. When ctx
+// carries an account.IdempotencyCommit, its record goes into the same
+// transaction (withCommit), and is marked applied once it has committed.
+// The events ctx carries (withEvents) go into it too, with ids made
+// immediately before each attempt (see events.go).
+func (s *Store) transactReturningOld(ctx context.Context, items []types.TransactWriteItem, onCheckFailed ...error) (map[string]types.AttributeValue, error) {
+	c := account.IdempotencyCommitFrom(ctx)
+	items, onCheckFailed, err := s.withCommit(c, items, onCheckFailed)
+	if err != nil {
+		return nil, err
+	}
+	events := pendingEvents(ctx)
+	var old map[string]types.AttributeValue
+	err = s.retryConflicts(ctx, func() error {
+		if len(events) > 0 && s.serial != nil {
+			// From the ids to the commit: see WithSerialWrites.
+			s.serial.Lock()
+			defer s.serial.Unlock()
+		}
+		var err error
+		// A busy event shard throttles the transaction of a change: the
+		// change goes again at once with its events in the next shards
+		// (eventItems takes them in turn), so that no change, a revocation
+		// least of all, fails because the event log is busy.
+		for busy := 0; ; busy++ {
+			all := items
+			if len(events) > 0 {
+				evs, err := s.eventItems(ctx, events)
+				if err != nil {
+					return err
+				}
+				all = append(slices.Clip(items), evs...)
+			}
+			_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: all})
+			if err == nil {
+				return nil
+			}
+			if len(all) == len(items) || busy == eventShards-1 || !eventsBusy(err, len(items)) {
+				break
+			}
+		}
+		var mapped error
+		if old, mapped = cancellation(err, onCheckFailed); mapped != nil {
+			return mapped
+		}
+		return storeErr(err)
+	})
+	if err == nil && c != nil {
+		c.MarkApplied()
+	}
+	return old, err
+}
+
+// retryConflicts runs write until it returns anything but a conflict (see
+// errTransactionConflict), with jittered backoff in between, at most
+// s.conflictRetries more times; then the store reports
+// CodeConcurrentUpdate (409): the write lost a race, nothing was written,
+// and the client may send it again. It is no outage (CodeUnavailable, 503
+// and an ERROR log). Once the other transaction has committed, the retry
+// fails its condition (e.g. email_taken) or succeeds, which is the answer
+// a serial execution would have given.
+func (s *Store) retryConflicts(ctx context.Context, write func() error) error {
+	for attempt := 0; ; attempt++ {
+		err := write()
+		if !errors.Is(err, errTransactionConflict) {
+			return err
+		}
+		if attempt >= s.conflictRetries {
+			return account.ErrConcurrentUpdate("resource")
+		}
+		if err := backoff(ctx, attempt); err != nil {
+			return err
+		}
+	}
+}
+
+// backoff waits before retry number attempt+1 of a write that lost a race:
+// 5 ms doubled each attempt up to 160 ms, half of it jittered, so that
+// writers that collided do not collide again in step. An error if ctx
+// ends first.
+func backoff(ctx context.Context, attempt int) error {
+	d := time.Duration(5<<min(attempt, 5)) * time.Millisecond
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("tablestore: abandoned by the caller: %w", ctx.Err())
+	case <-time.After(d/2 + rand.N(d/2+1)):
+		return nil
+	}
+}
+
+// getItem reads one item strongly consistently into out. found is false when
+// there is no such item.
+func (s *Store) getItem(ctx context.Context, k key, out any) (found bool, err error) {
+	av, err := marshalKey(k)
+	if err != nil {
+		return false, err
+	}
+	res, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: s.table, Key: av, ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return false, storeErr(err)
+	}
+	if res.Item == nil {
+		return false, nil
+	}
+	if err := attributevalue.UnmarshalMap(res.Item, out); err != nil {
+		return false, account.Internal(err)
+	}
+	return true, nil
+}
+
+// list reads one page of a gsi1 partition, newest first. It asks for one
+// item more than the page holds to learn whether there is a next page
+// without a second request. The position is the gsi1sk of the last item
+// returned: unique within the partition, so "gsi1sk < position" resumes
+// exactly after it, and items created since sort before the first page.
+// conv turns each item of type I into the domain's T; it drops an item by
+// returning false (a user or organization whose delete has begun).
+//
+// list drops, before conv, every item whose pk does not start with owner:
+// the prefix of the kind the list holds (prefixKey for KEYS), or the one
+// partition whose items it lists (an organization's, for its members).
+// Items are written by functions that may not write each other's
+// partitions, but IAM conditions on pk, not on gsi1pk: the users function,
+// say, could put an item with gsi1pk KEYS in a user's partition. Without
+// this check it would be listed as an API key, and a fake bootstrap key
+// newer than the real one would stop EnsureBootstrapKey from installing
+// a rotated admin key.
+func list[I, T any](ctx context.Context, s *Store, partition, owner string, p account.ListParams, conv func(I) (T, bool)) (account.Page[T], error) {
+	kc := expression.Key("gsi1pk").Equal(expression.Value(partition))
+	if p.After != "" {
+		kc = kc.And(expression.Key("gsi1sk").LessThan(expression.Value(p.After)))
+	}
+	e, err := expression.NewBuilder().WithKeyCondition(kc).Build()
+	if err != nil {
+		return account.Page[T]{}, account.Internal(err)
+	}
+	limit := p.PageSize()
+	want := limit + 1
+	in := &dynamodb.QueryInput{
+		TableName: s.table, IndexName: aws.String(GSI1),
+		KeyConditionExpression: e.KeyCondition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+		ScanIndexForward: aws.Bool(false), Limit: aws.Int32(int32(want)),
+	}
+	// A page stops early only at DynamoDB's 1 MB response limit, far above
+	// 101 items of this table; the paginator covers that case anyway.
+	var raw []map[string]types.AttributeValue
+	pages := dynamodb.NewQueryPaginator(s.client, in)
+	for pages.HasMorePages() && len(raw) < want {
+		out, err := pages.NextPage(ctx)
+		if err != nil {
+			return account.Page[T]{}, storeErr(err)
+		}
+		raw = append(raw, out.Items...)
+	}
+	next := ""
+	if len(raw) > limit {
+		raw = raw[:limit]
+		var last struct {
+			GSI1SK string `dynamodbav:"gsi1sk"`
+		}
+		if err := attributevalue.UnmarshalMap(raw[len(raw)-1], &last); err != nil {
+			return account.Page[T]{}, account.Internal(err)
+		}
+		next = last.GSI1SK
+	}
+	page := account.Page[T]{Items: make([]T, 0, len(raw)), Next: next}
+	for _, av := range raw {
+		var k key
+		if err := attributevalue.UnmarshalMap(av, &k); err != nil {
+			return account.Page[T]{}, account.Internal(err)
+		}
+		if !strings.HasPrefix(k.PK, owner) {
+			continue
+		}
+		var it I
+		if err := attributevalue.UnmarshalMap(av, &it); err != nil {
+			return account.Page[T]{}, account.Internal(err)
+		}
+		if t, ok := conv(it); ok {
+			page.Items = append(page.Items, t)
+		}
+	}
+	return page, nil
+}
+
+// updateItem applies upd to the item k if it meets cond, in one UpdateItem,
+// and decodes the item as written into out. notFound (the domain's
+// not-found error for the item) when cond fails: every condition here
+// requires at least that the item exists, and without one UpdateItem would
+// create an item from nothing.
+//
+// With an idempotency record to commit (ctx carries one), it is a
+// transaction of the update and the record instead, then a read (see
+// updateWithCommit).
+func (s *Store) updateItem(ctx context.Context, k key, upd expression.UpdateBuilder, cond expression.ConditionBuilder, out any, notFound error) error {
+	if account.IdempotencyCommitFrom(ctx) != nil || len(pendingEvents(ctx)) > 0 && recording(ctx) {
+		return s.updateWithCommit(ctx, k, upd, cond, out, notFound)
+	}
+	it, err := s.update(k, upd, cond)
+	if err != nil {
+		return err
+	}
+	u := it.Update
+	var res *dynamodb.UpdateItemOutput
+	err = s.retryConflicts(ctx, func() (err error) {
+		res, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: s.table, Key: u.Key, UpdateExpression: u.UpdateExpression,
+			ConditionExpression: u.ConditionExpression, ExpressionAttributeNames: u.ExpressionAttributeNames,
+			ExpressionAttributeValues: u.ExpressionAttributeValues, ReturnValues: types.ReturnValueAllNew,
+		})
+		return conflict(err)
+	})
+	if _, ok := conditionFailed(err); ok {
+		return notFound
+	}
+	if err != nil {
+		return storeErr(err)
+	}
+	if err := attributevalue.UnmarshalMap(res.Attributes, out); err != nil {
+		return account.Internal(err)
+	}
+	return nil
+}
+
+// markDeleting sets the deleting flag on an existing user or organization
+// and returns the item as it now is. From then on AddMember refuses it, so
+// the membership Query that follows sees every membership there will be.
+func (s *Store) markDeleting(ctx context.Context, k key, out any, notFound error) error {
+	// The first step of a delete: the record goes with the last.
+	return s.updateItem(withoutCommit(ctx), k, expression.Set(expression.Name("deleting"), expression.Value(true)), condPresent, out, notFound)
+}
+
+// memberSides returns the IDs on the other side of every membership in the
+// partition of owner (an organization or a user), read strongly consistently.
+func (s *Store) memberSides(ctx context.Context, owner key) ([]string, error) {
+	sides, err := s.memberships(ctx, owner)
+	ids := make([]string, len(sides))
+	for i, m := range sides {
+		ids[i] = m.otherID
+	}
+	return ids, err
+}
+
+// memberSide is one membership as seen from the partition it was read in.
+type memberSide struct {
+	otherID              string
+	role                 string
+	createdAt, updatedAt time.Time
+}
+
+// membership returns the membership of side, read in the partition of the
+// user userID or (userID "") of the organization orgID.
+func (side memberSide) membership(orgID, userID string) account.Membership {
+	if userID == "" {
+		userID = side.otherID
+	} else {
+		orgID = side.otherID
+	}
+	return account.Membership{OrganizationID: orgID, UserID: userID, Role: side.role, CreatedAt: side.createdAt, UpdatedAt: side.updatedAt}
+}
+
+// memberships returns every membership in the partition of owner (an
+// organization or a user), read strongly consistently, with its role and
+// times (for the events of a cascade).
+func (s *Store) memberships(ctx context.Context, owner key) ([]memberSide, error) {
+	kc := expression.Key("pk").Equal(expression.Value(owner.PK)).And(expression.Key("sk").BeginsWith(prefixMember))
+	e, err := expression.NewBuilder().WithKeyCondition(kc).
+		WithProjection(expression.NamesList(expression.Name("sk"), expression.Name("role"),
+			expression.Name("created_at"), expression.Name("updated_at"))).Build()
+	if err != nil {
+		return nil, account.Internal(err)
+	}
+	pages := dynamodb.NewQueryPaginator(s.client, &dynamodb.QueryInput{
+		TableName: s.table, ConsistentRead: aws.Bool(true),
+		KeyConditionExpression: e.KeyCondition(), ProjectionExpression: e.Projection(),
+		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+	})
+	var sides []memberSide
+	for pages.HasMorePages() {
+		out, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, storeErr(err)
+		}
+		var items []struct {
+			SK        string    `dynamodbav:"sk"`
+			Role      string    `dynamodbav:"role"`
+			CreatedAt time.Time `dynamodbav:"created_at"`
+			UpdatedAt time.Time `dynamodbav:"updated_at"`
+		}
+		if err := attributevalue.UnmarshalListOfMaps(out.Items, &items); err != nil {
+			return nil, account.Internal(err)
+		}
+		for _, it := range items {
+			sides = append(sides, memberSide{otherID: idFrom(it.SK, prefixMember), role: it.Role, createdAt: it.CreatedAt, updatedAt: it.UpdatedAt})
+		}
+	}
+	return sides, nil
+}
+
+// step is one item of a transaction with the error its failed condition
+// means (nil: none can fail, or a failure is a bug), and the event of the
+// object it removes, if it removes one: the event goes into the same
+// transaction as the item.
+type step struct {
+	item          types.TransactWriteItem
+	onCheckFailed error
+	event         *account.PendingEvent
+}
+
+// weight is the number of items steps take in a transaction made under
+// ctx: one each, and one more for each event.
+func weight(ctx context.Context, steps []step) int {
+	return len(steps) + eventCount(ctx, stepEvents(steps))
+}
+
+// cascade deletes the memberships in groups (each group's items go in one
+// transaction: both sides of a membership, and for a user's owner
+// membership the organization's owner count) and then the final items.
+// When everything fits in one transaction it is one transaction.
+// Otherwise groups go first, as many as fit in a transaction, and the
+// final transaction (the owner and its guards, with the last groups) comes
+// last: a guard disappears together with its owner, never before and
+// never without it. A failure in between leaves the owner in place, marked
+// deleting, with fewer memberships; retrying the delete finishes the job.
+// final must hold the owner first.
+func (s *Store) cascade(ctx context.Context, groups [][]step, final []step) error {
+	size := weight(ctx, final)
+	for _, g := range groups {
+		size += weight(ctx, g)
+	}
+	room := maxTransactItems
+	if account.IdempotencyCommitFrom(ctx) != nil {
+		room-- // the final transaction carries the idempotency record too
+	}
+	for size > room {
+		var chunk []step
+		n := 0
+		for len(groups) > 0 && n+weight(ctx, groups[0]) <= maxTransactItems {
+			chunk = append(chunk, groups[0]...)
+			n += weight(ctx, groups[0])
+			size -= weight(ctx, groups[0])
+			groups = groups[1:]
+		}
+		// Not the last transaction: the idempotency record goes with the last.
+		if err := s.transactSteps(withoutCommit(ctx), chunk); err != nil {
+			return err
+		}
+	}
+	all := final
+	var events []account.PendingEvent
+	for _, g := range groups {
+		all = append(all, g...)
+		events = append(events, stepEvents(g)...)
+	}
+	// The owner's event comes last, after those of what it held.
+	ctx = withEvents(ctx, append(events, stepEvents(final)...)...)
+	return s.transactStepsWith(ctx, all)
+}
+
+// transactSteps is transact over steps, with their events.
+func (s *Store) transactSteps(ctx context.Context, steps []step) error {
+	return s.transactStepsWith(withEvents(ctx, stepEvents(steps)...), steps)
+}
+
+// transactStepsWith is transact over steps, with the events ctx carries.
+func (s *Store) transactStepsWith(ctx context.Context, steps []step) error {
+	items := make([]types.TransactWriteItem, len(steps))
+	onCheckFailed := make([]error, len(steps))
+	for i, st := range steps {
+		items[i], onCheckFailed[i] = st.item, st.onCheckFailed
+	}
+	return s.transact(ctx, items, onCheckFailed...)
+}
+
+// errMembershipsChanged marks a cascade step that found a membership other
+// than the Query had shown it (its role changed, or it went), for a
+// user's delete, whose steps keep the owner counts of organizations: the
+// delete reads the memberships again.
+var errMembershipsChanged = errors.New("tablestore: a membership changed while its user was being deleted")
+
+// cascadeAttempts bounds how often a user's delete reads its memberships
+// again because one changed under it.
+const cascadeAttempts = 5
+
+// deleteWithMemberships is the rest of a delete after markDeleting: it finds
+// the memberships in the partition of owner (a user or an organization) and
+// deletes each (group gives its steps), then owner and its guards, which
+// must still belong to id, recording deleted; notFound if owner is gone
+// meanwhile. first, if
+// not nil, gives groups that go before the memberships (an organization's
+// API keys). When a step fails with errMembershipsChanged or errKeyChanged
+// it starts over from the reads, up to cascadeAttempts times.
+func (s *Store) deleteWithMemberships(ctx context.Context, id string, owner key, guards []key, first func(context.Context) ([][]step, error), group func(memberSide) ([]step, error), deleted account.PendingEvent, notFound error) error {
+	ownedBy := expression.Name("owner_id").Equal(expression.Value(id))
+	for attempt := 0; ; attempt++ {
+		var groups [][]step
+		if first != nil {
+			var err error
+			if groups, err = first(ctx); err != nil {
+				return err
+			}
+		}
+		sides, err := s.memberships(ctx, owner)
+		if err != nil {
+			return err
+		}
+		for _, side := range sides {
+			g, err := group(side)
+			if err != nil {
+				return err
+			}
+			groups = append(groups, g)
+		}
+		del, err := s.del(owner, &condPresent)
+		if err != nil {
+			return err
+		}
+		final := []step{{del, notFound, &deleted}}
+		for _, g := range guards {
+			del, err := s.del(g, &ownedBy)
+			if err != nil {
+				return err
+			}
+			final = append(final, step{del, nil, nil})
+		}
+		err = s.cascade(ctx, groups, final)
+		if !errors.Is(err, errMembershipsChanged) && !errors.Is(err, errKeyChanged) {
+			return err
+		}
+		if attempt+1 >= cascadeAttempts {
+			return account.ErrConcurrentUpdate("resource")
+		}
+	}
+}
+
+// unprocessedRetries bounds the re-requests of keys that BatchGetItem left
+// unprocessed, which it does only when the table is throttled.
+const unprocessedRetries = 4
+
+// batchGet reads the items keys (duplicates are read once) with strongly
+// consistent BatchGetItem requests of at most 100 keys, and returns those
+// that exist, in no particular order. Only under throttling does DynamoDB
+// leave keys unprocessed; they are re-requested a few times, then the store
+// reports CodeUnavailable.
+func (s *Store) batchGet(ctx context.Context, keys []key) ([]map[string]types.AttributeValue, error) {
+	return s.batchGetWith(ctx, keys, true)
+}
+
+// batchGetWith is batchGet, strongly consistent or not.
+func (s *Store) batchGetWith(ctx context.Context, keys []key, consistent bool) ([]map[string]types.AttributeValue, error) {
+	var out []map[string]types.AttributeValue
+	seen := make(map[key]bool, len(keys))
+	var batch []map[string]types.AttributeValue
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		read, err := s.batchGetOnce(ctx, batch, consistent)
+		out = append(out, read...)
+		batch = batch[:0]
+		return err
+	}
+	for _, k := range keys {
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		av, err := marshalKey(k)
+		if err != nil {
+			return nil, err
+		}
+		batch = append(batch, av)
+		if len(batch) == maxBatchGetKeys {
+			if err := flush(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// maxBatchGetKeys is DynamoDB's limit on the keys of one BatchGetItem.
+const maxBatchGetKeys = 100
+
+// batchGetOnce is one BatchGetItem of at most maxBatchGetKeys keys, with
+// its unprocessed keys re-requested.
+func (s *Store) batchGetOnce(ctx context.Context, keys []map[string]types.AttributeValue, consistent bool) ([]map[string]types.AttributeValue, error) {
+	request := map[string]types.KeysAndAttributes{
+		*s.table: {Keys: keys, ConsistentRead: aws.Bool(consistent)},
+	}
+	var items []map[string]types.AttributeValue
+	for attempt := 0; ; attempt++ {
+		out, err := s.client.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: request})
+		if err != nil {
+			return nil, storeErr(err)
+		}
+		items = append(items, out.Responses[*s.table]...)
+		if len(out.UnprocessedKeys) == 0 {
+			return items, nil
+		}
+		if attempt >= unprocessedRetries {
+			return nil, account.Unavailable(errors.New("tablestore: BatchGetItem left keys unprocessed"))
+		}
+		request = out.UnprocessedKeys
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("tablestore: abandoned by the caller: %w", ctx.Err())
+		case <-time.After(time.Duration(10<<attempt) * time.Millisecond):
+		}
+	}
+}
