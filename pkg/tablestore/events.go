@@ -3,6 +3,8 @@ package tablestore
 import (
 	"cmp"
 	"context"
+	"errors"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -148,10 +150,10 @@ func eventCount(ctx context.Context, events []account.PendingEvent) int {
 // ListEvents implements account.Store. The events of a day are spread
 // over eventShards partitions (see shards.go), and so are an
 // organization's (q.OrganizationID: its EVENTORG# shards instead of the
-// days'): ListEvents merges the shards of a day in id order, one strongly
-// consistent Query of a shard at a time, the one whose position is
-// furthest behind, and takes an event only once no shard can hold an
-// earlier one; then the next day, from the day of the first event wanted,
+// days'): ListEvents merges the shards of a day in id order, with a
+// strongly consistent Query of every shard at once, then one Query at a
+// time of the shard read least far, and takes an event only once no shard
+// can hold an earlier one; then the next day, from the day of the first event wanted,
 // until the page is full or the days run out. A Query asks for a few more
 // events than the shard's share of the page, twice as many each time it
 // reads the same shard again. No call reads more than q.ReadLimit
@@ -262,6 +264,24 @@ func (s *Store) ListEvents(ctx context.Context, q account.EventQuery) (account.P
 			}
 			cursors[n] = c
 		}
+		// The first Query of every shard at once, when the bounds allow
+		// them all: a page waits for one round trip a day, not sixteen.
+		if n := budget / eventShards; n > 0 && (filter == nil || queries+eventShards <= maxEventQueries) {
+			scanned := make([]int, eventShards)
+			errs := make([]error, eventShards)
+			var wg sync.WaitGroup
+			for i, c := range cursors {
+				wg.Go(func() { scanned[i], errs[i] = s.readShard(ctx, c, min(c.chunk, n), q.After, hi) })
+			}
+			wg.Wait()
+			if err := errors.Join(errs...); err != nil {
+				return account.Page[account.StoredEvent]{}, err
+			}
+			queries += eventShards
+			for _, n := range scanned {
+				budget -= n
+			}
+		}
 		for {
 			// next: the first event buffered; behind: the shard read
 			// least far, whose unread events may come before it.
@@ -293,31 +313,11 @@ func (s *Store) ListEvents(ctx context.Context, q account.EventQuery) (account.P
 				return page, nil
 			}
 			queries++
-			behind.in.Limit = aws.Int32(int32(min(behind.chunk, budget)))
-			behind.chunk *= 2
-			out, err := s.client.Query(ctx, behind.in)
+			scanned, err := s.readShard(ctx, behind, min(behind.chunk, budget), q.After, hi)
 			if err != nil {
-				return account.Page[account.StoredEvent]{}, storeErr(err)
+				return account.Page[account.StoredEvent]{}, err
 			}
-			budget -= int(out.ScannedCount)
-			var items []eventItem
-			if err := attributevalue.UnmarshalListOfMaps(out.Items, &items); err != nil {
-				return account.Page[account.StoredEvent]{}, account.Internal(err)
-			}
-			for _, it := range items {
-				// BETWEEN includes both ends; after and hi are excluded.
-				if it.SK != q.After && it.SK < hi {
-					behind.buf = append(behind.buf, it)
-				}
-			}
-			if out.LastEvaluatedKey == nil {
-				behind.done = true
-				continue
-			}
-			if sk, ok := out.LastEvaluatedKey["sk"].(*types.AttributeValueMemberS); ok {
-				behind.pos = sk.Value
-			}
-			behind.in.ExclusiveStartKey = out.LastEvaluatedKey
+			budget -= scanned
 		}
 		// The group is read to its end: the next starts at its day's bound.
 		if g+1 < len(groups) {
@@ -325,6 +325,36 @@ func (s *Store) ListEvents(ctx context.Context, q account.EventQuery) (account.P
 		}
 	}
 	return page, nil
+}
+
+// readShard reads the next limit items of the shard of c with one Query
+// into c's buffer, leaving out after and hi (BETWEEN includes both ends),
+// and returns how many it read, kept or not.
+func (s *Store) readShard(ctx context.Context, c *eventCursor, limit int, after, hi string) (int, error) {
+	c.in.Limit = aws.Int32(int32(limit))
+	c.chunk *= 2
+	out, err := s.client.Query(ctx, c.in)
+	if err != nil {
+		return 0, storeErr(err)
+	}
+	var items []eventItem
+	if err := attributevalue.UnmarshalListOfMaps(out.Items, &items); err != nil {
+		return 0, account.Internal(err)
+	}
+	for _, it := range items {
+		if it.SK != after && it.SK < hi {
+			c.buf = append(c.buf, it)
+		}
+	}
+	if out.LastEvaluatedKey == nil {
+		c.done = true
+		return int(out.ScannedCount), nil
+	}
+	if sk, ok := out.LastEvaluatedKey["sk"].(*types.AttributeValueMemberS); ok {
+		c.pos = sk.Value
+	}
+	c.in.ExclusiveStartKey = out.LastEvaluatedKey
+	return int(out.ScannedCount), nil
 }
 
 // eventCursor is where ListEvents is in one shard: the events read and

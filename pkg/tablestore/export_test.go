@@ -3,6 +3,8 @@ package tablestore
 import (
 	"context"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"latchkey/pkg/account"
 )
 
@@ -43,7 +45,7 @@ const MaxTreeKeys = maxTreeKeys
 // previous hash, its read copies, its link below its parent and its last
 // use.
 func (s *Store) APIKeyItems(ctx context.Context, k account.APIKey) (int, error) {
-	keys := append([]key{apiKeyKey(k.ID), keyHashKey(k.Hash), keyUseKey(k.ID)}, copyKeys(k.ID, apiKeyCopyKey)...)
+	keys := []key{apiKeyKey(k.ID), keyHashKey(k.Hash), keyUseKey(k.ID)}
 	if k.PreviousHash != nil {
 		keys = append(keys, keyHashKey(k.PreviousHash))
 	}
@@ -51,6 +53,16 @@ func (s *Store) APIKeyItems(ctx context.Context, k account.APIKey) (int, error) 
 		keys = append(keys, keyLinkKey(k.Ancestors[n-1], k.ID))
 	}
 	items, err := s.batchGet(ctx, keys)
+	if err != nil {
+		return 0, err
+	}
+	// The read copies, but for the tombstones a delete leaves (no hash).
+	copies, err := s.batchGet(ctx, copyKeys(k.ID, apiKeyCopyKey))
+	for _, av := range copies {
+		if _, ok := av["hash"].(*types.AttributeValueMemberB); ok {
+			items = append(items, av)
+		}
+	}
 	return len(items), err
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -289,7 +290,15 @@ func (d *treeDelete) deletes(n keyNode, parent string) ([]types.TransactWriteIte
 	if err != nil {
 		return nil, err
 	}
-	copies, err := d.s.dels(copyKeys(n.id, apiKeyCopyKey))
+	// Tombstones in place of the read copies: a verify of one of the
+	// key's tokens still learns in one BatchGetItem that it is gone. A
+	// key whose item is gone already has only copies to drop.
+	var copies []types.TransactWriteItem
+	if n.item != nil {
+		copies, err = d.s.keyTombstones(n.id, time.Now())
+	} else {
+		copies, err = d.s.dels(copyKeys(n.id, apiKeyCopyKey))
+	}
 	return append(items, copies...), err
 }
 

@@ -15,7 +15,7 @@ import (
 // CodeSlugTaken, CodeExternalIDTaken.
 func (s *Store) CreateOrganization(ctx context.Context, o account.Organization) error {
 	ctx = withEvents(ctx, account.PendingEvent{Type: account.EventOrganizationCreated, Data: o})
-	copies, err := s.orgCopyPuts(o.ID, false)
+	copies, err := s.orgCopyPuts(o.ID, false, time.Time{})
 	if err != nil {
 		return err
 	}
@@ -111,11 +111,15 @@ func (s *Store) DeleteOrganization(ctx context.Context, id string) error {
 	if o.ExternalID != "" {
 		guards = append(guards, orgExtKey(o.ExternalID))
 	}
-	// The read copies name the organization as guards name their holder,
-	// and go with it.
-	guards = append(guards, copyKeys(id, orgCopyKey)...)
 	keys := func(ctx context.Context) ([][]step, error) { return s.orgKeyGroups(ctx, id) }
-	return s.deleteWithMemberships(ctx, id, orgKey(id), guards, keys, func(m memberSide) ([]step, error) {
+	// The read copies stay, flagged, as tombstones that TTL removes (see
+	// tombstoneTTL): put again with their expiry, with the organization's
+	// delete.
+	tombs, err := s.orgCopyPuts(id, true, time.Now().Add(tombstoneTTL))
+	if err != nil {
+		return err
+	}
+	return s.deleteWithMemberships(ctx, id, orgKey(id), guards, tombs, keys, func(m memberSide) ([]step, error) {
 		// The organization goes too: its owner count does not matter.
 		org, err := s.del(orgMemberKey(id, m.otherID), nil)
 		if err != nil {
@@ -137,7 +141,8 @@ func (s *Store) ListOrganizations(ctx context.Context, p account.ListParams) (ac
 
 // markOrgDeleting is markDeleting for the organization id, whose read
 // copies (see shards.go) are flagged in the same transaction, so that a
-// verify that reads any of them sees the flag from the same instant: one
+// verify that reads any of them sees the flag from the same instant (they
+// stay when the organization goes, until tombstoneTTL has passed): one
 // TransactWriteItems of the item and its copies (putting those that an
 // organization created before copies existed lacks), then a GetItem of the
 // item as it now is. CodeNotFound.
@@ -146,7 +151,7 @@ func (s *Store) markOrgDeleting(ctx context.Context, id string, out *orgItem) er
 	if err != nil {
 		return err
 	}
-	copies, err := s.orgCopyPuts(id, true)
+	copies, err := s.orgCopyPuts(id, true, time.Time{})
 	if err != nil {
 		return err
 	}

@@ -135,7 +135,8 @@ func (s *Store) orgKeyDeletes(orgID, id string, items map[string]apiKeyItem) ([]
 	if err != nil {
 		return nil, err
 	}
-	copies, err := s.dels(copyKeys(id, apiKeyCopyKey))
+	// Tombstones in place of the read copies, as a tree delete leaves.
+	copies, err := s.keyTombstones(id, time.Now())
 	return append(dels, copies...), err
 }
 

@@ -154,6 +154,29 @@ func (s *Store) keyCopyPuts(it apiKeyItem) ([]types.TransactWriteItem, error) {
 	return items, nil
 }
 
+// tombstoneTTL is how long the copies of a deleted key or organization
+// stay, flagged deleting: until every token issued before the delete has
+// expired (a verify of an expired token reads nothing), and an hour more.
+// Meanwhile a verify that reads one learns the key is gone in its one
+// BatchGetItem; without it, a missing copy would send it to the item
+// itself, since data from before the copies has none.
+const tombstoneTTL = account.MaxTokenLifetime + time.Hour
+
+// keyTombstones returns the Puts that replace the read copies of the key
+// id, deleted at now, with tombstones: the key's ID and deleting, nothing
+// else (no hash: APIKeyItems tells them from copies by it).
+func (s *Store) keyTombstones(id string, now time.Time) ([]types.TransactWriteItem, error) {
+	items := make([]types.TransactWriteItem, 0, readShards-1)
+	for _, k := range copyKeys(id, apiKeyCopyKey) {
+		put, err := s.putAlways(apiKeyItem{key: k, KeyID: id, Deleting: true, ExpireAt: now.Add(tombstoneTTL).Unix()})
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, put)
+	}
+	return items, nil
+}
+
 // dels returns unconditional Deletes of keys: copies, which data written
 // before they existed lacks.
 func (s *Store) dels(keys []key) ([]types.TransactWriteItem, error) {
@@ -169,18 +192,26 @@ func (s *Store) dels(keys []key) ([]types.TransactWriteItem, error) {
 }
 
 // orgCopyItem is a read copy of an organization: what a verify reads of
-// it. OwnerID names the organization, as a guard names its holder.
+// it. OwnerID names the organization, as a guard names its holder. The
+// copies flagged deleting stay after the organization is gone, until
+// ExpireAt (tombstoneTTL).
 type orgCopyItem struct {
 	key
 	OwnerID  string `dynamodbav:"owner_id"`
 	Deleting bool   `dynamodbav:"deleting,omitempty"`
+	ExpireAt int64  `dynamodbav:"expire_at,omitempty"`
 }
 
-// orgCopyPuts returns the Puts of the copies of the organization id.
-func (s *Store) orgCopyPuts(id string, deleting bool) ([]types.TransactWriteItem, error) {
+// orgCopyPuts returns the Puts of the copies of the organization id,
+// flagged deleting or not, expiring at expire unless it is zero.
+func (s *Store) orgCopyPuts(id string, deleting bool, expireAt time.Time) ([]types.TransactWriteItem, error) {
 	items := make([]types.TransactWriteItem, 0, readShards-1)
+	var expire int64
+	if !expireAt.IsZero() {
+		expire = expireAt.Unix()
+	}
 	for _, k := range copyKeys(id, orgCopyKey) {
-		put, err := s.putAlways(orgCopyItem{key: k, OwnerID: id, Deleting: deleting})
+		put, err := s.putAlways(orgCopyItem{key: k, OwnerID: id, Deleting: deleting, ExpireAt: expire})
 		if err != nil {
 			return nil, err
 		}
@@ -207,8 +238,9 @@ func (s *Store) revocationCopyPuts(it revocationItem) ([]types.TransactWriteItem
 }
 
 // issuedBefore reports whether the token tokenID was issued before t (by
-// the time in its ID); a token whose ID tells no time was.
+// the time in its ID, a millisecond's; so t's millisecond counts as after);
+// a token whose ID tells no time was.
 func issuedBefore(tokenID string, t time.Time) bool {
 	at, ok := account.IDTime(account.PrefixToken, tokenID)
-	return !ok || at.Before(t)
+	return !ok || at.Before(t.Truncate(time.Millisecond))
 }

@@ -8,9 +8,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
@@ -327,4 +329,83 @@ func TestEventShards(t *testing.T) {
 		t.Errorf("the organization's feed, 7 a page: %d events (want %d), newest first %v", len(orgFeed), changes/2+1,
 			slices.IsSortedFunc(orgFeed, func(a, b string) int { return strings.Compare(b, a) }))
 	}
+}
+
+// busyShards is a Table whose event partitions but shard 5 of a day are
+// busy: DynamoDB cancels a transaction that puts an event there with
+// ThrottlingError on that item, as it does when a partition is past its
+// throughput.
+type busyShards struct {
+	tablestore.Table
+	throttled atomic.Int64
+	mu        sync.Mutex
+	written   []string // the event partitions of the transactions let through
+}
+
+func (b *busyShards) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	reasons := make([]types.CancellationReason, len(in.TransactItems))
+	busy := false
+	var events []string
+	for i, it := range in.TransactItems {
+		reasons[i].Code = aws.String("None")
+		if it.Put == nil {
+			continue
+		}
+		if pk := attrS(it.Put.Item["pk"]); strings.HasPrefix(pk, "EVENT#") {
+			events = append(events, pk)
+			if !strings.HasSuffix(pk, "#5") {
+				reasons[i].Code = aws.String("ThrottlingError")
+				busy = true
+			}
+		}
+	}
+	if busy {
+		b.throttled.Add(1)
+		return nil, &types.TransactionCanceledException{Message: aws.String("Transaction cancelled"), CancellationReasons: reasons}
+	}
+	out, err := b.Table.TransactWriteItems(ctx, in, opts...)
+	if err == nil {
+		b.mu.Lock()
+		b.written = append(b.written, events...)
+		b.mu.Unlock()
+	}
+	return out, err
+}
+
+// TestEventShards_Busy: a revocation whose event's shard is busy is not
+// refused for it: it goes again at once, its event in the next shards,
+// until one takes it, in the same transaction as the revocation.
+func TestEventShards_Busy(t *testing.T) {
+	client := dynamotest.NewClient(t)
+	busy := &busyShards{Table: client}
+	s := tablestore.New(busy, dynamotest.NewTable(t, client))
+	ctx := account.WithEventSource(t.Context(), &account.EventSource{
+		Actor: account.Actor{KeyID: "key_caller"}, RequestID: "req-busy",
+		Encode: func(e account.Event) ([]byte, error) {
+			return json.Marshal(map[string]string{"id": e.ID, "type": e.Type})
+		},
+	})
+	now := time.Now().UTC()
+	for i := range 3 {
+		tok := account.NewID(account.PrefixToken, now.Add(time.Duration(i)*time.Millisecond))
+		at, err := s.RevokeToken(ctx, account.Revocation{TokenID: tok, KeyID: "key_x", RevokedAt: now, ExpiresAt: now.Add(time.Hour)})
+		if err != nil {
+			t.Fatalf("RevokeToken with %d of %d event shards busy: %v", tablestore.EventShards-1, tablestore.EventShards, err)
+		}
+		if !at.Equal(now) {
+			t.Errorf("RevokeToken: revoked at %v, want %v", at, now)
+		}
+		st, err := s.TokenStatus(ctx, tok, "key_x", nil, "")
+		must(t, err, "TokenStatus")
+		if !st.RevokedAt.Equal(now) {
+			t.Errorf("TokenStatus of a token revoked while the event log was busy: %+v", st)
+		}
+	}
+	if busy.throttled.Load() == 0 {
+		t.Fatal("no transaction met a busy shard")
+	}
+	if len(busy.written) != 3 {
+		t.Errorf("events written in %v, want the 3 revocations' in shard 5", busy.written)
+	}
+	t.Logf("%d transactions met a busy shard; every revocation went through, its event in %v", busy.throttled.Load(), busy.written)
 }

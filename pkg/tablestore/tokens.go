@@ -125,7 +125,7 @@ func (s *Store) TokenStatus(ctx context.Context, tokenID, keyID string, ancestor
 	it, ok := r.keys[keyID]
 	// The entry itself when the copy may not be the whole story: a key
 	// without copies, or a token issued before its key had them.
-	if n != 0 && st.RevokedAt.IsZero() && (!ok || it.CopiesSince == nil || issuedBefore(tokenID, *it.CopiesSince)) {
+	if n != 0 && st.RevokedAt.IsZero() && (!ok || !it.Deleting && (it.CopiesSince == nil || issuedBefore(tokenID, *it.CopiesSince))) {
 		more := []key{revocationKey(tokenID)}
 		if !ok {
 			more = append(more, apiKeyKey(keyID))
