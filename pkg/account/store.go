@@ -78,42 +78,6 @@ func (p OrganizationPatch) Apply(o Organization) Organization {
 	return o
 }
 
-// UserPatch is a change to a user, applied as OrganizationPatch is.
-type UserPatch struct {
-	Name *string
-	Role *string
-	// Email moves the user to another (lower-cased) address: the store
-	// claims it and frees the old one in the same atomic step as the rest
-	// of the patch. CodeEmailTaken.
-	Email *string
-	// ExternalID and Metadata: as in OrganizationPatch.
-	ExternalID *string
-	Metadata   *Metadata
-	// UpdatedAt is always written.
-	UpdatedAt time.Time
-}
-
-// Apply returns u with the patch's fields set, as OrganizationPatch.Apply
-// does.
-func (p UserPatch) Apply(u User) User {
-	if p.Name != nil {
-		u.Name = *p.Name
-	}
-	if p.Role != nil {
-		u.Role = *p.Role
-	}
-	if p.Email != nil {
-		u.Email = *p.Email
-	}
-	if p.ExternalID != nil {
-		u.ExternalID = *p.ExternalID
-	}
-	if p.Metadata != nil {
-		u.Metadata = p.Metadata.OrNil()
-	}
-	return u
-}
-
 // APIKeyPatch is a change to an API key that a store applies to the stored
 // key, every copy of it, in one atomic step. Nil fields are left as they
 // are.

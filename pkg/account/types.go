@@ -2,20 +2,6 @@ package account
 
 import "time"
 
-// User is a person with an account.
-type User struct {
-	ID    string
-	Email string // lower-cased; unique
-	Name  string
-	Role  string // one of UserRoles
-	// ExternalID is the integrator's own identifier for the user, unique
-	// among users (ValidExternalID); "" when there is none.
-	ExternalID string
-	Metadata   Metadata // nil when there is none
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
-}
-
 // Organization groups users.
 type Organization struct {
 	ID   string

@@ -3,7 +3,58 @@ package account
 import (
 	"context"
 	"strings"
+	"time"
 )
+
+// User is a person with an account.
+type User struct {
+	ID    string
+	Email string // lower-cased; unique
+	Name  string
+	Role  string // one of UserRoles
+	// ExternalID is the integrator's own identifier for the user, unique
+	// among users (ValidExternalID); "" when there is none.
+	ExternalID string
+	Metadata   Metadata // nil when there is none
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+}
+
+// UserPatch is a change to a user, applied as OrganizationPatch is.
+type UserPatch struct {
+	Name *string
+	Role *string
+	// Email moves the user to another (lower-cased) address: the store
+	// claims it and frees the old one in the same atomic step as the rest
+	// of the patch. CodeEmailTaken.
+	Email *string
+	// ExternalID and Metadata: as in OrganizationPatch.
+	ExternalID *string
+	Metadata   *Metadata
+	// UpdatedAt is always written.
+	UpdatedAt time.Time
+}
+
+// Apply returns u with the patch's fields set, as OrganizationPatch.Apply
+// does.
+func (p UserPatch) Apply(u User) User {
+	if p.Name != nil {
+		u.Name = *p.Name
+	}
+	if p.Role != nil {
+		u.Role = *p.Role
+	}
+	if p.Email != nil {
+		u.Email = *p.Email
+	}
+	if p.ExternalID != nil {
+		u.ExternalID = *p.ExternalID
+	}
+	if p.Metadata != nil {
+		u.Metadata = p.Metadata.OrNil()
+	}
+	return u
+}
 
 // NewUser describes a user to create.
 type NewUser struct {

@@ -107,21 +107,81 @@ func appendValue(b []byte, v types.AttributeValue) ([]byte, error) {
 }
 
 // decoder reads one encoded item. s is the whole encoding as a string, so
-// that strings are substrings of it.
+// that strings are substrings of it. The S and N values, most of an
+// item, are taken from one slice each (slabS, slabN) sized by a first
+// pass that counts them: two allocations instead of one per value.
 type decoder struct {
-	s   string
-	off int
+	s     string
+	off   int
+	slabS []types.AttributeValueMemberS
+	slabN []types.AttributeValueMemberN
 }
 
 // decodeItem decodes an item stored by appendItem. data may be bbolt's
 // memory: nothing returned refers to it.
 func decodeItem(data []byte) (map[string]types.AttributeValue, error) {
 	d := decoder{s: string(data)}
-	m, err := d.item()
-	if err == nil && d.off != len(d.s) {
-		err = errCorrupt
+	var counts [2]int
+	if err := d.scanItem(&counts); err != nil || d.off != len(d.s) {
+		return nil, errCorrupt
 	}
-	return m, err
+	d.off = 0
+	d.slabS = make([]types.AttributeValueMemberS, counts[0])
+	d.slabN = make([]types.AttributeValueMemberN, counts[1])
+	return d.item()
+}
+
+// scanItem walks an item without decoding it, counting its S and N values
+// (nested ones too) into counts.
+func (d *decoder) scanItem(counts *[2]int) error {
+	n, err := d.uvarint()
+	if err != nil {
+		return err
+	}
+	for range n {
+		if _, err := d.str(); err != nil {
+			return err
+		}
+		if err := d.scanValue(counts); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *decoder) scanValue(counts *[2]int) error {
+	if d.off >= len(d.s) {
+		return errCorrupt
+	}
+	tag := d.s[d.off]
+	d.off++
+	switch tag {
+	case tagS, tagN, tagB:
+		if tag != tagB {
+			counts[tag-tagS]++
+		}
+		_, err := d.str()
+		return err
+	case tagTrue, tagFalse, tagNull:
+		return nil
+	case tagSS, tagNS, tagBS:
+		_, err := d.strs()
+		return err
+	case tagL:
+		n, err := d.uvarint()
+		if err != nil {
+			return err
+		}
+		for range n {
+			if err := d.scanValue(counts); err != nil {
+				return err
+			}
+		}
+		return nil
+	case tagM:
+		return d.scanItem(counts)
+	}
+	return errCorrupt
 }
 
 func (d *decoder) uvarint() (int, error) {
@@ -198,10 +258,14 @@ func (d *decoder) value() (types.AttributeValue, error) {
 	switch tag {
 	case tagS:
 		s, err := d.str()
-		return &types.AttributeValueMemberS{Value: s}, err
+		v := &d.slabS[0]
+		d.slabS, v.Value = d.slabS[1:], s
+		return v, err
 	case tagN:
 		s, err := d.str()
-		return &types.AttributeValueMemberN{Value: s}, err
+		v := &d.slabN[0]
+		d.slabN, v.Value = d.slabN[1:], s
+		return v, err
 	case tagB:
 		s, err := d.str()
 		return &types.AttributeValueMemberB{Value: []byte(s)}, err

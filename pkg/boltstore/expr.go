@@ -145,6 +145,9 @@ func (p *parser) path() (string, error) {
 	if k := p.peek().kind; k == '.' || k == '[' {
 		return "", invalid("Invalid expression: nested document paths are not supported by this table")
 	}
+	if t.kind == 'i' && reserved(t.text) {
+		return "", invalid("Invalid expression: Attribute name is a reserved keyword; reserved keyword: %s", t.text)
+	}
 	return t.text, nil
 }
 

@@ -45,7 +45,33 @@ func Open(path string) (*tablestore.Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := refuseOldLayout(t.db); err != nil {
+		t.Close()
+		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
+	}
 	return tablestore.New(t, TableName, tablestore.WithSerialWrites()), nil
+}
+
+// ErrOldLayout is the error of Open on a file written by the embedded
+// store before it held the single table (bbolt buckets per entity, before
+// issue 20). Its data is not read: rather than start empty and look as if
+// everything was lost, Open refuses the file.
+var ErrOldLayout = errors.New("the file holds data in the embedded store's earlier layout, which this version does not read; move it away (DATA_DIR) to start a new store")
+
+// refuseOldLayout returns ErrOldLayout if db has a bucket of the earlier
+// layout that holds anything: "users" held every user and "api_keys"
+// every key, the bootstrap key included.
+func refuseOldLayout(db *bolt.DB) error {
+	return db.View(func(tx *bolt.Tx) error {
+		for _, name := range []string{"users", "api_keys"} {
+			if b := tx.Bucket([]byte(name)); b != nil {
+				if k, _ := b.Cursor().First(); k != nil {
+					return ErrOldLayout
+				}
+			}
+		}
+		return nil
+	})
 }
 
 // openFile opens (creating if needed) the bbolt file at path for

@@ -40,6 +40,7 @@ type Table struct {
 	keys    keySchema
 	indexes map[string]*index
 	ttlAttr string
+	memo    itemMemo
 
 	now        func() time.Time
 	sweepEvery time.Duration
@@ -810,7 +811,7 @@ func (t *Table) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput
 			if data == nil {
 				continue
 			}
-			item, err := decodeItem(data)
+			item, err := t.memo.decode(keyAt(i), data)
 			if err != nil {
 				return fmt.Errorf("boltstore: item %q: %w", keyAt(i), err)
 			}

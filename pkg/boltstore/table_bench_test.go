@@ -4,10 +4,14 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"latchkey/pkg/account"
+	"latchkey/pkg/tablestore"
 )
 
 // benchItem is the size and shape of an API key record: a dozen
@@ -79,4 +83,31 @@ func BenchmarkTable_TransactWriteItems(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkTable_TokenStatus is BenchmarkTokenStatus (the store side of a
+// verify) on the single-table logic over a Table, to compare with the
+// store it is to replace.
+func BenchmarkTable_TokenStatus(b *testing.B) {
+	tb, name := openTable(b)
+	s := tablestore.New(tb, name)
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	k := account.APIKey{ID: account.NewID(account.PrefixAPIKey, now), Name: "bench", Hash: account.HashAPIKey("bench"), Last4: "ench", Scopes: []string{"*:*"}, CreatedAt: now}
+	tr := account.TokenRecord{ID: account.NewID(account.PrefixToken, now), KeyID: k.ID, Scopes: []string{"read:users"}, IssuedAt: now, ExpiresAt: now.Add(time.Hour)}
+	if err := s.CreateAPIKey(ctx, k); err != nil {
+		b.Fatal(err)
+	}
+	if err := s.CreateToken(ctx, tr); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			st, err := s.TokenStatus(ctx, tr.ID, k.ID, nil, "")
+			if err != nil || st.Key == nil {
+				b.Fatalf("TokenStatus: %+v, %v", st, err)
+			}
+		}
+	})
 }

@@ -10,6 +10,9 @@ import (
 	"latchkey/pkg/tablestore"
 )
 
+// The Table is the single-table logic's other port.
+var _ tablestore.Table = (*boltstore.Table)(nil)
+
 // openTable opens a Table made from the Latchkey table's definition in a
 // fresh file, closed when the test ends.
 func openTable(tb testing.TB, opts ...boltstore.TableOption) (*boltstore.Table, string) {

@@ -69,15 +69,12 @@ func (c *console) apiKeysPage(w http.ResponseWriter, r *http.Request, s *session
 	}
 	l, err := c.svc.ListAPIKeys(r.Context(), s.p, account.PageRequest{Cursor: q.Get("cursor")},
 		account.APIKeyFilter{OrganizationID: d.OrganizationID, OwnerID: d.Owner})
-	if err != nil && v.Problem == nil {
-		v.Problem = problemView(err)
-		status = v.Problem.Status
-	}
+	keys := listed(v, &status, l, err)
 	now := c.svc.Now()
-	for _, k := range l.Items {
+	for _, k := range keys.Items {
 		d.List.Items = append(d.List.Items, keyRow{k, now})
 	}
-	d.List.Next = l.NextCursor
+	d.List.Next = keys.Next
 	v.Data = d
 	c.render(w, r, status, "api-keys", v)
 }
@@ -93,19 +90,15 @@ type secretData struct {
 func (c *console) createAPIKey(w http.ResponseWriter, r *http.Request, s *session) {
 	v := newView(r, s, "API keys", "api-keys")
 	k, secret, err := func() (account.APIKey, string, error) {
-		if err := parseForm(w, r); err != nil {
-			return account.APIKey{}, "", err
-		}
-		v.Form = r.PostForm
-		m, err := parseMetadata(r.PostForm.Get("metadata"))
+		f, m, err := parseEdit(w, r, v)
 		if err != nil {
 			return account.APIKey{}, "", err
 		}
-		scopes := slices.Clone(r.PostForm["scope"])
-		scopes = append(scopes, strings.Fields(r.PostForm.Get("other_scopes"))...)
+		scopes := slices.Clone(f["scope"])
+		scopes = append(scopes, strings.Fields(f.Get("other_scopes"))...)
 		return c.svc.CreateAPIKey(r.Context(), s.p, account.NewAPIKey{
-			Name: r.PostForm.Get("name"), Scopes: scopes, ExpiresIn: r.PostForm.Get("expires_in"), Metadata: m,
-			OrganizationID: strings.TrimSpace(r.PostForm.Get("organization_id")), OwnerID: r.PostForm.Get("owner_id"),
+			Name: f.Get("name"), Scopes: scopes, ExpiresIn: f.Get("expires_in"), Metadata: m,
+			OrganizationID: strings.TrimSpace(f.Get("organization_id")), OwnerID: f.Get("owner_id"),
 		})
 	}()
 	if err != nil {
@@ -143,11 +136,7 @@ func (c *console) apiKeyPage(w http.ResponseWriter, r *http.Request, s *session,
 	v.Title = k.Name
 	d := apiKeyData{Key: keyRow{k, c.svc.Now()}, Graces: graces, Cursor: r.URL.Query().Get("cursor")}
 	l, err := c.svc.ListAPIKeyTokens(r.Context(), s.p, k.ID, account.PageRequest{Cursor: d.Cursor})
-	if err != nil && v.Problem == nil {
-		v.Problem = problemView(err)
-		status = v.Problem.Status
-	}
-	d.Tokens = page[account.TokenRecord]{Items: l.Items, Next: l.NextCursor}
+	d.Tokens = listed(v, &status, l, err)
 	v.Data = d
 	c.render(w, r, status, "api-key", v)
 }
@@ -166,13 +155,7 @@ func (c *console) revokeAPIKeyTokens(w http.ResponseWriter, r *http.Request, s *
 	if err == nil {
 		_, err = c.svc.RevokeAPIKeyTokens(r.Context(), s.p, id)
 	}
-	if err != nil {
-		v := newView(r, s, "API key", "api-keys")
-		v.Problem = problemView(err)
-		c.apiKeyPage(w, r, s, v, v.Problem.Status)
-		return
-	}
-	redirect(w, r, "/console/api-keys/"+id, "tokens-revoked")
+	answer(w, r, s, newView(r, s, "API key", "api-keys"), err, c.apiKeyPage, "/console/api-keys/"+id, "tokens-revoked")
 }
 
 // updateAPIKey renames the key or replaces its metadata.
@@ -180,24 +163,15 @@ func (c *console) updateAPIKey(w http.ResponseWriter, r *http.Request, s *sessio
 	id := r.PathValue("id")
 	v := newView(r, s, "API key", "api-keys")
 	err := func() error {
-		if err := parseForm(w, r); err != nil {
-			return err
-		}
-		v.Form = r.PostForm
-		m, err := parseMetadata(r.PostForm.Get("metadata"))
+		f, m, err := parseEdit(w, r, v)
 		if err != nil {
 			return err
 		}
-		name := r.PostForm.Get("name")
+		name := f.Get("name")
 		_, err = c.svc.UpdateAPIKey(r.Context(), s.p, id, account.APIKeyUpdate{Name: &name, Metadata: &m})
 		return err
 	}()
-	if err != nil {
-		v.Problem = problemView(err)
-		c.apiKeyPage(w, r, s, v, v.Problem.Status)
-		return
-	}
-	redirect(w, r, "/console/api-keys/"+id, "saved")
+	answer(w, r, s, v, err, c.apiKeyPage, "/console/api-keys/"+id, "saved")
 }
 
 // enableAPIKey disables or enables the key (enabled=false or true).
@@ -208,17 +182,11 @@ func (c *console) enableAPIKey(w http.ResponseWriter, r *http.Request, s *sessio
 	if err == nil {
 		_, err = c.svc.UpdateAPIKey(r.Context(), s.p, id, account.APIKeyUpdate{Enabled: &on})
 	}
-	if err != nil {
-		v := newView(r, s, "API key", "api-keys")
-		v.Problem = problemView(err)
-		c.apiKeyPage(w, r, s, v, v.Problem.Status)
-		return
-	}
 	done := "disabled"
 	if on {
 		done = "enabled"
 	}
-	redirect(w, r, "/console/api-keys/"+id, done)
+	answer(w, r, s, newView(r, s, "API key", "api-keys"), err, c.apiKeyPage, "/console/api-keys/"+id, done)
 }
 
 // rotateAPIKey gives the key a new secret, shown once; the old one works

@@ -6,12 +6,6 @@ import (
 	"latchkey/pkg/account"
 )
 
-type organizationsData struct {
-	List     page[account.Organization]
-	By, Q    string
-	Searched bool
-}
-
 // organizations lists the organizations, newest first, or finds one by
 // slug or external id, with the form that creates one.
 func (c *console) organizations(w http.ResponseWriter, r *http.Request, s *session) {
@@ -19,23 +13,15 @@ func (c *console) organizations(w http.ResponseWriter, r *http.Request, s *sessi
 }
 
 func (c *console) organizationsPage(w http.ResponseWriter, r *http.Request, s *session, v *view, status int) {
-	q := r.URL.Query()
-	d := organizationsData{By: q.Get("by"), Q: q.Get("q")}
-	query := account.OrganizationQuery{PageRequest: account.PageRequest{Cursor: q.Get("cursor")}}
-	if d.Q != "" {
-		d.Searched = true
-		if d.By == "external_id" {
-			query.ExternalID = d.Q
-		} else {
-			d.By, query.Slug = "slug", d.Q
-		}
+	d := searchOf[account.Organization](r.URL.Query(), "slug", "external_id")
+	query := account.OrganizationQuery{PageRequest: account.PageRequest{Cursor: r.URL.Query().Get("cursor")}}
+	if d.By == "external_id" {
+		query.ExternalID = d.Q
+	} else {
+		query.Slug = d.Q
 	}
 	l, err := c.svc.ListOrganizations(r.Context(), s.p, query)
-	if err != nil && v.Problem == nil {
-		v.Problem = problemView(err)
-		status = v.Problem.Status
-	}
-	d.List = page[account.Organization]{Items: l.Items, Next: l.NextCursor}
+	d.List = listed(v, &status, l, err)
 	v.Data = d
 	c.render(w, r, status, "organizations", v)
 }
@@ -43,25 +29,16 @@ func (c *console) organizationsPage(w http.ResponseWriter, r *http.Request, s *s
 func (c *console) createOrganization(w http.ResponseWriter, r *http.Request, s *session) {
 	v := newView(r, s, "Organizations", "organizations")
 	o, err := func() (account.Organization, error) {
-		if err := parseForm(w, r); err != nil {
-			return account.Organization{}, err
-		}
-		v.Form = r.PostForm
-		m, err := parseMetadata(r.PostForm.Get("metadata"))
+		f, m, err := parseEdit(w, r, v)
 		if err != nil {
 			return account.Organization{}, err
 		}
 		return c.svc.CreateOrganization(r.Context(), s.p, account.NewOrganization{
-			Name: r.PostForm.Get("name"), Slug: r.PostForm.Get("slug"), Plan: r.PostForm.Get("plan"),
-			ExternalID: r.PostForm.Get("external_id"), Metadata: m,
+			Name: f.Get("name"), Slug: f.Get("slug"), Plan: f.Get("plan"),
+			ExternalID: f.Get("external_id"), Metadata: m,
 		})
 	}()
-	if err != nil {
-		v.Problem = problemView(err)
-		c.organizationsPage(w, r, s, v, v.Problem.Status)
-		return
-	}
-	redirect(w, r, "/console/organizations/"+o.ID, "created")
+	answer(w, r, s, v, err, c.organizationsPage, "/console/organizations/"+o.ID, "created")
 }
 
 // memberRow is a member as the organization's page shows it.
@@ -101,12 +78,10 @@ func (c *console) organizationPage(w http.ResponseWriter, r *http.Request, s *se
 	v.Title = o.Name
 	cursor := r.URL.Query().Get("cursor")
 	l, err := c.svc.ListMembers(r.Context(), s.p, id, account.PageRequest{Limit: membersPage, Cursor: cursor})
-	if err != nil && v.Problem == nil {
-		v.Problem = problemView(err)
-		status = v.Problem.Status
-	}
+	members := listed(v, &status, l, err)
 	d := organizationData{Org: o, Complete: cursor == "" && !l.HasMore}
-	for _, m := range l.Items {
+	d.Members.Next = members.Next
+	for _, m := range members.Items {
 		row := memberRow{Membership: m}
 		if s.Can(account.ScopeReadUsers) {
 			if u, err := c.svc.GetUser(r.Context(), s.p, m.UserID); err == nil {
@@ -118,7 +93,6 @@ func (c *console) organizationPage(w http.ResponseWriter, r *http.Request, s *se
 		}
 		d.Members.Items = append(d.Members.Items, row)
 	}
-	d.Members.Next = l.NextCursor
 	if d.Complete && d.Owners == 1 {
 		for i := range d.Members.Items {
 			d.Members.Items[i].LastOwner = d.Members.Items[i].Role == account.OwnerRole
@@ -132,24 +106,15 @@ func (c *console) updateOrganization(w http.ResponseWriter, r *http.Request, s *
 	id := r.PathValue("id")
 	v := newView(r, s, "Organization", "organizations")
 	err := func() error {
-		if err := parseForm(w, r); err != nil {
-			return err
-		}
-		v.Form = r.PostForm
-		m, err := parseMetadata(r.PostForm.Get("metadata"))
+		f, m, err := parseEdit(w, r, v)
 		if err != nil {
 			return err
 		}
-		name, plan, ext := r.PostForm.Get("name"), r.PostForm.Get("plan"), r.PostForm.Get("external_id")
+		name, plan, ext := f.Get("name"), f.Get("plan"), f.Get("external_id")
 		_, err = c.svc.UpdateOrganization(r.Context(), s.p, id, account.OrganizationUpdate{Name: &name, Plan: &plan, ExternalID: &ext, Metadata: &m})
 		return err
 	}()
-	if err != nil {
-		v.Problem = problemView(err)
-		c.organizationPage(w, r, s, v, v.Problem.Status)
-		return
-	}
-	redirect(w, r, "/console/organizations/"+id, "saved")
+	answer(w, r, s, v, err, c.organizationPage, "/console/organizations/"+id, "saved")
 }
 
 type deleteOrganizationData struct {
@@ -218,12 +183,7 @@ func (c *console) addMember(w http.ResponseWriter, r *http.Request, s *session) 
 		_, err := c.svc.AddMember(r.Context(), s.p, id, account.NewMember{UserID: userID, Role: r.PostForm.Get("role")})
 		return err
 	}()
-	if err != nil {
-		v.Problem = problemView(err)
-		c.organizationPage(w, r, s, v, v.Problem.Status)
-		return
-	}
-	redirect(w, r, "/console/organizations/"+id, "member-added")
+	answer(w, r, s, v, err, c.organizationPage, "/console/organizations/"+id, "member-added")
 }
 
 func (c *console) updateMember(w http.ResponseWriter, r *http.Request, s *session) {
@@ -233,21 +193,11 @@ func (c *console) updateMember(w http.ResponseWriter, r *http.Request, s *sessio
 	if err == nil {
 		_, err = c.svc.UpdateMember(r.Context(), s.p, id, r.PathValue("user_id"), r.PostForm.Get("role"))
 	}
-	if err != nil {
-		v.Problem = problemView(err)
-		c.organizationPage(w, r, s, v, v.Problem.Status)
-		return
-	}
-	redirect(w, r, "/console/organizations/"+id, "member-updated")
+	answer(w, r, s, v, err, c.organizationPage, "/console/organizations/"+id, "member-updated")
 }
 
 func (c *console) removeMember(w http.ResponseWriter, r *http.Request, s *session) {
 	id := r.PathValue("id")
-	if err := c.svc.RemoveMember(r.Context(), s.p, id, r.PathValue("user_id")); err != nil {
-		v := newView(r, s, "Organization", "organizations")
-		v.Problem = problemView(err)
-		c.organizationPage(w, r, s, v, v.Problem.Status)
-		return
-	}
-	redirect(w, r, "/console/organizations/"+id, "member-removed")
+	err := c.svc.RemoveMember(r.Context(), s.p, id, r.PathValue("user_id"))
+	answer(w, r, s, newView(r, s, "Organization", "organizations"), err, c.organizationPage, "/console/organizations/"+id, "member-removed")
 }

@@ -205,3 +205,50 @@ func problemView(err error) *httpapi.Problem {
 	pr := httpapi.ProblemOf(err)
 	return &pr
 }
+
+// listed is the page a template shows of what a list returned. A list
+// that failed shows empty, with its problem on v unless v shows one
+// already (the form's), and *status becomes the problem's.
+func listed[T any](v *view, status *int, l account.List[T], err error) page[T] {
+	if err != nil && v.Problem == nil {
+		v.Problem = problemView(err)
+		*status = v.Problem.Status
+	}
+	return page[T]{Items: l.Items, Next: l.NextCursor}
+}
+
+// searchList is a list page's data: a page, and the search that found it.
+type searchList[T any] struct {
+	List page[T]
+	// By is the field searched, Q the value looked for.
+	By, Q    string
+	Searched bool
+}
+
+// searchOf reads a list page's search from its query: q looked for in by,
+// one of fields, the first unless by names another.
+func searchOf[T any](query url.Values, fields ...string) searchList[T] {
+	d := searchList[T]{By: query.Get("by"), Q: query.Get("q")}
+	if d.Q != "" {
+		d.Searched = true
+		if !slices.Contains(fields[1:], d.By) {
+			d.By = fields[0]
+		}
+	}
+	return d
+}
+
+// pageFunc renders a page, with v's problem and form, at status.
+type pageFunc func(w http.ResponseWriter, r *http.Request, s *session, v *view, status int)
+
+// answer ends a form's post: one that failed shows its page again, with
+// the problem over the form as it was sent; one that succeeded redirects
+// to path, noting done.
+func answer(w http.ResponseWriter, r *http.Request, s *session, v *view, err error, again pageFunc, path, done string) {
+	if err != nil {
+		v.Problem = problemView(err)
+		again(w, r, s, v, v.Problem.Status)
+		return
+	}
+	redirect(w, r, path, done)
+}

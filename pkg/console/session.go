@@ -2,6 +2,7 @@ package console
 
 import (
 	"net/http"
+	"net/url"
 	"time"
 
 	"latchkey/pkg/account"
@@ -19,6 +20,18 @@ func parseForm(w http.ResponseWriter, r *http.Request) error {
 		return account.Errorf(account.CodeInvalidRequest, "the form could not be read; reload the page and try again")
 	}
 	return nil
+}
+
+// parseEdit reads the form of a page that creates or edits something,
+// keeping it on v to show again if the change fails, with its metadata
+// field parsed.
+func parseEdit(w http.ResponseWriter, r *http.Request, v *view) (url.Values, account.Metadata, error) {
+	if err := parseForm(w, r); err != nil {
+		return nil, nil, err
+	}
+	v.Form = r.PostForm
+	m, err := parseMetadata(r.PostForm.Get("metadata"))
+	return r.PostForm, m, err
 }
 
 type signInData struct {

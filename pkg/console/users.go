@@ -6,12 +6,6 @@ import (
 	"latchkey/pkg/account"
 )
 
-type usersData struct {
-	List     page[account.User]
-	By, Q    string
-	Searched bool
-}
-
 // users lists the users, newest first, or finds one by e-mail or external
 // id, with the form that creates one.
 func (c *console) users(w http.ResponseWriter, r *http.Request, s *session) {
@@ -19,23 +13,15 @@ func (c *console) users(w http.ResponseWriter, r *http.Request, s *session) {
 }
 
 func (c *console) usersPage(w http.ResponseWriter, r *http.Request, s *session, v *view, status int) {
-	q := r.URL.Query()
-	d := usersData{By: q.Get("by"), Q: q.Get("q")}
-	query := account.UserQuery{PageRequest: account.PageRequest{Cursor: q.Get("cursor")}}
-	if d.Q != "" {
-		d.Searched = true
-		if d.By == "external_id" {
-			query.ExternalID = d.Q
-		} else {
-			d.By, query.Email = "email", d.Q
-		}
+	d := searchOf[account.User](r.URL.Query(), "email", "external_id")
+	query := account.UserQuery{PageRequest: account.PageRequest{Cursor: r.URL.Query().Get("cursor")}}
+	if d.By == "external_id" {
+		query.ExternalID = d.Q
+	} else {
+		query.Email = d.Q
 	}
 	l, err := c.svc.ListUsers(r.Context(), s.p, query)
-	if err != nil && v.Problem == nil {
-		v.Problem = problemView(err)
-		status = v.Problem.Status
-	}
-	d.List = page[account.User]{Items: l.Items, Next: l.NextCursor}
+	d.List = listed(v, &status, l, err)
 	v.Data = d
 	c.render(w, r, status, "users", v)
 }
@@ -43,25 +29,16 @@ func (c *console) usersPage(w http.ResponseWriter, r *http.Request, s *session, 
 func (c *console) createUser(w http.ResponseWriter, r *http.Request, s *session) {
 	v := newView(r, s, "Users", "users")
 	u, err := func() (account.User, error) {
-		if err := parseForm(w, r); err != nil {
-			return account.User{}, err
-		}
-		v.Form = r.PostForm
-		m, err := parseMetadata(r.PostForm.Get("metadata"))
+		f, m, err := parseEdit(w, r, v)
 		if err != nil {
 			return account.User{}, err
 		}
 		return c.svc.CreateUser(r.Context(), s.p, account.NewUser{
-			Email: r.PostForm.Get("email"), Name: r.PostForm.Get("name"), Role: r.PostForm.Get("role"),
-			ExternalID: r.PostForm.Get("external_id"), Metadata: m,
+			Email: f.Get("email"), Name: f.Get("name"), Role: f.Get("role"),
+			ExternalID: f.Get("external_id"), Metadata: m,
 		})
 	}()
-	if err != nil {
-		v.Problem = problemView(err)
-		c.usersPage(w, r, s, v, v.Problem.Status)
-		return
-	}
-	redirect(w, r, "/console/users/"+u.ID, "created")
+	answer(w, r, s, v, err, c.usersPage, "/console/users/"+u.ID, "created")
 }
 
 type userData struct {
@@ -82,11 +59,7 @@ func (c *console) userPage(w http.ResponseWriter, r *http.Request, s *session, v
 	}
 	v.Title = u.Email
 	l, err := c.svc.ListUserMemberships(r.Context(), s.p, id, account.PageRequest{Cursor: r.URL.Query().Get("cursor")})
-	if err != nil && v.Problem == nil {
-		v.Problem = problemView(err)
-		status = v.Problem.Status
-	}
-	v.Data = userData{User: u, Memberships: page[account.UserMembership]{Items: l.Items, Next: l.NextCursor}}
+	v.Data = userData{User: u, Memberships: listed(v, &status, l, err)}
 	c.render(w, r, status, "user", v)
 }
 
@@ -94,25 +67,15 @@ func (c *console) updateUser(w http.ResponseWriter, r *http.Request, s *session)
 	id := r.PathValue("id")
 	v := newView(r, s, "User", "users")
 	err := func() error {
-		if err := parseForm(w, r); err != nil {
-			return err
-		}
-		v.Form = r.PostForm
-		m, err := parseMetadata(r.PostForm.Get("metadata"))
+		f, m, err := parseEdit(w, r, v)
 		if err != nil {
 			return err
 		}
-		f := r.PostForm
 		email, name, role, ext := f.Get("email"), f.Get("name"), f.Get("role"), f.Get("external_id")
 		_, err = c.svc.UpdateUser(r.Context(), s.p, id, account.UserUpdate{Email: &email, Name: &name, Role: &role, ExternalID: &ext, Metadata: &m})
 		return err
 	}()
-	if err != nil {
-		v.Problem = problemView(err)
-		c.userPage(w, r, s, v, v.Problem.Status)
-		return
-	}
-	redirect(w, r, "/console/users/"+id, "saved")
+	answer(w, r, s, v, err, c.userPage, "/console/users/"+id, "saved")
 }
 
 type deleteUserData struct {

@@ -166,21 +166,6 @@ func toListResponse[S, T any](l account.List[S], conv func(S) T) listResponse[T]
 	return out
 }
 
-type userResponse struct {
-	ID         string            `json:"id"`
-	Email      string            `json:"email"`
-	Name       string            `json:"name"`
-	Role       string            `json:"role"`
-	ExternalID *string           `json:"external_id"`
-	Metadata   map[string]string `json:"metadata"`
-	CreatedAt  timestamp         `json:"created_at"`
-	UpdatedAt  timestamp         `json:"updated_at"`
-}
-
-func toUser(u account.User) userResponse {
-	return userResponse{u.ID, u.Email, u.Name, u.Role, optionalString(u.ExternalID), metadataResponse(u.Metadata), timestamp(u.CreatedAt), timestamp(u.UpdatedAt)}
-}
-
 type organizationResponse struct {
 	ID         string            `json:"id"`
 	Name       string            `json:"name"`

@@ -6,6 +6,21 @@ import (
 	"latchkey/pkg/account"
 )
 
+type userResponse struct {
+	ID         string            `json:"id"`
+	Email      string            `json:"email"`
+	Name       string            `json:"name"`
+	Role       string            `json:"role"`
+	ExternalID *string           `json:"external_id"`
+	Metadata   map[string]string `json:"metadata"`
+	CreatedAt  timestamp         `json:"created_at"`
+	UpdatedAt  timestamp         `json:"updated_at"`
+}
+
+func toUser(u account.User) userResponse {
+	return userResponse{u.ID, u.Email, u.Name, u.Role, optionalString(u.ExternalID), metadataResponse(u.Metadata), timestamp(u.CreatedAt), timestamp(u.UpdatedAt)}
+}
+
 type userRequest struct {
 	Email      string         `json:"email"`
 	Name       string         `json:"name"`

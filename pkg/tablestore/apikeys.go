@@ -102,13 +102,16 @@ func (s *Store) getAPIKey(ctx context.Context, k key) (account.APIKey, error) {
 // it (see checkKey): the item as read, and the key with DisabledAbove set.
 // CodeNotFound if it is not there or not live.
 func (s *Store) readLiveKey(ctx context.Context, k key) (apiKeyItem, account.APIKey, error) {
-	var it apiKeyItem
-	found, err := s.getItem(ctx, k, &it)
+	av, err := s.getRaw(ctx, k)
 	if err != nil {
 		return apiKeyItem{}, account.APIKey{}, err
 	}
-	if !found {
+	if av == nil {
 		return apiKeyItem{}, account.APIKey{}, account.ErrAPIKeyNotFound()
+	}
+	it, err := s.keys.decode(k, av)
+	if err != nil {
+		return apiKeyItem{}, account.APIKey{}, err
 	}
 	key, live, err := s.checkKey(ctx, it, nil)
 	if err != nil {
@@ -127,17 +130,18 @@ type related struct {
 	orgs map[string]orgItem
 }
 
-// add decodes one item read and keeps it if it is a key or an organization.
-func (r *related) add(av map[string]types.AttributeValue) error {
-	var k key
-	if err := attributevalue.UnmarshalMap(av, &k); err != nil {
-		return account.Internal(err)
+// add decodes one item read (a key's through km) and keeps it if it is a
+// key or an organization.
+func (r *related) add(km *keyMemo, av map[string]types.AttributeValue) error {
+	k, err := keyOf(av)
+	if err != nil {
+		return err
 	}
 	switch k.SK {
 	case sortKey:
-		var it apiKeyItem
-		if err := attributevalue.UnmarshalMap(av, &it); err != nil {
-			return account.Internal(err)
+		it, err := km.decode(k, av)
+		if err != nil {
+			return err
 		}
 		if r.keys == nil {
 			r.keys = map[string]apiKeyItem{}
@@ -174,7 +178,7 @@ func (s *Store) checkKey(ctx context.Context, it apiKeyItem, have *related) (k a
 	}
 	var r related
 	if have != nil {
-		r = related{keys: maps.Clone(have.keys), orgs: maps.Clone(have.orgs)}
+		r = *have
 	}
 	var missing []key
 	for _, id := range it.Ancestors {
@@ -190,8 +194,11 @@ func (s *Store) checkKey(ctx context.Context, it apiKeyItem, have *related) (k a
 		if err != nil {
 			return account.APIKey{}, false, err
 		}
+		// Added to copies: have is the caller's. (A verify reads
+		// everything at once, and copies nothing.)
+		r = related{keys: maps.Clone(r.keys), orgs: maps.Clone(r.orgs)}
 		for _, av := range read {
-			if err := r.add(av); err != nil {
+			if err := r.add(&s.keys, av); err != nil {
 				return account.APIKey{}, false, err
 			}
 		}

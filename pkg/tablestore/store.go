@@ -71,6 +71,7 @@ type Store struct {
 	// id made under it.
 	serial    *sync.Mutex
 	lastEvent string
+	keys      keyMemo
 }
 
 var _ account.Store = (*Store)(nil)
@@ -143,12 +144,11 @@ var (
 
 // ---- building blocks ----
 
+// marshalKey returns the attributes of k. Built by hand: every read and
+// write marshals a key, and reflection cost more than the rest.
 func marshalKey(k key) (map[string]types.AttributeValue, error) {
-	m, err := attributevalue.MarshalMap(k)
-	if err != nil {
-		return nil, account.Internal(err)
-	}
-	return m, nil
+	v := &[2]types.AttributeValueMemberS{{Value: k.PK}, {Value: k.SK}} // one allocation for both
+	return map[string]types.AttributeValue{"pk": &v[0], "sk": &v[1]}, nil
 }
 
 func condition(c expression.ConditionBuilder) (expression.Expression, error) {
@@ -342,21 +342,28 @@ func backoff(ctx context.Context, attempt int) error {
 	}
 }
 
-// getItem reads one item strongly consistently into out. found is false when
+// getRaw reads one item strongly consistently, as it is stored; nil when
 // there is no such item.
-func (s *Store) getItem(ctx context.Context, k key, out any) (found bool, err error) {
+func (s *Store) getRaw(ctx context.Context, k key) (map[string]types.AttributeValue, error) {
 	av, err := marshalKey(k)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	res, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: s.table, Key: av, ConsistentRead: aws.Bool(true)})
 	if err != nil {
-		return false, storeErr(err)
+		return nil, storeErr(err)
 	}
-	if res.Item == nil {
-		return false, nil
+	return res.Item, nil
+}
+
+// getItem reads one item strongly consistently into out. found is false when
+// there is no such item.
+func (s *Store) getItem(ctx context.Context, k key, out any) (found bool, err error) {
+	item, err := s.getRaw(ctx, k)
+	if err != nil || item == nil {
+		return false, err
 	}
-	if err := attributevalue.UnmarshalMap(res.Item, out); err != nil {
+	if err := attributevalue.UnmarshalMap(item, out); err != nil {
 		return false, account.Internal(err)
 	}
 	return true, nil
@@ -707,22 +714,31 @@ func (s *Store) batchGet(ctx context.Context, keys []key) ([]map[string]types.At
 // batchGetWith is batchGet, strongly consistent or not.
 func (s *Store) batchGetWith(ctx context.Context, keys []key, consistent bool) ([]map[string]types.AttributeValue, error) {
 	var out []map[string]types.AttributeValue
-	seen := make(map[key]bool, len(keys))
-	var batch []map[string]types.AttributeValue
+	var seen map[key]bool // a verify reads 2 to 4 keys: no map for so few
+	if len(keys) > 16 {
+		seen = make(map[key]bool, len(keys))
+	}
+	batch := make([]map[string]types.AttributeValue, 0, min(len(keys), maxBatchGetKeys))
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
 		}
 		read, err := s.batchGetOnce(ctx, batch, consistent)
-		out = append(out, read...)
+		if out == nil {
+			out = read // no copy of the one batch of a verify
+		} else {
+			out = append(out, read...)
+		}
 		batch = batch[:0]
 		return err
 	}
-	for _, k := range keys {
-		if seen[k] {
+	for i, k := range keys {
+		if seen == nil && slices.Contains(keys[:i], k) || seen[k] {
 			continue
 		}
-		seen[k] = true
+		if seen != nil {
+			seen[k] = true
+		}
 		av, err := marshalKey(k)
 		if err != nil {
 			return nil, err
@@ -747,7 +763,7 @@ const maxBatchGetKeys = 100
 // its unprocessed keys re-requested.
 func (s *Store) batchGetOnce(ctx context.Context, keys []map[string]types.AttributeValue, consistent bool) ([]map[string]types.AttributeValue, error) {
 	request := map[string]types.KeysAndAttributes{
-		*s.table: {Keys: keys, ConsistentRead: aws.Bool(consistent)},
+		*s.table: {Keys: keys, ConsistentRead: &consistent},
 	}
 	var items []map[string]types.AttributeValue
 	for attempt := 0; ; attempt++ {
@@ -755,7 +771,11 @@ func (s *Store) batchGetOnce(ctx context.Context, keys []map[string]types.Attrib
 		if err != nil {
 			return nil, storeErr(err)
 		}
-		items = append(items, out.Responses[*s.table]...)
+		if items == nil {
+			items = out.Responses[*s.table]
+		} else {
+			items = append(items, out.Responses[*s.table]...)
+		}
 		if len(out.UnprocessedKeys) == 0 {
 			return items, nil
 		}

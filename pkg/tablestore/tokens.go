@@ -119,7 +119,7 @@ func (s *Store) TokenStatus(ctx context.Context, tokenID, keyID string, ancestor
 	}
 	var st account.TokenStatus
 	var r related
-	if err := addStatusRead(&st, read, &r); err != nil {
+	if err := s.addStatusRead(&st, read, &r); err != nil {
 		return account.TokenStatus{}, err
 	}
 	it, ok := r.keys[keyID]
@@ -134,7 +134,7 @@ func (s *Store) TokenStatus(ctx context.Context, tokenID, keyID string, ancestor
 		if err != nil {
 			return account.TokenStatus{}, err
 		}
-		if err := addStatusRead(&st, read, &r); err != nil {
+		if err := s.addStatusRead(&st, read, &r); err != nil {
 			return account.TokenStatus{}, err
 		}
 		it, ok = r.keys[keyID]
@@ -154,11 +154,11 @@ func (s *Store) TokenStatus(ctx context.Context, tokenID, keyID string, ancestor
 
 // addStatusRead sorts items read by TokenStatus: a revocation entry into
 // st, keys and organizations into r.
-func addStatusRead(st *account.TokenStatus, read []map[string]types.AttributeValue, r *related) error {
+func (s *Store) addStatusRead(st *account.TokenStatus, read []map[string]types.AttributeValue, r *related) error {
 	for _, av := range read {
-		var k key
-		if err := attributevalue.UnmarshalMap(av, &k); err != nil {
-			return account.Internal(err)
+		k, err := keyOf(av)
+		if err != nil {
+			return err
 		}
 		if k.SK == sortRevoked {
 			var rev revocationItem
@@ -168,7 +168,7 @@ func addStatusRead(st *account.TokenStatus, read []map[string]types.AttributeVal
 			st.RevokedAt = rev.RevokedAt
 			continue
 		}
-		if err := r.add(av); err != nil {
+		if err := r.add(&s.keys, av); err != nil {
 			return err
 		}
 	}

@@ -20,20 +20,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
+
+	"latchkey/pkg/tablestore"
 )
 
-// Table is the narrow port of the single-table logic: the DynamoDB
-// operations it uses, with the SDK's types, so that *dynamodb.Client is
-// one and boltstore.Table another.
-type Table interface {
-	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
-	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
-	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
-	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
-	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
-	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
-	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
-}
+// Table is the port under test: tablestore.Table, which *dynamodb.Client
+// and boltstore.Table implement.
+type Table = tablestore.Table
 
 // NewTable returns a fresh, empty table and its name.
 type NewTable func(t *testing.T) (Table, string)
@@ -81,6 +74,7 @@ func Run(t *testing.T, newTable NewTable, opts ...Option) {
 		{"TransactSameItem", func(t *testing.T, tb Table, table string) { testTransactSameItem(t, tb, table, cfg.local) }},
 		{"ConcurrentClaims", testConcurrentClaims},
 		{"Validation", testValidation},
+		{"ReservedWords", testReservedWords},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -945,4 +939,29 @@ func testValidation(t *testing.T, tb Table, table string) {
 	_, err = tb.Query(ctx, &dynamodb.QueryInput{TableName: aws.String(table), KeyConditionExpression: aws.String("sk = :v"), ExpressionAttributeValues: item{":v": s("1")}})
 	wantCode(t, "a key condition without the hash key", err, "ValidationException")
 	equal(t, "nothing written by refused requests", get(t, tb, table, key("x", "1")), item(nil))
+}
+
+func testReservedWords(t *testing.T, tb Table, table string) {
+	put(t, tb, table, item{"pk": s("W"), "sk": s("1")})
+	for _, name := range []string{"count", "Name", "STATE", "data", "add", "missing"} {
+		_, err := update(t, tb, table, &dynamodb.UpdateItemInput{
+			Key: key("W", "1"), UpdateExpression: aws.String("SET " + name + " = :v"), ExpressionAttributeValues: item{":v": s("x")},
+		})
+		wantCode(t, "a reserved word as a bare name: "+name, err, "ValidationException")
+		_, err = update(t, tb, table, &dynamodb.UpdateItemInput{
+			Key: key("W", "1"), UpdateExpression: aws.String("SET #n = :v"), ConditionExpression: aws.String("attribute_not_exists(#n)"),
+			ExpressionAttributeNames: map[string]string{"#n": name}, ExpressionAttributeValues: item{":v": s("x")},
+		})
+		if err != nil {
+			t.Errorf("a reserved word through a placeholder: %s: %v", name, err)
+		}
+	}
+	// Not reserved: these stand bare.
+	_, err := update(t, tb, table, &dynamodb.UpdateItemInput{
+		Key: key("W", "1"), UpdateExpression: aws.String("SET owners = :v, children = :v, gsi1sk = :v, size = :v, id = :v, this = :v, contains = :v"),
+		ExpressionAttributeValues: item{":v": s("x")},
+	})
+	if err != nil {
+		t.Errorf("names that are not reserved: %v", err)
+	}
 }
