@@ -251,8 +251,16 @@ func TestAuthorize(t *testing.T) {
 	})
 }
 
-// failingStore is a table that cannot be read.
+// failingStore is a table that cannot be read, or written.
 type failingStore struct{}
+
+func (failingStore) ChangeKeyUsage(context.Context, string, int, account.UsageChange) (map[string]int64, bool, error) {
+	return nil, false, account.Unavailable(errors.New("ProvisionedThroughputExceededException"))
+}
+
+func (failingStore) KeyUsage(context.Context, int, ...string) (map[string]map[string]int64, error) {
+	return nil, account.Unavailable(errors.New("ProvisionedThroughputExceededException"))
+}
 
 func (failingStore) TokenStatus(context.Context, string, string, []string, string) (account.TokenStatus, error) {
 	return account.TokenStatus{}, account.Unavailable(errors.New("ProvisionedThroughputExceededException"))

@@ -133,8 +133,18 @@ func TestTemplate_AuthorizerLeastPrivilege(t *testing.T) {
 // did.
 func checkAuthorizerPrivilege(t *testing.T, tpl template, actions map[string]bool, requests []iamRequest, usedIndex bool) {
 	statement := tpl.policyStatement(t, authorizerID, "Table")
-	if got, want := strs(statement["Action"]), sortedKeys(actions); !slices.Equal(got, want) {
+	limits := tpl.policyStatement(t, authorizerID, "Limits")
+	granted := append(strs(statement["Action"]), strs(limits["Action"])...)
+	slices.Sort(granted)
+	if got, want := granted, sortedKeys(actions); !slices.Equal(got, want) {
 		t.Errorf("DynamoDB actions:\n policy %v\n code   %v", got, want)
+	}
+	// The one write, the count of a use, is in the usage records only.
+	if got := strs(limits["Action"]); !slices.Equal(got, []string{"dynamodb:UpdateItem"}) {
+		t.Errorf("Limits statement actions %v, want UpdateItem alone", got)
+	}
+	if got := strs(path(limits, "Condition", "ForAllValues:StringLike", "dynamodb:LeadingKeys")); !slices.Equal(got, []string{"KEYLIMIT#*"}) {
+		t.Errorf("Limits statement leading keys %v, want KEYLIMIT#* alone", got)
 	}
 	if usedIndex || resolveARN(statement["Resource"]) != tableARN {
 		t.Errorf("Table statement resource %v (the code used an index: %v); want the table alone", statement["Resource"], usedIndex)
@@ -149,8 +159,9 @@ func checkAuthorizerPrivilege(t *testing.T, tpl template, actions map[string]boo
 			t.Errorf("the role refuses a request the code makes: %s", req)
 		}
 	}
-	// Not a single write, in any partition, nor a read of anything else.
-	for _, pk := range []string{"CONFIG", "KEY#" + replay.KeyID, "TOKEN#" + replay.TokenID, "KEYHASH#00", "USER#" + replay.UserID, "ORG#" + replay.OrgID} {
+	// Not a single write outside the usage records, in any partition,
+	// nor a read of anything else.
+	for _, pk := range []string{"CONFIG", "KEY#" + replay.KeyID, "KEYUSE#" + replay.KeyID, "TOKEN#" + replay.TokenID, "KEYHASH#00", "USER#" + replay.UserID, "ORG#" + replay.OrgID} {
 		for _, action := range writeActions {
 			if allowed, err := decide(statements, iamRequest{Action: action, LeadingKeys: []string{pk}}); err != nil || allowed {
 				t.Errorf("the role may %s in %s (%v)", action, pk, err)

@@ -322,6 +322,7 @@ func (s *server) route(d routeDef) http.Handler {
 					s.writeError(w, r, err)
 					return
 				}
+				setRateLimitHeaders(w.Header(), p.Usage)
 				// Authorize before reading the body: a caller without the
 				// scope learns nothing about what a valid request looks
 				// like. The service checks again, from the same entry of
