@@ -135,8 +135,11 @@ func (s *Store) orgKeyDeletes(orgID, id string, items map[string]apiKeyItem) ([]
 	if err != nil {
 		return nil, err
 	}
-	// Tombstones in place of the read copies, as a tree delete leaves.
-	copies, err := s.keyTombstones(id, time.Now())
+	// The read copies go: the organizations role may delete in a key's
+	// partitions, never put, so no tombstone; the organization's own
+	// copies stay flagged, and a verify reads one of them with the key's
+	// (TokenStatus).
+	copies, err := s.dels(copyKeys(id, apiKeyCopyKey))
 	return append(dels, copies...), err
 }
 

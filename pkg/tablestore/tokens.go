@@ -123,6 +123,12 @@ func (s *Store) TokenStatus(ctx context.Context, tokenID, keyID string, ancestor
 		return account.TokenStatus{}, err
 	}
 	it, ok := r.keys[keyID]
+	if o, read := r.orgs[orgID]; !ok && read && o.Deleting {
+		// Its organization's copy says it is going: so is the key (a
+		// key's organization never changes, and its copies go with the
+		// organization's delete, which leaves the organization's).
+		return st, nil
+	}
 	// The entry itself when the copy may not be the whole story: a key
 	// without copies, or a token issued before its key had them.
 	if n != 0 && st.RevokedAt.IsZero() && (!ok || !it.Deleting && (it.CopiesSince == nil || issuedBefore(tokenID, *it.CopiesSince))) {
