@@ -25,9 +25,22 @@ func parseNumber(s string) (*big.Rat, bool) {
 	if strings.EqualFold(strings.TrimLeft(s, "+-"), "inf") || strings.Contains(strings.ToLower(s), "nan") {
 		return nil, false
 	}
+	// big.Rat computes 10^exponent: "1e999999999" would take gigabytes.
+	// No number DynamoDB takes has an exponent larger than its digits
+	// can bring back into range.
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		exp, err := strconv.Atoi(s[i+1:])
+		if err != nil || exp > maxExponent+len(s) || exp < -maxExponent-len(s) {
+			return nil, false
+		}
+	}
 	r, ok := new(big.Rat).SetString(s)
 	return r, ok
 }
+
+// maxExponent bounds the exponents parseNumber accepts (with the number's
+// length): above DynamoDB's range of 1E-130 to 1E+126.
+const maxExponent = 200
 
 // isCanonicalInt reports whether s is an integer as DynamoDB writes one:
 // an optional minus, and no leading zero unless it is "0". Most numbers
@@ -57,10 +70,26 @@ func canonicalNumber(s string) (string, bool) {
 		return "", false
 	}
 	out := formatNumber(r)
-	if significantDigits(out) > maxNumberDigits {
+	if significantDigits(out) > maxNumberDigits || !inRange(out) {
 		return "", false
 	}
 	return out, true
+}
+
+// inRange reports whether a formatted number is 0 or of a magnitude
+// DynamoDB stores: from 1E-130 to below 1E+126.
+func inRange(s string) bool {
+	s = strings.TrimPrefix(s, "-")
+	whole, frac, _ := strings.Cut(s, ".")
+	if whole != "0" {
+		return len(whole) <= 126
+	}
+	if frac == "" {
+		return true
+	}
+	// 0.000ddd: the first digit that is not zero is the (zeros+1)th.
+	zeros := len(frac) - len(strings.TrimLeft(frac, "0"))
+	return zeros < 130
 }
 
 // formatNumber writes r, which must be a finite decimal, in full.

@@ -27,8 +27,9 @@ const TableName = "latchkey"
 // queue up anyway, so a short delay loses little sharing.
 const batchDelay = 2 * time.Millisecond
 
-// ErrInUse is the error of Open when another process holds the file: bbolt
-// locks it for one process at a time (in one process, for one Store).
+// ErrInUse is the error of Open and OpenTable when another process holds
+// the file: bbolt locks it for one process at a time (in one process, for
+// one store or Table).
 var ErrInUse = errors.New("another process holds the file")
 
 // Open opens (creating if needed) the store in the file at path: the

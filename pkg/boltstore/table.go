@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // Table is one DynamoDB table in a bbolt file: the seven operations the
@@ -79,7 +79,9 @@ var (
 	bucketTableItems  = []byte("table:items")
 	bucketTableTTL    = []byte("table:ttl")
 	bucketTableSchema = []byte("table:schema")
-	schemaKey         = []byte("schema")
+	schemaKey         = []byte("keys")   // the table's key schema
+	indexMetaPrefix   = []byte("index:") // + name: the index's key schema
+	ttlMetaKey        = []byte("ttl")    // the TTL attribute the expiry index holds
 )
 
 func indexBucket(name string) []byte { return []byte("table:index:" + name) }
@@ -112,7 +114,8 @@ func WithSweepInterval(d time.Duration) TableOption { return func(t *Table) { t.
 // types come from def; string and binary keys are supported, number keys
 // and local secondary indexes are not, and an index must project ALL
 // (Latchkey's one does). A file holds one table: opening it with another
-// schema is an error. Like Open, it fails with ErrInUse after a second
+// key schema is an error; indexes and the TTL attribute may change
+// between opens, and are then rebuilt from the items. Like Open, it fails with ErrInUse after a second
 // when another process holds the file. Close stops the sweeper.
 func OpenTable(path string, def *dynamodb.CreateTableInput, opts ...TableOption) (*Table, error) {
 	t := &Table{now: time.Now, sweepEvery: time.Minute, sweepMax: sweepMax, stop: make(chan struct{})}
@@ -127,31 +130,7 @@ func OpenTable(path string, def *dynamodb.CreateTableInput, opts ...TableOption)
 		return nil, err
 	}
 	t.db = db
-	err = db.Update(func(tx *bolt.Tx) error {
-		meta, err := tx.CreateBucketIfNotExists(bucketTableSchema)
-		if err != nil {
-			return err
-		}
-		want := []byte(t.describe())
-		if have := meta.Get(schemaKey); have != nil && !bytes.Equal(have, want) {
-			return fmt.Errorf("the file holds a table of another schema (%s), not %s", have, want)
-		}
-		if err := meta.Put(schemaKey, want); err != nil {
-			return err
-		}
-		for _, name := range [][]byte{bucketTableItems, bucketTableTTL} {
-			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
-				return err
-			}
-		}
-		for _, ix := range t.indexes {
-			if _, err := tx.CreateBucketIfNotExists(ix.bucket); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	if err = db.Update(t.prepareFile); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("boltstore: open table in %s: %w", path, err)
 	}
@@ -228,37 +207,101 @@ func (t *Table) define(def *dynamodb.CreateTableInput) error {
 	return nil
 }
 
-// describe is the schema as stored in the file, to refuse another.
-func (t *Table) describe() string {
-	var b strings.Builder
-	ks := func(k keySchema) {
-		fmt.Fprintf(&b, "%s:%s", k.hash.name, k.hash.typ)
-		if k.rng.name != "" {
-			fmt.Fprintf(&b, ",%s:%s", k.rng.name, k.rng.typ)
+// prepareFile makes the file hold the table t describes. Its key schema
+// is stored on first use and must not change. Indexes and the TTL
+// attribute may, as DynamoDB's UpdateTable and UpdateTimeToLive allow:
+// an index that is new or redefined is built from the items (DynamoDB's
+// backfill), one no longer defined is dropped, and so is rebuilt the
+// expiry index when the TTL attribute changes.
+func (t *Table) prepareFile(tx *bolt.Tx) error {
+	meta, err := tx.CreateBucketIfNotExists(bucketTableSchema)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.CreateBucketIfNotExists(bucketTableItems); err != nil {
+		return err
+	}
+	keys := []byte(describeKeys(t.keys))
+	if have := meta.Get(schemaKey); have != nil && !bytes.Equal(have, keys) {
+		return fmt.Errorf("the file holds a table keyed %s, not %s", have, keys)
+	}
+	if err := meta.Put(schemaKey, keys); err != nil {
+		return err
+	}
+	var stale [][]byte
+	c := meta.Cursor()
+	for k, _ := c.Seek(indexMetaPrefix); k != nil && bytes.HasPrefix(k, indexMetaPrefix); k, _ = c.Next() {
+		if t.indexes[string(k[len(indexMetaPrefix):])] == nil {
+			stale = append(stale, bytes.Clone(k))
 		}
 	}
-	ks(t.keys)
-	names := make([]string, 0, len(t.indexes))
-	for n := range t.indexes {
-		names = append(names, n)
+	for _, k := range stale {
+		if err := tx.DeleteBucket(indexBucket(string(k[len(indexMetaPrefix):]))); err != nil && !errors.Is(err, bolterrors.ErrBucketNotFound) {
+			return err
+		}
+		if err := meta.Delete(k); err != nil {
+			return err
+		}
 	}
-	sortStrings(names)
-	for _, n := range names {
-		fmt.Fprintf(&b, " %s=", n)
-		ks(t.indexes[n].keys)
+	for name, ix := range t.indexes {
+		k, want := append(bytes.Clone(indexMetaPrefix), name...), []byte(describeKeys(ix.keys))
+		if bytes.Equal(meta.Get(k), want) {
+			continue
+		}
+		err := t.rebuild(tx, ix.bucket, func(key []byte, item map[string]types.AttributeValue) []byte { return indexEntry(ix, key, item) })
+		if err != nil {
+			return err
+		}
+		if err := meta.Put(k, want); err != nil {
+			return err
+		}
 	}
-	if t.ttlAttr != "" {
-		fmt.Fprintf(&b, " ttl=%s", t.ttlAttr)
+	if have := meta.Get(ttlMetaKey); have == nil || string(have) != t.ttlAttr {
+		err := t.rebuild(tx, bucketTableTTL, func(key []byte, item map[string]types.AttributeValue) []byte {
+			if t.ttlAttr == "" {
+				return nil
+			}
+			return t.expiryEntry(key, item)
+		})
+		if err != nil {
+			return err
+		}
+		if err := meta.Put(ttlMetaKey, []byte(t.ttlAttr)); err != nil {
+			return err
+		}
 	}
-	return b.String()
+	return nil
 }
 
-func sortStrings(s []string) {
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
+// rebuild empties the bucket name and puts in it entry(key, item) of
+// every item (none where it is nil).
+func (t *Table) rebuild(tx *bolt.Tx, name []byte, entry func(key []byte, item map[string]types.AttributeValue) []byte) error {
+	if err := tx.DeleteBucket(name); err != nil && !errors.Is(err, bolterrors.ErrBucketNotFound) {
+		return err
 	}
+	b, err := tx.CreateBucket(name)
+	if err != nil {
+		return err
+	}
+	return tx.Bucket(bucketTableItems).ForEach(func(k, v []byte) error {
+		item, err := decodeItem(v)
+		if err != nil {
+			return fmt.Errorf("item %q: %w", k, err)
+		}
+		if e := entry(k, item); e != nil {
+			return b.Put(e, nil)
+		}
+		return nil
+	})
+}
+
+// describeKeys is a key schema as the file stores it.
+func describeKeys(k keySchema) string {
+	s := fmt.Sprintf("%s:%s", k.hash.name, k.hash.typ)
+	if k.rng.name != "" {
+		s += fmt.Sprintf(",%s:%s", k.rng.name, k.rng.typ)
+	}
+	return s
 }
 
 // Close stops the sweeper and closes the file, waiting for transactions in

@@ -10,6 +10,9 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
+// maxQueryPage is DynamoDB's limit on the data one Query reads, 1 MB.
+const maxQueryPage = 1 << 20
+
 // rangeCond is the range key's part of a key condition, over the key's
 // bytes: op is 0 (none), '=', '<', tokLE, '>', tokGE, 'B' (between a and
 // b) or 'b' (begins with a). The keys it admits are one contiguous run.
@@ -168,8 +171,10 @@ func keyCondition(c *cond, e *env, ks keySchema) (types.AttributeValue, rangeCon
 // in range key order (ScanIndexForward false: reversed). Limit caps the
 // items read, before FilterExpression drops any, as in DynamoDB; a page
 // that stopped at Limit has a LastEvaluatedKey (the table's key, and the
-// index's for an index), and ExclusiveStartKey resumes after it. There is
-// no 1 MB page limit. Reads are strongly consistent; ConsistentRead on an
+// index's for an index), and ExclusiveStartKey resumes after it. So does
+// a page that has read 1 MB of items (their encoded size standing in for
+// DynamoDB's reckoning), DynamoDB's limit on the data one Query reads.
+// Reads are strongly consistent; ConsistentRead on an
 // index is refused, as DynamoDB refuses it.
 func (t *Table) Query(ctx context.Context, in *dynamodb.QueryInput, _ ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
 	if err := ctx.Err(); err != nil {
@@ -262,6 +267,7 @@ func (t *Table) Query(ctx context.Context, in *dynamodb.QueryInput, _ ...func(*d
 		c := tx.Bucket(bucket).Cursor()
 		items := tx.Bucket(bucketTableItems)
 		var k []byte
+		read := 0 // bytes of the items read, for the page's size limit
 		if forward {
 			from := append(bytes.Clone(partition), rc.low()...)
 			if esk != nil && bytes.Compare(esk, from) > 0 {
@@ -315,13 +321,14 @@ func (t *Table) Query(ctx context.Context, in *dynamodb.QueryInput, _ ...func(*d
 				return err
 			}
 			out.ScannedCount++
+			read += len(data)
 			if filter == nil || matches(e, filter, item) {
 				out.Count++
 				if !countOnly {
 					out.Items = append(out.Items, project(item, names))
 				}
 			}
-			if int(out.ScannedCount) == limit {
+			if int(out.ScannedCount) == limit || read >= maxQueryPage {
 				out.LastEvaluatedKey = t.lastKey(item, ix)
 				return nil
 			}

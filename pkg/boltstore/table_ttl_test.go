@@ -213,9 +213,10 @@ func TestOpenTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	other := tablestore.TableDefinition("latchkey")
-	other.GlobalSecondaryIndexes = nil
+	other.KeySchema[0], other.KeySchema[1] = other.KeySchema[1], other.KeySchema[0]
+	other.KeySchema[0].KeyType, other.KeySchema[1].KeyType = types.KeyTypeHash, types.KeyTypeRange
 	if _, err := boltstore.OpenTable(path, other); err == nil {
-		t.Error("a file opened with another schema: no error")
+		t.Error("a file opened with another key schema: no error")
 	}
 	tb, err = boltstore.OpenTable(path, tablestore.TableDefinition("latchkey"))
 	if err != nil {
@@ -249,4 +250,57 @@ func withProjection(p types.ProjectionType) *dynamodb.CreateTableInput {
 	def := tablestore.TableDefinition("latchkey")
 	def.GlobalSecondaryIndexes[0].Projection = &types.Projection{ProjectionType: p}
 	return def
+}
+
+// TestOpenTable_SchemaChanges: an index added between opens is built from
+// the items already there, one dropped is gone, and a TTL attribute
+// enabled later finds the items that had already expired, as DynamoDB's
+// UpdateTable and UpdateTimeToLive do.
+func TestOpenTable_SchemaChanges(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "table.db")
+	bare := tablestore.TableDefinition("latchkey")
+	bare.GlobalSecondaryIndexes = nil
+	reopen := func(def *dynamodb.CreateTableInput, opts ...boltstore.TableOption) *boltstore.Table {
+		t.Helper()
+		tb, err := boltstore.OpenTable(path, def, append(opts, boltstore.WithSweepInterval(0))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tb
+	}
+	listed := func(tb *boltstore.Table) int32 {
+		t.Helper()
+		out, err := tb.Query(context.Background(), &dynamodb.QueryInput{
+			TableName: aws.String("latchkey"), IndexName: aws.String(tablestore.GSI1),
+			KeyConditionExpression: aws.String("gsi1pk = :l"), ExpressionAttributeValues: avMap{":l": str("L")},
+		})
+		if err != nil {
+			t.Fatalf("Query: %v", err)
+		}
+		return out.Count
+	}
+	tb := reopen(bare)
+	for i := range 3 {
+		mustPut(t, tb, "latchkey", avMap{"pk": str(fmt.Sprint("p", i)), "sk": str("S"), "gsi1pk": str("L"), "gsi1sk": str(fmt.Sprint(i)), tablestore.TTLAttribute: num("1000")})
+	}
+	tb.Close()
+
+	tb = reopen(tablestore.TableDefinition("latchkey"))
+	if n := listed(tb); n != 3 {
+		t.Errorf("an index added later lists %d items, want 3", n)
+	}
+	tb.Close()
+	tb = reopen(bare)
+	tb.Close()
+	tb = reopen(tablestore.TableDefinition("latchkey"))
+	if n := listed(tb); n != 3 {
+		t.Errorf("an index dropped and added again lists %d items, want 3", n)
+	}
+	tb.Close()
+
+	tb = reopen(bare, boltstore.WithTTL(tablestore.TTLAttribute), boltstore.WithClock(func() time.Time { return time.Unix(2000, 0) }))
+	defer tb.Close()
+	if exists(t, tb, "latchkey", "p0") {
+		t.Error("an item expired before TTL was enabled is there after the sweep on open")
+	}
 }

@@ -322,15 +322,68 @@ const (
 // action asked for ALL_OLD), ValidationError, or None. Two actions on one
 // item are a ValidationException, as in DynamoDB.
 func (t *Table) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, _ ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	return t.transactWrite(ctx, in, nil)
+}
+
+// transactWrite is TransactWriteItems, with the items more returns, if
+// more is not nil, made in the write transaction and appended (see
+// TransactWriteItemsWith).
+func (t *Table) transactWrite(ctx context.Context, in *dynamodb.TransactWriteItemsInput, more func() ([]types.TransactWriteItem, error)) (*dynamodb.TransactWriteItemsOutput, error) {
 	if n := len(in.TransactItems); n == 0 || n > maxTransactItems {
 		return nil, validation("1 validation error detected: Value at 'transactItems' failed to satisfy constraint: Member must have length less than or equal to 100 and greater than or equal to 1")
 	}
 	if in.ClientRequestToken != nil {
 		return nil, validation("ClientRequestToken is not supported by this table")
 	}
-	ops := make([]*writeOp, len(in.TransactItems))
-	seen := make(map[string]bool, len(in.TransactItems))
-	for i, it := range in.TransactItems {
+	ops, err := t.prepareTransact(in.TransactItems, nil)
+	if err != nil {
+		return nil, err
+	}
+	var reasons []types.CancellationReason
+	err = t.write(ctx, func(tx *bolt.Tx) error {
+		reasons = nil
+		all := ops
+		if more != nil {
+			items, err := more()
+			if err != nil {
+				return err
+			}
+			if len(ops)+len(items) > maxTransactItems {
+				return validation("1 validation error detected: Value at 'transactItems' failed to satisfy constraint: Member must have length less than or equal to 100 and greater than or equal to 1")
+			}
+			if all, err = t.prepareTransact(items, ops); err != nil {
+				return err
+			}
+		}
+		r, err := t.runTransact(tx, all)
+		reasons = r
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if reasons != nil {
+		codes := make([]string, len(reasons))
+		for i, r := range reasons {
+			codes[i] = *r.Code
+		}
+		return nil, &types.TransactionCanceledException{
+			Message:             aws.String(fmt.Sprintf("Transaction cancelled, please refer cancellation reasons for specific reasons [%s]", strings.Join(codes, ", "))),
+			CancellationReasons: reasons,
+		}
+	}
+	return &dynamodb.TransactWriteItemsOutput{}, nil
+}
+
+// prepareTransact returns before with the operations of items appended,
+// refusing one that touches an item another touches.
+func (t *Table) prepareTransact(items []types.TransactWriteItem, before []*writeOp) ([]*writeOp, error) {
+	ops := append(make([]*writeOp, 0, len(before)+len(items)), before...)
+	seen := make(map[string]bool, cap(ops))
+	for _, op := range before {
+		seen[string(op.key)] = true
+	}
+	for _, it := range items {
 		var (
 			op  *writeOp
 			err error
@@ -370,59 +423,48 @@ func (t *Table) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWri
 			return nil, validation("Transaction request cannot include multiple operations on one item")
 		}
 		seen[string(op.key)] = true
-		ops[i] = op
+		ops = append(ops, op)
 	}
-	var reasons []types.CancellationReason
-	err := t.write(ctx, func(tx *bolt.Tx) error {
-		reasons = nil
-		outs := make([]outcome, len(ops))
-		cancelled := false
-		for i, op := range ops {
-			o, err := t.apply(tx, op)
-			if err != nil {
-				return err
-			}
-			outs[i] = o
-			cancelled = cancelled || o.failed || o.err != nil
+	return ops, nil
+}
+
+// runTransact applies ops in tx: every condition is evaluated first, and
+// either all are met and every operation is committed, or none is and the
+// reasons of the cancellation are returned.
+func (t *Table) runTransact(tx *bolt.Tx, ops []*writeOp) ([]types.CancellationReason, error) {
+	outs := make([]outcome, len(ops))
+	cancelled := false
+	for i, op := range ops {
+		o, err := t.apply(tx, op)
+		if err != nil {
+			return nil, err
 		}
-		if cancelled {
-			reasons = make([]types.CancellationReason, len(ops))
-			for i, o := range outs {
-				switch {
-				case o.failed:
-					reasons[i] = types.CancellationReason{Code: aws.String(reasonConditionFailed), Message: aws.String("The conditional request failed")}
-					if ops[i].returnOld {
-						reasons[i].Item = o.old
-					}
-				case o.err != nil:
-					reasons[i] = types.CancellationReason{Code: aws.String(reasonValidation), Message: aws.String(validationMessage(o.err))}
-				default:
-					reasons[i] = types.CancellationReason{Code: aws.String(reasonNone)}
+		outs[i] = o
+		cancelled = cancelled || o.failed || o.err != nil
+	}
+	if cancelled {
+		reasons := make([]types.CancellationReason, len(ops))
+		for i, o := range outs {
+			switch {
+			case o.failed:
+				reasons[i] = types.CancellationReason{Code: aws.String(reasonConditionFailed), Message: aws.String("The conditional request failed")}
+				if ops[i].returnOld {
+					reasons[i].Item = o.old
 				}
-			}
-			return nil
-		}
-		for i, op := range ops {
-			if err := t.commit(tx, op, outs[i]); err != nil {
-				return err
+			case o.err != nil:
+				reasons[i] = types.CancellationReason{Code: aws.String(reasonValidation), Message: aws.String(validationMessage(o.err))}
+			default:
+				reasons[i] = types.CancellationReason{Code: aws.String(reasonNone)}
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
+		return reasons, nil
 	}
-	if reasons != nil {
-		codes := make([]string, len(reasons))
-		for i, r := range reasons {
-			codes[i] = *r.Code
-		}
-		return nil, &types.TransactionCanceledException{
-			Message:             aws.String(fmt.Sprintf("Transaction cancelled, please refer cancellation reasons for specific reasons [%s]", strings.Join(codes, ", "))),
-			CancellationReasons: reasons,
+	for i, op := range ops {
+		if err := t.commit(tx, op, outs[i]); err != nil {
+			return nil, err
 		}
 	}
-	return &dynamodb.TransactWriteItemsOutput{}, nil
+	return nil, nil
 }
 
 func validationMessage(err error) string {

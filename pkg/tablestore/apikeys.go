@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"maps"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -125,9 +125,27 @@ func (s *Store) readLiveKey(ctx context.Context, k key) (apiKeyItem, account.API
 
 // related holds the items read with a key that decide whether it is live:
 // its ancestors' items, by key ID, and its organization's, by its ID.
+// Slices, not maps: a verify reads a few items (the key, its ancestors,
+// its organization), and a map of items this size costs kilobytes.
 type related struct {
-	keys map[string]apiKeyItem
-	orgs map[string]orgItem
+	keys []relatedItem[apiKeyItem]
+	orgs []relatedItem[orgItem]
+}
+
+type relatedItem[T any] struct {
+	id   string
+	item T
+}
+
+// find returns the item of id in items.
+func find[T any](items []relatedItem[T], id string) (T, bool) {
+	for _, e := range items {
+		if e.id == id {
+			return e.item, true
+		}
+	}
+	var zero T
+	return zero, false
 }
 
 // add decodes one item read (a key's through km) and keeps it if it is a
@@ -143,19 +161,14 @@ func (r *related) add(km *keyMemo, av map[string]types.AttributeValue) error {
 		if err != nil {
 			return err
 		}
-		if r.keys == nil {
-			r.keys = map[string]apiKeyItem{}
-		}
-		r.keys[baseID(k.PK, prefixKey)] = it
+		// baseID: a read copy's partition key ends with its number.
+		r.keys = append(r.keys, relatedItem[apiKeyItem]{baseID(k.PK, prefixKey), it})
 	case sortOrg:
 		var it orgItem
 		if err := attributevalue.UnmarshalMap(av, &it); err != nil {
 			return account.Internal(err)
 		}
-		if r.orgs == nil {
-			r.orgs = map[string]orgItem{}
-		}
-		r.orgs[baseID(k.PK, prefixOrg)] = it
+		r.orgs = append(r.orgs, relatedItem[orgItem]{baseID(k.PK, prefixOrg), it})
 	}
 	return nil
 }
@@ -182,11 +195,11 @@ func (s *Store) checkKey(ctx context.Context, it apiKeyItem, have *related) (k a
 	}
 	var missing []key
 	for _, id := range it.Ancestors {
-		if _, ok := r.keys[id]; !ok {
+		if _, ok := find(r.keys, id); !ok {
 			missing = append(missing, apiKeyKey(id))
 		}
 	}
-	if _, ok := r.orgs[it.OrganizationID]; it.OrganizationID != "" && !ok {
+	if _, ok := find(r.orgs, it.OrganizationID); it.OrganizationID != "" && !ok {
 		missing = append(missing, orgKey(it.OrganizationID))
 	}
 	if len(missing) > 0 {
@@ -194,9 +207,9 @@ func (s *Store) checkKey(ctx context.Context, it apiKeyItem, have *related) (k a
 		if err != nil {
 			return account.APIKey{}, false, err
 		}
-		// Added to copies: have is the caller's. (A verify reads
-		// everything at once, and copies nothing.)
-		r = related{keys: maps.Clone(r.keys), orgs: maps.Clone(r.orgs)}
+		// Appended to copies (clipped, an append copies): have is the
+		// caller's. A verify reads everything at once, and copies nothing.
+		r = related{keys: slices.Clip(r.keys), orgs: slices.Clip(r.orgs)}
 		for _, av := range read {
 			if err := r.add(&s.keys, av); err != nil {
 				return account.APIKey{}, false, err
@@ -204,13 +217,13 @@ func (s *Store) checkKey(ctx context.Context, it apiKeyItem, have *related) (k a
 		}
 	}
 	if it.OrganizationID != "" {
-		if o, ok := r.orgs[it.OrganizationID]; !ok || o.Deleting {
+		if o, ok := find(r.orgs, it.OrganizationID); !ok || o.Deleting {
 			return account.APIKey{}, false, nil
 		}
 	}
 	k = it.apiKey()
 	for _, id := range it.Ancestors {
-		a, ok := r.keys[id]
+		a, ok := find(r.keys, id)
 		if !ok || a.Deleting {
 			return account.APIKey{}, false, nil
 		}

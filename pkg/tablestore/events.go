@@ -100,8 +100,9 @@ func (s *Store) eventItems(ctx context.Context, events []account.PendingEvent) (
 		at := time.Now().UTC().Truncate(time.Millisecond)
 		id := account.NewEventID(at)
 		if s.serial != nil {
-			// Under the lock: after the last id, even when the clock
-			// stepped back, and at the time of the id it got.
+			// In the table's writer, or under s.serial (see
+			// transactReturningOld): after the last id, even when the
+			// clock stepped back, and at the time of the id it got.
 			id = account.NextEventID(s.lastEvent, at)
 			s.lastEvent = id
 			at, _ = account.EventTime(id)

@@ -59,6 +59,18 @@ type Table interface {
 
 var _ Table = (*dynamodb.Client)(nil)
 
+// SerialTable is a Table with one writer (boltstore's) that can make some
+// of a transaction's items inside that writer: more is called in the
+// write, after every transaction committed before it, and its items are
+// appended to in's. Under WithSerialWrites the store makes its events'
+// ids there, so that they are in commit order while concurrent writes
+// still share the writer's work; over a Table that is not a SerialTable
+// it holds a lock of its own from the ids to the commit instead.
+type SerialTable interface {
+	Table
+	TransactWriteItemsWith(ctx context.Context, in *dynamodb.TransactWriteItemsInput, more func() ([]types.TransactWriteItem, error)) (*dynamodb.TransactWriteItemsOutput, error)
+}
+
 // Store is an account.Store on one table. It is safe for concurrent use;
 // it holds no state besides the table.
 type Store struct {
@@ -266,32 +278,41 @@ func (s *Store) transactReturningOld(ctx context.Context, items []types.Transact
 	events := pendingEvents(ctx)
 	var old map[string]types.AttributeValue
 	err = s.retryConflicts(ctx, func() error {
-		if len(events) > 0 && s.serial != nil {
-			// From the ids to the commit: see WithSerialWrites.
-			s.serial.Lock()
-			defer s.serial.Unlock()
-		}
+		all := items
 		var err error
-		// A busy event shard throttles the transaction of a change: the
-		// change goes again at once with its events in the next shards
-		// (eventItems takes them in turn), so that no change, a revocation
-		// least of all, fails because the event log is busy.
-		for busy := 0; ; busy++ {
-			all := items
-			if len(events) > 0 {
-				evs, err := s.eventItems(ctx, events)
-				if err != nil {
-					return err
+		serial, inWriter := s.client.(SerialTable)
+		switch {
+		case len(events) == 0 || account.EventSourceFrom(ctx) == nil:
+			_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: all})
+		case s.serial != nil && inWriter:
+			// The ids are made in the table's writer: see SerialTable.
+			_, err = serial.TransactWriteItemsWith(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: all}, func() ([]types.TransactWriteItem, error) {
+				return s.eventItems(ctx, events)
+			})
+		default:
+			if s.serial != nil {
+				// From the ids to the commit: see WithSerialWrites.
+				s.serial.Lock()
+				defer s.serial.Unlock()
+			}
+			// A busy event shard throttles the transaction of a change:
+			// the change goes again at once with its events in the next
+			// shards (eventItems takes them in turn), so that no change, a
+			// revocation least of all, fails because the event log is busy.
+			for busy := 0; ; busy++ {
+				evs, evErr := s.eventItems(ctx, events)
+				if evErr != nil {
+					return evErr
 				}
 				all = append(slices.Clip(items), evs...)
+				_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: all})
+				if err == nil || busy == eventShards-1 || !eventsBusy(err, len(items)) {
+					break
+				}
 			}
-			_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: all})
-			if err == nil {
-				return nil
-			}
-			if len(all) == len(items) || busy == eventShards-1 || !eventsBusy(err, len(items)) {
-				break
-			}
+		}
+		if err == nil {
+			return nil
 		}
 		var mapped error
 		if old, mapped = cancellation(err, onCheckFailed); mapped != nil {

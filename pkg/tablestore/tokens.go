@@ -122,8 +122,8 @@ func (s *Store) TokenStatus(ctx context.Context, tokenID, keyID string, ancestor
 	if err := s.addStatusRead(&st, read, &r); err != nil {
 		return account.TokenStatus{}, err
 	}
-	it, ok := r.keys[keyID]
-	if o, read := r.orgs[orgID]; !ok && read && o.Deleting {
+	it, ok := find(r.keys, keyID)
+	if o, read := find(r.orgs, orgID); !ok && read && o.Deleting {
 		// Its organization's copy says it is going: so is the key (a
 		// key's organization never changes, and its copies go with the
 		// organization's delete, which leaves the organization's).
@@ -143,7 +143,7 @@ func (s *Store) TokenStatus(ctx context.Context, tokenID, keyID string, ancestor
 		if err := s.addStatusRead(&st, read, &r); err != nil {
 			return account.TokenStatus{}, err
 		}
-		it, ok = r.keys[keyID]
+		it, ok = find(r.keys, keyID)
 	}
 	if !ok {
 		return st, nil

@@ -8,6 +8,7 @@
 package tabletest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -68,6 +69,7 @@ func Run(t *testing.T, newTable NewTable, opts ...Option) {
 		{"QueryPaging", testQueryPaging},
 		{"QueryFilterAfterLimit", testQueryFilterAfterLimit},
 		{"QueryIndex", testQueryIndex},
+		{"QueryPageSize", testQueryPageSize},
 		{"KeyBytes", testKeyBytes},
 		{"Transact", testTransact},
 		{"TransactCancelled", testTransactCancelled},
@@ -236,8 +238,16 @@ func testNumbers(t *testing.T, tb Table, table string) {
 		checkCond(t, c.cond, err, c.ok)
 	}
 
-	_, err = tb.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: item{"pk": s("N"), "sk": s("2"), "bad": n("12a")}})
-	wantCode(t, "a number that is not one", err, "ValidationException")
+	for _, bad := range []string{"12a", "1e126", "-1e126", "1e-131", "123456789012345678901234567890123456789", "", "1e999999", "-1e-999999", "1e+"} {
+		_, err = tb.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: item{"pk": s("N"), "sk": s("2"), "bad": n(bad)}})
+		wantCode(t, "a number DynamoDB does not take: "+bad, err, "ValidationException")
+	}
+	for _, good := range []string{"9.9999e125", "1e-130", "-1e-130", "12345678901234567890123456789012345678e88"} {
+		_, err = tb.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: item{"pk": s("N"), "sk": s("2"), "good": n(good)}})
+		if err != nil {
+			t.Errorf("a number DynamoDB takes: %s: %v", good, err)
+		}
+	}
 }
 
 // pickValues keeps the placeholders cond uses: DynamoDB refuses unused ones.
@@ -964,4 +974,23 @@ func testReservedWords(t *testing.T, tb Table, table string) {
 	if err != nil {
 		t.Errorf("names that are not reserved: %v", err)
 	}
+}
+
+func testQueryPageSize(t *testing.T, tb Table, table string) {
+	// 30 items of 40 KB: 1.2 MB, more than one Query reads.
+	blob := s(string(bytes.Repeat([]byte("x"), 40<<10)))
+	for i := range 30 {
+		put(t, tb, table, item{"pk": s("BIG"), "sk": s(fmt.Sprintf("%02d", i)), "blob": blob})
+	}
+	in := &dynamodb.QueryInput{TableName: aws.String(table), KeyConditionExpression: aws.String("pk = :p"), ExpressionAttributeValues: item{":p": s("BIG")}}
+	out := query(t, tb, in)
+	if out.LastEvaluatedKey == nil || len(out.Items) >= 30 || len(out.Items) < 20 {
+		t.Fatalf("first page of 1.2 MB: %d items, LastEvaluatedKey %v; want 20 to 29 items and a LastEvaluatedKey", len(out.Items), out.LastEvaluatedKey)
+	}
+	got := sks(out.Items)
+	in.ExclusiveStartKey = out.LastEvaluatedKey
+	out = query(t, tb, in)
+	got = append(got, sks(out.Items)...)
+	equal(t, "second page's LastEvaluatedKey", out.LastEvaluatedKey, item(nil))
+	equal(t, "items over two pages", len(got), 30)
 }
