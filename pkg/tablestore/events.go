@@ -112,11 +112,20 @@ func (s *Store) eventItems(ctx context.Context, events []account.PendingEvent) (
 			return nil, err
 		}
 		it := eventItem{key: eventKey(id, at), Type: e.Type, Event: string(js), ExpireAt: at.Add(account.EventRetention).Unix()}
-		it.PK = shardPK(it.PK, eventShard())
+		// Shards only where writes are concurrent (see shards.go). With
+		// serial writes the feed has no lag, and a merge of shards read
+		// one after another could pass an event committed meanwhile into a
+		// shard read already; one partition is read in one go, and the
+		// one writer needs no more.
+		shard, orgShard := 0, 0
+		if s.serial == nil {
+			shard, orgShard = eventShard(), orgEventShard(id)
+		}
+		it.PK = shardPK(it.PK, shard)
 		keys := []key{it.key}
 		if org := src.Organization(e.Data); org != "" {
 			k := orgEventKey(org, id)
-			k.PK = shardPK(k.PK, orgEventShard(id))
+			k.PK = shardPK(k.PK, orgShard)
 			keys = append(keys, k)
 		}
 		for _, k := range keys {
