@@ -2,6 +2,7 @@ package deploytest_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -83,6 +84,59 @@ func TestReplay_Authorizer(t *testing.T) {
 	}
 	if !covered[true] || !covered[false] {
 		t.Errorf("the manifest must show both decisions")
+	}
+}
+
+// TestReplay_AuthorizerSampled: the authorizer's configuration reaches its
+// decisions: with SuccessLogEvery 10, the line of one allowed request in
+// 10 of events/authorizer/valid.json is logged, with sample_every, and the
+// line of every refusal of revoked.json, with its reason.
+func TestReplay_AuthorizerSampled(t *testing.T) {
+	routes, _, err := replay.AuthorizerManifest(authorizerEventsDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := authorizer.ParseRoutes(routes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBackend(t)
+	var logs httpapitest.SyncBuffer
+	h, err := authorizerapp.New(context.Background(), authorizerapp.Config{TableName: "latchkey", Routes: r, SuccessLogEvery: 10},
+		authorizerapp.Deps{Store: b.store, Keys: b.keys, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		for name, want := range map[string]bool{"valid.json": true, "revoked.json": false} {
+			ev, err := replay.LoadAuthorizerEvent(filepath.Join(authorizerEventsDir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res, err := h(context.Background(), ev); err != nil || res.IsAuthorized != want {
+				t.Fatalf("%s: authorized %v, %v; want %v", name, res.IsAuthorized, err, want)
+			}
+		}
+	}
+	lines := map[string]int{}
+	for _, l := range logs.Lines() {
+		var line struct {
+			Msg         string `json:"msg"`
+			Authorized  bool   `json:"authorized"`
+			Reason      string `json:"reason"`
+			SampleEvery int    `json:"sample_every"`
+		}
+		if err := json.Unmarshal([]byte(l), &line); err != nil {
+			t.Fatalf("log line %q: %v", l, err)
+		}
+		if line.Msg != "authorizer decision" {
+			continue
+		}
+		lines[fmt.Sprintf("authorized %v %s, sample_every %d", line.Authorized, line.Reason, line.SampleEvery)]++
+	}
+	want := map[string]int{"authorized true , sample_every 10": 2, "authorized false revoked, sample_every 0": 20}
+	if !maps.Equal(lines, want) {
+		t.Errorf("decision lines: got %v, want %v", lines, want)
 	}
 }
 

@@ -65,6 +65,7 @@ func (s *server) verifyToken(w http.ResponseWriter, r *http.Request, token strin
 	w.Header()["Cache-Control"] = headerNoStore
 	setRateLimitHeaders(w.Header(), v.Usage)
 	if !v.Valid {
+		info(r).refused = v.Reason
 		writeAppended(w, http.StatusOK, verifyInvalidResponse{Valid: false, Reason: v.Reason})
 		return nil
 	}

@@ -403,6 +403,7 @@ func (s *server) oauthIntrospect(w http.ResponseWriter, r *http.Request, _ accou
 	w.Header().Set("Cache-Control", "no-store")
 	setRateLimitHeaders(w.Header(), v.Usage)
 	if !v.Valid {
+		info(r).refused = v.Reason
 		s.writeJSON(w, r, http.StatusOK, introspection{Active: false})
 		return nil
 	}
