@@ -88,12 +88,16 @@ func Copy(ctx context.Context, tx *bolt.Tx, s *tablestore.Store, now time.Time) 
 		return c, err
 	}
 	slices.SortStableFunc(keys, func(a, b account.APIKey) int { return len(a.Ancestors) - len(b.Ancestors) })
+	uses := tx.Bucket([]byte("api_key_uses"))
 	for _, k := range keys {
 		if err := s.CreateAPIKey(ctx, k); err != nil {
 			return c, fmt.Errorf("API key %s: %w", k.ID, err)
 		}
 		c.APIKeys++
-		if v := tx.Bucket([]byte("api_key_uses")).Get([]byte(k.ID)); v != nil {
+		if uses == nil {
+			continue
+		}
+		if v := uses.Get([]byte(k.ID)); v != nil {
 			var at time.Time
 			if at.UnmarshalText(v) == nil { // a bad one read as never used
 				if _, err := s.RecordAPIKeyUse(ctx, k, at); err != nil {

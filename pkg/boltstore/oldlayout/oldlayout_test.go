@@ -1,6 +1,7 @@
 package oldlayout_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -133,6 +134,11 @@ func TestOpen_MigratesOldLayout(t *testing.T) {
 		if err != nil || got.ID != id {
 			t.Errorf("key by the hash of its secret: got %q, %v; want %s", got.ID, err, id)
 		}
+	}
+	// What Authenticate compares in constant time: the hashes as they were.
+	if got, err := s.GetAPIKey(ctx, root.ID); err != nil || !bytes.Equal(got.Hash, root.Hash) || !bytes.Equal(got.PreviousHash, root.PreviousHash) ||
+		!got.PreviousActive(time.Now()) || !got.Bootstrap {
+		t.Errorf("root key: got %+v, %v", got, err)
 	}
 	got, err := s.GetAPIKey(ctx, child.ID)
 	if err != nil || !got.LastUsedAt.Equal(used) || len(got.Ancestors) != 1 || got.OrganizationID != org.ID || got.OwnerID != ada.ID {
