@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Load test of the local server with wrk (installed from Debian's packages
 # if missing), 16 connections, 2 threads: requests per second, p50 and p99
-# of token verification and token issuance.
+# of token verification, token issuance, and verification of a token of a
+# key with a rate limit and credits (each one a counted use).
 #
 # Verify is measured against a ceiling in the same run: scripts/ceiling, a
 # bare net/http server answering every request with the body of a real
@@ -140,3 +141,14 @@ per = ", ".join(f"{b / a:.2f}" for a, b in zip(c, v))
 print(f"verify/ceiling {sum(v) / sum(c):.2f}   (verify {sum(v) / len(v):.0f} req/s, ceiling {sum(c) / len(c):.0f} req/s; rounds: {per})")
 EOF
 run "issue token" "$duration" "$base/v1/auth/token" -H "Authorization: Bearer $admin_key" -s "$work/issue.lua"
+
+# A key with a rate limit and credits too large to reach: each verify of
+# its token counts a use (one conditional write), beside the key above,
+# which has none.
+limited_key=$(curl -sf -X POST "$base/v1/api-keys" -H "Authorization: Bearer $admin_key" -H 'Content-Type: application/json' \
+  -d '{"name":"load limited","scopes":["read:users"],"rate_limits":[{"name":"second","limit":1000000000,"period":"1s"}],"credits":{"remaining":1000000000000000}}' |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["key"])')
+limited_token=$(curl -sf -X POST "$base/v1/auth/token" -H "Authorization: Bearer $limited_key" \
+  -H 'Content-Type: application/json' -d '{"scopes":["read:users"],"expires_in":"1h"}' |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["access_token"])')
+run "verify (limited key)" "$duration" "$base/v1/auth/verify" -H "Authorization: Bearer $limited_token"

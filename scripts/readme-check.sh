@@ -71,6 +71,10 @@ expect=(
   '"tokens_revoked_before":"20'
   '{"live":0}'
   '{"type":"user.created","key_id":"key_'
+  '"rate_limits":[{"name":"day","limit":2,"period":"1d"}],"credits":{"remaining":100,"refill":null}'
+  'Ratelimit-Policy: "day";q=2;w=86400'
+  '{"valid":false,"reason":"rate_limited"}'
+  '{"status":429,"code":"rate_limited"}'
 )
 for e in "${expect[@]}"; do
   grep -qF -- "$e" "$work/out.txt" || { echo "readme-check: expected $e in the output:" >&2; cat "$work/out.txt" >&2; exit 1; }

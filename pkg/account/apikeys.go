@@ -32,6 +32,9 @@ type NewAPIKey struct {
 	// OwnerID is the integrator's identifier of the key's owner; "" for
 	// none, or the caller's key's owner, if that has one.
 	OwnerID string
+	// RateLimits and Credits bound the key's uses; none when empty, nil.
+	RateLimits []RateLimitRequest
+	Credits    *CreditsRequest
 }
 
 // CreateAPIKey creates a key with grants within the caller's own, below the
@@ -63,6 +66,9 @@ func (s *Service) CreateAPIKey(ctx context.Context, p Principal, req NewAPIKey) 
 		}
 		lifetime = d
 	}
+	now := s.now()
+	limits := checkRateLimits("rate_limits", req.RateLimits, &problems)
+	credits := checkCredits("credits", req.Credits, now, &problems)
 	if err := problems.Err(); err != nil {
 		return APIKey{}, "", err
 	}
@@ -94,7 +100,6 @@ func (s *Service) CreateAPIKey(ctx context.Context, p Principal, req NewAPIKey) 
 		}
 		ancestors = append(slices.Clip(p.KeyAncestors), p.KeyID)
 	}
-	now := s.now()
 	secret := NewAPIKeySecret()
 	key := APIKey{
 		ID:        NewID(PrefixAPIKey, now),
@@ -109,6 +114,8 @@ func (s *Service) CreateAPIKey(ctx context.Context, p Principal, req NewAPIKey) 
 
 		OrganizationID: org,
 		OwnerID:        owner,
+		RateLimits:     limits,
+		Credits:        credits,
 	}
 	if lifetime > 0 {
 		key.ExpiresAt = now.Add(lifetime)
@@ -150,7 +157,7 @@ func (s *Service) GetAPIKey(ctx context.Context, p Principal, id string) (APIKey
 	if err := p.requireWithin(k.Scopes); err != nil {
 		return APIKey{}, err
 	}
-	return s.asOfNow(k), nil
+	return s.shown(ctx, k)
 }
 
 // sameError reports whether err is the domain's error want: its code and
@@ -229,6 +236,10 @@ func (s *Service) ListAPIKeys(ctx context.Context, p Principal, r PageRequest, f
 	for i, k := range page.Items {
 		page.Items[i] = s.asOfNow(k)
 	}
+	// One read for the keys with credits on the page, none without.
+	if err := s.verifier.limiter.remainingCredits(ctx, page.Items, s.now()); err != nil {
+		return List[APIKey]{}, err
+	}
 	return toList(s.cursors, name, page), nil
 }
 
@@ -287,6 +298,13 @@ type APIKeyUpdate struct {
 	// Metadata, when set, replaces the metadata whole; an empty one removes
 	// it.
 	Metadata *Metadata
+	// RateLimits, when set, replaces the key's rate limits; an empty list
+	// removes them.
+	RateLimits *[]RateLimitRequest
+	// SetCredits replaces the key's credits with Credits (nil removes
+	// them): the remaining count starts again from Credits.Remaining.
+	SetCredits bool
+	Credits    *CreditsRequest
 }
 
 // UpdateAPIKey renames, disables or enables a key, or replaces its
@@ -304,11 +322,19 @@ func (s *Service) UpdateAPIKey(ctx context.Context, p Principal, id string, req 
 	if !ValidID(PrefixAPIKey, id) {
 		return APIKey{}, notFound("API key")
 	}
-	if req.Name == nil && req.Enabled == nil && req.Metadata == nil {
+	if req.Name == nil && req.Enabled == nil && req.Metadata == nil && req.RateLimits == nil && !req.SetCredits {
 		return APIKey{}, errNothingToChange
 	}
 	var problems Problems
 	patch := APIKeyPatch{At: s.now()}
+	if req.RateLimits != nil {
+		limits := checkRateLimits("rate_limits", *req.RateLimits, &problems)
+		patch.RateLimits = &limits
+	}
+	if req.SetCredits {
+		patch.Credits = &CreditsChange{Credits: checkCredits("credits", req.Credits, patch.At, &problems)}
+	}
+	limitsChange := patch.RateLimits != nil || patch.Credits != nil
 	if req.Name != nil {
 		name := normalizeName("name", *req.Name, &problems)
 		patch.Name = &name
@@ -333,12 +359,19 @@ func (s *Service) UpdateAPIKey(ctx context.Context, p Principal, id string, req 
 		if k.Bootstrap && patch.Disabled != nil && *patch.Disabled {
 			return Errorf(CodeForbidden, "the bootstrap admin key is managed by configuration and cannot be disabled through the API")
 		}
+		if limitsChange && k.Bootstrap {
+			return Errorf(CodeForbidden, "the bootstrap admin key has no rate limits or credits: a limit on it could lock the administrator out")
+		}
+		// A key that could lift its own limits would have none.
+		if limitsChange && k.ID == p.KeyID {
+			return Errorf(CodeForbidden, "an API key cannot change its own rate limits or credits; use a key above it")
+		}
 		return nil
 	})
 	if err != nil {
 		return APIKey{}, storeErr(err)
 	}
-	return s.asOfNow(k), nil
+	return s.shown(ctx, k)
 }
 
 // Grace periods of a rotation: how long the replaced secret keeps working.
@@ -401,7 +434,21 @@ func (s *Service) RotateAPIKey(ctx context.Context, p Principal, id string, req 
 	if err != nil {
 		return APIKey{}, "", storeErr(err)
 	}
-	return s.asOfNow(k), secret, nil
+	k, err = s.shown(ctx, k)
+	if err != nil {
+		return APIKey{}, "", err
+	}
+	return k, secret, nil
+}
+
+// shown is asOfNow with the key's credits as of now, read from its usage
+// record (one read, for a key with credits only).
+func (s *Service) shown(ctx context.Context, k APIKey) (APIKey, error) {
+	keys := []APIKey{s.asOfNow(k)}
+	if err := s.verifier.limiter.remainingCredits(ctx, keys, s.now()); err != nil {
+		return APIKey{}, err
+	}
+	return keys[0], nil
 }
 
 // asOfNow returns k without a previous secret that has stopped: what

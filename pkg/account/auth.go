@@ -68,9 +68,17 @@ func (s *Service) Authenticate(ctx context.Context, credential string) (Principa
 	if key.Paused() {
 		return Principal{}, errPaused(key, "the API key")
 	}
+	usage, err := s.verifier.limiter.use(ctx, key, now, false)
+	if err != nil {
+		return Principal{}, err
+	}
+	if usage != nil && usage.Refused != "" {
+		return Principal{}, errRateLimited(usage)
+	}
 	s.recordUse(ctx, key, now)
 	p := keyPrincipal(key)
 	p.PreviousSecret = !current
+	p.Usage = usage
 	return p, nil
 }
 
@@ -89,8 +97,17 @@ func (s *Service) tokenPrincipal(ctx context.Context, claims TokenClaims, now ti
 	default:
 		return Principal{}, errUnauthorized
 	}
+	// A request the token authenticates is a use of its key, counted
+	// against its rate limits; credits pay for verifications only.
+	usage, err := s.verifier.limiter.use(ctx, *status.Key, now, false)
+	if err != nil {
+		return Principal{}, err
+	}
+	if usage != nil && usage.Refused != "" {
+		return Principal{}, errRateLimited(usage)
+	}
 	p := keyPrincipal(*status.Key)
-	p.TokenID, p.Scopes = claims.ID, claims.Scopes
+	p.TokenID, p.Scopes, p.Usage = claims.ID, claims.Scopes, usage
 	return p, nil
 }
 

@@ -68,6 +68,8 @@ type Error struct {
 	Fields []FieldError
 	// Scope is the scope that was missing, for CodeInsufficientScope.
 	Scope string
+	// Usage is, for CodeRateLimited, the key's limits and when to retry.
+	Usage *KeyUsage
 	// Err is the underlying cause, for logs only. Never shown to a client.
 	Err error
 }

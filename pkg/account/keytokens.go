@@ -118,5 +118,5 @@ func (s *Service) RevokeAPIKeyTokens(ctx context.Context, p Principal, id string
 	if err != nil {
 		return APIKey{}, storeErr(err)
 	}
-	return s.asOfNow(k), nil
+	return s.shown(ctx, k)
 }

@@ -100,6 +100,9 @@ type Principal struct {
 	// acts with its key's grants, API key management included (see
 	// RequireKey).
 	Session bool
+	// Usage is, for a key with rate limits or credits, where its limits
+	// stand after this request: what the RateLimit header fields say.
+	Usage *KeyUsage
 }
 
 // IsToken reports whether the caller presented an access token.

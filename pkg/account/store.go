@@ -94,9 +94,19 @@ type APIKeyPatch struct {
 	// TokensRevokedBefore(the stored one), and records the change under
 	// EventType.
 	RevokeTokens bool
+	// RateLimits, when set, replaces the key's rate limits; empty removes
+	// them.
+	RateLimits *[]RateLimit
+	// Credits, when set, replaces the key's credits.
+	Credits *CreditsChange
 	// At is the time of the change. A previous secret that has stopped by
 	// then (PreviousExpiresAt) is dropped with it.
 	At time.Time
+}
+
+// CreditsChange replaces a key's credits with Credits; nil removes them.
+type CreditsChange struct {
+	Credits *Credits
 }
 
 // KeyRotation gives a key a new secret (APIKeyPatch.Rotate): Hash and Last4
@@ -142,6 +152,8 @@ type MemberPatch struct {
 // in time, and CodeInternal (or any other error) otherwise. A store that watches ctx returns an error
 // wrapping ctx.Err(), with no code, when ctx ends before it has finished.
 type Store interface {
+	UsageStore
+
 	// CreateUser stores a new user and claims its e-mail and its external
 	// id, if it has one. CodeEmailTaken if another user has the e-mail,
 	// CodeExternalIDTaken if another user has the external id.

@@ -141,8 +141,11 @@ func (st TokenStatus) invalidReason(tokenID string, now time.Time) string {
 // Verification is the result of VerifyToken.
 type Verification struct {
 	Valid  bool
-	Reason string // when not valid: ReasonRevoked, ReasonDisabled, ReasonExpired or ReasonInvalid
+	Reason string // when not valid: ReasonRevoked, ReasonDisabled, ReasonExpired, ReasonInvalid, ReasonRateLimited or ReasonUsageExceeded
 	Claims TokenClaims
+	// Usage is, for a token of a limited key that got as far as its
+	// limits, the key's limits after this verification; nil otherwise.
+	Usage *KeyUsage
 	// CheckedAt is the service clock's time of the check, from which the
 	// token's remaining lifetime counts.
 	CheckedAt time.Time
@@ -167,10 +170,12 @@ func (s *Service) IntrospectToken(ctx context.Context, p Principal, token string
 	return Verification{Reason: ReasonInvalid, CheckedAt: v.CheckedAt}, nil
 }
 
-// TokenStatusReader is the part of Store that verification reads.
+// TokenStatusReader is the part of Store that verification reads, and
+// the usage records it counts the verifications of a limited key in.
 type TokenStatusReader interface {
 	// TokenStatus is Store.TokenStatus.
 	TokenStatus(ctx context.Context, tokenID, keyID string, ancestors []string, orgID string) (TokenStatus, error)
+	UsageStore
 }
 
 // TokenVerifier checks access tokens, and nothing else: what
@@ -178,9 +183,10 @@ type TokenStatusReader interface {
 // none of the API (the gateway authorizer), and so holds no cursor key and
 // no signer, and reads nothing but token statuses.
 type TokenVerifier struct {
-	store  TokenStatusReader
-	parser TokenParser
-	now    func() time.Time
+	store   TokenStatusReader
+	parser  TokenParser
+	now     func() time.Time
+	limiter *limiter
 }
 
 // NewTokenVerifier returns a TokenVerifier that checks signatures with
@@ -190,13 +196,18 @@ func NewTokenVerifier(store TokenStatusReader, parser TokenParser, now func() ti
 	if now == nil {
 		now = time.Now
 	}
-	return &TokenVerifier{store: store, parser: parser, now: func() time.Time { return now().UTC().Truncate(time.Millisecond) }}
+	return &TokenVerifier{
+		store: store, parser: parser, now: func() time.Time { return now().UTC().Truncate(time.Millisecond) },
+		limiter: &limiter{store: store},
+	}
 }
 
 // Verify checks an access token: signature, expiry, revocation entry,
-// issuing key and the keys above it, the last three in one store read. A
-// forged or expired token costs no store read. Only a failure of the store
-// is an error.
+// issuing key and the keys above it, the last three in one store read,
+// then counts the use against the key's rate limits and spends one of its
+// credits, in one conditional write, if it has any. A forged or expired
+// token costs no store read, a token of a key without limits no write.
+// Only a failure of the store is an error.
 func (v *TokenVerifier) Verify(ctx context.Context, token string) (Verification, error) {
 	now := v.now()
 	claims, err := v.parser.Parse(ctx, token, now)
@@ -213,7 +224,14 @@ func (v *TokenVerifier) Verify(ctx context.Context, token string) (Verification,
 	if reason := status.invalidReason(claims.ID, now); reason != "" {
 		return Verification{Reason: reason, CheckedAt: now}, nil
 	}
-	return Verification{Valid: true, Claims: claims, CheckedAt: now}, nil
+	usage, err := v.limiter.use(ctx, *status.Key, now, true)
+	if err != nil {
+		return Verification{}, err
+	}
+	if usage != nil && usage.Refused != "" {
+		return Verification{Reason: usage.Refused, Usage: usage, CheckedAt: now}, nil
+	}
+	return Verification{Valid: true, Claims: claims, Usage: usage, CheckedAt: now}, nil
 }
 
 // TokenRequest asks for an access token.

@@ -95,8 +95,13 @@ type APIKey struct {
 	// issued after it are not affected. One attribute of the key, which
 	// every verify reads anyway, however many tokens it revokes.
 	TokensRevokedBefore time.Time
-	CreatedAt           time.Time
-	ExpiresAt           time.Time // zero: never expires
+	// RateLimits bound the uses of the key (requests it authenticates and
+	// verifications of its tokens); nil for none. At most MaxRateLimits.
+	RateLimits []RateLimit
+	// Credits is the verifications the key has left; nil for no bound.
+	Credits   *Credits
+	CreatedAt time.Time
+	ExpiresAt time.Time // zero: never expires
 }
 
 // KeyUseResolution is how exact APIKey.LastUsedAt is: a use of a key is

@@ -23,6 +23,7 @@ import (
 
 	"latchkey/pkg/account"
 	"latchkey/pkg/httpapi"
+	"latchkey/pkg/logsample"
 	"latchkey/pkg/token"
 )
 
@@ -75,6 +76,10 @@ type Parts struct {
 	Logger    *slog.Logger
 	RequestID func(r *http.Request) string
 	Local     *httpapi.Local
+	// SuccessLog samples the request lines of successes
+	// (httpapi.Config.SuccessLog); nil logs them all. It outlives an
+	// Assembly, as TokenCache does, so that a rebuild keeps the count.
+	SuccessLog *logsample.Sampler
 	// Console, when set, builds the console (console.Mount), served beside
 	// the auth group's routes: by the local server and the auth function,
 	// which issue the console's session tokens. It needs a SigningKey. A
@@ -136,7 +141,7 @@ func build(p Parts, sign func(*Assembly, Parts, *account.Options) (seal []byte, 
 		return nil, err
 	}
 	a.Service = svc
-	a.Config = httpapi.Config{Service: svc, SigningAlgorithm: string(p.Algorithm), Logger: p.Logger, RequestID: p.RequestID, Local: p.Local}
+	a.Config = httpapi.Config{Service: svc, SigningAlgorithm: string(p.Algorithm), Logger: p.Logger, SuccessLog: p.SuccessLog, RequestID: p.RequestID, Local: p.Local}
 	if p.Console != nil {
 		if p.SigningKey == nil {
 			return nil, errors.New("assembly: the console signs its operators in with tokens; it needs a SigningKey")

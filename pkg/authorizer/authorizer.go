@@ -27,6 +27,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"latchkey/pkg/account"
+	"latchkey/pkg/logsample"
 )
 
 // Rule is what a route asks of a token beyond being valid.
@@ -105,15 +106,18 @@ type Authorizer struct {
 	verifier Verifier
 	routes   Routes
 	logger   *slog.Logger
+	allowed  *logsample.Sampler
 }
 
 // New returns an Authorizer that checks tokens with verifier and routes'
-// rules, and logs one line per decision to logger (slog.Default() if nil).
-func New(verifier Verifier, routes Routes, logger *slog.Logger) *Authorizer {
+// rules, and logs one line per decision to logger (slog.Default() if nil):
+// of every refusal, and of the requests it allows those allowed keeps (all
+// when nil). The protected API's access log has every request.
+func New(verifier Verifier, routes Routes, logger *slog.Logger, allowed *logsample.Sampler) *Authorizer {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Authorizer{verifier: verifier, routes: routes, logger: logger}
+	return &Authorizer{verifier: verifier, routes: routes, logger: logger, allowed: allowed}
 }
 
 // The reasons a request is refused, as logged (never returned to the
@@ -185,9 +189,17 @@ func (a *Authorizer) Authorize(ctx context.Context, req events.APIGatewayV2Custo
 	return events.APIGatewayV2CustomAuthorizerSimpleResponse{IsAuthorized: true, Context: context}, nil
 }
 
-// decided logs one line per request: never the token, only its ids.
+// decided logs the line of a decision: never the token, only its ids. A
+// refusal's always; an allowed request's when the sampler keeps it, with
+// sample_every when it keeps fewer than all.
 func (a *Authorizer) decided(ctx context.Context, req events.APIGatewayV2CustomAuthorizerV2Request, authorized bool, reason string, c account.TokenClaims) {
+	if authorized && !a.allowed.Keep() {
+		return
+	}
 	attrs := []any{"request_id", req.RequestContext.RequestID, "route", req.RouteKey, "authorized", authorized}
+	if every := a.allowed.Every(); authorized && every > 1 {
+		attrs = append(attrs, "sample_every", every)
+	}
 	if reason != "" {
 		attrs = append(attrs, "reason", reason)
 	}

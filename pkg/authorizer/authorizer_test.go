@@ -3,6 +3,7 @@ package authorizer_test
 import (
 	"context"
 	"crypto/ed25519"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"latchkey/pkg/account"
 	"latchkey/pkg/authorizer"
 	"latchkey/pkg/httpapi/httpapitest"
+	"latchkey/pkg/logsample"
 	"latchkey/pkg/token"
 )
 
@@ -66,7 +68,7 @@ func (s stack) authorizer(routes authorizer.Routes, store account.TokenStatusRea
 		store = s.env.Store
 	}
 	v := account.NewTokenVerifier(store, token.NewParser(httpapitest.Issuer, s.env.PublicKey), s.env.Clock.Now)
-	return authorizer.New(v, routes, slog.New(slog.NewJSONHandler(s.logs, nil)))
+	return authorizer.New(v, routes, slog.New(slog.NewJSONHandler(s.logs, nil)), nil)
 }
 
 // issue issues a token for a new key holding grants.
@@ -251,8 +253,16 @@ func TestAuthorize(t *testing.T) {
 	})
 }
 
-// failingStore is a table that cannot be read.
+// failingStore is a table that cannot be read, or written.
 type failingStore struct{}
+
+func (failingStore) ChangeKeyUsage(context.Context, string, int, account.UsageChange) (map[string]int64, bool, error) {
+	return nil, false, account.Unavailable(errors.New("ProvisionedThroughputExceededException"))
+}
+
+func (failingStore) KeyUsage(context.Context, int, ...string) (map[string]map[string]int64, error) {
+	return nil, account.Unavailable(errors.New("ProvisionedThroughputExceededException"))
+}
 
 func (failingStore) TokenStatus(context.Context, string, string, []string, string) (account.TokenStatus, error) {
 	return account.TokenStatus{}, account.Unavailable(errors.New("ProvisionedThroughputExceededException"))
@@ -281,4 +291,68 @@ func newKey(t *testing.T) ed25519.PrivateKey {
 		t.Fatal(err)
 	}
 	return priv
+}
+
+// TestAuthorize_SuccessLogSampled: with a sampler of one in 10, the line
+// of one allowed request in 10 is written, with sample_every; the line of
+// every refusal (no token, a wrong scope, a revoked token) is written,
+// without it. The requests interleave.
+func TestAuthorize_SuccessLogSampled(t *testing.T) {
+	s := newStack(t)
+	const orders = "https://orders.example.com"
+	v := account.NewTokenVerifier(s.env.Store, token.NewParser(httpapitest.Issuer, s.env.PublicKey), s.env.Clock.Now)
+	a := authorizer.New(v, authorizer.Routes{"GET /orders": {Scope: "read:orders", Audience: orders}, "DELETE /orders/{id}": {Scope: "delete:orders", Audience: orders}},
+		slog.New(slog.NewJSONHandler(s.logs, nil)), logsample.New(10))
+	tok, _ := s.issue(t, orders, "", "read:orders")
+	revoked, _ := s.issue(t, orders, "", "read:orders")
+	admin, err := s.env.Service.Authenticate(context.Background(), s.env.AdminKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.env.Service.RevokeToken(context.Background(), admin, revoked); err != nil {
+		t.Fatal(err)
+	}
+	for range 100 {
+		for _, r := range []struct {
+			req     events.APIGatewayV2CustomAuthorizerV2Request
+			allowed bool
+		}{
+			{request("GET /orders", "Bearer "+tok), true},
+			{request("GET /orders", ""), false},
+			{request("DELETE /orders/{id}", "Bearer "+tok), false},
+			{request("GET /orders", "Bearer "+revoked), false},
+		} {
+			if res := authorize(t, a, r.req); res.IsAuthorized != r.allowed {
+				t.Fatalf("%s: authorized %v, want %v", r.req.RouteKey, res.IsAuthorized, r.allowed)
+			}
+		}
+	}
+	lines := map[string]int{}
+	for _, l := range s.logs.Lines() {
+		var line struct {
+			Authorized  bool   `json:"authorized"`
+			Reason      string `json:"reason"`
+			SampleEvery *int   `json:"sample_every"`
+		}
+		if err := json.Unmarshal([]byte(l), &line); err != nil {
+			t.Fatalf("log line %q: %v", l, err)
+		}
+		kind := "allowed"
+		if !line.Authorized {
+			kind = line.Reason
+		}
+		lines[kind]++
+		if line.Authorized != (line.SampleEvery != nil && *line.SampleEvery == 10) {
+			t.Errorf("authorized %v, sample_every %v: %s", line.Authorized, line.SampleEvery, l)
+		}
+	}
+	want := map[string]int{"allowed": 10, "no_bearer_token": 100, "insufficient_scope": 100, account.ReasonRevoked: 100}
+	if len(lines) != len(want) {
+		t.Errorf("lines: got %v, want %v", lines, want)
+	}
+	for kind, n := range want {
+		if lines[kind] != n {
+			t.Errorf("%s: %d lines of 100 requests, want %d", kind, lines[kind], n)
+		}
+	}
 }

@@ -38,6 +38,7 @@ func newStore(tb testing.TB) *tablestore.Store {
 
 func TestStore(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) account.Store { return newStore(t) })
+	storetest.RunKeyLimits(t, func(t *testing.T) account.Store { return newStore(t) })
 }
 
 // TestOpen_InUse: a file another Store holds (bbolt's lock, the same for

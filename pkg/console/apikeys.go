@@ -2,7 +2,9 @@ package console
 
 import (
 	"net/http"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -46,11 +48,51 @@ type apiKeysData struct {
 	Scopes []string
 	// Expiries are the lifetimes the create form offers.
 	Expiries []string
+	// Periods and Refills are the rate limit periods and credit refills
+	// the create form offers.
+	Periods []string
+	Refills []string
 }
 
 // expiries are the lifetimes the create form offers; "" never expires
 // (unless the session's key does).
 var expiries = []string{"", "1h", "1d", "7d", "30d", "90d", "365d"}
+
+// periods and refills are what the create form offers for a key's rate
+// limit and credits; "" refills never.
+var (
+	periods = []string{"1s", "1m", "1h", "1d"}
+	refills = []string{"", account.RefillDaily, account.RefillMonthly}
+)
+
+// parseLimits reads the create form's rate limit and credits: none where
+// the field is empty. A number that is not one is the field's problem.
+func parseLimits(form url.Values) ([]account.RateLimitRequest, *account.CreditsRequest, error) {
+	var problems account.Problems
+	number := func(field string) (int64, bool) {
+		text := strings.TrimSpace(form.Get(field))
+		if text == "" {
+			return 0, false
+		}
+		n, err := strconv.ParseInt(text, 10, 64)
+		if err != nil {
+			problems.Add(field, "must be a whole number")
+		}
+		return n, true
+	}
+	var limits []account.RateLimitRequest
+	if n, ok := number("limit"); ok {
+		limits = []account.RateLimitRequest{{Name: "uses", Limit: n, Period: form.Get("limit_period")}}
+	}
+	var credits *account.CreditsRequest
+	if n, ok := number("credits"); ok {
+		credits = &account.CreditsRequest{Remaining: n}
+		if interval := form.Get("refill"); interval != "" {
+			credits.Refill = &account.CreditRefill{Amount: n, Interval: interval}
+		}
+	}
+	return limits, credits, problems.Err()
+}
 
 // apiKeys lists the keys within the session's grants, newest first, of an
 // organization and owner when the filter names them, with the form that
@@ -61,7 +103,7 @@ func (c *console) apiKeys(w http.ResponseWriter, r *http.Request, s *session) {
 
 func (c *console) apiKeysPage(w http.ResponseWriter, r *http.Request, s *session, v *view, status int) {
 	q := r.URL.Query()
-	d := apiKeysData{OrganizationID: q.Get("organization_id"), Owner: q.Get("owner_id"), Expiries: expiries}
+	d := apiKeysData{OrganizationID: q.Get("organization_id"), Owner: q.Get("owner_id"), Expiries: expiries, Periods: periods, Refills: refills}
 	for _, sc := range account.KnownScopes() {
 		if s.Can(sc) {
 			d.Scopes = append(d.Scopes, sc)
@@ -94,11 +136,16 @@ func (c *console) createAPIKey(w http.ResponseWriter, r *http.Request, s *sessio
 		if err != nil {
 			return account.APIKey{}, "", err
 		}
+		limits, credits, err := parseLimits(f)
+		if err != nil {
+			return account.APIKey{}, "", err
+		}
 		scopes := slices.Clone(f["scope"])
 		scopes = append(scopes, strings.Fields(f.Get("other_scopes"))...)
 		return c.svc.CreateAPIKey(r.Context(), s.p, account.NewAPIKey{
 			Name: f.Get("name"), Scopes: scopes, ExpiresIn: f.Get("expires_in"), Metadata: m,
 			OrganizationID: strings.TrimSpace(f.Get("organization_id")), OwnerID: f.Get("owner_id"),
+			RateLimits: limits, Credits: credits,
 		})
 	}()
 	if err != nil {

@@ -173,14 +173,18 @@ func TestBrowser_Session(t *testing.T) {
 	b.page("organizations")
 
 	var keyURL, secret string
-	b.step("create a key and see its secret once", func() {
+	b.step("create a key with a limit and see its secret once", func() {
 		b.click(`nav a[href="/console/api-keys"]`, "#create-key")
 		b.do(chromedp.SendKeys(chromedp.ID("name"), "billing worker"),
 			chromedp.Click(chromedp.CSS(`input[name="scope"][value="read:users"]`)),
 			chromedp.SendKeys(chromedp.ID("organization_id"), orgID),
 			chromedp.SendKeys(chromedp.ID("owner_id"), "team-billing"),
 			chromedp.SetValue(chromedp.ID("expires_in"), "30d"),
-			chromedp.SendKeys(chromedp.ID("metadata"), "ticket=OPS-1"))
+			chromedp.SendKeys(chromedp.ID("metadata"), "ticket=OPS-1"),
+			chromedp.SendKeys(chromedp.ID("limit"), "100"),
+			chromedp.SetValue(chromedp.ID("limit_period"), "1m"),
+			chromedp.SendKeys(chromedp.ID("credits"), "5000"),
+			chromedp.SetValue(chromedp.ID("refill"), "monthly"))
 		b.submit(`form[method="post"][action="/console/api-keys"]`, "#secret")
 		secret = b.value("#secret")
 		if !strings.HasPrefix(secret, "lk_") {
@@ -195,6 +199,8 @@ func TestBrowser_Session(t *testing.T) {
 			t.Error("the key's page shows its secret again")
 		}
 		b.wantText(".facts", "…"+secret[len(secret)-4:])
+		b.wantText(".facts", "100 per 1m")
+		b.wantText(".facts", "5000 left, refilled to 5000 monthly")
 		b.page("key")
 	})
 	keyID := strings.TrimPrefix(keyURL, base+"/console/api-keys/")

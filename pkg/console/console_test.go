@@ -420,6 +420,7 @@ func TestConsole_APIKeys(t *testing.T) {
 	res := s.send(t, http.MethodPost, "/console/api-keys", session, url.Values{
 		"name": {"from the console"}, "scope": {account.ScopeReadUsers}, "organization_id": {s.org.ID},
 		"owner_id": {"team-a"}, "expires_in": {"30d"}, "metadata": {"ticket=OPS-1"},
+		"limit": {"100"}, "limit_period": {"1m"}, "credits": {"5000"}, "refill": {"daily"},
 	}, sameOrigin)
 	if res.StatusCode != http.StatusCreated || !strings.Contains(res.body, `id="secret"`) {
 		t.Fatalf("create: %d: %s", res.StatusCode, res.body)
@@ -433,9 +434,16 @@ func TestConsole_APIKeys(t *testing.T) {
 	if k.CreatedBy != admin.KeyID || k.OwnerID != "team-a" || k.Metadata["ticket"] != "OPS-1" {
 		t.Errorf("the key: %+v", k)
 	}
+	if len(k.RateLimits) != 1 || k.RateLimits[0].Limit != 100 || k.RateLimits[0].Period != time.Minute ||
+		k.Credits == nil || k.Credits.Remaining != 5000 || k.Credits.Refill == nil || k.Credits.Refill.Interval != account.RefillDaily {
+		t.Errorf("the key's limits: %+v, credits %+v", k.RateLimits, k.Credits)
+	}
 	page := s.send(t, http.MethodGet, "/console/api-keys/"+k.ID, session, nil, nil)
 	if page.StatusCode != http.StatusOK || strings.Contains(page.body, `id="secret"`) || !strings.Contains(page.body, "…"+k.Last4) {
 		t.Errorf("the key's page: %d; it must show the last four, not the secret", page.StatusCode)
+	}
+	if !strings.Contains(page.body, "100 per 1m") || !strings.Contains(page.body, "5000 left, refilled to 5000 daily") {
+		t.Errorf("the key's page does not show its limit and credits")
 	}
 	// DynamoDB's feed shows an event seconds after it is written
 	// (tablestore.EventLag): read until it is there, for at most 30 s.

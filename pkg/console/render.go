@@ -58,6 +58,8 @@ func (v *view) Value(field, def string) string {
 }
 
 var funcs = template.FuncMap{
+	// period is a rate limit's period as the API writes it: 1s, 1m, 1d.
+	"period": account.FormatPeriod,
 	"time": func(t time.Time) string {
 		if t.IsZero() {
 			return "—"

@@ -2,6 +2,7 @@ package deploytest_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -86,6 +87,59 @@ func TestReplay_Authorizer(t *testing.T) {
 	}
 }
 
+// TestReplay_AuthorizerSampled: the authorizer's configuration reaches its
+// decisions: with SuccessLogEvery 10, the line of one allowed request in
+// 10 of events/authorizer/valid.json is logged, with sample_every, and the
+// line of every refusal of revoked.json, with its reason.
+func TestReplay_AuthorizerSampled(t *testing.T) {
+	routes, _, err := replay.AuthorizerManifest(authorizerEventsDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := authorizer.ParseRoutes(routes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBackend(t)
+	var logs httpapitest.SyncBuffer
+	h, err := authorizerapp.New(context.Background(), authorizerapp.Config{TableName: "latchkey", Routes: r, SuccessLogEvery: 10},
+		authorizerapp.Deps{Store: b.store, Keys: b.keys, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		for name, want := range map[string]bool{"valid.json": true, "revoked.json": false} {
+			ev, err := replay.LoadAuthorizerEvent(filepath.Join(authorizerEventsDir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res, err := h(context.Background(), ev); err != nil || res.IsAuthorized != want {
+				t.Fatalf("%s: authorized %v, %v; want %v", name, res.IsAuthorized, err, want)
+			}
+		}
+	}
+	lines := map[string]int{}
+	for _, l := range logs.Lines() {
+		var line struct {
+			Msg         string `json:"msg"`
+			Authorized  bool   `json:"authorized"`
+			Reason      string `json:"reason"`
+			SampleEvery int    `json:"sample_every"`
+		}
+		if err := json.Unmarshal([]byte(l), &line); err != nil {
+			t.Fatalf("log line %q: %v", l, err)
+		}
+		if line.Msg != "authorizer decision" {
+			continue
+		}
+		lines[fmt.Sprintf("authorized %v %s, sample_every %d", line.Authorized, line.Reason, line.SampleEvery)]++
+	}
+	want := map[string]int{"authorized true , sample_every 10": 2, "authorized false revoked, sample_every 0": 20}
+	if !maps.Equal(lines, want) {
+		t.Errorf("decision lines: got %v, want %v", lines, want)
+	}
+}
+
 // authorizerID is the template's authorizer function.
 const authorizerID = "AuthorizerFunction"
 
@@ -133,8 +187,18 @@ func TestTemplate_AuthorizerLeastPrivilege(t *testing.T) {
 // did.
 func checkAuthorizerPrivilege(t *testing.T, tpl template, actions map[string]bool, requests []iamRequest, usedIndex bool) {
 	statement := tpl.policyStatement(t, authorizerID, "Table")
-	if got, want := strs(statement["Action"]), sortedKeys(actions); !slices.Equal(got, want) {
+	limits := tpl.policyStatement(t, authorizerID, "Limits")
+	granted := append(strs(statement["Action"]), strs(limits["Action"])...)
+	slices.Sort(granted)
+	if got, want := granted, sortedKeys(actions); !slices.Equal(got, want) {
 		t.Errorf("DynamoDB actions:\n policy %v\n code   %v", got, want)
+	}
+	// The one write, the count of a use, is in the usage records only.
+	if got := strs(limits["Action"]); !slices.Equal(got, []string{"dynamodb:UpdateItem"}) {
+		t.Errorf("Limits statement actions %v, want UpdateItem alone", got)
+	}
+	if got := strs(path(limits, "Condition", "ForAllValues:StringLike", "dynamodb:LeadingKeys")); !slices.Equal(got, []string{"KEYLIMIT#*"}) {
+		t.Errorf("Limits statement leading keys %v, want KEYLIMIT#* alone", got)
 	}
 	if usedIndex || resolveARN(statement["Resource"]) != tableARN {
 		t.Errorf("Table statement resource %v (the code used an index: %v); want the table alone", statement["Resource"], usedIndex)
@@ -149,8 +213,9 @@ func checkAuthorizerPrivilege(t *testing.T, tpl template, actions map[string]boo
 			t.Errorf("the role refuses a request the code makes: %s", req)
 		}
 	}
-	// Not a single write, in any partition, nor a read of anything else.
-	for _, pk := range []string{"CONFIG", "KEY#" + replay.KeyID, "TOKEN#" + replay.TokenID, "KEYHASH#00", "USER#" + replay.UserID, "ORG#" + replay.OrgID} {
+	// Not a single write outside the usage records, in any partition,
+	// nor a read of anything else.
+	for _, pk := range []string{"CONFIG", "KEY#" + replay.KeyID, "KEYUSE#" + replay.KeyID, "TOKEN#" + replay.TokenID, "KEYHASH#00", "USER#" + replay.UserID, "ORG#" + replay.OrgID} {
 		for _, action := range writeActions {
 			if allowed, err := decide(statements, iamRequest{Action: action, LeadingKeys: []string{pk}}); err != nil || allowed {
 				t.Errorf("the role may %s in %s (%v)", action, pk, err)

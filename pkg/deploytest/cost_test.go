@@ -16,7 +16,9 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"latchkey/pkg/lambdaapp"
+	"latchkey/pkg/lambdaapp/authorizerapp"
 	"latchkey/pkg/lambdaapp/replay"
+	"latchkey/pkg/logsample"
 )
 
 // The measured inputs of the README's cost per million verifies and token
@@ -54,6 +56,7 @@ func accessLogLine(tb testing.TB, format string, ev events.APIGatewayV2HTTPReque
 		"$context.requestId":                     ev.RequestContext.RequestID,
 		"$context.identity.sourceIp":             ev.RequestContext.HTTP.SourceIP,
 		"$context.requestTime":                   ev.RequestContext.Time,
+		"$context.requestTimeEpoch":              strconv.FormatInt(ev.RequestContext.TimeEpoch, 10),
 		"$context.httpMethod":                    ev.RequestContext.HTTP.Method,
 		"$context.routeKey":                      ev.RouteKey,
 		"$context.status":                        strconv.Itoa(res.StatusCode),
@@ -104,11 +107,152 @@ func platformLines(tb testing.TB, requestID string, duration time.Duration, memo
 	return string(start) + "\n" + string(report) + "\n"
 }
 
-// BenchmarkWarm measures what a warm invocation of the auth function costs
-// on the hot paths, verify and token issuance: the built binary, started
-// once as Lambda starts it, serves each event of events/ b.N times through
-// the fake Runtime API against DynamoDB Local and moto. It reports, per
-// invocation:
+// TestTemplate_LogCost holds the template to the logging the cost page
+// counts (docs/cost.md): every function logs JSON with Lambda's system log
+// level at WARN, so that an invocation that succeeds writes no
+// platform.start or platform.report record, and its application log level
+// at INFO, so that the request line of every refusal and error (INFO) is
+// written; the functions that serve requests log one success in
+// SuccessLogEvery (100 by default), as their configuration reads it; and
+// the access log line of a verify stays within the bytes the page counts.
+func TestTemplate_LogCost(t *testing.T) {
+	tpl := loadTemplate(t)
+	for _, id := range tpl.functions() {
+		lc, _ := path(tpl.resource(t, id, "AWS::Serverless::Function"), "LoggingConfig").(map[string]any)
+		for k, want := range map[string]string{"LogFormat": "JSON", "ApplicationLogLevel": "INFO", "SystemLogLevel": "WARN"} {
+			if lc[k] != want {
+				t.Errorf("%s: LoggingConfig.%s %v, want %s", id, k, lc[k], want)
+			}
+		}
+	}
+	every, err := strconv.Atoi(tpl.parameterValue(t, "SuccessLogEvery", nil))
+	if err != nil || every != 100 {
+		t.Errorf("SuccessLogEvery defaults to %d (%v), want 100", every, err)
+	}
+	for _, fn := range lambdaapp.Functions() {
+		cfg, err := lambdaapp.ConfigFromEnv(fn, tpl.getenv(t, tpl.functionEnv(t, logicalID(fn)), nil))
+		if err != nil || cfg.SuccessLogEvery != every {
+			t.Errorf("%s: SuccessLogEvery %d (%v), want the parameter's %d", fn, cfg.SuccessLogEvery, err, every)
+		}
+	}
+	azEnv := tpl.getenv(t, tpl.functionEnv(t, authorizerID), nil)
+	cfg, err := authorizerapp.ConfigFromEnv(func(k string) string {
+		if k == authorizerapp.EnvRoutes {
+			return ""
+		}
+		return azEnv(k)
+	})
+	if err != nil || cfg.SuccessLogEvery != every {
+		t.Errorf("the authorizer: SuccessLogEvery %d (%v), want the parameter's %d", cfg.SuccessLogEvery, err, every)
+	}
+
+	// The access log line of events/auth-verify.json, answered 200 with the
+	// body BenchmarkWarm measured: 259 bytes with its newline, 371 before
+	// the format lost the fields no one needs of every request.
+	const maxAccessLine = 260
+	ev, err := replay.LoadEvent(filepath.Join(eventsDir, "auth-verify.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	format, _ := path(tpl.resource(t, "HttpApi", "AWS::Serverless::HttpApi"), "AccessLogSettings", "Format").(string)
+	line := accessLogLine(t, format, ev, events.APIGatewayV2HTTPResponse{StatusCode: http.StatusOK, Body: strings.Repeat("x", 328)}, "8476a536-e9f4-11e8-9739-000000000001", 13*time.Millisecond)
+	if n := len(line) + 1; n > maxAccessLine {
+		t.Errorf("the access log line of a verify is %d bytes, over the %d docs/cost.md counts:\n%s", n, maxAccessLine, line)
+	}
+}
+
+// TestDocs_CostArithmetic: the per-million table of docs/cost.md follows
+// from the page's own measured inputs, its prices and the template's
+// MemorySize, as the page says it is computed: billed duration = CPU time
+// at MemorySize's share of a vCPU + 5 ms per DynamoDB round trip, rounded
+// up to the millisecond; log bytes = the function's lines + Lambda's
+// platform records + the access log line, at $0.50 per GB (2^30 bytes).
+// A changed input, or a total not recomputed, fails it.
+func TestDocs_CostArithmetic(t *testing.T) {
+	b, err := os.ReadFile("../../docs/cost.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	const (
+		apiPerM      = 1.00
+		requestPerM  = 0.20
+		gbSecond     = 0.0000133334
+		rruPerM      = 0.125
+		wruPerM      = 0.625
+		logPerGB     = 0.50
+		roundTripMs  = 5.0
+		memoryGB     = 0.25
+		columns      = 3 // verify, token issuance, authorizer decision
+		bytesPerGB   = 1 << 30
+		perMillion   = 1e6
+		priceRows    = "| API Gateway HTTP API | $1.00 per million requests"
+		lambdaPrices = "| Lambda, arm64 | $0.20 per million requests; $0.0000133334 per GB-second"
+	)
+	for _, want := range []string{priceRows, lambdaPrices, "| DynamoDB, on demand, standard table class | $0.125 per million read request units, $0.625 per million write units", "| CloudWatch Logs | $0.50 per GB ingested", "**5 ms each**"} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("docs/cost.md no longer says %q, which this test computes with", want)
+		}
+	}
+	tpl := loadTemplate(t)
+	memoryMB, err := strconv.ParseFloat(fmt.Sprint(path(map[string]any(tpl), "Globals", "Function", "MemorySize")), 64)
+	if err != nil || memoryMB/1024 != memoryGB {
+		t.Fatalf("MemorySize %v MB, the page computes with %v GB", memoryMB, memoryGB)
+	}
+	// row returns the numbers of the table row whose label starts with
+	// label, one per column ("none..." is 0).
+	row := func(label string) [columns]float64 {
+		t.Helper()
+		var out [columns]float64
+		for _, line := range strings.Split(doc, "\n") {
+			if !strings.HasPrefix(line, "| "+label) {
+				continue
+			}
+			cells := strings.Split(strings.Trim(line, "| "), " | ")
+			if len(cells) != columns+1 {
+				t.Fatalf("row %q: %d cells, want %d", label, len(cells), columns+1)
+			}
+			for i, c := range cells[1:] {
+				if strings.HasPrefix(c, "none") {
+					continue
+				}
+				f := strings.Fields(strings.Trim(c, "*$"))
+				if out[i], err = strconv.ParseFloat(f[0], 64); err != nil {
+					t.Fatalf("row %q, cell %q: %v", label, c, err)
+				}
+			}
+			return out
+		}
+		t.Fatalf("docs/cost.md has no row %q", label)
+		return out
+	}
+	cpu, trips := row("CPU time per request"), row("DynamoDB round trips")
+	fnLog, platform, access := row("function log lines"), row("Lambda's `platform.start`"), row("API access log line")
+	api := [columns]float64{1, 1, 0}                     // the authorizer's request is the protected API's
+	units := [columns][2]float64{{2, 0}, {1, 1}, {2, 0}} // RRU, WRU: docs/dynamodb.md
+	var duration, logs, total [columns]float64
+	for i := range columns {
+		billedMs := math.Ceil(cpu[i]*fullVCPUMemoryMB/memoryMB + roundTripMs*trips[i])
+		duration[i] = billedMs / 1000 * memoryGB * perMillion * gbSecond
+		logs[i] = (fnLog[i] + platform[i] + access[i]) * perMillion / bytesPerGB * logPerGB
+		total[i] = api[i]*apiPerM + requestPerM + duration[i] + units[i][0]*rruPerM + units[i][1]*wruPerM + logs[i]
+	}
+	for label, want := range map[string][columns]float64{"Lambda duration:": duration, "CloudWatch Logs:": logs, "**Total**": total} {
+		got := row(label)
+		for i := range columns {
+			if fmt.Sprintf("%.2f", got[i]) != fmt.Sprintf("%.2f", want[i]) {
+				t.Errorf("docs/cost.md %s, column %d: $%.2f, computed $%.2f", label, i+1, got[i], want[i])
+			}
+		}
+	}
+}
+
+// BenchmarkWarm measures what a warm invocation costs on the hot paths,
+// verify and token issuance through the auth function and a decision of
+// the authorizer: each built binary, started once as Lambda starts it,
+// with the environment and logging configuration the template gives it,
+// serves its event b.N times through the fake Runtime API against
+// DynamoDB Local and moto. It reports, per invocation:
 //
 //   - ms/invoke: wall time here, the Runtime API round trip and DynamoDB
 //     Local included;
@@ -117,10 +261,12 @@ func platformLines(tb testing.TB, requestID string, duration time.Duration, memo
 //     template's MemorySize (NNN/1769 of a vCPU): an upper bound of the
 //     compute part of the billed duration on a CPU as fast as this one;
 //   - fn-log-B, platform-log-B, access-log-B: the bytes written to
-//     CloudWatch Logs per request: the function's own lines (measured),
-//     Lambda's platform.start and platform.report records, and the API
-//     access log line rendered from template.yaml's Format with this
-//     request's values;
+//     CloudWatch Logs per request: the function's own lines (measured,
+//     with the template's SUCCESS_LOG_EVERY), Lambda's platform.start and
+//     platform.report records (none at the template's SystemLogLevel
+//     WARN), and the API access log line rendered from template.yaml's
+//     Format with this request's values (not the authorizer's: the line is
+//     the protected API's, in its own log);
 //   - body-B: the response body, for the data transferred out.
 func BenchmarkWarm(b *testing.B) {
 	l := newLive(b, true)
@@ -130,29 +276,62 @@ func BenchmarkWarm(b *testing.B) {
 		b.Fatalf("Globals.Function.MemorySize: %v", err)
 	}
 	format, _ := path(tpl.resource(b, "HttpApi", "AWS::Serverless::HttpApi"), "AccessLogSettings", "Format").(string)
-	bin := buildFunction(b, lambdaapp.Auth)
+	// sampling is the environment and system log level the template gives
+	// the function id.
+	sampling := func(id string) (env string, platform bool) {
+		every := tpl.getenv(b, tpl.functionEnv(b, id), nil)(logsample.EnvEvery)
+		level := path(tpl.resource(b, id, "AWS::Serverless::Function"), "LoggingConfig", "SystemLogLevel")
+		return logsample.EnvEvery + "=" + every, level == nil || level == "INFO" || level == "DEBUG"
+	}
+	routes, _, err := replay.AuthorizerManifest(authorizerEventsDir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	authEnv, authPlatform := sampling(logicalID(lambdaapp.Auth))
+	azEnv, azPlatform := sampling(authorizerID)
 	for _, tc := range []struct {
 		name, event string
-		status      int
+		status      int  // of an HTTP API response; 0 for the authorizer's
+		platform    bool // whether Lambda writes platform records
+		start       func() *lambdaProcess
 	}{
-		{"Verify", "auth-verify.json", http.StatusOK},
-		{"TokenIssuance", "auth-token.json", http.StatusCreated},
+		{"Verify", filepath.Join(eventsDir, "auth-verify.json"), http.StatusOK, authPlatform, func() *lambdaProcess {
+			return startLambda(b, buildFunction(b, lambdaapp.Auth), append(l.env(lambdaapp.Auth), authEnv))
+		}},
+		{"TokenIssuance", filepath.Join(eventsDir, "auth-token.json"), http.StatusCreated, authPlatform, func() *lambdaProcess {
+			return startLambda(b, buildFunction(b, lambdaapp.Auth), append(l.env(lambdaapp.Auth), authEnv))
+		}},
+		{"Authorizer", filepath.Join(authorizerEventsDir, "valid.json"), 0, azPlatform, func() *lambdaProcess {
+			return startLambda(b, buildAuthorizer(b), append(l.authorizerEnv(routes), azEnv))
+		}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			ev, err := replay.LoadEvent(filepath.Join(eventsDir, tc.event))
+			raw, err := os.ReadFile(tc.event)
 			if err != nil {
 				b.Fatal(err)
 			}
-			raw, err := json.Marshal(ev)
-			if err != nil {
-				b.Fatal(err)
+			var ev events.APIGatewayV2HTTPRequest
+			if tc.status != 0 {
+				if ev, err = replay.LoadEvent(tc.event); err != nil {
+					b.Fatal(err)
+				}
+				if raw, err = json.Marshal(ev); err != nil {
+					b.Fatal(err)
+				}
 			}
-			p := startLambda(b, bin, l.env(lambdaapp.Auth))
+			p := tc.start()
 			invoke := func() (events.APIGatewayV2HTTPResponse, time.Duration) {
 				start := time.Now()
 				out := p.invoke(raw)
 				elapsed := time.Since(start)
 				var res events.APIGatewayV2HTTPResponse
+				if tc.status == 0 {
+					var az events.APIGatewayV2CustomAuthorizerSimpleResponse
+					if err := json.Unmarshal(out, &az); err != nil || !az.IsAuthorized {
+						b.Fatalf("%s: got %s %v", tc.event, out, err)
+					}
+					return res, elapsed
+				}
 				if err := json.Unmarshal(out, &res); err != nil || res.StatusCode != tc.status {
 					b.Fatalf("%s: got %d %v: %s", tc.event, res.StatusCode, err, res.Body)
 				}
@@ -179,9 +358,15 @@ func BenchmarkWarm(b *testing.B) {
 			b.ReportMetric(cpuMs, "cpu-ms/invoke")
 			b.ReportMetric(cpuMs*fullVCPUMemoryMB/float64(memoryMB), fmt.Sprintf("ms-at-%dMB", memoryMB))
 			b.ReportMetric(fnLog, "fn-log-B")
-			b.ReportMetric(float64(len(platformLines(b, requestID, perInvoke, memoryMB, 25))), "platform-log-B")
-			b.ReportMetric(float64(len(accessLogLine(b, format, ev, last, requestID, perInvoke))+1), "access-log-B")
-			b.ReportMetric(float64(len(last.Body)), "body-B")
+			platform := 0
+			if tc.platform {
+				platform = len(platformLines(b, requestID, perInvoke, memoryMB, 25))
+			}
+			b.ReportMetric(float64(platform), "platform-log-B")
+			if tc.status != 0 {
+				b.ReportMetric(float64(len(accessLogLine(b, format, ev, last, requestID, perInvoke))+1), "access-log-B")
+				b.ReportMetric(float64(len(last.Body)), "body-B")
+			}
 		})
 	}
 }

@@ -757,8 +757,8 @@ func checkLeastPrivilege(t *testing.T, tpl template, recs map[lambdaapp.Function
 		}
 	})
 	t.Run("SharedItems", func(t *testing.T) {
-		// An API key's last use is written by every function that
-		// authenticates API keys, each in its own role (checked above
+		// An API key's last use, and the usage record of a key with rate
+		// limits, are written by every function that authenticates API keys, each in its own role (checked above
 		// against every request made), in partitions that hold no item of
 		// the auth function: a function that may record a key's use may
 		// not, through that, change the key.
@@ -810,7 +810,7 @@ func matchesAny(patterns []string, values ...string) bool {
 // sharedKinds are the kinds of item (by sort key) that every function
 // writes: an API key's last use (pkg/dynamostore/keyuse.go). They live in
 // partitions of their own, which template.yaml does not deny.
-var sharedKinds = map[string]string{"USE": "an API key's last use"}
+var sharedKinds = map[string]string{"USE": "an API key's last use", "LIMIT": "a limited API key's usage record"}
 
 // logicalFromARN maps the fixture's ARNs (…:secret:<LogicalId>-AbCdEf) to
 // the template's logical ids.

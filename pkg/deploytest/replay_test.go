@@ -59,6 +59,9 @@ func TestReplay(t *testing.T) {
 			if e.Field != "" {
 				checkField(t, body, e.Field)
 			}
+			if e.Reason != "" {
+				checkReason(t, body, e.Reason)
+			}
 			header := responseHeader(res)
 			if got, want := header.Get("X-Request-Id"), ev.RequestContext.RequestID; got != want {
 				t.Errorf("X-Request-Id: got %q, want API Gateway's %q", got, want)
@@ -82,6 +85,20 @@ func TestReplay(t *testing.T) {
 
 // checkField fails unless body is a problem that names field among its
 // errors.
+func checkReason(t *testing.T, body []byte, reason string) {
+	t.Helper()
+	var v struct {
+		Valid  bool   `json:"valid"`
+		Reason string `json:"reason"`
+	}
+	if err := json.Unmarshal(body, &v); err != nil {
+		t.Fatalf("the verification: %v\n%s", err, body)
+	}
+	if v.Valid || v.Reason != reason {
+		t.Errorf("verification: got valid %v, reason %q; want invalid, %q", v.Valid, v.Reason, reason)
+	}
+}
+
 func checkField(t *testing.T, body []byte, field string) {
 	t.Helper()
 	var p struct {

@@ -23,6 +23,11 @@ func TestStore(t *testing.T) {
 		t.Cleanup(func() { _ = s.Close() })
 		return s
 	})
+	storetest.RunKeyLimits(t, func(t *testing.T) account.Store {
+		s := dynamostore.New(client, dynamotest.NewTable(t, client), dynamostore.WithTimeout(dynamotest.Timeout))
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	})
 }
 
 func TestCreateTable(t *testing.T) {

@@ -167,3 +167,49 @@ func BenchmarkWorstRequest(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkVerifyLimited: GET /v1/auth/verify of a token (warm) of a key
+// without limits beside one with a rate limit and credits, on each store
+// (httpapitest.Stores): what counting a use costs. The limit and the
+// credits are too large to be reached, so every answer is valid.
+func BenchmarkVerifyLimited(b *testing.B) {
+	for _, name := range []string{"bbolt", "dynamodb"} {
+		newStore, ok := httpapitest.Stores(b)[name]
+		if !ok {
+			continue
+		}
+		for _, limited := range []bool{false, true} {
+			kind := "Unlimited"
+			if limited {
+				kind = "Limited"
+			}
+			b.Run(name+"/"+kind, func(b *testing.B) {
+				env := httpapitest.NewServerOver(b, newStore(b))
+				h := benchHandler(b, env)
+				req := account.NewAPIKey{Name: "bench", Scopes: []string{"read:users"}}
+				if limited {
+					req.RateLimits = []account.RateLimitRequest{{Name: "second", Limit: account.MaxLimit, Period: "1s"}}
+					req.Credits = &account.CreditsRequest{Remaining: account.MaxCredits}
+				}
+				admin, err := env.Service.Authenticate(context.Background(), env.AdminKey)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, secret, err := env.Service.CreateAPIKey(context.Background(), admin, req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				tok, _ := env.IssueToken(b, secret, "", "read:users")
+				r := newBenchRequest(http.MethodGet, "/v1/auth/verify", tok, "")
+				w := &discardWriter{header: http.Header{}}
+				b.ReportAllocs()
+				for b.Loop() {
+					serve(b, h, w, r, http.StatusOK)
+					if limited && w.header.Get("RateLimit") == "" {
+						b.Fatal("no RateLimit field: the use was not counted")
+					}
+				}
+			})
+		}
+	}
+}

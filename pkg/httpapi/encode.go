@@ -233,7 +233,10 @@ type apiKeyResponse struct {
 	// TokensRevokedBefore: every token of the key issued until then is
 	// revoked (POST /v1/api-keys/{id}/tokens/revoke); null if none were.
 	TokensRevokedBefore *timestamp `json:"tokens_revoked_before"`
-	Key                 string     `json:"key,omitempty"`
+	// RateLimits is [] and Credits null for a key without them.
+	RateLimits []rateLimitJSON `json:"rate_limits"`
+	Credits    *creditsJSON    `json:"credits"`
+	Key        string          `json:"key,omitempty"`
 }
 
 func toAPIKey(k account.APIKey) apiKeyResponse {
@@ -251,6 +254,8 @@ func toAPIKey(k account.APIKey) apiKeyResponse {
 		PreviousKeyExpiresAt: optionalTime(k.PreviousExpiresAt),
 		LastUsedAt:           optionalTime(k.LastUsedAt),
 		TokensRevokedBefore:  optionalTime(k.TokensRevokedBefore),
+		RateLimits:           toRateLimits(k.RateLimits),
+		Credits:              toCredits(k.Credits),
 	}
 	if out.Scopes == nil {
 		out.Scopes = []string{}

@@ -63,7 +63,9 @@ func (s *server) verifyToken(w http.ResponseWriter, r *http.Request, token strin
 	}
 	// The answer changes the moment the token is revoked.
 	w.Header()["Cache-Control"] = headerNoStore
+	setRateLimitHeaders(w.Header(), v.Usage)
 	if !v.Valid {
+		info(r).refused = v.Reason
 		writeAppended(w, http.StatusOK, verifyInvalidResponse{Valid: false, Reason: v.Reason})
 		return nil
 	}
@@ -111,6 +113,9 @@ type apiKeyRequest struct {
 
 	OrganizationID string `json:"organization_id"`
 	OwnerID        string `json:"owner_id"`
+
+	RateLimits rateLimitsField `json:"rate_limits"`
+	Credits    creditsField    `json:"credits"`
 }
 
 // apiKeyPatch uses pointers because an absent field stays as it is.
@@ -118,6 +123,9 @@ type apiKeyPatch struct {
 	Name     *string       `json:"name"`
 	Enabled  *bool         `json:"enabled"`
 	Metadata metadataField `json:"metadata"`
+
+	RateLimits rateLimitsField `json:"rate_limits"`
+	Credits    creditsField    `json:"credits"`
 }
 
 func (s *server) createAPIKey(w http.ResponseWriter, r *http.Request, p account.Principal) error {
@@ -128,6 +136,7 @@ func (s *server) createAPIKey(w http.ResponseWriter, r *http.Request, p account.
 	key, secret, err := s.svc.CreateAPIKey(r.Context(), p, account.NewAPIKey{
 		Name: req.Name, Scopes: req.Scopes, ExpiresIn: req.ExpiresIn, Metadata: req.Metadata.Value,
 		OrganizationID: req.OrganizationID, OwnerID: req.OwnerID,
+		RateLimits: req.RateLimits.Value, Credits: req.Credits.Value,
 	})
 	if err != nil {
 		return err
@@ -164,7 +173,10 @@ func (s *server) updateAPIKey(w http.ResponseWriter, r *http.Request, p account.
 	if err := decode(w, r, &req); err != nil {
 		return err
 	}
-	update := account.APIKeyUpdate{Name: req.Name, Enabled: req.Enabled, Metadata: req.Metadata.update()}
+	update := account.APIKeyUpdate{
+		Name: req.Name, Enabled: req.Enabled, Metadata: req.Metadata.update(),
+		RateLimits: req.RateLimits.update(), SetCredits: req.Credits.Set, Credits: req.Credits.Value,
+	}
 	k, err := s.svc.UpdateAPIKey(r.Context(), p, r.PathValue("id"), update)
 	if err != nil {
 		return err

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"latchkey/pkg/account"
+	"latchkey/pkg/logsample"
 )
 
 // MaxHeaderBytes is the http.Server.MaxHeaderBytes for a server of this
@@ -64,6 +65,12 @@ type Config struct {
 	// Logger receives one line per request and the causes of internal
 	// errors. Nil means slog.Default().
 	Logger *slog.Logger
+	// SuccessLog samples the request lines of successes (status below
+	// 400): it decides which are written, each with sample_every when
+	// fewer than all are. The line of every other status is written. Nil
+	// writes every line, as the local server, which has no access log,
+	// does.
+	SuccessLog *logsample.Sampler
 	// RequestID returns the upstream request id (API Gateway's), so that the
 	// id in our logs and responses matches the gateway's. Nil, or an empty
 	// result, means that one is generated.
@@ -106,6 +113,7 @@ type server struct {
 	jwks      func(ctx context.Context) ([]byte, error)
 	alg       string
 	log       *slog.Logger
+	sampler   *logsample.Sampler
 	requestID func(r *http.Request) string
 	local     *Local
 	sealKeys  [][]byte
@@ -121,7 +129,7 @@ func New(cfg Config, groups ...Group) http.Handler {
 	if cfg.Service == nil {
 		panic("httpapi: Config.Service is required")
 	}
-	s := &server{svc: cfg.Service, jwks: cfg.JWKS, alg: cfg.SigningAlgorithm, log: cfg.Logger, requestID: cfg.RequestID, local: cfg.Local, sealKeys: cfg.SealKeys}
+	s := &server{svc: cfg.Service, jwks: cfg.JWKS, alg: cfg.SigningAlgorithm, log: cfg.Logger, sampler: cfg.SuccessLog, requestID: cfg.RequestID, local: cfg.Local, sealKeys: cfg.SealKeys}
 	for _, k := range cfg.SealKeys {
 		if len(k) != 32 {
 			panic("httpapi: every Config.SealKeys key must be 32 bytes (see SealKey)")
@@ -195,6 +203,10 @@ func New(cfg Config, groups ...Group) http.Handler {
 type reqInfo struct {
 	id    string
 	route string
+	// refused is the reason of a token found not valid by a request that
+	// succeeds all the same (verify, introspection: 200, valid false), so
+	// that its line is written as a refusal's, never sampled out.
+	refused string
 }
 
 // reqInfoKey is the context key of a request's *reqInfo.
@@ -267,13 +279,21 @@ func (s *server) outer(next http.Handler) http.Handler {
 			// it, without the caller's program counter, which LogAttrs
 			// looks up on every call for handlers with AddSource (ours have
 			// none): 1.7% of a verify's instructions. duration_ms is in
-			// milliseconds, to the microsecond.
-			if ctx := r.Context(); s.log.Enabled(ctx, slog.LevelInfo) {
+			// milliseconds, to the microsecond. A success's line may be
+			// sampled out; a refusal's or an error's never is.
+			success := status < 400 && ri.refused == ""
+			if ctx := r.Context(); s.log.Enabled(ctx, slog.LevelInfo) && (!success || s.sampler.Keep()) {
 				end := time.Now()
 				rec := slog.NewRecord(end, slog.LevelInfo, "request", 0)
 				rec.AddAttrs(slog.String("method", r.Method), slog.String("route", ri.route),
 					slog.Int("status", status), slog.Float64("duration_ms", float64(end.Sub(start).Microseconds())/1000),
 					slog.String("request_id", ri.id))
+				if every := s.sampler.Every(); success && every > 1 {
+					rec.AddAttrs(slog.Int("sample_every", every))
+				}
+				if ri.refused != "" {
+					rec.AddAttrs(slog.String("refused", ri.refused))
+				}
 				s.log.Handler().Handle(ctx, rec)
 			}
 		}()
@@ -322,6 +342,7 @@ func (s *server) route(d routeDef) http.Handler {
 					s.writeError(w, r, err)
 					return
 				}
+				setRateLimitHeaders(w.Header(), p.Usage)
 				// Authorize before reading the body: a caller without the
 				// scope learns nothing about what a valid request looks
 				// like. The service checks again, from the same entry of

@@ -82,6 +82,12 @@ type oauthErrorBody struct {
 // server_error or temporarily_unavailable.
 func (s *server) writeOAuthError(w http.ResponseWriter, r *http.Request, err error) {
 	var oe *oauthError
+	if account.IsCode(err, account.CodeRateLimited) {
+		// A client over a rate limit of its key: the same 429 problem
+		// as on every other endpoint; RFC 6749 has no error for it.
+		s.writeError(w, r, err)
+		return
+	}
 	if !errors.As(err, &oe) {
 		oe = fromServiceError(err)
 	}
@@ -266,6 +272,7 @@ func (s *server) oauthToken(w http.ResponseWriter, r *http.Request, _ account.Pr
 	if err != nil {
 		return err
 	}
+	setRateLimitHeaders(w.Header(), p.Usage)
 	switch grant := form.Get("grant_type"); grant {
 	case grantClientCredentials:
 	case "":
@@ -381,6 +388,7 @@ func (s *server) oauthIntrospect(w http.ResponseWriter, r *http.Request, _ accou
 	if err != nil {
 		return err
 	}
+	setRateLimitHeaders(w.Header(), p.Usage)
 	tok := form.Get("token")
 	if tok == "" {
 		return badRequest(oauthInvalidRequest, "token is required")
@@ -393,7 +401,9 @@ func (s *server) oauthIntrospect(w http.ResponseWriter, r *http.Request, _ accou
 	}
 	// The answer changes the moment the token is revoked.
 	w.Header().Set("Cache-Control", "no-store")
+	setRateLimitHeaders(w.Header(), v.Usage)
 	if !v.Valid {
+		info(r).refused = v.Reason
 		s.writeJSON(w, r, http.StatusOK, introspection{Active: false})
 		return nil
 	}
@@ -429,6 +439,7 @@ func (s *server) oauthRevoke(w http.ResponseWriter, r *http.Request, _ account.P
 	if err != nil {
 		return err
 	}
+	setRateLimitHeaders(w.Header(), p.Usage)
 	tok := form.Get("token")
 	if tok == "" {
 		return badRequest(oauthInvalidRequest, "token is required")

@@ -38,6 +38,7 @@ var codes = map[account.Code]struct {
 	account.CodePayloadTooLarge:      {http.StatusRequestEntityTooLarge, "Payload too large"},
 	account.CodeUnsupportedMediaType: {http.StatusUnsupportedMediaType, "Unsupported media type"},
 	account.CodeUnavailable:          {http.StatusServiceUnavailable, "Service unavailable"},
+	account.CodeRateLimited:          {http.StatusTooManyRequests, "Rate limited"},
 	account.CodeInternal:             {http.StatusInternalServerError, "Internal error"},
 
 	account.CodeIdempotencyKeyReused:    {http.StatusUnprocessableEntity, "Idempotency key reused"},
@@ -136,6 +137,8 @@ func (s *server) writeProblem(w http.ResponseWriter, r *http.Request, e *account
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
 	case account.CodeIdempotencyInProgress:
 		w.Header().Set("Retry-After", idempotencyRetryAfter)
+	case account.CodeRateLimited:
+		setRateLimitHeaders(w.Header(), e.Usage)
 	case account.CodeUnauthorized:
 		// RFC 6750, section 3: no error attribute when no credential was sent.
 		challenge := `Bearer realm="latchkey"`

@@ -146,7 +146,7 @@ func TestLargestToken(t *testing.T) {
 	for range account.MaxKeyAncestors - 1 {
 		parent = a.createKey(parent.secret, account.ScopeAll)
 	}
-	verifier := authorizer.New(account.NewTokenVerifier(a.Store, token.NewParser(httpapitest.Issuer, a.PublicKey), a.Clock.Now), authorizer.Routes{"GET /orders": {Audience: audience}}, slog.New(slog.DiscardHandler))
+	verifier := authorizer.New(account.NewTokenVerifier(a.Store, token.NewParser(httpapitest.Issuer, a.PublicKey), a.Clock.Now), authorizer.Routes{"GET /orders": {Audience: audience}}, slog.New(slog.DiscardHandler), nil)
 	for _, owner := range []string{strings.Repeat("<", account.MaxExternalIDLength), strings.Repeat("😀", account.MaxExternalIDLength)} {
 		t.Run(string([]rune(owner)[:1]), func(t *testing.T) {
 			res := a.do(http.MethodPost, "/v1/api-keys", parent.secret, map[string]any{

@@ -60,6 +60,7 @@ import (
 
 	"latchkey/pkg/account"
 	"latchkey/pkg/assembly"
+	"latchkey/pkg/logsample"
 	"latchkey/pkg/secrets"
 	"latchkey/pkg/token"
 )
@@ -98,9 +99,11 @@ type App struct {
 	// tokens remembers verified tokens for the life of the instance, across
 	// key reloads and rebuilds: each parser honours an entry only while it
 	// holds the key that verified the token and accepts its issuer.
-	tokens   *token.Cache
-	interval time.Duration
-	lambda   Handler
+	tokens *token.Cache
+	// successLog samples the request lines of successes, across rebuilds.
+	successLog *logsample.Sampler
+	interval   time.Duration
+	lambda     Handler
 	// build is buildSigning (auth) or buildVerifying (the others), set by
 	// the constructor, so that a binary links only the one it calls.
 	build func(ctx context.Context, cache *secrets.Cache, prev *built) (*built, error)
@@ -191,7 +194,7 @@ func newApp(cfg Config, deps Deps) (*App, error) {
 	if cfg.SigningAlgorithm == "" {
 		cfg.SigningAlgorithm = token.EdDSA
 	}
-	a := &App{cfg: cfg, deps: deps, interval: deps.RefreshInterval, tokens: token.NewCache(cfg.TokenCache)}
+	a := &App{cfg: cfg, deps: deps, interval: deps.RefreshInterval, tokens: token.NewCache(cfg.TokenCache), successLog: logsample.New(cfg.SuccessLogEvery)}
 	if a.interval <= 0 {
 		a.interval = secrets.DefaultRefreshInterval
 	}
@@ -425,7 +428,7 @@ func (a *App) parts(cursor secrets.Value, issuer string) (assembly.Parts, error)
 	return assembly.Parts{
 		Store: a.deps.Store, CursorKey: cursorKey, Issuer: issuer,
 		Now: a.deps.Now, Logger: a.deps.Logger, RequestID: RequestID, Algorithm: a.cfg.SigningAlgorithm,
-		TokenCache: a.tokens,
+		TokenCache: a.tokens, SuccessLog: a.successLog,
 	}, nil
 }
 

@@ -27,6 +27,7 @@ import (
 	"latchkey/pkg/lambdaapp/authevents"
 	"latchkey/pkg/lambdaapp/authorizerapp"
 	"latchkey/pkg/lambdaapp/replay"
+	"latchkey/pkg/logsample"
 	"latchkey/pkg/mock"
 	"latchkey/pkg/secrets"
 	"latchkey/pkg/tablestore"
@@ -159,6 +160,28 @@ func TestConfigFromEnv(t *testing.T) {
 		})
 		if err == nil || !strings.Contains(err.Error(), "ADMIN_KEY_SECRET_ARN") {
 			t.Fatalf("auth without the admin key secret: got %v, want it named", err)
+		}
+	})
+	t.Run("SuccessLogEvery", func(t *testing.T) {
+		for value, want := range map[string]int{"": 1, "100": 100} {
+			cfg, err := lambdaapp.ConfigFromEnv(lambdaapp.Auth, func(k string) string {
+				if k == logsample.EnvEvery {
+					return value
+				}
+				return full[k]
+			})
+			if err != nil || cfg.SuccessLogEvery != want {
+				t.Errorf("%s=%q: got %d, %v; want %d", logsample.EnvEvery, value, cfg.SuccessLogEvery, err, want)
+			}
+		}
+		_, err := lambdaapp.ConfigFromEnv(lambdaapp.Users, func(k string) string {
+			if k == logsample.EnvEvery {
+				return "0"
+			}
+			return full[k]
+		})
+		if err == nil || !strings.Contains(err.Error(), logsample.EnvEvery) {
+			t.Errorf("%s=0: got %v, want an error naming it", logsample.EnvEvery, err)
 		}
 	})
 	t.Run("StoreTimeout", func(t *testing.T) {

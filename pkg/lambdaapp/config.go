@@ -10,6 +10,7 @@ import (
 	"latchkey/pkg/dynamostore"
 	"latchkey/pkg/httpapi"
 	"latchkey/pkg/lambdaapp/lambdaenv"
+	"latchkey/pkg/logsample"
 	"latchkey/pkg/token"
 )
 
@@ -93,6 +94,10 @@ type Config struct {
 	// TokenCache bounds the verified-token cache (token.EnvCacheMaxEntries,
 	// token.EnvCacheMaxBytes; optional).
 	TokenCache token.CacheOptions
+	// SuccessLogEvery is N of SUCCESS_LOG_EVERY (logsample.ParseEvery):
+	// the request line of one success in N is logged, of every other
+	// request always. 0 or 1 logs every line.
+	SuccessLogEvery int
 	// Console builds the console (console.Mount), which auth serves; the
 	// auth function's main sets it, so that the other functions link none
 	// of it. Ignored by the others (NewVerifying).
@@ -148,6 +153,9 @@ func ConfigFromEnv(fn Function, getenv func(string) string) (Config, error) {
 		}
 	}
 	if cfg.TokenCache, err = token.CacheOptionsFromEnv(getenv); err != nil {
+		problems = append(problems, err.Error())
+	}
+	if cfg.SuccessLogEvery, err = logsample.ParseEvery(getenv(logsample.EnvEvery)); err != nil {
 		problems = append(problems, err.Error())
 	}
 	if len(problems) > 0 {

@@ -41,6 +41,8 @@ type Store struct {
 	UpdateAPIKeyFn                func(ctx context.Context, id string, patch account.APIKeyPatch, allow func(account.APIKey) error) (account.APIKey, error)
 	DeleteAPIKeyFn                func(ctx context.Context, id string, allow func(account.APIKey) error) error
 	RecordAPIKeyUseFn             func(ctx context.Context, k account.APIKey, at time.Time) (time.Time, error)
+	ChangeKeyUsageFn              func(ctx context.Context, keyID string, shard int, c account.UsageChange) (map[string]int64, bool, error)
+	KeyUsageFn                    func(ctx context.Context, shard int, keyIDs ...string) (map[string]map[string]int64, error)
 	ListAPIKeysFn                 func(ctx context.Context, f account.APIKeyFilter, p account.ListParams) (account.Page[account.APIKey], error)
 	CreateTokenFn                 func(ctx context.Context, t account.TokenRecord) error
 	ListTokensFn                  func(ctx context.Context, keyID string, since time.Time, p account.ListParams) (account.Page[account.TokenRecord], error)
@@ -193,6 +195,16 @@ func (s *Store) DeleteAPIKey(ctx context.Context, id string, allow func(account.
 // RecordAPIKeyUse calls RecordAPIKeyUseFn.
 func (s *Store) RecordAPIKeyUse(ctx context.Context, k account.APIKey, at time.Time) (time.Time, error) {
 	return s.RecordAPIKeyUseFn(ctx, k, at)
+}
+
+// ChangeKeyUsage calls ChangeKeyUsageFn.
+func (s *Store) ChangeKeyUsage(ctx context.Context, keyID string, shard int, c account.UsageChange) (map[string]int64, bool, error) {
+	return s.ChangeKeyUsageFn(ctx, keyID, shard, c)
+}
+
+// KeyUsage calls KeyUsageFn.
+func (s *Store) KeyUsage(ctx context.Context, shard int, keyIDs ...string) (map[string]map[string]int64, error) {
+	return s.KeyUsageFn(ctx, shard, keyIDs...)
 }
 
 // ListAPIKeys calls ListAPIKeysFn.

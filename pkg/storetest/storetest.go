@@ -63,6 +63,7 @@ func Run(t *testing.T, newStore func(t *testing.T) account.Store) {
 	t.Run("UpdateAPIKey", s.updateAPIKey)
 	t.Run("RotateAPIKey", s.rotateAPIKey)
 	t.Run("RecordAPIKeyUse", s.recordAPIKeyUse)
+	t.Run("KeyUsage", s.keyUsage)
 	t.Run("KeyOwners", s.keyOwners)
 	t.Run("DeleteAPIKey", s.deleteAPIKey)
 	t.Run("ListAPIKeys", func(t *testing.T) { runList(t, s, apiKeysList) })
@@ -286,6 +287,14 @@ func fieldEqual(got, want any) bool {
 		return maps.Equal(got.(account.Metadata), w)
 	case account.Membership: // embedded in account.UserMembership
 		return diff(got, w) == ""
+	case []account.RateLimit:
+		return slices.Equal(got.([]account.RateLimit), w)
+	case *account.Credits:
+		g := got.(*account.Credits)
+		if g == nil || w == nil {
+			return g == nil && w == nil
+		}
+		return g.Remaining == w.Remaining && g.Set == w.Set && g.SetAt.Equal(w.SetAt) && reflect.DeepEqual(g.Refill, w.Refill)
 	}
 	return got == want
 }

@@ -279,7 +279,10 @@ func (s *Store) updateAPIKey(ctx context.Context, id string, p account.APIKeyPat
 	for _, a := range []struct {
 		name string
 		set  bool
-	}{{"metadata", next.Metadata != nil}, {"disabled", next.Disabled}, {"previous_hash", next.PreviousHash != nil}, {"previous_expires_at", next.PreviousHash != nil}} {
+	}{
+		{"metadata", next.Metadata != nil}, {"disabled", next.Disabled}, {"previous_hash", next.PreviousHash != nil}, {"previous_expires_at", next.PreviousHash != nil},
+		{"rate_limits", next.RateLimits != nil}, {"credits", next.Credits != nil},
+	} {
 		if !a.set {
 			upd = upd.Remove(expression.Name(a.name))
 		}
@@ -289,6 +292,12 @@ func (s *Store) updateAPIKey(ctx context.Context, id string, p account.APIKeyPat
 	}
 	if next.Disabled {
 		upd = upd.Set(expression.Name("disabled"), expression.Value(true))
+	}
+	if next.RateLimits != nil {
+		upd = upd.Set(expression.Name("rate_limits"), expression.Value(next.RateLimits))
+	}
+	if next.Credits != nil {
+		upd = upd.Set(expression.Name("credits"), expression.Value(next.Credits))
 	}
 	if next.PreviousHash != nil {
 		upd = upd.Set(expression.Name("previous_hash"), expression.Value(next.PreviousHash)).
@@ -352,6 +361,12 @@ func (it apiKeyItem) patched(p account.APIKeyPatch) apiKeyItem {
 	}
 	if p.Disabled != nil {
 		next.Disabled = *p.Disabled
+	}
+	if p.RateLimits != nil {
+		next.RateLimits = rateLimitItems(*p.RateLimits)
+	}
+	if p.Credits != nil {
+		next.Credits = newCreditsItem(p.Credits.Credits)
 	}
 	var current time.Time
 	if it.TokensRevokedBefore != nil {

@@ -164,6 +164,18 @@ func must(t *testing.T, err error, op string) {
 	}
 }
 
+// usageChange is the change a use of a key with one rate limit of limit a
+// second and credits makes: what account asks of the store.
+func usageChange(limit int64) account.UsageChange {
+	return account.UsageChange{
+		Steps: []account.CounterStep{
+			{Name: "r:second:1000:1764151200", Start: 0, Delta: 1, Min: 1, Max: limit},
+			{Name: "c:s:0", Start: 1000, Delta: -1, Min: 0, Max: account.MaxCredits},
+		},
+		Remove: []string{"r:second:1000:1764151199"},
+	}
+}
+
 // TestRequestBudgets measures, against DynamoDB Local, the requests and the
 // capacity units of every store operation, and fails if one exceeds its
 // budget. The table it logs is the one in docs/dynamodb.md.
@@ -178,6 +190,38 @@ func TestRequestBudgets(t *testing.T) {
 				must(t, err, "TokenStatus")
 				if st.Key == nil {
 					t.Fatal("TokenStatus: key not found")
+				}
+			}
+		}},
+		{"TokenStatus (verify, key with a rate limit and credits)", 1, []string{"BatchGetItem"}, func(t *testing.T, f *budgetFixture) func() {
+			limits := []account.RateLimit{{Name: "second", Limit: 100, Period: time.Second}}
+			_, err := f.s.UpdateAPIKey(f.ctx, f.key.ID, account.APIKeyPatch{RateLimits: &limits, Credits: &account.CreditsChange{Credits: &account.Credits{Remaining: 1000, Set: "s"}}}, nil)
+			must(t, err, "UpdateAPIKey")
+			return func() {
+				st, err := f.s.TokenStatus(f.ctx, f.tok.ID, f.key.ID, nil, "")
+				must(t, err, "TokenStatus")
+				if st.Key == nil || len(st.Key.RateLimits) != 1 {
+					t.Fatalf("TokenStatus: got %+v, want the key with its limit", st.Key)
+				}
+			}
+		}},
+		{"ChangeKeyUsage (a use: a rate limit and a credit)", 1, []string{"UpdateItem"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				_, ok, err := f.s.ChangeKeyUsage(f.ctx, f.key.ID, 0, usageChange(100))
+				must(t, err, "ChangeKeyUsage")
+				if !ok {
+					t.Fatal("ChangeKeyUsage: refused")
+				}
+			}
+		}},
+		{"ChangeKeyUsage (refused: the limit reached)", 1, []string{"UpdateItem"}, func(t *testing.T, f *budgetFixture) func() {
+			_, _, err := f.s.ChangeKeyUsage(f.ctx, f.key.ID, 0, usageChange(1))
+			must(t, err, "ChangeKeyUsage")
+			return func() {
+				_, ok, err := f.s.ChangeKeyUsage(f.ctx, f.key.ID, 0, usageChange(1))
+				must(t, err, "ChangeKeyUsage")
+				if ok {
+					t.Fatal("ChangeKeyUsage: applied over the limit")
 				}
 			}
 		}},

@@ -111,6 +111,14 @@ func storeCalls(s *tablestore.Store, user account.User, org account.Organization
 			return err
 		},
 		"DeleteAPIKey": func(ctx context.Context) error { return s.DeleteAPIKey(ctx, key.ID, nil) },
+		"ChangeKeyUsage": func(ctx context.Context) error {
+			_, _, err := s.ChangeKeyUsage(ctx, key.ID, 0, account.UsageChange{Steps: []account.CounterStep{{Name: "r:deadline:1000:1", Delta: 1, Min: 1, Max: 10}}})
+			return err
+		},
+		"KeyUsage": func(ctx context.Context) error {
+			_, err := s.KeyUsage(ctx, 0, key.ID)
+			return err
+		},
 		"RecordAPIKeyUse": func(ctx context.Context) error {
 			_, err := s.RecordAPIKeyUse(ctx, key, at)
 			return err

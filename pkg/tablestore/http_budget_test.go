@@ -148,6 +148,22 @@ func TestHTTPRequestBudgets(t *testing.T) {
 	access := str(tok, "access_token")
 	do("token valid", "GET", "/v1/auth/verify", access, nil, 200, batch)
 
+	// A key with a rate limit (2 a minute) and credits: each use is one
+	// conditional UpdateItem more, token issuance included. A use over
+	// the limit is that write, refused; the next ones in the window cost
+	// none, the process knowing the window full.
+	limited := do("with a rate limit and credits", "POST", "/v1/api-keys", admin, map[string]any{
+		"name": "metered", "scopes": []string{"read:users"},
+		"rate_limits": []map[string]any{{"name": "minute", "limit": 2, "period": "1m"}}, "credits": map[string]any{"remaining": 100},
+	}, 201, get, tx)
+	limitedTok := do("key with limits, its first use in a minute", "POST", "/v1/auth/token", str(limited, "key"), map[string]any{"scopes": []string{"read:users"}}, 201, get, upd, upd, put)
+	do("token of a key with limits", "GET", "/v1/auth/verify", str(limitedTok, "access_token"), nil, 200, batch, upd)
+	if v := do("over the key's rate limit", "GET", "/v1/auth/verify", str(limitedTok, "access_token"), nil, 200, batch, upd); v["reason"] != account.ReasonRateLimited {
+		t.Errorf("verify over the limit: got %v, want rate_limited", v)
+	}
+	do("over the key's rate limit, again in the window", "GET", "/v1/auth/verify", str(limitedTok, "access_token"), nil, 200, batch)
+	do("a key with credits, its count read with it", "GET", "/v1/api-keys/"+str(limited, "id"), admin, nil, 200, get, batch, batch)
+
 	// A key below a key: its requests check its ancestor too, its token's
 	// verify in the same round trip.
 	child := do("below a key", "POST", "/v1/api-keys", secret, map[string]any{"name": "svc child", "scopes": []string{"read:users"}}, 201, get, tx)
@@ -211,7 +227,8 @@ func TestHTTPRequestBudgets(t *testing.T) {
 	do("member", "POST", "/v1/organizations/"+oid+"/members", admin, map[string]any{"user_id": uid}, 201, get, tx)
 	do("member", "DELETE", "/v1/organizations/"+oid+"/members/"+uid, admin, nil, 204, get, get, tx)
 
-	do("", "GET", "/v1/api-keys?limit=20", admin, nil, 200, get, query, batch)
+	// The page holds a key with credits: their counts in one more read.
+	do("", "GET", "/v1/api-keys?limit=20", admin, nil, 200, get, query, batch, batch)
 	do("", "GET", "/v1/api-keys/"+str(key, "id"), admin, nil, 200, get, batch)
 	do("", "GET", "/v1/api-keys/"+str(key, "id")+"/tokens", admin, nil, 200, get, batch, query, batch)
 	do("", "POST", "/v1/api-keys/"+str(key, "id")+"/tokens/revoke", admin, map[string]any{}, 200, get, batch, tx)

@@ -182,8 +182,13 @@ type apiKeyItem struct {
 	// transaction: every verify reads it with the key, so one write
 	// revokes every token of the key at once (account.APIKey).
 	TokensRevokedBefore *time.Time `dynamodbav:"tokens_revoked_before,omitempty"`
-	CreatedAt           time.Time  `dynamodbav:"created_at"`
-	ExpiresAt           time.Time  `dynamodbav:"expires_at"`
+	// RateLimits and Credits are the key's limits, on both copies: every
+	// use reads them with the key. The counts live in the KEYLIMIT#
+	// partitions (usage.go).
+	RateLimits []rateLimitItem `dynamodbav:"rate_limits,omitempty"`
+	Credits    *creditsItem    `dynamodbav:"credits,omitempty"`
+	CreatedAt  time.Time       `dynamodbav:"created_at"`
+	ExpiresAt  time.Time       `dynamodbav:"expires_at"`
 	// ExpireAt is the TTL attribute (epoch seconds), on keys that expire:
 	// DynamoDB drops both copies account.ExpiredKeyRetention after expiry.
 	ExpireAt int64 `dynamodbav:"expire_at,omitempty"`
@@ -227,6 +232,8 @@ func newAPIKeyItems(k account.APIKey) (byID, byHash apiKeyItem) {
 		OwnerID:        k.OwnerID,
 		CreatedAt:      k.CreatedAt.UTC(),
 		ExpiresAt:      k.ExpiresAt.UTC(),
+		RateLimits:     rateLimitItems(k.RateLimits),
+		Credits:        newCreditsItem(k.Credits),
 	}
 	if len(k.Metadata) > 0 {
 		byID.Metadata = k.Metadata
@@ -287,6 +294,7 @@ func (it apiKeyItem) apiKey() account.APIKey {
 	if k.Scopes == nil {
 		k.Scopes = []string{}
 	}
+	k.RateLimits, k.Credits = it.limits()
 	return k
 }
 

@@ -2,6 +2,7 @@ package tablestore
 
 import (
 	"encoding/hex"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -49,6 +50,7 @@ const (
 	prefixKeyHash    = "KEYHASH#"
 	prefixChild      = "CHILD#"
 	prefixKeyUse     = "KEYUSE#"
+	prefixKeyLimit   = "KEYLIMIT#"
 	prefixKeyOrg     = "KEYORG#"
 	prefixKeyOwner   = "KEYOWNER#"
 	prefixToken      = "TOKEN#"
@@ -64,6 +66,7 @@ const (
 	sortKey          = "KEY"
 	sortKeyHash      = "KEYHASH"
 	sortKeyUse       = "USE"
+	sortKeyLimit     = "LIMIT"
 	sortRevoked      = "REVOKED"
 	pkConfig         = "CONFIG"
 	sortJWKS         = "JWKS"
@@ -79,16 +82,22 @@ type key struct {
 	SK string `dynamodbav:"sk"`
 }
 
-func userKey(id string) key                 { return key{prefixUser + id, sortUser} }
-func emailKey(email string) key             { return key{prefixEmail + email, sortEmail} }
-func orgKey(id string) key                  { return key{prefixOrg + id, sortOrg} }
-func slugKey(slug string) key               { return key{prefixSlug + slug, sortSlug} }
-func userExtKey(ext string) key             { return key{prefixUserExt + ext, sortUserExt} }
-func orgExtKey(ext string) key              { return key{prefixOrgExt + ext, sortOrgExt} }
-func apiKeyKey(id string) key               { return key{prefixKey + id, sortKey} }
-func keyHashKey(hash []byte) key            { return key{prefixKeyHash + hex.EncodeToString(hash), sortKeyHash} }
-func keyLinkKey(parentID, id string) key    { return key{prefixKey + parentID, prefixChild + id} }
-func keyUseKey(id string) key               { return key{prefixKeyUse + id, sortKeyUse} }
+func userKey(id string) key              { return key{prefixUser + id, sortUser} }
+func emailKey(email string) key          { return key{prefixEmail + email, sortEmail} }
+func orgKey(id string) key               { return key{prefixOrg + id, sortOrg} }
+func slugKey(slug string) key            { return key{prefixSlug + slug, sortSlug} }
+func userExtKey(ext string) key          { return key{prefixUserExt + ext, sortUserExt} }
+func orgExtKey(ext string) key           { return key{prefixOrgExt + ext, sortOrgExt} }
+func apiKeyKey(id string) key            { return key{prefixKey + id, sortKey} }
+func keyHashKey(hash []byte) key         { return key{prefixKeyHash + hex.EncodeToString(hash), sortKeyHash} }
+func keyLinkKey(parentID, id string) key { return key{prefixKey + parentID, prefixChild + id} }
+func keyUseKey(id string) key            { return key{prefixKeyUse + id, sortKeyUse} }
+
+// keyLimitKey is the usage record number shard of the key id: a partition
+// each, so that a key's uses spread over as many as its limits need.
+func keyLimitKey(id string, shard int) key {
+	return key{prefixKeyLimit + id + "#" + strconv.Itoa(shard), sortKeyLimit}
+}
 func keyOrgLinkKey(orgID, id string) key    { return key{prefixKeyOrg + orgID, prefixKey + id} }
 func keyOwnerLinkKey(owner, id string) key  { return key{prefixKeyOwner + owner, prefixKey + id} }
 func tokenKey(keyID, id string) key         { return key{prefixKey + keyID, prefixToken + id} }

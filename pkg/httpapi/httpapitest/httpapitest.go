@@ -85,7 +85,7 @@ func NewServer(tb testing.TB) *Env {
 // wrapper that embeds the real store.
 func NewServerWith(tb testing.TB, wrap func(account.Store) account.Store) *Env {
 	tb.Helper()
-	return newServer(tb, wrap, Issuer)
+	return newServer(tb, nil, wrap, Issuer)
 }
 
 // NewServerAt is NewServer with issuer as the issuer, for a test that
@@ -93,12 +93,42 @@ func NewServerWith(tb testing.TB, wrap func(account.Store) account.Store) *Env {
 // address, such as http://127.0.0.1:port.
 func NewServerAt(tb testing.TB, issuer string) *Env {
 	tb.Helper()
-	return newServer(tb, nil, issuer)
+	return newServer(tb, nil, nil, issuer)
 }
 
-func newServer(tb testing.TB, wrap func(account.Store) account.Store, issuer string) *Env {
+// NewServerOver is NewServer over store, which it closes when the test
+// ends: for a test that runs on each store by name (Stores).
+func NewServerOver(tb testing.TB, store account.Store) *Env {
 	tb.Helper()
-	store := newStore(tb)
+	return newServer(tb, store, nil, Issuer)
+}
+
+// Stores returns a constructor of a new, empty store for each store that
+// runs here, by name: bbolt always, DynamoDB Local when the test runs
+// under scripts/dynamodb-local.sh. A test of a rule that must give the
+// same answers on both runs on each.
+func Stores(tb testing.TB) map[string]func(testing.TB) account.Store {
+	tb.Helper()
+	out := map[string]func(testing.TB) account.Store{
+		"bbolt": func(tb testing.TB) account.Store {
+			store, err := boltstore.Open(filepath.Join(tb.TempDir(), "latchkey.db"))
+			if err != nil {
+				tb.Fatalf("boltstore.Open: %v", err)
+			}
+			return store
+		},
+	}
+	if os.Getenv(dynamotest.EndpointEnv) != "" {
+		out["dynamodb"] = func(tb testing.TB) account.Store { return dynamotest.NewStore(tb) }
+	}
+	return out
+}
+
+func newServer(tb testing.TB, store account.Store, wrap func(account.Store) account.Store, issuer string) *Env {
+	tb.Helper()
+	if store == nil {
+		store = newStore(tb)
+	}
 	tb.Cleanup(func() { store.Close() })
 	if wrap != nil {
 		store = wrap(store)

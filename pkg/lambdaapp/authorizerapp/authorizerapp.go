@@ -20,6 +20,7 @@ import (
 	"latchkey/pkg/authorizer"
 	"latchkey/pkg/dynamostore"
 	"latchkey/pkg/lambdaapp/lambdaenv"
+	"latchkey/pkg/logsample"
 	"latchkey/pkg/token"
 )
 
@@ -55,6 +56,10 @@ type Config struct {
 	// TokenCache bounds the verified-token cache, as in the other
 	// functions (token.EnvCacheMaxEntries, token.EnvCacheMaxBytes).
 	TokenCache token.CacheOptions
+	// SuccessLogEvery is N of SUCCESS_LOG_EVERY, as in the other
+	// functions: the line of one allowed request in N is logged, of every
+	// refusal always.
+	SuccessLogEvery int
 }
 
 // ConfigFromEnv reads the authorizer's configuration: TABLE_NAME,
@@ -83,6 +88,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return Config{}, fmt.Errorf("%s: %w", lambdaenv.EnvStoreTimeout, err)
 	}
 	if cfg.TokenCache, err = token.CacheOptionsFromEnv(getenv); err != nil {
+		return Config{}, err
+	}
+	if cfg.SuccessLogEvery, err = logsample.ParseEvery(getenv(logsample.EnvEvery)); err != nil {
 		return Config{}, err
 	}
 	return cfg, nil
@@ -120,7 +128,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the public keys from the table: %w", err)
 	}
-	az := authorizer.New(account.NewTokenVerifier(deps.Store, keys, deps.Now), cfg.Routes, deps.Logger)
+	az := authorizer.New(account.NewTokenVerifier(deps.Store, keys, deps.Now), cfg.Routes, deps.Logger, logsample.New(cfg.SuccessLogEvery))
 	return func(ctx context.Context, req events.APIGatewayV2CustomAuthorizerV2Request) (events.APIGatewayV2CustomAuthorizerSimpleResponse, error) {
 		keys.RefreshIfStale(ctx)
 		return az.Authorize(ctx, req)

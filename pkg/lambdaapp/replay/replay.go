@@ -64,6 +64,16 @@ const (
 	OwnedKeyOwner  = "team-billing"
 	OwnedKeySecret = KeySecret + "-owned"
 	TokenID        = "tok_01KF0ED9K00000000000000006"
+	// LimitedKeyID is a key below KeyID with one rate limit, "day", of 1
+	// use a day, which Seed spends for today and tomorrow: every use of
+	// it is over the limit (429, or a verify rate_limited). Its secret is
+	// LimitedKeySecret; LimitedToken is a token of it.
+	LimitedKeyID     = "key_01KF0EXA00000000000000000G"
+	LimitedKeySecret = KeySecret + "-limited"
+	LimitedTokenID   = "tok_01KF0EZC00000000000000000J"
+	// SpentKeyID is a key below KeyID with read:orders whose credits are
+	// spent (0 remaining, no refill).
+	SpentKeyID = "key_01KF0EYB00000000000000000H"
 	// SessionTokenID is a console session of KeyID (SessionToken).
 	SessionTokenID = "tok_01KF0EQ5G0000000000000000B"
 	// Issuer is the issuer of the fixture's deployment: the URL of the
@@ -99,6 +109,9 @@ const (
 	OrgOrdersTokenID = "tok_01KF0EPDC0000000000000000B"
 	// OtherAudienceTokenID is OtherAudienceToken's id.
 	OtherAudienceTokenID = "tok_01KF0ES2Y0000000000000000D"
+	// SpentOrdersTokenID is a token for OrdersAudience of SpentKeyID,
+	// whose credits are spent: the authorizer denies it.
+	SpentOrdersTokenID = "tok_01KF0F0D00000000000000000K"
 	// LatchkeyAudienceTokenID is a valid token with read:orders for
 	// Latchkey's own API (aud Issuer, what a token request without an
 	// audience gets), which the authorizer refuses on every route.
@@ -124,6 +137,10 @@ func AuthorizerToken(id string) string {
 		c.ExpiresAt = fixtureTime.Add(time.Hour)
 	case OrgOrdersTokenID:
 		c.KeyID, c.KeyAncestors, c.OrganizationID, c.OwnerID = OrgKeyID, []string{KeyID}, OrgID, OrgKeyOwner
+	case SpentOrdersTokenID:
+		c.KeyID, c.KeyAncestors = SpentKeyID, []string{KeyID}
+	case LimitedTokenID:
+		c.KeyID, c.KeyAncestors, c.Audience, c.Scopes = LimitedKeyID, []string{KeyID}, Issuer, []string{"read:users"}
 	}
 	priv, err := secrets.SigningKey(SigningSecret)
 	if err != nil {
@@ -135,6 +152,13 @@ func AuthorizerToken(id string) string {
 	}
 	return tok
 }
+
+// LimitedToken returns the token of LimitedKeyID (LimitedTokenID), for
+// Latchkey's own API, with read:users.
+func LimitedToken() string { return AuthorizerToken(LimitedTokenID) }
+
+// limitedKeyLimit is LimitedKeyID's one rate limit.
+var limitedKeyLimit = account.RateLimit{Name: "day", Limit: 1, Period: 24 * time.Hour}
 
 // fixtureTime is when the fixture's items were created.
 var fixtureTime = time.Date(2026, 1, 15, 9, 0, 0, 0, time.UTC)
@@ -278,6 +302,31 @@ func Seed(ctx context.Context, store account.Store) error {
 		func() error {
 			return store.CreateOrganization(ctx, account.Organization{ID: OtherOrgID, Name: "Initech", Slug: "initech", Plan: "free", CreatedAt: at, UpdatedAt: at})
 		},
+		func() error {
+			return store.CreateAPIKey(ctx, account.APIKey{
+				ID: LimitedKeyID, Name: "limited", Hash: account.HashAPIKey(LimitedKeySecret), Last4: LimitedKeySecret[len(LimitedKeySecret)-4:],
+				Scopes: []string{"read:users"}, CreatedBy: KeyID, Ancestors: []string{KeyID}, CreatedAt: at.Add(6 * time.Minute),
+				RateLimits: []account.RateLimit{limitedKeyLimit},
+			})
+		},
+		func() error {
+			// Today's use and tomorrow's, taken: the events are over the
+			// limit whenever they are replayed, midnight included.
+			now := time.Now()
+			var steps []account.CounterStep
+			for _, t := range []time.Time{now, now.Add(limitedKeyLimit.Period)} {
+				steps = append(steps, account.CounterStep{Name: account.RateLimitCounter(limitedKeyLimit, t), Start: 0, Delta: 1, Min: 1, Max: 1})
+			}
+			_, _, err := store.ChangeKeyUsage(ctx, LimitedKeyID, 0, account.UsageChange{Steps: steps})
+			return err
+		},
+		func() error {
+			return store.CreateAPIKey(ctx, account.APIKey{
+				ID: SpentKeyID, Name: "spent", Hash: account.HashAPIKey(KeySecret + "-spent"), Last4: "pent",
+				Scopes: []string{"read:orders"}, CreatedBy: KeyID, Ancestors: []string{KeyID}, CreatedAt: at.Add(7 * time.Minute),
+				Credits: &account.Credits{Remaining: 0, SetAt: at, Set: "replay"},
+			})
+		},
 		func() error { return store.CreateToken(ctx, fixtureToken()) },
 		func() error {
 			c := fixtureToken()
@@ -315,6 +364,8 @@ type Entry struct {
 	// Field is the body field or query parameter that the problem of a
 	// 400 must name among its errors.
 	Field string `json:"field,omitempty"`
+	// Reason is the reason a verify answers valid false with.
+	Reason string `json:"reason,omitempty"`
 }
 
 // Manifest reads dir/manifest.json.

@@ -1,0 +1,582 @@
+package account
+
+import (
+	"context"
+	crand "crypto/rand"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// RateLimit bounds the uses of an API key: at most Limit in each Period.
+// Periods are fixed windows aligned to the Unix epoch (a 1d limit resets
+// at midnight UTC, a 1m limit on the minute): see docs/rate-limits.md for
+// why a fixed window.
+type RateLimit struct {
+	// Name tells the limits of a key apart (ValidRateLimitName); it names
+	// the policy in the RateLimit header fields.
+	Name   string
+	Limit  int64
+	Period time.Duration
+}
+
+// Credits is the number of verifications a key has left: each valid
+// verification of one of its tokens spends one (not token issuance, not
+// the key's own requests).
+type Credits struct {
+	// Remaining is the number left: as set (by create or PATCH) on the key
+	// a store returns; as of now on the key the service returns.
+	Remaining int64
+	// Refill, when set, sets Remaining to Refill.Amount at the start of
+	// each day or month (UTC).
+	Refill *CreditRefill
+	// SetAt is when Remaining was set: the refill period it counts in.
+	// Set is a random name for that setting: it names the counter the
+	// uses spend from, so that setting Remaining again, even within the
+	// same millisecond, starts a new one. Both kept by the store, never
+	// shown.
+	SetAt time.Time
+	Set   string
+}
+
+// CreditRefill sets a key's remaining credits to Amount at the start of
+// each Interval.
+type CreditRefill struct {
+	Amount   int64
+	Interval string // RefillDaily or RefillMonthly
+}
+
+// The refill intervals of credits.
+const (
+	RefillDaily   = "daily"
+	RefillMonthly = "monthly"
+)
+
+// Bounds of rate limits and credits.
+const (
+	MaxRateLimits   = 5
+	MinLimitPeriod  = time.Second
+	MaxLimitPeriod  = 24 * time.Hour
+	MaxLimit        = 1_000_000_000
+	MaxCredits      = 1_000_000_000_000_000 // exact in a JSON number (below 2^53)
+	maxRateLimitLen = 32
+)
+
+var rateLimitNamePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
+
+// ValidRateLimitName reports whether s can name a rate limit: 1 to 32
+// letters, digits, "_" or "-", which a RateLimit header field carries as
+// it is.
+func ValidRateLimitName(s string) bool { return rateLimitNamePattern.MatchString(s) }
+
+// RateLimitRequest is a rate limit as a client asks for it.
+type RateLimitRequest struct {
+	Name   string
+	Limit  int64
+	Period string // a duration, 1s to 1d
+}
+
+// CreditsRequest is credits as a client asks for them.
+type CreditsRequest struct {
+	Remaining int64
+	Refill    *CreditRefill
+}
+
+// checkRateLimits validates the rate limits of a request under field
+// ("rate_limits") and returns them; nil for none.
+func checkRateLimits(field string, req []RateLimitRequest, problems *Problems) []RateLimit {
+	if len(req) > MaxRateLimits {
+		problems.Add(field, fmt.Sprintf("must hold at most %d rate limits", MaxRateLimits))
+		return nil
+	}
+	var out []RateLimit
+	for i, r := range req {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		n := len(*problems)
+		if !ValidRateLimitName(r.Name) {
+			problems.Add(f+".name", fmt.Sprintf("must be 1 to %d letters, digits, _ or -", maxRateLimitLen))
+		} else if slices.ContainsFunc(req[:i], func(o RateLimitRequest) bool { return o.Name == r.Name }) {
+			problems.Add(f+".name", "is the name of another rate limit of the key: names are unique")
+		}
+		if r.Limit < 1 || r.Limit > MaxLimit {
+			problems.Add(f+".limit", fmt.Sprintf("must be from 1 to %d", MaxLimit))
+		}
+		d, err := ParseDuration(r.Period, MinLimitPeriod, MaxLimitPeriod)
+		if err != nil {
+			problems.Add(f+".period", err.Error())
+		}
+		if len(*problems) == n {
+			out = append(out, RateLimit{Name: r.Name, Limit: r.Limit, Period: d})
+		}
+	}
+	return out
+}
+
+// checkCredits validates credits under field ("credits") and returns them
+// as set at now; nil for none.
+func checkCredits(field string, req *CreditsRequest, now time.Time, problems *Problems) *Credits {
+	if req == nil {
+		return nil
+	}
+	n := len(*problems)
+	if req.Remaining < 0 || req.Remaining > MaxCredits {
+		problems.Add(field+".remaining", fmt.Sprintf("must be from 0 to %d", int64(MaxCredits)))
+	}
+	if r := req.Refill; r != nil {
+		if r.Amount < 1 || r.Amount > MaxCredits {
+			problems.Add(field+".refill.amount", fmt.Sprintf("must be from 1 to %d", int64(MaxCredits)))
+		}
+		if r.Interval != RefillDaily && r.Interval != RefillMonthly {
+			problems.Add(field+".refill.interval", `must be "daily" or "monthly"`)
+		}
+	}
+	if len(*problems) > n {
+		return nil
+	}
+	c := &Credits{Remaining: req.Remaining, SetAt: now, Set: crand.Text()[:16]}
+	if req.Refill != nil {
+		r := *req.Refill
+		c.Refill = &r
+	}
+	return c
+}
+
+// Limited reports whether uses of the key are counted: it has rate limits
+// or credits. A key without either costs no write when it is used.
+func (k APIKey) Limited() bool { return len(k.RateLimits) > 0 || k.Credits != nil }
+
+// Reasons a verification of a well-signed token of a valid key is refused
+// for its key's limits.
+const (
+	// ReasonRateLimited: a rate limit of the key is reached until the end
+	// of its window (Verification.Usage.RetryAfter).
+	ReasonRateLimited = "rate_limited"
+	// ReasonUsageExceeded: the key's credits are spent.
+	ReasonUsageExceeded = "usage_exceeded"
+)
+
+// CodeRateLimited answers a request that an API key authenticates, with
+// its secret or one of its tokens, when a rate limit of the key is
+// reached: 429, with Retry-After (Error.Usage).
+const CodeRateLimited Code = "rate_limited"
+
+// LimitState is where a rate limit of a key stands after a use.
+type LimitState struct {
+	RateLimit
+	// Remaining is the number of uses left in the window; an estimate, low
+	// rather than high, for a key whose counters are sharded.
+	Remaining int64
+	// Reset is the time until the window ends and the count starts again.
+	Reset time.Duration
+}
+
+// KeyUsage is what a use of a limited key found: its limits after the use
+// (or as they were, when the use was refused) and, for a refused use, when
+// to try again.
+type KeyUsage struct {
+	Limits []LimitState
+	// Credits is the key's remaining credits after the use, nil when the
+	// key has none or the use did not spend them.
+	Credits *int64
+	// Refused is ReasonRateLimited or ReasonUsageExceeded when the use was
+	// refused, "" when it was counted.
+	Refused string
+	// RetryAfter is, for a refused use, how long until it can succeed: the
+	// end of the window of the limit reached, or the next refill; zero when
+	// the key's credits are spent for good.
+	RetryAfter time.Duration
+}
+
+// UsageStore is the part of Store that counts the uses of limited keys.
+type UsageStore interface {
+	// ChangeKeyUsage applies c to the usage record number shard of the key
+	// keyID in one atomic, conditional step: every step of c, or none when
+	// one of them would leave its counter outside its bounds. It returns
+	// the record's counters after the change and true, or as they were and
+	// false when the bounds refused it. It writes no event, and commits no
+	// idempotency record.
+	ChangeKeyUsage(ctx context.Context, keyID string, shard int, c UsageChange) (map[string]int64, bool, error)
+	// KeyUsage returns the counters of the usage record number shard of
+	// each key of keyIDs, read strongly consistently, by key id: one read
+	// for a page of keys. A key whose record does not exist has none.
+	KeyUsage(ctx context.Context, shard int, keyIDs ...string) (map[string]map[string]int64, error)
+}
+
+// CounterStep is one counter of a UsageChange: the counter becomes its
+// value (Start when it does not exist yet) plus Delta, if that is from Min
+// to Max.
+type CounterStep struct {
+	Name         string
+	Start, Delta int64
+	Min, Max     int64
+}
+
+// UsageChange is a change of the usage record of a key: the counters of
+// Steps change, those of Remove go. ExpiresAt is when the store may drop
+// the record; zero keeps it.
+type UsageChange struct {
+	Steps     []CounterStep
+	Remove    []string
+	ExpiresAt time.Time
+}
+
+// usesPerShard is the most uses a second one usage record is planned for:
+// half of the 1,000 writes a second DynamoDB allows one item, leaving room
+// for a burst at the start of a window.
+const usesPerShard = 500
+
+// MaxUsageShards bounds the usage records of one key: 64 of them carry a
+// limit of 32,000 uses a second.
+const MaxUsageShards = 64
+
+// staleCounters is how many counters of windows gone by a usage record
+// keeps before a use removes them in a write of its own. A use removes the
+// counter of the window just before its own in its one write; only a key
+// unused for a whole window leaves one behind.
+const staleCounters = 8
+
+// usageShards is the number of usage records the uses of k spread over. A
+// key with credits has one: its credits are one counter.
+func (k APIKey) usageShards() int {
+	if k.Credits != nil {
+		return 1
+	}
+	rate := 0.0
+	for _, l := range k.RateLimits {
+		rate = max(rate, float64(l.Limit)/l.Period.Seconds())
+	}
+	return min(max(int(math.Ceil(rate/usesPerShard)), 1), MaxUsageShards)
+}
+
+// share is the part of limit a shard j of n counts.
+func share(limit int64, j, n int) int64 {
+	s := limit / int64(n)
+	if int64(j) < limit%int64(n) {
+		s++
+	}
+	return s
+}
+
+// window is the fixed window of period that holds now, and when it ends.
+func window(period time.Duration, now time.Time) (int64, time.Time) {
+	p := period.Milliseconds()
+	w := now.UnixMilli() / p
+	return w, time.UnixMilli((w + 1) * p).UTC()
+}
+
+// refillPeriod is the day or month (UTC) that holds t, and when it ends.
+func refillPeriod(interval string, t time.Time) (int64, time.Time) {
+	t = t.UTC()
+	if interval == RefillMonthly {
+		start := time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
+		return int64(t.Year())*12 + int64(t.Month()) - 1, start.AddDate(0, 1, 0)
+	}
+	d := t.Unix() / 86400
+	return d, time.Unix((d+1)*86400, 0).UTC()
+}
+
+func limitCounter(l RateLimit, w int64) string {
+	return "r:" + l.Name + ":" + strconv.FormatInt(l.Period.Milliseconds(), 10) + ":" + strconv.FormatInt(w, 10)
+}
+
+// RateLimitCounter is the name of the counter of l's window at at in a
+// key's usage record: for a fixture that seeds a limit already reached.
+func RateLimitCounter(l RateLimit, at time.Time) string {
+	w, _ := window(l.Period, at)
+	return limitCounter(l, w)
+}
+
+// creditCounter names the counter of the credits set as set (Credits.Set),
+// in the refill period p (0 without refill): setting them again starts a
+// new one.
+func creditCounter(set string, p int64) string {
+	return "c:" + set + ":" + strconv.FormatInt(p, 10)
+}
+
+// creditStart is the credits a period begins with: those set, in the
+// period they were set in, and the refill amount in each one after.
+func (c Credits) start(p int64) int64 {
+	if c.Refill == nil {
+		return c.Remaining
+	}
+	if sp, _ := refillPeriod(c.Refill.Interval, c.SetAt); sp == p {
+		return c.Remaining
+	}
+	return c.Refill.Amount
+}
+
+// creditPeriod is the refill period of now, and when the next starts;
+// 0 and the zero time without refill.
+func (c Credits) period(now time.Time) (int64, time.Time) {
+	if c.Refill == nil {
+		return 0, time.Time{}
+	}
+	return refillPeriod(c.Refill.Interval, now)
+}
+
+// usagePlan is one use of a key, counted in one shard: the change to make
+// and how to read what it leaves.
+type usagePlan struct {
+	change  UsageChange
+	names   []string // the counter of each rate limit, in k.RateLimits order
+	credit  string   // the credit counter, "" when the use spends none
+	ends    []time.Time
+	refill  time.Time
+	current map[string]bool
+}
+
+// plan returns the change that counts a use of k at now in shard j of n,
+// spending a credit if spend is set and the key has credits.
+func plan(k APIKey, now time.Time, j, n int, spend bool) usagePlan {
+	u := usagePlan{current: map[string]bool{}}
+	var keep time.Time
+	for _, l := range k.RateLimits {
+		w, end := window(l.Period, now)
+		name := limitCounter(l, w)
+		u.names = append(u.names, name)
+		u.ends = append(u.ends, end)
+		u.current[name] = true
+		u.change.Steps = append(u.change.Steps, CounterStep{Name: name, Start: 0, Delta: 1, Min: 1, Max: share(l.Limit, j, n)})
+		u.change.Remove = append(u.change.Remove, limitCounter(l, w-1))
+		keep = later(keep, end.Add(l.Period))
+	}
+	if c := k.Credits; c != nil {
+		p, next := c.period(now)
+		name := creditCounter(c.Set, p)
+		u.current[name] = true
+		if spend {
+			u.credit = name
+			u.refill = next
+			u.change.Steps = append(u.change.Steps, CounterStep{Name: name, Start: c.start(p), Delta: -1, Min: 0, Max: MaxCredits})
+			if c.Refill != nil {
+				u.change.Remove = append(u.change.Remove, creditCounter(c.Set, p-1))
+			}
+		}
+		// Credits are the key's for as long as it lives: a record that
+		// went would give them back.
+		keep = time.Time{}
+		if !k.ExpiresAt.IsZero() {
+			keep = k.ExpiresAt.Add(ExpiredKeyRetention)
+		}
+	}
+	u.change.ExpiresAt = keep
+	return u
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// read says what the counters a change of shard j of n left (or refused
+// on) mean for the use: the state of each limit, and why it was refused.
+func (u usagePlan) read(k APIKey, counters map[string]int64, applied bool, now time.Time, j, n int) KeyUsage {
+	var out KeyUsage
+	for i, l := range k.RateLimits {
+		used := counters[u.names[i]]
+		// One shard's count stands for all of them: exact with one shard,
+		// an estimate with more.
+		st := LimitState{RateLimit: l, Remaining: max(l.Limit-used*int64(n), 0), Reset: u.ends[i].Sub(now)}
+		if !applied && used >= share(l.Limit, j, n) {
+			st.Remaining = 0
+			out.Refused = ReasonRateLimited
+			out.RetryAfter = max(out.RetryAfter, st.Reset)
+		}
+		out.Limits = append(out.Limits, st)
+	}
+	if u.credit != "" {
+		left, ok := counters[u.credit]
+		if !ok {
+			left = k.Credits.start(mustPeriod(*k.Credits, now))
+		}
+		out.Credits = &left
+		if !applied && out.Refused == "" && left <= 0 {
+			out.Refused = ReasonUsageExceeded
+			if !u.refill.IsZero() {
+				out.RetryAfter = u.refill.Sub(now)
+			}
+		}
+	}
+	if !applied && out.Refused == "" {
+		// A bound refused the change: some counter is at it, whatever
+		// the record read back says.
+		out.Refused, out.RetryAfter = ReasonRateLimited, time.Second
+	}
+	return out
+}
+
+func mustPeriod(c Credits, now time.Time) int64 {
+	p, _ := c.period(now)
+	return p
+}
+
+// stale returns the counters of windows gone by in a record, once there
+// are staleCounters of them.
+func (u usagePlan) stale(counters map[string]int64) []string {
+	var out []string
+	for name := range counters {
+		if !u.current[name] {
+			out = append(out, name)
+		}
+	}
+	if len(out) < staleCounters {
+		return nil
+	}
+	slices.Sort(out)
+	return out
+}
+
+// fullWindows remembers, per key and set of limits, the refusal of a use
+// because every shard of a rate limit was full: a window that is full
+// stays full until it ends, so this process refuses further uses until
+// then without a write. It never lets through a use the store would
+// refuse, so counts stay exact; a change of the key's limits is another
+// entry.
+type fullWindows struct {
+	mu      sync.Mutex
+	entries map[string]fullWindow
+}
+
+type fullWindow struct {
+	at    time.Time
+	usage KeyUsage
+}
+
+func limitsKey(k APIKey) string {
+	var b strings.Builder
+	b.WriteString(k.ID)
+	for _, l := range k.RateLimits {
+		fmt.Fprintf(&b, "\x00%s\x00%d\x00%d", l.Name, l.Limit, l.Period)
+	}
+	return b.String()
+}
+
+// get returns the refusal of a use at now if one is known.
+func (f *fullWindows) get(k APIKey, now time.Time) (KeyUsage, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	key := limitsKey(k)
+	e, ok := f.entries[key]
+	if !ok {
+		return KeyUsage{}, false
+	}
+	since := now.Sub(e.at)
+	if since < 0 || since >= e.usage.RetryAfter {
+		delete(f.entries, key)
+		return KeyUsage{}, false
+	}
+	u := e.usage
+	u.RetryAfter -= since
+	u.Limits = slices.Clone(u.Limits)
+	for i := range u.Limits {
+		u.Limits[i].Reset = max(u.Limits[i].Reset-since, 0)
+	}
+	u.Credits = nil
+	return u, true
+}
+
+func (f *fullWindows) set(k APIKey, now time.Time, u KeyUsage) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.entries == nil || len(f.entries) >= maxUseEntries {
+		f.entries = make(map[string]fullWindow)
+	}
+	f.entries[limitsKey(k)] = fullWindow{at: now, usage: u}
+}
+
+// limiter counts the uses of limited keys: the rule of rate limits and
+// credits, over a UsageStore.
+type limiter struct {
+	store UsageStore
+	full  fullWindows
+}
+
+// use counts one use of k at now, spending a credit if spend is set, and
+// returns what it found. A key without limits costs nothing: nil. A
+// refused use changes no counter. The shards are tried from a random one
+// until one takes the use, so a use is refused only when every shard is
+// full: exact, however many shards.
+func (l *limiter) use(ctx context.Context, k APIKey, now time.Time, spend bool) (*KeyUsage, error) {
+	if len(k.RateLimits) == 0 && (!spend || k.Credits == nil) {
+		return nil, nil
+	}
+	if u, ok := l.full.get(k, now); ok {
+		return &u, nil
+	}
+	n := k.usageShards()
+	first := 0
+	if n > 1 {
+		first = rand.IntN(n)
+	}
+	var last KeyUsage
+	for i := range n {
+		j := (first + i) % n
+		p := plan(k, now, j, n, spend)
+		counters, applied, err := l.store.ChangeKeyUsage(ctx, k.ID, j, p.change)
+		if err != nil {
+			return nil, storeErr(err)
+		}
+		last = p.read(k, counters, applied, now, j, n)
+		if applied {
+			if stale := p.stale(counters); stale != nil {
+				// Best effort: a record that keeps them is only larger.
+				_, _, _ = l.store.ChangeKeyUsage(ctx, k.ID, j, UsageChange{Remove: stale, ExpiresAt: p.change.ExpiresAt})
+			}
+			return &last, nil
+		}
+		if last.Refused != ReasonRateLimited {
+			return &last, nil
+		}
+	}
+	l.full.set(k, now, last)
+	return &last, nil
+}
+
+// errRateLimited answers a request of a key over one of its rate limits.
+func errRateLimited(u *KeyUsage) *Error {
+	return &Error{Code: CodeRateLimited, Message: "a rate limit of this API key is reached: retry after the time Retry-After gives", Usage: u}
+}
+
+// remainingCredits sets the credits of each of keys that has them to
+// their count as of now, read from their usage records in one read: what
+// a client sees of a key. Keys without credits cost nothing.
+func (l *limiter) remainingCredits(ctx context.Context, keys []APIKey, now time.Time) error {
+	var ids []string
+	for _, k := range keys {
+		if k.Credits != nil {
+			ids = append(ids, k.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	usage, err := l.store.KeyUsage(ctx, 0, ids...)
+	if err != nil {
+		return storeErr(err)
+	}
+	for i, k := range keys {
+		if k.Credits == nil {
+			continue
+		}
+		c := *k.Credits
+		p, _ := c.period(now)
+		if v, ok := usage[k.ID][creditCounter(c.Set, p)]; ok {
+			c.Remaining = v
+		} else {
+			c.Remaining = c.start(p)
+		}
+		keys[i].Credits = &c
+	}
+	return nil
+}
+
+// FormatPeriod is a rate limit's period as the API shows it: 1s, 15m, 1d.
+func FormatPeriod(d time.Duration) string { return formatDuration(d) }

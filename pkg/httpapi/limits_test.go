@@ -1,0 +1,464 @@
+package httpapi_test
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"latchkey/pkg/account"
+	"latchkey/pkg/httpapi/httpapitest"
+)
+
+// keyJSON is the part of an API key response the limit tests read.
+type keyJSON struct {
+	ID         string `json:"id"`
+	Key        string `json:"key"`
+	RateLimits []struct {
+		Name   string `json:"name"`
+		Limit  int64  `json:"limit"`
+		Period string `json:"period"`
+	} `json:"rate_limits"`
+	Credits *struct {
+		Remaining int64 `json:"remaining"`
+		Refill    *struct {
+			Amount   int64  `json:"amount"`
+			Interval string `json:"interval"`
+		} `json:"refill"`
+	} `json:"credits"`
+}
+
+type verifyJSON struct {
+	Valid  bool   `json:"valid"`
+	Reason string `json:"reason"`
+}
+
+// onLimitStores runs f on a fresh stack over each store that keeps the
+// limits of keys, its clock at the start of a UTC day, so that every
+// window of the test starts with it.
+func onLimitStores(t *testing.T, f func(t *testing.T, a api)) {
+	for name, newStore := range httpapitest.Stores(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			env := httpapitest.NewServerOver(t, newStore(t))
+			env.Clock.Set(env.Clock.Now().Truncate(24 * time.Hour).Add(24 * time.Hour))
+			f(t, api{Env: env, t: t})
+		})
+	}
+}
+
+// createLimitedKey creates a key with read:users and the given limits
+// (a JSON fragment of the create request), as the admin.
+func (a api) createLimitedKey(t *testing.T, limits map[string]any) keyJSON {
+	t.Helper()
+	body := map[string]any{"name": unique("limited"), "scopes": []string{"read:users", "write:api_keys"}}
+	for k, v := range limits {
+		body[k] = v
+	}
+	res := a.do(http.MethodPost, "/v1/api-keys", a.AdminKey, body)
+	want(t, res, http.StatusCreated)
+	var k keyJSON
+	res.Decode(t, &k)
+	return k
+}
+
+func (a api) token(t *testing.T, secret string) string {
+	t.Helper()
+	res := a.do(http.MethodPost, "/v1/auth/token", secret, map[string]any{"scopes": []string{"read:users"}})
+	want(t, res, http.StatusCreated)
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	res.Decode(t, &tok)
+	return tok.AccessToken
+}
+
+func (a api) verify(t *testing.T, tok string) (verifyJSON, *httpapitest.Response) {
+	t.Helper()
+	res := a.do(http.MethodGet, "/v1/auth/verify", tok, nil)
+	want(t, res, http.StatusOK)
+	var v verifyJSON
+	res.Decode(t, &v)
+	return v, res
+}
+
+func perMinute(n int) map[string]any {
+	return map[string]any{"rate_limits": []map[string]any{{"name": "minute", "limit": n, "period": "1m"}}}
+}
+
+// TestLimits_RateLimit: every use counts, token issuance included; over
+// the limit a verify is rate_limited with Retry-After and the RateLimit
+// fields, a request the key authenticates is 429, and the window's end
+// lets the key in again.
+func TestLimits_RateLimit(t *testing.T) {
+	onLimitStores(t, func(t *testing.T, a api) {
+		k := a.createLimitedKey(t, perMinute(3))
+		a.Clock.Advance(10 * time.Second)
+		tok := a.token(t, k.Key)   // use 1
+		v, res := a.verify(t, tok) // use 2
+		if !v.Valid {
+			t.Fatalf("verify 1: %+v", v)
+		}
+		if got, want := res.Header.Get("RateLimit-Policy"), `"minute";q=3;w=60`; got != want {
+			t.Errorf("RateLimit-Policy: got %q, want %q", got, want)
+		}
+		if got, want := res.Header.Get("RateLimit"), `"minute";r=1;t=50`; got != want {
+			t.Errorf("RateLimit: got %q, want %q", got, want)
+		}
+		if v, _ := a.verify(t, tok); !v.Valid { // use 3
+			t.Fatalf("verify 2: %+v", v)
+		}
+		v, res = a.verify(t, tok)
+		if v.Valid || v.Reason != account.ReasonRateLimited {
+			t.Fatalf("verify over the limit: got %+v, want rate_limited", v)
+		}
+		if got := res.Header.Get("Retry-After"); got != "50" {
+			t.Errorf("Retry-After: got %q, want 50", got)
+		}
+		if got, want := res.Header.Get("RateLimit"), `"minute";r=0;t=50`; got != want {
+			t.Errorf("RateLimit: got %q, want %q", got, want)
+		}
+		res = a.do(http.MethodPost, "/v1/auth/token", k.Key, map[string]any{"scopes": []string{"read:users"}})
+		wantProblem(t, res, http.StatusTooManyRequests, "rate_limited")
+		if res.Header.Get("Retry-After") != "50" || res.Header.Get("RateLimit-Policy") == "" {
+			t.Errorf("429 headers: %v", res.Header)
+		}
+		// A request the token authenticates is a use too.
+		wantProblem(t, a.do(http.MethodGet, "/v1/users", tok, nil), http.StatusTooManyRequests, "rate_limited")
+
+		a.Clock.Advance(50 * time.Second) // the next window
+		if v, _ := a.verify(t, tok); !v.Valid {
+			t.Fatalf("verify in the next window: %+v", v)
+		}
+	})
+}
+
+// TestLimits_OAuth: /oauth2/token is a use of the client's key (429
+// problem over the limit), and introspection of a rate-limited key's
+// token is inactive.
+func TestLimits_OAuth(t *testing.T) {
+	onLimitStores(t, func(t *testing.T, a api) {
+		k := a.createLimitedKey(t, perMinute(2))
+		tok := a.token(t, k.Key) // use 1
+		admin := a.createLimitedKey(t, nil)
+		form := "token=" + tok + "&token_type_hint=access_token"
+		introspect := func() map[string]any {
+			res := a.DoRaw(t, a.Handler, http.MethodPost, "/oauth2/introspect", http.Header{
+				"Authorization": {"Bearer " + admin.Key}, "Content-Type": {"application/x-www-form-urlencoded"},
+			}, form)
+			a.CheckResponse(t, res)
+			want(t, res, http.StatusOK)
+			return res.Map(t)
+		}
+		if got := introspect(); got["active"] != true { // use 2
+			t.Fatalf("introspect: %v", got)
+		}
+		if got := introspect(); got["active"] != false {
+			t.Fatalf("introspect over the limit: got %v, want inactive", got)
+		}
+		res := a.DoRaw(t, a.Handler, http.MethodPost, "/oauth2/token", http.Header{
+			"Content-Type": {"application/x-www-form-urlencoded"},
+		}, "grant_type=client_credentials&client_id="+k.ID+"&client_secret="+k.Key)
+		a.CheckResponse(t, res)
+		wantProblem(t, res, http.StatusTooManyRequests, "rate_limited")
+	})
+}
+
+// TestLimits_Credits: verifications spend credits, token issuance does
+// not; spent, a verify is usage_exceeded; the key shows what is left, and
+// PATCH sets it anew.
+func TestLimits_Credits(t *testing.T) {
+	onLimitStores(t, func(t *testing.T, a api) {
+		k := a.createLimitedKey(t, map[string]any{"credits": map[string]any{"remaining": 2}})
+		tok := a.token(t, k.Key)
+		a.token(t, k.Key)
+		for i := range 2 {
+			if v, _ := a.verify(t, tok); !v.Valid {
+				t.Fatalf("verify %d: %+v", i, v)
+			}
+		}
+		if v, res := a.verify(t, tok); v.Valid || v.Reason != account.ReasonUsageExceeded || res.Header.Get("Retry-After") != "" {
+			t.Fatalf("verify with no credits: got %+v, Retry-After %q; want usage_exceeded, none", v, res.Header.Get("Retry-After"))
+		}
+		var got keyJSON
+		a.do(http.MethodGet, "/v1/api-keys/"+k.ID, a.AdminKey, nil).Decode(t, &got)
+		if got.Credits == nil || got.Credits.Remaining != 0 {
+			t.Fatalf("credits shown: %+v, want 0 remaining", got.Credits)
+		}
+		var list struct {
+			Data []keyJSON `json:"data"`
+		}
+		a.do(http.MethodGet, "/v1/api-keys?limit=100", a.AdminKey, nil).Decode(t, &list)
+		for _, l := range list.Data {
+			if l.ID == k.ID && (l.Credits == nil || l.Credits.Remaining != 0) {
+				t.Fatalf("credits in the list: %+v, want 0 remaining", l.Credits)
+			}
+		}
+		a.token(t, k.Key) // issuance is not refused for credits
+		res := a.do(http.MethodPatch, "/v1/api-keys/"+k.ID, a.AdminKey, map[string]any{"credits": map[string]any{"remaining": 5}})
+		want(t, res, http.StatusOK)
+		res.Decode(t, &got)
+		if got.Credits == nil || got.Credits.Remaining != 5 {
+			t.Fatalf("credits after PATCH: %+v, want 5", got.Credits)
+		}
+		if v, _ := a.verify(t, tok); !v.Valid {
+			t.Fatalf("verify after PATCH: %+v", v)
+		}
+		a.do(http.MethodGet, "/v1/api-keys/"+k.ID, a.AdminKey, nil).Decode(t, &got)
+		if got.Credits.Remaining != 4 {
+			t.Fatalf("credits shown: %d, want 4", got.Credits.Remaining)
+		}
+		// null removes them: the key verifies without bound.
+		a.do(http.MethodPatch, "/v1/api-keys/"+k.ID, a.AdminKey, map[string]any{"credits": nil}).Decode(t, &got)
+		if got.Credits != nil {
+			t.Fatalf("credits after null: %+v", got.Credits)
+		}
+	})
+}
+
+// TestLimits_Refill: a daily refill sets the remaining count to its
+// amount at 00:00 UTC; until then a spent key says when.
+func TestLimits_Refill(t *testing.T) {
+	onLimitStores(t, func(t *testing.T, a api) {
+		k := a.createLimitedKey(t, map[string]any{"credits": map[string]any{"remaining": 1, "refill": map[string]any{"amount": 2, "interval": "daily"}}})
+		a.Clock.Advance(23 * time.Hour)
+		res := a.do(http.MethodPost, "/v1/auth/token", k.Key, map[string]any{"scopes": []string{"read:users"}, "expires_in": "2h"})
+		want(t, res, http.StatusCreated)
+		var issued struct {
+			AccessToken string `json:"access_token"`
+		}
+		res.Decode(t, &issued)
+		tok := issued.AccessToken
+		if v, _ := a.verify(t, tok); !v.Valid {
+			t.Fatalf("verify: %+v", v)
+		}
+		v, res := a.verify(t, tok)
+		if v.Reason != account.ReasonUsageExceeded || res.Header.Get("Retry-After") != "3600" {
+			t.Fatalf("spent: got %+v, Retry-After %q; want usage_exceeded, 3600", v, res.Header.Get("Retry-After"))
+		}
+		a.Clock.Advance(time.Hour)
+		for i := range 2 {
+			if v, _ := a.verify(t, tok); !v.Valid {
+				t.Fatalf("verify %d after the refill: %+v", i, v)
+			}
+		}
+		if v, _ := a.verify(t, tok); v.Reason != account.ReasonUsageExceeded {
+			t.Fatalf("third verify after the refill: %+v", v)
+		}
+	})
+}
+
+// TestLimits_Exact: 40 simultaneous verifications against 19 remaining
+// uses, of credits or of a rate limit, give exactly 19 valid answers.
+func TestLimits_Exact(t *testing.T) {
+	for name, limits := range map[string]map[string]any{
+		"credits":    {"credits": map[string]any{"remaining": 19}},
+		"rate_limit": {"rate_limits": []map[string]any{{"name": "hour", "limit": 20, "period": "1h"}}}, // issuance takes one
+	} {
+		t.Run(name, func(t *testing.T) {
+			onLimitStores(t, func(t *testing.T, a api) {
+				k := a.createLimitedKey(t, limits)
+				tok := a.token(t, k.Key)
+				var wg sync.WaitGroup
+				results := make(chan account.Verification, 40)
+				for range 40 {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						v, err := a.Service.VerifyToken(context.Background(), tok)
+						if err != nil {
+							t.Error(err)
+						}
+						results <- v
+					}()
+				}
+				wg.Wait()
+				close(results)
+				valid := 0
+				for v := range results {
+					if v.Valid {
+						valid++
+					}
+				}
+				if valid != 19 {
+					t.Fatalf("valid answers: got %d, want 19", valid)
+				}
+			})
+		})
+	}
+}
+
+// TestLimits_Sharded: a key allowed 10,000 uses a second spreads its uses
+// over 20 usage records (500 a second each, under DynamoDB's 1,000
+// writes a second per item), each counting its share of every limit; a
+// use a full shard refuses goes to the next, so 40 simultaneous
+// verifications against the 19 uses left of a daily limit of 20 (one
+// taken by issuance) still give exactly 19 valid answers, one in each
+// shard's share.
+func TestLimits_Sharded(t *testing.T) {
+	onLimitStores(t, func(t *testing.T, a api) {
+		k := a.createLimitedKey(t, map[string]any{"rate_limits": []map[string]any{
+			{"name": "burst", "limit": 10000, "period": "1s"}, {"name": "day", "limit": 20, "period": "1d"},
+		}})
+		tok := a.token(t, k.Key)
+		results := make(chan bool, 40)
+		var wg sync.WaitGroup
+		for range 40 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				v, err := a.Service.VerifyToken(context.Background(), tok)
+				if err != nil {
+					t.Error(err)
+				}
+				results <- v.Valid
+			}()
+		}
+		wg.Wait()
+		close(results)
+		valid := 0
+		for ok := range results {
+			if ok {
+				valid++
+			}
+		}
+		if valid != 19 {
+			t.Fatalf("valid answers: got %d, want 19", valid)
+		}
+		var shards []int64
+		for j := range 21 {
+			usage, err := a.Store.KeyUsage(context.Background(), j, k.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var day int64
+			for name, n := range usage[k.ID] {
+				if strings.HasPrefix(name, "r:day:") {
+					day += n
+				}
+			}
+			shards = append(shards, day)
+		}
+		for j, n := range shards {
+			if want := int64(1); j == 20 {
+				want = 0
+				if n != want {
+					t.Errorf("shard %d (one more than a key of 10,000 a second has) counted %d uses", j, n)
+				}
+			} else if n != want {
+				t.Errorf("shard %d counted %d uses of the daily limit, want its share, 1 (all: %v)", j, n, shards)
+			}
+		}
+	})
+}
+
+// TestLimits_Subtree: a key's limits count its own uses only: the keys it
+// created use theirs without touching its count.
+func TestLimits_Subtree(t *testing.T) {
+	onLimitStores(t, func(t *testing.T, a api) {
+		parent := a.createLimitedKey(t, perMinute(2))
+		res := a.do(http.MethodPost, "/v1/api-keys", parent.Key, map[string]any{"name": "child", "scopes": []string{"read:users"}}) // use 1
+		want(t, res, http.StatusCreated)
+		var child keyJSON
+		res.Decode(t, &child)
+		for range 5 {
+			a.token(t, child.Key)
+		}
+		a.token(t, parent.Key) // use 2
+		res = a.do(http.MethodPost, "/v1/auth/token", parent.Key, map[string]any{"scopes": []string{"read:users"}})
+		wantProblem(t, res, http.StatusTooManyRequests, "rate_limited")
+		a.token(t, child.Key) // the child's own uses go on
+	})
+}
+
+// TestLimits_Change: PATCH sets, replaces and removes a key's limits, the
+// events feed records each change, no use records an event, and a key
+// cannot change its own limits.
+func TestLimits_Change(t *testing.T) {
+	onLimitStores(t, func(t *testing.T, a api) {
+		k := a.createLimitedKey(t, nil)
+		if len(k.RateLimits) != 0 || k.Credits != nil {
+			t.Fatalf("a key created without limits: %+v", k)
+		}
+		var got keyJSON
+		res := a.do(http.MethodPatch, "/v1/api-keys/"+k.ID, a.AdminKey, perMinute(1))
+		want(t, res, http.StatusOK)
+		res.Decode(t, &got)
+		if len(got.RateLimits) != 1 || got.RateLimits[0].Period != "1m" || got.RateLimits[0].Limit != 1 {
+			t.Fatalf("rate limits after PATCH: %+v", got.RateLimits)
+		}
+		a.token(t, k.Key)
+		wantProblem(t, a.do(http.MethodPost, "/v1/auth/token", k.Key, map[string]any{}), http.StatusTooManyRequests, "rate_limited")
+		a.do(http.MethodPatch, "/v1/api-keys/"+k.ID, a.AdminKey, map[string]any{"rate_limits": []any{}}).Decode(t, &got)
+		if len(got.RateLimits) != 0 {
+			t.Fatalf("rate limits after []: %+v", got.RateLimits)
+		}
+		a.token(t, k.Key)
+
+		res = a.do(http.MethodPatch, "/v1/api-keys/"+k.ID, k.Key, perMinute(100))
+		wantProblem(t, res, http.StatusForbidden, "forbidden")
+
+		var limits []int
+		for _, e := range a.tail(a.AdminKey, feedStart, 3) {
+			if e.Data["id"] != k.ID {
+				continue
+			}
+			if e.Type != account.EventAPIKeyCreated && e.Type != account.EventAPIKeyUpdated {
+				t.Errorf("an event %s of the key: uses record none", e.Type)
+			}
+			if e.Type == account.EventAPIKeyUpdated {
+				rl, _ := e.Data["rate_limits"].([]any)
+				limits = append(limits, len(rl))
+			}
+		}
+		if strconv.Itoa(len(limits)) != "2" || limits[0]+limits[1] != 1 {
+			t.Fatalf("api_key.updated events of the key, by number of limits: %v; want one with 1, one with 0", limits)
+		}
+	})
+}
+
+// TestLimits_Validation: invalid limits are 400, naming the field, on
+// create and on PATCH; nothing is created or changed.
+func TestLimits_Validation(t *testing.T) {
+	a := newAPI(t)
+	k, _ := a.CreateAPIKey(t, "read:users")
+	limit := func(name string, n any, period string) map[string]any {
+		return map[string]any{"name": name, "limit": n, "period": period}
+	}
+	six := []any{}
+	for i := range 6 {
+		six = append(six, limit("l"+strconv.Itoa(i), 1, "1s"))
+	}
+	for _, c := range []struct {
+		name  string
+		body  map[string]any
+		field string
+	}{
+		{"limit 0", map[string]any{"rate_limits": []any{limit("a", 0, "1s")}}, "rate_limits[0].limit"},
+		{"period 0s", map[string]any{"rate_limits": []any{limit("a", 1, "0s")}}, "rate_limits[0].period"},
+		{"period 2d", map[string]any{"rate_limits": []any{limit("a", 1, "2d")}}, "rate_limits[0].period"},
+		{"period 25h", map[string]any{"rate_limits": []any{limit("a", 1, "25h")}}, "rate_limits[0].period"},
+		{"unknown member", map[string]any{"rate_limits": []any{map[string]any{"name": "a", "limit": 1, "period": "1s", "burst": 2}}}, "rate_limits[0].burst"},
+		{"duplicate names", map[string]any{"rate_limits": []any{limit("a", 1, "1s"), limit("a", 2, "1m")}}, "rate_limits[1].name"},
+		{"bad name", map[string]any{"rate_limits": []any{limit("a b", 1, "1s")}}, "rate_limits[0].name"},
+		{"six limits", map[string]any{"rate_limits": six}, "rate_limits"},
+		{"fractional limit", map[string]any{"rate_limits": []any{limit("a", 1.5, "1s")}}, "rate_limits[0].limit"},
+		{"negative credits", map[string]any{"credits": map[string]any{"remaining": -1}}, "credits.remaining"},
+		{"credits without remaining", map[string]any{"credits": map[string]any{}}, "credits.remaining"},
+		{"unknown credits member", map[string]any{"credits": map[string]any{"remaining": 1, "left": 2}}, "credits.left"},
+		{"refill interval", map[string]any{"credits": map[string]any{"remaining": 1, "refill": map[string]any{"amount": 1, "interval": "weekly"}}}, "credits.refill.interval"},
+		{"refill amount", map[string]any{"credits": map[string]any{"remaining": 1, "refill": map[string]any{"amount": 0, "interval": "daily"}}}, "credits.refill.amount"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			create := map[string]any{"name": "k", "scopes": []string{"read:users"}}
+			for f, v := range c.body {
+				create[f] = v
+			}
+			wantField(t, wantProblem(t, a.do(http.MethodPost, "/v1/api-keys", a.AdminKey, create), http.StatusBadRequest, "invalid_request"), c.field)
+			wantField(t, wantProblem(t, a.do(http.MethodPatch, "/v1/api-keys/"+k.ID, a.AdminKey, c.body), http.StatusBadRequest, "invalid_request"), c.field)
+		})
+	}
+}

@@ -1,0 +1,139 @@
+package storetest
+
+import (
+	"maps"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"latchkey/pkg/account"
+)
+
+// keyUsage checks ChangeKeyUsage, the one write that counts the uses of
+// a limited key: all steps or none, bounds that hold under concurrency,
+// counters removed, records apart by key and shard.
+func (s suite) keyUsage(t *testing.T) {
+	step := func(name string, start, delta, lo, hi int64) account.CounterStep {
+		return account.CounterStep{Name: name, Start: start, Delta: delta, Min: lo, Max: hi}
+	}
+	t.Run("Exact", func(t *testing.T) {
+		// 40 simultaneous uses against a bound of 19 give 19 counted.
+		f := s.fix(t)
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		counted := 0
+		for range 40 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, ok, err := f.s.ChangeKeyUsage(f.ctx, "key_exact", 0, account.UsageChange{Steps: []account.CounterStep{
+					step("r:w:1000:1", 0, 1, 1, 19), step("c:x:0", 100, -1, 0, 1000),
+				}})
+				if err != nil {
+					t.Error(err)
+				}
+				if ok {
+					mu.Lock()
+					counted++
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		if counted != 19 {
+			t.Fatalf("uses counted: got %d, want 19", counted)
+		}
+		usage, err := f.s.KeyUsage(f.ctx, 0, "key_exact")
+		f.ok(err, "KeyUsage")
+		if got, want := usage["key_exact"], map[string]int64{"r:w:1000:1": 19, "c:x:0": 81}; !maps.Equal(got, want) {
+			t.Fatalf("KeyUsage: got %v, want %v", got, want)
+		}
+	})
+	t.Run("AllOrNothing", func(t *testing.T) {
+		// A step out of bounds refuses the change whole, and the
+		// counters come back as they were.
+		f := s.fix(t)
+		c := account.UsageChange{Steps: []account.CounterStep{step("r:a:1000:1", 0, 1, 1, 5), step("c:b:0", 1, -1, 0, 10)}, ExpiresAt: time.Now().Add(time.Hour)}
+		got, ok, err := f.s.ChangeKeyUsage(f.ctx, "key_all", 0, c)
+		f.ok(err, "ChangeKeyUsage")
+		if want := map[string]int64{"r:a:1000:1": 1, "c:b:0": 0}; !ok || !maps.Equal(got, want) {
+			t.Fatalf("first change: got %v, %v; want %v, applied", got, ok, want)
+		}
+		got, ok, err = f.s.ChangeKeyUsage(f.ctx, "key_all", 0, c)
+		f.ok(err, "ChangeKeyUsage")
+		if want := map[string]int64{"r:a:1000:1": 1, "c:b:0": 0}; ok || !maps.Equal(got, want) {
+			t.Fatalf("refused change: got %v, %v; want %v, refused", got, ok, want)
+		}
+		// A missing counter whose start is out of bounds refuses too.
+		_, ok, err = f.s.ChangeKeyUsage(f.ctx, "key_all", 0, account.UsageChange{Steps: []account.CounterStep{step("c:none:0", 0, -1, 0, 10)}})
+		f.ok(err, "ChangeKeyUsage")
+		if ok {
+			t.Fatal("a change taking a missing counter below its bound was applied")
+		}
+		// Other shards and keys are records of their own.
+		got, ok, err = f.s.ChangeKeyUsage(f.ctx, "key_all", 1, c)
+		f.ok(err, "ChangeKeyUsage")
+		if want := map[string]int64{"r:a:1000:1": 1, "c:b:0": 0}; !ok || !maps.Equal(got, want) {
+			t.Fatalf("shard 1: got %v, %v; want %v, applied", got, ok, want)
+		}
+	})
+	t.Run("Remove", func(t *testing.T) {
+		f := s.fix(t)
+		_, _, err := f.s.ChangeKeyUsage(f.ctx, "key_rm", 0, account.UsageChange{Steps: []account.CounterStep{step("r:a:1000:1", 0, 1, 1, 5), step("r:a:1000:2", 0, 1, 1, 5)}})
+		f.ok(err, "ChangeKeyUsage")
+		got, ok, err := f.s.ChangeKeyUsage(f.ctx, "key_rm", 0, account.UsageChange{Steps: []account.CounterStep{step("r:a:1000:3", 0, 1, 1, 5)}, Remove: []string{"r:a:1000:1", "r:a:1000:0"}})
+		f.ok(err, "ChangeKeyUsage")
+		if want := map[string]int64{"r:a:1000:2": 1, "r:a:1000:3": 1}; !ok || !maps.Equal(got, want) {
+			t.Fatalf("after a remove: got %v, %v; want %v", got, ok, want)
+		}
+		usage, err := f.s.KeyUsage(f.ctx, 0, "key_none", "key_rm")
+		f.ok(err, "KeyUsage")
+		if want := map[string]int64{"r:a:1000:2": 1, "r:a:1000:3": 1}; len(usage) != 1 || !maps.Equal(usage["key_rm"], want) {
+			t.Fatalf("KeyUsage of a key never used and one used: %v; want only the second, %v", usage, want)
+		}
+	})
+}
+
+// RunKeyLimits checks that a store keeps the rate limits and credits of
+// an API key: on create, on every read that decides a use (GetAPIKey,
+// GetAPIKeyByHash, TokenStatus), and as UpdateAPIKey sets, replaces and
+// removes them. Apart from Run until every store runs it (the embedded
+// store does once it is the table store over bbolt).
+func RunKeyLimits(t *testing.T, newStore func(t *testing.T) account.Store) {
+	s := suite{newStore: newStore}
+	t.Run("KeyLimits", func(t *testing.T) {
+		f := s.fix(t)
+		k := f.newKey()
+		k.RateLimits = []account.RateLimit{{Name: "second", Limit: 10, Period: time.Second}, {Name: "day", Limit: 1000, Period: 24 * time.Hour}}
+		k.Credits = &account.Credits{Remaining: 7, SetAt: f.now(), Set: "s1", Refill: &account.CreditRefill{Amount: 100, Interval: account.RefillMonthly}}
+		f.ok(f.s.CreateAPIKey(f.ctx, k), "CreateAPIKey")
+		check := func(what string, want account.APIKey) {
+			t.Helper()
+			got, err := f.s.GetAPIKey(f.ctx, want.ID)
+			f.ok(err, "GetAPIKey")
+			byHash, err := f.s.GetAPIKeyByHash(f.ctx, want.Hash)
+			f.ok(err, "GetAPIKeyByHash")
+			st, err := f.s.TokenStatus(f.ctx, "tok_none", want.ID, nil, "")
+			f.ok(err, "TokenStatus")
+			for name, k := range map[string]account.APIKey{"GetAPIKey": got, "GetAPIKeyByHash": byHash, "TokenStatus": *st.Key} {
+				if !reflect.DeepEqual(k.RateLimits, want.RateLimits) || !reflect.DeepEqual(k.Credits, want.Credits) {
+					t.Errorf("%s, %s: limits %+v, credits %+v; want %+v, %+v", what, name, k.RateLimits, k.Credits, want.RateLimits, want.Credits)
+				}
+			}
+		}
+		k.Credits.SetAt = k.Credits.SetAt.UTC()
+		check("created", k)
+		limits := []account.RateLimit{{Name: "minute", Limit: 5, Period: time.Minute}}
+		credits := &account.Credits{Remaining: 3, SetAt: f.now().UTC(), Set: "s2"}
+		_, err := f.s.UpdateAPIKey(f.ctx, k.ID, account.APIKeyPatch{RateLimits: &limits, Credits: &account.CreditsChange{Credits: credits}, At: f.now()}, nil)
+		f.ok(err, "UpdateAPIKey")
+		k.RateLimits, k.Credits = limits, credits
+		check("replaced", k)
+		none := []account.RateLimit{}
+		_, err = f.s.UpdateAPIKey(f.ctx, k.ID, account.APIKeyPatch{RateLimits: &none, Credits: &account.CreditsChange{}, At: f.now()}, nil)
+		f.ok(err, "UpdateAPIKey")
+		k.RateLimits, k.Credits = nil, nil
+		check("removed", k)
+	})
+}
