@@ -90,9 +90,9 @@ func TestTable_BatchGetKeys(t *testing.T) {
 // TestTokenStatus_Allocations: a verify's reads on the embedded store
 // allocate no more than the SDK-free read path needs. Through
 // BatchGetItem (its request and answer maps, a map per key) TokenStatus
-// made 33 allocations; through BatchGetKeys it makes 19, and the bound
-// leaves room for a few more reads. It is a count, not a time, so it holds
-// on a loaded machine.
+// made 33 allocations; through BatchGetKeys 19 (24 with the read copies of
+// branch shards), and the bound leaves room for a few more. It is a count,
+// not a time, so it holds on a loaded machine.
 func TestTokenStatus_Allocations(t *testing.T) {
 	s := newStore(t)
 	ctx := context.Background()
@@ -112,7 +112,7 @@ func TestTokenStatus_Allocations(t *testing.T) {
 		}
 	})
 	t.Logf("TokenStatus: %.0f allocations", allocs)
-	if allocs > 24 {
-		t.Errorf("TokenStatus makes %.0f allocations, want at most 24", allocs)
+	if allocs > 30 {
+		t.Errorf("TokenStatus makes %.0f allocations, want at most 30", allocs)
 	}
 }
