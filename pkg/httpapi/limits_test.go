@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -293,15 +294,13 @@ func TestLimits_Exact(t *testing.T) {
 
 // TestLimits_Sharded: a key allowed 10,000 uses a second spreads its uses
 // over 20 usage records (500 a second each, under DynamoDB's 1,000
-// writes a second per item), each counting its share of every limit; a
-// use a full shard refuses goes to the next, so 40 simultaneous
-// verifications against the 19 uses left of a daily limit of 20 (one
-// taken by issuance) still give exactly 19 valid answers, one in each
-// shard's share.
+// writes a second per item), each counting its share of every limit (200
+// of a daily 4,000): 40 simultaneous verifications are all valid, spread
+// over more than one record, none beyond the 20th.
 func TestLimits_Sharded(t *testing.T) {
 	onLimitStores(t, func(t *testing.T, a api) {
 		k := a.createLimitedKey(t, map[string]any{"rate_limits": []map[string]any{
-			{"name": "burst", "limit": 10000, "period": "1s"}, {"name": "day", "limit": 20, "period": "1d"},
+			{"name": "burst", "limit": 10000, "period": "1s"}, {"name": "day", "limit": 4000, "period": "1d"},
 		}})
 		tok := a.token(t, k.Key)
 		results := make(chan bool, 40)
@@ -325,31 +324,134 @@ func TestLimits_Sharded(t *testing.T) {
 				valid++
 			}
 		}
-		if valid != 19 {
-			t.Fatalf("valid answers: got %d, want 19", valid)
+		if valid != 40 {
+			t.Fatalf("valid answers: got %d, want 40", valid)
 		}
-		var shards []int64
-		for j := range 21 {
-			usage, err := a.Store.KeyUsage(context.Background(), j, k.ID)
-			if err != nil {
-				t.Fatal(err)
+		shards := a.dayCounts(t, k.ID, 21)
+		used, total := 0, int64(0)
+		for _, n := range shards {
+			total += n
+			if n > 0 {
+				used++
 			}
-			var day int64
-			for name, n := range usage[k.ID] {
-				if strings.HasPrefix(name, "r:day:") {
-					day += n
+		}
+		if total != 41 || used < 2 || shards[20] != 0 {
+			t.Fatalf("uses of the daily limit by record: %v; want 41 in all (issuance and 40 verifications), over 2 or more of the first 20", shards)
+		}
+	})
+}
+
+// dayCounts returns the uses of the "day" limit each of the first n usage
+// records of the key counted.
+func (a api) dayCounts(t *testing.T, keyID string, n int) []int64 {
+	t.Helper()
+	var shards []int64
+	for j := range n {
+		usage, err := a.Store.KeyUsage(context.Background(), j, keyID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var day int64
+		for name, n := range usage[keyID] {
+			if strings.HasPrefix(name, "r:day:") {
+				day += n
+			}
+		}
+		shards = append(shards, day)
+	}
+	return shards
+}
+
+// writeCounter counts the usage record writes of the store it wraps.
+type writeCounter struct {
+	account.Store
+	writes atomic.Int64
+}
+
+func (c *writeCounter) ChangeKeyUsage(ctx context.Context, keyID string, shard int, ch account.UsageChange) (map[string]int64, bool, error) {
+	c.writes.Add(1)
+	return c.Store.ChangeKeyUsage(ctx, keyID, shard, ch)
+}
+
+// TestLimits_WritesPerUse: a use writes at most two usage records, a
+// key's limits each keep a share of 100 or more per record, and a refused
+// use of a full window costs one process at most two writes: a key of
+// 10,000 a second but 20 a day has one record (20 is no share for 20),
+// exact, one write per allowed use, and refusals of the full day cost one
+// write, then none.
+func TestLimits_WritesPerUse(t *testing.T) {
+	for name, newStore := range httpapitest.Stores(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			store := &writeCounter{Store: newStore(t)}
+			env := httpapitest.NewServerOver(t, store)
+			env.Clock.Set(env.Clock.Now().Truncate(24 * time.Hour).Add(24 * time.Hour))
+			a := api{Env: env, t: t}
+			k := a.createLimitedKey(t, map[string]any{"rate_limits": []map[string]any{
+				{"name": "burst", "limit": 10000, "period": "1s"}, {"name": "day", "limit": 20, "period": "1d"},
+			}})
+			tok := a.token(t, k.Key)
+			valid, refusalWrites := 0, int64(0)
+			for i := range 25 {
+				before := store.writes.Load()
+				v, _ := a.verify(t, tok)
+				writes := store.writes.Load() - before
+				switch {
+				case v.Valid && writes != 1:
+					t.Errorf("verify %d, valid: %d usage record writes, want 1", i+1, writes)
+				case !v.Valid && v.Reason != account.ReasonRateLimited:
+					t.Errorf("verify %d: %+v, want rate_limited", i+1, v)
+				case !v.Valid:
+					refusalWrites += writes
+				}
+				if v.Valid {
+					valid++
+				}
+				a.Clock.Advance(time.Second)
+			}
+			if valid != 19 || refusalWrites > 2 {
+				t.Fatalf("valid %d (want 19, one taken by issuance), refusals wrote %d times (want 2 at most)", valid, refusalWrites)
+			}
+		})
+	}
+}
+
+// TestLimits_ShardRefusal: a refusal of a sharded key answers the soonest
+// a record frees and is remembered per record: with 1,000 a second and
+// 1,002 a day over two records, record 0 full for this second and record
+// 1 full for the day, a verify is refused with Retry-After 1 (not the
+// 12 hours to midnight) and a second later is valid, in record 0.
+func TestLimits_ShardRefusal(t *testing.T) {
+	onLimitStores(t, func(t *testing.T, a api) {
+		a.Clock.Advance(12 * time.Hour)
+		sec := account.RateLimit{Name: "sec", Limit: 1000, Period: time.Second}
+		day := account.RateLimit{Name: "day", Limit: 1002, Period: 24 * time.Hour}
+		// Either record may be tried first: 8 keys make a pass by chance
+		// of the code before the fix 1 in 256.
+		for range 8 {
+			// The token first, so that the limits start with no use.
+			k := a.createLimitedKey(t, nil)
+			tok := a.token(t, k.Key)
+			want(t, a.do(http.MethodPatch, "/v1/api-keys/"+k.ID, a.AdminKey, map[string]any{"rate_limits": []map[string]any{
+				{"name": "sec", "limit": 1000, "period": "1s"}, {"name": "day", "limit": 1002, "period": "1d"},
+			}}), http.StatusOK)
+			a.Clock.Advance(time.Second)
+			now := a.Clock.Now()
+			step := func(l account.RateLimit, n int64) account.CounterStep {
+				return account.CounterStep{Name: account.RateLimitCounter(l, now), Start: 0, Delta: n, Min: 0, Max: 1 << 40}
+			}
+			for j, steps := range [][]account.CounterStep{{step(sec, 500), step(day, 500)}, {step(day, 501)}} {
+				if _, ok, err := a.Store.ChangeKeyUsage(context.Background(), k.ID, j, account.UsageChange{Steps: steps}); err != nil || !ok {
+					t.Fatal(err, ok)
 				}
 			}
-			shards = append(shards, day)
-		}
-		for j, n := range shards {
-			if want := int64(1); j == 20 {
-				want = 0
-				if n != want {
-					t.Errorf("shard %d (one more than a key of 10,000 a second has) counted %d uses", j, n)
-				}
-			} else if n != want {
-				t.Errorf("shard %d counted %d uses of the daily limit, want its share, 1 (all: %v)", j, n, shards)
+			v, res := a.verify(t, tok)
+			if v.Valid || res.Header.Get("Retry-After") != "1" {
+				t.Fatalf("verify with both records full: got %+v, Retry-After %q; want rate_limited, 1", v, res.Header.Get("Retry-After"))
+			}
+			a.Clock.Advance(time.Second)
+			if v, res := a.verify(t, tok); !v.Valid {
+				t.Fatalf("verify a second later: got %+v, Retry-After %q; want valid (record 0 has a use of the day left)", v, res.Header.Get("Retry-After"))
 			}
 		}
 	})
