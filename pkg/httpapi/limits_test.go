@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -10,8 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
+
 	"latchkey/pkg/account"
+	"latchkey/pkg/authorizer"
 	"latchkey/pkg/httpapi/httpapitest"
+	"latchkey/pkg/token"
 )
 
 // keyJSON is the part of an API key response the limit tests read.
@@ -563,4 +568,124 @@ func TestLimits_Validation(t *testing.T) {
 			wantField(t, wantProblem(t, a.do(http.MethodPatch, "/v1/api-keys/"+k.ID, a.AdminKey, c.body), http.StatusBadRequest, "invalid_request"), c.field)
 		})
 	}
+}
+
+// credits returns the remaining credits of the key id, as the admin sees
+// them.
+func (a api) credits(t *testing.T, id string) int64 {
+	t.Helper()
+	res := a.do(http.MethodGet, "/v1/api-keys/"+id, a.AdminKey, nil)
+	want(t, res, http.StatusOK)
+	var k keyJSON
+	res.Decode(t, &k)
+	if k.Credits == nil {
+		t.Fatalf("key %s has no credits", id)
+	}
+	return k.Credits.Remaining
+}
+
+// introspectAs introspects tok with secret as the client's credential.
+func (a api) introspectAs(t *testing.T, secret, tok string) *httpapitest.Response {
+	t.Helper()
+	res := a.DoRaw(t, a.Handler, http.MethodPost, "/oauth2/introspect", http.Header{
+		"Authorization": {"Bearer " + secret}, "Content-Type": {"application/x-www-form-urlencoded"},
+	}, "token="+tok)
+	a.CheckResponse(t, res)
+	return res
+}
+
+// TestLimits_IntrospectOtherTenant: a client bound to an organization
+// that introspects another tenant's token gets {"active": false} and
+// nothing of the token's key: no count, no credit spent, none of its
+// RateLimit fields.
+func TestLimits_IntrospectOtherTenant(t *testing.T) {
+	onLimitStores(t, func(t *testing.T, a api) {
+		mine, theirs := a.CreateOrganization(t, uniqueSlug()), a.CreateOrganization(t, uniqueSlug())
+		victim := a.createLimitedKey(t, map[string]any{"organization_id": theirs.ID,
+			"credits": map[string]any{"remaining": 2}, "rate_limits": []map[string]any{{"name": "minute", "limit": 10, "period": "1m"}}})
+		tok := a.token(t, victim.Key)
+		snoop := a.createLimitedKey(t, map[string]any{"organization_id": mine.ID})
+		for range 3 {
+			res := a.introspectAs(t, snoop.Key, tok)
+			want(t, res, http.StatusOK)
+			if got := res.Map(t); got["active"] != false || len(got) != 1 {
+				t.Fatalf("introspection of another tenant's token: got %v, want {active: false}", got)
+			}
+			for _, h := range []string{"RateLimit", "RateLimit-Policy", "Retry-After"} {
+				if v := res.Header.Get(h); v != "" {
+					t.Errorf("introspection of another tenant's token: %s %q, the other key's", h, v)
+				}
+			}
+		}
+		if got := a.credits(t, victim.ID); got != 2 {
+			t.Fatalf("the other tenant's key's credits: got %d, want 2 (untouched)", got)
+		}
+		if v, res := a.verify(t, tok); !v.Valid || res.Header.Get("RateLimit") != `"minute";r=8;t=60` {
+			t.Fatalf("the owner's verify: got %+v, RateLimit %q; want valid, r=8 (issuance and this verify only)", v, res.Header.Get("RateLimit"))
+		}
+	})
+}
+
+// TestLimits_IntrospectOwn: a client that introspects its own token uses
+// its key once per request (the verification spends its credit but counts
+// no second use), and the answer carries the client's RateLimit fields.
+func TestLimits_IntrospectOwn(t *testing.T) {
+	onLimitStores(t, func(t *testing.T, a api) {
+		k := a.createLimitedKey(t, map[string]any{"credits": map[string]any{"remaining": 5},
+			"rate_limits": []map[string]any{{"name": "minute", "limit": 3, "period": "1m"}}})
+		tok := a.token(t, k.Key)                                               // use 1
+		for i, r := range []string{`"minute";r=1;t=60`, `"minute";r=0;t=60`} { // uses 2 and 3
+			res := a.introspectAs(t, k.Key, tok)
+			want(t, res, http.StatusOK)
+			if got := res.Map(t); got["active"] != true {
+				t.Fatalf("introspection %d of its own token: got %v, want active", i+1, got)
+			}
+			if got := res.Header.Get("RateLimit"); got != r {
+				t.Errorf("introspection %d: RateLimit %q, want %q", i+1, got, r)
+			}
+		}
+		if got := a.credits(t, k.ID); got != 3 {
+			t.Fatalf("credits: got %d, want 3 (one per introspection)", got)
+		}
+		wantProblem(t, a.introspectAs(t, k.Key, tok), http.StatusTooManyRequests, "rate_limited")
+	})
+}
+
+// TestLimits_AuthorizerRule: the authorizer checks the route's rule
+// before it counts: a token the rule refuses (a scope it lacks) spends no
+// credit; one it allows spends one.
+func TestLimits_AuthorizerRule(t *testing.T) {
+	onLimitStores(t, func(t *testing.T, a api) {
+		const orders = "https://orders.example.com"
+		k := a.createLimitedKey(t, map[string]any{"credits": map[string]any{"remaining": 2}})
+		res := a.do(http.MethodPost, "/v1/auth/token", k.Key, map[string]any{"scopes": []string{"read:users"}, "audience": orders})
+		want(t, res, http.StatusCreated)
+		tok := res.Map(t)["access_token"].(string)
+		az := authorizer.New(account.NewTokenVerifier(a.Store, token.NewParser(httpapitest.Issuer, a.PublicKey), a.Clock.Now),
+			authorizer.Routes{"GET /orders": {Scope: "read:orders", Audience: orders}, "GET /users": {Scope: "read:users", Audience: orders}},
+			slog.New(slog.DiscardHandler), nil)
+		authorize := func(route string) bool {
+			out, err := az.Authorize(context.Background(), events.APIGatewayV2CustomAuthorizerV2Request{
+				Version: "2.0", Type: "REQUEST", RouteKey: route, Headers: map[string]string{"authorization": "Bearer " + tok},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return out.IsAuthorized
+		}
+		for range 3 {
+			if authorize("GET /orders") {
+				t.Fatal("GET /orders without read:orders: authorized")
+			}
+		}
+		if got := a.credits(t, k.ID); got != 2 {
+			t.Fatalf("credits after 3 refusals by the route's scope: got %d, want 2", got)
+		}
+		if !authorize("GET /users") {
+			t.Fatal("GET /users with read:users: denied")
+		}
+		if got := a.credits(t, k.ID); got != 1 {
+			t.Fatalf("credits after an allowed request: got %d, want 1", got)
+		}
+	})
 }
