@@ -571,6 +571,31 @@ func (l *limiter) use(ctx context.Context, k APIKey, now time.Time, spend bool) 
 	return refused, nil
 }
 
+// limitsWithin returns CodeForbidden unless limits and credits, those a
+// key created or changed by the principal will have, are as tight as the
+// principal's key's: a limited key must not hand out a key that escapes
+// its limits. For each rate limit of the principal's key, one of limits
+// has the same period and a limit no higher; with credits, the key has
+// credits, no more remaining, and a refill only as the principal's key
+// has one (same interval, no larger amount). A key without limits hands
+// out any.
+func (p Principal) limitsWithin(limits []RateLimit, credits *Credits) error {
+	for _, l := range p.KeyRateLimits {
+		if !slices.ContainsFunc(limits, func(o RateLimit) bool { return o.Period == l.Period && o.Limit <= l.Limit }) {
+			return Errorf(CodeForbidden, "this API key has rate limits: the keys it creates or changes need rate_limits as tight, here one of period %s and a limit of %d or less", FormatPeriod(l.Period), l.Limit)
+		}
+	}
+	if c := p.KeyCredits; c != nil {
+		switch {
+		case credits == nil || credits.Remaining > c.Remaining:
+			return Errorf(CodeForbidden, "this API key has credits: the keys it creates or changes need credits, at most %d remaining", c.Remaining)
+		case credits.Refill != nil && (c.Refill == nil || c.Refill.Interval != credits.Refill.Interval || credits.Refill.Amount > c.Refill.Amount):
+			return Errorf(CodeForbidden, "this API key's credits refill less (or not at all): the keys it creates or changes cannot have credits that refill more")
+		}
+	}
+	return nil
+}
+
 // errRateLimited answers a request of a key over one of its rate limits.
 func errRateLimited(u *KeyUsage) *Error {
 	return &Error{Code: CodeRateLimited, Message: "a rate limit of this API key is reached: retry after the time Retry-After gives", Usage: u}

@@ -463,18 +463,40 @@ func TestLimits_ShardRefusal(t *testing.T) {
 }
 
 // TestLimits_Subtree: a key's limits count its own uses only: the keys it
-// created use theirs without touching its count.
+// created use theirs without touching its count. A limited key creates or
+// changes only keys limited as tightly: one without limits, or with a
+// looser limit, is 403 (and no key is created or changed).
 func TestLimits_Subtree(t *testing.T) {
 	onLimitStores(t, func(t *testing.T, a api) {
-		parent := a.createLimitedKey(t, perMinute(2))
-		res := a.do(http.MethodPost, "/v1/api-keys", parent.Key, map[string]any{"name": "child", "scopes": []string{"read:users"}}) // use 1
+		parent := a.createLimitedKey(t, perMinute(10))
+		create := func(limits map[string]any) *httpapitest.Response {
+			body := map[string]any{"name": "child", "scopes": []string{"read:users"}}
+			for k, v := range limits {
+				body[k] = v
+			}
+			return a.do(http.MethodPost, "/v1/api-keys", parent.Key, body)
+		}
+		p := wantProblem(t, create(nil), http.StatusForbidden, "forbidden") // use 1
+		if !strings.Contains(p.Detail, "rate_limits") {
+			t.Errorf("403 for a child without limits: %q does not name rate_limits", p.Detail)
+		}
+		wantProblem(t, create(perMinute(11)), http.StatusForbidden, "forbidden") // use 2
+		res := create(perMinute(10))                                             // use 3
 		want(t, res, http.StatusCreated)
 		var child keyJSON
 		res.Decode(t, &child)
+		wantProblem(t, a.do(http.MethodPatch, "/v1/api-keys/"+child.ID, parent.Key, map[string]any{"rate_limits": nil}), http.StatusForbidden, "forbidden") // use 4
+		res = a.do(http.MethodGet, "/v1/api-keys/"+child.ID, a.AdminKey, nil)
+		want(t, res, http.StatusOK)
+		if res.Decode(t, &child); len(child.RateLimits) != 1 {
+			t.Fatalf("the child's limits after a refused PATCH: %+v", child.RateLimits)
+		}
 		for range 5 {
 			a.token(t, child.Key)
 		}
-		a.token(t, parent.Key) // use 2
+		for range 6 {
+			a.token(t, parent.Key) // uses 5 to 10
+		}
 		res = a.do(http.MethodPost, "/v1/auth/token", parent.Key, map[string]any{"scopes": []string{"read:users"}})
 		wantProblem(t, res, http.StatusTooManyRequests, "rate_limited")
 		a.token(t, child.Key) // the child's own uses go on
@@ -557,6 +579,8 @@ func TestLimits_Validation(t *testing.T) {
 		{"credits without remaining", map[string]any{"credits": map[string]any{}}, "credits.remaining"},
 		{"unknown credits member", map[string]any{"credits": map[string]any{"remaining": 1, "left": 2}}, "credits.left"},
 		{"refill interval", map[string]any{"credits": map[string]any{"remaining": 1, "refill": map[string]any{"amount": 1, "interval": "weekly"}}}, "credits.refill.interval"},
+		{"unknown refill member", map[string]any{"credits": map[string]any{"remaining": 1, "refill": map[string]any{"amount": 1, "interval": "daily", "bogus": 1}}}, "credits.refill.bogus"},
+		{"refill not an object", map[string]any{"credits": map[string]any{"remaining": 1, "refill": 3}}, "credits.refill"},
 		{"refill amount", map[string]any{"credits": map[string]any{"remaining": 1, "refill": map[string]any{"amount": 0, "interval": "daily"}}}, "credits.refill.amount"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
