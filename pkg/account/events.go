@@ -255,7 +255,9 @@ type EventQuery struct {
 	Since  time.Time
 	// ReadLimit is the most events the store reads, kept or not; 0 means
 	// MaxEventsRead. When it stops there, the page may hold fewer than
-	// Limit events, even none, and Next is where it stopped.
+	// Limit events, even none, and Next is where it stopped. A store that
+	// spreads events over several partitions reads at least one of each
+	// (tablestore: 16), or it could not move on.
 	ReadLimit int
 	// OrganizationID, when set, keeps the events that belong to that
 	// organization (EventSource.Organization), which a store finds without

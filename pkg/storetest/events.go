@@ -298,6 +298,7 @@ func (s suite) events(t *testing.T) {
 	})
 
 	t.Run("ReadLimit", func(t *testing.T) {
+		const readLimit = 16
 		// A filter that keeps few events reads no more than ReadLimit of
 		// them per call, returns a short page (even an empty one) with
 		// Next where it stopped, and following Next finds every event,
@@ -305,11 +306,14 @@ func (s suite) events(t *testing.T) {
 		f := s.fix(t)
 		from := start()
 		f.ctx = withSource(f.ctx, "req-read-limit")
-		for range 5 {
+		// More events on either side than readLimit, which is as small
+		// as a store whose events are spread over 16 partitions reads
+		// (account.EventQuery.ReadLimit).
+		for range 2 * readLimit {
 			f.user()
 		}
 		o := f.org()
-		for range 5 {
+		for range 2 * readLimit {
 			f.user()
 		}
 		_, marker := f.through(from, account.EventQuery{})
@@ -333,18 +337,18 @@ func (s suite) events(t *testing.T) {
 				}
 				next(&q, page.Next)
 			}
-			t.Fatalf("ListEvents with a ReadLimit of 3: no end after 1000 calls")
+			t.Fatalf("ListEvents with a ReadLimit of %d: no end after 1000 calls", readLimit)
 			return 0, 0
 		}
-		// o's event is the sixth after from, and the sixth before the
-		// marker: at 3 events a call, it takes at least two calls.
-		calls, found := find(account.EventQuery{After: from, Types: types, Limit: 10, ReadLimit: 3},
+		// o's event has 2*readLimit events on either side: at readLimit
+		// events a call, it takes at least two calls.
+		calls, found := find(account.EventQuery{After: from, Types: types, Limit: 10, ReadLimit: readLimit},
 			func(q *account.EventQuery, n string) { q.After = n },
 			func(n string) bool { return n >= marker })
 		if found != 1 || calls < 2 {
 			t.Errorf("forwards: found the organization's event %d times in %d calls, want once in 2 or more", found, calls)
 		}
-		calls, found = find(account.EventQuery{Before: marker, Types: types, Limit: 10, ReadLimit: 3},
+		calls, found = find(account.EventQuery{Before: marker, Types: types, Limit: 10, ReadLimit: readLimit},
 			func(q *account.EventQuery, n string) { q.Before = n },
 			func(n string) bool { return n <= from })
 		if found != 1 || calls < 2 {

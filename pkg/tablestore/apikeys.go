@@ -69,6 +69,11 @@ func (s *Store) CreateAPIKey(ctx context.Context, k account.APIKey) error {
 	if err != nil {
 		return err
 	}
+	copies, err := s.keyCopyPuts(byID)
+	if err != nil {
+		return err
+	}
+	items = append(items, copies...)
 	ctx = withEvents(ctx, account.PendingEvent{Type: account.EventAPIKeyCreated, Data: k})
 	return s.transact(ctx, items, onCheckFailed...)
 }
@@ -156,13 +161,14 @@ func (r *related) add(km *keyMemo, av map[string]types.AttributeValue) error {
 		if err != nil {
 			return err
 		}
-		r.keys = append(r.keys, relatedItem[apiKeyItem]{idFrom(k.PK, prefixKey), it})
+		// baseID: a read copy's partition key ends with its number.
+		r.keys = append(r.keys, relatedItem[apiKeyItem]{baseID(k.PK, prefixKey), it})
 	case sortOrg:
 		var it orgItem
 		if err := attributevalue.UnmarshalMap(av, &it); err != nil {
 			return account.Internal(err)
 		}
-		r.orgs = append(r.orgs, relatedItem[orgItem]{idFrom(k.PK, prefixOrg), it})
+		r.orgs = append(r.orgs, relatedItem[orgItem]{baseID(k.PK, prefixOrg), it})
 	}
 	return nil
 }
@@ -306,6 +312,9 @@ func (s *Store) updateAPIKey(ctx context.Context, id string, p account.APIKeyPat
 	if next.TokensRevokedBefore != nil {
 		upd = upd.Set(expression.Name("tokens_revoked_before"), expression.Value(next.TokensRevokedBefore.UTC()))
 	}
+	if next.CopiesSince != nil {
+		upd = upd.Set(expression.Name("copies_since"), expression.Value(next.CopiesSince.UTC()))
+	}
 	steps := []func() (types.TransactWriteItem, error){
 		func() (types.TransactWriteItem, error) {
 			return s.update(apiKeyKey(id), upd, condLive.And(versionIs(it.Version)))
@@ -335,6 +344,13 @@ func (s *Store) updateAPIKey(ctx context.Context, id string, p account.APIKeyPat
 	if err != nil {
 		return account.APIKey{}, err
 	}
+	// Every change rewrites the read copies, as it does the copy under
+	// the hash.
+	copies, err := s.keyCopyPuts(next)
+	if err != nil {
+		return account.APIKey{}, err
+	}
+	items = append(items, copies...)
 	out := next.apiKey()
 	out.DisabledAbove, out.LastUsedAt = k.DisabledAbove, k.LastUsedAt
 	if err := s.transact(withEvents(ctx, account.PendingEvent{Type: p.EventType(), Data: out}), items, onCheckFailed...); err != nil {
@@ -378,6 +394,15 @@ func (it apiKeyItem) patched(p account.APIKeyPatch) apiKeyItem {
 	}
 	if next.PreviousHash != nil && (p.Rotate != nil || !p.At.Before(*next.PreviousExpiresAt)) {
 		next.PreviousHash, next.PreviousExpiresAt = nil, nil
+	}
+	if next.CopiesSince == nil {
+		// A key from before read copies: it gets them now.
+		since := p.At
+		if since.IsZero() {
+			since = time.Now()
+		}
+		since = since.UTC()
+		next.CopiesSince = &since
 	}
 	if r := p.Rotate; r != nil {
 		if !r.PreviousUntil.IsZero() {

@@ -97,6 +97,9 @@ type ownerKind struct {
 	// the other side.
 	sides      func(s *tablestore.Store, ctx context.Context, id string) ([]string, error)
 	otherSides func(s *tablestore.Store, ctx context.Context, otherID string) ([]string, error)
+	// flags is how many transactions a delete makes before its chunks:
+	// an organization's flag goes to its read copies too.
+	flags int64
 }
 
 var userKind = ownerKind{
@@ -137,7 +140,7 @@ var userKind = ownerKind{
 }
 
 var orgKind = ownerKind{
-	name: "Organization", unique: "slug", taken: account.CodeSlugTaken,
+	name: "Organization", unique: "slug", taken: account.CodeSlugTaken, flags: 1,
 	create: func(f *cascadeFixture, slug string) (string, string, error) {
 		o := newOrg(f.tick())
 		if slug != "" {
@@ -225,7 +228,7 @@ func testDeleteBeyondOneTransaction(t *testing.T, k ownerKind) {
 
 	// Chunks: 50 memberships (100 items), 50, then the last 20 with the
 	// item and its guard. The second chunk fails.
-	f.failTransaction(2)
+	f.failTransaction(k.flags + 2)
 	if err := k.del(f.s, ctx, id); !errors.Is(err, errInjected) {
 		t.Fatalf("Delete%s with a failing transaction: got %v, want the injected failure", k.name, err)
 	}
@@ -283,7 +286,7 @@ func testDeleteFinishedByNextClaim(t *testing.T, k ownerKind) {
 	f := newCascadeFixture(t)
 	ctx := t.Context()
 	id, value, others := f.withMemberships(k, 60)
-	f.failTransaction(2) // 60 memberships: one chunk of 50, then the final transaction
+	f.failTransaction(k.flags + 2) // 60 memberships: one chunk of 50, then the final transaction
 	if err := k.del(f.s, ctx, id); !errors.Is(err, errInjected) {
 		t.Fatalf("Delete%s with a failing final transaction: got %v, want the injected failure", k.name, err)
 	}
@@ -388,10 +391,11 @@ func (f *cascadeFixture) itemsLeft(keys []account.APIKey) int {
 	return n
 }
 
-// TestDeleteAPIKey_BeyondOneTransaction deletes a tree of 77 keys (228
-// items): the root is flagged, then 24 keys go per transaction (room for
-// their last uses too), the root with the last 4. The second of those
-// transactions fails. In between, the
+// TestDeleteAPIKey_BeyondOneTransaction deletes a tree of 77 keys (1,385
+// items, 15 of each the read copies): the root is flagged, then
+// MaxTreeKeys keys go per transaction (room for their last uses too), the
+// root with the last ones. The second of those transactions fails. In
+// between, the
 // whole tree is gone to readers, tokens included, and no key can be created
 // below the root; the retry removes every item that is left.
 func TestDeleteAPIKey_BeyondOneTransaction(t *testing.T) {
@@ -402,17 +406,18 @@ func TestDeleteAPIKey_BeyondOneTransaction(t *testing.T) {
 	must(t, f.s.CreateAPIKey(ctx, other), "CreateAPIKey")
 	all := append([]account.APIKey{root}, below...)
 	itemsBefore := f.itemsLeft(all)
-	if want := 2 + 3*len(below); itemsBefore != want {
+	copies := tablestore.ReadShards - 1
+	if want := 2 + copies + (3+copies)*len(below); itemsBefore != want {
 		t.Fatalf("fixture: %d items, want %d", itemsBefore, want)
 	}
 
-	// Transactions: the flag, 24 keys, 24 keys, 24 keys, then the root and
-	// 4 keys.
+	// Transactions: the flag, MaxTreeKeys keys at a time, then the root
+	// and the last keys.
 	f.failTransaction(3)
 	if err := f.s.DeleteAPIKey(ctx, root.ID, nil); !errors.Is(err, errInjected) {
 		t.Fatalf("DeleteAPIKey with a failing transaction: got %v, want the injected failure", err)
 	}
-	if left, want := f.itemsLeft(all), itemsBefore-3*tablestore.MaxTreeKeys; left != want {
+	if left, want := f.itemsLeft(all), itemsBefore-(3+copies)*tablestore.MaxTreeKeys; left != want {
 		t.Fatalf("after the first chunk: %d items left, want %d", left, want)
 	}
 	f.wantKeysGone("after the failure", all, tokens)
@@ -582,21 +587,26 @@ func TestErrorMapping_SingleItemConflict(t *testing.T) {
 	const body = `{"__type":"com.amazonaws.dynamodb.v20120810#TransactionConflictException","message":"secret AWS detail"}`
 	now := time.Now().UTC()
 	name := "Ada"
+	// RevokeToken writes its entry's read copies with it, in a
+	// transaction, whose conflict is a cancellation.
+	const cancelled = `{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException","message":"secret AWS detail",` +
+		`"CancellationReasons":[{"Code":"TransactionConflict","Message":"secret AWS detail"}]}`
 	for _, tc := range []struct {
 		name  string
+		body  string
 		write func(s *tablestore.Store) error
 	}{
-		{"UpdateUser", func(s *tablestore.Store) error {
+		{"UpdateUser", body, func(s *tablestore.Store) error {
 			_, err := s.UpdateUser(t.Context(), newUser(now).ID, account.UserPatch{Name: &name, UpdatedAt: now})
 			return err
 		}},
-		{"RevokeToken", func(s *tablestore.Store) error {
+		{"RevokeToken", cancelled, func(s *tablestore.Store) error {
 			_, err := s.RevokeToken(t.Context(), account.Revocation{TokenID: "tok_x", KeyID: "key_x", RevokedAt: now, ExpiresAt: now.Add(time.Hour)})
 			return err
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fake := &fakeDynamoDB{status: 400, body: body}
+			fake := &fakeDynamoDB{status: 400, body: tc.body}
 			client := dynamodb.New(dynamodb.Options{
 				Region:           "us-east-1",
 				BaseEndpoint:     aws.String("http://127.0.0.1:1"),

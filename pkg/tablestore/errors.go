@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
@@ -152,4 +153,28 @@ func conditionFailed(err error) (*types.ConditionalCheckFailedException, bool) {
 	var ccf *types.ConditionalCheckFailedException
 	ok := errors.As(err, &ccf)
 	return ccf, ok
+}
+
+// eventsBusy reports whether err cancelled a transaction only because
+// DynamoDB throttled writes to its items from first on, which are its
+// events: their shard was busy, and the change itself was not refused.
+func eventsBusy(err error, first int) bool {
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) {
+		return false
+	}
+	busy := false
+	for i, r := range tce.CancellationReasons {
+		switch code := aws.ToString(r.Code); code {
+		case "", reasonNone:
+		case reasonThrottling, reasonProvisionedThroughput:
+			if i < first {
+				return false
+			}
+			busy = true
+		default:
+			return false
+		}
+	}
+	return busy
 }

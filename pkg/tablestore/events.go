@@ -3,6 +3,8 @@ package tablestore
 import (
 	"cmp"
 	"context"
+	"errors"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -110,9 +112,21 @@ func (s *Store) eventItems(ctx context.Context, events []account.PendingEvent) (
 			return nil, err
 		}
 		it := eventItem{key: eventKey(id, at), Type: e.Type, Event: string(js), ExpireAt: at.Add(account.EventRetention).Unix()}
+		// Shards only where writes are concurrent (see shards.go). With
+		// serial writes the feed has no lag, and a merge of shards read
+		// one after another could pass an event committed meanwhile into a
+		// shard read already; one partition is read in one go, and the
+		// one writer needs no more.
+		shard, orgShard := 0, 0
+		if s.serial == nil {
+			shard, orgShard = eventShard(), orgEventShard(id)
+		}
+		it.PK = shardPK(it.PK, shard)
 		keys := []key{it.key}
 		if org := src.Organization(e.Data); org != "" {
-			keys = append(keys, orgEventKey(org, id))
+			k := orgEventKey(org, id)
+			k.PK = shardPK(k.PK, orgShard)
+			keys = append(keys, k)
 		}
 		for _, k := range keys {
 			it.key = k
@@ -143,16 +157,21 @@ func eventCount(ctx context.Context, events []account.PendingEvent) int {
 	return n
 }
 
-// ListEvents implements account.Store: one strongly consistent Query per
-// day partition, from the day of the first event wanted, until the page is
-// full or the days run out; with q.OrganizationID, one strongly
-// consistent Query of the organization's EVENTORG# partition instead.
-// No call reads more than q.ReadLimit (account.MaxEventsRead) items in
-// all, nor, with a filter by type, makes more than maxEventQueries
-// Queries; one that stops there returns a short page with Next where it
-// stopped. Only
-// events made before now minus EventLag are read, and none made before
-// q.Since.
+// ListEvents implements account.Store. The events of a day are spread
+// over eventShards partitions (see shards.go), and so are an
+// organization's (q.OrganizationID: its EVENTORG# shards instead of the
+// days'): ListEvents merges the shards of a day in id order, with a
+// strongly consistent Query of every shard at once, then one Query at a
+// time of the shard read least far, and takes an event only once no shard
+// can hold an earlier one; then the next day, from the day of the first event wanted,
+// until the page is full or the days run out. A Query asks for a few more
+// events than the shard's share of the page, twice as many each time it
+// reads the same shard again. No call reads more than q.ReadLimit
+// (account.MaxEventsRead; at least eventShards, one item a shard, without
+// which no call could move on) items in all, nor, with a filter by type, makes
+// more than maxEventQueries Queries; one that stops there returns a short
+// page with Next where it stopped. Only events made before now minus
+// EventLag are read, and none made before q.Since.
 func (s *Store) ListEvents(ctx context.Context, q account.EventQuery) (account.Page[account.StoredEvent], error) {
 	limit := account.ListParams{Limit: q.Limit}.PageSize()
 	until := time.Now().Add(-s.eventLag).UTC()
@@ -193,90 +212,178 @@ func (s *Store) ListEvents(ctx context.Context, q account.EventQuery) (account.P
 		f := expression.Name("type").In(expression.Value(q.Types[0]), ops...)
 		filter = &f
 	}
-	partitions := make([]string, len(days))
+	// groups holds the partitions merged together: each day's shards, or
+	// the organization's.
+	groups := make([]string, len(days))
 	for i, d := range days {
-		partitions[i] = prefixEvent + d.Format(eventDayLayout)
+		groups[i] = prefixEvent + d.Format(eventDayLayout)
 	}
 	if q.OrganizationID != "" {
-		partitions = []string{orgEventKey(q.OrganizationID, "").PK}
+		groups = []string{orgEventKey(q.OrganizationID, "").PK}
 	}
+	// first reports whether the id a comes before b in the order read.
+	first := func(a, b string) bool { return a < b == forward }
 	// Bounded work: at most budget items read, kept or not, and with a
-	// filter by type at most maxEventQueries Queries (day partitions with
-	// no event cost one each); then a short page, Next where it stopped.
+	// filter by type at most maxEventQueries Queries (shards with no
+	// event cost one each); then a short page, Next where it stopped.
 	// Without a filter every item read is kept, so the page fills first,
 	// and a tail with After crosses days without events as it always did.
-	budget, queries := cmp.Or(q.ReadLimit, account.MaxEventsRead), 0
-	var last string // the sk of the last item read, or a day's bound
-	for i, pk := range partitions {
-		kc := expression.Key("pk").Equal(expression.Value(pk)).
-			And(expression.Key("sk").Between(expression.Value(lo), expression.Value(hi)))
-		b := expression.NewBuilder().WithKeyCondition(kc).
-			WithProjection(expression.NamesList(expression.Name("sk"), expression.Name("type"), expression.Name("event")))
-		if filter != nil {
-			b = b.WithFilter(*filter)
-		}
-		e, err := b.Build()
-		if err != nil {
-			return account.Page[account.StoredEvent]{}, account.Internal(err)
-		}
-		in := &dynamodb.QueryInput{
-			TableName: s.table, ConsistentRead: aws.Bool(true),
-			KeyConditionExpression: e.KeyCondition(), FilterExpression: e.Filter(), ProjectionExpression: e.Projection(),
-			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
-			ScanIndexForward: aws.Bool(forward),
-		}
-		for {
-			if budget <= 0 || filter != nil && queries == maxEventQueries {
-				page.Next = last
-				return page, nil
+	// A budget below one item a shard could not move past the shard read
+	// least far: that is the least a call reads.
+	budget, queries := max(cmp.Or(q.ReadLimit, account.MaxEventsRead), eventShards), 0
+	// The first Query of each shard fits the budget, so that every shard
+	// is read once before any is read again.
+	chunk := min(limit/eventShards+2, budget/eventShards)
+	if filter != nil {
+		chunk = budget / eventShards
+	}
+	start := hi // the position before a group's first event
+	if forward {
+		start = lo
+	}
+	for g, group := range groups {
+		cursors := make([]*eventCursor, eventShards)
+		for n := range cursors {
+			kc := expression.Key("pk").Equal(expression.Value(shardPK(group, n))).
+				And(expression.Key("sk").Between(expression.Value(lo), expression.Value(hi)))
+			b := expression.NewBuilder().WithKeyCondition(kc).
+				WithProjection(expression.NamesList(expression.Name("sk"), expression.Name("type"), expression.Name("event")))
+			if filter != nil {
+				b = b.WithFilter(*filter)
 			}
-			queries++
-			n := budget
-			if filter == nil {
-				n = min(n, limit+1)
-			}
-			in.Limit = aws.Int32(int32(n))
-			out, err := s.client.Query(ctx, in)
+			e, err := b.Build()
 			if err != nil {
-				return account.Page[account.StoredEvent]{}, storeErr(err)
-			}
-			budget -= int(out.ScannedCount)
-			var items []eventItem
-			if err := attributevalue.UnmarshalListOfMaps(out.Items, &items); err != nil {
 				return account.Page[account.StoredEvent]{}, account.Internal(err)
 			}
-			for _, it := range items {
-				// BETWEEN includes both ends; after and hi are excluded.
-				if it.SK == q.After || it.SK >= hi {
-					continue
+			c := &eventCursor{pos: start, chunk: chunk, in: &dynamodb.QueryInput{
+				TableName: s.table, ConsistentRead: aws.Bool(true),
+				KeyConditionExpression: e.KeyCondition(), FilterExpression: e.Filter(), ProjectionExpression: e.Projection(),
+				ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+				ScanIndexForward: aws.Bool(forward),
+			}}
+			if g == 0 {
+				// Past the position itself, which BETWEEN includes: read,
+				// it would take a shard's Query of one item and move it
+				// nowhere. (In the days after the first, no event is at
+				// either end.)
+				from, err := marshalKey(key{shardPK(group, n), start})
+				if err != nil {
+					return account.Page[account.StoredEvent]{}, err
 				}
+				c.in.ExclusiveStartKey = from
+			}
+			cursors[n] = c
+		}
+		// The first Query of every shard at once, when the bounds allow
+		// them all: a page waits for one round trip a day, not sixteen.
+		if n := budget / eventShards; n > 0 && (filter == nil || queries+eventShards <= maxEventQueries) {
+			scanned := make([]int, eventShards)
+			errs := make([]error, eventShards)
+			var wg sync.WaitGroup
+			for i, c := range cursors {
+				wg.Go(func() { scanned[i], errs[i] = s.readShard(ctx, c, min(c.chunk, n), q.After, hi) })
+			}
+			wg.Wait()
+			if err := errors.Join(errs...); err != nil {
+				return account.Page[account.StoredEvent]{}, err
+			}
+			queries += eventShards
+			for _, n := range scanned {
+				budget -= n
+			}
+		}
+		for {
+			// next: the first event buffered; behind: the shard read
+			// least far, whose unread events may come before it.
+			var next, behind *eventCursor
+			for _, c := range cursors {
+				if len(c.buf) > 0 && (next == nil || first(c.buf[0].SK, next.buf[0].SK)) {
+					next = c
+				}
+				if !c.done && len(c.buf) == 0 && (behind == nil || first(c.pos, behind.pos)) {
+					behind = c
+				}
+			}
+			if next != nil && (behind == nil || first(next.buf[0].SK, behind.pos)) {
 				if len(page.Items) == limit {
 					page.Next = page.Items[limit-1].ID
 					return page, nil
 				}
+				it := next.buf[0]
+				next.buf = next.buf[1:]
 				page.Items = append(page.Items, account.StoredEvent{ID: it.SK, Type: it.Type, JSON: []byte(it.Event)})
+				continue
 			}
-			if out.LastEvaluatedKey == nil {
-				// The partition is read to its end: the position is its
-				// day's bound, unless it is the last.
-				if i+1 < len(partitions) {
-					last = dayBound(days[i], forward)
-				}
-				break
+			if behind == nil {
+				break // every shard of the group is read to its end
 			}
-			if sk, ok := out.LastEvaluatedKey["sk"].(*types.AttributeValueMemberS); ok {
-				last = sk.Value
+			if budget <= 0 || filter != nil && queries == maxEventQueries {
+				// Every event up to behind's position is on a page.
+				page.Next = behind.pos
+				return page, nil
 			}
-			in.ExclusiveStartKey = out.LastEvaluatedKey
+			queries++
+			scanned, err := s.readShard(ctx, behind, min(behind.chunk, budget), q.After, hi)
+			if err != nil {
+				return account.Page[account.StoredEvent]{}, err
+			}
+			budget -= scanned
+		}
+		// The group is read to its end: the next starts at its day's bound.
+		if g+1 < len(groups) {
+			start = dayBound(days[g], forward)
 		}
 	}
 	return page, nil
 }
 
+// readShard reads the next limit items of the shard of c with one Query
+// into c's buffer, leaving out after and hi (BETWEEN includes both ends),
+// and returns how many it read, kept or not.
+func (s *Store) readShard(ctx context.Context, c *eventCursor, limit int, after, hi string) (int, error) {
+	c.in.Limit = aws.Int32(int32(limit))
+	c.chunk *= 2
+	out, err := s.client.Query(ctx, c.in)
+	if err != nil {
+		return 0, storeErr(err)
+	}
+	var items []eventItem
+	if err := attributevalue.UnmarshalListOfMaps(out.Items, &items); err != nil {
+		return 0, account.Internal(err)
+	}
+	for _, it := range items {
+		if it.SK != after && it.SK < hi {
+			c.buf = append(c.buf, it)
+		}
+	}
+	if out.LastEvaluatedKey == nil {
+		c.done = true
+		return int(out.ScannedCount), nil
+	}
+	if sk, ok := out.LastEvaluatedKey["sk"].(*types.AttributeValueMemberS); ok {
+		c.pos = sk.Value
+	}
+	c.in.ExclusiveStartKey = out.LastEvaluatedKey
+	return int(out.ScannedCount), nil
+}
+
+// eventCursor is where ListEvents is in one shard: the events read and
+// not yet taken, the sort key of the last item read (or the group's start),
+// whether the shard is read to its end, and how many items the next Query
+// asks for.
+type eventCursor struct {
+	in    *dynamodb.QueryInput
+	buf   []eventItem
+	pos   string
+	done  bool
+	chunk int
+}
+
 // maxEventQueries bounds the Queries of one ListEvents call with a filter
 // by type, which would otherwise read on, through a month of days, until
-// the page is full or the retention ends.
-const maxEventQueries = 3
+// the page is full or the retention ends: three per shard, as many as
+// reading three days' shards once.
+const maxEventQueries = 3 * eventShards
 
 // dayBound is the position that follows every event of the day d read
 // in the direction forward: the largest id of its last millisecond

@@ -3,6 +3,8 @@ package tablestore
 import (
 	"context"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"latchkey/pkg/account"
 )
 
@@ -40,7 +42,8 @@ const MaxTreeKeys = maxTreeKeys
 
 // APIKeyItems counts the items of k left in the table, read strongly
 // consistently: its item under its ID, its copies under its hash and
-// previous hash, its link below its parent and its last use.
+// previous hash, its read copies, its link below its parent and its last
+// use.
 func (s *Store) APIKeyItems(ctx context.Context, k account.APIKey) (int, error) {
 	keys := []key{apiKeyKey(k.ID), keyHashKey(k.Hash), keyUseKey(k.ID)}
 	if k.PreviousHash != nil {
@@ -50,5 +53,25 @@ func (s *Store) APIKeyItems(ctx context.Context, k account.APIKey) (int, error) 
 		keys = append(keys, keyLinkKey(k.Ancestors[n-1], k.ID))
 	}
 	items, err := s.batchGet(ctx, keys)
+	if err != nil {
+		return 0, err
+	}
+	// The read copies, but for the tombstones a delete leaves (no hash).
+	copies, err := s.batchGet(ctx, copyKeys(k.ID, apiKeyCopyKey))
+	for _, av := range copies {
+		if _, ok := av["hash"].(*types.AttributeValueMemberB); ok {
+			items = append(items, av)
+		}
+	}
 	return len(items), err
 }
+
+// ReadShards and EventShards are the numbers of read copies (the item
+// included) and of event shards (see shards.go).
+const (
+	ReadShards  = readShards
+	EventShards = eventShards
+)
+
+// WithReadShard returns ctx under which TokenStatus reads copy n.
+func WithReadShard(ctx context.Context, n int) context.Context { return withReadShard(ctx, n) }

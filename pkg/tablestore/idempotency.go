@@ -175,38 +175,3 @@ func (s *Store) updateWithCommit(ctx context.Context, k key, upd expression.Upda
 	}
 	return nil
 }
-
-// errRevokedAlready cancels revokeWithCommit's transaction when the token
-// has a revocation entry.
-var errRevokedAlready = errors.New("tablestore: the token is revoked already")
-
-// revokeWithCommit is RevokeToken with an idempotency record: one
-// transaction of the revocation entry, unless one exists, and the record.
-// An existing entry cancels it and comes back with the cancellation, so the
-// first revocation time is known without a read; nothing changed, so the
-// record stays started.
-func (s *Store) revokeWithCommit(ctx context.Context, r account.Revocation, it types.TransactWriteItem) (time.Time, error) {
-	it.Put.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
-	oldItem, err := s.transactReturningOld(ctx, []types.TransactWriteItem{it}, errRevokedAlready)
-	if err == nil {
-		return r.RevokedAt, nil
-	}
-	if !errors.Is(err, errRevokedAlready) {
-		return time.Time{}, err
-	}
-	var old revocationItem
-	if oldItem == nil {
-		found, err := s.getItem(ctx, revocationKey(r.TokenID), &old)
-		if err != nil {
-			return time.Time{}, err
-		}
-		if !found {
-			return time.Time{}, account.Internal(errors.New("tablestore: revocation entry vanished after a failed condition"))
-		}
-		return old.RevokedAt, nil
-	}
-	if err := attributevalue.UnmarshalMap(oldItem, &old); err != nil {
-		return time.Time{}, account.Internal(err)
-	}
-	return old.RevokedAt, nil
-}

@@ -205,6 +205,12 @@ type apiKeyItem struct {
 	// more than one transaction, before the first: the key and every key
 	// below it are then gone to readers.
 	Deleting bool `dynamodbav:"deleting,omitempty"`
+	// CopiesSince is when the key got its read copies (see shards.go): at
+	// its creation, or, for a key created before they existed, at its
+	// first change since. A token issued before then may have been
+	// revoked with no copy of its revocation entry, so a verify of it
+	// reads the entry itself too. Nil on a key that has no copies.
+	CopiesSince *time.Time `dynamodbav:"copies_since,omitempty"`
 }
 
 // newAPIKeyItems returns the item under the ID and the copy under the hash.
@@ -241,6 +247,8 @@ func newAPIKeyItems(k account.APIKey) (byID, byHash apiKeyItem) {
 	if !k.ExpiresAt.IsZero() {
 		byID.ExpireAt = k.ExpiresAt.Add(account.ExpiredKeyRetention).Unix()
 	}
+	since := byID.CreatedAt
+	byID.CopiesSince = &since
 	return byID, byID.hashCopy()
 }
 

@@ -15,11 +15,13 @@ import (
 //	e-mail guard         EMAIL#<email>        EMAIL               -                    -
 //	external id guard    USEREXT#<ext_id>     USEREXT             -                    -
 //	organization         ORG#<org_id>         ORG                 ORGS                 <org_id>
+//	read copy of an org  ORG#<org_id>#<n>     ORG                 -                    -
 //	slug guard           SLUG#<slug>          SLUG                -                    -
 //	external id guard    ORGEXT#<ext_id>      ORGEXT              -                    -
 //	membership (org)     ORG#<org_id>         MEMBER#<usr_id>     MEMBERS#<org_id>     <created>#<usr_id>
 //	membership (user)    USER#<usr_id>        MEMBER#<org_id>     MEMBERSHIPS#<usr_id> <created>#<org_id>
 //	API key by id        KEY#<key_id>         KEY                 KEYS                 <key_id>
+//	read copy of a key   KEY#<key_id>#<n>     KEY                 -                    -
 //	API key by hash      KEYHASH#<hex sha256> KEYHASH             -                    -
 //	key below a key      KEY#<parent key_id>  CHILD#<key_id>      -                    -
 //	last use of a key    KEYUSE#<key_id>      USE                 -                    -
@@ -27,10 +29,15 @@ import (
 //	key of an owner      KEYOWNER#<owner_id>  KEY#<key_id>        -                    -
 //	token record         KEY#<key_id>         TOKEN#<tok_id>      -                    -
 //	revocation entry     TOKEN#<tok_id>       REVOKED             -                    -
+//	read copy of one     TOKEN#<tok_id>#<n>   REVOKED             -                    -
 //	public signing keys  CONFIG               JWKS                -                    -
 //	idempotency record   IDEM#<key_id>        IDEM#<key>          -                    -
-//	event                EVENT#<yyyy-mm-dd>   <evt_id>            -                    -
-//	event of an org      EVENTORG#<org_id>    <evt_id>            -                    -
+//	event                EVENT#<yyyy-mm-dd>[#<s>]  <evt_id>       -                    -
+//	event of an org      EVENTORG#<org_id>[#<s>]   <evt_id>       -                    -
+//
+// Read copies (n from 1 to readShards-1; the item itself is copy 0) and
+// event shards (s from 1 to eventShards-1; shard 0 has no suffix) are
+// described in shards.go.
 //
 // IDs are ULIDs, so sorting gsi1sk descending lists users, organizations and
 // keys newest first. Memberships have no ID of their own; their gsi1sk starts

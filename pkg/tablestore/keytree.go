@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -42,11 +43,13 @@ const (
 	// maxKeyItems is the most items that delete one key: its item, its
 	// copy under its hash, the copy under its previous hash (see
 	// apiKeyItem.PreviousHash), its links in its parent's, organization's
-	// and owner's partitions, and its last use (KEYUSE#).
-	maxKeyItems = 7
+	// and owner's partitions, its last use (KEYUSE#) and its read copies
+	// (see shards.go).
+	maxKeyItems = 7 + readShards - 1
 	// keyItems is what deleting a key below another takes without a
-	// previous secret: its item, its copy, its link and its last use.
-	keyItems = 4
+	// previous secret: its item, its copy, its link, its last use and its
+	// read copies.
+	keyItems = 4 + readShards - 1
 	// keyEvent is the most items of a key's api_key.deleted event, which
 	// goes into the transaction that deletes the key: the event, and its
 	// organization's copy for a key bound to one (see events.go).
@@ -283,7 +286,20 @@ func (d *treeDelete) deletes(n keyNode, parent string) ([]types.TransactWriteIte
 		steps = append(steps, func() (types.TransactWriteItem, error) { return d.s.del(keyLinkKey(parent, n.id), nil) })
 	}
 	steps = append(steps, func() (types.TransactWriteItem, error) { return d.s.del(keyUseKey(n.id), nil) })
-	return build(steps...)
+	items, err := build(steps...)
+	if err != nil {
+		return nil, err
+	}
+	// Tombstones in place of the read copies: a verify of one of the
+	// key's tokens still learns in one BatchGetItem that it is gone. A
+	// key whose item is gone already has only copies to drop.
+	var copies []types.TransactWriteItem
+	if n.item != nil {
+		copies, err = d.s.keyTombstones(n.id, time.Now())
+	} else {
+		copies, err = d.s.dels(copyKeys(n.id, apiKeyCopyKey))
+	}
+	return append(items, copies...), err
 }
 
 // queued appends the items of the queue to items.
@@ -320,6 +336,14 @@ func (d *treeDelete) flag(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The read copies too, so that a verify reading any of them sees it.
+	root := *d.root.item
+	root.Deleting = true
+	copies, err := d.s.keyCopyPuts(root)
+	if err != nil {
+		return err
+	}
+	items = append(items, copies...)
 	if err := d.s.transact(ctx, items, errTreeChanged, errTreeChanged); err != nil {
 		return err
 	}

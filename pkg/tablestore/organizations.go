@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"latchkey/pkg/account"
 )
@@ -14,7 +15,11 @@ import (
 // CodeSlugTaken, CodeExternalIDTaken.
 func (s *Store) CreateOrganization(ctx context.Context, o account.Organization) error {
 	ctx = withEvents(ctx, account.PendingEvent{Type: account.EventOrganizationCreated, Data: o})
-	return s.create(ctx, newOrgItem(o), o.ID, []claimed{{uniqueSlug, o.Slug}, {uniqueOrgExtID, o.ExternalID}}, s.orgOwners(), nil, nil)
+	copies, err := s.orgCopyPuts(o.ID, false, time.Time{})
+	if err != nil {
+		return err
+	}
+	return s.create(ctx, newOrgItem(o), o.ID, []claimed{{uniqueSlug, o.Slug}, {uniqueOrgExtID, o.ExternalID}}, s.orgOwners(), copies, nil)
 }
 
 func (s *Store) orgOwners() owners {
@@ -99,7 +104,7 @@ func (s *Store) UpdateOrganization(ctx context.Context, id string, p account.Org
 // CodeNotFound.
 func (s *Store) DeleteOrganization(ctx context.Context, id string) error {
 	var o orgItem
-	if err := s.markDeleting(ctx, orgKey(id), &o, account.ErrOrganizationNotFound()); err != nil {
+	if err := s.markOrgDeleting(ctx, id, &o); err != nil {
 		return err
 	}
 	guards := []key{slugKey(o.Slug)}
@@ -107,7 +112,14 @@ func (s *Store) DeleteOrganization(ctx context.Context, id string) error {
 		guards = append(guards, orgExtKey(o.ExternalID))
 	}
 	keys := func(ctx context.Context) ([][]step, error) { return s.orgKeyGroups(ctx, id) }
-	return s.deleteWithMemberships(ctx, id, orgKey(id), guards, keys, func(m memberSide) ([]step, error) {
+	// The read copies stay, flagged, as tombstones that TTL removes (see
+	// tombstoneTTL): put again with their expiry, with the organization's
+	// delete.
+	tombs, err := s.orgCopyPuts(id, true, time.Now().Add(tombstoneTTL))
+	if err != nil {
+		return err
+	}
+	return s.deleteWithMemberships(ctx, id, orgKey(id), guards, tombs, keys, func(m memberSide) ([]step, error) {
 		// The organization goes too: its owner count does not matter.
 		org, err := s.del(orgMemberKey(id, m.otherID), nil)
 		if err != nil {
@@ -125,4 +137,35 @@ func (s *Store) ListOrganizations(ctx context.Context, p account.ListParams) (ac
 	return list(ctx, s, listOrgs, prefixOrg, p, func(it orgItem) (account.Organization, bool) {
 		return it.organization(), !it.Deleting // as in GetOrganization
 	})
+}
+
+// markOrgDeleting is markDeleting for the organization id, whose read
+// copies (see shards.go) are flagged in the same transaction, so that a
+// verify that reads any of them sees the flag from the same instant (they
+// stay when the organization goes, until tombstoneTTL has passed): one
+// TransactWriteItems of the item and its copies (putting those that an
+// organization created before copies existed lacks), then a GetItem of the
+// item as it now is. CodeNotFound.
+func (s *Store) markOrgDeleting(ctx context.Context, id string, out *orgItem) error {
+	upd, err := s.update(orgKey(id), expression.Set(expression.Name("deleting"), expression.Value(true)), condPresent)
+	if err != nil {
+		return err
+	}
+	copies, err := s.orgCopyPuts(id, true, time.Time{})
+	if err != nil {
+		return err
+	}
+	// The first step of a delete: no event, and the record goes with the last.
+	ctx = withEvents(withoutCommit(ctx))
+	if err := s.transact(ctx, append([]types.TransactWriteItem{upd}, copies...), account.ErrOrganizationNotFound()); err != nil {
+		return err
+	}
+	found, err := s.getItem(ctx, orgKey(id), out)
+	if err != nil {
+		return err
+	}
+	if !found {
+		return account.ErrOrganizationNotFound()
+	}
+	return nil
 }

@@ -106,8 +106,8 @@ func (s *Store) orgKeyGroups(ctx context.Context, orgID string) ([][]step, error
 
 // orgKeyDeletes returns the items that delete the key id of the
 // organization orgID, as items holds it: the item under its ID, on
-// condition that it is the version read (or gone already), its copies, its
-// links and its last use. A key gone already, or one that is not the
+// condition that it is the version read (or gone already), its copies
+// (under its hashes, and its read copies), its links and its last use. A key gone already, or one that is not the
 // organization's (a link no create of this service writes), leaves only
 // the link to drop.
 func (s *Store) orgKeyDeletes(orgID, id string, items map[string]apiKeyItem) ([]types.TransactWriteItem, error) {
@@ -131,7 +131,16 @@ func (s *Store) orgKeyDeletes(orgID, id string, items map[string]apiKeyItem) ([]
 	for _, l := range it.linkKeys() {
 		steps = append(steps, func() (types.TransactWriteItem, error) { return s.del(l, nil) })
 	}
-	return build(steps...)
+	dels, err := build(steps...)
+	if err != nil {
+		return nil, err
+	}
+	// The read copies go: the organizations role may delete in a key's
+	// partitions, never put, so no tombstone; the organization's own
+	// copies stay flagged, and a verify reads one of them with the key's
+	// (TokenStatus).
+	copies, err := s.dels(copyKeys(id, apiKeyCopyKey))
+	return append(dels, copies...), err
 }
 
 // listLinkedKeys lists the keys linked in partition pk, newest first: one

@@ -295,12 +295,21 @@ func (s *Store) transactReturningOld(ctx context.Context, items []types.Transact
 				s.serial.Lock()
 				defer s.serial.Unlock()
 			}
-			evs, evErr := s.eventItems(ctx, events)
-			if evErr != nil {
-				return evErr
+			// A busy event shard throttles the transaction of a change:
+			// the change goes again at once with its events in the next
+			// shards (eventItems takes them in turn), so that no change, a
+			// revocation least of all, fails because the event log is busy.
+			for busy := 0; ; busy++ {
+				evs, evErr := s.eventItems(ctx, events)
+				if evErr != nil {
+					return evErr
+				}
+				all = append(slices.Clip(items), evs...)
+				_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: all})
+				if err == nil || busy == eventShards-1 || !eventsBusy(err, len(items)) {
+					break
+				}
 			}
-			all = append(slices.Clip(items), evs...)
-			_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: all})
 		}
 		if err == nil {
 			return nil
@@ -659,11 +668,12 @@ const cascadeAttempts = 5
 // the memberships in the partition of owner (a user or an organization) and
 // deletes each (group gives its steps), then owner and its guards, which
 // must still belong to id, recording deleted; notFound if owner is gone
-// meanwhile. first, if
+// meanwhile; last go in the same transaction (an organization's read
+// copies, as tombstones). first, if
 // not nil, gives groups that go before the memberships (an organization's
 // API keys). When a step fails with errMembershipsChanged or errKeyChanged
 // it starts over from the reads, up to cascadeAttempts times.
-func (s *Store) deleteWithMemberships(ctx context.Context, id string, owner key, guards []key, first func(context.Context) ([][]step, error), group func(memberSide) ([]step, error), deleted account.PendingEvent, notFound error) error {
+func (s *Store) deleteWithMemberships(ctx context.Context, id string, owner key, guards []key, last []types.TransactWriteItem, first func(context.Context) ([][]step, error), group func(memberSide) ([]step, error), deleted account.PendingEvent, notFound error) error {
 	ownedBy := expression.Name("owner_id").Equal(expression.Value(id))
 	for attempt := 0; ; attempt++ {
 		var groups [][]step
@@ -695,6 +705,9 @@ func (s *Store) deleteWithMemberships(ctx context.Context, id string, owner key,
 				return err
 			}
 			final = append(final, step{del, nil, nil})
+		}
+		for _, it := range last {
+			final = append(final, step{it, nil, nil})
 		}
 		err = s.cascade(ctx, groups, final)
 		if !errors.Is(err, errMembershipsChanged) && !errors.Is(err, errKeyChanged) {

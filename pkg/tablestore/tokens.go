@@ -34,70 +34,84 @@ func (s *Store) CreateToken(ctx context.Context, t account.TokenRecord) error {
 	return storeErr(err)
 }
 
-// RevokeToken writes the revocation entry unless one exists, in one
-// conditional PutItem. When one exists, DynamoDB returns it with the
-// failure (ReturnValuesOnConditionCheckFailure), so the first revocation
-// time is known without a second request.
+// RevokeToken writes the revocation entry unless one exists, with its read
+// copies (see shards.go), in one transaction: the entry's Put is
+// conditional and asks for the old item (ReturnValuesOnConditionCheckFailure),
+// so when one exists the first revocation time comes back with the
+// cancellation, without a second request. A repeated revocation rewrites
+// the copies of the entry in force, so that one made by a version that
+// wrote none reaches every copy.
 func (s *Store) RevokeToken(ctx context.Context, r account.Revocation) (time.Time, error) {
-	it, err := s.put(newRevocationItem(r), condAbsent)
+	entry := newRevocationItem(r)
+	it, err := s.put(entry, condAbsent)
 	if err != nil {
 		return time.Time{}, err
 	}
-	if account.IdempotencyCommitFrom(ctx) != nil || recording(ctx) {
-		ctx = withEvents(ctx, account.PendingEvent{Type: account.EventTokenRevoked, Data: r})
-		return s.revokeWithCommit(ctx, r, it)
+	copies, err := s.revocationCopyPuts(entry)
+	if err != nil {
+		return time.Time{}, err
 	}
-	p := it.Put
-	err = s.retryConflicts(ctx, func() error {
-		_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
-			TableName: s.table, Item: p.Item,
-			ConditionExpression: p.ConditionExpression, ExpressionAttributeNames: p.ExpressionAttributeNames,
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		})
-		return conflict(err)
-	})
+	if recording(ctx) {
+		ctx = withEvents(ctx, account.PendingEvent{Type: account.EventTokenRevoked, Data: r})
+	}
+	it.Put.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
+	oldItem, err := s.transactReturningOld(ctx, append([]types.TransactWriteItem{it}, copies...), errRevokedAlready)
 	if err == nil {
 		return r.RevokedAt, nil
 	}
-	ccf, ok := conditionFailed(err)
-	if !ok {
-		return time.Time{}, storeErr(err)
-	}
-	var old revocationItem
-	if ccf.Item != nil {
-		if err := attributevalue.UnmarshalMap(ccf.Item, &old); err != nil {
-			return time.Time{}, account.Internal(err)
-		}
-		return old.RevokedAt, nil
-	}
-	// An endpoint that does not return the old item: read it.
-	found, err := s.getItem(ctx, revocationKey(r.TokenID), &old)
-	if err != nil {
+	if !errors.Is(err, errRevokedAlready) {
 		return time.Time{}, err
 	}
-	if !found {
-		return time.Time{}, account.Internal(errors.New("tablestore: revocation entry vanished after a failed condition"))
+	var old revocationItem
+	if oldItem != nil {
+		if err := attributevalue.UnmarshalMap(oldItem, &old); err != nil {
+			return time.Time{}, account.Internal(err)
+		}
+	} else {
+		// An endpoint that does not return the old item: read it.
+		found, err := s.getItem(ctx, revocationKey(r.TokenID), &old)
+		if err != nil {
+			return time.Time{}, err
+		}
+		if !found {
+			return time.Time{}, account.Internal(errors.New("tablestore: revocation entry vanished after a failed condition"))
+		}
+	}
+	if copies, err = s.revocationCopyPuts(old); err != nil {
+		return time.Time{}, err
+	}
+	// Nothing changed: no event, and the idempotency record stays started.
+	if err := s.transact(withEvents(withoutCommit(ctx)), copies); err != nil {
+		return time.Time{}, err
 	}
 	return old.RevokedAt, nil
 }
 
-// TokenStatus reads the revocation entry, the issuing key's item and the
-// items of the ancestors and the organization the token names in one
-// strongly consistent BatchGetItem: 1 request and 2 RCU for a key without
+// errRevokedAlready cancels RevokeToken's transaction when the token has a
+// revocation entry.
+var errRevokedAlready = errors.New("tablestore: the token is revoked already")
+
+// TokenStatus reads, in one strongly consistent BatchGetItem, read copy n
+// (see shards.go) of the revocation entry, of the issuing key's item and
+// of the items of the ancestors and the organization the token names,
+// with n one random number for all: 1 request and 2 RCU for a key without
 // ancestors or organization (a TransactGetItems would cost 4), 1 more RCU
 // per ancestor and for the organization. The key's own Ancestors and
-// OrganizationID decide: any the hints left out are read with a second
-// BatchGetItem (checkKey), which a token this service issued never needs.
+// OrganizationID decide: any the hints left out, and any copy that data
+// written before copies existed lacks, are read from the items themselves
+// with a second BatchGetItem (checkKey), which a token this service
+// issued, of a key created since, never needs.
 func (s *Store) TokenStatus(ctx context.Context, tokenID, keyID string, ancestors []string, orgID string) (account.TokenStatus, error) {
 	if len(ancestors) > account.MaxKeyAncestors {
 		ancestors = nil // a hint, and not one this service wrote
 	}
-	keys := []key{revocationKey(tokenID), apiKeyKey(keyID)}
+	n := readShard(ctx)
+	keys := []key{revocationCopyKey(tokenID, n), apiKeyCopyKey(keyID, n)}
 	for _, id := range ancestors {
-		keys = append(keys, apiKeyKey(id))
+		keys = append(keys, apiKeyCopyKey(id, n))
 	}
 	if orgID != "" {
-		keys = append(keys, orgKey(orgID))
+		keys = append(keys, orgCopyKey(orgID, n))
 	}
 	read, err := s.batchGet(ctx, keys)
 	if err != nil {
@@ -105,24 +119,32 @@ func (s *Store) TokenStatus(ctx context.Context, tokenID, keyID string, ancestor
 	}
 	var st account.TokenStatus
 	var r related
-	for _, av := range read {
-		k, err := keyOf(av)
+	if err := s.addStatusRead(&st, read, &r); err != nil {
+		return account.TokenStatus{}, err
+	}
+	it, ok := find(r.keys, keyID)
+	if o, read := find(r.orgs, orgID); !ok && read && o.Deleting {
+		// Its organization's copy says it is going: so is the key (a
+		// key's organization never changes, and its copies go with the
+		// organization's delete, which leaves the organization's).
+		return st, nil
+	}
+	// The entry itself when the copy may not be the whole story: a key
+	// without copies, or a token issued before its key had them.
+	if n != 0 && st.RevokedAt.IsZero() && (!ok || !it.Deleting && (it.CopiesSince == nil || issuedBefore(tokenID, *it.CopiesSince))) {
+		more := []key{revocationKey(tokenID)}
+		if !ok {
+			more = append(more, apiKeyKey(keyID))
+		}
+		read, err := s.batchGet(ctx, more)
 		if err != nil {
 			return account.TokenStatus{}, err
 		}
-		if k.SK == sortRevoked {
-			var rev revocationItem
-			if err := attributevalue.UnmarshalMap(av, &rev); err != nil {
-				return account.TokenStatus{}, account.Internal(err)
-			}
-			st.RevokedAt = rev.RevokedAt
-			continue
-		}
-		if err := r.add(&s.keys, av); err != nil {
+		if err := s.addStatusRead(&st, read, &r); err != nil {
 			return account.TokenStatus{}, err
 		}
+		it, ok = find(r.keys, keyID)
 	}
-	it, ok := find(r.keys, keyID)
 	if !ok {
 		return st, nil
 	}
@@ -134,6 +156,29 @@ func (s *Store) TokenStatus(ctx context.Context, tokenID, keyID string, ancestor
 		st.Key = &issuer
 	}
 	return st, nil
+}
+
+// addStatusRead sorts items read by TokenStatus: a revocation entry into
+// st, keys and organizations into r.
+func (s *Store) addStatusRead(st *account.TokenStatus, read []map[string]types.AttributeValue, r *related) error {
+	for _, av := range read {
+		k, err := keyOf(av)
+		if err != nil {
+			return err
+		}
+		if k.SK == sortRevoked {
+			var rev revocationItem
+			if err := attributevalue.UnmarshalMap(av, &rev); err != nil {
+				return account.Internal(err)
+			}
+			st.RevokedAt = rev.RevokedAt
+			continue
+		}
+		if err := r.add(&s.keys, av); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ListTokens reads one page of the key's token records with one strongly

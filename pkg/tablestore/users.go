@@ -133,7 +133,7 @@ func (s *Store) DeleteUser(ctx context.Context, id string) error {
 	if u.ExternalID != "" {
 		guards = append(guards, userExtKey(u.ExternalID))
 	}
-	return s.deleteWithMemberships(ctx, id, userKey(id), guards, nil, func(m memberSide) ([]step, error) {
+	return s.deleteWithMemberships(ctx, id, userKey(id), guards, nil, nil, func(m memberSide) ([]step, error) {
 		steps, err := s.leaveSteps(m.otherID, id, m.role, false)
 		if err == nil {
 			steps[0].event = &account.PendingEvent{Type: account.EventOrganizationMembershipDeleted, Data: m.membership("", id)}
