@@ -111,6 +111,10 @@ func checkRateLimits(field string, req []RateLimitRequest, problems *Problems) [
 		if err != nil {
 			problems.Add(f+".period", err.Error())
 		}
+		if len(*problems) == n && float64(r.Limit)/d.Seconds() > MaxUsageShards*usesPerShard {
+			// More than the usage records of a key carry.
+			problems.Add(f+".limit", fmt.Sprintf("must be at most %d a second of its period (%d for %s)", MaxUsageShards*usesPerShard, int64(MaxUsageShards*usesPerShard*d.Seconds()), FormatPeriod(d)))
+		}
 		if len(*problems) == n {
 			out = append(out, RateLimit{Name: r.Name, Limit: r.Limit, Period: d})
 		}

@@ -574,6 +574,7 @@ func TestLimits_Validation(t *testing.T) {
 		{"duplicate names", map[string]any{"rate_limits": []any{limit("a", 1, "1s"), limit("a", 2, "1m")}}, "rate_limits[1].name"},
 		{"bad name", map[string]any{"rate_limits": []any{limit("a b", 1, "1s")}}, "rate_limits[0].name"},
 		{"six limits", map[string]any{"rate_limits": six}, "rate_limits"},
+		{"more than shards carry", map[string]any{"rate_limits": []any{limit("a", 32001, "1s")}}, "rate_limits[0].limit"},
 		{"fractional limit", map[string]any{"rate_limits": []any{limit("a", 1.5, "1s")}}, "rate_limits[0].limit"},
 		{"negative credits", map[string]any{"credits": map[string]any{"remaining": -1}}, "credits.remaining"},
 		{"credits without remaining", map[string]any{"credits": map[string]any{}}, "credits.remaining"},
