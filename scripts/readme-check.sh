@@ -52,6 +52,8 @@ expect=(
   '"valid":true'
   '"revoked":true'
   '{"valid":false,"reason":"revoked"}'
+  '{"valid":true,"reason":null}'
+  '{"valid":false,"reason":"usage_exceeded"}'
   '"slug":"analytical-engines"'
   '"role":"owner"'
   '"code":"email_taken"'

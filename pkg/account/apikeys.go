@@ -75,6 +75,9 @@ func (s *Service) CreateAPIKey(ctx context.Context, p Principal, req NewAPIKey) 
 	if err := p.requireHeld(scopes, "it cannot grant it to another key"); err != nil {
 		return APIKey{}, "", err
 	}
+	if err := p.limitsWithin(limits, credits); err != nil {
+		return APIKey{}, "", err
+	}
 	org := req.OrganizationID
 	switch {
 	case p.KeyOrganizationID != "" && org == "":
@@ -365,6 +368,18 @@ func (s *Service) UpdateAPIKey(ctx context.Context, p Principal, id string, req 
 		// A key that could lift its own limits would have none.
 		if limitsChange && k.ID == p.KeyID {
 			return Errorf(CodeForbidden, "an API key cannot change its own rate limits or credits; use a key above it")
+		}
+		if limitsChange {
+			limits, credits := k.RateLimits, k.Credits
+			if patch.RateLimits != nil {
+				limits = *patch.RateLimits
+			}
+			if patch.Credits != nil {
+				credits = patch.Credits.Credits
+			}
+			if err := p.limitsWithin(limits, credits); err != nil {
+				return err
+			}
 		}
 		return nil
 	})

@@ -111,6 +111,10 @@ func checkRateLimits(field string, req []RateLimitRequest, problems *Problems) [
 		if err != nil {
 			problems.Add(f+".period", err.Error())
 		}
+		if len(*problems) == n && float64(r.Limit)/d.Seconds() > MaxUsageShards*usesPerShard {
+			// More than the usage records of a key carry.
+			problems.Add(f+".limit", fmt.Sprintf("must be at most %d a second of its period (%d for %s)", MaxUsageShards*usesPerShard, int64(MaxUsageShards*usesPerShard*d.Seconds()), FormatPeriod(d)))
+		}
 		if len(*problems) == n {
 			out = append(out, RateLimit{Name: r.Name, Limit: r.Limit, Period: d})
 		}
@@ -235,23 +239,38 @@ const usesPerShard = 500
 // limit of 32,000 uses a second.
 const MaxUsageShards = 64
 
+// minShare is the smallest share of a limit a shard counts: a key whose
+// limits cannot all be shared that way gets fewer shards, down to one.
+// Small shares fill unevenly, and a use tries two shards at most
+// (maxShardTries), so a large share keeps the uses refused below the
+// limit few (docs/rate-limits.md).
+const minShare = 100
+
+// maxShardTries is the most usage records one use writes to: a random
+// one, then the next if it is full. It bounds the writes of a use.
+const maxShardTries = 2
+
 // staleCounters is how many counters of windows gone by a usage record
 // keeps before a use removes them in a write of its own. A use removes the
 // counter of the window just before its own in its one write; only a key
 // unused for a whole window leaves one behind.
 const staleCounters = 8
 
-// usageShards is the number of usage records the uses of k spread over. A
-// key with credits has one: its credits are one counter.
+// usageShards is the number of usage records the uses of k spread over:
+// enough for its highest rate at usesPerShard each, but no more than
+// leaves every limit a share of minShare. A key with credits has one: its
+// credits are one counter.
 func (k APIKey) usageShards() int {
 	if k.Credits != nil {
 		return 1
 	}
 	rate := 0.0
+	n := int64(MaxUsageShards)
 	for _, l := range k.RateLimits {
 		rate = max(rate, float64(l.Limit)/l.Period.Seconds())
+		n = min(n, l.Limit/minShare)
 	}
-	return min(max(int(math.Ceil(rate/usesPerShard)), 1), MaxUsageShards)
+	return max(min(int(math.Ceil(rate/usesPerShard)), int(n)), 1)
 }
 
 // share is the part of limit a shard j of n counts.
@@ -434,12 +453,11 @@ func (u usagePlan) stale(counters map[string]int64) []string {
 	return out
 }
 
-// fullWindows remembers, per key and set of limits, the refusal of a use
-// because every shard of a rate limit was full: a window that is full
-// stays full until it ends, so this process refuses further uses until
-// then without a write. It never lets through a use the store would
-// refuse, so counts stay exact; a change of the key's limits is another
-// entry.
+// fullWindows remembers, per key, set of limits and shard, the refusal
+// of a use by a full usage record: a window that is full stays full until
+// it ends, so this process skips that record until then without a write.
+// It never lets through a use the store would refuse, so counts never pass
+// a limit; a change of the key's limits is another entry.
 type fullWindows struct {
 	mu      sync.Mutex
 	entries map[string]fullWindow
@@ -450,20 +468,21 @@ type fullWindow struct {
 	usage KeyUsage
 }
 
-func limitsKey(k APIKey) string {
+func limitsKey(k APIKey, shard int) string {
 	var b strings.Builder
 	b.WriteString(k.ID)
+	fmt.Fprintf(&b, "\x00%d", shard)
 	for _, l := range k.RateLimits {
 		fmt.Fprintf(&b, "\x00%s\x00%d\x00%d", l.Name, l.Limit, l.Period)
 	}
 	return b.String()
 }
 
-// get returns the refusal of a use at now if one is known.
-func (f *fullWindows) get(k APIKey, now time.Time) (KeyUsage, bool) {
+// get returns the refusal of a use of shard at now if one is known.
+func (f *fullWindows) get(k APIKey, shard int, now time.Time) (KeyUsage, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	key := limitsKey(k)
+	key := limitsKey(k, shard)
 	e, ok := f.entries[key]
 	if !ok {
 		return KeyUsage{}, false
@@ -483,13 +502,13 @@ func (f *fullWindows) get(k APIKey, now time.Time) (KeyUsage, bool) {
 	return u, true
 }
 
-func (f *fullWindows) set(k APIKey, now time.Time, u KeyUsage) {
+func (f *fullWindows) set(k APIKey, shard int, now time.Time, u KeyUsage) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.entries == nil || len(f.entries) >= maxUseEntries {
 		f.entries = make(map[string]fullWindow)
 	}
-	f.entries[limitsKey(k)] = fullWindow{at: now, usage: u}
+	f.entries[limitsKey(k, shard)] = fullWindow{at: now, usage: u}
 }
 
 // limiter counts the uses of limited keys: the rule of rate limits and
@@ -501,43 +520,84 @@ type limiter struct {
 
 // use counts one use of k at now, spending a credit if spend is set, and
 // returns what it found. A key without limits costs nothing: nil. A
-// refused use changes no counter. The shards are tried from a random one
-// until one takes the use, so a use is refused only when every shard is
-// full: exact, however many shards.
+// refused use changes no counter.
+//
+// A use goes to a usage record chosen at random; if it is full, to the
+// next one, and no further: at most maxShardTries writes. Records this
+// process knows to be full are skipped without a write. With one record
+// (every key below 500 uses a second) the answer is exact; with more, a
+// use is refused when the records it tried are full, possibly before the
+// others are. A refused use answers the soonest RetryAfter among the
+// records it found full: the earliest a record frees.
 func (l *limiter) use(ctx context.Context, k APIKey, now time.Time, spend bool) (*KeyUsage, error) {
 	if len(k.RateLimits) == 0 && (!spend || k.Credits == nil) {
 		return nil, nil
-	}
-	if u, ok := l.full.get(k, now); ok {
-		return &u, nil
 	}
 	n := k.usageShards()
 	first := 0
 	if n > 1 {
 		first = rand.IntN(n)
 	}
-	var last KeyUsage
-	for i := range n {
+	var refused *KeyUsage
+	refuse := func(u KeyUsage) {
+		if refused == nil || u.RetryAfter < refused.RetryAfter {
+			refused = &u
+		}
+	}
+	tries := 0
+	for i := 0; i < n && tries < maxShardTries; i++ {
 		j := (first + i) % n
+		if u, ok := l.full.get(k, j, now); ok {
+			refuse(u)
+			continue
+		}
+		tries++
 		p := plan(k, now, j, n, spend)
 		counters, applied, err := l.store.ChangeKeyUsage(ctx, k.ID, j, p.change)
 		if err != nil {
 			return nil, storeErr(err)
 		}
-		last = p.read(k, counters, applied, now, j, n)
+		u := p.read(k, counters, applied, now, j, n)
 		if applied {
 			if stale := p.stale(counters); stale != nil {
 				// Best effort: a record that keeps them is only larger.
 				_, _, _ = l.store.ChangeKeyUsage(ctx, k.ID, j, UsageChange{Remove: stale, ExpiresAt: p.change.ExpiresAt})
 			}
-			return &last, nil
+			return &u, nil
 		}
-		if last.Refused != ReasonRateLimited {
-			return &last, nil
+		if u.Refused != ReasonRateLimited {
+			// Credits are spent: one counter, on one record.
+			return &u, nil
+		}
+		l.full.set(k, j, now, u)
+		refuse(u)
+	}
+	return refused, nil
+}
+
+// limitsWithin returns CodeForbidden unless limits and credits, those a
+// key created or changed by the principal will have, are as tight as the
+// principal's key's: a limited key must not hand out a key that escapes
+// its limits. For each rate limit of the principal's key, one of limits
+// has the same period and a limit no higher; with credits, the key has
+// credits, no more remaining, and a refill only as the principal's key
+// has one (same interval, no larger amount). A key without limits hands
+// out any.
+func (p Principal) limitsWithin(limits []RateLimit, credits *Credits) error {
+	for _, l := range p.KeyRateLimits {
+		if !slices.ContainsFunc(limits, func(o RateLimit) bool { return o.Period == l.Period && o.Limit <= l.Limit }) {
+			return Errorf(CodeForbidden, "this API key has rate limits: the keys it creates or changes need rate_limits as tight, here one of period %s and a limit of %d or less", FormatPeriod(l.Period), l.Limit)
 		}
 	}
-	l.full.set(k, now, last)
-	return &last, nil
+	if c := p.KeyCredits; c != nil {
+		switch {
+		case credits == nil || credits.Remaining > c.Remaining:
+			return Errorf(CodeForbidden, "this API key has credits: the keys it creates or changes need credits, at most %d remaining", c.Remaining)
+		case credits.Refill != nil && (c.Refill == nil || c.Refill.Interval != credits.Refill.Interval || credits.Refill.Amount > c.Refill.Amount):
+			return Errorf(CodeForbidden, "this API key's credits refill less (or not at all): the keys it creates or changes cannot have credits that refill more")
+		}
+	}
+	return nil
 }
 
 // errRateLimited answers a request of a key over one of its rate limits.

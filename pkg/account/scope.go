@@ -103,6 +103,10 @@ type Principal struct {
 	// Usage is, for a key with rate limits or credits, where its limits
 	// stand after this request: what the RateLimit header fields say.
 	Usage *KeyUsage
+	// KeyRateLimits and KeyCredits are the key's: the keys a limited key
+	// creates or changes are limited as tightly (limitsWithin).
+	KeyRateLimits []RateLimit
+	KeyCredits    *Credits
 }
 
 // IsToken reports whether the caller presented an access token.

@@ -161,10 +161,18 @@ func (s *Service) VerifyToken(ctx context.Context, token string) (Verification, 
 // IntrospectToken is VerifyToken for a client that asks about a token
 // (RFC 7662): a client bound to an organization learns nothing of another
 // tenant's token, which is not valid to it (ReasonInvalid), as RFC 7662
-// section 2.2 allows.
+// section 2.2 allows, and which it neither counts nor spends a credit of.
+// The use of the client's own key is counted once per request: when the
+// token is the client's own, its verification spends a credit but counts
+// no second use against the rate limits.
 func (s *Service) IntrospectToken(ctx context.Context, p Principal, token string) (Verification, error) {
-	v, err := s.verifier.Verify(ctx, token)
-	if err != nil || !v.Valid || p.seesToken(v.Claims) {
+	v, err := s.verifier.verify(ctx, token, func(c TokenClaims) string {
+		if !p.seesToken(c) {
+			return ReasonInvalid
+		}
+		return ""
+	}, p.KeyID)
+	if err != nil || v.Valid || v.Reason != ReasonInvalid {
 		return v, err
 	}
 	return Verification{Reason: ReasonInvalid, CheckedAt: v.CheckedAt}, nil
@@ -209,6 +217,22 @@ func NewTokenVerifier(store TokenStatusReader, parser TokenParser, now func() ti
 // token costs no store read, a token of a key without limits no write.
 // Only a failure of the store is an error.
 func (v *TokenVerifier) Verify(ctx context.Context, token string) (Verification, error) {
+	return v.verify(ctx, token, nil, "")
+}
+
+// VerifyFor is Verify for a caller with a rule of its own: accept is asked
+// about the claims of a token that is valid but for its key's limits,
+// before the use is counted, and returns "" to accept it or the reason to
+// refuse it. A refused token counts no use and spends no credit; its
+// Verification has that reason and the claims, to log.
+func (v *TokenVerifier) VerifyFor(ctx context.Context, token string, accept func(TokenClaims) string) (Verification, error) {
+	return v.verify(ctx, token, accept, "")
+}
+
+// verify is Verify with VerifyFor's accept (nil accepts all) and counted,
+// the id of a key whose use this request already counted against its rate
+// limits ("" for none): a token of that key spends its credit only.
+func (v *TokenVerifier) verify(ctx context.Context, token string, accept func(TokenClaims) string, counted string) (Verification, error) {
 	now := v.now()
 	claims, err := v.parser.Parse(ctx, token, now)
 	switch {
@@ -224,7 +248,16 @@ func (v *TokenVerifier) Verify(ctx context.Context, token string) (Verification,
 	if reason := status.invalidReason(claims.ID, now); reason != "" {
 		return Verification{Reason: reason, CheckedAt: now}, nil
 	}
-	usage, err := v.limiter.use(ctx, *status.Key, now, true)
+	if accept != nil {
+		if reason := accept(claims); reason != "" {
+			return Verification{Reason: reason, Claims: claims, CheckedAt: now}, nil
+		}
+	}
+	key := *status.Key
+	if counted != "" && key.ID == counted {
+		key.RateLimits = nil
+	}
+	usage, err := v.limiter.use(ctx, key, now, true)
 	if err != nil {
 		return Verification{}, err
 	}

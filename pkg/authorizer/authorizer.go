@@ -98,7 +98,9 @@ func (r Routes) rule(routeKey string) Rule {
 
 // Verifier checks access tokens; *account.TokenVerifier is one.
 type Verifier interface {
-	Verify(ctx context.Context, token string) (account.Verification, error)
+	// VerifyFor is account.TokenVerifier.VerifyFor: the route's rule is
+	// checked before the use of a limited key is counted.
+	VerifyFor(ctx context.Context, token string, accept func(account.TokenClaims) string) (account.Verification, error)
 }
 
 // Authorizer decides authorizer requests.
@@ -144,31 +146,32 @@ func (a *Authorizer) Authorize(ctx context.Context, req events.APIGatewayV2Custo
 		a.decided(ctx, req, false, reasonNoToken, account.TokenClaims{})
 		return denied, nil
 	}
-	v, err := a.verifier.Verify(ctx, token)
+	// The route's rule is checked before the use is counted: a token the
+	// route refuses spends no credit.
+	rule := a.routes.rule(req.RouteKey)
+	v, err := a.verifier.VerifyFor(ctx, token, func(c account.TokenClaims) string {
+		switch {
+		case c.Audience == c.Issuer || c.Audience == account.ConsoleAudience(c.Issuer):
+			return reasonOwnAudience
+		case rule.Audience == "":
+			return reasonNoRule
+		case rule.Scope != "" && !account.ScopesCover(c.Scopes, rule.Scope):
+			return reasonScope
+		case c.Audience != rule.Audience:
+			return reasonAudience
+		}
+		return ""
+	})
 	if err != nil {
 		a.logger.ErrorContext(ctx, "authorizer: the token could not be checked", "request_id", req.RequestContext.RequestID, "route", req.RouteKey, "error", err.Error())
 		return denied, fmt.Errorf("authorizer: the token could not be checked (request %s)", req.RequestContext.RequestID)
 	}
 	if !v.Valid {
-		a.decided(ctx, req, false, v.Reason, account.TokenClaims{})
+		// Claims are set when the rule refused the token, empty otherwise.
+		a.decided(ctx, req, false, v.Reason, v.Claims)
 		return denied, nil
 	}
 	c := v.Claims
-	rule := a.routes.rule(req.RouteKey)
-	switch {
-	case c.Audience == c.Issuer || c.Audience == account.ConsoleAudience(c.Issuer):
-		a.decided(ctx, req, false, reasonOwnAudience, c)
-		return denied, nil
-	case rule.Audience == "":
-		a.decided(ctx, req, false, reasonNoRule, c)
-		return denied, nil
-	case rule.Scope != "" && !account.ScopesCover(c.Scopes, rule.Scope):
-		a.decided(ctx, req, false, reasonScope, c)
-		return denied, nil
-	case c.Audience != rule.Audience:
-		a.decided(ctx, req, false, reasonAudience, c)
-		return denied, nil
-	}
 	a.decided(ctx, req, true, "", c)
 	// Reaches the integration as requestContext.authorizer.lambda.
 	context := map[string]any{

@@ -36,6 +36,12 @@ const batchDelay = 2 * time.Millisecond
 // one store or Table).
 var ErrInUse = errors.New("another process holds the file")
 
+// The Table's optional capabilities, which the store over it uses.
+var (
+	_ tablestore.SerialTable = (*Table)(nil)
+	_ tablestore.KeyReader   = (*Table)(nil)
+)
+
 // Open opens (creating if needed) the store in the file at path: the
 // table tablestore.TableDefinition describes, with TTL on
 // tablestore.TTLAttribute, so that expired token records, revocations,

@@ -842,6 +842,57 @@ func (t *Table) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput
 		}
 		ends[i] = len(buf)
 	}
+	items, err := t.readKeys(buf, ends, names)
+	if err != nil {
+		return nil, err
+	}
+	return &dynamodb.BatchGetItemOutput{
+		Responses:       map[string][]map[string]types.AttributeValue{t.name: items},
+		UnprocessedKeys: map[string]types.KeysAndAttributes{},
+	}, nil
+}
+
+// BatchGetKeys is BatchGetItem for a table whose hash and range keys are
+// strings, of keys given as {hash value, range value}, with no projection
+// (tablestore.KeyReader): the same checks and answers, without the SDK's
+// request and answer maps. The items are the memo's, which callers do not
+// modify.
+func (t *Table) BatchGetKeys(ctx context.Context, table string, keys [][2]string) ([]map[string]types.AttributeValue, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := t.checkTable(&table); err != nil {
+		return nil, err
+	}
+	if len(keys) == 0 {
+		return nil, validation("1 validation error detected: Value at 'requestItems.%s.member.keys' failed to satisfy constraint: Member must have length greater than or equal to 1", table)
+	}
+	if len(keys) > maxBatchGetKeys {
+		return nil, validation("Too many items requested for the BatchGetItem call")
+	}
+	if t.keys.hash.typ != types.ScalarAttributeTypeS || t.keys.rng.name == "" || t.keys.rng.typ != types.ScalarAttributeTypeS {
+		return nil, validation("The provided key element does not match the schema")
+	}
+	var endsBuf [8]int // a verify reads 2 to 4 keys
+	ends := endsBuf[:0]
+	buf := make([]byte, 0, 64*len(keys))
+	for _, k := range keys {
+		for i, a := range []keyAttr{t.keys.hash, t.keys.rng} {
+			if k[i] == "" {
+				return nil, validation("One or more parameter values are not valid. The AttributeValue for a key attribute cannot contain an empty %s value. Key: %s", typeWord(a.typ), a.name)
+			}
+			buf = appendKeyPartOf(buf, k[i])
+		}
+		ends = append(ends, len(buf))
+	}
+	return t.readKeys(buf, ends, nil)
+}
+
+// readKeys reads the items at the table keys in buf, each ending at its
+// ends, in one read transaction, refusing duplicates as DynamoDB does, and
+// returns those that exist, in the order of their keys, projected on names
+// (all attributes when nil).
+func (t *Table) readKeys(buf []byte, ends []int, names []string) ([]map[string]types.AttributeValue, error) {
 	keyAt := func(i int) []byte {
 		start := 0
 		if i > 0 {
@@ -849,17 +900,17 @@ func (t *Table) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput
 		}
 		return buf[start:ends[i]]
 	}
-	for i := range ka.Keys {
+	for i := range ends {
 		for j := range i {
 			if bytes.Equal(keyAt(i), keyAt(j)) {
 				return nil, validation("Provided list of item keys contains duplicates")
 			}
 		}
 	}
-	items := make([]map[string]types.AttributeValue, 0, len(ka.Keys))
-	err = t.db.View(func(tx *bolt.Tx) error {
+	items := make([]map[string]types.AttributeValue, 0, len(ends))
+	err := t.db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketTableItems)
-		for i := range ka.Keys {
+		for i := range ends {
 			data := b.Get(keyAt(i))
 			if data == nil {
 				continue
@@ -875,8 +926,5 @@ func (t *Table) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput
 	if err != nil {
 		return nil, err
 	}
-	return &dynamodb.BatchGetItemOutput{
-		Responses:       map[string][]map[string]types.AttributeValue{t.name: items},
-		UnprocessedKeys: map[string]types.KeysAndAttributes{},
-	}, nil
+	return items, nil
 }

@@ -74,6 +74,9 @@ func TestReplay_Authorizer(t *testing.T) {
 				t.Errorf("a refusal with context %v", res.Context)
 			}
 			out := logs.String()
+			if !e.Authorized && !strings.Contains(out, `"authorized":false,"reason":"`+e.Reason+`"`) {
+				t.Errorf("no decision line with the reason %q (the manifest's):\n%s", e.Reason, out)
+			}
 			if !strings.Contains(out, `"request_id":"`+ev.RequestContext.RequestID+`"`) {
 				t.Errorf("no log line with the request id:\n%s", out)
 			}

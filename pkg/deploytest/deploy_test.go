@@ -666,6 +666,24 @@ func checkLeastPrivilege(t *testing.T, tpl template, recs map[lambdaapp.Function
 			}
 		}
 	})
+	t.Run("UsageRecordsUpdateOnly", func(t *testing.T) {
+		// A use of a limited key is one UpdateItem of its usage record;
+		// the functions that count the uses of their callers' keys may
+		// neither put a record whole nor delete one.
+		for _, fn := range []lambdaapp.Function{lambdaapp.Organizations, lambdaapp.Users} {
+			statements := tpl.statements(t, logicalID(fn))
+			for _, action := range writeActions {
+				req := iamRequest{Action: action, LeadingKeys: []string{"KEYLIMIT#key_01KF0E44M00000000000000001#0"}, SortKey: "LIMIT"}
+				allowed, err := decide(statements, req)
+				if err != nil {
+					t.Fatalf("%s: %s: %v", fn, req, err)
+				}
+				if want := action == "dynamodb:UpdateItem"; allowed != want {
+					t.Errorf("%s's role: %s allowed %v, want %v", fn, req, allowed, want)
+				}
+			}
+		}
+	})
 	t.Run("GuardsOnlyTheirFunction", func(t *testing.T) {
 		// The guards of users' unique values (e-mail, external id) are
 		// written by the users function, those of organizations' (slug,

@@ -27,8 +27,10 @@ type refillJSON struct {
 }
 
 type creditsRequestJSON struct {
-	Remaining *int64      `json:"remaining"`
-	Refill    *refillJSON `json:"refill"`
+	Remaining *int64 `json:"remaining"`
+	// Refill is read strictly on its own, so that a member it does not
+	// know is named credits.refill.member.
+	Refill json.RawMessage `json:"refill"`
 }
 
 // creditsJSON is a key's credits as a response shows them.
@@ -97,8 +99,12 @@ func (f *creditsField) UnmarshalJSON(b []byte) error {
 		return badBody("credits.remaining", "is required")
 	}
 	f.Value = &account.CreditsRequest{Remaining: *c.Remaining}
-	if c.Refill != nil {
-		f.Value.Refill = &account.CreditRefill{Amount: c.Refill.Amount, Interval: c.Refill.Interval}
+	if len(c.Refill) > 0 && string(c.Refill) != "null" {
+		var r refillJSON
+		if err := strictObject("credits.refill", c.Refill, &r); err != nil {
+			return err
+		}
+		f.Value.Refill = &account.CreditRefill{Amount: r.Amount, Interval: r.Interval}
 	}
 	return nil
 }

@@ -2,15 +2,21 @@ package httpapi_test
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
+
 	"latchkey/pkg/account"
+	"latchkey/pkg/authorizer"
 	"latchkey/pkg/httpapi/httpapitest"
+	"latchkey/pkg/token"
 )
 
 // keyJSON is the part of an API key response the limit tests read.
@@ -293,15 +299,13 @@ func TestLimits_Exact(t *testing.T) {
 
 // TestLimits_Sharded: a key allowed 10,000 uses a second spreads its uses
 // over 20 usage records (500 a second each, under DynamoDB's 1,000
-// writes a second per item), each counting its share of every limit; a
-// use a full shard refuses goes to the next, so 40 simultaneous
-// verifications against the 19 uses left of a daily limit of 20 (one
-// taken by issuance) still give exactly 19 valid answers, one in each
-// shard's share.
+// writes a second per item), each counting its share of every limit (200
+// of a daily 4,000): 40 simultaneous verifications are all valid, spread
+// over more than one record, none beyond the 20th.
 func TestLimits_Sharded(t *testing.T) {
 	onLimitStores(t, func(t *testing.T, a api) {
 		k := a.createLimitedKey(t, map[string]any{"rate_limits": []map[string]any{
-			{"name": "burst", "limit": 10000, "period": "1s"}, {"name": "day", "limit": 20, "period": "1d"},
+			{"name": "burst", "limit": 10000, "period": "1s"}, {"name": "day", "limit": 4000, "period": "1d"},
 		}})
 		tok := a.token(t, k.Key)
 		results := make(chan bool, 40)
@@ -325,49 +329,174 @@ func TestLimits_Sharded(t *testing.T) {
 				valid++
 			}
 		}
-		if valid != 19 {
-			t.Fatalf("valid answers: got %d, want 19", valid)
+		if valid != 40 {
+			t.Fatalf("valid answers: got %d, want 40", valid)
 		}
-		var shards []int64
-		for j := range 21 {
-			usage, err := a.Store.KeyUsage(context.Background(), j, k.ID)
-			if err != nil {
-				t.Fatal(err)
+		shards := a.dayCounts(t, k.ID, 21)
+		used, total := 0, int64(0)
+		for _, n := range shards {
+			total += n
+			if n > 0 {
+				used++
 			}
-			var day int64
-			for name, n := range usage[k.ID] {
-				if strings.HasPrefix(name, "r:day:") {
-					day += n
+		}
+		if total != 41 || used < 2 || shards[20] != 0 {
+			t.Fatalf("uses of the daily limit by record: %v; want 41 in all (issuance and 40 verifications), over 2 or more of the first 20", shards)
+		}
+	})
+}
+
+// dayCounts returns the uses of the "day" limit each of the first n usage
+// records of the key counted.
+func (a api) dayCounts(t *testing.T, keyID string, n int) []int64 {
+	t.Helper()
+	var shards []int64
+	for j := range n {
+		usage, err := a.Store.KeyUsage(context.Background(), j, keyID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var day int64
+		for name, n := range usage[keyID] {
+			if strings.HasPrefix(name, "r:day:") {
+				day += n
+			}
+		}
+		shards = append(shards, day)
+	}
+	return shards
+}
+
+// writeCounter counts the usage record writes of the store it wraps.
+type writeCounter struct {
+	account.Store
+	writes atomic.Int64
+}
+
+func (c *writeCounter) ChangeKeyUsage(ctx context.Context, keyID string, shard int, ch account.UsageChange) (map[string]int64, bool, error) {
+	c.writes.Add(1)
+	return c.Store.ChangeKeyUsage(ctx, keyID, shard, ch)
+}
+
+// TestLimits_WritesPerUse: a use writes at most two usage records, a
+// key's limits each keep a share of 100 or more per record, and a refused
+// use of a full window costs one process at most two writes: a key of
+// 10,000 a second but 20 a day has one record (20 is no share for 20),
+// exact, one write per allowed use, and refusals of the full day cost one
+// write, then none.
+func TestLimits_WritesPerUse(t *testing.T) {
+	for name, newStore := range httpapitest.Stores(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			store := &writeCounter{Store: newStore(t)}
+			env := httpapitest.NewServerOver(t, store)
+			env.Clock.Set(env.Clock.Now().Truncate(24 * time.Hour).Add(24 * time.Hour))
+			a := api{Env: env, t: t}
+			k := a.createLimitedKey(t, map[string]any{"rate_limits": []map[string]any{
+				{"name": "burst", "limit": 10000, "period": "1s"}, {"name": "day", "limit": 20, "period": "1d"},
+			}})
+			tok := a.token(t, k.Key)
+			valid, refusalWrites := 0, int64(0)
+			for i := range 25 {
+				before := store.writes.Load()
+				v, _ := a.verify(t, tok)
+				writes := store.writes.Load() - before
+				switch {
+				case v.Valid && writes != 1:
+					t.Errorf("verify %d, valid: %d usage record writes, want 1", i+1, writes)
+				case !v.Valid && v.Reason != account.ReasonRateLimited:
+					t.Errorf("verify %d: %+v, want rate_limited", i+1, v)
+				case !v.Valid:
+					refusalWrites += writes
+				}
+				if v.Valid {
+					valid++
+				}
+				a.Clock.Advance(time.Second)
+			}
+			if valid != 19 || refusalWrites > 2 {
+				t.Fatalf("valid %d (want 19, one taken by issuance), refusals wrote %d times (want 2 at most)", valid, refusalWrites)
+			}
+		})
+	}
+}
+
+// TestLimits_ShardRefusal: a refusal of a sharded key answers the soonest
+// a record frees and is remembered per record: with 1,000 a second and
+// 1,002 a day over two records, record 0 full for this second and record
+// 1 full for the day, a verify is refused with Retry-After 1 (not the
+// 12 hours to midnight) and a second later is valid, in record 0.
+func TestLimits_ShardRefusal(t *testing.T) {
+	onLimitStores(t, func(t *testing.T, a api) {
+		a.Clock.Advance(12 * time.Hour)
+		sec := account.RateLimit{Name: "sec", Limit: 1000, Period: time.Second}
+		day := account.RateLimit{Name: "day", Limit: 1002, Period: 24 * time.Hour}
+		// Either record may be tried first: 8 keys make a pass by chance
+		// of the code before the fix 1 in 256.
+		for range 8 {
+			// The token first, so that the limits start with no use.
+			k := a.createLimitedKey(t, nil)
+			tok := a.token(t, k.Key)
+			want(t, a.do(http.MethodPatch, "/v1/api-keys/"+k.ID, a.AdminKey, map[string]any{"rate_limits": []map[string]any{
+				{"name": "sec", "limit": 1000, "period": "1s"}, {"name": "day", "limit": 1002, "period": "1d"},
+			}}), http.StatusOK)
+			a.Clock.Advance(time.Second)
+			now := a.Clock.Now()
+			step := func(l account.RateLimit, n int64) account.CounterStep {
+				return account.CounterStep{Name: account.RateLimitCounter(l, now), Start: 0, Delta: n, Min: 0, Max: 1 << 40}
+			}
+			for j, steps := range [][]account.CounterStep{{step(sec, 500), step(day, 500)}, {step(day, 501)}} {
+				if _, ok, err := a.Store.ChangeKeyUsage(context.Background(), k.ID, j, account.UsageChange{Steps: steps}); err != nil || !ok {
+					t.Fatal(err, ok)
 				}
 			}
-			shards = append(shards, day)
-		}
-		for j, n := range shards {
-			if want := int64(1); j == 20 {
-				want = 0
-				if n != want {
-					t.Errorf("shard %d (one more than a key of 10,000 a second has) counted %d uses", j, n)
-				}
-			} else if n != want {
-				t.Errorf("shard %d counted %d uses of the daily limit, want its share, 1 (all: %v)", j, n, shards)
+			v, res := a.verify(t, tok)
+			if v.Valid || res.Header.Get("Retry-After") != "1" {
+				t.Fatalf("verify with both records full: got %+v, Retry-After %q; want rate_limited, 1", v, res.Header.Get("Retry-After"))
+			}
+			a.Clock.Advance(time.Second)
+			if v, res := a.verify(t, tok); !v.Valid {
+				t.Fatalf("verify a second later: got %+v, Retry-After %q; want valid (record 0 has a use of the day left)", v, res.Header.Get("Retry-After"))
 			}
 		}
 	})
 }
 
 // TestLimits_Subtree: a key's limits count its own uses only: the keys it
-// created use theirs without touching its count.
+// created use theirs without touching its count. A limited key creates or
+// changes only keys limited as tightly: one without limits, or with a
+// looser limit, is 403 (and no key is created or changed).
 func TestLimits_Subtree(t *testing.T) {
 	onLimitStores(t, func(t *testing.T, a api) {
-		parent := a.createLimitedKey(t, perMinute(2))
-		res := a.do(http.MethodPost, "/v1/api-keys", parent.Key, map[string]any{"name": "child", "scopes": []string{"read:users"}}) // use 1
+		parent := a.createLimitedKey(t, perMinute(10))
+		create := func(limits map[string]any) *httpapitest.Response {
+			body := map[string]any{"name": "child", "scopes": []string{"read:users"}}
+			for k, v := range limits {
+				body[k] = v
+			}
+			return a.do(http.MethodPost, "/v1/api-keys", parent.Key, body)
+		}
+		p := wantProblem(t, create(nil), http.StatusForbidden, "forbidden") // use 1
+		if !strings.Contains(p.Detail, "rate_limits") {
+			t.Errorf("403 for a child without limits: %q does not name rate_limits", p.Detail)
+		}
+		wantProblem(t, create(perMinute(11)), http.StatusForbidden, "forbidden") // use 2
+		res := create(perMinute(10))                                             // use 3
 		want(t, res, http.StatusCreated)
 		var child keyJSON
 		res.Decode(t, &child)
+		wantProblem(t, a.do(http.MethodPatch, "/v1/api-keys/"+child.ID, parent.Key, map[string]any{"rate_limits": nil}), http.StatusForbidden, "forbidden") // use 4
+		res = a.do(http.MethodGet, "/v1/api-keys/"+child.ID, a.AdminKey, nil)
+		want(t, res, http.StatusOK)
+		if res.Decode(t, &child); len(child.RateLimits) != 1 {
+			t.Fatalf("the child's limits after a refused PATCH: %+v", child.RateLimits)
+		}
 		for range 5 {
 			a.token(t, child.Key)
 		}
-		a.token(t, parent.Key) // use 2
+		for range 6 {
+			a.token(t, parent.Key) // uses 5 to 10
+		}
 		res = a.do(http.MethodPost, "/v1/auth/token", parent.Key, map[string]any{"scopes": []string{"read:users"}})
 		wantProblem(t, res, http.StatusTooManyRequests, "rate_limited")
 		a.token(t, child.Key) // the child's own uses go on
@@ -445,11 +574,14 @@ func TestLimits_Validation(t *testing.T) {
 		{"duplicate names", map[string]any{"rate_limits": []any{limit("a", 1, "1s"), limit("a", 2, "1m")}}, "rate_limits[1].name"},
 		{"bad name", map[string]any{"rate_limits": []any{limit("a b", 1, "1s")}}, "rate_limits[0].name"},
 		{"six limits", map[string]any{"rate_limits": six}, "rate_limits"},
+		{"more than shards carry", map[string]any{"rate_limits": []any{limit("a", 32001, "1s")}}, "rate_limits[0].limit"},
 		{"fractional limit", map[string]any{"rate_limits": []any{limit("a", 1.5, "1s")}}, "rate_limits[0].limit"},
 		{"negative credits", map[string]any{"credits": map[string]any{"remaining": -1}}, "credits.remaining"},
 		{"credits without remaining", map[string]any{"credits": map[string]any{}}, "credits.remaining"},
 		{"unknown credits member", map[string]any{"credits": map[string]any{"remaining": 1, "left": 2}}, "credits.left"},
 		{"refill interval", map[string]any{"credits": map[string]any{"remaining": 1, "refill": map[string]any{"amount": 1, "interval": "weekly"}}}, "credits.refill.interval"},
+		{"unknown refill member", map[string]any{"credits": map[string]any{"remaining": 1, "refill": map[string]any{"amount": 1, "interval": "daily", "bogus": 1}}}, "credits.refill.bogus"},
+		{"refill not an object", map[string]any{"credits": map[string]any{"remaining": 1, "refill": 3}}, "credits.refill"},
 		{"refill amount", map[string]any{"credits": map[string]any{"remaining": 1, "refill": map[string]any{"amount": 0, "interval": "daily"}}}, "credits.refill.amount"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -461,4 +593,124 @@ func TestLimits_Validation(t *testing.T) {
 			wantField(t, wantProblem(t, a.do(http.MethodPatch, "/v1/api-keys/"+k.ID, a.AdminKey, c.body), http.StatusBadRequest, "invalid_request"), c.field)
 		})
 	}
+}
+
+// credits returns the remaining credits of the key id, as the admin sees
+// them.
+func (a api) credits(t *testing.T, id string) int64 {
+	t.Helper()
+	res := a.do(http.MethodGet, "/v1/api-keys/"+id, a.AdminKey, nil)
+	want(t, res, http.StatusOK)
+	var k keyJSON
+	res.Decode(t, &k)
+	if k.Credits == nil {
+		t.Fatalf("key %s has no credits", id)
+	}
+	return k.Credits.Remaining
+}
+
+// introspectAs introspects tok with secret as the client's credential.
+func (a api) introspectAs(t *testing.T, secret, tok string) *httpapitest.Response {
+	t.Helper()
+	res := a.DoRaw(t, a.Handler, http.MethodPost, "/oauth2/introspect", http.Header{
+		"Authorization": {"Bearer " + secret}, "Content-Type": {"application/x-www-form-urlencoded"},
+	}, "token="+tok)
+	a.CheckResponse(t, res)
+	return res
+}
+
+// TestLimits_IntrospectOtherTenant: a client bound to an organization
+// that introspects another tenant's token gets {"active": false} and
+// nothing of the token's key: no count, no credit spent, none of its
+// RateLimit fields.
+func TestLimits_IntrospectOtherTenant(t *testing.T) {
+	onLimitStores(t, func(t *testing.T, a api) {
+		mine, theirs := a.CreateOrganization(t, uniqueSlug()), a.CreateOrganization(t, uniqueSlug())
+		victim := a.createLimitedKey(t, map[string]any{"organization_id": theirs.ID,
+			"credits": map[string]any{"remaining": 2}, "rate_limits": []map[string]any{{"name": "minute", "limit": 10, "period": "1m"}}})
+		tok := a.token(t, victim.Key)
+		snoop := a.createLimitedKey(t, map[string]any{"organization_id": mine.ID})
+		for range 3 {
+			res := a.introspectAs(t, snoop.Key, tok)
+			want(t, res, http.StatusOK)
+			if got := res.Map(t); got["active"] != false || len(got) != 1 {
+				t.Fatalf("introspection of another tenant's token: got %v, want {active: false}", got)
+			}
+			for _, h := range []string{"RateLimit", "RateLimit-Policy", "Retry-After"} {
+				if v := res.Header.Get(h); v != "" {
+					t.Errorf("introspection of another tenant's token: %s %q, the other key's", h, v)
+				}
+			}
+		}
+		if got := a.credits(t, victim.ID); got != 2 {
+			t.Fatalf("the other tenant's key's credits: got %d, want 2 (untouched)", got)
+		}
+		if v, res := a.verify(t, tok); !v.Valid || res.Header.Get("RateLimit") != `"minute";r=8;t=60` {
+			t.Fatalf("the owner's verify: got %+v, RateLimit %q; want valid, r=8 (issuance and this verify only)", v, res.Header.Get("RateLimit"))
+		}
+	})
+}
+
+// TestLimits_IntrospectOwn: a client that introspects its own token uses
+// its key once per request (the verification spends its credit but counts
+// no second use), and the answer carries the client's RateLimit fields.
+func TestLimits_IntrospectOwn(t *testing.T) {
+	onLimitStores(t, func(t *testing.T, a api) {
+		k := a.createLimitedKey(t, map[string]any{"credits": map[string]any{"remaining": 5},
+			"rate_limits": []map[string]any{{"name": "minute", "limit": 3, "period": "1m"}}})
+		tok := a.token(t, k.Key)                                               // use 1
+		for i, r := range []string{`"minute";r=1;t=60`, `"minute";r=0;t=60`} { // uses 2 and 3
+			res := a.introspectAs(t, k.Key, tok)
+			want(t, res, http.StatusOK)
+			if got := res.Map(t); got["active"] != true {
+				t.Fatalf("introspection %d of its own token: got %v, want active", i+1, got)
+			}
+			if got := res.Header.Get("RateLimit"); got != r {
+				t.Errorf("introspection %d: RateLimit %q, want %q", i+1, got, r)
+			}
+		}
+		if got := a.credits(t, k.ID); got != 3 {
+			t.Fatalf("credits: got %d, want 3 (one per introspection)", got)
+		}
+		wantProblem(t, a.introspectAs(t, k.Key, tok), http.StatusTooManyRequests, "rate_limited")
+	})
+}
+
+// TestLimits_AuthorizerRule: the authorizer checks the route's rule
+// before it counts: a token the rule refuses (a scope it lacks) spends no
+// credit; one it allows spends one.
+func TestLimits_AuthorizerRule(t *testing.T) {
+	onLimitStores(t, func(t *testing.T, a api) {
+		const orders = "https://orders.example.com"
+		k := a.createLimitedKey(t, map[string]any{"credits": map[string]any{"remaining": 2}})
+		res := a.do(http.MethodPost, "/v1/auth/token", k.Key, map[string]any{"scopes": []string{"read:users"}, "audience": orders})
+		want(t, res, http.StatusCreated)
+		tok := res.Map(t)["access_token"].(string)
+		az := authorizer.New(account.NewTokenVerifier(a.Store, token.NewParser(httpapitest.Issuer, a.PublicKey), a.Clock.Now),
+			authorizer.Routes{"GET /orders": {Scope: "read:orders", Audience: orders}, "GET /users": {Scope: "read:users", Audience: orders}},
+			slog.New(slog.DiscardHandler), nil)
+		authorize := func(route string) bool {
+			out, err := az.Authorize(context.Background(), events.APIGatewayV2CustomAuthorizerV2Request{
+				Version: "2.0", Type: "REQUEST", RouteKey: route, Headers: map[string]string{"authorization": "Bearer " + tok},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return out.IsAuthorized
+		}
+		for range 3 {
+			if authorize("GET /orders") {
+				t.Fatal("GET /orders without read:orders: authorized")
+			}
+		}
+		if got := a.credits(t, k.ID); got != 2 {
+			t.Fatalf("credits after 3 refusals by the route's scope: got %d, want 2", got)
+		}
+		if !authorize("GET /users") {
+			t.Fatal("GET /users with read:users: denied")
+		}
+		if got := a.credits(t, k.ID); got != 1 {
+			t.Fatalf("credits after an allowed request: got %d, want 1", got)
+		}
+	})
 }

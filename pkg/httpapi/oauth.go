@@ -401,7 +401,8 @@ func (s *server) oauthIntrospect(w http.ResponseWriter, r *http.Request, _ accou
 	}
 	// The answer changes the moment the token is revoked.
 	w.Header().Set("Cache-Control", "no-store")
-	setRateLimitHeaders(w.Header(), v.Usage)
+	// The RateLimit fields are the client's key's (set above): the token's
+	// key is another client's business.
 	if !v.Valid {
 		info(r).refused = v.Reason
 		s.writeJSON(w, r, http.StatusOK, introspection{Active: false})

@@ -71,6 +71,19 @@ type SerialTable interface {
 	TransactWriteItemsWith(ctx context.Context, in *dynamodb.TransactWriteItemsInput, more func() ([]types.TransactWriteItem, error)) (*dynamodb.TransactWriteItemsOutput, error)
 }
 
+// KeyReader is a Table that reads items by the string values of their
+// hash and range keys, without the SDK's request and answer maps: every
+// verify reads a few items, and on the embedded table those maps cost
+// more than the read (boltstore). BatchGetKeys is BatchGetItem of keys,
+// each {hash value, range value}, distinct and at most 100, strongly
+// consistent, and answers every key: the items that exist, which callers
+// do not modify. Over a Table that is not a KeyReader, the store sends
+// BatchGetItem.
+type KeyReader interface {
+	Table
+	BatchGetKeys(ctx context.Context, table string, keys [][2]string) ([]map[string]types.AttributeValue, error)
+}
+
 // Store is an account.Store on one table. It is safe for concurrent use.
 // Besides the table it holds a memo of key items (keyMemo) and, under
 // WithSerialWrites, the last event id it made (see ResumeEvents).
@@ -740,7 +753,7 @@ func (s *Store) batchGetWith(ctx context.Context, keys []key, consistent bool) (
 	if len(keys) > 16 {
 		seen = make(map[key]bool, len(keys))
 	}
-	batch := make([]map[string]types.AttributeValue, 0, min(len(keys), maxBatchGetKeys))
+	batch := make([][2]string, 0, min(len(keys), maxBatchGetKeys))
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
@@ -761,11 +774,7 @@ func (s *Store) batchGetWith(ctx context.Context, keys []key, consistent bool) (
 		if seen != nil {
 			seen[k] = true
 		}
-		av, err := marshalKey(k)
-		if err != nil {
-			return nil, err
-		}
-		batch = append(batch, av)
+		batch = append(batch, [2]string{k.PK, k.SK})
 		if len(batch) == maxBatchGetKeys {
 			if err := flush(); err != nil {
 				return nil, err
@@ -781,11 +790,27 @@ func (s *Store) batchGetWith(ctx context.Context, keys []key, consistent bool) (
 // maxBatchGetKeys is DynamoDB's limit on the keys of one BatchGetItem.
 const maxBatchGetKeys = 100
 
-// batchGetOnce is one BatchGetItem of at most maxBatchGetKeys keys, with
-// its unprocessed keys re-requested.
-func (s *Store) batchGetOnce(ctx context.Context, keys []map[string]types.AttributeValue, consistent bool) ([]map[string]types.AttributeValue, error) {
+// batchGetOnce is one BatchGetItem of at most maxBatchGetKeys distinct
+// keys ({pk, sk}), with its unprocessed keys re-requested; a KeyReader's
+// BatchGetKeys instead.
+func (s *Store) batchGetOnce(ctx context.Context, keys [][2]string, consistent bool) ([]map[string]types.AttributeValue, error) {
+	if kr, ok := s.client.(KeyReader); ok {
+		items, err := kr.BatchGetKeys(ctx, *s.table, keys)
+		if err != nil {
+			return nil, storeErr(err)
+		}
+		return items, nil
+	}
+	avs := make([]map[string]types.AttributeValue, len(keys))
+	for i, k := range keys {
+		av, err := marshalKey(key{k[0], k[1]})
+		if err != nil {
+			return nil, err
+		}
+		avs[i] = av
+	}
 	request := map[string]types.KeysAndAttributes{
-		*s.table: {Keys: keys, ConsistentRead: &consistent},
+		*s.table: {Keys: avs, ConsistentRead: &consistent},
 	}
 	var items []map[string]types.AttributeValue
 	for attempt := 0; ; attempt++ {

@@ -389,6 +389,9 @@ type AuthorizerEntry struct {
 	Event string `json:"event"`
 	// Authorized is the decision the event must produce.
 	Authorized bool `json:"authorized"`
+	// Reason is the reason a refusal's decision log line gives, as the
+	// authorizer logs it (never returned to the client).
+	Reason string `json:"reason,omitempty"`
 	// Description says what the event shows.
 	Description string `json:"description"`
 	// Context is the context of an authorized request, exactly: what
