@@ -208,7 +208,7 @@ func run(logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	store, err := openStore(ctx, cfg, dir)
+	store, err := openStore(ctx, logger, cfg, dir)
 	if err != nil {
 		return err
 	}
@@ -270,11 +270,17 @@ func defaultIssuer(addr string, bound net.Addr) string {
 }
 
 // openStore opens the embedded store in the data directory, or DynamoDB
-// when DYNAMODB_ENDPOINT is set.
-func openStore(ctx context.Context, cfg config, dir dataDir) (account.Store, error) {
+// when DYNAMODB_ENDPOINT is set. A data file of an earlier version is
+// converted, and the conversion logged.
+func openStore(ctx context.Context, logger *slog.Logger, cfg config, dir dataDir) (account.Store, error) {
 	if cfg.dynamoEndpoint == "" {
 		file := filepath.Join(string(dir), "latchkey.db")
-		s, err := boltstore.Open(file)
+		s, err := boltstore.Open(file, boltstore.OnMigrated(func(m boltstore.Migration) {
+			logger.Warn("converted the data file of an earlier version; the old file is kept",
+				"file", m.Path, "old_file", m.Backup, "users", m.Users, "organizations", m.Organizations,
+				"members", m.Members, "api_keys", m.APIKeys, "tokens", m.Tokens, "revocations", m.Revocations,
+				"events_not_carried_over", m.Events)
+		}))
 		if errors.Is(err, boltstore.ErrInUse) {
 			return nil, fmt.Errorf("another instance of the server holds %s: stop it, or give this one another DATA_DIR (%w)", file, err)
 		}

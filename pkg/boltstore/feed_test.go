@@ -2,11 +2,14 @@ package boltstore_test
 
 import (
 	"fmt"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"latchkey/pkg/account"
+	"latchkey/pkg/boltstore"
+	"latchkey/pkg/tablestore"
 )
 
 // TestOpen_FeedImmediate: on bbolt the event feed has no lag
@@ -82,5 +85,42 @@ func TestOpen_FeedImmediate(t *testing.T) {
 	}
 	if len(seen) != writers*each {
 		t.Errorf("events seen by a consumer tailing the feed during the writes: %d, want %d", len(seen), writers*each)
+	}
+}
+
+// TestOpen_EventIDsAfterRestart: Open resumes event ids after the newest
+// event in the file, so an event made after a restart whose clock is
+// behind the last run's (here by an hour) still sorts after every event a
+// reader has passed. (The feed lists it once the clock reaches the time
+// of its id, as it would have in the last run.)
+func TestOpen_EventIDsAfterRestart(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "latchkey.db")
+	ahead := time.Now().UTC().Add(time.Hour).Truncate(time.Millisecond)
+	last := account.NewEventID(ahead)
+	tb, err := boltstore.OpenTable(path, tablestore.TableDefinition(boltstore.TableName), boltstore.WithTTL(tablestore.TTLAttribute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The last run's newest event, made with the clock an hour ahead.
+	mustPut(t, tb, boltstore.TableName, avMap{"pk": str("EVENT#" + ahead.Format("2006-01-02")), "sk": str(last), "type": str("user.created"), "event": str(`{}`),
+		tablestore.TTLAttribute: num(fmt.Sprint(ahead.Add(account.EventRetention).Unix()))})
+	if err := tb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s := open(t, path)
+	t.Cleanup(func() { s.Close() })
+	var made string
+	src := &account.EventSource{
+		Actor: account.Actor{KeyID: "key_1"}, RequestID: "after-restart",
+		Encode: func(e account.Event) ([]byte, error) { made = e.ID; return []byte(`{"id":"` + e.ID + `"}`), nil },
+	}
+	at := time.Now().UTC().Truncate(time.Millisecond)
+	u := account.User{ID: account.NewID(account.PrefixUser, at), Email: "restart@example.com", Name: "U", Role: "member", CreatedAt: at, UpdatedAt: at}
+	if err := s.CreateUser(account.WithEventSource(t.Context(), src), u); err != nil {
+		t.Fatal(err)
+	}
+	if made <= last {
+		t.Fatalf("the event made after the restart has id %q, want one after the last run's newest, %s", made, last)
 	}
 }

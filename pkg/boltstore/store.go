@@ -7,13 +7,17 @@
 package boltstore
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 
+	"latchkey/pkg/boltstore/oldlayout"
 	"latchkey/pkg/tablestore"
 )
 
@@ -45,40 +49,70 @@ var (
 // minute until Close. A second process opening the same file fails after a
 // second with ErrInUse instead of waiting forever for bbolt's file lock.
 //
+// A file of the embedded store's earlier layout (a bucket per entity,
+// before issue 20) is converted first: see migrate. It is found before
+// anything is written to the file.
+//
 // The table has one writer in one process, so the store reads the event
 // feed with no lag (tablestore.WithSerialWrites).
-func Open(path string) (*tablestore.Store, error) {
+func Open(path string, opts ...OpenOption) (*tablestore.Store, error) {
+	var o openOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	old, err := holdsOldLayout(path)
+	if err != nil {
+		return nil, err
+	}
+	if old {
+		if err := migrate(path, o.migrated); err != nil {
+			return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
+		}
+	}
 	t, err := OpenTable(path, tablestore.TableDefinition(TableName), WithTTL(tablestore.TTLAttribute))
 	if err != nil {
 		return nil, err
 	}
-	if err := refuseOldLayout(t.db); err != nil {
-		t.Close()
+	s := tablestore.New(t, TableName, tablestore.WithSerialWrites())
+	// Event ids go on after the newest stored, whatever the clock says.
+	if err := s.ResumeEvents(context.Background()); err != nil {
+		s.Close()
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
-	return tablestore.New(t, TableName, tablestore.WithSerialWrites()), nil
+	return s, nil
 }
 
-// ErrOldLayout is the error of Open on a file written by the embedded
-// store before it held the single table (bbolt buckets per entity, before
-// issue 20). Its data is not read: rather than start empty and look as if
-// everything was lost, Open refuses the file.
-var ErrOldLayout = errors.New("the file holds data in the embedded store's earlier layout, which this version does not read; move it away (DATA_DIR) to start a new store")
+// OpenOption configures Open.
+type OpenOption func(*openOptions)
 
-// refuseOldLayout returns ErrOldLayout if db has a bucket of the earlier
-// layout that holds anything: "users" held every user and "api_keys"
-// every key, the bootstrap key included.
-func refuseOldLayout(db *bolt.DB) error {
-	return db.View(func(tx *bolt.Tx) error {
-		for _, name := range []string{"users", "api_keys"} {
-			if b := tx.Bucket([]byte(name)); b != nil {
-				if k, _ := b.Cursor().First(); k != nil {
-					return ErrOldLayout
-				}
-			}
-		}
+type openOptions struct {
+	migrated func(Migration)
+}
+
+// OnMigrated has Open call fn after it has converted a file of the earlier
+// layout, so that the caller can say so.
+func OnMigrated(fn func(Migration)) OpenOption {
+	return func(o *openOptions) { o.migrated = fn }
+}
+
+// holdsOldLayout reports whether the file at path, if there is one, holds
+// data of the earlier layout. It opens the file read-only, so that a file
+// of that layout is left as it was found.
+func holdsOldLayout(path string) (bool, error) {
+	if fi, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) || (err == nil && fi.Size() == 0) {
+		return false, nil
+	}
+	db, err := openFileWith(path, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		return false, err
+	}
+	defer db.Close()
+	var old bool
+	err = db.View(func(tx *bolt.Tx) error {
+		old = oldlayout.Holds(tx)
 		return nil
 	})
+	return old, err
 }
 
 // openFile opens (creating if needed) the bbolt file at path for
@@ -90,7 +124,19 @@ func refuseOldLayout(db *bolt.DB) error {
 // lock all transactions share and some twenty atomic additions to shared
 // counters.
 func openFile(path string) (*bolt.DB, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, NoStatistics: true})
+	db, err := openFileWith(path, &bolt.Options{})
+	if err != nil {
+		return nil, err
+	}
+	db.MaxBatchDelay = batchDelay
+	return db, nil
+}
+
+// openFileWith opens the bbolt file at path with o, a second's timeout and
+// no statistics.
+func openFileWith(path string, o *bolt.Options) (*bolt.DB, error) {
+	o.Timeout, o.NoStatistics = time.Second, true
+	db, err := bolt.Open(path, 0o600, o)
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		// bbolt's own word for it is "timeout", which names no cause.
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, ErrInUse)
@@ -98,6 +144,5 @@ func openFile(path string) (*bolt.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
-	db.MaxBatchDelay = batchDelay
 	return db, nil
 }

@@ -48,6 +48,11 @@ type Table struct {
 	stop       chan struct{}
 	done       sync.WaitGroup
 	closeOnce  sync.Once
+
+	// beforeCommit, set by tests only, runs in every write's transaction
+	// once its writes are made, before the commit: an error it returns is
+	// a fault there, which must leave nothing written.
+	beforeCommit func() error
 }
 
 // keySchema is a hash key and, unless rng.name is empty, a range key.
@@ -736,6 +741,11 @@ func (t *Table) write(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 	err := t.db.Batch(func(tx *bolt.Tx) error {
 		if err := fn(tx); err != nil {
 			return err
+		}
+		if t.beforeCommit != nil {
+			if err := t.beforeCommit(); err != nil {
+				return err
+			}
 		}
 		return ctx.Err()
 	})

@@ -1,5 +1,11 @@
 package boltstore
 
+import (
+	"encoding/binary"
+
+	bolt "go.etcd.io/bbolt"
+)
+
 // SetSweepMax sets how many items one sweeping transaction may delete.
 func SetSweepMax(t *Table, n int) { t.sweepMax = n }
 
@@ -14,3 +20,25 @@ func TableKey(h, r []byte) []byte { return appendKeyPartOf(appendKeyPartOf(nil, 
 
 // CutKeyPart is cutKeyPart.
 var CutKeyPart = cutKeyPart
+
+// PutExpiryEntry writes an entry for the item with bbolt key key, expiring
+// at sec, into the expiry index, whether or not the item is there.
+func PutExpiryEntry(t *Table, sec uint64, key []byte) error {
+	return t.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketTableTTL).Put(append(binary.BigEndian.AppendUint64(nil, sec), key...), nil)
+	})
+}
+
+// ExpiryEntries counts the entries of the expiry index.
+func ExpiryEntries(t *Table) (n int, err error) {
+	err = t.db.View(func(tx *bolt.Tx) error {
+		n = tx.Bucket(bucketTableTTL).Stats().KeyN
+		return nil
+	})
+	return n, err
+}
+
+// SetBeforeCommit installs fn to run in every write's transaction after
+// its writes and before its commit (nil: none); an error it returns fails
+// the write there.
+func SetBeforeCommit(t *Table, fn func() error) { t.beforeCommit = fn }

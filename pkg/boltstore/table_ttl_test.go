@@ -120,6 +120,36 @@ func TestTable_SweepBounded(t *testing.T) {
 	}
 }
 
+// TestTable_SweepOrphanEntries: an expiry entry whose item is gone is
+// deleted by the sweep, so no sweep reads it again; one whose item now
+// expires later is deleted without the item.
+func TestTable_SweepOrphanEntries(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	tb, name := openTable(t, boltstore.WithClock(func() time.Time { return now }), boltstore.WithSweepInterval(0))
+	past := uint64(now.Unix() - 60)
+	for i := range 3 {
+		if err := boltstore.PutExpiryEntry(tb, past, boltstore.TableKey([]byte(fmt.Sprint("gone", i)), []byte("S"))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustPut(t, tb, name, avMap{"pk": str("later"), "sk": str("S"), tablestore.TTLAttribute: num(fmt.Sprint(now.Unix() + 3600))})
+	if err := boltstore.PutExpiryEntry(tb, past, boltstore.TableKey([]byte("later"), []byte("S"))); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := tb.Sweep(now); err != nil || n != 4 {
+		t.Fatalf("first sweep: %d, %v; want 4 entries cleared", n, err)
+	}
+	if !exists(t, tb, name, "later") {
+		t.Error("a stale entry deleted an item that expires in an hour")
+	}
+	if n, err := boltstore.ExpiryEntries(tb); err != nil || n != 1 {
+		t.Errorf("expiry index holds %d entries (%v), want 1: the live item's own", n, err)
+	}
+	if n, err := tb.Sweep(now); err != nil || n != 0 {
+		t.Errorf("second sweep: %d, %v; want 0", n, err)
+	}
+}
+
 // TestTable_SweepOnOpenAndPeriodically: items that expired while the file
 // was closed are gone once OpenTable returns, and the sweeper deletes
 // what expires later without being asked.

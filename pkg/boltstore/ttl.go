@@ -56,7 +56,9 @@ func expirySecond(v types.AttributeValue) (uint64, bool) {
 
 // Sweep deletes the items whose TTL has passed at now (expired before its
 // second, within five years), in transactions of at most sweepMax items,
-// and returns how many it deleted. The sweeper calls it; tests may too.
+// and returns how many expiry entries it cleared: an expired item's, with
+// the item, and any whose item is gone or no longer expires then, alone.
+// The sweeper calls it; tests may too.
 func (t *Table) Sweep(now time.Time) (int, error) {
 	if t.ttlAttr == "" {
 		return 0, nil
@@ -68,17 +70,28 @@ func (t *Table) Sweep(now time.Time) (int, error) {
 		n := 0
 		err := t.db.Update(func(tx *bolt.Tx) error {
 			n = 0
-			var keys [][]byte
-			c := tx.Bucket(bucketTableTTL).Cursor()
-			for k, _ := c.Seek(from); k != nil && len(keys) < t.sweepMax && bytes.Compare(k[:8], until) < 0; k, _ = c.Next() {
-				keys = append(keys, bytes.Clone(k[8:]))
+			var entries [][]byte
+			ttl := tx.Bucket(bucketTableTTL)
+			c := ttl.Cursor()
+			for k, _ := c.Seek(from); k != nil && len(entries) < t.sweepMax && bytes.Compare(k[:8], until) < 0; k, _ = c.Next() {
+				entries = append(entries, bytes.Clone(k))
 			}
-			for _, key := range keys {
+			for _, e := range entries {
+				key := e[8:]
 				old, err := getItem(tx, key)
 				if err != nil {
 					return err
 				}
-				if err := t.store(tx, key, old, nil, nil); err != nil {
+				// The item goes with its entry only if the entry is its
+				// own; an entry whose item is gone or has another expiry
+				// is deleted by itself, or it would be read again by
+				// every sweep.
+				if old != nil && bytes.Equal(t.expiryEntry(key, old), e) {
+					err = t.store(tx, key, old, nil, nil)
+				} else {
+					err = ttl.Delete(e)
+				}
+				if err != nil {
 					return err
 				}
 				n++

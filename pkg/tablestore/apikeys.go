@@ -26,6 +26,8 @@ import (
 // hash (two processes installing the same bootstrap key at once) fails with
 // CodeInternal; the caller re-reads. CodeNotFound if the parent is gone or
 // being deleted; account.ErrOrganizationNotFound() for the organization.
+// A key with a PreviousHash (one carried over from another store) is
+// written under that hash too, as a rotation leaves it.
 func (s *Store) CreateAPIKey(ctx context.Context, k account.APIKey) error {
 	byID, byHash := newAPIKeyItems(k)
 	steps := []func() (types.TransactWriteItem, error){
@@ -35,6 +37,10 @@ func (s *Store) CreateAPIKey(ctx context.Context, k account.APIKey) error {
 	onCheckFailed := []error{
 		account.Internal(errors.New("tablestore: an API key with this ID exists already")),
 		account.Internal(errors.New("tablestore: an API key with this hash exists already")),
+	}
+	if byID.PreviousHash != nil {
+		steps = append(steps, func() (types.TransactWriteItem, error) { return s.put(byID.previousCopy(), condAbsent) })
+		onCheckFailed = append(onCheckFailed, account.Internal(errors.New("tablestore: an API key with this previous hash exists already")))
 	}
 	if n := len(k.Ancestors); n > 0 {
 		parent := k.Ancestors[n-1]

@@ -413,3 +413,41 @@ func stepEvents(steps []step) []account.PendingEvent {
 	}
 	return events
 }
+
+// ResumeEvents reads the id of the newest event stored in the partitions
+// of tomorrow and today (UTC), newest first: at most 2 Queries of one
+// item. A store under WithSerialWrites makes each id after it
+// (account.NextEventID), so that an id made after a restart sorts after
+// every id a reader may have passed, even if the clock stepped back
+// across the restart, by up to a day; without it, ids started over from
+// the clock. It is called before the store's first write (boltstore.Open
+// calls it); other stores have no use for it.
+func (s *Store) ResumeEvents(ctx context.Context) error {
+	if s.serial == nil {
+		return nil
+	}
+	today := day(time.Now())
+	for _, d := range []time.Time{today.AddDate(0, 0, 1), today} {
+		out, err := s.client.Query(ctx, &dynamodb.QueryInput{
+			TableName:                 s.table,
+			KeyConditionExpression:    aws.String("pk = :pk"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: prefixEvent + d.Format(eventDayLayout)}},
+			ScanIndexForward:          aws.Bool(false),
+			Limit:                     aws.Int32(1),
+			ConsistentRead:            aws.Bool(true),
+			ProjectionExpression:      aws.String("sk"),
+		})
+		if err != nil {
+			return storeErr(err)
+		}
+		if len(out.Items) > 0 {
+			var k key
+			if err := attributevalue.UnmarshalMap(out.Items[0], &k); err != nil {
+				return account.Internal(err)
+			}
+			s.lastEvent = max(s.lastEvent, k.SK)
+			return nil
+		}
+	}
+	return nil
+}

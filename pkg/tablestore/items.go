@@ -244,6 +244,16 @@ func newAPIKeyItems(k account.APIKey) (byID, byHash apiKeyItem) {
 	if len(k.Metadata) > 0 {
 		byID.Metadata = k.Metadata
 	}
+	// A new key has neither; a key carried over from another store
+	// (boltstore's conversion of its earlier layout) may.
+	if k.PreviousHash != nil {
+		until := k.PreviousExpiresAt.UTC()
+		byID.PreviousHash, byID.PreviousExpiresAt = k.PreviousHash, &until
+	}
+	if !k.TokensRevokedBefore.IsZero() {
+		before := k.TokensRevokedBefore.UTC()
+		byID.TokensRevokedBefore = &before
+	}
 	if !k.ExpiresAt.IsZero() {
 		byID.ExpireAt = k.ExpiresAt.Add(account.ExpiredKeyRetention).Unix()
 	}

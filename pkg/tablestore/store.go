@@ -84,8 +84,9 @@ type KeyReader interface {
 	BatchGetKeys(ctx context.Context, table string, keys [][2]string) ([]map[string]types.AttributeValue, error)
 }
 
-// Store is an account.Store on one table. It is safe for concurrent use;
-// it holds no state besides the table.
+// Store is an account.Store on one table. It is safe for concurrent use.
+// Besides the table it holds a memo of key items (keyMemo) and, under
+// WithSerialWrites, the last event id it made (see ResumeEvents).
 type Store struct {
 	client          Table
 	table           *string
