@@ -196,9 +196,12 @@ func TestDeadline(t *testing.T) {
 		// A method added to the store later must be added to storeCalls.
 		ctxType := reflect.TypeFor[context.Context]()
 		st := reflect.TypeFor[*tablestore.Store]()
+		// Methods that make no call on a store without serial writes
+		// (DynamoDB): nothing of theirs can hang here.
+		noCall := map[string]bool{"ResumeEvents": true}
 		for i := range st.NumMethod() {
 			m := st.Method(i)
-			if m.Type.NumIn() > 1 && m.Type.In(1) == ctxType && calls[m.Name] == nil {
+			if m.Type.NumIn() > 1 && m.Type.In(1) == ctxType && calls[m.Name] == nil && !noCall[m.Name] {
 				t.Errorf("storeCalls has no call of %s", m.Name)
 			}
 		}
