@@ -146,7 +146,7 @@ run "issue token" "$duration" "$base/v1/auth/token" -H "Authorization: Bearer $a
 # its token counts a use (one conditional write), beside the key above,
 # which has none.
 limited_key=$(curl -sf -X POST "$base/v1/api-keys" -H "Authorization: Bearer $admin_key" -H 'Content-Type: application/json' \
-  -d '{"name":"load limited","scopes":["read:users"],"rate_limits":[{"name":"second","limit":1000000000,"period":"1s"}],"credits":{"remaining":1000000000000000}}' |
+  -d '{"name":"load limited","scopes":["read:users"],"rate_limits":[{"name":"day","limit":1000000000,"period":"1d"}],"credits":{"remaining":1000000000000000}}' |
   python3 -c 'import json,sys; print(json.load(sys.stdin)["key"])')
 limited_token=$(curl -sf -X POST "$base/v1/auth/token" -H "Authorization: Bearer $limited_key" \
   -H 'Content-Type: application/json' -d '{"scopes":["read:users"],"expires_in":"1h"}' |
