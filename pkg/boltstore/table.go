@@ -909,10 +909,12 @@ func (t *Table) readKeys(buf []byte, ends []int, names []string) ([]map[string]t
 	}
 	items := make([]map[string]types.AttributeValue, 0, len(ends))
 	err := t.db.View(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketTableItems)
+		// One cursor for all: a Get makes a cursor each, and its path
+		// from the root grows anew (an allocation per level).
+		c := tx.Bucket(bucketTableItems).Cursor()
 		for i := range ends {
-			data := b.Get(keyAt(i))
-			if data == nil {
+			k, data := c.Seek(keyAt(i))
+			if data == nil || !bytes.Equal(k, keyAt(i)) {
 				continue
 			}
 			item, err := t.memo.decode(keyAt(i), data)
