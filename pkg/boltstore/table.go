@@ -365,14 +365,28 @@ func appendKeyValue(b []byte, v types.AttributeValue) []byte {
 }
 
 // appendKeyPartOf is appendKeyPart for a string or bytes, without a copy.
+// The runs between zero bytes go in whole: a byte at a time cost a verify
+// over a thousand instructions.
 func appendKeyPartOf[T string | []byte](b []byte, v T) []byte {
+	for {
+		i := indexZero(v)
+		if i < 0 {
+			b = append(b, v...)
+			return append(b, keyEnd...)
+		}
+		b = append(append(b, v[:i+1]...), 0xFF)
+		v = v[i+1:]
+	}
+}
+
+// indexZero is the index of the first zero byte of v, -1 if none.
+func indexZero[T string | []byte](v T) int {
 	for i := 0; i < len(v); i++ {
-		b = append(b, v[i])
 		if v[i] == 0 {
-			b = append(b, 0xFF)
+			return i
 		}
 	}
-	return append(b, keyEnd...)
+	return -1
 }
 
 func keyValueBytes(v types.AttributeValue) []byte {
@@ -877,8 +891,12 @@ func (t *Table) BatchGetKeys(ctx context.Context, table string, keys [][2]string
 	ends := endsBuf[:0]
 	buf := make([]byte, 0, 64*len(keys))
 	for _, k := range keys {
-		for i, a := range []keyAttr{t.keys.hash, t.keys.rng} {
+		for i := range k {
 			if k[i] == "" {
+				a := t.keys.hash
+				if i == 1 {
+					a = t.keys.rng
+				}
 				return nil, validation("One or more parameter values are not valid. The AttributeValue for a key attribute cannot contain an empty %s value. Key: %s", typeWord(a.typ), a.name)
 			}
 			buf = appendKeyPartOf(buf, k[i])
