@@ -15,8 +15,8 @@ import (
 
 // Default bounds of a Cache. An entry takes about 450 bytes with a handful
 // of scopes (entryOverhead plus the claims' strings), and the token itself,
-// some 600 to 900 bytes, so 16 MiB holds about 14,000 tokens: the byte
-// bound binds before the count unless tokens are short. 16 MiB is 6% of a
+// some 500 bytes more, so 16 MiB holds about 16,000 tokens: the byte bound
+// binds before the count unless tokens are short. 16 MiB is 6% of a
 // 256 MB Lambda, whose cold start and first request peak at about 22 MiB.
 const (
 	DefaultCacheEntries = 32 << 10
