@@ -313,7 +313,10 @@ type Store interface {
 	// ancestors and orgID are what the token says the key's Ancestors and
 	// OrganizationID are: a store may read them in the same round trip as
 	// the key, but it decides by the key's own, so a wrong or missing hint
-	// costs a read and never changes the answer.
+	// costs a read and never changes the answer. The Key's slices and
+	// maps may be shared with the store's other reads of the key (every
+	// verify reads it): the caller reads them, and copies one to change
+	// it (an append to a clipped slice copies).
 	TokenStatus(ctx context.Context, tokenID, keyID string, ancestors []string, orgID string) (TokenStatus, error)
 
 	// ClaimIdempotency writes r, a started record, unless the record of

@@ -207,6 +207,11 @@ type reqInfo struct {
 	// succeeds all the same (verify, introspection: 200, valid false), so
 	// that its line is written as a refusal's, never sampled out.
 	refused string
+	// w and idHeader are outer's response writer and the value of its
+	// X-Request-Id header, here so that a request allocates one struct,
+	// not three.
+	w        statusWriter
+	idHeader [1]string
 }
 
 // reqInfoKey is the context key of a request's *reqInfo.
@@ -257,8 +262,12 @@ func (s *server) outer(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		ri := &reqInfo{id: s.newRequestID(r)}
-		sw := &statusWriter{ResponseWriter: w}
-		w.Header().Set("X-Request-Id", ri.id)
+		ri.w.ResponseWriter = w
+		sw := &ri.w
+		// Straight into the map, with its canonical key: Header.Set
+		// allocates a slice (see encode.go's header values).
+		ri.idHeader[0] = ri.id
+		w.Header()["X-Request-Id"] = ri.idHeader[:]
 		r = r.WithContext(context.WithValue(r.Context(), reqInfoKey{}, ri))
 		defer func() {
 			if v := recover(); v != nil {

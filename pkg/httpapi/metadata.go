@@ -103,5 +103,7 @@ func optionalString(s string) *string {
 	if s == "" {
 		return nil
 	}
-	return &s
+	p := new(string) // not &s: s would be on the heap even when "" (a verify makes two)
+	*p = s
+	return p
 }

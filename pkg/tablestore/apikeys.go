@@ -115,11 +115,13 @@ func (s *Store) readLiveKey(ctx context.Context, k key) (apiKeyItem, account.API
 	if av == nil {
 		return apiKeyItem{}, account.APIKey{}, account.ErrAPIKeyNotFound()
 	}
-	it, err := s.keys.decode(k, av)
+	shared, err := s.keys.decode(k, av)
 	if err != nil {
 		return apiKeyItem{}, account.APIKey{}, err
 	}
-	key, live, err := s.checkKey(ctx, it, nil)
+	// A clone: the item and the key are the caller's, to change.
+	it := shared.clone()
+	key, live, err := s.checkKey(ctx, &it, nil)
 	if err != nil {
 		return apiKeyItem{}, account.APIKey{}, err
 	}
@@ -132,10 +134,12 @@ func (s *Store) readLiveKey(ctx context.Context, k key) (apiKeyItem, account.API
 // related holds the items read with a key that decide whether it is live:
 // its ancestors' items, by key ID, and its organization's, by its ID.
 // Slices, not maps: a verify reads a few items (the key, its ancestors,
-// its organization), and a map of items this size costs kilobytes.
+// its organization), and a map of items this size costs kilobytes. The
+// keys are keyMemo's shared items, which no one modifies: a verify copies
+// none of them.
 type related struct {
-	keys []relatedItem[apiKeyItem]
-	orgs []relatedItem[orgItem]
+	keys []relatedItem[*apiKeyItem]
+	orgs []relatedItem[*orgItem]
 }
 
 type relatedItem[T any] struct {
@@ -143,7 +147,7 @@ type relatedItem[T any] struct {
 	item T
 }
 
-// find returns the item of id in items.
+// find returns the item of id in items (nil and false if none).
 func find[T any](items []relatedItem[T], id string) (T, bool) {
 	for _, e := range items {
 		if e.id == id {
@@ -168,13 +172,13 @@ func (r *related) add(km *keyMemo, av map[string]types.AttributeValue) error {
 			return err
 		}
 		// baseID: a read copy's partition key ends with its number.
-		r.keys = append(r.keys, relatedItem[apiKeyItem]{baseID(k.PK, prefixKey), it})
+		r.keys = append(r.keys, relatedItem[*apiKeyItem]{baseID(k.PK, prefixKey), it})
 	case sortOrg:
-		var it orgItem
-		if err := attributevalue.UnmarshalMap(av, &it); err != nil {
+		it := new(orgItem)
+		if err := attributevalue.UnmarshalMap(av, it); err != nil {
 			return account.Internal(err)
 		}
-		r.orgs = append(r.orgs, relatedItem[orgItem]{baseID(k.PK, prefixOrg), it})
+		r.orgs = append(r.orgs, relatedItem[*orgItem]{baseID(k.PK, prefixOrg), it})
 	}
 	return nil
 }
@@ -191,7 +195,9 @@ func (r *related) add(km *keyMemo, av map[string]types.AttributeValue) error {
 // read.) have holds items read already; the others are read with one
 // strongly consistent BatchGetItem. A key without ancestors or
 // organization (the bootstrap key and the keys it created) costs no read.
-func (s *Store) checkKey(ctx context.Context, it apiKeyItem, have *related) (k account.APIKey, live bool, err error) {
+// The key shares its slices and maps with it, which checkKey does not
+// modify.
+func (s *Store) checkKey(ctx context.Context, it *apiKeyItem, have *related) (k account.APIKey, live bool, err error) {
 	if it.Deleting {
 		return account.APIKey{}, false, nil
 	}

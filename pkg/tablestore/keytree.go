@@ -185,7 +185,7 @@ func (s *Store) deleteKeyTree(ctx context.Context, id string, allow func(account
 	// The root's own flag does not matter here: that is a delete to finish.
 	it := *root.item
 	it.Deleting = false
-	_, live, err := s.checkKey(ctx, it, nil)
+	_, live, err := s.checkKey(ctx, &it, nil)
 	if err != nil {
 		return err
 	}

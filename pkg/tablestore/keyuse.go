@@ -94,7 +94,7 @@ func (s *Store) readKeyWithUse(ctx context.Context, id string) (apiKeyItem, acco
 	if it == nil {
 		return apiKeyItem{}, account.APIKey{}, account.ErrAPIKeyNotFound()
 	}
-	k, live, err := s.checkKey(ctx, *it, nil)
+	k, live, err := s.checkKey(ctx, it, nil)
 	if err != nil {
 		return apiKeyItem{}, account.APIKey{}, err
 	}

@@ -23,7 +23,10 @@ const keyMemoMax = 4096
 // embedded table, several times more). The item is still read on every
 // call, and the decoding is used only when the item read is equal,
 // attribute by attribute, to the one remembered, so a deleted or changed
-// key is seen at once.
+// key is seen at once. The items it returns are shared by every read of
+// an unchanged key, and so immutable: a reader reads them, and a caller
+// that changes one changes a clone (apiKeyItem.clone). Their slices are
+// clipped, so that an append to one copies.
 type keyMemo struct {
 	mu sync.RWMutex
 	m  map[key]memoKey
@@ -32,20 +35,22 @@ type keyMemo struct {
 // memoKey is a key item as it was read, and its decoding.
 type memoKey struct {
 	av   map[string]types.AttributeValue
-	item apiKeyItem
+	item *apiKeyItem
 }
 
-// decode returns the apiKeyItem that av, the item at k, holds. Its slices
-// and maps are the caller's own.
-func (km *keyMemo) decode(k key, av map[string]types.AttributeValue) (apiKeyItem, error) {
+// decode returns the apiKeyItem that av, the item at k, holds: the memo's
+// own, shared, which the caller does not modify (clone it to).
+func (km *keyMemo) decode(k key, av map[string]types.AttributeValue) (*apiKeyItem, error) {
 	km.mu.RLock()
 	e, ok := km.m[k]
 	km.mu.RUnlock()
 	if !ok || !sameItem(e.av, av) {
-		var it apiKeyItem
-		if err := attributevalue.UnmarshalMap(av, &it); err != nil {
-			return apiKeyItem{}, account.Internal(err)
+		it := new(apiKeyItem)
+		if err := attributevalue.UnmarshalMap(av, it); err != nil {
+			return nil, account.Internal(err)
 		}
+		it.Hash, it.Scopes, it.Ancestors = slices.Clip(it.Hash), slices.Clip(it.Scopes), slices.Clip(it.Ancestors)
+		it.PreviousHash, it.RateLimits = slices.Clip(it.PreviousHash), slices.Clip(it.RateLimits)
 		e = memoKey{av: av, item: it}
 		km.mu.Lock()
 		if km.m == nil {
@@ -60,7 +65,7 @@ func (km *keyMemo) decode(k key, av map[string]types.AttributeValue) (apiKeyItem
 		km.m[k] = e
 		km.mu.Unlock()
 	}
-	return e.item.clone(), nil
+	return e.item, nil
 }
 
 // keyOf returns the key of an item read, without decoding the rest.

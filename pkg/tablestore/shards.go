@@ -78,12 +78,18 @@ func baseID(pk, prefix string) string {
 
 // apiKeyCopyKey, orgCopyKey and revocationCopyKey are the keys of read
 // copy n of an item (the item itself for 0).
-func apiKeyCopyKey(id string, n int) key { k := apiKeyKey(id); k.PK = shardPK(k.PK, n); return k }
-func orgCopyKey(id string, n int) key    { k := orgKey(id); k.PK = shardPK(k.PK, n); return k }
+func apiKeyCopyKey(id string, n int) key { return key{copyPK(prefixKey, id, n), sortKey} }
+func orgCopyKey(id string, n int) key    { return key{copyPK(prefixOrg, id, n), sortOrg} }
 func revocationCopyKey(id string, n int) key {
-	k := revocationKey(id)
-	k.PK = shardPK(k.PK, n)
-	return k
+	return key{copyPK(prefixToken, id, n), sortRevoked}
+}
+
+// copyPK is shardPK(prefix+id, n) in one string: every verify makes two.
+func copyPK(prefix, id string, n int) string {
+	if n == 0 {
+		return prefix + id
+	}
+	return prefix + id + shardSep + strconv.Itoa(n)
 }
 
 // copyKeys returns the keys of the copies 1 to readShards-1 of an item,

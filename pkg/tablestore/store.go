@@ -810,7 +810,7 @@ func (s *Store) batchGetOnce(ctx context.Context, keys [][2]string, consistent b
 		avs[i] = av
 	}
 	request := map[string]types.KeysAndAttributes{
-		*s.table: {Keys: avs, ConsistentRead: &consistent},
+		*s.table: {Keys: avs, ConsistentRead: aws.Bool(consistent)}, // not &consistent: it would be on the heap on every call, KeyReader's too
 	}
 	var items []map[string]types.AttributeValue
 	for attempt := 0; ; attempt++ {

@@ -3,6 +3,7 @@ package token
 import (
 	"crypto/ed25519"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,10 +41,10 @@ func TestCache_ExactKey(t *testing.T) {
 	}
 	swapped := NewParser("iss").WithCache(cache)
 	swapped.keys[KeyID(pub)] = other
-	if _, ok := cache.get(digest(tok), now, "iss", swapped.keys); ok {
+	if _, ok := cache.get(tok, now, "iss", swapped.keys); ok {
 		t.Fatal("an entry was honoured with another key under its kid")
 	}
-	if _, ok := cache.get(digest(tok), now, "iss", p.keys); !ok {
+	if _, ok := cache.get(tok, now, "iss", p.keys); !ok {
 		t.Fatal("the entry is not honoured with its own key")
 	}
 }
@@ -67,7 +68,7 @@ func TestCache_EvictsSoonestExpiry(t *testing.T) {
 		tok  string
 		want bool
 	}{"Late": {late, true}, "Early": {early, false}, "Mid": {mid, true}} {
-		if _, ok := cache.get(digest(tc.tok), now, "iss", p.keys); ok != tc.want {
+		if _, ok := cache.get(tc.tok, now, "iss", p.keys); ok != tc.want {
 			t.Errorf("%s: cached %v, want %v", name, ok, tc.want)
 		}
 	}
@@ -102,10 +103,26 @@ func TestCache_ClockSetBack(t *testing.T) {
 	if _, err := p.Parse(t.Context(), tok, at); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := cache.get(digest(tok), at.Add(-time.Second), "iss", p.keys); ok {
+	if _, ok := cache.get(tok, at.Add(-time.Second), "iss", p.keys); ok {
 		t.Error("the entry was used before the time it was verified at")
 	}
-	if _, ok := cache.get(digest(tok), at, "iss", p.keys); !ok {
+	if _, ok := cache.get(tok, at, "iss", p.keys); !ok {
 		t.Error("the entry was not used at the time it was verified at")
+	}
+}
+
+// TestCache_BytesCountTheToken: the cache keeps each token whole, as its
+// key, so the memory bound counts the token's bytes with the claims'.
+func TestCache_BytesCountTheToken(t *testing.T) {
+	now := time.Now()
+	tc := account.TokenClaims{ID: "tok_1", KeyID: "key_1", Issuer: "iss", Audience: "iss", ExpiresAt: now.Add(time.Hour)}
+	short, long := NewCache(CacheOptions{}), NewCache(CacheOptions{})
+	short.put("a.b.c", "kid", nil, tc, now)
+	long.put(strings.Repeat("x", 1005), "kid", nil, tc, now)
+	if d := long.Bytes() - short.Bytes(); d != 1000 {
+		t.Errorf("a token 1,000 bytes longer: Bytes %d more, want 1000", d)
+	}
+	if _, ok := long.get(strings.Repeat("x", 1004)+"y", now, "iss", nil); ok {
+		t.Error("a token differing in its last byte was found in the cache")
 	}
 }

@@ -18,7 +18,6 @@ import (
 	"bytes"
 	"context"
 	"crypto"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -361,10 +360,8 @@ func (p *Parser) parse(token string, now time.Time) (account.TokenClaims, error)
 	if len(token) > MaxTokenBytes || p.issuer == "" {
 		return account.TokenClaims{}, account.ErrTokenInvalid
 	}
-	var d [sha256.Size]byte
 	if p.cache != nil {
-		d = digest(token)
-		if tc, ok := p.cache.get(d, now, p.issuer, p.keys); ok {
+		if tc, ok := p.cache.get(token, now, p.issuer, p.keys); ok {
 			if p.audience != "" && tc.Audience != p.audience {
 				return account.TokenClaims{}, account.ErrTokenInvalid
 			}
@@ -419,7 +416,7 @@ func (p *Parser) parse(token string, now time.Time) (account.TokenClaims, error)
 	}
 	if p.cache != nil {
 		kid := t.Header["kid"].(string) // p.key has found a key under it
-		p.cache.put(d, kid, p.keys[kid], tc, now)
+		p.cache.put(token, kid, p.keys[kid], tc, now)
 	}
 	return tc, nil
 }

@@ -475,7 +475,7 @@ func BenchmarkSign(b *testing.B) {
 }
 
 // BenchmarkParse: a full check (signature and claims), and a token found in
-// the cache (a digest and a map read).
+// the cache (a map read).
 func BenchmarkParse(b *testing.B) {
 	s := token.NewSigner(newKey(b), issuer)
 	now := time.Now()
