@@ -95,7 +95,7 @@ func TestOpen_KeepsDataAcrossReopen(t *testing.T) {
 	if got, err := s.GetMember(ctx, o.ID, u.ID); err != nil || got.Role != m.Role {
 		t.Errorf("GetMember after reopen: got %+v, %v; want role %s", got, err, m.Role)
 	}
-	st, err := s.TokenStatus(ctx, r.TokenID, k.ID, nil, "")
+	st, err := s.TokenStatus(ctx, r.TokenID, k.ID, nil, "", false)
 	if err != nil || !st.RevokedAt.Equal(r.RevokedAt) || st.Key == nil || st.Key.Last4 != k.Last4 {
 		t.Errorf("TokenStatus after reopen: got %+v, %v; want revoked at %v with key %s", st, err, r.RevokedAt, k.ID)
 	}
@@ -119,7 +119,7 @@ func TestOpen_PrunesExpired(t *testing.T) {
 	}
 	s = open(t, path)
 	defer s.Close()
-	st, err := s.TokenStatus(ctx, r.TokenID, r.KeyID, nil, "")
+	st, err := s.TokenStatus(ctx, r.TokenID, r.KeyID, nil, "", false)
 	if err != nil || !st.RevokedAt.IsZero() {
 		t.Errorf("TokenStatus of a token expired before Open: got %+v, %v; want the revocation pruned", st, err)
 	}
@@ -182,7 +182,7 @@ func BenchmarkTokenStatus(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			st, err := s.TokenStatus(ctx, tr.ID, k.ID, nil, "")
+			st, err := s.TokenStatus(ctx, tr.ID, k.ID, nil, "", false)
 			if err != nil || st.Key == nil {
 				b.Fatalf("TokenStatus: %+v, %v", st, err)
 			}

@@ -186,7 +186,7 @@ func TestRequestBudgets(t *testing.T) {
 	budgets := []budget{
 		{"TokenStatus (verify)", 1, []string{"BatchGetItem"}, func(t *testing.T, f *budgetFixture) func() {
 			return func() {
-				st, err := f.s.TokenStatus(f.ctx, f.tok.ID, f.key.ID, nil, "")
+				st, err := f.s.TokenStatus(f.ctx, f.tok.ID, f.key.ID, nil, "", false)
 				must(t, err, "TokenStatus")
 				if st.Key == nil {
 					t.Fatal("TokenStatus: key not found")
@@ -198,7 +198,7 @@ func TestRequestBudgets(t *testing.T) {
 			_, err := f.s.UpdateAPIKey(f.ctx, f.key.ID, account.APIKeyPatch{RateLimits: &limits, Credits: &account.CreditsChange{Credits: &account.Credits{Remaining: 1000, Set: "s"}}}, nil)
 			must(t, err, "UpdateAPIKey")
 			return func() {
-				st, err := f.s.TokenStatus(f.ctx, f.tok.ID, f.key.ID, nil, "")
+				st, err := f.s.TokenStatus(f.ctx, f.tok.ID, f.key.ID, nil, "", false)
 				must(t, err, "TokenStatus")
 				if st.Key == nil || len(st.Key.RateLimits) != 1 {
 					t.Fatalf("TokenStatus: got %+v, want the key with its limit", st.Key)
@@ -227,7 +227,7 @@ func TestRequestBudgets(t *testing.T) {
 		}},
 		{"TokenStatus (verify, key with 2 ancestors)", 1, []string{"BatchGetItem"}, func(t *testing.T, f *budgetFixture) func() {
 			return func() {
-				st, err := f.s.TokenStatus(f.ctx, f.deepTok.ID, f.deep.ID, f.deep.Ancestors, "")
+				st, err := f.s.TokenStatus(f.ctx, f.deepTok.ID, f.deep.ID, f.deep.Ancestors, "", false)
 				must(t, err, "TokenStatus")
 				if st.Key == nil {
 					t.Fatal("TokenStatus: key not found")
@@ -342,7 +342,7 @@ func TestRequestBudgets(t *testing.T) {
 			_, err := f.s.UpdateAPIKey(f.ctx, f.key.ID, account.APIKeyPatch{Disabled: &off}, nil)
 			must(t, err, "UpdateAPIKey")
 			return func() {
-				st, err := f.s.TokenStatus(f.ctx, f.tok.ID, f.key.ID, nil, "")
+				st, err := f.s.TokenStatus(f.ctx, f.tok.ID, f.key.ID, nil, "", false)
 				must(t, err, "TokenStatus")
 				if st.Key == nil || !st.Key.Disabled {
 					t.Fatalf("TokenStatus: got %+v, want the key, disabled", st.Key)
@@ -359,7 +359,7 @@ func TestRequestBudgets(t *testing.T) {
 			_, err := f.s.UpdateAPIKey(f.ctx, f.key.ID, account.APIKeyPatch{RevokeTokens: true, At: f.tick()}, nil)
 			must(t, err, "UpdateAPIKey")
 			return func() {
-				st, err := f.s.TokenStatus(f.ctx, f.tok.ID, f.key.ID, nil, "")
+				st, err := f.s.TokenStatus(f.ctx, f.tok.ID, f.key.ID, nil, "", false)
 				must(t, err, "TokenStatus")
 				if st.Key == nil || st.Key.TokensRevokedBefore.IsZero() {
 					t.Fatalf("TokenStatus: got %+v, want the key, with its tokens revoked", st.Key)
@@ -679,7 +679,7 @@ func TestRequestBudgets(t *testing.T) {
 		{"TokenStatus (verify, key bound to an organization)", 1, []string{"BatchGetItem"}, func(t *testing.T, f *budgetFixture) func() {
 			k, tok := f.orgKeys(t)
 			return func() {
-				st, err := f.s.TokenStatus(f.ctx, tok.ID, k.ID, nil, k.OrganizationID)
+				st, err := f.s.TokenStatus(f.ctx, tok.ID, k.ID, nil, k.OrganizationID, false)
 				must(t, err, "TokenStatus")
 				if st.Key == nil {
 					t.Fatal("TokenStatus: key not found")

@@ -140,7 +140,7 @@ func TestHotItems_Verify(t *testing.T) {
 		if tok.KeyID == parent.ID {
 			k = parent
 		}
-		st, err := s.TokenStatus(ctx, tok.ID, k.ID, k.Ancestors, org.ID)
+		st, err := s.TokenStatus(ctx, tok.ID, k.ID, k.Ancestors, org.ID, false)
 		must(t, err, "TokenStatus")
 		if st.Key == nil || !st.RevokedAt.IsZero() {
 			t.Fatalf("TokenStatus of a live token: %+v", st)
@@ -206,7 +206,7 @@ func TestReadCopies_SeenAtOnce(t *testing.T) {
 		t.Helper()
 		out := make([]account.TokenStatus, tablestore.ReadShards)
 		for n := range out {
-			st, err := s.TokenStatus(tablestore.WithReadShard(ctx, n), tokenID, child.ID, child.Ancestors, org.ID)
+			st, err := s.TokenStatus(tablestore.WithReadShard(ctx, n), tokenID, child.ID, child.Ancestors, org.ID, false)
 			must(t, err, "TokenStatus")
 			out[n] = st
 		}
@@ -395,7 +395,7 @@ func TestEventShards_Busy(t *testing.T) {
 		if !at.Equal(now) {
 			t.Errorf("RevokeToken: revoked at %v, want %v", at, now)
 		}
-		st, err := s.TokenStatus(ctx, tok, "key_x", nil, "")
+		st, err := s.TokenStatus(ctx, tok, "key_x", nil, "", false)
 		must(t, err, "TokenStatus")
 		if !st.RevokedAt.Equal(now) {
 			t.Errorf("TokenStatus of a token revoked while the event log was busy: %+v", st)
