@@ -193,6 +193,40 @@ func TestRequestBudgets(t *testing.T) {
 				}
 			}
 		}},
+		{"TokenStatus (verify, a token with the claim)", 1, []string{"BatchGetItem"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				st, err := f.s.TokenStatus(f.ctx, f.tok.ID, f.key.ID, nil, "", true)
+				must(t, err, "TokenStatus")
+				if st.Key == nil || !st.RevokedAt.IsZero() {
+					t.Fatalf("TokenStatus: got %+v, want the key, not revoked", st)
+				}
+			}
+		}},
+		{"TokenStatus (verify, a revoked token with the claim)", 1, []string{"BatchGetItem"}, func(t *testing.T, f *budgetFixture) func() {
+			_, err := f.s.RevokeToken(f.ctx, account.Revocation{TokenID: f.tok.ID, KeyID: f.key.ID, RevokedAt: f.tick(), ExpiresAt: f.tok.ExpiresAt, Inline: true})
+			must(t, err, "RevokeToken")
+			return func() {
+				st, err := f.s.TokenStatus(f.ctx, f.tok.ID, f.key.ID, nil, "", true)
+				must(t, err, "TokenStatus")
+				if st.Key == nil || st.RevokedAt.IsZero() {
+					t.Fatalf("TokenStatus: got %+v, want the key, revoked", st)
+				}
+			}
+		}},
+		{"TokenStatus (verify, a token with the claim, its key's revocations overflowing)", 2, []string{"BatchGetItem", "BatchGetItem"}, func(t *testing.T, f *budgetFixture) func() {
+			for range 17 {
+				at := f.tick()
+				_, err := f.s.RevokeToken(f.ctx, account.Revocation{TokenID: account.NewID(account.PrefixToken, at), KeyID: f.key.ID, RevokedAt: at, ExpiresAt: at.Add(time.Hour), Inline: true})
+				must(t, err, "RevokeToken")
+			}
+			return func() {
+				st, err := f.s.TokenStatus(f.ctx, f.tok.ID, f.key.ID, nil, "", true)
+				must(t, err, "TokenStatus")
+				if st.Key == nil || !st.RevokedAt.IsZero() {
+					t.Fatalf("TokenStatus: got %+v, want the key, not revoked", st)
+				}
+			}
+		}},
 		{"TokenStatus (verify, key with a rate limit and credits)", 1, []string{"BatchGetItem"}, func(t *testing.T, f *budgetFixture) func() {
 			limits := []account.RateLimit{{Name: "second", Limit: 100, Period: time.Second}}
 			_, err := f.s.UpdateAPIKey(f.ctx, f.key.ID, account.APIKeyPatch{RateLimits: &limits, Credits: &account.CreditsChange{Credits: &account.Credits{Remaining: 1000, Set: "s"}}}, nil)
@@ -256,6 +290,47 @@ func TestRequestBudgets(t *testing.T) {
 			return func() {
 				_, err := f.s.RevokeToken(f.ctx, account.Revocation{TokenID: f.tok.ID, KeyID: f.key.ID, RevokedAt: f.tick(), ExpiresAt: f.tok.ExpiresAt})
 				must(t, err, "RevokeToken")
+			}
+		}},
+		{"RevokeToken (a token with the claim)", 2, []string{"GetItem", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				_, err := f.s.RevokeToken(f.ctx, account.Revocation{TokenID: f.tok.ID, KeyID: f.key.ID, RevokedAt: f.tick(), ExpiresAt: f.tok.ExpiresAt, Inline: true})
+				must(t, err, "RevokeToken")
+			}
+		}},
+		{"RevokeToken (a token with the claim, its key holding 15)", 2, []string{"GetItem", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+			for range 15 {
+				at := f.tick()
+				_, err := f.s.RevokeToken(f.ctx, account.Revocation{TokenID: account.NewID(account.PrefixToken, at), KeyID: f.key.ID, RevokedAt: at, ExpiresAt: at.Add(time.Hour), Inline: true})
+				must(t, err, "RevokeToken")
+			}
+			return func() {
+				_, err := f.s.RevokeToken(f.ctx, account.Revocation{TokenID: f.tok.ID, KeyID: f.key.ID, RevokedAt: f.tick(), ExpiresAt: f.tok.ExpiresAt, Inline: true})
+				must(t, err, "RevokeToken")
+			}
+		}},
+		{"RevokeToken (a token with the claim, overflowing)", 2, []string{"GetItem", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+			for range 16 {
+				at := f.tick()
+				_, err := f.s.RevokeToken(f.ctx, account.Revocation{TokenID: account.NewID(account.PrefixToken, at), KeyID: f.key.ID, RevokedAt: at, ExpiresAt: at.Add(time.Hour), Inline: true})
+				must(t, err, "RevokeToken")
+			}
+			return func() {
+				_, err := f.s.RevokeToken(f.ctx, account.Revocation{TokenID: f.tok.ID, KeyID: f.key.ID, RevokedAt: f.tick(), ExpiresAt: f.tok.ExpiresAt, Inline: true})
+				must(t, err, "RevokeToken")
+			}
+		}},
+		{"RevokeToken (a token with the claim, again)", 1, []string{"GetItem"}, func(t *testing.T, f *budgetFixture) func() {
+			r := account.Revocation{TokenID: f.tok.ID, KeyID: f.key.ID, RevokedAt: f.tick(), ExpiresAt: f.tok.ExpiresAt, Inline: true}
+			_, err := f.s.RevokeToken(f.ctx, r)
+			must(t, err, "first RevokeToken")
+			r.RevokedAt = f.tick()
+			return func() {
+				at, err := f.s.RevokeToken(f.ctx, r)
+				must(t, err, "RevokeToken")
+				if at.Equal(r.RevokedAt) {
+					t.Error("RevokeToken again: got the new time, want the first")
+				}
 			}
 		}},
 		{"RevokeToken (again)", 2, []string{"TransactWriteItems", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
