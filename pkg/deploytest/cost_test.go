@@ -228,7 +228,7 @@ func TestDocs_CostArithmetic(t *testing.T) {
 	}
 	cpu, trips := row("CPU time per request"), row("DynamoDB round trips")
 	fnLog, platform, access := row("function log lines"), row("Lambda's `platform.start`"), row("API access log line")
-	api := [columns]float64{1, 1, 0}                     // the authorizer's request is the protected API's
+	api := [columns]float64{1, 1, 0} // the authorizer's request is the protected API's
 	// RRU, WRU: docs/dynamodb.md. A verify and a decision read one item,
 	// the key's copy, for a token with the claim (irv).
 	units := [columns][2]float64{{1, 0}, {1, 1}, {1, 0}}
