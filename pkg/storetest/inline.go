@@ -184,6 +184,29 @@ func (s suite) revokeTokenInline(t *testing.T) {
 		}
 		status(f, k, []account.TokenRecord{fresh}, nil)
 	})
+	t.Run("RevokedByTheEarlierVersion", func(t *testing.T) {
+		// A token with the claim revoked by the version before it (with
+		// its entry: that version knows no other way) and revoked again by
+		// this one: the key takes the revocation, at its first time, so
+		// that a verify of it, which reads the key, refuses it.
+		f := s.fix(t)
+		k := f.key()
+		tr := f.token(k.ID)
+		first := inline(f, tr)
+		first.Inline = false
+		_, err := f.s.RevokeToken(f.ctx, first)
+		f.ok(err, "RevokeToken by the earlier version")
+		at, err := f.s.RevokeToken(f.ctx, inline(f, tr))
+		f.ok(err, "RevokeToken again")
+		if !at.Equal(first.RevokedAt) {
+			t.Errorf("RevokeToken again: got %v, want the first time %v", at, first.RevokedAt)
+		}
+		st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, nil, "", true)
+		f.ok(err, "TokenStatus")
+		if !st.RevokedAt.Equal(first.RevokedAt) {
+			t.Errorf("TokenStatus: got revoked at %v, want %v", st.RevokedAt, first.RevokedAt)
+		}
+	})
 	t.Run("ExpiredDropped", func(t *testing.T) {
 		// The revocation of a token expired (a minute ago and more) goes
 		// with the key's next revocation: a verify refuses the token for

@@ -122,33 +122,72 @@ func (s *Store) revokeInline(ctx context.Context, r account.Revocation) (time.Ti
 		}
 		keyItems = []types.TransactWriteItem{check}
 	} else {
-		upd := expression.Set(expression.Name("version"), expression.Value(next.Version))
-		if next.Revoked != nil {
-			upd = upd.Set(expression.Name("revoked"), expression.Value(next.Revoked))
-		} else {
-			upd = upd.Remove(expression.Name("revoked"))
-		}
-		if next.RevokedOverflowUntil != nil {
-			upd = upd.Set(expression.Name("revoked_overflow_until"), expression.Value(next.RevokedOverflowUntil.UTC()))
-		} else {
-			upd = upd.Remove(expression.Name("revoked_overflow_until"))
-		}
-		if next.CopiesSince != nil {
-			upd = upd.Set(expression.Name("copies_since"), expression.Value(next.CopiesSince.UTC()))
-		}
-		u, err := s.update(k, upd, cond)
-		if err != nil {
+		if keyItems, err = s.inlineKeyItems(k, it, *next); err != nil {
 			return time.Time{}, err
 		}
-		// The copy under the hash holds no revocations (hashCopy): not
-		// written.
-		copies, err := s.keyCopyPuts(*next)
-		if err != nil {
-			return time.Time{}, err
-		}
-		keyItems = append([]types.TransactWriteItem{u}, copies...)
 	}
-	return s.revokeEntry(ctx, r, keyItems, overflow)
+	at, err := s.revokeEntry(ctx, r, keyItems, overflow)
+	if !errors.Is(err, errRevokedOutside) {
+		return at, err
+	}
+	// The entry exists and the key does not hold it: a revocation made by
+	// the version before the claim (its verifies read the entry, and ours
+	// do not), or one that overflowed. Unless the key's overflow still
+	// covers it, the key takes it now, at its first time: the repeat that
+	// docs/deploying.md asks for after the upgrade. Nothing else changed:
+	// no event, and the idempotency record stays started.
+	if it.RevokedOverflowUntil != nil && !it.RevokedOverflowUntil.Before(r.ExpiresAt) && issuedBefore(r.TokenID, *it.RevokedOverflowUntil) {
+		return at, nil
+	}
+	first := r
+	first.RevokedAt = at
+	next, overflow = it.withRevocation(first)
+	if overflow || next == nil {
+		return at, nil // full: the entry, which exists, is where it stays
+	}
+	keyItems, err = s.inlineKeyItems(k, it, *next)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if err := s.transact(withEvents(withoutCommit(ctx)), keyItems, errKeyChanged); err != nil {
+		return time.Time{}, err
+	}
+	return at, nil
+}
+
+// errRevokedOutside is revokeEntry's error, with the first revocation
+// time, for a token with the claim whose entry exists already.
+var errRevokedOutside = errors.New("tablestore: the token is revoked already, outside its key")
+
+// inlineKeyItems returns the writes of the key item next in place of it,
+// read at k: the item under the ID on the condition that it is the
+// Version read, and its read copies.
+func (s *Store) inlineKeyItems(k key, it, next apiKeyItem) ([]types.TransactWriteItem, error) {
+	upd := expression.Set(expression.Name("version"), expression.Value(next.Version))
+	if next.Revoked != nil {
+		upd = upd.Set(expression.Name("revoked"), expression.Value(next.Revoked))
+	} else {
+		upd = upd.Remove(expression.Name("revoked"))
+	}
+	if next.RevokedOverflowUntil != nil {
+		upd = upd.Set(expression.Name("revoked_overflow_until"), expression.Value(next.RevokedOverflowUntil.UTC()))
+	} else {
+		upd = upd.Remove(expression.Name("revoked_overflow_until"))
+	}
+	if next.CopiesSince != nil {
+		upd = upd.Set(expression.Name("copies_since"), expression.Value(next.CopiesSince.UTC()))
+	}
+	u, err := s.update(k, upd, condLive.And(versionIs(it.Version)))
+	if err != nil {
+		return nil, err
+	}
+	// The copy under the hash holds no revocations (hashCopy): not
+	// written.
+	copies, err := s.keyCopyPuts(next)
+	if err != nil {
+		return nil, err
+	}
+	return append([]types.TransactWriteItem{u}, copies...), nil
 }
 
 // withRevocation returns the key item it with r's revocation and its
@@ -244,7 +283,12 @@ func (s *Store) revokeEntry(ctx context.Context, r account.Revocation, keyItems 
 	}
 	if r.Inline {
 		// Every entry of a token with the claim was written with its
-		// copies, or with the key's inline revocation.
+		// copies (the earlier version's, or an overflow's), or with the
+		// key's inline revocation: revokeInline decides whether its key
+		// takes it.
+		if len(keyItems) > 0 {
+			return old.RevokedAt, errRevokedOutside
+		}
 		return old.RevokedAt, nil
 	}
 	puts, err := s.revocationCopyPuts(old)
