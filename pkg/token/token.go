@@ -36,8 +36,8 @@ import (
 // before any of it is decoded, and Sign refuses to sign one. The longest
 // token the limits allow, with 32 scopes of the longest form, 8
 // ancestors, an organization, an audience of 256 characters, an owner id
-// of 256 four-byte characters and an issuer of account.MaxIssuerLength, is
-// 7,454 bytes with EdDSA and 7,710 with RS256 (its 2048-bit signature is
+// of 256 four-byte characters, an issuer of account.MaxIssuerLength and irv, is
+// 7,469 bytes with EdDSA and 7,725 with RS256 (its 2048-bit signature is
 // 256 bytes where Ed25519's is 64): TestSigner_Longest.
 const MaxTokenBytes = 8 << 10
 
