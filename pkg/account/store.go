@@ -313,11 +313,14 @@ type Store interface {
 	// ancestors and orgID are what the token says the key's Ancestors and
 	// OrganizationID are: a store may read them in the same round trip as
 	// the key, but it decides by the key's own, so a wrong or missing hint
-	// costs a read and never changes the answer. The Key's slices and
-	// maps may be shared with the store's other reads of the key (every
-	// verify reads it): the caller reads them, and copies one to change
-	// it (an append to a clipped slice copies).
-	TokenStatus(ctx context.Context, tokenID, keyID string, ancestors []string, orgID string) (TokenStatus, error)
+	// costs a read and never changes the answer. inline is the token's
+	// InlineRevocation: a store that records such a token's revocation on
+	// its key (RevokeToken with Revocation.Inline) reads it there, and a
+	// token without it as before. The Key's slices and maps may be shared
+	// with the store's other reads of the key (every verify reads it): the
+	// caller reads them, and copies one to change it (an append to a
+	// clipped slice copies).
+	TokenStatus(ctx context.Context, tokenID, keyID string, ancestors []string, orgID string, inline bool) (TokenStatus, error)
 
 	// ClaimIdempotency writes r, a started record, unless the record of
 	// r.KeyID and r.Key that the store holds is in force at now for r's

@@ -22,9 +22,9 @@ type countingStore struct {
 	tokenStatus atomic.Int64
 }
 
-func (s *countingStore) TokenStatus(ctx context.Context, tokenID, keyID string, ancestors []string, orgID string) (account.TokenStatus, error) {
+func (s *countingStore) TokenStatus(ctx context.Context, tokenID, keyID string, ancestors []string, orgID string, inline bool) (account.TokenStatus, error) {
 	s.tokenStatus.Add(1)
-	return s.Store.TokenStatus(ctx, tokenID, keyID, ancestors, orgID)
+	return s.Store.TokenStatus(ctx, tokenID, keyID, ancestors, orgID, inline)
 }
 
 // TestService_TokenCacheReadsStatusEveryCall: with the token cache on, a

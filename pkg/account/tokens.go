@@ -28,6 +28,12 @@ type TokenClaims struct {
 	Scopes    []string
 	IssuedAt  time.Time
 	ExpiresAt time.Time
+	// InlineRevocation says that a revocation of the token is recorded
+	// on its key, which a verify reads anyway, so that the verify reads
+	// nothing else (Store.RevokeToken, Store.TokenStatus). Every token
+	// issued now says so; one issued before the claim existed does not,
+	// and its revocation entry is read as it always was.
+	InlineRevocation bool
 }
 
 // Errors of TokenParser.Parse.
@@ -94,6 +100,9 @@ type Revocation struct {
 	// OrganizationID is the token's org_id: the organization whose events
 	// show the revocation. Not stored.
 	OrganizationID string
+	// Inline is the token's InlineRevocation: a store records the
+	// revocation where TokenStatus reads it for such a token.
+	Inline bool
 }
 
 // TokenStatus is what a verify needs from the store, read in one round trip:
@@ -182,7 +191,7 @@ func (s *Service) IntrospectToken(ctx context.Context, p Principal, token string
 // the usage records it counts the verifications of a limited key in.
 type TokenStatusReader interface {
 	// TokenStatus is Store.TokenStatus.
-	TokenStatus(ctx context.Context, tokenID, keyID string, ancestors []string, orgID string) (TokenStatus, error)
+	TokenStatus(ctx context.Context, tokenID, keyID string, ancestors []string, orgID string, inline bool) (TokenStatus, error)
 	UsageStore
 }
 
@@ -241,7 +250,7 @@ func (v *TokenVerifier) verify(ctx context.Context, token string, accept func(To
 	case err != nil:
 		return Verification{Reason: ReasonInvalid, CheckedAt: now}, nil
 	}
-	status, err := v.store.TokenStatus(ctx, claims.ID, claims.KeyID, claims.KeyAncestors, claims.OrganizationID)
+	status, err := v.store.TokenStatus(ctx, claims.ID, claims.KeyID, claims.KeyAncestors, claims.OrganizationID, claims.InlineRevocation)
 	if err != nil {
 		return Verification{}, storeErr(err)
 	}
@@ -333,6 +342,8 @@ func (s *Service) issue(ctx context.Context, p Principal, scopes []string, lifet
 		Scopes:         scopes,
 		IssuedAt:       now.Truncate(time.Second),
 		ExpiresAt:      now.Truncate(time.Second).Add(lifetime),
+
+		InlineRevocation: true,
 	}
 	if !p.KeyExpiresAt.IsZero() && p.KeyExpiresAt.Before(claims.ExpiresAt) {
 		claims.ExpiresAt = p.KeyExpiresAt.Truncate(time.Second)
@@ -378,7 +389,7 @@ func (s *Service) RevokeToken(ctx context.Context, p Principal, token string) (R
 			return Revocation{}, err
 		}
 	}
-	r := Revocation{TokenID: claims.ID, KeyID: claims.KeyID, RevokedAt: s.now(), ExpiresAt: claims.ExpiresAt, OrganizationID: claims.OrganizationID}
+	r := Revocation{TokenID: claims.ID, KeyID: claims.KeyID, RevokedAt: s.now(), ExpiresAt: claims.ExpiresAt, OrganizationID: claims.OrganizationID, Inline: claims.InlineRevocation}
 	at, err := s.store.RevokeToken(ctx, r)
 	if err != nil {
 		return Revocation{}, storeErr(err)

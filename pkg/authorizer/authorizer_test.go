@@ -264,7 +264,7 @@ func (failingStore) KeyUsage(context.Context, int, ...string) (map[string]map[st
 	return nil, account.Unavailable(errors.New("ProvisionedThroughputExceededException"))
 }
 
-func (failingStore) TokenStatus(context.Context, string, string, []string, string) (account.TokenStatus, error) {
+func (failingStore) TokenStatus(context.Context, string, string, []string, string, bool) (account.TokenStatus, error) {
 	return account.TokenStatus{}, account.Unavailable(errors.New("ProvisionedThroughputExceededException"))
 }
 

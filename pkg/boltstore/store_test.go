@@ -95,7 +95,7 @@ func TestOpen_KeepsDataAcrossReopen(t *testing.T) {
 	if got, err := s.GetMember(ctx, o.ID, u.ID); err != nil || got.Role != m.Role {
 		t.Errorf("GetMember after reopen: got %+v, %v; want role %s", got, err, m.Role)
 	}
-	st, err := s.TokenStatus(ctx, r.TokenID, k.ID, nil, "")
+	st, err := s.TokenStatus(ctx, r.TokenID, k.ID, nil, "", false)
 	if err != nil || !st.RevokedAt.Equal(r.RevokedAt) || st.Key == nil || st.Key.Last4 != k.Last4 {
 		t.Errorf("TokenStatus after reopen: got %+v, %v; want revoked at %v with key %s", st, err, r.RevokedAt, k.ID)
 	}
@@ -119,7 +119,7 @@ func TestOpen_PrunesExpired(t *testing.T) {
 	}
 	s = open(t, path)
 	defer s.Close()
-	st, err := s.TokenStatus(ctx, r.TokenID, r.KeyID, nil, "")
+	st, err := s.TokenStatus(ctx, r.TokenID, r.KeyID, nil, "", false)
 	if err != nil || !st.RevokedAt.IsZero() {
 		t.Errorf("TokenStatus of a token expired before Open: got %+v, %v; want the revocation pruned", st, err)
 	}
@@ -179,13 +179,32 @@ func BenchmarkTokenStatus(b *testing.B) {
 	if err := s.CreateToken(ctx, tr); err != nil {
 		b.Fatal(err)
 	}
-	b.ReportAllocs()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			st, err := s.TokenStatus(ctx, tr.ID, k.ID, nil, "")
-			if err != nil || st.Key == nil {
-				b.Fatalf("TokenStatus: %+v, %v", st, err)
+	// inline: a token with the claim (one item read); revocations: its key
+	// holds that many (of other tokens).
+	for _, c := range []struct {
+		name        string
+		inline      bool
+		revocations int
+	}{{"without the claim", false, 0}, {"with the claim", true, 0}, {"with the claim, 16 revoked", true, 16}} {
+		// Before b.Run, which may call its function more than once.
+		for i := range c.revocations {
+			at := now.Add(time.Duration(i+1) * time.Millisecond)
+			r := account.Revocation{TokenID: account.NewID(account.PrefixToken, at), KeyID: k.ID, RevokedAt: at, ExpiresAt: at.Add(time.Hour), Inline: true}
+			if _, err := s.RevokeToken(ctx, r); err != nil {
+				b.Fatal(err)
 			}
 		}
-	})
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					st, err := s.TokenStatus(ctx, tr.ID, k.ID, nil, "", c.inline)
+					if err != nil || st.Key == nil || !st.RevokedAt.IsZero() {
+						b.Fatalf("TokenStatus: %+v, %v", st, err)
+					}
+				}
+			})
+		})
+	}
 }

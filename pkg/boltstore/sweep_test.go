@@ -63,10 +63,10 @@ func TestSweep_Tokens(t *testing.T) {
 	live := revoke(now.Add(time.Hour))
 
 	sweep(now.Add(2 * time.Minute))
-	if st, err := s.TokenStatus(ctx, expired.TokenID, k.ID, nil, ""); err != nil || !st.RevokedAt.IsZero() {
+	if st, err := s.TokenStatus(ctx, expired.TokenID, k.ID, nil, "", false); err != nil || !st.RevokedAt.IsZero() {
 		t.Errorf("TokenStatus of the swept token: got %+v, %v; want no revocation", st, err)
 	}
-	if st, err := s.TokenStatus(ctx, live.TokenID, k.ID, nil, ""); err != nil || !st.RevokedAt.Equal(now) {
+	if st, err := s.TokenStatus(ctx, live.TokenID, k.ID, nil, "", false); err != nil || !st.RevokedAt.Equal(now) {
 		t.Errorf("TokenStatus of the live token: got %+v, %v; want revoked at %v", st, err, now)
 	}
 	page, err := s.ListTokens(ctx, k.ID, now.Add(-time.Hour), account.ListParams{})

@@ -104,7 +104,7 @@ func BenchmarkTable_TokenStatus(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			st, err := s.TokenStatus(ctx, tr.ID, k.ID, nil, "")
+			st, err := s.TokenStatus(ctx, tr.ID, k.ID, nil, "", false)
 			if err != nil || st.Key == nil {
 				b.Fatalf("TokenStatus: %+v, %v", st, err)
 			}

@@ -108,7 +108,7 @@ func TestTokenStatus_Allocations(t *testing.T) {
 		t.Fatal(err)
 	}
 	allocs := testing.AllocsPerRun(200, func() {
-		st, err := s.TokenStatus(ctx, tr.ID, k.ID, nil, "")
+		st, err := s.TokenStatus(ctx, tr.ID, k.ID, nil, "", false)
 		if err != nil || st.Key == nil {
 			t.Fatalf("TokenStatus: %+v, %v", st, err)
 		}

@@ -228,14 +228,23 @@ func TestDocs_CostArithmetic(t *testing.T) {
 	}
 	cpu, trips := row("CPU time per request"), row("DynamoDB round trips")
 	fnLog, platform, access := row("function log lines"), row("Lambda's `platform.start`"), row("API access log line")
-	api := [columns]float64{1, 1, 0}                     // the authorizer's request is the protected API's
-	units := [columns][2]float64{{2, 0}, {1, 1}, {2, 0}} // RRU, WRU: docs/dynamodb.md
+	api := [columns]float64{1, 1, 0} // the authorizer's request is the protected API's
+	// RRU, WRU: docs/dynamodb.md. A verify and a decision read one item,
+	// the key's copy, for a token with the claim (irv).
+	units := [columns][2]float64{{1, 0}, {1, 1}, {1, 0}}
 	var duration, logs, total [columns]float64
 	for i := range columns {
 		billedMs := math.Ceil(cpu[i]*fullVCPUMemoryMB/memoryMB + roundTripMs*trips[i])
 		duration[i] = billedMs / 1000 * memoryGB * perMillion * gbSecond
 		logs[i] = (fnLog[i] + platform[i] + access[i]) * perMillion / bytesPerGB * logPerGB
 		total[i] = api[i]*apiPerM + requestPerM + duration[i] + units[i][0]*rruPerM + units[i][1]*wruPerM + logs[i]
+	}
+	var dynamo [columns]float64
+	for i := range columns {
+		dynamo[i] = units[i][0]*rruPerM + units[i][1]*wruPerM
+	}
+	if got := row("DynamoDB:"); got != dynamo {
+		t.Errorf("docs/cost.md DynamoDB: %v, computed %v", got, dynamo)
 	}
 	for label, want := range map[string][columns]float64{"Lambda duration:": duration, "CloudWatch Logs:": logs, "**Total**": total} {
 		got := row(label)

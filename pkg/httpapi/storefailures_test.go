@@ -323,7 +323,7 @@ func failingStore(err error) (*mock.Store, *storeCalls) {
 			c.add("RevokeToken")
 			return time.Time{}, err
 		},
-		TokenStatusFn: func(context.Context, string, string, []string, string) (account.TokenStatus, error) {
+		TokenStatusFn: func(context.Context, string, string, []string, string, bool) (account.TokenStatus, error) {
 			c.add("TokenStatus")
 			return account.TokenStatus{}, err
 		},

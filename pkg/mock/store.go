@@ -47,7 +47,7 @@ type Store struct {
 	CreateTokenFn                 func(ctx context.Context, t account.TokenRecord) error
 	ListTokensFn                  func(ctx context.Context, keyID string, since time.Time, p account.ListParams) (account.Page[account.TokenRecord], error)
 	RevokeTokenFn                 func(ctx context.Context, r account.Revocation) (time.Time, error)
-	TokenStatusFn                 func(ctx context.Context, tokenID, keyID string, ancestors []string, orgID string) (account.TokenStatus, error)
+	TokenStatusFn                 func(ctx context.Context, tokenID, keyID string, ancestors []string, orgID string, inline bool) (account.TokenStatus, error)
 	ClaimIdempotencyFn            func(ctx context.Context, r account.IdempotencyRecord, now time.Time) (account.IdempotencyRecord, bool, error)
 	FinishIdempotencyFn           func(ctx context.Context, r account.IdempotencyRecord) error
 	ReleaseIdempotencyFn          func(ctx context.Context, keyID, key, owner string) error
@@ -228,8 +228,8 @@ func (s *Store) RevokeToken(ctx context.Context, r account.Revocation) (time.Tim
 }
 
 // TokenStatus calls TokenStatusFn.
-func (s *Store) TokenStatus(ctx context.Context, tokenID, keyID string, ancestors []string, orgID string) (account.TokenStatus, error) {
-	return s.TokenStatusFn(ctx, tokenID, keyID, ancestors, orgID)
+func (s *Store) TokenStatus(ctx context.Context, tokenID, keyID string, ancestors []string, orgID string, inline bool) (account.TokenStatus, error) {
+	return s.TokenStatusFn(ctx, tokenID, keyID, ancestors, orgID, inline)
 }
 
 // ClaimIdempotency calls ClaimIdempotencyFn.

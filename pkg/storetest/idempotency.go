@@ -419,7 +419,7 @@ var commitCases = []commitCase{
 				_, err := f.s.RevokeToken(ctx, account.Revocation{TokenID: tr.ID, KeyID: k.ID, RevokedAt: f.now(), ExpiresAt: tr.ExpiresAt})
 				return err
 			}, func() bool {
-				st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, nil, "")
+				st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, nil, "", false)
 				f.ok(err, "TokenStatus")
 				return !st.RevokedAt.IsZero()
 			}

@@ -123,7 +123,7 @@ func (s suite) updateAPIKey(t *testing.T) {
 		want.Name, want.Metadata, want.Disabled = name, meta, true
 		assertSame(t, "UpdateAPIKey's key", got, want)
 		f.wantKey("the updated key", want)
-		st, err := f.s.TokenStatus(f.ctx, tok.ID, k.ID, nil, "")
+		st, err := f.s.TokenStatus(f.ctx, tok.ID, k.ID, nil, "", false)
 		f.ok(err, "TokenStatus")
 		if st.Key == nil {
 			t.Fatal("TokenStatus of a disabled key's token: got no key, want the key, disabled")
@@ -197,7 +197,7 @@ func (s suite) updateAPIKey(t *testing.T) {
 			f.wantKey("a key below the disabled key", below)
 		}
 		for _, hint := range [][]string{grandchild.Ancestors, nil} {
-			st, err := f.s.TokenStatus(f.ctx, tok.ID, grandchild.ID, hint, "")
+			st, err := f.s.TokenStatus(f.ctx, tok.ID, grandchild.ID, hint, "", false)
 			f.ok(err, "TokenStatus")
 			if st.Key == nil || !st.Key.DisabledAbove || st.Key.Disabled {
 				t.Errorf("TokenStatus (hint %v) of a token of a key below a disabled key: got %+v, want the key with DisabledAbove only", hint, st.Key)
@@ -574,7 +574,7 @@ func (s suite) deleteAPIKey(t *testing.T) {
 			what := fmt.Sprintf("key %d of the tree", i)
 			f.wantKeyGone(what, k)
 			for _, hint := range [][]string{k.Ancestors, nil} {
-				st, err := f.s.TokenStatus(f.ctx, tokens[i].ID, k.ID, hint, "")
+				st, err := f.s.TokenStatus(f.ctx, tokens[i].ID, k.ID, hint, "", false)
 				f.ok(err, "TokenStatus")
 				if st.Key != nil {
 					t.Errorf("%s: TokenStatus with the hint %v: got the key, want nil", what, hint)
@@ -635,7 +635,7 @@ func (s suite) deleteAPIKey(t *testing.T) {
 		for i, k := range gone {
 			f.wantKeyGone(fmt.Sprintf("key %d below the root", i), k)
 		}
-		st, err := f.s.TokenStatus(f.ctx, tok.ID, deep.ID, deep.Ancestors, "")
+		st, err := f.s.TokenStatus(f.ctx, tok.ID, deep.ID, deep.Ancestors, "", false)
 		f.ok(err, "TokenStatus")
 		if st.Key != nil {
 			t.Error("TokenStatus of the deepest key's token: got the key, want nil")
@@ -714,7 +714,7 @@ func (s suite) createToken(t *testing.T) {
 		f := s.fix(t)
 		k := f.key()
 		tr := f.token(k.ID)
-		st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, nil, "")
+		st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, nil, "", false)
 		f.ok(err, "TokenStatus")
 		if !st.RevokedAt.IsZero() {
 			t.Errorf("RevokedAt of a fresh token: got %v, want zero", st.RevokedAt)
@@ -740,7 +740,7 @@ func (s suite) revokeToken(t *testing.T) {
 		if !at.Equal(r.RevokedAt) {
 			t.Errorf("RevokeToken: got %v, want %v", at, r.RevokedAt)
 		}
-		st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, nil, "")
+		st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, nil, "", false)
 		f.ok(err, "TokenStatus")
 		if !st.RevokedAt.Equal(r.RevokedAt) {
 			t.Errorf("TokenStatus.RevokedAt: got %v, want %v", st.RevokedAt, r.RevokedAt)
@@ -758,7 +758,7 @@ func (s suite) revokeToken(t *testing.T) {
 		if !at.Equal(first.RevokedAt) {
 			t.Errorf("RevokeToken again: got %v, want the first time %v", at, first.RevokedAt)
 		}
-		st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, nil, "")
+		st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, nil, "", false)
 		f.ok(err, "TokenStatus")
 		if !st.RevokedAt.Equal(first.RevokedAt) {
 			t.Errorf("TokenStatus.RevokedAt: got %v, want the first time %v", st.RevokedAt, first.RevokedAt)
@@ -779,7 +779,7 @@ func (s suite) revokeToken(t *testing.T) {
 			ats[i], err = f.s.RevokeToken(f.ctx, rs[i])
 			return err
 		})
-		st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, nil, "")
+		st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, nil, "", false)
 		f.ok(err, "TokenStatus")
 		for i, err := range errs {
 			if err != nil {
@@ -799,7 +799,7 @@ func (s suite) revokeToken(t *testing.T) {
 		tr, other := f.token(k.ID), f.token(k.ID)
 		_, err := f.s.RevokeToken(f.ctx, revocation(f, tr))
 		f.ok(err, "RevokeToken")
-		st, err := f.s.TokenStatus(f.ctx, other.ID, k.ID, nil, "")
+		st, err := f.s.TokenStatus(f.ctx, other.ID, k.ID, nil, "", false)
 		f.ok(err, "TokenStatus of another token")
 		if !st.RevokedAt.IsZero() {
 			t.Errorf("RevokedAt of another token: got %v, want zero", st.RevokedAt)
@@ -822,7 +822,7 @@ func (s suite) tokenStatus(t *testing.T) {
 		k := f.key()
 		f.key()
 		tr := f.token(k.ID)
-		st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, nil, "")
+		st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, nil, "", false)
 		f.ok(err, "TokenStatus")
 		if st.Key == nil {
 			t.Fatal("Key: got nil, want the issuing key")
@@ -837,7 +837,7 @@ func (s suite) tokenStatus(t *testing.T) {
 		k := f.key()
 		tr := f.token(k.ID)
 		f.ok(f.s.DeleteAPIKey(f.ctx, k.ID, nil), "DeleteAPIKey")
-		st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, nil, "")
+		st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, nil, "", false)
 		f.ok(err, "TokenStatus")
 		if st.Key != nil {
 			t.Errorf("Key of a deleted key: got %+v, want nil", *st.Key)
@@ -850,7 +850,7 @@ func (s suite) tokenStatus(t *testing.T) {
 		r := account.Revocation{TokenID: tr.ID, KeyID: k.ID, RevokedAt: f.now(), ExpiresAt: tr.ExpiresAt}
 		_, err := f.s.RevokeToken(f.ctx, r)
 		f.ok(err, "RevokeToken")
-		st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, nil, "")
+		st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, nil, "", false)
 		f.ok(err, "TokenStatus")
 		if !st.RevokedAt.Equal(r.RevokedAt) {
 			t.Errorf("RevokedAt: got %v, want %v", st.RevokedAt, r.RevokedAt)
@@ -869,7 +869,7 @@ func (s suite) tokenStatus(t *testing.T) {
 		tr := f.token(k.ID)
 		missing := account.NewID(account.PrefixAPIKey, f.now())
 		for _, hint := range [][]string{k.Ancestors, nil, {missing}, {root.ID, missing, root.ID}} {
-			st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, hint, "")
+			st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, hint, "", false)
 			f.ok(err, "TokenStatus")
 			if st.Key == nil {
 				t.Fatalf("TokenStatus with the hint %v: got no key, want the live key", hint)
@@ -882,7 +882,7 @@ func (s suite) tokenStatus(t *testing.T) {
 		f := s.fix(t)
 		f.token(f.key().ID)
 		at := f.now()
-		st, err := f.s.TokenStatus(f.ctx, account.NewID(account.PrefixToken, at), account.NewID(account.PrefixAPIKey, at), nil, "")
+		st, err := f.s.TokenStatus(f.ctx, account.NewID(account.PrefixToken, at), account.NewID(account.PrefixAPIKey, at), nil, "", false)
 		f.ok(err, "TokenStatus")
 		if !st.RevokedAt.IsZero() || st.Key != nil {
 			t.Errorf("TokenStatus: got %+v, want the zero status", st)
@@ -1010,7 +1010,7 @@ func (s suite) keyOwners(t *testing.T) {
 		for i, k := range gone {
 			f.wantKeyGone(fmt.Sprintf("key %d of the organization", i), k)
 			for _, orgHint := range []string{o.ID, ""} {
-				st, err := f.s.TokenStatus(f.ctx, tokens[i].ID, k.ID, k.Ancestors, orgHint)
+				st, err := f.s.TokenStatus(f.ctx, tokens[i].ID, k.ID, k.Ancestors, orgHint, false)
 				f.ok(err, "TokenStatus")
 				if st.Key != nil {
 					t.Errorf("TokenStatus of a token of key %d of the deleted organization: got the key, want nil", i)

@@ -70,6 +70,7 @@ func Run(t *testing.T, newStore func(t *testing.T) account.Store) {
 
 	t.Run("CreateToken", s.createToken)
 	t.Run("RevokeToken", s.revokeToken)
+	t.Run("RevokeTokenInline", s.revokeTokenInline)
 	t.Run("TokenStatus", s.tokenStatus)
 	t.Run("ListTokens", s.listTokens)
 	t.Run("RevokeKeyTokens", s.revokeKeyTokens)

@@ -111,7 +111,7 @@ func (s suite) revokeKeyTokens(t *testing.T) {
 		f.ok(err, "GetAPIKey")
 		byHash, err := f.s.GetAPIKeyByHash(f.ctx, k.Hash)
 		f.ok(err, "GetAPIKeyByHash")
-		st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, nil, "")
+		st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, nil, "", false)
 		f.ok(err, "TokenStatus")
 		if st.Key == nil {
 			t.Fatal("TokenStatus: no key")

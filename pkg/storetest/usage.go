@@ -114,7 +114,7 @@ func RunKeyLimits(t *testing.T, newStore func(t *testing.T) account.Store) {
 			f.ok(err, "GetAPIKey")
 			byHash, err := f.s.GetAPIKeyByHash(f.ctx, want.Hash)
 			f.ok(err, "GetAPIKeyByHash")
-			st, err := f.s.TokenStatus(f.ctx, "tok_none", want.ID, nil, "")
+			st, err := f.s.TokenStatus(f.ctx, "tok_none", want.ID, nil, "", false)
 			f.ok(err, "TokenStatus")
 			for name, k := range map[string]account.APIKey{"GetAPIKey": got, "GetAPIKeyByHash": byHash, "TokenStatus": *st.Key} {
 				if !reflect.DeepEqual(k.RateLimits, want.RateLimits) || !reflect.DeepEqual(k.Credits, want.Credits) {

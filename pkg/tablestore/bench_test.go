@@ -32,7 +32,7 @@ func BenchmarkTokenStatus(b *testing.B) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			st, err := s.TokenStatus(ctx, tok.ID, k.ID, nil, "")
+			st, err := s.TokenStatus(ctx, tok.ID, k.ID, nil, "", false)
 			if err != nil || st.Key == nil {
 				b.Errorf("TokenStatus: %v, key %v", err, st.Key)
 				return

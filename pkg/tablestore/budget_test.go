@@ -186,10 +186,44 @@ func TestRequestBudgets(t *testing.T) {
 	budgets := []budget{
 		{"TokenStatus (verify)", 1, []string{"BatchGetItem"}, func(t *testing.T, f *budgetFixture) func() {
 			return func() {
-				st, err := f.s.TokenStatus(f.ctx, f.tok.ID, f.key.ID, nil, "")
+				st, err := f.s.TokenStatus(f.ctx, f.tok.ID, f.key.ID, nil, "", false)
 				must(t, err, "TokenStatus")
 				if st.Key == nil {
 					t.Fatal("TokenStatus: key not found")
+				}
+			}
+		}},
+		{"TokenStatus (verify, a token with the claim)", 1, []string{"BatchGetItem"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				st, err := f.s.TokenStatus(f.ctx, f.tok.ID, f.key.ID, nil, "", true)
+				must(t, err, "TokenStatus")
+				if st.Key == nil || !st.RevokedAt.IsZero() {
+					t.Fatalf("TokenStatus: got %+v, want the key, not revoked", st)
+				}
+			}
+		}},
+		{"TokenStatus (verify, a revoked token with the claim)", 1, []string{"BatchGetItem"}, func(t *testing.T, f *budgetFixture) func() {
+			_, err := f.s.RevokeToken(f.ctx, account.Revocation{TokenID: f.tok.ID, KeyID: f.key.ID, RevokedAt: f.tick(), ExpiresAt: f.tok.ExpiresAt, Inline: true})
+			must(t, err, "RevokeToken")
+			return func() {
+				st, err := f.s.TokenStatus(f.ctx, f.tok.ID, f.key.ID, nil, "", true)
+				must(t, err, "TokenStatus")
+				if st.Key == nil || st.RevokedAt.IsZero() {
+					t.Fatalf("TokenStatus: got %+v, want the key, revoked", st)
+				}
+			}
+		}},
+		{"TokenStatus (verify, a token with the claim, its key's revocations overflowing)", 2, []string{"BatchGetItem", "BatchGetItem"}, func(t *testing.T, f *budgetFixture) func() {
+			for range 17 {
+				at := f.tick()
+				_, err := f.s.RevokeToken(f.ctx, account.Revocation{TokenID: account.NewID(account.PrefixToken, at), KeyID: f.key.ID, RevokedAt: at, ExpiresAt: at.Add(time.Hour), Inline: true})
+				must(t, err, "RevokeToken")
+			}
+			return func() {
+				st, err := f.s.TokenStatus(f.ctx, f.tok.ID, f.key.ID, nil, "", true)
+				must(t, err, "TokenStatus")
+				if st.Key == nil || !st.RevokedAt.IsZero() {
+					t.Fatalf("TokenStatus: got %+v, want the key, not revoked", st)
 				}
 			}
 		}},
@@ -198,7 +232,7 @@ func TestRequestBudgets(t *testing.T) {
 			_, err := f.s.UpdateAPIKey(f.ctx, f.key.ID, account.APIKeyPatch{RateLimits: &limits, Credits: &account.CreditsChange{Credits: &account.Credits{Remaining: 1000, Set: "s"}}}, nil)
 			must(t, err, "UpdateAPIKey")
 			return func() {
-				st, err := f.s.TokenStatus(f.ctx, f.tok.ID, f.key.ID, nil, "")
+				st, err := f.s.TokenStatus(f.ctx, f.tok.ID, f.key.ID, nil, "", false)
 				must(t, err, "TokenStatus")
 				if st.Key == nil || len(st.Key.RateLimits) != 1 {
 					t.Fatalf("TokenStatus: got %+v, want the key with its limit", st.Key)
@@ -227,7 +261,7 @@ func TestRequestBudgets(t *testing.T) {
 		}},
 		{"TokenStatus (verify, key with 2 ancestors)", 1, []string{"BatchGetItem"}, func(t *testing.T, f *budgetFixture) func() {
 			return func() {
-				st, err := f.s.TokenStatus(f.ctx, f.deepTok.ID, f.deep.ID, f.deep.Ancestors, "")
+				st, err := f.s.TokenStatus(f.ctx, f.deepTok.ID, f.deep.ID, f.deep.Ancestors, "", false)
 				must(t, err, "TokenStatus")
 				if st.Key == nil {
 					t.Fatal("TokenStatus: key not found")
@@ -256,6 +290,47 @@ func TestRequestBudgets(t *testing.T) {
 			return func() {
 				_, err := f.s.RevokeToken(f.ctx, account.Revocation{TokenID: f.tok.ID, KeyID: f.key.ID, RevokedAt: f.tick(), ExpiresAt: f.tok.ExpiresAt})
 				must(t, err, "RevokeToken")
+			}
+		}},
+		{"RevokeToken (a token with the claim)", 2, []string{"GetItem", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				_, err := f.s.RevokeToken(f.ctx, account.Revocation{TokenID: f.tok.ID, KeyID: f.key.ID, RevokedAt: f.tick(), ExpiresAt: f.tok.ExpiresAt, Inline: true})
+				must(t, err, "RevokeToken")
+			}
+		}},
+		{"RevokeToken (a token with the claim, its key holding 15)", 2, []string{"GetItem", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+			for range 15 {
+				at := f.tick()
+				_, err := f.s.RevokeToken(f.ctx, account.Revocation{TokenID: account.NewID(account.PrefixToken, at), KeyID: f.key.ID, RevokedAt: at, ExpiresAt: at.Add(time.Hour), Inline: true})
+				must(t, err, "RevokeToken")
+			}
+			return func() {
+				_, err := f.s.RevokeToken(f.ctx, account.Revocation{TokenID: f.tok.ID, KeyID: f.key.ID, RevokedAt: f.tick(), ExpiresAt: f.tok.ExpiresAt, Inline: true})
+				must(t, err, "RevokeToken")
+			}
+		}},
+		{"RevokeToken (a token with the claim, overflowing)", 2, []string{"GetItem", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+			for range 16 {
+				at := f.tick()
+				_, err := f.s.RevokeToken(f.ctx, account.Revocation{TokenID: account.NewID(account.PrefixToken, at), KeyID: f.key.ID, RevokedAt: at, ExpiresAt: at.Add(time.Hour), Inline: true})
+				must(t, err, "RevokeToken")
+			}
+			return func() {
+				_, err := f.s.RevokeToken(f.ctx, account.Revocation{TokenID: f.tok.ID, KeyID: f.key.ID, RevokedAt: f.tick(), ExpiresAt: f.tok.ExpiresAt, Inline: true})
+				must(t, err, "RevokeToken")
+			}
+		}},
+		{"RevokeToken (a token with the claim, again)", 1, []string{"GetItem"}, func(t *testing.T, f *budgetFixture) func() {
+			r := account.Revocation{TokenID: f.tok.ID, KeyID: f.key.ID, RevokedAt: f.tick(), ExpiresAt: f.tok.ExpiresAt, Inline: true}
+			_, err := f.s.RevokeToken(f.ctx, r)
+			must(t, err, "first RevokeToken")
+			r.RevokedAt = f.tick()
+			return func() {
+				at, err := f.s.RevokeToken(f.ctx, r)
+				must(t, err, "RevokeToken")
+				if at.Equal(r.RevokedAt) {
+					t.Error("RevokeToken again: got the new time, want the first")
+				}
 			}
 		}},
 		{"RevokeToken (again)", 2, []string{"TransactWriteItems", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
@@ -342,7 +417,7 @@ func TestRequestBudgets(t *testing.T) {
 			_, err := f.s.UpdateAPIKey(f.ctx, f.key.ID, account.APIKeyPatch{Disabled: &off}, nil)
 			must(t, err, "UpdateAPIKey")
 			return func() {
-				st, err := f.s.TokenStatus(f.ctx, f.tok.ID, f.key.ID, nil, "")
+				st, err := f.s.TokenStatus(f.ctx, f.tok.ID, f.key.ID, nil, "", false)
 				must(t, err, "TokenStatus")
 				if st.Key == nil || !st.Key.Disabled {
 					t.Fatalf("TokenStatus: got %+v, want the key, disabled", st.Key)
@@ -359,7 +434,7 @@ func TestRequestBudgets(t *testing.T) {
 			_, err := f.s.UpdateAPIKey(f.ctx, f.key.ID, account.APIKeyPatch{RevokeTokens: true, At: f.tick()}, nil)
 			must(t, err, "UpdateAPIKey")
 			return func() {
-				st, err := f.s.TokenStatus(f.ctx, f.tok.ID, f.key.ID, nil, "")
+				st, err := f.s.TokenStatus(f.ctx, f.tok.ID, f.key.ID, nil, "", false)
 				must(t, err, "TokenStatus")
 				if st.Key == nil || st.Key.TokensRevokedBefore.IsZero() {
 					t.Fatalf("TokenStatus: got %+v, want the key, with its tokens revoked", st.Key)
@@ -679,7 +754,7 @@ func TestRequestBudgets(t *testing.T) {
 		{"TokenStatus (verify, key bound to an organization)", 1, []string{"BatchGetItem"}, func(t *testing.T, f *budgetFixture) func() {
 			k, tok := f.orgKeys(t)
 			return func() {
-				st, err := f.s.TokenStatus(f.ctx, tok.ID, k.ID, nil, k.OrganizationID)
+				st, err := f.s.TokenStatus(f.ctx, tok.ID, k.ID, nil, k.OrganizationID, false)
 				must(t, err, "TokenStatus")
 				if st.Key == nil {
 					t.Fatal("TokenStatus: key not found")

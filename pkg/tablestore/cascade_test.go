@@ -370,7 +370,7 @@ func (f *cascadeFixture) wantKeysGone(what string, keys []account.APIKey, tokens
 			f.t.Fatalf("%s: GetAPIKeyByHash %s: got %v, want not_found", what, k.ID, err)
 		}
 		for _, hint := range [][]string{k.Ancestors, nil} {
-			st, err := f.s.TokenStatus(ctx, tokens[k.ID].ID, k.ID, hint, "")
+			st, err := f.s.TokenStatus(ctx, tokens[k.ID].ID, k.ID, hint, "", false)
 			must(f.t, err, "TokenStatus")
 			if st.Key != nil {
 				f.t.Fatalf("%s: TokenStatus of a token of %s (hint %v): got the key, want nil", what, k.ID, hint)

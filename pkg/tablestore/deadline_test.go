@@ -136,7 +136,10 @@ func storeCalls(s *tablestore.Store, user account.User, org account.Organization
 			_, err := s.RevokeToken(ctx, account.Revocation{TokenID: tok.ID, KeyID: key.ID, RevokedAt: at, ExpiresAt: tok.ExpiresAt})
 			return err
 		},
-		"TokenStatus": func(ctx context.Context) error { _, err := s.TokenStatus(ctx, tok.ID, key.ID, nil, ""); return err },
+		"TokenStatus": func(ctx context.Context) error {
+			_, err := s.TokenStatus(ctx, tok.ID, key.ID, nil, "", false)
+			return err
+		},
 		"ListEvents": func(ctx context.Context) error {
 			_, err := s.ListEvents(ctx, account.EventQuery{After: account.EventIDAt(at.Add(-time.Hour)), Since: at.Add(-account.EventRetention)})
 			return err

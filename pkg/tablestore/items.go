@@ -211,6 +211,29 @@ type apiKeyItem struct {
 	// revoked with no copy of its revocation entry, so a verify of it
 	// reads the entry itself too. Nil on a key that has no copies.
 	CopiesSince *time.Time `dynamodbav:"copies_since,omitempty"`
+	// Revoked holds the inline revocations of the key's tokens that carry
+	// the claim (account.TokenClaims.InlineRevocation), by token ID, on the
+	// item under the ID and its read copies: a verify of such a token reads
+	// the key and nothing else. At most maxInlineRevocations of tokens not
+	// yet expired; a revocation past them goes to the entry and its copies,
+	// and moves RevokedOverflowUntil to the latest expiry among them, until
+	// which a verify of a token not found here reads its entry's copy too
+	// (see RevokeToken). Read only, once decoded: the key memo hands the
+	// same map to every reader (clone leaves it), and a revocation writes
+	// a new one.
+	Revoked              map[string]inlineRevocation `dynamodbav:"revoked,omitempty"`
+	RevokedOverflowUntil *time.Time                  `dynamodbav:"revoked_overflow_until,omitempty"`
+}
+
+// inlineRevocation is a token's revocation on its key: short names and
+// numbers, so that maxInlineRevocations of them add about 1 KB to the
+// key's item (a 30-character ID and two numbers: about 55 bytes each).
+type inlineRevocation struct {
+	// RevokedAt is the revocation's time in Unix nanoseconds, as the entry
+	// has it; ExpiresAt the token's expiry in Unix seconds, after which the
+	// revocation is dropped at the key's next revocation.
+	RevokedAt int64 `dynamodbav:"r"`
+	ExpiresAt int64 `dynamodbav:"e"`
 }
 
 // newAPIKeyItems returns the item under the ID and the copy under the hash.
@@ -268,6 +291,9 @@ func (it apiKeyItem) hashCopy() apiKeyItem {
 	it.key = keyHashKey(it.Hash)
 	it.GSI1PK, it.GSI1SK = "", ""
 	it.Children = 0
+	// A secret authenticates the key, not a token: no revocations, so a
+	// revocation need not write this copy.
+	it.Revoked, it.RevokedOverflowUntil = nil, nil
 	return it
 }
 

@@ -149,7 +149,9 @@ func sameList[T any](a, b []T, same func(x, y T) bool) bool {
 }
 
 // clone returns it with slices, maps and pointers of its own, so that a
-// caller that changes them changes no one else's key.
+// caller that changes them changes no one else's key; but for Revoked,
+// which no caller changes (a revocation makes a new map), so that a verify
+// copies none.
 func (it apiKeyItem) clone() apiKeyItem {
 	it.Hash, it.Scopes, it.Ancestors = slices.Clone(it.Hash), slices.Clone(it.Scopes), slices.Clone(it.Ancestors)
 	it.PreviousHash, it.Metadata = slices.Clone(it.PreviousHash), maps.Clone(it.Metadata)

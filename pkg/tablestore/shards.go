@@ -140,10 +140,12 @@ func orgEventShard(id string) int {
 }
 
 // readCopy returns copy n of the key item under the ID (it), as verify
-// reads it: the whole key, outside the list, without Children.
+// reads it: the whole key, outside the list, without Children, with the
+// revocations of its tokens, which the copy under the hash leaves out.
 func (it apiKeyItem) readCopy(n int) apiKeyItem {
 	c := it.hashCopy()
 	c.key = apiKeyCopyKey(it.KeyID, n)
+	c.Revoked, c.RevokedOverflowUntil = it.Revoked, it.RevokedOverflowUntil
 	return c
 }
 

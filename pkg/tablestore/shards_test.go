@@ -109,8 +109,14 @@ func attrS(av types.AttributeValue) string {
 // by more than a tenth of them (DynamoDB serves one about 3,000 strongly
 // consistent reads a second: a tenth of 30,000 verifies); nor over 1,000
 // verifies spread over the tokens of two keys of one organization. Each
-// verify is still one BatchGetItem.
+// verify is still one BatchGetItem. For tokens with the claim and without.
 func TestHotItems_Verify(t *testing.T) {
+	for _, inline := range []bool{false, true} {
+		t.Run(fmt.Sprintf("inline=%v", inline), func(t *testing.T) { testHotItemsVerify(t, inline) })
+	}
+}
+
+func testHotItemsVerify(t *testing.T, inline bool) {
 	var m itemMeter
 	var calls meter
 	client := dynamotest.NewClient(t, m.option, calls.option)
@@ -140,7 +146,7 @@ func TestHotItems_Verify(t *testing.T) {
 		if tok.KeyID == parent.ID {
 			k = parent
 		}
-		st, err := s.TokenStatus(ctx, tok.ID, k.ID, k.Ancestors, org.ID)
+		st, err := s.TokenStatus(ctx, tok.ID, k.ID, k.Ancestors, org.ID, inline)
 		must(t, err, "TokenStatus")
 		if st.Key == nil || !st.RevokedAt.IsZero() {
 			t.Fatalf("TokenStatus of a live token: %+v", st)
@@ -183,8 +189,15 @@ func TestHotItems_Verify(t *testing.T) {
 // (a token revoked, a key disabled, its tokens revoked, a key above it
 // deleted, its organization deleted) is seen by a verify that reads any
 // of the copies, each read in turn; and a key or token from before the
-// copies existed (an item with no copy) is read from its item.
+// copies existed (an item with no copy) is read from its item. For tokens
+// with the claim (revoked on their key) and without (with their entry).
 func TestReadCopies_SeenAtOnce(t *testing.T) {
+	for _, inline := range []bool{false, true} {
+		t.Run(fmt.Sprintf("inline=%v", inline), func(t *testing.T) { testReadCopiesSeenAtOnce(t, inline) })
+	}
+}
+
+func testReadCopiesSeenAtOnce(t *testing.T, inline bool) {
 	_, _, s := newTableStore(t)
 	ctx := t.Context()
 	now := time.Now().UTC().Truncate(time.Millisecond)
@@ -206,7 +219,7 @@ func TestReadCopies_SeenAtOnce(t *testing.T) {
 		t.Helper()
 		out := make([]account.TokenStatus, tablestore.ReadShards)
 		for n := range out {
-			st, err := s.TokenStatus(tablestore.WithReadShard(ctx, n), tokenID, child.ID, child.Ancestors, org.ID)
+			st, err := s.TokenStatus(tablestore.WithReadShard(ctx, n), tokenID, child.ID, child.Ancestors, org.ID, inline)
 			must(t, err, "TokenStatus")
 			out[n] = st
 		}
@@ -223,7 +236,7 @@ func TestReadCopies_SeenAtOnce(t *testing.T) {
 	expect("a live token", tok, func(st account.TokenStatus) bool { return st.Key != nil && st.RevokedAt.IsZero() && !st.Key.Paused() })
 
 	revokedAt := next()
-	if _, err := s.RevokeToken(ctx, account.Revocation{TokenID: tok, KeyID: child.ID, RevokedAt: revokedAt, ExpiresAt: revokedAt.Add(time.Hour)}); err != nil {
+	if _, err := s.RevokeToken(ctx, account.Revocation{TokenID: tok, KeyID: child.ID, RevokedAt: revokedAt, ExpiresAt: revokedAt.Add(time.Hour), Inline: inline}); err != nil {
 		t.Fatal(err)
 	}
 	expect("a revoked token", tok, func(st account.TokenStatus) bool { return st.RevokedAt.Equal(revokedAt) })
@@ -395,7 +408,7 @@ func TestEventShards_Busy(t *testing.T) {
 		if !at.Equal(now) {
 			t.Errorf("RevokeToken: revoked at %v, want %v", at, now)
 		}
-		st, err := s.TokenStatus(ctx, tok, "key_x", nil, "")
+		st, err := s.TokenStatus(ctx, tok, "key_x", nil, "", false)
 		must(t, err, "TokenStatus")
 		if !st.RevokedAt.Equal(now) {
 			t.Errorf("TokenStatus of a token revoked while the event log was busy: %+v", st)
@@ -408,4 +421,99 @@ func TestEventShards_Busy(t *testing.T) {
 		t.Errorf("events written in %v, want the 3 revocations' in shard 5", busy.written)
 	}
 	t.Logf("%d transactions met a busy shard; every revocation went through, its event in %v", busy.throttled.Load(), busy.written)
+}
+
+// TestVerify_OneItem: a verify of a token with the claim, of a key with
+// no key above it and no organization, asks DynamoDB for one item (copy n
+// of the key), in one BatchGetItem; one more per key above and for the
+// organization. A token without the claim costs its revocation entry's
+// copy as well.
+func TestVerify_OneItem(t *testing.T) {
+	var m itemMeter
+	var calls meter
+	client := dynamotest.NewClient(t, m.option, calls.option)
+	s := dynamostore.New(client, dynamotest.NewTable(t, client), dynamostore.WithTimeout(dynamotest.Timeout))
+	ctx := t.Context()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	at := func(i int) time.Time { return now.Add(time.Duration(i) * time.Millisecond) }
+	org := newOrg(at(1))
+	must(t, s.CreateOrganization(ctx, org), "CreateOrganization")
+	root := newKey(at(2))
+	must(t, s.CreateAPIKey(ctx, root), "CreateAPIKey")
+	child := newKey(at(3))
+	child.CreatedBy, child.Ancestors = root.ID, []string{root.ID}
+	must(t, s.CreateAPIKey(ctx, child), "CreateAPIKey below a key")
+	bound := newKey(at(4))
+	bound.OrganizationID = org.ID
+	must(t, s.CreateAPIKey(ctx, bound), "CreateAPIKey bound to an organization")
+	// A key that holds revocations reads no more than one that holds none.
+	for i := range 5 {
+		_, err := s.RevokeToken(ctx, account.Revocation{TokenID: account.NewID(account.PrefixToken, at(10+i)), KeyID: root.ID, RevokedAt: at(20 + i), ExpiresAt: at(20 + i).Add(time.Hour), Inline: true})
+		must(t, err, "RevokeToken")
+	}
+	tok := account.NewID(account.PrefixToken, at(30))
+	for _, c := range []struct {
+		what   string
+		k      account.APIKey
+		inline bool
+		items  int
+	}{
+		{"a token with the claim of a key with none above it", root, true, 1},
+		{"a token without the claim", root, false, 2},
+		{"a token with the claim of a key below a key", child, true, 2},
+		{"a token with the claim of a key bound to an organization", bound, true, 2},
+	} {
+		for n := range tablestore.ReadShards {
+			m.reset()
+			got := calls.measure(func() {
+				st, err := s.TokenStatus(tablestore.WithReadShard(ctx, n), tok, c.k.ID, c.k.Ancestors, c.k.OrganizationID, c.inline)
+				must(t, err, "TokenStatus")
+				if st.Key == nil || !st.RevokedAt.IsZero() {
+					t.Fatalf("%s: TokenStatus: got %+v, want the key, not revoked", c.what, st)
+				}
+			})
+			items := 0
+			for k, v := range m.reads {
+				if strings.Contains(k, "|") {
+					items += v
+				}
+			}
+			if len(got) != 1 || got[0].op != "BatchGetItem" || items != c.items {
+				t.Errorf("%s, copy %d: %d requests %v reading %d items, want one BatchGetItem of %d", c.what, n, len(got), got, items, c.items)
+			}
+		}
+	}
+}
+
+// TestReadCopies_Overflow: a revocation past what its key holds is seen at
+// once on every copy, and so is a token of that key that is not revoked.
+func TestReadCopies_Overflow(t *testing.T) {
+	_, _, s := newTableStore(t)
+	ctx := t.Context()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	tick := 0
+	next := func() time.Time { tick++; return now.Add(time.Duration(tick) * time.Millisecond) }
+	k := newKey(next())
+	must(t, s.CreateAPIKey(ctx, k), "CreateAPIKey")
+	live := account.NewID(account.PrefixToken, next())
+	var last account.Revocation
+	for range 20 {
+		at := next()
+		last = account.Revocation{TokenID: account.NewID(account.PrefixToken, at), KeyID: k.ID, RevokedAt: at, ExpiresAt: at.Add(time.Hour), Inline: true}
+		_, err := s.RevokeToken(ctx, last)
+		must(t, err, "RevokeToken")
+	}
+	for n := range tablestore.ReadShards {
+		c := tablestore.WithReadShard(ctx, n)
+		st, err := s.TokenStatus(c, last.TokenID, k.ID, nil, "", true)
+		must(t, err, "TokenStatus")
+		if !st.RevokedAt.Equal(last.RevokedAt) || st.Key == nil {
+			t.Errorf("copy %d: the token revoked past the key's room reads %+v, want revoked at %v", n, st, last.RevokedAt)
+		}
+		st, err = s.TokenStatus(c, live, k.ID, nil, "", true)
+		must(t, err, "TokenStatus")
+		if !st.RevokedAt.IsZero() || st.Key == nil {
+			t.Errorf("copy %d: a live token reads %+v, want not revoked", n, st)
+		}
+	}
 }

@@ -34,28 +34,232 @@ func (s *Store) CreateToken(ctx context.Context, t account.TokenRecord) error {
 	return storeErr(err)
 }
 
-// RevokeToken writes the revocation entry unless one exists, with its read
-// copies (see shards.go), in one transaction: the entry's Put is
-// conditional and asks for the old item (ReturnValuesOnConditionCheckFailure),
-// so when one exists the first revocation time comes back with the
-// cancellation, without a second request. A repeated revocation rewrites
-// the copies of the entry in force, so that one made by a version that
-// wrote none reaches every copy.
+// RevokeToken records a revocation where TokenStatus reads it, with the
+// event, in one transaction, and returns the first revocation time.
+//
+// A token that carries the claim (r.Inline) is revoked on its key
+// (revokeInline): a key change, made as UpdateAPIKey makes one, on the
+// Version read, and retried the same way when another change (a PATCH, a
+// rotation, another revocation) came between its read and its write, so
+// that neither is lost. A token without it, or of a key that is gone, is
+// revoked with its entry and the entry's read copies, as before the claim
+// existed (revokeEntry).
 func (s *Store) RevokeToken(ctx context.Context, r account.Revocation) (time.Time, error) {
+	if recording(ctx) {
+		ctx = withEvents(ctx, account.PendingEvent{Type: account.EventTokenRevoked, Data: r})
+	}
+	if !r.Inline {
+		return s.revokeEntry(ctx, r, nil, true)
+	}
+	// Four times a PATCH's retries: a mass revocation of one key's tokens
+	// is the race this path loses most, and each lost pass costs one
+	// strongly consistent read.
+	for attempt := 0; ; attempt++ {
+		at, err := s.revokeInline(ctx, r)
+		if !errors.Is(err, errKeyChanged) && !errors.Is(err, errTransactionConflict) {
+			return at, err
+		}
+		if attempt >= 4*s.conflictRetries {
+			return time.Time{}, account.ErrConcurrentUpdate("API key")
+		}
+		if err := backoff(ctx, attempt); err != nil {
+			return time.Time{}, err
+		}
+	}
+}
+
+// maxInlineRevocations bounds the revocations, of tokens not yet expired,
+// that a key's item holds (apiKeyItem.Revoked): 16 of 58 bytes add 0.9 KB,
+// so a key with a few scopes, limits and some metadata stays within the
+// 4 KB of one read unit, and the largest key the limits allow takes the 3
+// RRU it took without them (TestInlineRevocations_Size).
+const maxInlineRevocations = 16
+
+// expiredRevocationMargin is how long after its token's expiry a
+// revocation stays on the key: longer than any skew between the clocks of
+// the instances (token.ClockSkew).
+const expiredRevocationMargin = time.Minute
+
+// revokeInline is one pass of RevokeToken for a token that carries the
+// claim: it reads the key's item strongly consistently and writes, on
+// condition that it is still the Version read, the item with the
+// revocation added and the revocations of expired tokens dropped, and its
+// read copies, with the entry (the record of the first revocation time,
+// and what ListTokens reads). A key that holds maxInlineRevocations
+// already takes the revocation as an overflow: the entry and its copies,
+// and RevokedOverflowUntil moved to the token's expiry if it is later
+// (otherwise the key is only checked to be the Version read, and not
+// rewritten). errKeyChanged if the key changed under it.
+func (s *Store) revokeInline(ctx context.Context, r account.Revocation) (time.Time, error) {
+	k := apiKeyKey(r.KeyID)
+	av, err := s.getRaw(ctx, k)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if av == nil {
+		return s.revokeEntry(ctx, r, nil, true)
+	}
+	it, err := s.keys.decode(k, av)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if it.Deleting {
+		// Its tokens are refused for that; the entry records the time.
+		return s.revokeEntry(ctx, r, nil, true)
+	}
+	if e, ok := it.Revoked[r.TokenID]; ok {
+		// Nothing changed: no event, and the idempotency record stays
+		// started.
+		return time.Unix(0, e.RevokedAt).UTC(), nil
+	}
+	next, overflow := it.withRevocation(r)
+	cond := condLive.And(versionIs(it.Version))
+	var keyItems []types.TransactWriteItem
+	if next == nil {
+		check, err := s.check(k, cond)
+		if err != nil {
+			return time.Time{}, err
+		}
+		keyItems = []types.TransactWriteItem{check}
+	} else {
+		if keyItems, err = s.inlineKeyItems(k, it, *next); err != nil {
+			return time.Time{}, err
+		}
+	}
+	at, err := s.revokeEntry(ctx, r, keyItems, overflow)
+	if !errors.Is(err, errRevokedOutside) {
+		return at, err
+	}
+	// The entry exists and the key does not hold it: a revocation made by
+	// the version before the claim (its verifies read the entry, and ours
+	// do not), or one that overflowed. Unless the key's overflow still
+	// covers it, the key takes it now, at its first time: the repeat that
+	// docs/deploying.md asks for after the upgrade. Nothing else changed:
+	// no event, and the idempotency record stays started.
+	if it.RevokedOverflowUntil != nil && !it.RevokedOverflowUntil.Before(r.ExpiresAt) && issuedBefore(r.TokenID, *it.RevokedOverflowUntil) {
+		return at, nil
+	}
+	first := r
+	first.RevokedAt = at
+	next, overflow = it.withRevocation(first)
+	if overflow || next == nil {
+		return at, nil // full: the entry, which exists, is where it stays
+	}
+	keyItems, err = s.inlineKeyItems(k, it, *next)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if err := s.transact(withEvents(withoutCommit(ctx)), keyItems, errKeyChanged); err != nil {
+		return time.Time{}, err
+	}
+	return at, nil
+}
+
+// errRevokedOutside is revokeEntry's error, with the first revocation
+// time, for a token with the claim whose entry exists already.
+var errRevokedOutside = errors.New("tablestore: the token is revoked already, outside its key")
+
+// inlineKeyItems returns the writes of the key item next in place of it,
+// read at k: the item under the ID on the condition that it is the
+// Version read, and its read copies.
+func (s *Store) inlineKeyItems(k key, it *apiKeyItem, next apiKeyItem) ([]types.TransactWriteItem, error) {
+	upd := expression.Set(expression.Name("version"), expression.Value(next.Version))
+	if next.Revoked != nil {
+		upd = upd.Set(expression.Name("revoked"), expression.Value(next.Revoked))
+	} else {
+		upd = upd.Remove(expression.Name("revoked"))
+	}
+	if next.RevokedOverflowUntil != nil {
+		upd = upd.Set(expression.Name("revoked_overflow_until"), expression.Value(next.RevokedOverflowUntil.UTC()))
+	} else {
+		upd = upd.Remove(expression.Name("revoked_overflow_until"))
+	}
+	if next.CopiesSince != nil {
+		upd = upd.Set(expression.Name("copies_since"), expression.Value(next.CopiesSince.UTC()))
+	}
+	u, err := s.update(k, upd, condLive.And(versionIs(it.Version)))
+	if err != nil {
+		return nil, err
+	}
+	// The copy under the hash holds no revocations (hashCopy): not
+	// written.
+	copies, err := s.keyCopyPuts(next)
+	if err != nil {
+		return nil, err
+	}
+	return append([]types.TransactWriteItem{u}, copies...), nil
+}
+
+// withRevocation returns the key item it with r's revocation and its
+// Version one up, and whether the revocation overflows (it is then the
+// entry's copies that a verify reads). The revocations of tokens expired by
+// r.RevokedAt are dropped, and so is an overflow that has ended. Nil, with
+// overflow, when the key need not change: it is full, and its overflow
+// lasts past the token's expiry already.
+func (it apiKeyItem) withRevocation(r account.Revocation) (next *apiKeyItem, overflow bool) {
+	// Dropped a while after expiry, not at once: a verifier whose clock is
+	// behind this one's still takes the token for live meanwhile.
+	gone := r.RevokedAt.Add(-expiredRevocationMargin)
+	live := make(map[string]inlineRevocation, len(it.Revoked)+1)
+	for id, e := range it.Revoked {
+		if e.ExpiresAt > gone.Unix() {
+			live[id] = e
+		}
+	}
+	n := it
+	n.Version++
+	n.Revoked = live
+	if n.RevokedOverflowUntil != nil && !n.RevokedOverflowUntil.After(gone) {
+		n.RevokedOverflowUntil = nil
+	}
+	if n.CopiesSince == nil {
+		// A key from before read copies gets them now, as with a PATCH.
+		since := r.RevokedAt.UTC()
+		n.CopiesSince = &since
+	}
+	if len(live) < maxInlineRevocations {
+		live[r.TokenID] = inlineRevocation{RevokedAt: r.RevokedAt.UnixNano(), ExpiresAt: r.ExpiresAt.Unix()}
+		return &n, false
+	}
+	if n.RevokedOverflowUntil != nil && !n.RevokedOverflowUntil.Before(r.ExpiresAt) && len(live) == len(it.Revoked) && it.CopiesSince != nil {
+		return nil, true
+	}
+	until := r.ExpiresAt.UTC()
+	if n.RevokedOverflowUntil != nil && n.RevokedOverflowUntil.After(until) {
+		until = *n.RevokedOverflowUntil
+	}
+	n.RevokedOverflowUntil = &until
+	return &n, true
+}
+
+// revokeEntry writes the revocation entry unless one exists, with its
+// read copies (see shards.go) if copies, and keyItems (revokeInline's
+// writes of the key), in one transaction: the entry's Put is conditional
+// and asks for the old item (ReturnValuesOnConditionCheckFailure), so
+// when one exists the first revocation time comes back with the
+// cancellation, without a second request. A repeated revocation of a token
+// without the claim rewrites the copies of the entry in force, so that one
+// made by a version that wrote none reaches every copy.
+func (s *Store) revokeEntry(ctx context.Context, r account.Revocation, keyItems []types.TransactWriteItem, copies bool) (time.Time, error) {
 	entry := newRevocationItem(r)
 	it, err := s.put(entry, condAbsent)
 	if err != nil {
 		return time.Time{}, err
 	}
-	copies, err := s.revocationCopyPuts(entry)
-	if err != nil {
-		return time.Time{}, err
-	}
-	if recording(ctx) {
-		ctx = withEvents(ctx, account.PendingEvent{Type: account.EventTokenRevoked, Data: r})
-	}
 	it.Put.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
-	oldItem, err := s.transactReturningOld(ctx, append([]types.TransactWriteItem{it}, copies...), errRevokedAlready)
+	items := append([]types.TransactWriteItem{it}, keyItems...)
+	onCheckFailed := []error{errRevokedAlready}
+	if len(keyItems) > 0 {
+		onCheckFailed = append(onCheckFailed, errKeyChanged)
+	}
+	if copies {
+		puts, err := s.revocationCopyPuts(entry)
+		if err != nil {
+			return time.Time{}, err
+		}
+		items = append(items, puts...)
+	}
+	oldItem, err := s.transactReturningOld(ctx, items, onCheckFailed...)
 	if err == nil {
 		return r.RevokedAt, nil
 	}
@@ -77,11 +281,22 @@ func (s *Store) RevokeToken(ctx context.Context, r account.Revocation) (time.Tim
 			return time.Time{}, account.Internal(errors.New("tablestore: revocation entry vanished after a failed condition"))
 		}
 	}
-	if copies, err = s.revocationCopyPuts(old); err != nil {
+	if r.Inline {
+		// Every entry of a token with the claim was written with its
+		// copies (the earlier version's, or an overflow's), or with the
+		// key's inline revocation: revokeInline decides whether its key
+		// takes it.
+		if len(keyItems) > 0 {
+			return old.RevokedAt, errRevokedOutside
+		}
+		return old.RevokedAt, nil
+	}
+	puts, err := s.revocationCopyPuts(old)
+	if err != nil {
 		return time.Time{}, err
 	}
 	// Nothing changed: no event, and the idempotency record stays started.
-	if err := s.transact(withEvents(withoutCommit(ctx)), copies); err != nil {
+	if err := s.transact(withEvents(withoutCommit(ctx)), puts); err != nil {
 		return time.Time{}, err
 	}
 	return old.RevokedAt, nil
@@ -92,21 +307,30 @@ func (s *Store) RevokeToken(ctx context.Context, r account.Revocation) (time.Tim
 var errRevokedAlready = errors.New("tablestore: the token is revoked already")
 
 // TokenStatus reads, in one strongly consistent BatchGetItem, read copy n
-// (see shards.go) of the revocation entry, of the issuing key's item and
-// of the items of the ancestors and the organization the token names,
-// with n one random number for all: 1 request and 2 RCU for a key without
-// ancestors or organization (a TransactGetItems would cost 4), 1 more RCU
-// per ancestor and for the organization. The key's own Ancestors and
-// OrganizationID decide: any the hints left out, and any copy that data
-// written before copies existed lacks, are read from the items themselves
-// with a second BatchGetItem (checkKey), which a token this service
-// issued, of a key created since, never needs.
-func (s *Store) TokenStatus(ctx context.Context, tokenID, keyID string, ancestors []string, orgID string) (account.TokenStatus, error) {
+// (see shards.go) of the issuing key's item, of the items of the ancestors
+// and the organization the token names and, for a token without the claim
+// (inline false), of its revocation entry, with n one random number for
+// all: 1 request and 1 RCU for a token with the claim of a key without
+// ancestors or organization (2 RCU without the claim; a TransactGetItems
+// would cost twice as much), 1 more RCU per ancestor and for the
+// organization. A token with the claim is revoked when its key's item says
+// so (apiKeyItem.Revoked); its entry's copy n is read, with a second
+// BatchGetItem, only while the key has an overflow that may hold it
+// (RevokedOverflowUntil later than the token's issuance). The key's own
+// Ancestors and OrganizationID decide: any the hints left out, and any
+// copy that data written before copies existed lacks, are read from the
+// items themselves with a second BatchGetItem (checkKey), which a token
+// this service issued, of a key created since, never needs.
+func (s *Store) TokenStatus(ctx context.Context, tokenID, keyID string, ancestors []string, orgID string, inline bool) (account.TokenStatus, error) {
 	if len(ancestors) > account.MaxKeyAncestors {
 		ancestors = nil // a hint, and not one this service wrote
 	}
 	n := readShard(ctx)
-	keys := []key{revocationCopyKey(tokenID, n), apiKeyCopyKey(keyID, n)}
+	keys := make([]key, 0, 3+len(ancestors))
+	if !inline {
+		keys = append(keys, revocationCopyKey(tokenID, n))
+	}
+	keys = append(keys, apiKeyCopyKey(keyID, n))
 	for _, id := range ancestors {
 		keys = append(keys, apiKeyCopyKey(id, n))
 	}
@@ -129,13 +353,22 @@ func (s *Store) TokenStatus(ctx context.Context, tokenID, keyID string, ancestor
 		// organization's delete, which leaves the organization's).
 		return st, nil
 	}
-	// The entry itself when the copy may not be the whole story: a key
-	// without copies, or a token issued before its key had them.
-	if n != 0 && st.RevokedAt.IsZero() && (!ok || !it.Deleting && (it.CopiesSince == nil || issuedBefore(tokenID, *it.CopiesSince))) {
-		more := []key{revocationKey(tokenID)}
+	var more []key
+	switch {
+	case inline && !ok && n != 0:
+		// A key without copies: its item, where every revocation of a
+		// token with the claim is (revokeInline writes the copies).
+		more = []key{apiKeyKey(keyID)}
+	case inline:
+	case n != 0 && st.RevokedAt.IsZero() && (!ok || !it.Deleting && (it.CopiesSince == nil || issuedBefore(tokenID, *it.CopiesSince))):
+		// The entry itself when the copy may not be the whole story: a key
+		// without copies, or a token issued before its key had them.
+		more = []key{revocationKey(tokenID)}
 		if !ok {
 			more = append(more, apiKeyKey(keyID))
 		}
+	}
+	if len(more) > 0 {
 		read, err := s.batchGet(ctx, more)
 		if err != nil {
 			return account.TokenStatus{}, err
@@ -148,6 +381,11 @@ func (s *Store) TokenStatus(ctx context.Context, tokenID, keyID string, ancestor
 	if !ok {
 		return st, nil
 	}
+	if inline && !it.Deleting {
+		if err := s.inlineStatus(ctx, &st, it, tokenID, n); err != nil {
+			return account.TokenStatus{}, err
+		}
+	}
 	issuer, live, err := s.checkKey(ctx, it, &r)
 	if err != nil {
 		return account.TokenStatus{}, err
@@ -156,6 +394,26 @@ func (s *Store) TokenStatus(ctx context.Context, tokenID, keyID string, ancestor
 		st.Key = &issuer
 	}
 	return st, nil
+}
+
+// inlineStatus sets st.RevokedAt for the token tokenID, which carries the
+// claim, from its key's item it: its inline revocation, or, while an
+// overflow may hold it, copy n of its entry.
+func (s *Store) inlineStatus(ctx context.Context, st *account.TokenStatus, it *apiKeyItem, tokenID string, n int) error {
+	if e, ok := it.Revoked[tokenID]; ok {
+		st.RevokedAt = time.Unix(0, e.RevokedAt).UTC()
+		return nil
+	}
+	// Every token revoked outside the item expires by the overflow's end,
+	// and was issued before it: no token issued since can be one of them.
+	if it.RevokedOverflowUntil == nil || !issuedBefore(tokenID, *it.RevokedOverflowUntil) {
+		return nil
+	}
+	read, err := s.batchGet(ctx, []key{revocationCopyKey(tokenID, n)})
+	if err != nil {
+		return err
+	}
+	return s.addStatusRead(st, read, nil)
 }
 
 // addStatusRead sorts items read by TokenStatus: a revocation entry into

@@ -35,8 +35,8 @@ import (
 // before any of it is decoded, and Sign refuses to sign one. The longest
 // token the limits allow, with 32 scopes of the longest form, 8
 // ancestors, an organization, an audience of 256 characters, an owner id
-// of 256 four-byte characters and an issuer of account.MaxIssuerLength, is
-// 7,454 bytes with EdDSA and 7,710 with RS256 (its 2048-bit signature is
+// of 256 four-byte characters, an issuer of account.MaxIssuerLength and irv, is
+// 7,469 bytes with EdDSA and 7,725 with RS256 (its 2048-bit signature is
 // 256 bytes where Ed25519's is 64): TestSigner_Longest.
 const MaxTokenBytes = 8 << 10
 
@@ -63,7 +63,11 @@ const Type = "at+jwt"
 // decide validity. org_id and owner_id are the API key's organization and
 // owner, when it has them, so that a resource server can authorize per
 // tenant from the token alone; verify reads the organization with the key,
-// as it reads the ancestors.
+// as it reads the ancestors. irv, a private claim, true on every token
+// issued since revocations are recorded on the key, says that the token's
+// revocation is read with its key (account.TokenClaims.InlineRevocation):
+// signed, so a client cannot take it off to make a verify skip the place
+// its revocation is.
 type claims struct {
 	Scope     string   `json:"scope"`
 	ClientID  string   `json:"client_id"`
@@ -71,6 +75,7 @@ type claims struct {
 	Ancestors []string `json:"anc,omitempty"`
 	OrgID     string   `json:"org_id,omitempty"`
 	OwnerID   string   `json:"owner_id,omitempty"`
+	Inline    bool     `json:"irv,omitempty"`
 	jwt.RegisteredClaims
 }
 
@@ -89,6 +94,7 @@ type parsedClaims struct {
 	Ancestors []string         `json:"anc"`
 	OrgID     string           `json:"org_id"`
 	OwnerID   string           `json:"owner_id"`
+	Inline    bool             `json:"irv"`
 	IssuedAt  unixTime         `json:"iat"`
 	ExpiresAt unixTime         `json:"exp"`
 	NotBefore unixTime         `json:"nbf"`
@@ -202,6 +208,7 @@ func (s *Signer) Sign(c account.TokenClaims) (string, error) {
 		Ancestors: c.KeyAncestors,
 		OrgID:     c.OrganizationID,
 		OwnerID:   c.OwnerID,
+		Inline:    c.InlineRevocation,
 		RegisteredClaims: jwt.RegisteredClaims{
 			ID:        c.ID,
 			Subject:   c.KeyID,
@@ -410,6 +417,8 @@ func (p *Parser) parse(token string, now time.Time) (account.TokenClaims, error)
 		Scopes:         strings.Fields(c.Scope),
 		IssuedAt:       c.IssuedAt.t,
 		ExpiresAt:      c.ExpiresAt.t,
+
+		InlineRevocation: c.Inline,
 	}
 	if expired {
 		return tc, account.ErrTokenExpired

@@ -91,6 +91,28 @@ func TestParser_Parse(t *testing.T) {
 		}
 	})
 
+	t.Run("InlineRevocation", func(t *testing.T) {
+		// irv: true when the claims say so, and absent (false) otherwise: a
+		// token issued before the claim existed reads as one without it.
+		c := sampleClaims(now)
+		c.InlineRevocation = true
+		with := sign(t, signer, c)
+		got, err := parser.Parse(t.Context(), with, now)
+		if err != nil || !got.InlineRevocation {
+			t.Errorf("Parse of a token with irv: got %+v, %v; want InlineRevocation", got, err)
+		}
+		_, payload, _ := strings.Cut(with, ".")
+		payload, _, _ = strings.Cut(payload, ".")
+		raw, _ := base64.RawURLEncoding.DecodeString(payload)
+		if !strings.Contains(string(raw), `"irv":true`) {
+			t.Errorf("payload of a token with InlineRevocation: %s, want irv true", raw)
+		}
+		got, err = parser.Parse(t.Context(), tok, now)
+		if err != nil || got.InlineRevocation {
+			t.Errorf("Parse of a token without irv: got %+v, %v; want no InlineRevocation", got, err)
+		}
+	})
+
 	t.Run("HeaderNamesAlgorithmAndKid", func(t *testing.T) {
 		header, _, _ := strings.Cut(tok, ".")
 		raw, _ := base64.RawURLEncoding.DecodeString(header)
@@ -317,6 +339,7 @@ func TestSigner_Longest(t *testing.T) {
 	}
 	c.Audience = "https://a/?" + strings.Repeat("&", account.MaxAudienceLength-len("https://a/?"))
 	c.OrganizationID = account.NewID(account.PrefixOrganization, now)
+	c.InlineRevocation = true
 	// The largest RSA key allowed, whose signature is the longest.
 	largest, err := rsa.GenerateKey(rand.Reader, token.MaxRSAKeyBits)
 	if err != nil {

@@ -148,7 +148,7 @@ func TestOpen_MigratesOldLayout(t *testing.T) {
 	if err != nil || len(owned.Items) != 1 || owned.Items[0].ID != child.ID {
 		t.Errorf("the organization's keys: got %+v, %v", owned, err)
 	}
-	st, err := s.TokenStatus(ctx, revoked.TokenID, child.ID, child.Ancestors, org.ID)
+	st, err := s.TokenStatus(ctx, revoked.TokenID, child.ID, child.Ancestors, org.ID, false)
 	if err != nil || !st.RevokedAt.Equal(revoked.RevokedAt) || st.Key == nil {
 		t.Errorf("revoked token: got %+v, %v", st, err)
 	}

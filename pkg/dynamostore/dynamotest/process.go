@@ -185,7 +185,7 @@ func (p *Process) warmUp(tb testing.TB) {
 		func() error { _, err := s.GetUser(ctx, u.ID); return err }(),
 		func() error { _, err := s.ListUsers(ctx, account.ListParams{Limit: 1}); return err }(),
 		func() error {
-			_, err := s.TokenStatus(ctx, account.NewID(account.PrefixToken, now), account.NewID(account.PrefixAPIKey, now), nil, "")
+			_, err := s.TokenStatus(ctx, account.NewID(account.PrefixToken, now), account.NewID(account.PrefixAPIKey, now), nil, "", false)
 			return err
 		}(),
 	} {
