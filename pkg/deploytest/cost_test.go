@@ -248,8 +248,9 @@ func TestDocs_CostArithmetic(t *testing.T) {
 }
 
 // BenchmarkWarm measures what a warm invocation costs on the hot paths,
-// verify and token issuance through the auth function and a decision of
-// the authorizer: each built binary, started once as Lambda starts it,
+// verify and token issuance through the auth function, a decision of the
+// authorizer, and verify through the verify function's URL (VerifyURL:
+// every request line logged, no access log): each built binary, started once as Lambda starts it,
 // with the environment and logging configuration the template gives it,
 // serves its event b.N times through the fake Runtime API against
 // DynamoDB Local and moto. It reports, per invocation:
@@ -289,20 +290,26 @@ func BenchmarkWarm(b *testing.B) {
 	}
 	authEnv, authPlatform := sampling(logicalID(lambdaapp.Auth))
 	azEnv, azPlatform := sampling(authorizerID)
+	verifyEnv, verifyPlatform := sampling(verifyID)
 	for _, tc := range []struct {
 		name, event string
 		status      int  // of an HTTP API response; 0 for the authorizer's
 		platform    bool // whether Lambda writes platform records
+		// noAccessLog: a function URL's request, which no access log records.
+		noAccessLog bool
 		start       func() *lambdaProcess
 	}{
-		{"Verify", filepath.Join(eventsDir, "auth-verify.json"), http.StatusOK, authPlatform, func() *lambdaProcess {
+		{"Verify", filepath.Join(eventsDir, "auth-verify.json"), http.StatusOK, authPlatform, false, func() *lambdaProcess {
 			return startLambda(b, buildFunction(b, lambdaapp.Auth), append(l.env(lambdaapp.Auth), authEnv))
 		}},
-		{"TokenIssuance", filepath.Join(eventsDir, "auth-token.json"), http.StatusCreated, authPlatform, func() *lambdaProcess {
+		{"TokenIssuance", filepath.Join(eventsDir, "auth-token.json"), http.StatusCreated, authPlatform, false, func() *lambdaProcess {
 			return startLambda(b, buildFunction(b, lambdaapp.Auth), append(l.env(lambdaapp.Auth), authEnv))
 		}},
-		{"Authorizer", filepath.Join(authorizerEventsDir, "valid.json"), 0, azPlatform, func() *lambdaProcess {
+		{"Authorizer", filepath.Join(authorizerEventsDir, "valid.json"), 0, azPlatform, false, func() *lambdaProcess {
 			return startLambda(b, buildAuthorizer(b), append(l.authorizerEnv(routes), azEnv))
+		}},
+		{"VerifyURL", filepath.Join(verifyURLEventsDir, "valid.json"), http.StatusOK, verifyPlatform, true, func() *lambdaProcess {
+			return startLambda(b, buildFunction(b, lambdaapp.Verify), append(l.env(lambdaapp.Verify), verifyEnv))
 		}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
@@ -364,7 +371,11 @@ func BenchmarkWarm(b *testing.B) {
 			}
 			b.ReportMetric(float64(platform), "platform-log-B")
 			if tc.status != 0 {
-				b.ReportMetric(float64(len(accessLogLine(b, format, ev, last, requestID, perInvoke))+1), "access-log-B")
+				access := 0
+				if !tc.noAccessLog {
+					access = len(accessLogLine(b, format, ev, last, requestID, perInvoke)) + 1
+				}
+				b.ReportMetric(float64(access), "access-log-B")
 				b.ReportMetric(float64(len(last.Body)), "body-B")
 			}
 		})
