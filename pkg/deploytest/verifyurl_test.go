@@ -75,6 +75,9 @@ func requestLines(tb testing.TB, logs string) []requestLine {
 	tb.Helper()
 	var out []requestLine
 	for _, l := range strings.Split(strings.TrimSpace(logs), "\n") {
+		if l == "" {
+			continue
+		}
 		var line requestLine
 		if err := json.Unmarshal([]byte(l), &line); err != nil {
 			tb.Fatalf("log line %q: %v", l, err)
@@ -217,7 +220,16 @@ func TestBinary_VerifyURL(t *testing.T) {
 			if res.StatusCode != e.status {
 				t.Fatalf("status %d, want %d: %s", res.StatusCode, e.status, res.Body)
 			}
-			lines := requestLines(t, p.logs.String()[before:])
+			// The line is written before the answer, and reaches us
+			// through a pipe: wait for it (a bound for a hang, generous
+			// for a loaded machine).
+			var logs string
+			for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				if logs = p.logs.String()[before:]; strings.Contains(logs, `"msg":"request"`) && strings.HasSuffix(logs, "\n") {
+					break
+				}
+			}
+			lines := requestLines(t, logs)
 			checkAuditLine(t, lines, ev, e.status, e.reason)
 			if len(lines) == 1 && lines[0].Function != string(lambdaapp.Verify) {
 				t.Errorf("function %q in the line, want verify", lines[0].Function)
