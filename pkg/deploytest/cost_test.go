@@ -245,6 +245,51 @@ func TestDocs_CostArithmetic(t *testing.T) {
 			}
 		}
 	}
+
+	// Verify through the function URL (VerifyFunctionUrl), in a section
+	// of its own, one column: no API Gateway request, no access log; the
+	// function's every request line, and the same reads as a verify.
+	t.Run("VerifyURL", func(t *testing.T) {
+		_, section, ok := strings.Cut(doc, "\n## Verify through the function URL\n")
+		if !ok {
+			t.Fatal("docs/cost.md has no section \"Verify through the function URL\"")
+		}
+		section, _, _ = strings.Cut(section, "\n## ")
+		cell := func(label string) float64 {
+			t.Helper()
+			for _, line := range strings.Split(section, "\n") {
+				if !strings.HasPrefix(line, "| "+label) {
+					continue
+				}
+				cells := strings.Split(strings.Trim(line, "| "), " | ")
+				if len(cells) != 2 {
+					t.Fatalf("row %q: %d cells, want 2", label, len(cells))
+				}
+				v, err := strconv.ParseFloat(strings.Fields(strings.Trim(cells[1], "*$"))[0], 64)
+				if err != nil {
+					t.Fatalf("row %q: %v", label, err)
+				}
+				return v
+			}
+			t.Fatalf("the function URL's section has no row %q", label)
+			return 0
+		}
+		billedMs := math.Ceil(cell("CPU time per request")*fullVCPUMemoryMB/memoryMB + roundTripMs*cell("DynamoDB round trips"))
+		duration := billedMs / 1000 * memoryGB * perMillion * gbSecond
+		logs := (cell("function log lines") + cell("Lambda's `platform.start`")) * perMillion / bytesPerGB * logPerGB
+		reads := 2 * rruPerM // as the API's verify: docs/dynamodb.md
+		total := requestPerM + duration + reads + logs
+		for label, want := range map[string]float64{
+			"Lambda requests": requestPerM, "Lambda duration:": duration, "DynamoDB:": reads, "CloudWatch Logs:": logs, "**Total**": total,
+		} {
+			if got := cell(label); fmt.Sprintf("%.2f", got) != fmt.Sprintf("%.2f", want) {
+				t.Errorf("docs/cost.md, the function URL's %s: $%.2f, computed $%.2f", label, got, want)
+			}
+		}
+		if total > 1.40 {
+			t.Errorf("a verify through the function URL costs $%.2f a million, over issue 23's $1.40", total)
+		}
+	})
 }
 
 // BenchmarkWarm measures what a warm invocation costs on the hot paths,
