@@ -169,8 +169,8 @@ func NewSigning(ctx context.Context, cfg Config, deps Deps) (*App, error) {
 // NewVerifying builds the organizations, users or verify function: it
 // reads the cursor key secret (but verify, which needs none and may read
 // no secret: Deps.Secrets may be nil) and the published public keys, and
-// builds the router once. It never reaches the signing half of the package. Any error here
-// is a failed init.
+// builds the router once. It never reaches the signing half of the
+// package. Any error here is a failed init.
 func NewVerifying(ctx context.Context, cfg Config, deps Deps) (*App, error) {
 	if cfg.Function.SignsTokens() || cfg.Function.WritesCredentials() {
 		return nil, fmt.Errorf("lambdaapp: the %s function signs tokens; NewSigning builds it", cfg.Function)
