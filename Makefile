@@ -171,6 +171,7 @@ build-lambdas:
 
 # One event through one function, like `sam local invoke -e`, without Docker:
 #   make invoke FUNCTION=users EVENT=events/users-get.json
+#   make invoke FUNCTION=verify EVENT=events/verify-url/valid.json
 invoke:
 	$(GO) run ./cmd/invoke -function $(FUNCTION) -event $(EVENT)
 
