@@ -3,6 +3,10 @@
 // does, without Docker or AWS:
 //
 //	go run ./cmd/invoke -function auth -event events/auth-verify.json
+//	go run ./cmd/invoke -function verify -event events/verify-url/valid.json
+//
+// The verify function takes function URL events (events/verify-url/),
+// which name no route: a function URL has one function behind it.
 //
 // The handler is the App's, the one each function's main serves through
 // httpadapter.NewV2 (auth's through authevents.Handler, which hands it
@@ -32,7 +36,7 @@ import (
 )
 
 func main() {
-	fn := flag.String("function", "", "the function: auth, organizations or users")
+	fn := flag.String("function", "", "the function: auth, organizations, users or verify")
 	event := flag.String("event", "", "path of an event file, e.g. events/auth-verify.json")
 	flag.Parse()
 	if err := run(context.Background(), lambdaapp.Function(*fn), *event, os.Stdout, os.Stderr); err != nil {
@@ -45,16 +49,18 @@ func run(ctx context.Context, fn lambdaapp.Function, eventPath string, stdout, s
 	if eventPath == "" {
 		return errors.New("-event is required")
 	}
-	if !slices.Contains(lambdaapp.Functions(), fn) {
-		return errors.New("-function must be auth, organizations or users")
+	if !slices.Contains(lambdaapp.Functions(), fn) && fn != lambdaapp.Verify {
+		return errors.New("-function must be auth, organizations, users or verify")
 	}
 	ev, err := replay.LoadEvent(eventPath)
 	if err != nil {
 		return err
 	}
 	// In AWS, API Gateway never sends this event to fn: say which function
-	// it would, rather than leave a bare 404 to be puzzled over.
+	// it would, rather than leave a bare 404 to be puzzled over. A function
+	// URL's event ($default) goes to the one function behind the URL.
 	switch owner, ok := servedBy(ev.RouteKey); {
+	case ev.RouteKey == "$default":
 	case !ok:
 		fmt.Fprintf(stderr, "invoke: no function serves the route %q; %s will answer 404\n", ev.RouteKey, fn)
 	case owner != fn:
@@ -79,9 +85,11 @@ func run(ctx context.Context, fn lambdaapp.Function, eventPath string, stdout, s
 		return err
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, nil)).With("function", string(fn))
-	app, err := lambdaapp.New(ctx, replay.Config(fn, "latchkey"), lambdaapp.Deps{
-		Store: store, Keys: keys, Secrets: replay.NewSecrets(), Logger: logger,
-	})
+	deps := lambdaapp.Deps{Store: store, Keys: keys, Logger: logger}
+	if fn.ListsItems() { // verify reads no secret
+		deps.Secrets = replay.NewSecrets()
+	}
+	app, err := lambdaapp.New(ctx, replay.Config(fn, "latchkey"), deps)
 	if err != nil {
 		return fmt.Errorf("init %s: %w", fn, err)
 	}

@@ -13,6 +13,7 @@ import (
 // TestRun_Route: an event answered by its own function prints the response
 // and no note; an event of another function's route still prints this
 // function's 404, with a line on stderr naming the function that serves it.
+// The verify function takes function URL events, which name no route.
 func TestRun_Route(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
@@ -24,6 +25,8 @@ func TestRun_Route(t *testing.T) {
 		{"OwnRoute", lambdaapp.Users, "../../events/users-get.json", http.StatusOK, ""},
 		{"OtherFunctionsRoute", lambdaapp.Auth, "../../events/users-get.json", http.StatusNotFound,
 			`the route "GET /v1/users/{id}" is served by the users function, not auth`},
+		{"VerifyURL", lambdaapp.Verify, "../../events/verify-url/valid.json", http.StatusOK, ""},
+		{"VerifyURLUnknownPath", lambdaapp.Verify, "../../events/verify-url/unknown-path.json", http.StatusNotFound, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

@@ -87,6 +87,9 @@ type Parts struct {
 	// links it 3.9 MB (its reflection keeps every exported method), which
 	// the organizations and users functions do not carry.
 	Console httpapi.MountFunc
+	// Audit makes the request lines audit records (httpapi.Config.Audit):
+	// the verify function's, which has no access log.
+	Audit *httpapi.Audit
 }
 
 // Assembly is a service and what serves and publishes it.
@@ -141,7 +144,7 @@ func build(p Parts, sign func(*Assembly, Parts, *account.Options) (seal []byte, 
 		return nil, err
 	}
 	a.Service = svc
-	a.Config = httpapi.Config{Service: svc, SigningAlgorithm: string(p.Algorithm), Logger: p.Logger, SuccessLog: p.SuccessLog, RequestID: p.RequestID, Local: p.Local}
+	a.Config = httpapi.Config{Service: svc, SigningAlgorithm: string(p.Algorithm), Logger: p.Logger, SuccessLog: p.SuccessLog, RequestID: p.RequestID, Local: p.Local, Audit: p.Audit}
 	if p.Console != nil {
 		if p.SigningKey == nil {
 			return nil, errors.New("assembly: the console signs its operators in with tokens; it needs a SigningKey")

@@ -176,7 +176,7 @@ func TestTemplate_AuthorizerLeastPrivilege(t *testing.T) {
 	}
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
-			checkAuthorizerPrivilege(t, loadTemplate(t).under(v.conds), actions, requests, usedIndex)
+			checkVerifierPrivilege(t, loadTemplate(t).under(v.conds), authorizerID, actions, requests, usedIndex)
 		})
 	}
 	for _, op := range sortedKeys(ops) {
@@ -186,11 +186,12 @@ func TestTemplate_AuthorizerLeastPrivilege(t *testing.T) {
 	}
 }
 
-// checkAuthorizerPrivilege holds the authorizer's role in tpl to what it
-// did.
-func checkAuthorizerPrivilege(t *testing.T, tpl template, actions map[string]bool, requests []iamRequest, usedIndex bool) {
-	statement := tpl.policyStatement(t, authorizerID, "Table")
-	limits := tpl.policyStatement(t, authorizerID, "Limits")
+// checkVerifierPrivilege holds the role in tpl of the function id, which
+// verifies tokens and does nothing else (the authorizer, the verify
+// function), to what it did.
+func checkVerifierPrivilege(t *testing.T, tpl template, id string, actions map[string]bool, requests []iamRequest, usedIndex bool) {
+	statement := tpl.policyStatement(t, id, "Table")
+	limits := tpl.policyStatement(t, id, "Limits")
 	granted := append(strs(statement["Action"]), strs(limits["Action"])...)
 	slices.Sort(granted)
 	if got, want := granted, sortedKeys(actions); !slices.Equal(got, want) {
@@ -206,7 +207,7 @@ func checkAuthorizerPrivilege(t *testing.T, tpl template, actions map[string]boo
 	if usedIndex || resolveARN(statement["Resource"]) != tableARN {
 		t.Errorf("Table statement resource %v (the code used an index: %v); want the table alone", statement["Resource"], usedIndex)
 	}
-	statements := tpl.statements(t, authorizerID)
+	statements := tpl.statements(t, id)
 	for _, req := range requests {
 		allowed, err := decide(statements, req)
 		if err != nil {
@@ -233,7 +234,7 @@ func checkAuthorizerPrivilege(t *testing.T, tpl template, actions map[string]boo
 	for _, st := range statements {
 		for _, a := range strs(st["Action"]) {
 			if strings.HasPrefix(strings.ToLower(a), "secretsmanager:") {
-				t.Errorf("statement %v grants %s: the authorizer reads no secret", st["Sid"], a)
+				t.Errorf("statement %v grants %s: %s reads no secret", st["Sid"], a, id)
 			}
 		}
 	}

@@ -164,9 +164,12 @@ func newLiveAt(tb testing.TB, dynamoURL string, db *dynamodb.Client, seed bool) 
 }
 
 // env is fn's environment as the template sets it: only auth is given the
-// signing and admin key secrets.
+// signing and admin key secrets, and verify none.
 func (l *live) env(fn lambdaapp.Function) []string {
 	env := slices.Clone(l.base)
+	if !fn.ListsItems() { // verify: no secret at all
+		env = slices.DeleteFunc(env, func(v string) bool { return strings.HasPrefix(v, lambdaapp.EnvCursorKeySecret+"=") })
+	}
 	if fn.WritesCredentials() {
 		env = append(env, lambdaapp.EnvAdminKeySecret+"="+l.arns[lambdaapp.EnvAdminKeySecret])
 	}

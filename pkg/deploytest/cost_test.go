@@ -254,11 +254,57 @@ func TestDocs_CostArithmetic(t *testing.T) {
 			}
 		}
 	}
+
+	// Verify through the function URL (VerifyFunctionUrl), in a section
+	// of its own, one column: no API Gateway request, no access log; the
+	// function's every request line, and the same reads as a verify.
+	t.Run("VerifyURL", func(t *testing.T) {
+		_, section, ok := strings.Cut(doc, "\n## Verify through the function URL\n")
+		if !ok {
+			t.Fatal("docs/cost.md has no section \"Verify through the function URL\"")
+		}
+		section, _, _ = strings.Cut(section, "\n## ")
+		cell := func(label string) float64 {
+			t.Helper()
+			for _, line := range strings.Split(section, "\n") {
+				if !strings.HasPrefix(line, "| "+label) {
+					continue
+				}
+				cells := strings.Split(strings.Trim(line, "| "), " | ")
+				if len(cells) != 2 {
+					t.Fatalf("row %q: %d cells, want 2", label, len(cells))
+				}
+				v, err := strconv.ParseFloat(strings.Fields(strings.Trim(cells[1], "*$"))[0], 64)
+				if err != nil {
+					t.Fatalf("row %q: %v", label, err)
+				}
+				return v
+			}
+			t.Fatalf("the function URL's section has no row %q", label)
+			return 0
+		}
+		billedMs := math.Ceil(cell("CPU time per request")*fullVCPUMemoryMB/memoryMB + roundTripMs*cell("DynamoDB round trips"))
+		duration := billedMs / 1000 * memoryGB * perMillion * gbSecond
+		logs := (cell("function log lines") + cell("Lambda's `platform.start`")) * perMillion / bytesPerGB * logPerGB
+		reads := 1 * rruPerM // as the API's verify of a token with the claim: docs/dynamodb.md
+		total := requestPerM + duration + reads + logs
+		for label, want := range map[string]float64{
+			"Lambda requests": requestPerM, "Lambda duration:": duration, "DynamoDB:": reads, "CloudWatch Logs:": logs, "**Total**": total,
+		} {
+			if got := cell(label); fmt.Sprintf("%.2f", got) != fmt.Sprintf("%.2f", want) {
+				t.Errorf("docs/cost.md, the function URL's %s: $%.2f, computed $%.2f", label, got, want)
+			}
+		}
+		if total > 1.40 {
+			t.Errorf("a verify through the function URL costs $%.2f a million, over issue 23's $1.40", total)
+		}
+	})
 }
 
 // BenchmarkWarm measures what a warm invocation costs on the hot paths,
-// verify and token issuance through the auth function and a decision of
-// the authorizer: each built binary, started once as Lambda starts it,
+// verify and token issuance through the auth function, a decision of the
+// authorizer, and verify through the verify function's URL (VerifyURL:
+// every request line logged, no access log): each built binary, started once as Lambda starts it,
 // with the environment and logging configuration the template gives it,
 // serves its event b.N times through the fake Runtime API against
 // DynamoDB Local and moto. It reports, per invocation:
@@ -298,20 +344,26 @@ func BenchmarkWarm(b *testing.B) {
 	}
 	authEnv, authPlatform := sampling(logicalID(lambdaapp.Auth))
 	azEnv, azPlatform := sampling(authorizerID)
+	verifyEnv, verifyPlatform := sampling(verifyID)
 	for _, tc := range []struct {
 		name, event string
 		status      int  // of an HTTP API response; 0 for the authorizer's
 		platform    bool // whether Lambda writes platform records
+		// noAccessLog: a function URL's request, which no access log records.
+		noAccessLog bool
 		start       func() *lambdaProcess
 	}{
-		{"Verify", filepath.Join(eventsDir, "auth-verify.json"), http.StatusOK, authPlatform, func() *lambdaProcess {
+		{"Verify", filepath.Join(eventsDir, "auth-verify.json"), http.StatusOK, authPlatform, false, func() *lambdaProcess {
 			return startLambda(b, buildFunction(b, lambdaapp.Auth), append(l.env(lambdaapp.Auth), authEnv))
 		}},
-		{"TokenIssuance", filepath.Join(eventsDir, "auth-token.json"), http.StatusCreated, authPlatform, func() *lambdaProcess {
+		{"TokenIssuance", filepath.Join(eventsDir, "auth-token.json"), http.StatusCreated, authPlatform, false, func() *lambdaProcess {
 			return startLambda(b, buildFunction(b, lambdaapp.Auth), append(l.env(lambdaapp.Auth), authEnv))
 		}},
-		{"Authorizer", filepath.Join(authorizerEventsDir, "valid.json"), 0, azPlatform, func() *lambdaProcess {
+		{"Authorizer", filepath.Join(authorizerEventsDir, "valid.json"), 0, azPlatform, false, func() *lambdaProcess {
 			return startLambda(b, buildAuthorizer(b), append(l.authorizerEnv(routes), azEnv))
+		}},
+		{"VerifyURL", filepath.Join(verifyURLEventsDir, "valid.json"), http.StatusOK, verifyPlatform, true, func() *lambdaProcess {
+			return startLambda(b, buildFunction(b, lambdaapp.Verify), append(l.env(lambdaapp.Verify), verifyEnv))
 		}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
@@ -373,7 +425,11 @@ func BenchmarkWarm(b *testing.B) {
 			}
 			b.ReportMetric(float64(platform), "platform-log-B")
 			if tc.status != 0 {
-				b.ReportMetric(float64(len(accessLogLine(b, format, ev, last, requestID, perInvoke))+1), "access-log-B")
+				access := 0
+				if !tc.noAccessLog {
+					access = len(accessLogLine(b, format, ev, last, requestID, perInvoke)) + 1
+				}
+				b.ReportMetric(float64(access), "access-log-B")
 				b.ReportMetric(float64(len(last.Body)), "body-B")
 			}
 		})

@@ -1034,10 +1034,11 @@ func TestTemplate_CfnLintTransformed(t *testing.T) {
 	for _, r := range doc.Resources {
 		types[r.Type]++
 	}
-	// One version and one alias per function; a deployment group for each
-	// of the two gradually deployed.
-	if types["AWS::Lambda::Version"] != 5 || types["AWS::Lambda::Alias"] != 5 || types["AWS::CodeDeploy::DeploymentGroup"] != 2 {
-		t.Errorf("transformed: %d versions, %d aliases, %d deployment groups; want 5, 5, 2", types["AWS::Lambda::Version"], types["AWS::Lambda::Alias"], types["AWS::CodeDeploy::DeploymentGroup"])
+	// One version and one alias per function (the verify function's too,
+	// under its condition); a deployment group for each of the two
+	// gradually deployed.
+	if types["AWS::Lambda::Version"] != 6 || types["AWS::Lambda::Alias"] != 6 || types["AWS::CodeDeploy::DeploymentGroup"] != 2 {
+		t.Errorf("transformed: %d versions, %d aliases, %d deployment groups; want 6, 6, 2", types["AWS::Lambda::Version"], types["AWS::Lambda::Alias"], types["AWS::CodeDeploy::DeploymentGroup"])
 	}
 	file := filepath.Join(t.TempDir(), "transformed.json")
 	if err := os.WriteFile(file, out, 0o644); err != nil {

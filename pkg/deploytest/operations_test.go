@@ -550,8 +550,12 @@ func TestTemplate_Tracing(t *testing.T) {
 	}
 }
 
-// TestTemplate_ReservedConcurrency: the auth function alone may have
-// reserved concurrency, from a parameter whose default (0) reserves none.
+// TestTemplate_ReservedConcurrency: the auth function may have reserved
+// concurrency, from a parameter whose default (0) reserves none; the
+// verify function has it always, from a parameter whose default (100) is
+// the HTTP API's verify throttle at Lambda's 10 requests a second per
+// execution environment: a function URL has no throttle but this.
+// No other function has any.
 func TestTemplate_ReservedConcurrency(t *testing.T) {
 	tpl := loadTemplate(t)
 	if p := tpl.parameter(t, "AuthReservedConcurrency"); p["Default"] != "0" || p["Type"] != "Number" {
@@ -560,8 +564,18 @@ func TestTemplate_ReservedConcurrency(t *testing.T) {
 	if got := fmt.Sprint(path(map[string]any(tpl), "Conditions", "ReserveAuthConcurrency")); got != "map[Fn::Not:[map[Fn::Equals:[map[Ref:AuthReservedConcurrency] 0]]]]" {
 		t.Errorf("condition ReserveAuthConcurrency is %s, want !Not [!Equals [!Ref AuthReservedConcurrency, \"0\"]]", got)
 	}
+	p := tpl.parameter(t, "VerifyReservedConcurrency")
+	if rate := tpl.parameterValue(t, "VerifyThrottlingRateLimit", nil); p["Type"] != "Number" || p["Default"] != "100" || fmt.Sprint(p["MinValue"]) != "1" || rate != "1000" {
+		t.Errorf("VerifyReservedConcurrency: type %v, default %v, min %v; want a Number defaulting to 100 (VerifyThrottlingRateLimit %s / 10), at least 1", p["Type"], p["Default"], p["MinValue"], rate)
+	}
 	for _, fn := range tpl.functions() {
 		v := tpl.resource(t, fn, "AWS::Serverless::Function")["ReservedConcurrentExecutions"]
+		if fn == verifyID {
+			if refOf(v) != "VerifyReservedConcurrency" {
+				t.Errorf("%s ReservedConcurrentExecutions is %v, want !Ref VerifyReservedConcurrency", fn, v)
+			}
+			continue
+		}
 		if fn != logicalID(lambdaapp.Auth) {
 			if v != nil {
 				t.Errorf("%s has reserved concurrency %v", fn, v)

@@ -90,6 +90,20 @@ type Config struct {
 	// routes of its group (the console): under the same request id,
 	// recovery and request line as the API's.
 	Mounts []Mount
+	// Audit, when set, makes each request line an audit record, for a
+	// handler with no access log in front of it (the verify function's
+	// URL, which has none): every line is written, whatever SuccessLog
+	// says, with the client's address and, for a request no route
+	// matched, the path it asked for.
+	Audit *Audit
+}
+
+// Audit is what the request lines of Config.Audit add.
+type Audit struct {
+	// SourceIP returns the address of the client that sent r, as the
+	// platform in front saw it (a function URL's requestContext.http.sourceIp).
+	// Required.
+	SourceIP func(r *http.Request) string
 }
 
 // Mount is a handler of routes of its own, served by the router of its
@@ -117,6 +131,7 @@ type server struct {
 	requestID func(r *http.Request) string
 	local     *Local
 	sealKeys  [][]byte
+	audit     *Audit
 }
 
 // New returns a handler serving the routes of the named groups, or of every
@@ -129,7 +144,13 @@ func New(cfg Config, groups ...Group) http.Handler {
 	if cfg.Service == nil {
 		panic("httpapi: Config.Service is required")
 	}
-	s := &server{svc: cfg.Service, jwks: cfg.JWKS, alg: cfg.SigningAlgorithm, log: cfg.Logger, sampler: cfg.SuccessLog, requestID: cfg.RequestID, local: cfg.Local, sealKeys: cfg.SealKeys}
+	s := &server{svc: cfg.Service, jwks: cfg.JWKS, alg: cfg.SigningAlgorithm, log: cfg.Logger, sampler: cfg.SuccessLog, requestID: cfg.RequestID, local: cfg.Local, sealKeys: cfg.SealKeys, audit: cfg.Audit}
+	if s.audit != nil {
+		if s.audit.SourceIP == nil {
+			panic("httpapi: Config.Audit.SourceIP is required")
+		}
+		s.sampler = nil // an audit trail is never sampled
+	}
 	for _, k := range cfg.SealKeys {
 		if len(k) != 32 {
 			panic("httpapi: every Config.SealKeys key must be 32 bytes (see SealKey)")
@@ -152,13 +173,13 @@ func New(cfg Config, groups ...Group) http.Handler {
 	allowed := map[string][]string{} // path -> methods, in table order
 	var paths []string
 	for _, d := range table {
-		if len(groups) > 0 && !slices.Contains(groups, d.Group) {
+		if !d.in(groups) {
 			continue
 		}
 		if d.TakesIdempotencyKey() && d.auth != authPrincipal {
 			panic("httpapi: " + d.Method + " " + d.Path + " takes Idempotency-Key, which is scoped to the calling key, but authenticates none")
 		}
-		if d.Group == GroupAuth && len(cfg.SealKeys) == 0 {
+		if d.Group == GroupAuth && d.TakesIdempotencyKey() && len(cfg.SealKeys) == 0 {
 			panic("httpapi: the auth group stores answers that hold secrets for Idempotency-Key replays; Config.SealKeys is required")
 		}
 		mux.Handle(d.Method+" "+d.Path, s.route(d))
@@ -303,11 +324,27 @@ func (s *server) outer(next http.Handler) http.Handler {
 				if ri.refused != "" {
 					rec.AddAttrs(slog.String("refused", ri.refused))
 				}
+				if s.audit != nil {
+					rec.AddAttrs(slog.String("source_ip", s.audit.SourceIP(r)))
+					if ri.route == "" {
+						rec.AddAttrs(slog.String("path", auditPath(r)))
+					}
+				}
 				s.log.Handler().Handle(ctx, rec)
 			}
 		}()
 		next.ServeHTTP(sw, r)
 	})
+}
+
+// auditPath is the path of a request no route matched, for its audit line:
+// as sent, cut at MaxPathBytes (a longer one names no resource).
+func auditPath(r *http.Request) string {
+	p := r.URL.EscapedPath()
+	if len(p) > MaxPathBytes {
+		p = p[:MaxPathBytes]
+	}
+	return p
 }
 
 func (s *server) newRequestID(r *http.Request) string {

@@ -16,6 +16,11 @@ const (
 	GroupAuth          Group = "auth"
 	GroupOrganizations Group = "organizations"
 	GroupUsers         Group = "users"
+	// GroupVerify is GET /v1/auth/verify alone, one of GroupAuth's routes:
+	// the verify function serves it, and nothing else, from its function
+	// URL (template.yaml VerifyFunctionUrl), so that a verify skips API
+	// Gateway's charge (docs/cost.md).
+	GroupVerify Group = "verify"
 )
 
 // Route describes one operation of the API.
@@ -88,7 +93,7 @@ type routeDef struct {
 var routeTable = []routeDef{
 	{Route: Route{GroupAuth, http.MethodPost, "/v1/auth/token", account.OpIssueToken, nil}, handler: (*server).issueToken},
 	{Route: Route{GroupAuth, http.MethodPost, "/v1/auth/revoke", account.OpRevokeToken, nil}, handler: (*server).revokeToken},
-	{Route: Route{GroupAuth, http.MethodGet, "/v1/auth/verify", "", nil}, auth: authBearer, subject: (*server).verifyToken},
+	{Route: Route{GroupAuth, http.MethodGet, pathVerify, "", nil}, auth: authBearer, subject: (*server).verifyToken},
 	{Route: Route{GroupAuth, http.MethodGet, "/v1/auth/jwks", "", nil}, auth: authPublic, handler: (*server).serveJWKS},
 	// The OAuth endpoints take no query parameter: theirs go in the body.
 	{Route: Route{GroupAuth, http.MethodPost, "/oauth2/token", "", nil}, auth: authClient, handler: (*server).oauthToken},
@@ -141,6 +146,18 @@ func (r Route) Public() bool { return r.def().auth == authPublic }
 // invalid_client), and errors as {"error", "error_description"} (RFC 6749
 // section 5.2) instead of problem+json.
 func (r Route) OAuth() bool { return r.def().auth == authClient }
+
+// in reports whether a router of groups serves d: every route when groups
+// is empty, else those of the named groups, and verify for GroupVerify.
+func (d routeDef) in(groups []Group) bool {
+	if len(groups) == 0 || slices.Contains(groups, d.Group) {
+		return true
+	}
+	return slices.Contains(groups, GroupVerify) && d.auth == authBearer && d.Method == http.MethodGet && d.Path == pathVerify
+}
+
+// pathVerify is the path of verify, the one route of GroupVerify.
+const pathVerify = "/v1/auth/verify"
 
 func (r Route) def() routeDef {
 	for _, table := range [][]routeDef{routeTable, localTable} {

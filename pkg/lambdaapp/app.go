@@ -46,6 +46,7 @@ package lambdaapp
 import (
 	"context"
 	"crypto"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -60,6 +61,7 @@ import (
 
 	"latchkey/pkg/account"
 	"latchkey/pkg/assembly"
+	"latchkey/pkg/httpapi"
 	"latchkey/pkg/logsample"
 	"latchkey/pkg/secrets"
 	"latchkey/pkg/token"
@@ -102,8 +104,13 @@ type App struct {
 	tokens *token.Cache
 	// successLog samples the request lines of successes, across rebuilds.
 	successLog *logsample.Sampler
-	interval   time.Duration
-	lambda     Handler
+	// unusedCursorKey is the cursor key of a function that serves no list
+	// (verify): the service requires one, and the function makes and reads
+	// no cursor, so a random key that dies with the process stands in for
+	// the secret its role may not read.
+	unusedCursorKey []byte
+	interval        time.Duration
+	lambda          Handler
 	// build is buildSigning (auth) or buildVerifying (the others), set by
 	// the constructor, so that a binary links only the one it calls.
 	build func(ctx context.Context, cache *secrets.Cache, prev *built) (*built, error)
@@ -159,10 +166,11 @@ func NewSigning(ctx context.Context, cfg Config, deps Deps) (*App, error) {
 	return a, a.start(ctx)
 }
 
-// NewVerifying builds the organizations or users function: it reads the
-// cursor key secret and the published public keys, and builds the router
-// once. It never reaches the signing half of the package. Any error here
-// is a failed init.
+// NewVerifying builds the organizations, users or verify function: it
+// reads the cursor key secret (but verify, which needs none and may read
+// no secret: Deps.Secrets may be nil) and the published public keys, and
+// builds the router once. It never reaches the signing half of the
+// package. Any error here is a failed init.
 func NewVerifying(ctx context.Context, cfg Config, deps Deps) (*App, error) {
 	if cfg.Function.SignsTokens() || cfg.Function.WritesCredentials() {
 		return nil, fmt.Errorf("lambdaapp: the %s function signs tokens; NewSigning builds it", cfg.Function)
@@ -177,12 +185,15 @@ func NewVerifying(ctx context.Context, cfg Config, deps Deps) (*App, error) {
 
 func newApp(cfg Config, deps Deps) (*App, error) {
 	switch cfg.Function {
-	case Auth, Organizations, Users:
+	case Auth, Organizations, Users, Verify:
 	default:
 		return nil, fmt.Errorf("lambdaapp: unknown function %q", cfg.Function)
 	}
-	if deps.Store == nil || deps.Keys == nil || deps.Secrets == nil {
-		return nil, errors.New("lambdaapp: Store, Keys and Secrets are required")
+	if deps.Store == nil || deps.Keys == nil {
+		return nil, errors.New("lambdaapp: Store and Keys are required")
+	}
+	if deps.Secrets == nil && cfg.Function.ListsItems() {
+		return nil, fmt.Errorf("lambdaapp: the %s function reads secrets; Secrets is required", cfg.Function)
 	}
 	if deps.Logger == nil {
 		deps.Logger = slog.Default()
@@ -198,7 +209,13 @@ func newApp(cfg Config, deps Deps) (*App, error) {
 	if a.interval <= 0 {
 		a.interval = secrets.DefaultRefreshInterval
 	}
-	a.cache = a.newCache()
+	if deps.Secrets != nil {
+		a.cache = a.newCache()
+	}
+	if !cfg.Function.ListsItems() {
+		a.unusedCursorKey = make([]byte, 32)
+		rand.Read(a.unusedCursorKey) // never fails (crypto/rand)
+	}
 	a.lambda = httpadapter.NewV2(a).ProxyWithContext
 	return a, nil
 }
@@ -313,25 +330,34 @@ func (a *App) refresh(ctx context.Context) {
 	}
 }
 
-// buildVerifying makes the service and handler of the organizations or
-// users function from the cursor key secret in cache, over the published
-// keys. It returns prev unchanged when neither the secret's version nor
-// the issuer differs from prev's, which is the case on all but the few
-// requests after a rotation.
+// buildVerifying makes the service and handler of the organizations,
+// users or verify function from the cursor key secret in cache (none for
+// verify), over the published keys. It returns prev unchanged when neither
+// the secret's version nor the issuer differs from prev's, which is the
+// case on all but the few requests after a rotation.
 func (a *App) buildVerifying(ctx context.Context, cache *secrets.Cache, prev *built) (*built, error) {
-	cursor, err := a.readCursorKey(ctx, cache)
-	if err != nil {
-		return nil, err
-	}
-	v := versions{cursor: cursor.Current.ID, issuer: a.issuer()}
-	if prev != nil && prev.versions == v {
+	cursorKey := a.unusedCursorKey
+	v := versions{issuer: a.issuer()}
+	if a.cfg.Function.ListsItems() {
+		cursor, err := a.readCursorKey(ctx, cache)
+		if err != nil {
+			return nil, err
+		}
+		v.cursor = cursor.Current.ID
+		if prev != nil && prev.versions == v {
+			return prev, nil
+		}
+		if cursorKey, err = secrets.CursorKey(cursor.Current.Value); err != nil {
+			return nil, err
+		}
+	} else if prev != nil && prev.versions == v {
 		return prev, nil
 	}
-	parts, err := a.parts(cursor, v.issuer)
-	if err != nil {
-		return nil, err
-	}
+	parts := a.parts(cursorKey, v.issuer)
 	parts.Verifier = a.published
+	if a.cfg.Function.Audits() {
+		parts.Audit = &httpapi.Audit{SourceIP: SourceIP}
+	}
 	asm, err := assembly.NewVerifier(parts)
 	if err != nil {
 		return nil, err
@@ -368,10 +394,11 @@ func (a *App) buildSigning(ctx context.Context, cache *secrets.Cache, prev *buil
 	if prev != nil && prev.versions == v {
 		return prev, nil
 	}
-	parts, err := a.parts(cursor, v.issuer)
+	cursorKey, err := secrets.CursorKey(cursor.Current.Value)
 	if err != nil {
 		return nil, err
 	}
+	parts := a.parts(cursorKey, v.issuer)
 	if parts.SigningKey, parts.PreviousKeys, parts.PreviousSealKeys, err = signingKeys(a.cfg.SigningAlgorithm, signing); err != nil {
 		return nil, err
 	}
@@ -420,16 +447,12 @@ func (a *App) readCursorKey(ctx context.Context, cache *secrets.Cache, others ..
 
 // parts are the assembly parts every function builds from: the store, the
 // cursor key, the issuer, and what the handler logs with.
-func (a *App) parts(cursor secrets.Value, issuer string) (assembly.Parts, error) {
-	cursorKey, err := secrets.CursorKey(cursor.Current.Value)
-	if err != nil {
-		return assembly.Parts{}, err
-	}
+func (a *App) parts(cursorKey []byte, issuer string) assembly.Parts {
 	return assembly.Parts{
 		Store: a.deps.Store, CursorKey: cursorKey, Issuer: issuer,
 		Now: a.deps.Now, Logger: a.deps.Logger, RequestID: RequestID, Algorithm: a.cfg.SigningAlgorithm,
 		TokenCache: a.tokens, SuccessLog: a.successLog,
-	}, nil
+	}
 }
 
 // signingKeys derives the signing key of alg from the current version of
@@ -490,6 +513,16 @@ func (a *App) ensureRSASigningKey(ctx context.Context) error {
 		a.deps.Logger.InfoContext(ctx, "the signing key secret now holds a new RSA key (SIGNING_ALG RS256); tokens signed with the previous value are no longer accepted")
 	}
 	return nil
+}
+
+// SourceIP returns the address of the client, as API Gateway or the
+// function URL saw it (requestContext.http.sourceIp), which the adapter
+// puts in the request context. Empty outside Lambda.
+func SourceIP(r *http.Request) string {
+	if rc, ok := core.GetAPIGatewayV2ContextFromContext(r.Context()); ok {
+		return rc.HTTP.SourceIP
+	}
+	return ""
 }
 
 // RequestID returns API Gateway's request id, which the adapter puts in the

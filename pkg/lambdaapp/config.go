@@ -22,9 +22,17 @@ const (
 	Auth          Function = "auth"
 	Organizations Function = "organizations"
 	Users         Function = "users"
+	// Verify serves GET /v1/auth/verify alone, from a Lambda function URL
+	// instead of the HTTP API (template.yaml VerifyFunctionUrl, off by
+	// default), with the handler auth serves it with. It reads no secret:
+	// it verifies with the published keys and lists nothing. Its request
+	// lines are the audit trail a function URL otherwise lacks: one for
+	// every request, never sampled, with the client's address.
+	Verify Function = "verify"
 )
 
-// Functions lists every function, in template order.
+// Functions lists the functions of the HTTP API, in template order: not
+// Verify, which is optional and serves no route of the API.
 func Functions() []Function { return []Function{Auth, Organizations, Users} }
 
 // Group is the httpapi group the function serves.
@@ -34,6 +42,8 @@ func (f Function) Group() httpapi.Group {
 		return httpapi.GroupAuth
 	case Organizations:
 		return httpapi.GroupOrganizations
+	case Verify:
+		return httpapi.GroupVerify
 	default:
 		return httpapi.GroupUsers
 	}
@@ -52,6 +62,15 @@ func (f Function) SignsTokens() bool { return f == Auth }
 // its start, on a secret refresh, and when Bootstrap is invoked (at deploy
 // time, by the template's Bootstrap custom resource).
 func (f Function) WritesCredentials() bool { return f == Auth }
+
+// ListsItems reports whether the function serves a list, and so reads the
+// cursor key secret that signs list cursors: all but Verify.
+func (f Function) ListsItems() bool { return f != Verify }
+
+// Audits reports whether the function's request lines are the audit trail
+// of its requests, for want of an access log: Verify's, behind a function
+// URL. Each is written, never sampled, with the client's address.
+func (f Function) Audits() bool { return f == Verify }
 
 // Environment variables, set by template.yaml (lambdaenv's, named here
 // too for the three functions' readers).
@@ -83,7 +102,8 @@ type Config struct {
 	// AdminKeySecret is the ARN of the bootstrap admin API key secret;
 	// auth only.
 	AdminKeySecret string
-	// CursorKeySecret is the ARN of the list-cursor HMAC key secret.
+	// CursorKeySecret is the ARN of the list-cursor HMAC key secret; every
+	// function but Verify, which serves no list.
 	CursorKeySecret string
 	// StoreTimeout bounds each DynamoDB call (dynamostore.WithTimeout).
 	StoreTimeout time.Duration
@@ -109,19 +129,21 @@ type Config struct {
 // misconfigured deployment is fixed in one go.
 func ConfigFromEnv(fn Function, getenv func(string) string) (Config, error) {
 	switch fn {
-	case Auth, Organizations, Users:
+	case Auth, Organizations, Users, Verify:
 	default:
 		return Config{}, fmt.Errorf("lambdaapp: unknown function %q", fn)
 	}
 	cfg := Config{
-		Function:        fn,
-		TableName:       getenv(EnvTableName),
-		Issuer:          getenv(EnvIssuer),
-		CursorKeySecret: getenv(EnvCursorKeySecret),
+		Function:  fn,
+		TableName: getenv(EnvTableName),
+		Issuer:    getenv(EnvIssuer),
 	}
 	required := []struct{ name, value string }{
 		{EnvTableName, cfg.TableName},
-		{EnvCursorKeySecret, cfg.CursorKeySecret},
+	}
+	if fn.ListsItems() {
+		cfg.CursorKeySecret = getenv(EnvCursorKeySecret)
+		required = append(required, struct{ name, value string }{EnvCursorKeySecret, cfg.CursorKeySecret})
 	}
 	if fn.WritesCredentials() {
 		cfg.AdminKeySecret = getenv(EnvAdminKeySecret)
@@ -157,6 +179,10 @@ func ConfigFromEnv(fn Function, getenv func(string) string) (Config, error) {
 	}
 	if cfg.SuccessLogEvery, err = logsample.ParseEvery(getenv(logsample.EnvEvery)); err != nil {
 		problems = append(problems, err.Error())
+	} else if fn.Audits() && cfg.SuccessLogEvery != 1 {
+		// Its lines are the audit trail: a sampled one would be a request
+		// nobody could account for.
+		problems = append(problems, logsample.EnvEvery+": the verify function logs every request (it has no access log); leave it unset or 1")
 	}
 	if len(problems) > 0 {
 		return Config{}, errors.New(strings.Join(problems, "; "))

@@ -227,7 +227,10 @@ func fixtureToken() account.TokenRecord {
 // Config returns the configuration of fn as the template sets it, with the
 // fixture's secret ARNs.
 func Config(fn lambdaapp.Function, table string) lambdaapp.Config {
-	cfg := lambdaapp.Config{Function: fn, TableName: table, Issuer: Issuer, CursorKeySecret: CursorARN}
+	cfg := lambdaapp.Config{Function: fn, TableName: table, Issuer: Issuer}
+	if fn.ListsItems() {
+		cfg.CursorKeySecret = CursorARN
+	}
 	if fn == lambdaapp.Auth {
 		cfg.Console = console.Mount // as functions/auth passes it
 	}
