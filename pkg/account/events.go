@@ -171,15 +171,7 @@ type PendingEvent struct {
 // EventTime returns the time an event id holds (its ULID's), and false
 // for a string that is not an event id.
 func EventTime(id string) (time.Time, bool) {
-	rest, ok := strings.CutPrefix(id, PrefixEvent)
-	if !ok || len(rest) != ulid.EncodedSize {
-		return time.Time{}, false
-	}
-	u, err := ulid.ParseStrict(rest)
-	if err != nil {
-		return time.Time{}, false
-	}
-	return ulid.Time(u.Time()).UTC(), true
+	return IDTime(PrefixEvent, id)
 }
 
 // EventIDAt returns the smallest event id of the millisecond of at: every

@@ -36,6 +36,8 @@ func newStore(tb testing.TB) *tablestore.Store {
 	return s
 }
 
+// TestStore runs the whole store contract, key limits included, on the
+// store Open returns: tablestore with serial writes over the bbolt Table.
 func TestStore(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) account.Store { return newStore(t) })
 	storetest.RunKeyLimits(t, func(t *testing.T) account.Store { return newStore(t) })

@@ -203,57 +203,52 @@ func allOldOnly(rv types.ReturnValue) (bool, error) {
 // holds. ReturnValues NONE or ALL_OLD; ReturnValuesOnConditionCheckFailure
 // ALL_OLD puts the item on the ConditionalCheckFailedException.
 func (t *Table) PutItem(ctx context.Context, in *dynamodb.PutItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	if err := t.checkTable(in.TableName); err != nil {
-		return nil, err
-	}
-	if in.Expected != nil || in.ConditionalOperator != "" {
-		return nil, validation("Expected and ConditionalOperator are not supported by this table; use ConditionExpression")
-	}
-	returnOld, err := allOldOnly(in.ReturnValues)
+	old, err := t.putOrDelete(ctx, 'P', in.TableName, nil, in.Item, in.Expected != nil || in.ConditionalOperator != "",
+		in.ReturnValues, in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues, in.ReturnValuesOnConditionCheckFailure)
 	if err != nil {
 		return nil, err
 	}
-	op, err := t.prepare('P', nil, in.Item, nil, in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues, in.ReturnValuesOnConditionCheckFailure)
-	if err != nil {
-		return nil, apiErr(err)
-	}
-	o, err := t.single(ctx, op)
-	if err != nil {
-		return nil, err
-	}
-	out := &dynamodb.PutItemOutput{}
-	if returnOld {
-		out.Attributes = o.old
-	}
-	return out, nil
+	return &dynamodb.PutItemOutput{Attributes: old}, nil
 }
 
 // DeleteItem deletes the item with a key, if the condition holds; deleting
 // no item is no error. ReturnValues NONE or ALL_OLD.
 func (t *Table) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
-	if err := t.checkTable(in.TableName); err != nil {
-		return nil, err
-	}
-	if in.Expected != nil || in.ConditionalOperator != "" {
-		return nil, validation("Expected and ConditionalOperator are not supported by this table; use ConditionExpression")
-	}
-	returnOld, err := allOldOnly(in.ReturnValues)
+	old, err := t.putOrDelete(ctx, 'D', in.TableName, in.Key, nil, in.Expected != nil || in.ConditionalOperator != "",
+		in.ReturnValues, in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues, in.ReturnValuesOnConditionCheckFailure)
 	if err != nil {
 		return nil, err
 	}
-	op, err := t.prepare('D', in.Key, nil, nil, in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues, in.ReturnValuesOnConditionCheckFailure)
+	return &dynamodb.DeleteItemOutput{Attributes: old}, nil
+}
+
+// putOrDelete is PutItem ('P', with item) and DeleteItem ('D', with key),
+// whose inputs differ only in what names the item: it runs the write
+// alone and returns the item it replaced or deleted when ReturnValues is
+// ALL_OLD, nil otherwise. legacy says the input has Expected or
+// ConditionalOperator, which this table does not support.
+func (t *Table) putOrDelete(ctx context.Context, kind byte, table *string, key, item map[string]types.AttributeValue, legacy bool,
+	rv types.ReturnValue, condExpr *string, names map[string]string, values map[string]types.AttributeValue,
+	rvoccf types.ReturnValuesOnConditionCheckFailure) (map[string]types.AttributeValue, error) {
+	if err := t.checkTable(table); err != nil {
+		return nil, err
+	}
+	if legacy {
+		return nil, validation("Expected and ConditionalOperator are not supported by this table; use ConditionExpression")
+	}
+	returnOld, err := allOldOnly(rv)
+	if err != nil {
+		return nil, err
+	}
+	op, err := t.prepare(kind, key, item, nil, condExpr, names, values, rvoccf)
 	if err != nil {
 		return nil, apiErr(err)
 	}
 	o, err := t.single(ctx, op)
-	if err != nil {
+	if err != nil || !returnOld {
 		return nil, err
 	}
-	out := &dynamodb.DeleteItemOutput{}
-	if returnOld {
-		out.Attributes = o.old
-	}
-	return out, nil
+	return o.old, nil
 }
 
 // UpdateItem applies an update expression to the item with a key,

@@ -61,42 +61,45 @@ func (e *env) applyUpdate(u *update, old map[string]types.AttributeValue) (map[s
 		written = append(written, n)
 	}
 	for _, a := range u.add {
-		n, err := e.name(a.path)
+		n, err := e.combine(a, old, next, addValue)
 		if err != nil {
 			return nil, nil, err
 		}
-		v, err := e.eval(a.value, old)
-		if err != nil {
-			return nil, nil, err
-		}
-		sum, err := addValue(old[n], v)
-		if err != nil {
-			return nil, nil, err
-		}
-		next[n] = sum
 		written = append(written, n)
 	}
 	for _, a := range u.delete {
-		n, err := e.name(a.path)
+		n, err := e.combine(a, old, next, deleteFromSet)
 		if err != nil {
 			return nil, nil, err
-		}
-		v, err := e.eval(a.value, old)
-		if err != nil {
-			return nil, nil, err
-		}
-		rest, err := deleteFromSet(old[n], v)
-		if err != nil {
-			return nil, nil, err
-		}
-		if rest == nil {
-			delete(next, n)
-		} else {
-			next[n] = rest
 		}
 		written = append(written, n)
 	}
 	return next, written, nil
+}
+
+// combine is one ADD or DELETE action: op joins a's value to the
+// attribute's value in old, and the result goes in next; a nil result
+// takes the attribute away. It returns the attribute's name.
+func (e *env) combine(a setAction, old, next map[string]types.AttributeValue,
+	op func(cur, v types.AttributeValue) (types.AttributeValue, error)) (string, error) {
+	n, err := e.name(a.path)
+	if err != nil {
+		return "", err
+	}
+	v, err := e.eval(a.value, old)
+	if err != nil {
+		return "", err
+	}
+	r, err := op(old[n], v)
+	if err != nil {
+		return "", err
+	}
+	if r == nil {
+		delete(next, n)
+	} else {
+		next[n] = r
+	}
+	return n, nil
 }
 
 var errOperandType = invalid("An operand in the update expression has an incorrect data type")

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -20,39 +19,26 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"latchkey/pkg/account"
-	"latchkey/pkg/boltstore"
 	"latchkey/pkg/dynamostore"
 	"latchkey/pkg/httpapi/httpapitest"
 	"latchkey/pkg/lambdaapp"
 	"latchkey/pkg/lambdaapp/authevents"
 	"latchkey/pkg/lambdaapp/authorizerapp"
 	"latchkey/pkg/lambdaapp/replay"
+	"latchkey/pkg/lambdaapp/replay/replaytest"
 	"latchkey/pkg/logsample"
 	"latchkey/pkg/mock"
 	"latchkey/pkg/secrets"
-	"latchkey/pkg/tablestore"
 	"latchkey/pkg/token"
 )
 
-// env is one store and one Secrets Manager shared by the functions, as in
-// a deployment.
-type env struct {
-	store   *tablestore.Store
-	keys    *replay.MemoryKeys
-	secrets *replay.Secrets
-}
+// env is replaytest's store and Secrets Manager, shared by the functions
+// as in a deployment, with the helpers these tests build on it.
+type env struct{ replaytest.Env }
 
 func newEnv(t testing.TB) env {
 	t.Helper()
-	s, err := boltstore.Open(filepath.Join(t.TempDir(), "latchkey.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	if err := replay.Seed(context.Background(), s); err != nil {
-		t.Fatal(err)
-	}
-	return env{store: s, keys: &replay.MemoryKeys{}, secrets: replay.NewSecrets()}
+	return env{replaytest.NewEnv(t)}
 }
 
 // handler is auth's handler over app, as functions/auth's main builds it.
@@ -63,7 +49,7 @@ func handler(app *lambdaapp.App) authevents.EventHandler {
 func (e env) app(t testing.TB, fn lambdaapp.Function, c *mock.Clock) *lambdaapp.App {
 	t.Helper()
 	a, err := lambdaapp.New(context.Background(), replay.Config(fn, "latchkey"), lambdaapp.Deps{
-		Store: e.store, Keys: e.keys, Secrets: e.secrets, Now: c.Now,
+		Store: e.Store, Keys: e.Keys, Secrets: e.Secrets, Now: c.Now,
 	})
 	if err != nil {
 		t.Fatalf("init %s: %v", fn, err)
@@ -262,7 +248,7 @@ func TestApp_SigningKeyRotation(t *testing.T) {
 		t.Fatalf("old token before rotation: got %d, want 200", code)
 	}
 
-	e.secrets.Put(replay.SigningARN, replay.SigningSecret+"-rotated")
+	e.Secrets.Put(replay.SigningARN, replay.SigningSecret+"-rotated")
 	c.Advance(secrets.DefaultRefreshInterval)
 	usersClock.Advance(secrets.DefaultRefreshInterval - time.Second)
 	code, body := do(t, auth, "POST", "/v1/auth/token", replay.KeySecret, `{"scopes":["read:users"]}`)
@@ -304,7 +290,7 @@ func TestApp_RetiredKeyRefusedFromCache(t *testing.T) {
 		t.Fatalf("users before rotation: got %d, want 200", code)
 	}
 	for i, v := range []string{"-rotated", "-rotated-again"} {
-		e.secrets.Put(replay.SigningARN, replay.SigningSecret+v)
+		e.Secrets.Put(replay.SigningARN, replay.SigningSecret+v)
 		c.Advance(secrets.DefaultRefreshInterval)
 		// A request to auth applies the rotation and publishes the keys.
 		if code, _ := do(t, auth, "GET", "/v1/auth/jwks", "", ""); code != http.StatusOK {
@@ -332,7 +318,7 @@ func TestApp_AdminKeyRotation(t *testing.T) {
 		t.Fatalf("admin key: got %d, want 200", code)
 	}
 	rotated := replay.AdminSecret + "-rotated"
-	e.secrets.Put(replay.AdminARN, rotated)
+	e.Secrets.Put(replay.AdminARN, rotated)
 	c.Advance(secrets.DefaultRefreshInterval)
 	if code, _ := do(t, users, "GET", "/v1/users", rotated, ""); code != http.StatusUnauthorized {
 		t.Fatalf("new admin key before auth applied it: got %d, want 401", code)
@@ -358,7 +344,7 @@ func TestApp_OnlyAuthReadsTheAdminKey(t *testing.T) {
 			app := e.app(t, fn, c)
 			c.Advance(secrets.DefaultRefreshInterval)
 			do(t, app, "GET", "/v1/"+string(fn), replay.KeySecret, "")
-			if e.secrets.Read()[replay.AdminARN] {
+			if e.Secrets.Read()[replay.AdminARN] {
 				t.Errorf("%s read the admin key secret", fn)
 			}
 			if err := app.Bootstrap(context.Background()); err == nil {
@@ -378,7 +364,7 @@ func TestApp_OnlyAuthReadsTheAdminKey(t *testing.T) {
 			if _, ok := res.(authevents.BootstrapResult); ok {
 				t.Errorf("%s answered a bootstrap invocation: %v", fn, res)
 			}
-			if e.secrets.Read()[replay.AdminARN] {
+			if e.Secrets.Read()[replay.AdminARN] {
 				t.Errorf("%s read the admin key secret", fn)
 			}
 		})
@@ -395,7 +381,7 @@ func TestApp_Bootstrap(t *testing.T) {
 	auth := e.app(t, lambdaapp.Auth, c)
 	users := e.app(t, lambdaapp.Users, c)
 	rotated := replay.AdminSecret + "-rotated"
-	e.secrets.Put(replay.AdminARN, rotated)
+	e.Secrets.Put(replay.AdminARN, rotated)
 	res, err := handler(auth)(context.Background(), json.RawMessage(`{"action":"bootstrap"}`))
 	if err != nil {
 		t.Fatalf("Invoke: %v", err)
@@ -485,7 +471,7 @@ func TestApp_CustomResource(t *testing.T) {
 	auth := e.app(t, lambdaapp.Auth, c)
 	users := e.app(t, lambdaapp.Users, c)
 	rotated := replay.AdminSecret + "-rotated"
-	e.secrets.Put(replay.AdminARN, rotated)
+	e.Secrets.Put(replay.AdminARN, rotated)
 	res := send(t, auth, event(cfn.RequestCreate, ""))
 	if res.Status != cfn.StatusSuccess || res.RequestID != "4b5a3c2d-Create" || res.LogicalResourceID != "Bootstrap" || res.PhysicalResourceID == "" || !strings.HasSuffix(res.StackID, "/latchkey/1f0c5a10-0000-0000-0000-000000000000") {
 		t.Fatalf("Create: got %+v", res)
@@ -509,9 +495,9 @@ func TestApp_CustomResource(t *testing.T) {
 		// secrets in its cache, but a bootstrap reads afresh, fails, and
 		// says so to CloudFormation, which fails the deploy; the instance
 		// keeps serving with what it has.
-		sm := &flakySecrets{Secrets: e.secrets}
+		sm := &flakySecrets{Secrets: e.Secrets}
 		app, err := lambdaapp.New(context.Background(), replay.Config(lambdaapp.Auth, "latchkey"), lambdaapp.Deps{
-			Store: e.store, Keys: e.keys, Secrets: sm, Now: c.Now, Logger: slog.New(slog.DiscardHandler),
+			Store: e.Store, Keys: e.Keys, Secrets: sm, Now: c.Now, Logger: slog.New(slog.DiscardHandler),
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -544,11 +530,11 @@ func TestApp_StaleInstanceDuringRotation(t *testing.T) {
 	c := mock.NewClock(time.Now())
 	e.app(t, lambdaapp.Auth, c) // before the rotation
 	rotatedAdmin := replay.AdminSecret + "-rotated"
-	e.secrets.Put(replay.SigningARN, replay.SigningSecret+"-rotated")
-	e.secrets.Put(replay.AdminARN, rotatedAdmin)
+	e.Secrets.Put(replay.SigningARN, replay.SigningSecret+"-rotated")
+	e.Secrets.Put(replay.AdminARN, rotatedAdmin)
 	fresh := e.app(t, lambdaapp.Auth, c)
 	_, err := lambdaapp.New(context.Background(), replay.Config(lambdaapp.Auth, "latchkey"), lambdaapp.Deps{
-		Store: e.store, Keys: e.keys, Secrets: replay.NewSecrets(), Now: c.Now, // holds only the old versions
+		Store: e.Store, Keys: e.Keys, Secrets: replay.NewSecrets(), Now: c.Now, // holds only the old versions
 	})
 	if err != nil {
 		t.Fatalf("init the stale auth instance: %v", err)
@@ -611,8 +597,8 @@ func (f *flakySecrets) GetSecretValue(ctx context.Context, in *secretsmanager.Ge
 func TestApp_RefreshFailure(t *testing.T) {
 	e := newEnv(t)
 	c := mock.NewClock(time.Now())
-	sm := &flakySecrets{Secrets: e.secrets}
-	if err := replay.PublishKeys(context.Background(), e.keys); err != nil {
+	sm := &flakySecrets{Secrets: e.Secrets}
+	if err := replay.PublishKeys(context.Background(), e.Keys); err != nil {
 		t.Fatal(err)
 	}
 	var logs strings.Builder
@@ -623,7 +609,7 @@ func TestApp_RefreshFailure(t *testing.T) {
 		return logs.Write(p)
 	}), nil))
 	app, err := lambdaapp.New(context.Background(), replay.Config(lambdaapp.Users, "latchkey"), lambdaapp.Deps{
-		Store: e.store, Keys: e.keys, Secrets: sm, Now: c.Now, Logger: logger,
+		Store: e.Store, Keys: e.Keys, Secrets: sm, Now: c.Now, Logger: logger,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -705,7 +691,7 @@ func TestApp_UnknownKidLogsRequestID(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
-			keys := &downKeys{MemoryKeys: e.keys}
+			keys := &downKeys{MemoryKeys: e.Keys}
 			if tc.published {
 				if err := replay.PublishKeys(context.Background(), keys); err != nil {
 					t.Fatal(err)
@@ -717,7 +703,7 @@ func TestApp_UnknownKidLogsRequestID(t *testing.T) {
 				keys.down = false // the keys are read at init
 				keys.mu.Unlock()
 				app, err := lambdaapp.New(context.Background(), replay.Config(fn, "latchkey"), lambdaapp.Deps{
-					Store: e.store, Keys: keys, Secrets: e.secrets, Logger: slog.New(slog.NewJSONHandler(logs, nil)),
+					Store: e.Store, Keys: keys, Secrets: e.Secrets, Logger: slog.New(slog.NewJSONHandler(logs, nil)),
 				})
 				if err != nil {
 					t.Fatalf("init %s: %v", fn, err)
@@ -771,7 +757,7 @@ func TestApp_RecordedIssuer(t *testing.T) {
 		t.Helper()
 		cfg := replay.Config(fn, "latchkey")
 		cfg.Issuer = "" // as the template sets it
-		a, err := lambdaapp.New(context.Background(), cfg, lambdaapp.Deps{Store: e.store, Keys: e.keys, Secrets: e.secrets, Now: c.Now})
+		a, err := lambdaapp.New(context.Background(), cfg, lambdaapp.Deps{Store: e.Store, Keys: e.Keys, Secrets: e.Secrets, Now: c.Now})
 		if err != nil {
 			t.Fatalf("init %s: %v", fn, err)
 		}
@@ -779,7 +765,7 @@ func TestApp_RecordedIssuer(t *testing.T) {
 	}
 	auth := newApp(lambdaapp.Auth)
 	users := newApp(lambdaapp.Users)
-	if jwks, _, err := e.keys.Published(context.Background()); err != nil || jwks == nil {
+	if jwks, _, err := e.Keys.Published(context.Background()); err != nil || jwks == nil {
 		t.Fatalf("auth did not publish its keys before the issuer was recorded: %v", err)
 	}
 	if code, body := do(t, auth, "POST", "/v1/auth/token", replay.KeySecret, `{"scopes":["read:users"]}`); code != http.StatusServiceUnavailable {
@@ -857,14 +843,14 @@ func TestApp_ColdStartReadsSecretsAtOnce(t *testing.T) {
 		t.Run(string(fn), func(t *testing.T) {
 			e := newEnv(t)
 			if fn != lambdaapp.Auth {
-				if err := replay.PublishKeys(context.Background(), e.keys); err != nil {
+				if err := replay.PublishKeys(context.Background(), e.Keys); err != nil {
 					t.Fatal(err)
 				}
 			}
-			probe := &concurrencyProbe{inner: e.secrets, want: want}
+			probe := &concurrencyProbe{inner: e.Secrets, want: want}
 			probe.cond = sync.NewCond(&probe.mu)
 			if _, err := lambdaapp.New(context.Background(), replay.Config(fn, "latchkey"), lambdaapp.Deps{
-				Store: e.store, Keys: e.keys, Secrets: probe,
+				Store: e.Store, Keys: e.Keys, Secrets: probe,
 			}); err != nil {
 				t.Fatal(err)
 			}
@@ -909,7 +895,7 @@ func TestApp_SigningKeyRotation_TokensLiveOut(t *testing.T) {
 	old, _ := body["access_token"].(string)
 	issued := c.Now()
 
-	e.secrets.Put(replay.SigningARN, replay.SigningSecret+"-rotated")
+	e.Secrets.Put(replay.SigningARN, replay.SigningSecret+"-rotated")
 	for at := secrets.DefaultRefreshInterval; at < account.MaxTokenLifetime; at += time.Hour {
 		c.Set(issued.Add(at))
 		// Each step is past the refresh interval: both functions read the

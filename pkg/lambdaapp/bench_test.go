@@ -32,7 +32,7 @@ func BenchmarkWarmLambda(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			e := newEnv(b)
 			c := mock.NewClock(time.Now())
-			deps := lambdaapp.Deps{Store: e.store, Keys: e.keys, Secrets: e.secrets, Now: c.Now,
+			deps := lambdaapp.Deps{Store: e.Store, Keys: e.Keys, Secrets: e.Secrets, Now: c.Now,
 				Logger: lambdaenv.NewLogger(io.Discard, string(bc.fn))}
 			if bc.fn != lambdaapp.Auth { // auth publishes the keys the others read
 				if _, err := lambdaapp.New(context.Background(), replay.Config(lambdaapp.Auth, "latchkey"), deps); err != nil {

@@ -31,7 +31,7 @@ func TestLogger_RequestLine(t *testing.T) {
 		t.Helper()
 		e := newEnv(t)
 		app, err := lambdaapp.New(context.Background(), replay.Config(lambdaapp.Auth, "latchkey"), lambdaapp.Deps{
-			Store: e.store, Keys: e.keys, Secrets: e.secrets, Now: mock.NewClock(time.Now()).Now, Logger: logger,
+			Store: e.Store, Keys: e.Keys, Secrets: e.Secrets, Now: mock.NewClock(time.Now()).Now, Logger: logger,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -93,7 +93,7 @@ func TestApp_SuccessLogSampled(t *testing.T) {
 	cfg.SuccessLogEvery = 10
 	var logs httpapitest.SyncBuffer
 	app, err := lambdaapp.New(context.Background(), cfg, lambdaapp.Deps{
-		Store: e.store, Keys: e.keys, Secrets: e.secrets, Now: mock.NewClock(time.Now()).Now, Logger: lambdaenv.NewLogger(&logs, "auth"),
+		Store: e.Store, Keys: e.Keys, Secrets: e.Secrets, Now: mock.NewClock(time.Now()).Now, Logger: lambdaenv.NewLogger(&logs, "auth"),
 	})
 	if err != nil {
 		t.Fatal(err)

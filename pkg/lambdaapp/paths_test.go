@@ -19,7 +19,7 @@ import (
 // it.
 func TestApp_NonCanonicalPath(t *testing.T) {
 	e := newEnv(t)
-	if err := replay.PublishKeys(context.Background(), e.keys); err != nil {
+	if err := replay.PublishKeys(context.Background(), e.Keys); err != nil {
 		t.Fatal(err)
 	}
 	app := e.app(t, lambdaapp.Users, mock.NewClock(time.Now()))

@@ -91,7 +91,7 @@ func TestApp_RS256(t *testing.T) {
 	c := mock.NewClock(time.Now())
 	newApp := func(fn lambdaapp.Function, alg token.Algorithm) *lambdaapp.App {
 		t.Helper()
-		a, err := lambdaapp.New(ctx, cfgFor(fn, alg), lambdaapp.Deps{Store: e.store, Keys: e.keys, Secrets: sm, Now: c.Now})
+		a, err := lambdaapp.New(ctx, cfgFor(fn, alg), lambdaapp.Deps{Store: e.Store, Keys: e.Keys, Secrets: sm, Now: c.Now})
 		if err != nil {
 			t.Fatalf("init %s %s: %v", fn, alg, err)
 		}
@@ -156,7 +156,7 @@ func TestApp_RS256(t *testing.T) {
 	routes := authorizer.Routes{"GET /orders": {Scope: "read:orders", Audience: replay.OrdersAudience}}
 	for alg, want := range map[token.Algorithm]bool{token.RS256: true, token.EdDSA: false} {
 		az, err := authorizerapp.New(ctx, authorizerapp.Config{TableName: "latchkey", Issuer: replay.Issuer, SigningAlgorithm: alg, Routes: routes},
-			authorizerapp.Deps{Store: e.store, Keys: e.keys, Now: c.Now})
+			authorizerapp.Deps{Store: e.Store, Keys: e.Keys, Now: c.Now})
 		if err != nil {
 			t.Fatal(err)
 		}

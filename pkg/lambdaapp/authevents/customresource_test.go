@@ -25,6 +25,7 @@ import (
 	"latchkey/pkg/lambdaapp"
 	"latchkey/pkg/lambdaapp/authevents"
 	"latchkey/pkg/lambdaapp/replay"
+	"latchkey/pkg/lambdaapp/replay/replaytest"
 	"latchkey/pkg/mock"
 	"latchkey/pkg/token"
 )
@@ -135,16 +136,16 @@ func (g *goneSecrets) PutSecretValue(ctx context.Context, in *secretsmanager.Put
 // served. Before AfterFailedStart, the process exited and no answer was
 // ever sent.
 func TestAfterFailedStart(t *testing.T) {
-	e := newEnv(t)
+	e := replaytest.NewEnv(t)
 	c := mock.NewClock(time.Now())
-	sm := &goneSecrets{Secrets: e.secrets, fail: map[string]error{}}
+	sm := &goneSecrets{Secrets: e.Secrets, fail: map[string]error{}}
 	notFound := &types.ResourceNotFoundException{Message: aws.String("Secrets Manager can't find the specified secret.")}
 	sm.set(replay.SigningARN, notFound)
 	var starts int
 	start := func(ctx context.Context) (authevents.EventHandler, error) {
 		starts++
 		app, err := lambdaapp.New(ctx, replay.Config(lambdaapp.Auth, "latchkey"), lambdaapp.Deps{
-			Store: e.store, Keys: e.keys, Secrets: sm, Now: c.Now, Logger: slog.New(slog.DiscardHandler),
+			Store: e.Store, Keys: e.Keys, Secrets: sm, Now: c.Now, Logger: slog.New(slog.DiscardHandler),
 		})
 		if err != nil {
 			return nil, err
@@ -211,9 +212,9 @@ func TestAfterFailedStart_AccessDeniedBackoff(t *testing.T) {
 	notFound := &types.ResourceNotFoundException{Message: aws.String("Secrets Manager can't find the specified secret.")}
 	run := func(t *testing.T, refusal error, refusals int, within time.Duration) (cfn.Response, []time.Duration) {
 		t.Helper()
-		e := newEnv(t)
+		e := replaytest.NewEnv(t)
 		c := mock.NewClock(time.Now())
-		sm := &goneSecrets{Secrets: e.secrets, fail: map[string]error{}}
+		sm := &goneSecrets{Secrets: e.Secrets, fail: map[string]error{}}
 		var starts int
 		start := func(ctx context.Context) (authevents.EventHandler, error) {
 			starts++
@@ -223,7 +224,7 @@ func TestAfterFailedStart_AccessDeniedBackoff(t *testing.T) {
 				sm.set(replay.SigningARN, refusal)
 			}
 			app, err := lambdaapp.New(ctx, replay.Config(lambdaapp.Auth, "latchkey"), lambdaapp.Deps{
-				Store: e.store, Keys: e.keys, Secrets: sm, Now: c.Now, Logger: slog.New(slog.DiscardHandler),
+				Store: e.Store, Keys: e.Keys, Secrets: sm, Now: c.Now, Logger: slog.New(slog.DiscardHandler),
 			})
 			if err != nil {
 				return nil, err
@@ -293,10 +294,10 @@ func TestApp_CustomResourceFailures(t *testing.T) {
 	c := mock.NewClock(time.Now())
 
 	t.Run("TableGone", func(t *testing.T) {
-		e := newEnv(t)
-		keys := &failingKeys{MemoryKeys: e.keys}
+		e := replaytest.NewEnv(t)
+		keys := &failingKeys{MemoryKeys: e.Keys}
 		app, err := lambdaapp.New(context.Background(), replay.Config(lambdaapp.Auth, "latchkey"), lambdaapp.Deps{
-			Store: e.store, Keys: keys, Secrets: e.secrets, Now: c.Now, Logger: slog.New(slog.DiscardHandler),
+			Store: e.Store, Keys: keys, Secrets: e.Secrets, Now: c.Now, Logger: slog.New(slog.DiscardHandler),
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -304,7 +305,7 @@ func TestApp_CustomResourceFailures(t *testing.T) {
 		keys.err = errors.New("operation error DynamoDB: PutItem, ResourceNotFoundException: Requested resource not found")
 		// A bootstrap publishes again only what changed; a new signing
 		// version makes it publish.
-		e.secrets.Put(replay.SigningARN, replay.SigningSecret+"-rotated")
+		e.Secrets.Put(replay.SigningARN, replay.SigningSecret+"-rotated")
 		res := rs.send(t, context.Background(), handler(app), rs.event(t, "bootstrap-update.json"))
 		if res.Status != cfn.StatusFailed || !strings.Contains(res.Reason, "Requested resource not found") {
 			t.Fatalf("Update with the table gone: got %+v, want FAILED with the cause", res)
@@ -318,12 +319,12 @@ func TestApp_CustomResourceFailures(t *testing.T) {
 	})
 
 	t.Run("RS256Denied", func(t *testing.T) {
-		e := newEnv(t)
+		e := replaytest.NewEnv(t)
 		cfg := replay.Config(lambdaapp.Auth, "latchkey")
 		cfg.SigningAlgorithm = token.RS256
-		sm := &deniedPut{Secrets: e.secrets, err: errors.New("operation error Secrets Manager: PutSecretValue, AccessDeniedException: User is not authorized to perform: secretsmanager:PutSecretValue")}
+		sm := &deniedPut{Secrets: e.Secrets, err: errors.New("operation error Secrets Manager: PutSecretValue, AccessDeniedException: User is not authorized to perform: secretsmanager:PutSecretValue")}
 		start := func(ctx context.Context) (authevents.EventHandler, error) {
-			app, err := lambdaapp.New(ctx, cfg, lambdaapp.Deps{Store: e.store, Keys: e.keys, Secrets: sm, Now: c.Now, Logger: slog.New(slog.DiscardHandler)})
+			app, err := lambdaapp.New(ctx, cfg, lambdaapp.Deps{Store: e.Store, Keys: e.Keys, Secrets: sm, Now: c.Now, Logger: slog.New(slog.DiscardHandler)})
 			if err != nil {
 				return nil, err
 			}
