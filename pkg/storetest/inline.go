@@ -230,6 +230,24 @@ func (s suite) revokeTokenInline(t *testing.T) {
 			t.Errorf("TokenStatus of the expired token: got revoked at %v, want its revocation dropped", st.RevokedAt)
 		}
 	})
+	t.Run("ExpiredKeptAWhile", func(t *testing.T) {
+		// A revocation stays on the key for a while after its token
+		// expires (tablestore's expiredRevocationMargin, a minute): a
+		// verifier whose clock is behind still takes the token for live
+		// then, and must still find it revoked.
+		f := s.fix(t)
+		k := f.key()
+		short, next := f.token(k.ID), f.token(k.ID)
+		r := inline(f, short)
+		r.ExpiresAt = r.RevokedAt.Add(time.Second)
+		_, err := f.s.RevokeToken(f.ctx, r)
+		f.ok(err, "RevokeToken")
+		later := inline(f, next)
+		later.RevokedAt = r.ExpiresAt.Add(30 * time.Second)
+		_, err = f.s.RevokeToken(f.ctx, later)
+		f.ok(err, "RevokeToken 30 s after the first token expired")
+		status(f, k, []account.TokenRecord{short, next}, nil)
+	})
 	t.Run("RevokedByTheEarlierVersionOnAFullKey", func(t *testing.T) {
 		// As RevokedByTheEarlierVersion, on a key that holds
 		// maxInlineRevocations already: the repeat must still make the
