@@ -391,3 +391,39 @@ func (t template) getenv(tb testing.TB, env map[string]any, params map[string]st
 		return fmt.Sprint(v)
 	}
 }
+
+// TestDocs_DeployingParameters checks that every parameter of the template
+// has a row in docs/deploying.md's parameter table, the one place an
+// operator reads what to set: a row names its parameters in backquotes
+// (`A` / `B` for a pair), and `Alarm...Threshold` stands for the
+// thresholds, which docs/operating.md lists one by one.
+func TestDocs_DeployingParameters(t *testing.T) {
+	b, err := os.ReadFile("../../docs/deploying.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(b), "\n| Parameter | Default | Meaning |\n|---|---|---|\n")
+	if !ok {
+		t.Fatal("docs/deploying.md has no parameter table")
+	}
+	documented := map[string]bool{}
+	for _, line := range strings.Split(table, "\n") {
+		if !strings.HasPrefix(line, "| ") {
+			break // the table ends at its first line that is not a row
+		}
+		first, _, _ := strings.Cut(strings.TrimPrefix(line, "| "), " | ")
+		for _, name := range strings.Split(first, " / ") {
+			documented[strings.Trim(name, "`")] = true
+		}
+	}
+	params, _ := loadTemplate(t)["Parameters"].(map[string]any)
+	if len(params) == 0 {
+		t.Fatal("the template has no parameters")
+	}
+	for name := range params {
+		threshold := strings.HasPrefix(name, "Alarm") && strings.HasSuffix(name, "Threshold")
+		if !documented[name] && !(threshold && documented["Alarm...Threshold"]) {
+			t.Errorf("template parameter %s has no row in docs/deploying.md's parameter table", name)
+		}
+	}
+}
