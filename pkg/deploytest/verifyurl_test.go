@@ -189,6 +189,55 @@ func TestReplay_VerifyURL(t *testing.T) {
 	}
 }
 
+// TestReplay_VerifyURLHead sends HEAD to the verify function's URL. The
+// URL passes every method to the function and returns the body it is
+// given, where net/http's server (the local server) sends none: the
+// function answers GET's status and headers with no body (RFC 9110
+// section 9.3.2), and logs the request as any other.
+func TestReplay_VerifyURLHead(t *testing.T) {
+	ctx := context.Background()
+	clock := mock.NewClock(time.Now())
+	answer := func(method string) (events.APIGatewayV2HTTPResponse, []requestLine) {
+		t.Helper()
+		ev, err := replay.LoadEvent(filepath.Join(verifyURLEventsDir, "valid.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev.RequestContext.HTTP.Method = method
+		var logs httpapitest.SyncBuffer
+		b := newBackend(t)
+		verify, err := lambdaapp.NewVerifying(ctx, replay.Config(lambdaapp.Verify, "latchkey"),
+			lambdaapp.Deps{Store: b.store, Keys: b.keys, Now: clock.Now, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := verify.Lambda()(ctx, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res, requestLines(t, logs.String())
+	}
+	get, _ := answer(http.MethodGet)
+	head, lines := answer(http.MethodHead)
+	if head.StatusCode != http.StatusOK || head.Body != "" {
+		t.Errorf("HEAD: %d with body %q, want 200 and no body", head.StatusCode, head.Body)
+	}
+	if get.Body == "" {
+		t.Fatal("GET: no body to compare HEAD with")
+	}
+	for k, v := range get.Headers {
+		if k == "Content-Length" {
+			continue
+		}
+		if head.Headers[k] != v {
+			t.Errorf("HEAD header %s: %q, GET's %q", k, head.Headers[k], v)
+		}
+	}
+	if len(lines) != 1 || lines[0].Method != http.MethodHead || lines[0].Status != http.StatusOK {
+		t.Errorf("HEAD's request lines %+v, want one, HEAD 200", lines)
+	}
+}
+
 // TestBinary_VerifyURL runs the built verify function as Lambda does,
 // configured only by the environment the template gives it (no secret),
 // against DynamoDB Local, and feeds it every function URL event: main, its
