@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -180,10 +181,15 @@ func TestReplay_VerifyURL(t *testing.T) {
 			if got.StatusCode != want.StatusCode || got.Body != want.Body {
 				t.Errorf("verify URL answers %d %s\nthe API answers  %d %s", got.StatusCode, got.Body, want.StatusCode, want.Body)
 			}
-			for k, v := range want.Headers {
-				if got.Headers[k] != v {
-					t.Errorf("header %s: %q, the API's %q", k, got.Headers[k], v)
-				}
+			// Both ways: a header the URL adds is a difference too.
+			if !maps.Equal(got.Headers, want.Headers) {
+				t.Errorf("verify URL's headers %v\nthe API's          %v", got.Headers, want.Headers)
+			}
+			if !maps.EqualFunc(got.MultiValueHeaders, want.MultiValueHeaders, slices.Equal) {
+				t.Errorf("verify URL's multi-value headers %v\nthe API's                      %v", got.MultiValueHeaders, want.MultiValueHeaders)
+			}
+			if got.IsBase64Encoded != want.IsBase64Encoded || !slices.Equal(got.Cookies, want.Cookies) {
+				t.Errorf("verify URL: base64 %v, cookies %v; the API's %v, %v", got.IsBase64Encoded, got.Cookies, want.IsBase64Encoded, want.Cookies)
 			}
 		})
 	}
