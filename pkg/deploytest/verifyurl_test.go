@@ -244,6 +244,79 @@ func TestReplay_VerifyURLHead(t *testing.T) {
 	}
 }
 
+// TestTemplate_VerifyURLCors holds the function URL's CORS block to the
+// API's: on with CorsEnabled alone, for the API's origins, GET with
+// Authorization, and every response header the verify function sends that
+// a browser would otherwise hide (taken from its answers to the function
+// URL events, a request without a token and one with another method).
+func TestTemplate_VerifyURLCors(t *testing.T) {
+	tpl := loadTemplate(t)
+	api := list(path(tpl.resource(t, "HttpApi", "AWS::Serverless::HttpApi"), "CorsConfiguration", "Fn::If"))
+	args := list(path(tpl.resource(t, "VerifyUrlConfig", "AWS::Lambda::Url"), "Cors", "Fn::If"))
+	if len(args) != 3 || args[0] != "CorsEnabled" || refOf(args[2]) != "AWS::NoValue" {
+		t.Fatalf("VerifyUrlConfig's Cors is not !If [CorsEnabled, ..., !Ref AWS::NoValue]: %v", path(tpl.resource(t, "VerifyUrlConfig", "AWS::Lambda::Url"), "Cors"))
+	}
+	if len(api) != 3 {
+		t.Fatal("the API's CorsConfiguration is not an !If")
+	}
+	if got, want := fmt.Sprint(path(args[1], "AllowOrigins")), fmt.Sprint(path(api[1], "AllowOrigins")); got != want {
+		t.Errorf("the URL's AllowOrigins %s, the API's %s", got, want)
+	}
+	if !slices.Contains(strs(path(args[1], "AllowMethods")), http.MethodGet) || !slices.Contains(strs(path(args[1], "AllowHeaders")), "Authorization") {
+		t.Errorf("the URL's CORS does not allow GET with Authorization: %v", args[1])
+	}
+	exposed := strs(path(args[1], "ExposeHeaders"))
+
+	ctx := context.Background()
+	var evs []events.APIGatewayV2HTTPRequest
+	for _, e := range verifyURLEvents {
+		ev, err := replay.LoadEvent(filepath.Join(verifyURLEventsDir, e.event))
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, ev)
+	}
+	noToken, post := evs[0], evs[0]
+	noToken.Headers = maps.Clone(noToken.Headers)
+	delete(noToken.Headers, "authorization")
+	post.RequestContext.HTTP.Method = http.MethodPost
+	evs = append(evs, noToken, post)
+	// Response headers a browser reads without ExposeHeaders (the
+	// CORS-safelisted response header names of the Fetch standard).
+	safelisted := []string{"Cache-Control", "Content-Language", "Content-Length", "Content-Type", "Expires", "Last-Modified", "Pragma"}
+	sent := map[string]bool{}
+	for _, ev := range evs {
+		b := newBackend(t)
+		verify, err := lambdaapp.NewVerifying(ctx, replay.Config(lambdaapp.Verify, "latchkey"), lambdaapp.Deps{Store: b.store, Keys: b.keys, Logger: discard})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := verify.Lambda()(ctx, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range res.Headers {
+			sent[http.CanonicalHeaderKey(k)] = true
+		}
+		for k := range res.MultiValueHeaders {
+			sent[http.CanonicalHeaderKey(k)] = true
+		}
+	}
+	for _, h := range []string{"X-Request-Id", "Retry-After", "Www-Authenticate", "Allow"} {
+		if !sent[h] {
+			t.Errorf("the verify function sent no %s: the requests no longer cover it (sent %v)", h, sent)
+		}
+	}
+	for h := range sent {
+		if slices.Contains(safelisted, h) {
+			continue
+		}
+		if !slices.ContainsFunc(exposed, func(e string) bool { return strings.EqualFold(e, h) }) {
+			t.Errorf("the verify function sends %s, which the URL's ExposeHeaders %v hide from a browser", h, exposed)
+		}
+	}
+}
+
 // TestBinary_VerifyURL runs the built verify function as Lambda does,
 // configured only by the environment the template gives it (no secret),
 // against DynamoDB Local, and feeds it every function URL event: main, its
