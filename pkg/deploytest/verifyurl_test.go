@@ -321,9 +321,14 @@ func TestTemplate_VerifyURLCors(t *testing.T) {
 // configured only by the environment the template gives it (no secret),
 // against DynamoDB Local, and feeds it every function URL event: main, its
 // wiring, the Runtime API client and the adapter, end to end, with one
-// audit line a request.
+// audit line a request. It needs DynamoDB Local only: the function reads
+// no secret, so no Secrets Manager is set up (nor reachable).
 func TestBinary_VerifyURL(t *testing.T) {
-	l := newLive(t, true)
+	dynamoURL := os.Getenv(dynamotest.EndpointEnv)
+	if dynamoURL == "" {
+		t.Skip(dynamotest.EndpointEnv + " is not set; run through scripts/dynamodb-local.sh (make test does)")
+	}
+	l := newLiveTable(t, dynamoURL, dynamotest.NewClient(t), true)
 	tpl := loadTemplate(t)
 	env := append(l.env(lambdaapp.Verify), "SUCCESS_LOG_EVERY="+tpl.getenv(t, tpl.functionEnv(t, verifyID), nil)("SUCCESS_LOG_EVERY"))
 	if slices.ContainsFunc(env, func(v string) bool { return strings.Contains(v, "_SECRET_ARN=") }) {
