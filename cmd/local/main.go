@@ -70,6 +70,10 @@ func tuneGC(getenv func(string) string) {
 }
 
 func main() {
+	if err := noArguments(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 	tuneGC(os.Getenv)
 	// One write per line, as it is logged: a write of a request line
 	// costs the kernel about 0.5 us, 1 to 2% of a verify.
@@ -78,6 +82,17 @@ func main() {
 		logger.Error("latchkey stopped", "error", err.Error())
 		os.Exit(1)
 	}
+}
+
+// noArguments refuses command-line arguments: the server reads its
+// settings from the environment only, and a flag it ignored would leave
+// it listening and writing where the caller did not ask (-addr, -data).
+func noArguments(args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	return fmt.Errorf("local: unexpected argument %q: the server takes no arguments; set its environment instead, "+
+		"e.g. ADDR=127.0.0.1:9090 DATA_DIR=/tmp/lk (the list: go doc ./cmd/local)", args[0])
 }
 
 type config struct {

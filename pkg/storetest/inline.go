@@ -230,4 +230,48 @@ func (s suite) revokeTokenInline(t *testing.T) {
 			t.Errorf("TokenStatus of the expired token: got revoked at %v, want its revocation dropped", st.RevokedAt)
 		}
 	})
+	t.Run("ExpiredKeptAWhile", func(t *testing.T) {
+		// A revocation stays on the key for a while after its token
+		// expires (tablestore's expiredRevocationMargin, a minute): a
+		// verifier whose clock is behind still takes the token for live
+		// then, and must still find it revoked.
+		f := s.fix(t)
+		k := f.key()
+		short, next := f.token(k.ID), f.token(k.ID)
+		r := inline(f, short)
+		r.ExpiresAt = r.RevokedAt.Add(time.Second)
+		_, err := f.s.RevokeToken(f.ctx, r)
+		f.ok(err, "RevokeToken")
+		later := inline(f, next)
+		later.RevokedAt = r.ExpiresAt.Add(30 * time.Second)
+		_, err = f.s.RevokeToken(f.ctx, later)
+		f.ok(err, "RevokeToken 30 s after the first token expired")
+		status(f, k, []account.TokenRecord{short, next}, nil)
+	})
+	t.Run("RevokedByTheEarlierVersionOnAFullKey", func(t *testing.T) {
+		// As RevokedByTheEarlierVersion, on a key that holds
+		// maxInlineRevocations already: the repeat must still make the
+		// token's verify (which reads the key) refuse it.
+		f := s.fix(t)
+		k := f.key()
+		var full []account.TokenRecord
+		for range 16 {
+			full = append(full, f.token(k.ID))
+		}
+		tr := f.token(k.ID)
+		for i, x := range full {
+			_, err := f.s.RevokeToken(f.ctx, inline(f, x))
+			f.ok(err, fmt.Sprintf("RevokeToken %d", i))
+		}
+		first := inline(f, tr)
+		first.Inline = false
+		_, err := f.s.RevokeToken(f.ctx, first)
+		f.ok(err, "RevokeToken by the earlier version")
+		at, err := f.s.RevokeToken(f.ctx, inline(f, tr))
+		f.ok(err, "RevokeToken again")
+		if !at.Equal(first.RevokedAt) {
+			t.Errorf("RevokeToken again: got %v, want the first time %v", at, first.RevokedAt)
+		}
+		status(f, k, append(full, tr), nil)
+	})
 }

@@ -142,12 +142,21 @@ func (s *Store) revokeInline(ctx context.Context, r account.Revocation) (time.Ti
 	first := r
 	first.RevokedAt = at
 	next, overflow = it.withRevocation(first)
-	if overflow || next == nil {
-		return at, nil // full: the entry, which exists, is where it stays
+	if next == nil {
+		return at, nil // full, and the overflow covers it already
 	}
 	keyItems, err = s.inlineKeyItems(k, it, *next)
 	if err != nil {
 		return time.Time{}, err
+	}
+	if overflow {
+		// Full: the entry stays where it is, and the key's overflow moves
+		// to cover it; its copies rewritten, which a verify then reads.
+		puts, err := s.revocationCopyPuts(newRevocationItem(first))
+		if err != nil {
+			return time.Time{}, err
+		}
+		keyItems = append(keyItems, puts...)
 	}
 	if err := s.transact(withEvents(withoutCommit(ctx)), keyItems, errKeyChanged); err != nil {
 		return time.Time{}, err
