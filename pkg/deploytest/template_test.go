@@ -244,6 +244,29 @@ func (t template) functionRole(tb testing.TB, id string) string {
 	return role
 }
 
+// checkOwnRoleAndLogs: the function id (named what in errors) has a role
+// no other function of the template shares, and may put log events in its
+// own log group (LoggingConfig.LogGroup) alone.
+func (t template) checkOwnRoleAndLogs(tb testing.TB, id, what string) {
+	tb.Helper()
+	role := t.functionRole(tb, id)
+	for _, other := range t.functions() {
+		if other != id && t.functionRole(tb, other) == role {
+			tb.Errorf("the %s shares its role with %s", what, other)
+		}
+	}
+	logGroup := refOf(path(t.resource(tb, id, "AWS::Serverless::Function"), "LoggingConfig", "LogGroup"))
+	var logs bool
+	for _, st := range t.statements(tb, id) {
+		if slices.Contains(strs(st["Action"]), "logs:PutLogEvents") {
+			logs = path(st["Resource"], "Fn::GetAtt") == logGroup+".Arn"
+		}
+	}
+	if logGroup == "" || !logs {
+		tb.Errorf("the %s does not log to a log group of its own (%q) alone", what, logGroup)
+	}
+}
+
 // statements returns the statements of the function's role as a stack
 // with the parameters' defaults deploys it: the test insists on one inline
 // policy and nothing else, since a managed policy would grant more than

@@ -499,22 +499,7 @@ func TestTemplate_VerifyURL(t *testing.T) {
 			t.Errorf("the verify function is given %s=%v", k, v)
 		}
 	}
-	role := tpl.functionRole(t, verifyID)
-	for _, id := range tpl.functions() {
-		if id != verifyID && tpl.functionRole(t, id) == role {
-			t.Errorf("the verify function shares its role with %s", id)
-		}
-	}
-	logGroup := refOf(path(tpl.resource(t, verifyID, "AWS::Serverless::Function"), "LoggingConfig", "LogGroup"))
-	var logs bool
-	for _, st := range tpl.statements(t, verifyID) {
-		if slices.Contains(strs(st["Action"]), "logs:PutLogEvents") {
-			logs = path(st["Resource"], "Fn::GetAtt") == logGroup+".Arn"
-		}
-	}
-	if logGroup == "" || !logs {
-		t.Errorf("the verify function does not log to a log group of its own (%q) alone", logGroup)
-	}
+	tpl.checkOwnRoleAndLogs(t, verifyID, "verify function")
 	watched := map[string]bool{}
 	for _, a := range tpl.alarms(t) {
 		for _, m := range a.metrics {
