@@ -59,13 +59,13 @@ func run(ctx context.Context, fn lambdaapp.Function, eventPath string, stdout, s
 	// In AWS, API Gateway never sends this event to fn: say which function
 	// it would, rather than leave a bare 404 to be puzzled over. A function
 	// URL's event ($default) goes to the one function behind the URL.
-	switch owner, ok := servedBy(ev.RouteKey); {
-	case ev.RouteKey == "$default":
-	case !ok:
+	switch owners := servedBy(ev.RouteKey); {
+	case ev.RouteKey == "$default", slices.Contains(owners, fn):
+	case len(owners) == 0:
 		fmt.Fprintf(stderr, "invoke: no function serves the route %q; %s will answer 404\n", ev.RouteKey, fn)
-	case owner != fn:
+	default:
 		fmt.Fprintf(stderr, "invoke: the route %q is served by the %s function, not %s, which will answer 404; run: go run ./cmd/invoke -function %s -event %s\n",
-			ev.RouteKey, owner, fn, owner, eventPath)
+			ev.RouteKey, owners[0], fn, owners[0], eventPath)
 	}
 	dir, err := os.MkdirTemp("", "latchkey-invoke-")
 	if err != nil {
@@ -102,18 +102,20 @@ func run(ctx context.Context, fn lambdaapp.Function, eventPath string, stdout, s
 	return enc.Encode(res)
 }
 
-// servedBy returns the function whose group has the route "METHOD /path"
-// (an event's routeKey), and false if none has.
-func servedBy(routeKey string) (lambdaapp.Function, bool) {
+// servedBy returns the functions whose group serves the route "METHOD
+// /path" (an event's routeKey): auth and verify both serve verify's.
+func servedBy(routeKey string) []lambdaapp.Function {
+	var out []lambdaapp.Function
 	for _, r := range httpapi.Routes() {
 		if r.Method+" "+r.Path != routeKey {
 			continue
 		}
-		for _, fn := range lambdaapp.Functions() {
-			if fn.Group() == r.Group {
-				return fn, true
+		// The API's functions first: the one API Gateway sends the event to.
+		for _, fn := range append(lambdaapp.Functions(), lambdaapp.Verify) {
+			if r.In(fn.Group()) {
+				out = append(out, fn)
 			}
 		}
 	}
-	return "", false
+	return out
 }

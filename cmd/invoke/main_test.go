@@ -26,6 +26,9 @@ func TestRun_Route(t *testing.T) {
 		{"OtherFunctionsRoute", lambdaapp.Auth, "../../events/users-get.json", http.StatusNotFound,
 			`the route "GET /v1/users/{id}" is served by the users function, not auth`},
 		{"VerifyURL", lambdaapp.Verify, "../../events/verify-url/valid.json", http.StatusOK, ""},
+		// The verify function serves the API's verify event too (the same
+		// handler), so no note that it would answer 404.
+		{"VerifyAPIEvent", lambdaapp.Verify, "../../events/auth-verify.json", http.StatusOK, ""},
 		{"VerifyURLUnknownPath", lambdaapp.Verify, "../../events/verify-url/unknown-path.json", http.StatusNotFound, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -288,22 +288,7 @@ func testAuthorizerTemplate(t *testing.T, tpl template) {
 			t.Errorf("the authorizer is given %s=%v", k, v)
 		}
 	}
-	role := tpl.functionRole(t, authorizerID)
-	for _, fn := range lambdaapp.Functions() {
-		if tpl.functionRole(t, logicalID(fn)) == role {
-			t.Errorf("the authorizer shares its role with %s", fn)
-		}
-	}
-	logGroup := refOf(path(tpl.resource(t, authorizerID, "AWS::Serverless::Function"), "LoggingConfig", "LogGroup"))
-	var logs bool
-	for _, st := range tpl.statements(t, authorizerID) {
-		if slices.Contains(strs(st["Action"]), "logs:PutLogEvents") {
-			logs = path(st["Resource"], "Fn::GetAtt") == logGroup+".Arn"
-		}
-	}
-	if logGroup == "" || !logs {
-		t.Errorf("the authorizer does not log to a log group of its own (%q) alone", logGroup)
-	}
+	tpl.checkOwnRoleAndLogs(t, authorizerID, "authorizer")
 }
 
 // TestExample_ProtectedAPI holds examples/protected-api/template.yaml to

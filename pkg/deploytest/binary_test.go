@@ -120,8 +120,32 @@ func newLiveAt(tb testing.TB, dynamoURL string, db *dynamodb.Client, seed bool) 
 		tb.Skip(secretsEndpointEnv + " is not set; run through scripts/moto.sh (make test does)")
 	}
 	ctx := context.Background()
+	l := newLiveTable(tb, dynamoURL, db, seed)
 	creds := credentials.NewStaticCredentialsProvider("local", "local", "")
-	l := &live{sm: secretsmanager.New(secretsmanager.Options{Region: "us-east-1", BaseEndpoint: aws.String(smURL), Credentials: creds})}
+	l.sm = secretsmanager.New(secretsmanager.Options{Region: "us-east-1", BaseEndpoint: aws.String(smURL), Credentials: creds})
+	arn := func(id, value string) string {
+		out, err := l.sm.CreateSecret(ctx, &secretsmanager.CreateSecretInput{Name: aws.String(l.table + "-" + id), SecretString: aws.String(value)})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return aws.ToString(out.ARN)
+	}
+	l.arns = map[string]string{
+		lambdaapp.EnvSigningKeySecret: arn("signing", replay.SigningSecret),
+		lambdaapp.EnvAdminKeySecret:   arn("admin", replay.AdminSecret),
+		lambdaapp.EnvCursorKeySecret:  arn("cursor", replay.CursorSecret),
+	}
+	l.base = append(l.base, "AWS_ENDPOINT_URL_SECRETS_MANAGER="+smURL,
+		lambdaapp.EnvCursorKeySecret+"="+l.arns[lambdaapp.EnvCursorKeySecret])
+	return l
+}
+
+// newLiveTable is newLiveAt without Secrets Manager: the table alone, for
+// a function that reads no secret (verify); l.arns is empty.
+func newLiveTable(tb testing.TB, dynamoURL string, db *dynamodb.Client, seed bool) *live {
+	tb.Helper()
+	ctx := context.Background()
+	l := &live{}
 	name := dynamotest.NewTable(tb, db)
 	l.db, l.table = db, name
 	l.store = dynamostore.New(db, name, dynamostore.WithTimeout(dynamotest.Timeout))
@@ -138,24 +162,11 @@ func newLiveAt(tb testing.TB, dynamoURL string, db *dynamodb.Client, seed bool) 
 			tb.Fatal(err)
 		}
 	}
-	arn := func(id, value string) string {
-		out, err := l.sm.CreateSecret(ctx, &secretsmanager.CreateSecretInput{Name: aws.String(name + "-" + id), SecretString: aws.String(value)})
-		if err != nil {
-			tb.Fatal(err)
-		}
-		return aws.ToString(out.ARN)
-	}
-	l.arns = map[string]string{
-		lambdaapp.EnvSigningKeySecret: arn("signing", replay.SigningSecret),
-		lambdaapp.EnvAdminKeySecret:   arn("admin", replay.AdminSecret),
-		lambdaapp.EnvCursorKeySecret:  arn("cursor", replay.CursorSecret),
-	}
 	l.base = []string{
 		"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",
-		"AWS_ENDPOINT_URL_DYNAMODB=" + dynamoURL, "AWS_ENDPOINT_URL_SECRETS_MANAGER=" + smURL,
+		"AWS_ENDPOINT_URL_DYNAMODB=" + dynamoURL,
 		// No ISSUER, as in the template: the functions read the recorded one.
 		lambdaapp.EnvTableName + "=" + name,
-		lambdaapp.EnvCursorKeySecret + "=" + l.arns[lambdaapp.EnvCursorKeySecret],
 		// The longest deadline allowed: a loaded test machine must slow
 		// these tests down, not fail them (the stall tests set their own).
 		lambdaapp.EnvStoreTimeout + "=" + dynamostore.MaxTimeout.String(),

@@ -299,6 +299,59 @@ func TestDocs_CostArithmetic(t *testing.T) {
 			t.Errorf("a verify through the function URL costs $%.2f a million, over issue 23's $1.40", total)
 		}
 	})
+
+	// A use of a limited key adds one conditional UpdateItem (1 WRU) and
+	// one more round trip; "Verify in all" is the verify's total above
+	// plus that addition.
+	t.Run("RateLimits", func(t *testing.T) {
+		_, section, ok := strings.Cut(doc, "\n## Rate limits and credits\n")
+		if !ok {
+			t.Fatal("docs/cost.md has no section \"Rate limits and credits\"")
+		}
+		section, _, _ = strings.Cut(section, "\n## ")
+		var header string
+		cells := func(label string) []string {
+			t.Helper()
+			for _, line := range strings.Split(section, "\n") {
+				if strings.HasPrefix(line, "| Per million") {
+					header = line
+				}
+				if strings.HasPrefix(line, "| "+label) {
+					return strings.Split(strings.Trim(line, "| "), " | ")
+				}
+			}
+			t.Fatalf("the rate limits section has no row %q", label)
+			return nil
+		}
+		money := func(c string) float64 {
+			t.Helper()
+			v, err := strconv.ParseFloat(strings.Fields(strings.Trim(c, "*$"))[0], 64)
+			if err != nil {
+				t.Fatalf("cell %q: %v", c, err)
+			}
+			return v
+		}
+		write := wruPerM
+		extra := roundTripMs / 1000 * memoryGB * perMillion * gbSecond
+		added := write + extra
+		totals := cells("**Total**")
+		if len(totals) != 3 {
+			t.Fatalf("the rate limits total row has %d cells, want 3", len(totals))
+		}
+		for label, want := range map[string]float64{"DynamoDB: 1 WRU": write, "Lambda duration:": extra, "**Total**": added} {
+			if got := money(cells(label)[1]); fmt.Sprintf("%.2f", got) != fmt.Sprintf("%.2f", want) {
+				t.Errorf("docs/cost.md, a limited key's %s: $%.2f, computed $%.2f", label, got, want)
+			}
+		}
+		verifyAll := total[0] + added
+		if got := money(totals[2]); fmt.Sprintf("%.2f", got) != fmt.Sprintf("%.2f", verifyAll) {
+			t.Errorf("docs/cost.md, a limited key's verify in all: $%.2f, computed $%.2f ($%.2f + $%.2f)", got, verifyAll, total[0], added)
+		}
+		// The header names the verify without limits: the total above.
+		if want := fmt.Sprintf("without limits $%.2f", total[0]); !strings.Contains(header, want) {
+			t.Errorf("docs/cost.md, the rate limits table's header %q does not say %q", header, want)
+		}
+	})
 }
 
 // BenchmarkWarm measures what a warm invocation costs on the hot paths,

@@ -244,6 +244,29 @@ func (t template) functionRole(tb testing.TB, id string) string {
 	return role
 }
 
+// checkOwnRoleAndLogs: the function id (named what in errors) has a role
+// no other function of the template shares, and may put log events in its
+// own log group (LoggingConfig.LogGroup) alone.
+func (t template) checkOwnRoleAndLogs(tb testing.TB, id, what string) {
+	tb.Helper()
+	role := t.functionRole(tb, id)
+	for _, other := range t.functions() {
+		if other != id && t.functionRole(tb, other) == role {
+			tb.Errorf("the %s shares its role with %s", what, other)
+		}
+	}
+	logGroup := refOf(path(t.resource(tb, id, "AWS::Serverless::Function"), "LoggingConfig", "LogGroup"))
+	var logs bool
+	for _, st := range t.statements(tb, id) {
+		if slices.Contains(strs(st["Action"]), "logs:PutLogEvents") {
+			logs = path(st["Resource"], "Fn::GetAtt") == logGroup+".Arn"
+		}
+	}
+	if logGroup == "" || !logs {
+		tb.Errorf("the %s does not log to a log group of its own (%q) alone", what, logGroup)
+	}
+}
+
 // statements returns the statements of the function's role as a stack
 // with the parameters' defaults deploys it: the test insists on one inline
 // policy and nothing else, since a managed policy would grant more than
@@ -389,5 +412,41 @@ func (t template) getenv(tb testing.TB, env map[string]any, params map[string]st
 			}
 		}
 		return fmt.Sprint(v)
+	}
+}
+
+// TestDocs_DeployingParameters checks that every parameter of the template
+// has a row in docs/deploying.md's parameter table, the one place an
+// operator reads what to set: a row names its parameters in backquotes
+// (`A` / `B` for a pair), and `Alarm...Threshold` stands for the
+// thresholds, which docs/operating.md lists one by one.
+func TestDocs_DeployingParameters(t *testing.T) {
+	b, err := os.ReadFile("../../docs/deploying.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(b), "\n| Parameter | Default | Meaning |\n|---|---|---|\n")
+	if !ok {
+		t.Fatal("docs/deploying.md has no parameter table")
+	}
+	documented := map[string]bool{}
+	for _, line := range strings.Split(table, "\n") {
+		if !strings.HasPrefix(line, "| ") {
+			break // the table ends at its first line that is not a row
+		}
+		first, _, _ := strings.Cut(strings.TrimPrefix(line, "| "), " | ")
+		for _, name := range strings.Split(first, " / ") {
+			documented[strings.Trim(name, "`")] = true
+		}
+	}
+	params, _ := loadTemplate(t)["Parameters"].(map[string]any)
+	if len(params) == 0 {
+		t.Fatal("the template has no parameters")
+	}
+	for name := range params {
+		threshold := strings.HasPrefix(name, "Alarm") && strings.HasSuffix(name, "Threshold")
+		if !documented[name] && !(threshold && documented["Alarm...Threshold"]) {
+			t.Errorf("template parameter %s has no row in docs/deploying.md's parameter table", name)
+		}
 	}
 }

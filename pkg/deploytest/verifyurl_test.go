@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -180,12 +181,139 @@ func TestReplay_VerifyURL(t *testing.T) {
 			if got.StatusCode != want.StatusCode || got.Body != want.Body {
 				t.Errorf("verify URL answers %d %s\nthe API answers  %d %s", got.StatusCode, got.Body, want.StatusCode, want.Body)
 			}
-			for k, v := range want.Headers {
-				if got.Headers[k] != v {
-					t.Errorf("header %s: %q, the API's %q", k, got.Headers[k], v)
-				}
+			// Both ways: a header the URL adds is a difference too.
+			if !maps.Equal(got.Headers, want.Headers) {
+				t.Errorf("verify URL's headers %v\nthe API's          %v", got.Headers, want.Headers)
+			}
+			if !maps.EqualFunc(got.MultiValueHeaders, want.MultiValueHeaders, slices.Equal) {
+				t.Errorf("verify URL's multi-value headers %v\nthe API's                      %v", got.MultiValueHeaders, want.MultiValueHeaders)
+			}
+			if got.IsBase64Encoded != want.IsBase64Encoded || !slices.Equal(got.Cookies, want.Cookies) {
+				t.Errorf("verify URL: base64 %v, cookies %v; the API's %v, %v", got.IsBase64Encoded, got.Cookies, want.IsBase64Encoded, want.Cookies)
 			}
 		})
+	}
+}
+
+// TestReplay_VerifyURLHead sends HEAD to the verify function's URL. The
+// URL passes every method to the function and returns the body it is
+// given, where net/http's server (the local server) sends none: the
+// function answers GET's status and headers with no body (RFC 9110
+// section 9.3.2), and logs the request as any other.
+func TestReplay_VerifyURLHead(t *testing.T) {
+	ctx := context.Background()
+	clock := mock.NewClock(time.Now())
+	answer := func(method string) (events.APIGatewayV2HTTPResponse, []requestLine) {
+		t.Helper()
+		ev, err := replay.LoadEvent(filepath.Join(verifyURLEventsDir, "valid.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev.RequestContext.HTTP.Method = method
+		var logs httpapitest.SyncBuffer
+		b := newBackend(t)
+		verify, err := lambdaapp.NewVerifying(ctx, replay.Config(lambdaapp.Verify, "latchkey"),
+			lambdaapp.Deps{Store: b.store, Keys: b.keys, Now: clock.Now, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := verify.Lambda()(ctx, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res, requestLines(t, logs.String())
+	}
+	get, _ := answer(http.MethodGet)
+	head, lines := answer(http.MethodHead)
+	if head.StatusCode != http.StatusOK || head.Body != "" {
+		t.Errorf("HEAD: %d with body %q, want 200 and no body", head.StatusCode, head.Body)
+	}
+	if get.Body == "" {
+		t.Fatal("GET: no body to compare HEAD with")
+	}
+	for k, v := range get.Headers {
+		if k == "Content-Length" {
+			continue
+		}
+		if head.Headers[k] != v {
+			t.Errorf("HEAD header %s: %q, GET's %q", k, head.Headers[k], v)
+		}
+	}
+	if len(lines) != 1 || lines[0].Method != http.MethodHead || lines[0].Status != http.StatusOK {
+		t.Errorf("HEAD's request lines %+v, want one, HEAD 200", lines)
+	}
+}
+
+// TestTemplate_VerifyURLCors holds the function URL's CORS block to the
+// API's: on with CorsEnabled alone, for the API's origins, GET with
+// Authorization, and every response header the verify function sends that
+// a browser would otherwise hide (taken from its answers to the function
+// URL events, a request without a token and one with another method).
+func TestTemplate_VerifyURLCors(t *testing.T) {
+	tpl := loadTemplate(t)
+	api := list(path(tpl.resource(t, "HttpApi", "AWS::Serverless::HttpApi"), "CorsConfiguration", "Fn::If"))
+	args := list(path(tpl.resource(t, "VerifyUrlConfig", "AWS::Lambda::Url"), "Cors", "Fn::If"))
+	if len(args) != 3 || args[0] != "CorsEnabled" || refOf(args[2]) != "AWS::NoValue" {
+		t.Fatalf("VerifyUrlConfig's Cors is not !If [CorsEnabled, ..., !Ref AWS::NoValue]: %v", path(tpl.resource(t, "VerifyUrlConfig", "AWS::Lambda::Url"), "Cors"))
+	}
+	if len(api) != 3 {
+		t.Fatal("the API's CorsConfiguration is not an !If")
+	}
+	if got, want := fmt.Sprint(path(args[1], "AllowOrigins")), fmt.Sprint(path(api[1], "AllowOrigins")); got != want {
+		t.Errorf("the URL's AllowOrigins %s, the API's %s", got, want)
+	}
+	if !slices.Contains(strs(path(args[1], "AllowMethods")), http.MethodGet) || !slices.Contains(strs(path(args[1], "AllowHeaders")), "Authorization") {
+		t.Errorf("the URL's CORS does not allow GET with Authorization: %v", args[1])
+	}
+	exposed := strs(path(args[1], "ExposeHeaders"))
+
+	ctx := context.Background()
+	var evs []events.APIGatewayV2HTTPRequest
+	for _, e := range verifyURLEvents {
+		ev, err := replay.LoadEvent(filepath.Join(verifyURLEventsDir, e.event))
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, ev)
+	}
+	noToken, post := evs[0], evs[0]
+	noToken.Headers = maps.Clone(noToken.Headers)
+	delete(noToken.Headers, "authorization")
+	post.RequestContext.HTTP.Method = http.MethodPost
+	evs = append(evs, noToken, post)
+	// Response headers a browser reads without ExposeHeaders (the
+	// CORS-safelisted response header names of the Fetch standard).
+	safelisted := []string{"Cache-Control", "Content-Language", "Content-Length", "Content-Type", "Expires", "Last-Modified", "Pragma"}
+	sent := map[string]bool{}
+	for _, ev := range evs {
+		b := newBackend(t)
+		verify, err := lambdaapp.NewVerifying(ctx, replay.Config(lambdaapp.Verify, "latchkey"), lambdaapp.Deps{Store: b.store, Keys: b.keys, Logger: discard})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := verify.Lambda()(ctx, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range res.Headers {
+			sent[http.CanonicalHeaderKey(k)] = true
+		}
+		for k := range res.MultiValueHeaders {
+			sent[http.CanonicalHeaderKey(k)] = true
+		}
+	}
+	for _, h := range []string{"X-Request-Id", "Retry-After", "Www-Authenticate", "Allow"} {
+		if !sent[h] {
+			t.Errorf("the verify function sent no %s: the requests no longer cover it (sent %v)", h, sent)
+		}
+	}
+	for h := range sent {
+		if slices.Contains(safelisted, h) {
+			continue
+		}
+		if !slices.ContainsFunc(exposed, func(e string) bool { return strings.EqualFold(e, h) }) {
+			t.Errorf("the verify function sends %s, which the URL's ExposeHeaders %v hide from a browser", h, exposed)
+		}
 	}
 }
 
@@ -193,9 +321,14 @@ func TestReplay_VerifyURL(t *testing.T) {
 // configured only by the environment the template gives it (no secret),
 // against DynamoDB Local, and feeds it every function URL event: main, its
 // wiring, the Runtime API client and the adapter, end to end, with one
-// audit line a request.
+// audit line a request. It needs DynamoDB Local only: the function reads
+// no secret, so no Secrets Manager is set up (nor reachable).
 func TestBinary_VerifyURL(t *testing.T) {
-	l := newLive(t, true)
+	dynamoURL := os.Getenv(dynamotest.EndpointEnv)
+	if dynamoURL == "" {
+		t.Skip(dynamotest.EndpointEnv + " is not set; run through scripts/dynamodb-local.sh (make test does)")
+	}
+	l := newLiveTable(t, dynamoURL, dynamotest.NewClient(t), true)
 	tpl := loadTemplate(t)
 	env := append(l.env(lambdaapp.Verify), "SUCCESS_LOG_EVERY="+tpl.getenv(t, tpl.functionEnv(t, verifyID), nil)("SUCCESS_LOG_EVERY"))
 	if slices.ContainsFunc(env, func(v string) bool { return strings.Contains(v, "_SECRET_ARN=") }) {
@@ -366,22 +499,7 @@ func TestTemplate_VerifyURL(t *testing.T) {
 			t.Errorf("the verify function is given %s=%v", k, v)
 		}
 	}
-	role := tpl.functionRole(t, verifyID)
-	for _, id := range tpl.functions() {
-		if id != verifyID && tpl.functionRole(t, id) == role {
-			t.Errorf("the verify function shares its role with %s", id)
-		}
-	}
-	logGroup := refOf(path(tpl.resource(t, verifyID, "AWS::Serverless::Function"), "LoggingConfig", "LogGroup"))
-	var logs bool
-	for _, st := range tpl.statements(t, verifyID) {
-		if slices.Contains(strs(st["Action"]), "logs:PutLogEvents") {
-			logs = path(st["Resource"], "Fn::GetAtt") == logGroup+".Arn"
-		}
-	}
-	if logGroup == "" || !logs {
-		t.Errorf("the verify function does not log to a log group of its own (%q) alone", logGroup)
-	}
+	tpl.checkOwnRoleAndLogs(t, verifyID, "verify function")
 	watched := map[string]bool{}
 	for _, a := range tpl.alarms(t) {
 		for _, m := range a.metrics {

@@ -147,6 +147,10 @@ func (r Route) Public() bool { return r.def().auth == authPublic }
 // section 5.2) instead of problem+json.
 func (r Route) OAuth() bool { return r.def().auth == authClient }
 
+// In reports whether a router of group g serves the route: those of g,
+// and for GroupVerify, verify, which is GroupAuth's too.
+func (r Route) In(g Group) bool { return r.def().in([]Group{g}) }
+
 // in reports whether a router of groups serves d: every route when groups
 // is empty, else those of the named groups, and verify for GroupVerify.
 func (d routeDef) in(groups []Group) bool {

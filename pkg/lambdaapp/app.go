@@ -302,8 +302,22 @@ func (a *App) Bootstrap(ctx context.Context) error {
 // goroutines are frozen between invocations.
 func (a *App) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a.refresh(r.Context())
+	// A function URL passes HEAD to the function and returns whatever body
+	// it is given (the API's routes take GET only); net/http's server
+	// drops it, and so do we (RFC 9110 section 9.3.2).
+	if r.Method == http.MethodHead {
+		w = bodiless{w}
+	}
 	a.current.Load().handler.ServeHTTP(w, r)
 }
+
+// bodiless is the response to HEAD: GET's status and headers, no body.
+type bodiless struct{ http.ResponseWriter }
+
+func (b bodiless) Write(p []byte) (int, error) { return len(p), nil }
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (b bodiless) Unwrap() http.ResponseWriter { return b.ResponseWriter }
 
 func (a *App) refresh(ctx context.Context) {
 	if a.published != nil {

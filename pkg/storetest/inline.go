@@ -36,6 +36,20 @@ func (s suite) revokeTokenInline(t *testing.T) {
 			}
 		}
 	}
+	// toRevoke issues n tokens of k and one more that stays live, and the
+	// inline revocation of each of the n: a race's set-up.
+	toRevoke := func(f *fixture, k account.APIKey, n int) ([]account.TokenRecord, account.TokenRecord, []account.Revocation) {
+		var toks []account.TokenRecord
+		for range n {
+			toks = append(toks, f.token(k.ID))
+		}
+		live := f.token(k.ID)
+		rs := make([]account.Revocation, n)
+		for i := range rs {
+			rs[i] = inline(f, toks[i])
+		}
+		return toks, live, rs
+	}
 	t.Run("OK", func(t *testing.T) {
 		f := s.fix(t)
 		k := f.key()
@@ -72,15 +86,7 @@ func (s suite) revokeTokenInline(t *testing.T) {
 		f := s.fix(t)
 		k := f.childKey(f.key())
 		const n = 24
-		var toks []account.TokenRecord
-		for range n {
-			toks = append(toks, f.token(k.ID))
-		}
-		live := f.token(k.ID)
-		rs := make([]account.Revocation, n)
-		for i := range rs {
-			rs[i] = inline(f, toks[i])
-		}
+		toks, live, rs := toRevoke(f, k, n)
 		ats := make([]time.Time, n)
 		errs := race(n, func(i int) error {
 			var err error
@@ -101,15 +107,7 @@ func (s suite) revokeTokenInline(t *testing.T) {
 		f := s.fix(t)
 		k := f.key()
 		const n = 6
-		var toks []account.TokenRecord
-		for range n {
-			toks = append(toks, f.token(k.ID))
-		}
-		live := f.token(k.ID)
-		rs := make([]account.Revocation, n)
-		for i := range rs {
-			rs[i] = inline(f, toks[i])
-		}
+		toks, live, rs := toRevoke(f, k, n)
 		names := make([]string, n)
 		patched := make([]bool, n)
 		errs := race(2*n, func(i int) error {
