@@ -20,6 +20,8 @@
 //	STORE_TIMEOUT        how long one DynamoDB call may take before the request gets 503 (default 3s)
 //	TOKEN_CACHE_MAX_ENTRIES, TOKEN_CACHE_MAX_BYTES
 //	                     bounds of the verified-token cache (default 32768 and 16 MiB)
+//	INLINE_REVOCATION    false issues tokens without the claim irv, revoked and verified as
+//	                     before it existed: the first step of an upgrade (default true)
 //	GOGC                 the Go collector's target (default 400 here, not Go's 100: see gcPercent)
 package main
 
@@ -105,6 +107,8 @@ type config struct {
 	// signingAlg is SIGNING_ALG: EdDSA (the default) or RS256.
 	signingAlg token.Algorithm
 	tokenCache token.CacheOptions
+	// noInlineRevocation is INLINE_REVOCATION=false.
+	noInlineRevocation bool
 }
 
 // fdReserve is the file descriptors the server needs besides its
@@ -151,6 +155,11 @@ func configFromEnv() (config, error) {
 	if c.signingAlg, err = token.ParseAlgorithm(os.Getenv("SIGNING_ALG")); err != nil {
 		return c, fmt.Errorf("SIGNING_ALG: %w", err)
 	}
+	inline, err := token.ParseInlineRevocation(os.Getenv(token.EnvInlineRevocation))
+	if err != nil {
+		return c, fmt.Errorf("%s: %w", token.EnvInlineRevocation, err)
+	}
+	c.noInlineRevocation = !inline
 	c.tokenCache, err = token.CacheOptionsFromEnv(os.Getenv)
 	return c, err
 }
@@ -231,7 +240,8 @@ func run(logger *slog.Logger) error {
 
 	asm, err := assembly.New(assembly.Parts{
 		Store: store, CursorKey: cursorKey, Issuer: issuer, SigningKey: signingKey, Algorithm: cfg.signingAlg, Logger: logger,
-		TokenCache: token.NewCache(cfg.tokenCache),
+		NoInlineRevocation: cfg.noInlineRevocation,
+		TokenCache:         token.NewCache(cfg.tokenCache),
 		// GET /healthz, /readyz and /openapi.yaml: the local server's own.
 		Local: &httpapi.Local{Ready: httpapi.StoreReady(store), OpenAPI: latchkey.OpenAPI},
 		// The console at /console, as the auth function serves it.

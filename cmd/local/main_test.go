@@ -6,6 +6,7 @@ package main_test
 import (
 	"bufio"
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -377,6 +378,46 @@ func TestServer_Issuer(t *testing.T) {
 	}
 }
 
+// TestServer_InlineRevocation: the tokens the server issues carry the
+// claim irv by default and not with INLINE_REVOCATION=false; either way
+// a revoked token verifies as revoked.
+func TestServer_InlineRevocation(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  []string
+		irv  bool
+	}{{"Default", nil, true}, {"True", []string{"INLINE_REVOCATION=true"}, true}, {"False", []string{"INLINE_REVOCATION=false"}, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			admin := "lk_test_" + strings.Repeat("i", 40)
+			s := start(t, t.TempDir(), append([]string{"ADMIN_API_KEY=" + admin}, tc.env...)...)
+			status, tok := s.call(t, "POST", "/v1/auth/token", admin, `{"scopes":["read:users"]}`)
+			token, _ := tok["access_token"].(string)
+			parts := strings.Split(token, ".")
+			if status != http.StatusCreated || len(parts) != 3 {
+				t.Fatalf("token: %d %v", status, tok)
+			}
+			raw, err := base64.RawURLEncoding.DecodeString(parts[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			var claims map[string]any
+			if err := json.Unmarshal(raw, &claims); err != nil {
+				t.Fatal(err)
+			}
+			if _, irv := claims["irv"]; irv != tc.irv {
+				t.Errorf("payload %s: irv present %v, want %v", raw, irv, tc.irv)
+			}
+			body, _ := json.Marshal(map[string]string{"token": token})
+			if status, r := s.call(t, "POST", "/v1/auth/revoke", admin, string(body)); status != http.StatusOK {
+				t.Fatalf("revoke: %d %v", status, r)
+			}
+			if status, v := s.call(t, "GET", "/v1/auth/verify", token, ""); status != http.StatusOK || v["valid"] != false || v["reason"] != "revoked" {
+				t.Fatalf("verify of the revoked token: %d %v, want valid false, reason revoked", status, v)
+			}
+		})
+	}
+}
+
 // TestServer_BadConfiguration: a configuration value the server cannot
 // use stops it before it listens, with one log line naming the variable
 // (and never the value of a secret one).
@@ -395,6 +436,7 @@ func TestServer_BadConfiguration(t *testing.T) {
 		{"IdleTimeoutNegative", exec.Command(binary), "IDLE_TIMEOUT=-1s"},
 		{"ReadHeaderTimeoutNoUnit", exec.Command(binary), "READ_HEADER_TIMEOUT=5"},
 		{"IssuerNotABaseURL", exec.Command(binary), "ISSUER=latchkey"},
+		{"InlineRevocationNotABoolean", exec.Command(binary), "INLINE_REVOCATION=yes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dataDir := filepath.Join(t.TempDir(), "data")

@@ -17,6 +17,12 @@ type Options struct {
 	// Signer issues access tokens. Nil in processes that do not issue them;
 	// IssueToken then fails.
 	Signer TokenSigner
+	// NoInlineRevocation issues tokens without InlineRevocation, so that
+	// each is revoked and verified as before the claim existed: the first
+	// step of an upgrade from a release without it, while that release
+	// still serves (docs/deploying.md). Verify and revocation follow each
+	// token's claim whatever this says.
+	NoInlineRevocation bool
 	// Parser checks access tokens. Required.
 	Parser TokenParser
 	// Now is the clock; time.Now when nil.
@@ -33,6 +39,7 @@ type Options struct {
 type Service struct {
 	store    Store
 	signer   TokenSigner
+	inline   bool // TokenClaims.InlineRevocation of the tokens issued
 	parser   TokenParser
 	verifier *TokenVerifier
 	cursors  cursorCodec
@@ -65,6 +72,7 @@ func NewService(store Store, opts Options) (*Service, error) {
 	return &Service{
 		store:    store,
 		signer:   opts.Signer,
+		inline:   !opts.NoInlineRevocation,
 		parser:   opts.Parser,
 		verifier: NewTokenVerifier(store, opts.Parser, now),
 		cursors:  cursorCodec{key: opts.CursorKey},

@@ -31,8 +31,9 @@ type TokenClaims struct {
 	// InlineRevocation says that a revocation of the token is recorded
 	// on its key, which a verify reads anyway, so that the verify reads
 	// nothing else (Store.RevokeToken, Store.TokenStatus). Every token
-	// issued now says so; one issued before the claim existed does not,
-	// and its revocation entry is read as it always was.
+	// issued now says so, unless Options.NoInlineRevocation; one issued
+	// before the claim existed, or with that option, does not, and its
+	// revocation entry is read as it always was.
 	InlineRevocation bool
 }
 
@@ -343,7 +344,7 @@ func (s *Service) issue(ctx context.Context, p Principal, scopes []string, lifet
 		IssuedAt:       now.Truncate(time.Second),
 		ExpiresAt:      now.Truncate(time.Second).Add(lifetime),
 
-		InlineRevocation: true,
+		InlineRevocation: s.inline,
 	}
 	if !p.KeyExpiresAt.IsZero() && p.KeyExpiresAt.Before(claims.ExpiresAt) {
 		claims.ExpiresAt = p.KeyExpiresAt.Truncate(time.Second)

@@ -45,6 +45,9 @@ type Parts struct {
 	// verified and its key set served, and issuance answers 503.
 	// An ed25519.PrivateKey or an *rsa.PrivateKey, of Algorithm.
 	SigningKey crypto.Signer
+	// NoInlineRevocation issues tokens without the claim irv
+	// (account.Options.NoInlineRevocation): INLINE_REVOCATION=false.
+	NoInlineRevocation bool
 	// PreviousKeys are accepted beside SigningKey's public key, and
 	// published after it: the keys of earlier signing secrets, so that
 	// tokens signed before a rotation stay valid until they expire. Keys
@@ -126,7 +129,7 @@ func NewVerifier(p Parts) (*Assembly, error) {
 // through New.
 func build(p Parts, sign func(*Assembly, Parts, *account.Options) (seal []byte, err error)) (*Assembly, error) {
 	a := &Assembly{}
-	opts := account.Options{CursorKey: p.CursorKey, Now: p.Now, Parser: p.Verifier, Logger: p.Logger}
+	opts := account.Options{CursorKey: p.CursorKey, Now: p.Now, Parser: p.Verifier, Logger: p.Logger, NoInlineRevocation: p.NoInlineRevocation}
 	if p.Algorithm == "" {
 		p.Algorithm = token.EdDSA
 	}

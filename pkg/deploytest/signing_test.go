@@ -118,3 +118,36 @@ func TestTemplate_SigningAlgorithm(t *testing.T) {
 		}
 	}
 }
+
+// TestTemplate_InlineRevocation: the InlineRevocation parameter, "true"
+// by default, reaches the auth function, the only signer, as
+// INLINE_REVOCATION, and its two values are the two settings the
+// function reads; no other function is given it.
+func TestTemplate_InlineRevocation(t *testing.T) {
+	tpl := loadTemplate(t)
+	param := path(map[string]any(tpl), "Parameters", "InlineRevocation")
+	if got := strs(path(param, "AllowedValues")); !slices.Equal(got, []string{"false", "true"}) {
+		t.Errorf("InlineRevocation AllowedValues: got %v, want [false true]", got)
+	}
+	if got := path(param, "Default"); got != "true" {
+		t.Errorf("InlineRevocation Default: got %v, want true", got)
+	}
+	env := tpl.functionEnv(t, logicalID(lambdaapp.Auth))
+	if got := refOf(env[lambdaapp.EnvInlineRevocation]); got != "InlineRevocation" {
+		t.Errorf("auth %s: got %v, want !Ref InlineRevocation", lambdaapp.EnvInlineRevocation, env[lambdaapp.EnvInlineRevocation])
+	}
+	for _, c := range []struct {
+		params map[string]string
+		off    bool
+	}{{nil, false}, {map[string]string{"InlineRevocation": "true"}, false}, {map[string]string{"InlineRevocation": "false"}, true}} {
+		cfg, err := lambdaapp.ConfigFromEnv(lambdaapp.Auth, tpl.getenv(t, env, c.params))
+		if err != nil || cfg.NoInlineRevocation != c.off {
+			t.Errorf("auth with %v: NoInlineRevocation %v (%v), want %v", c.params, cfg.NoInlineRevocation, err, c.off)
+		}
+	}
+	for _, id := range append(tpl.functions(), "AuthorizerFunction") {
+		if _, ok := tpl.functionEnv(t, id)[lambdaapp.EnvInlineRevocation]; ok && id != logicalID(lambdaapp.Auth) {
+			t.Errorf("%s is given %s: only auth signs tokens", id, lambdaapp.EnvInlineRevocation)
+		}
+	}
+}

@@ -466,6 +466,7 @@ func (a *App) parts(cursorKey []byte, issuer string) assembly.Parts {
 		Store: a.deps.Store, CursorKey: cursorKey, Issuer: issuer,
 		Now: a.deps.Now, Logger: a.deps.Logger, RequestID: RequestID, Algorithm: a.cfg.SigningAlgorithm,
 		TokenCache: a.tokens, SuccessLog: a.successLog,
+		NoInlineRevocation: a.cfg.NoInlineRevocation,
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -103,6 +104,37 @@ func TestConfigFromEnv(t *testing.T) {
 		})
 		if err != nil {
 			t.Fatalf("users without the signing and admin key secrets: %v", err)
+		}
+	})
+	t.Run("InlineRevocation", func(t *testing.T) {
+		// Tokens carry the claim unless it is false; anything but true or
+		// false fails auth's init, naming it. The others sign nothing and
+		// do not read it.
+		for in, want := range map[string]string{"": "on", "true": "on", "false": "off", "yes": "error", "TRUE": "error", "0": "error", " false": "error"} {
+			cfg, err := lambdaapp.ConfigFromEnv(lambdaapp.Auth, func(k string) string {
+				if k == lambdaapp.EnvInlineRevocation {
+					return in
+				}
+				return full[k]
+			})
+			got := map[bool]string{false: "on", true: "off"}[cfg.NoInlineRevocation]
+			if err != nil {
+				got = "error"
+				if !strings.Contains(err.Error(), "INLINE_REVOCATION") {
+					t.Errorf("INLINE_REVOCATION=%q: %v, want an error naming INLINE_REVOCATION", in, err)
+				}
+			}
+			if got != want {
+				t.Errorf("auth INLINE_REVOCATION=%q: got %s (%v), want %s", in, got, err, want)
+			}
+			if _, err := lambdaapp.ConfigFromEnv(lambdaapp.Users, func(k string) string {
+				if k == lambdaapp.EnvInlineRevocation {
+					return in
+				}
+				return full[k]
+			}); err != nil {
+				t.Errorf("users INLINE_REVOCATION=%q: %v, want it ignored", in, err)
+			}
 		}
 	})
 	t.Run("IssuerOptional", func(t *testing.T) {
@@ -916,5 +948,45 @@ func TestApp_SigningKeyRotation_TokensLiveOut(t *testing.T) {
 	}
 	if code, _ := do(t, users, "GET", "/v1/users/"+replay.UserID, old, ""); code != http.StatusUnauthorized {
 		t.Fatalf("after its expiry: users answers %d, want 401", code)
+	}
+}
+
+// TestApp_InlineRevocation: the auth function signs the claim irv on its
+// tokens by default, and leaves it out with NoInlineRevocation
+// (INLINE_REVOCATION=false); either way its token, revoked, verifies as
+// revoked.
+func TestApp_InlineRevocation(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		e := newEnv(t)
+		cfg := replay.Config(lambdaapp.Auth, "latchkey")
+		cfg.NoInlineRevocation = off
+		auth, err := lambdaapp.New(context.Background(), cfg, lambdaapp.Deps{Store: e.Store, Keys: e.Keys, Secrets: e.Secrets, Now: mock.NewClock(time.Now()).Now})
+		if err != nil {
+			t.Fatalf("init auth: %v", err)
+		}
+		code, body := do(t, auth, "POST", "/v1/auth/token", replay.KeySecret, `{"scopes":["read:users"]}`)
+		tok, _ := body["access_token"].(string)
+		parts := strings.Split(tok, ".")
+		if code != http.StatusCreated || len(parts) != 3 {
+			t.Fatalf("NoInlineRevocation %v: token: %d %v", off, code, body)
+		}
+		raw, err := base64.RawURLEncoding.DecodeString(parts[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var claims map[string]any
+		if err := json.Unmarshal(raw, &claims); err != nil {
+			t.Fatal(err)
+		}
+		if _, irv := claims["irv"]; irv == off {
+			t.Errorf("NoInlineRevocation %v: payload %s, irv present %v", off, raw, irv)
+		}
+		revoke, _ := json.Marshal(map[string]string{"token": tok})
+		if code, body := do(t, auth, "POST", "/v1/auth/revoke", replay.KeySecret, string(revoke)); code != http.StatusOK {
+			t.Fatalf("NoInlineRevocation %v: revoke: %d %v", off, code, body)
+		}
+		if code, v := do(t, auth, "GET", "/v1/auth/verify", tok, ""); code != http.StatusOK || v["valid"] != false || v["reason"] != "revoked" {
+			t.Fatalf("NoInlineRevocation %v: verify of the revoked token: %d %v", off, code, v)
+		}
 	}
 }

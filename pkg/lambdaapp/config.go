@@ -82,6 +82,8 @@ const (
 	EnvCursorKeySecret  = "CURSOR_KEY_SECRET_ARN"
 	EnvSigningAlg       = lambdaenv.EnvSigningAlg
 	EnvStoreTimeout     = lambdaenv.EnvStoreTimeout
+	// EnvInlineRevocation is optional, auth only: token.EnvInlineRevocation.
+	EnvInlineRevocation = token.EnvInlineRevocation
 
 	EnvDynamoDBEndpoint       = lambdaenv.EnvDynamoDBEndpoint
 	EnvSecretsManagerEndpoint = lambdaenv.EnvSecretsManagerEndpoint
@@ -111,6 +113,11 @@ type Config struct {
 	// accepted (every function) with; EdDSA when empty. With RS256 the signing secret holds an
 	// RSA private key in PEM, which Bootstrap puts there.
 	SigningAlgorithm token.Algorithm
+	// NoInlineRevocation is INLINE_REVOCATION=false
+	// (token.ParseInlineRevocation): the tokens auth issues leave out the
+	// claim irv (assembly.Parts.NoInlineRevocation). Read by auth alone,
+	// the only signer: verify and revocation follow each token's claim.
+	NoInlineRevocation bool
 	// TokenCache bounds the verified-token cache (token.EnvCacheMaxEntries,
 	// token.EnvCacheMaxBytes; optional).
 	TokenCache token.CacheOptions
@@ -168,6 +175,13 @@ func ConfigFromEnv(fn Function, getenv func(string) string) (Config, error) {
 	}
 	if cfg.SigningAlgorithm, err = token.ParseAlgorithm(getenv(EnvSigningAlg)); err != nil {
 		problems = append(problems, EnvSigningAlg+": "+err.Error())
+	}
+	if fn.SignsTokens() {
+		inline, err := token.ParseInlineRevocation(getenv(EnvInlineRevocation))
+		if err != nil {
+			problems = append(problems, EnvInlineRevocation+": "+err.Error())
+		}
+		cfg.NoInlineRevocation = !inline
 	}
 	if cfg.Issuer != "" {
 		if err := account.CheckIssuer(cfg.Issuer); err != nil {

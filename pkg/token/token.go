@@ -64,7 +64,8 @@ const Type = "at+jwt"
 // owner, when it has them, so that a resource server can authorize per
 // tenant from the token alone; verify reads the organization with the key,
 // as it reads the ancestors. irv, a private claim, true on every token
-// issued since revocations are recorded on the key, says that the token's
+// issued since revocations are recorded on the key (unless
+// EnvInlineRevocation is false), says that the token's
 // revocation is read with its key (account.TokenClaims.InlineRevocation):
 // signed, so a client cannot take it off to make a verify skip the place
 // its revocation is.
