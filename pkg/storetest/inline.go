@@ -205,22 +205,29 @@ func (s suite) revokeTokenInline(t *testing.T) {
 			t.Errorf("TokenStatus: got revoked at %v, want %v", st.RevokedAt, first.RevokedAt)
 		}
 	})
-	t.Run("ExpiredDropped", func(t *testing.T) {
-		// The revocation of a token expired (a minute ago and more) goes
-		// with the key's next revocation: a verify refuses the token for
-		// its expiry, and the key holds only what may still be live.
-		f := s.fix(t)
-		k := f.key()
-		short, next := f.token(k.ID), f.token(k.ID)
+	// revokeAfterExpiry revokes short, a token of a new key that expires a
+	// second later, then next, another of its tokens, after past that
+	// expiry.
+	revokeAfterExpiry := func(t *testing.T, after time.Duration) (f *fixture, k account.APIKey, short, next account.TokenRecord) {
+		f = s.fix(t)
+		k = f.key()
+		short, next = f.token(k.ID), f.token(k.ID)
 		r := inline(f, short)
 		r.ExpiresAt = r.RevokedAt.Add(time.Second)
 		_, err := f.s.RevokeToken(f.ctx, r)
 		f.ok(err, "RevokeToken")
 		status(f, k, []account.TokenRecord{short}, nil)
 		later := inline(f, next)
-		later.RevokedAt = r.ExpiresAt.Add(2 * time.Minute)
+		later.RevokedAt = r.ExpiresAt.Add(after)
 		_, err = f.s.RevokeToken(f.ctx, later)
-		f.ok(err, "RevokeToken two minutes after the first token expired")
+		f.ok(err, fmt.Sprintf("RevokeToken %v after the first token expired", after))
+		return f, k, short, next
+	}
+	t.Run("ExpiredDropped", func(t *testing.T) {
+		// The revocation of a token expired (a minute ago and more) goes
+		// with the key's next revocation: a verify refuses the token for
+		// its expiry, and the key holds only what may still be live.
+		f, k, short, next := revokeAfterExpiry(t, 2*time.Minute)
 		status(f, k, []account.TokenRecord{next}, nil)
 		st, err := f.s.TokenStatus(f.ctx, short.ID, k.ID, nil, "", true)
 		f.ok(err, "TokenStatus")
@@ -233,17 +240,7 @@ func (s suite) revokeTokenInline(t *testing.T) {
 		// expires (tablestore's expiredRevocationMargin, a minute): a
 		// verifier whose clock is behind still takes the token for live
 		// then, and must still find it revoked.
-		f := s.fix(t)
-		k := f.key()
-		short, next := f.token(k.ID), f.token(k.ID)
-		r := inline(f, short)
-		r.ExpiresAt = r.RevokedAt.Add(time.Second)
-		_, err := f.s.RevokeToken(f.ctx, r)
-		f.ok(err, "RevokeToken")
-		later := inline(f, next)
-		later.RevokedAt = r.ExpiresAt.Add(30 * time.Second)
-		_, err = f.s.RevokeToken(f.ctx, later)
-		f.ok(err, "RevokeToken 30 s after the first token expired")
+		f, k, short, next := revokeAfterExpiry(t, 30*time.Second)
 		status(f, k, []account.TokenRecord{short, next}, nil)
 	})
 	t.Run("RevokedByTheEarlierVersionOnAFullKey", func(t *testing.T) {

@@ -157,6 +157,22 @@ func (f *budgetFixture) tick() time.Time {
 	return f.now.Add(time.Duration(f.extra) * time.Millisecond)
 }
 
+// revokeOthers revokes, with the claim, n tokens of the fixture's key
+// other than f.tok.
+func (f *budgetFixture) revokeOthers(t *testing.T, n int) {
+	for range n {
+		at := f.tick()
+		_, err := f.s.RevokeToken(f.ctx, account.Revocation{TokenID: account.NewID(account.PrefixToken, at), KeyID: f.key.ID, RevokedAt: at, ExpiresAt: at.Add(time.Hour), Inline: true})
+		must(t, err, "RevokeToken")
+	}
+}
+
+// revokeTok revokes f.tok, a token with the claim.
+func (f *budgetFixture) revokeTok(t *testing.T) {
+	_, err := f.s.RevokeToken(f.ctx, account.Revocation{TokenID: f.tok.ID, KeyID: f.key.ID, RevokedAt: f.tick(), ExpiresAt: f.tok.ExpiresAt, Inline: true})
+	must(t, err, "RevokeToken")
+}
+
 func must(t *testing.T, err error, op string) {
 	t.Helper()
 	if err != nil {
@@ -203,8 +219,7 @@ func TestRequestBudgets(t *testing.T) {
 			}
 		}},
 		{"TokenStatus (verify, a revoked token with the claim)", 1, []string{"BatchGetItem"}, func(t *testing.T, f *budgetFixture) func() {
-			_, err := f.s.RevokeToken(f.ctx, account.Revocation{TokenID: f.tok.ID, KeyID: f.key.ID, RevokedAt: f.tick(), ExpiresAt: f.tok.ExpiresAt, Inline: true})
-			must(t, err, "RevokeToken")
+			f.revokeTok(t)
 			return func() {
 				st, err := f.s.TokenStatus(f.ctx, f.tok.ID, f.key.ID, nil, "", true)
 				must(t, err, "TokenStatus")
@@ -214,11 +229,7 @@ func TestRequestBudgets(t *testing.T) {
 			}
 		}},
 		{"TokenStatus (verify, a token with the claim, its key's revocations overflowing)", 2, []string{"BatchGetItem", "BatchGetItem"}, func(t *testing.T, f *budgetFixture) func() {
-			for range 17 {
-				at := f.tick()
-				_, err := f.s.RevokeToken(f.ctx, account.Revocation{TokenID: account.NewID(account.PrefixToken, at), KeyID: f.key.ID, RevokedAt: at, ExpiresAt: at.Add(time.Hour), Inline: true})
-				must(t, err, "RevokeToken")
-			}
+			f.revokeOthers(t, 17)
 			return func() {
 				st, err := f.s.TokenStatus(f.ctx, f.tok.ID, f.key.ID, nil, "", true)
 				must(t, err, "TokenStatus")
@@ -294,30 +305,19 @@ func TestRequestBudgets(t *testing.T) {
 		}},
 		{"RevokeToken (a token with the claim)", 2, []string{"GetItem", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
 			return func() {
-				_, err := f.s.RevokeToken(f.ctx, account.Revocation{TokenID: f.tok.ID, KeyID: f.key.ID, RevokedAt: f.tick(), ExpiresAt: f.tok.ExpiresAt, Inline: true})
-				must(t, err, "RevokeToken")
+				f.revokeTok(t)
 			}
 		}},
 		{"RevokeToken (a token with the claim, its key holding 15)", 2, []string{"GetItem", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
-			for range 15 {
-				at := f.tick()
-				_, err := f.s.RevokeToken(f.ctx, account.Revocation{TokenID: account.NewID(account.PrefixToken, at), KeyID: f.key.ID, RevokedAt: at, ExpiresAt: at.Add(time.Hour), Inline: true})
-				must(t, err, "RevokeToken")
-			}
+			f.revokeOthers(t, 15)
 			return func() {
-				_, err := f.s.RevokeToken(f.ctx, account.Revocation{TokenID: f.tok.ID, KeyID: f.key.ID, RevokedAt: f.tick(), ExpiresAt: f.tok.ExpiresAt, Inline: true})
-				must(t, err, "RevokeToken")
+				f.revokeTok(t)
 			}
 		}},
 		{"RevokeToken (a token with the claim, overflowing)", 2, []string{"GetItem", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
-			for range 16 {
-				at := f.tick()
-				_, err := f.s.RevokeToken(f.ctx, account.Revocation{TokenID: account.NewID(account.PrefixToken, at), KeyID: f.key.ID, RevokedAt: at, ExpiresAt: at.Add(time.Hour), Inline: true})
-				must(t, err, "RevokeToken")
-			}
+			f.revokeOthers(t, 16)
 			return func() {
-				_, err := f.s.RevokeToken(f.ctx, account.Revocation{TokenID: f.tok.ID, KeyID: f.key.ID, RevokedAt: f.tick(), ExpiresAt: f.tok.ExpiresAt, Inline: true})
-				must(t, err, "RevokeToken")
+				f.revokeTok(t)
 			}
 		}},
 		{"RevokeToken (a token with the claim, again)", 1, []string{"GetItem"}, func(t *testing.T, f *budgetFixture) func() {
