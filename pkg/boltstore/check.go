@@ -3,6 +3,8 @@ package boltstore
 import (
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"strings"
 
 	bolt "go.etcd.io/bbolt"
@@ -50,6 +52,7 @@ func checkSize(tx *bolt.Tx, size int64) error {
 // turns into an error. It reads the whole file: see
 // docs/configuration.md for what that costs.
 func checkPages(tx *bolt.Tx) error {
+	readAhead(tx.DB().Path())
 	var found []string
 	n := 0
 	for err := range tx.Check() {
@@ -70,4 +73,19 @@ func checkPages(tx *bolt.Tx) error {
 // meta pages are both unreadable.
 func isDamagedMeta(err error) bool {
 	return errors.Is(err, bolterrors.ErrInvalid) || errors.Is(err, bolterrors.ErrChecksum)
+}
+
+// readAhead reads the file at path from end to end, into the system's
+// cache. bbolt asks the system to read its map page by page (it advises
+// random access), so the check of a file not yet cached read 1 GiB in
+// 255,000 separate reads of 4 KiB: 2m44s on the machine of
+// docs/configuration.md's figures, instead of seconds. An error here
+// only loses the speed.
+func readAhead(path string) {
+	f, err := os.Open(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_, _ = io.CopyBuffer(io.Discard, f, make([]byte, 1<<20))
 }
