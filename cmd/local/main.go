@@ -12,6 +12,8 @@
 //	ISSUER               the issuer: the base URL clients reach the server at, the iss of its
 //	                     tokens and of its OAuth metadata (default http:// + ADDR, with the port
 //	                     it listens on, and localhost for an unspecified host)
+//	CHECK_DATA_FILE      false starts without reading the data file through first (default true;
+//	                     see docs/configuration.md for what the check costs)
 //	DYNAMODB_ENDPOINT    use DynamoDB at this endpoint (e.g. DynamoDB Local) instead of the embedded store
 //	TABLE_NAME           the DynamoDB table, created if missing (default latchkey)
 //	MAX_CONNECTIONS      client connections held open at once (default 256)
@@ -109,6 +111,8 @@ type config struct {
 	tokenCache token.CacheOptions
 	// noInlineRevocation is INLINE_REVOCATION=false.
 	noInlineRevocation bool
+	// skipFileCheck is CHECK_DATA_FILE=false.
+	skipFileCheck bool
 }
 
 // fdReserve is the file descriptors the server needs besides its
@@ -160,6 +164,13 @@ func configFromEnv() (config, error) {
 		return c, fmt.Errorf("%s: %w", token.EnvInlineRevocation, err)
 	}
 	c.noInlineRevocation = !inline
+	switch os.Getenv("CHECK_DATA_FILE") {
+	case "", "true":
+	case "false":
+		c.skipFileCheck = true
+	default:
+		return c, errors.New("CHECK_DATA_FILE must be true or false")
+	}
 	c.tokenCache, err = token.CacheOptionsFromEnv(os.Getenv)
 	return c, err
 }
@@ -300,14 +311,21 @@ func defaultIssuer(addr string, bound net.Addr) string {
 func openStore(ctx context.Context, logger *slog.Logger, cfg config, dir dataDir) (account.Store, error) {
 	if cfg.dynamoEndpoint == "" {
 		file := filepath.Join(string(dir), "latchkey.db")
-		s, err := boltstore.Open(file, boltstore.OnMigrated(func(m boltstore.Migration) {
+		opts := []boltstore.OpenOption{boltstore.OnMigrated(func(m boltstore.Migration) {
 			logger.Warn("converted the data file of an earlier version; the old file is kept",
 				"file", m.Path, "old_file", m.Backup, "users", m.Users, "organizations", m.Organizations,
 				"members", m.Members, "api_keys", m.APIKeys, "tokens", m.Tokens, "revocations", m.Revocations,
 				"events_not_carried_over", m.Events)
-		}))
+		})}
+		if cfg.skipFileCheck {
+			opts = append(opts, boltstore.SkipFileCheck())
+		}
+		s, err := boltstore.Open(file, opts...)
 		if errors.Is(err, boltstore.ErrInUse) {
 			return nil, fmt.Errorf("another instance of the server holds %s: stop it, or give this one another DATA_DIR (%w)", file, err)
+		}
+		if errors.Is(err, boltstore.ErrDamaged) {
+			return nil, fmt.Errorf("%w (to start empty: mv %s %s.damaged)", err, file, file)
 		}
 		if err != nil {
 			return nil, err

@@ -437,6 +437,7 @@ func TestServer_BadConfiguration(t *testing.T) {
 		{"ReadHeaderTimeoutNoUnit", exec.Command(binary), "READ_HEADER_TIMEOUT=5"},
 		{"IssuerNotABaseURL", exec.Command(binary), "ISSUER=latchkey"},
 		{"InlineRevocationNotABoolean", exec.Command(binary), "INLINE_REVOCATION=yes"},
+		{"CheckDataFileNotABoolean", exec.Command(binary), "CHECK_DATA_FILE=no"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dataDir := filepath.Join(t.TempDir(), "data")

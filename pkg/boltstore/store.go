@@ -49,6 +49,11 @@ var (
 // minute until Close. A second process opening the same file fails after a
 // second with ErrInUse instead of waiting forever for bbolt's file lock.
 //
+// Open first checks the whole file, read-only, and refuses one that is
+// damaged with ErrDamaged, naming the file and what to do, before any
+// request could read a damaged page (see inspect; SkipFileCheck skips the
+// longer part of the check).
+//
 // A file of the embedded store's earlier layout (a bucket per entity,
 // before issue 20) is converted first: see migrate. It is found before
 // anything is written to the file.
@@ -60,7 +65,7 @@ func Open(path string, opts ...OpenOption) (*tablestore.Store, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	old, err := holdsOldLayout(path)
+	old, err := inspect(path, !o.skipCheck)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +91,8 @@ func Open(path string, opts ...OpenOption) (*tablestore.Store, error) {
 type OpenOption func(*openOptions)
 
 type openOptions struct {
-	migrated func(Migration)
+	migrated  func(Migration)
+	skipCheck bool
 }
 
 // OnMigrated has Open call fn after it has converted a file of the earlier
@@ -95,20 +101,37 @@ func OnMigrated(fn func(Migration)) OpenOption {
 	return func(o *openOptions) { o.migrated = fn }
 }
 
-// holdsOldLayout reports whether the file at path, if there is one, holds
-// data of the earlier layout. It opens the file read-only, so that a file
-// of that layout is left as it was found.
-func holdsOldLayout(path string) (bool, error) {
+// inspect checks the file at path, if there is one, and reports whether
+// it holds data of the earlier layout. It refuses a file shorter than its
+// pages (checkSize) and, when check is set, one with a page that is not
+// sound (checkPages), with ErrDamaged, before anything else reads it. It
+// opens the file read-only, so that a file of that layout, or a damaged
+// one, is left as it was found.
+func inspect(path string, check bool) (old bool, err error) {
 	if fi, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) || (err == nil && fi.Size() == 0) {
 		return false, nil
 	}
 	db, err := openFileWith(path, &bolt.Options{ReadOnly: true})
+	if isDamagedMeta(err) {
+		return false, damaged(path, "neither of its meta pages is valid")
+	}
 	if err != nil {
 		return false, err
 	}
 	defer db.Close()
-	var old bool
+	fi, err := os.Stat(path) // now that no writer can hold it
+	if err != nil {
+		return false, err
+	}
 	err = db.View(func(tx *bolt.Tx) error {
+		if err := checkSize(tx, fi.Size()); err != nil {
+			return damaged(path, err.Error())
+		}
+		if check {
+			if err := checkPages(tx); err != nil {
+				return damaged(path, err.Error())
+			}
+		}
 		old = oldlayout.Holds(tx)
 		return nil
 	})

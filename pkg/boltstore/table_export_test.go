@@ -3,6 +3,7 @@ package boltstore
 import (
 	"encoding/binary"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -42,3 +43,24 @@ func ExpiryEntries(t *Table) (n int, err error) {
 // its writes and before its commit (nil: none); an error it returns fails
 // the write there.
 func SetBeforeCommit(t *Table, fn func() error) { t.beforeCommit = fn }
+
+// PutItemsAtOnce writes items, as PutItem would, in one transaction: a
+// quick way to build a big file.
+func PutItemsAtOnce(t *Table, items []map[string]types.AttributeValue) error {
+	return t.db.Update(func(tx *bolt.Tx) error {
+		for _, item := range items {
+			key, err := t.itemKey(item)
+			if err != nil {
+				return err
+			}
+			data, err := encodeItem(item)
+			if err != nil {
+				return err
+			}
+			if err := t.store(tx, key, nil, item, data); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
