@@ -171,6 +171,7 @@ func New(cfg Config, groups ...Group) http.Handler {
 	}
 	mux := http.NewServeMux()
 	allowed := map[string][]string{} // path -> methods, in table order
+	noHead := map[string]bool{}
 	var paths []string
 	for _, d := range table {
 		if !d.in(groups) {
@@ -183,6 +184,7 @@ func New(cfg Config, groups ...Group) http.Handler {
 			panic("httpapi: the auth group stores answers that hold secrets for Idempotency-Key replays; Config.SealKeys is required")
 		}
 		mux.Handle(d.Method+" "+d.Path, s.route(d))
+		noHead[d.Path] = noHead[d.Path] || d.noHead
 		if _, ok := allowed[d.Path]; !ok {
 			paths = append(paths, d.Path)
 		}
@@ -210,10 +212,15 @@ func New(cfg Config, groups ...Group) http.Handler {
 	// 405 itself, but in text/plain; the API speaks problem+json.
 	for _, path := range paths {
 		methods := allowed[path]
-		if slices.Contains(methods, http.MethodGet) {
+		if slices.Contains(methods, http.MethodGet) && !noHead[path] {
 			methods = append(methods, http.MethodHead) // ServeMux serves HEAD with GET
 		}
-		mux.Handle(path, s.methodNotAllowed(path, strings.Join(methods, ", ")))
+		allow := strings.Join(methods, ", ")
+		if noHead[path] {
+			// More specific than GET's pattern for a HEAD.
+			mux.Handle(http.MethodHead+" "+path, s.methodNotAllowed(path, allow))
+		}
+		mux.Handle(path, s.methodNotAllowed(path, allow))
 	}
 	mux.Handle("/", s.notFound())
 	return s.outer(s.dispatch(mux))
