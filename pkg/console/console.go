@@ -123,7 +123,8 @@ func Routes() []httpapi.Route {
 // Mount returns the console over svc as an httpapi.Mount, its routes and
 // handler: an httpapi.MountFunc.
 func Mount(svc *account.Service, log *slog.Logger) httpapi.Mount {
-	return httpapi.Mount{Group: httpapi.GroupAuth, Routes: Routes(), Handler: New(Config{Service: svc, Logger: log})}
+	return httpapi.Mount{Group: httpapi.GroupAuth, Routes: Routes(), Handler: New(Config{Service: svc, Logger: log}),
+		Prefix: Path, Headers: setHeaders}
 }
 
 var _ httpapi.MountFunc = Mount
@@ -176,29 +177,34 @@ func New(cfg Config) http.Handler {
 	return headers(cop.Handler(mux))
 }
 
-// headers sets the security headers of every console response (OWASP's
-// secure headers): nothing is framed, sniffed, cached, sent in a Referer or
-// loaded from another origin, and scripts and styles come from the
-// console's own files only.
+// headers sets the security headers of every console response.
 func headers(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := w.Header()
-		h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "+
-			"connect-src 'none'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
-		h.Set("X-Frame-Options", "DENY")
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Referrer-Policy", "no-referrer")
-		h.Set("Cross-Origin-Opener-Policy", "same-origin")
-		h.Set("Cross-Origin-Embedder-Policy", "require-corp")
-		h.Set("Cross-Origin-Resource-Policy", "same-origin")
-		h.Set("X-Permitted-Cross-Domain-Policies", "none")
-		h.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=(), payment=(), usb=(), interest-cohort=()")
-		h.Set("Cache-Control", "no-store")
-		if secureRequest(r) {
-			h.Set("Strict-Transport-Security", "max-age=31536000")
-		}
+		setHeaders(w.Header(), r)
 		next.ServeHTTP(w, r)
 	})
+}
+
+// setHeaders sets the console's security headers (OWASP's secure headers)
+// in h, for its pages and for the API's 404 and 405 under Path alike:
+// nothing is framed, sniffed, cached, sent in a Referer or loaded from
+// another origin, and scripts and styles come from the console's own files
+// only.
+func setHeaders(h http.Header, r *http.Request) {
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "+
+		"connect-src 'none'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cross-Origin-Opener-Policy", "same-origin")
+	h.Set("Cross-Origin-Embedder-Policy", "require-corp")
+	h.Set("Cross-Origin-Resource-Policy", "same-origin")
+	h.Set("X-Permitted-Cross-Domain-Policies", "none")
+	h.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=(), payment=(), usb=(), interest-cohort=()")
+	h.Set("Cache-Control", "no-store")
+	if secureRequest(r) {
+		h.Set("Strict-Transport-Security", "max-age=31536000")
+	}
 }
 
 // secureRequest reports whether r came over https: directly, or through

@@ -497,3 +497,54 @@ func TestConsole_SessionIsNoAPICredential(t *testing.T) {
 		t.Errorf("a token for the console's audience: %d %s, want 400 naming audience", res.StatusCode, res.Body)
 	}
 }
+
+// TestConsole_ErrorHeaders: the 404 and 405 answers under /console, which
+// no console route takes (another path, a path not spelled canonically,
+// another method on a page), carry every security header the console's
+// pages carry, with the same values.
+func TestConsole_ErrorHeaders(t *testing.T) {
+	s := newStack(t)
+	session := s.signIn(t, s.AdminKey)
+	https := http.Header{"X-Forwarded-Proto": {"https"}}
+	page := s.send(t, http.MethodGet, "/console/organizations", session, nil, https)
+	names := []string{"Content-Security-Policy", "X-Frame-Options", "X-Content-Type-Options", "Referrer-Policy",
+		"Cross-Origin-Opener-Policy", "Cross-Origin-Embedder-Policy", "Cross-Origin-Resource-Policy",
+		"X-Permitted-Cross-Domain-Policies", "Permissions-Policy", "Cache-Control", "Strict-Transport-Security"}
+	for _, h := range names {
+		if page.Header.Get(h) == "" {
+			t.Fatalf("the console's page has no %s", h)
+		}
+	}
+	for _, tc := range []struct {
+		method, path string
+		status       int
+	}{
+		{http.MethodGet, "/console/nowhere", http.StatusNotFound},
+		{http.MethodGet, "/console/organizations/" + s.org.ID + "/nowhere", http.StatusNotFound},
+		{http.MethodGet, "/console/static", http.StatusNotFound},
+		{http.MethodGet, "/console/", http.StatusNotFound},
+		{http.MethodGet, "/console//organizations", http.StatusNotFound},
+		{http.MethodPost, "/console/nowhere", http.StatusNotFound},
+		{http.MethodDelete, "/console/organizations", http.StatusMethodNotAllowed},
+		{http.MethodPut, "/console", http.StatusMethodNotAllowed},
+		{http.MethodPatch, "/console/tokens", http.StatusMethodNotAllowed},
+		{http.MethodPost, "/console/events", http.StatusMethodNotAllowed},
+		{http.MethodPost, "/console/static/console.css", http.StatusMethodNotAllowed},
+		{http.MethodDelete, "/console/api-keys/" + s.key.ID, http.StatusMethodNotAllowed},
+	} {
+		for name, cookie := range map[string]*http.Cookie{"signed in": session, "no session": nil} {
+			res := s.send(t, tc.method, tc.path, cookie, nil, https)
+			if res.StatusCode != tc.status {
+				t.Errorf("%s %s, %s: %d, want %d", tc.method, tc.path, name, res.StatusCode, tc.status)
+			}
+			if tc.status == http.StatusMethodNotAllowed && res.Header.Get("Allow") == "" {
+				t.Errorf("%s %s, %s: 405 without Allow", tc.method, tc.path, name)
+			}
+			for _, h := range names {
+				if got, want := res.Header.Get(h), page.Header.Get(h); got != want {
+					t.Errorf("%s %s, %s: %s %q, want the pages' %q", tc.method, tc.path, name, h, got, want)
+				}
+			}
+		}
+	}
+}

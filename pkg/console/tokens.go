@@ -16,15 +16,19 @@ type tokensData struct {
 }
 
 // tokens is the page where an operator pastes an access token to see what
-// verify says of it.
+// introspection says of it.
 func (c *console) tokens(w http.ResponseWriter, r *http.Request, s *session) {
 	v := newView(r, s, "Tokens", "tokens")
 	v.Data = tokensData{}
 	c.render(w, r, http.StatusOK, "tokens", v)
 }
 
-// verifyToken says what verify says of the pasted token, with the claims
-// of a valid one, and offers to revoke it.
+// verifyToken says what /oauth2/introspect says of the pasted token to
+// the session's key, with the claims of a valid one, and offers to revoke
+// it: another tenant's token is not valid to a session bound to an
+// organization, and spends none of its key's credits. The page shows no
+// reason, as introspection gives none: the reason for another tenant's
+// token would tell of its key's state.
 func (c *console) verifyToken(w http.ResponseWriter, r *http.Request, s *session) {
 	v := newView(r, s, "Tokens", "tokens")
 	d := tokensData{}
@@ -38,7 +42,7 @@ func (c *console) verifyToken(w http.ResponseWriter, r *http.Request, s *session
 	}
 	if err == nil {
 		var ver account.Verification
-		ver, err = c.svc.VerifyToken(r.Context(), d.Token)
+		ver, err = c.svc.IntrospectToken(r.Context(), s.p, d.Token)
 		d.Verification = &ver
 		d.CanRevoke = ver.Valid && (ver.Claims.KeyID == s.KeyID() || s.Can(account.ScopeRevokeTokens))
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"latchkey/pkg/account"
 	"latchkey/pkg/dynamostore/dynamotest"
 	"latchkey/pkg/httpapi/httpapitest"
 	"latchkey/pkg/lambdaapp"
@@ -195,52 +196,65 @@ func TestReplay_VerifyURL(t *testing.T) {
 	}
 }
 
-// TestReplay_VerifyURLHead sends HEAD to the verify function's URL. The
-// URL passes every method to the function and returns the body it is
-// given, where net/http's server (the local server) sends none: the
-// function answers GET's status and headers with no body (RFC 9110
-// section 9.3.2), and logs the request as any other.
+// TestReplay_VerifyURLHead sends HEAD to the verify function's URL, which
+// passes every method to the function. Verify takes GET alone: HEAD is
+// 405 with Allow: GET and no body (the URL returns the body it is given,
+// where net/http's server sends none), before the token is read, so that
+// it spends no credit of the token's key; the request is logged as any
+// other.
 func TestReplay_VerifyURLHead(t *testing.T) {
 	ctx := context.Background()
 	clock := mock.NewClock(time.Now())
-	answer := func(method string) (events.APIGatewayV2HTTPResponse, []requestLine) {
+	ev, err := replay.LoadEvent(filepath.Join(verifyURLEventsDir, "valid.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs httpapitest.SyncBuffer
+	b := newBackend(t)
+	// The token's key gets one credit, which a HEAD must leave to the GET.
+	credits := &account.CreditsChange{Credits: &account.Credits{Remaining: 1, SetAt: clock.Now(), Set: "head"}}
+	if _, err := b.store.UpdateAPIKey(ctx, replay.KeyID, account.APIKeyPatch{Credits: credits, At: clock.Now()}, nil); err != nil {
+		t.Fatal(err)
+	}
+	verify, err := lambdaapp.NewVerifying(ctx, replay.Config(lambdaapp.Verify, "latchkey"),
+		lambdaapp.Deps{Store: b.store, Keys: b.keys, Now: clock.Now, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer := func(method string) (events.APIGatewayV2HTTPResponse, string) {
 		t.Helper()
-		ev, err := replay.LoadEvent(filepath.Join(verifyURLEventsDir, "valid.json"))
+		e := ev
+		e.RequestContext.HTTP.Method = method
+		res, err := verify.Lambda()(ctx, e)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ev.RequestContext.HTTP.Method = method
-		var logs httpapitest.SyncBuffer
-		b := newBackend(t)
-		verify, err := lambdaapp.NewVerifying(ctx, replay.Config(lambdaapp.Verify, "latchkey"),
-			lambdaapp.Deps{Store: b.store, Keys: b.keys, Now: clock.Now, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
-		if err != nil {
-			t.Fatal(err)
+		var body struct {
+			Reason string `json:"reason"`
 		}
-		res, err := verify.Lambda()(ctx, ev)
-		if err != nil {
-			t.Fatal(err)
+		if method == http.MethodGet {
+			if err := json.Unmarshal([]byte(res.Body), &body); err != nil {
+				t.Fatalf("GET: %s: %v", res.Body, err)
+			}
 		}
-		return res, requestLines(t, logs.String())
+		return res, body.Reason
 	}
-	get, _ := answer(http.MethodGet)
-	head, lines := answer(http.MethodHead)
-	if head.StatusCode != http.StatusOK || head.Body != "" {
-		t.Errorf("HEAD: %d with body %q, want 200 and no body", head.StatusCode, head.Body)
-	}
-	if get.Body == "" {
-		t.Fatal("GET: no body to compare HEAD with")
-	}
-	for k, v := range get.Headers {
-		if k == "Content-Length" {
-			continue
-		}
-		if head.Headers[k] != v {
-			t.Errorf("HEAD header %s: %q, GET's %q", k, head.Headers[k], v)
+	for range 2 {
+		head, _ := answer(http.MethodHead)
+		if head.StatusCode != http.StatusMethodNotAllowed || head.Headers["Allow"] != http.MethodGet || head.Body != "" {
+			t.Errorf("HEAD: %d, Allow %q, body %q; want 405, Allow GET and no body", head.StatusCode, head.Headers["Allow"], head.Body)
 		}
 	}
-	if len(lines) != 1 || lines[0].Method != http.MethodHead || lines[0].Status != http.StatusOK {
-		t.Errorf("HEAD's request lines %+v, want one, HEAD 200", lines)
+	lines := requestLines(t, logs.String())
+	if len(lines) != 2 || lines[0].Method != http.MethodHead || lines[0].Status != http.StatusMethodNotAllowed {
+		t.Errorf("HEAD's request lines %+v, want two, HEAD 405", lines)
+	}
+	// The credit is there for a GET, and then spent.
+	if get, reason := answer(http.MethodGet); get.StatusCode != http.StatusOK || reason != "" {
+		t.Errorf("GET after the HEADs: %d %s, want valid: a HEAD spent the credit", get.StatusCode, get.Body)
+	}
+	if _, reason := answer(http.MethodGet); reason != account.ReasonUsageExceeded {
+		t.Errorf("the second GET: reason %q, want %q", reason, account.ReasonUsageExceeded)
 	}
 }
 

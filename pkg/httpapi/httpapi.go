@@ -114,6 +114,13 @@ type Mount struct {
 	Group   Group
 	Routes  []Route // Method and Path of each; Path is a ServeMux pattern
 	Handler http.Handler
+	// Prefix is the path the mount serves under. Headers, unless nil, sets
+	// the headers of the mount's own answers on the 404 and 405 the API
+	// answers under Prefix (another method on one of Routes, a path no
+	// route takes or not spelled canonically), so that every answer there
+	// carries them: the console's security headers.
+	Prefix  string
+	Headers func(http.Header, *http.Request)
 }
 
 // MountFunc builds a Mount over the service a handler serves, logging
@@ -132,6 +139,8 @@ type server struct {
 	local     *Local
 	sealKeys  [][]byte
 	audit     *Audit
+	// mounts are the served mounts with Headers, for their 404 and 405.
+	mounts []Mount
 }
 
 // New returns a handler serving the routes of the named groups, or of every
@@ -171,6 +180,7 @@ func New(cfg Config, groups ...Group) http.Handler {
 	}
 	mux := http.NewServeMux()
 	allowed := map[string][]string{} // path -> methods, in table order
+	noHead := map[string]bool{}
 	var paths []string
 	for _, d := range table {
 		if !d.in(groups) {
@@ -183,6 +193,7 @@ func New(cfg Config, groups ...Group) http.Handler {
 			panic("httpapi: the auth group stores answers that hold secrets for Idempotency-Key replays; Config.SealKeys is required")
 		}
 		mux.Handle(d.Method+" "+d.Path, s.route(d))
+		noHead[d.Path] = noHead[d.Path] || d.noHead
 		if _, ok := allowed[d.Path]; !ok {
 			paths = append(paths, d.Path)
 		}
@@ -191,6 +202,9 @@ func New(cfg Config, groups ...Group) http.Handler {
 	for _, m := range cfg.Mounts {
 		if len(groups) > 0 && !slices.Contains(groups, m.Group) {
 			continue
+		}
+		if m.Headers != nil {
+			s.mounts = append(s.mounts, m)
 		}
 		for _, rt := range m.Routes {
 			pattern := rt.Method + " " + rt.Path
@@ -210,10 +224,15 @@ func New(cfg Config, groups ...Group) http.Handler {
 	// 405 itself, but in text/plain; the API speaks problem+json.
 	for _, path := range paths {
 		methods := allowed[path]
-		if slices.Contains(methods, http.MethodGet) {
+		if slices.Contains(methods, http.MethodGet) && !noHead[path] {
 			methods = append(methods, http.MethodHead) // ServeMux serves HEAD with GET
 		}
-		mux.Handle(path, s.methodNotAllowed(path, strings.Join(methods, ", ")))
+		allow := strings.Join(methods, ", ")
+		if noHead[path] {
+			// More specific than GET's pattern for a HEAD.
+			mux.Handle(http.MethodHead+" "+path, s.methodNotAllowed(path, allow))
+		}
+		mux.Handle(path, s.methodNotAllowed(path, allow))
 	}
 	mux.Handle("/", s.notFound())
 	return s.outer(s.dispatch(mux))
@@ -539,12 +558,25 @@ func (s *server) methodNotAllowed(path, allow string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info(r).route = path
 		w.Header().Set("Allow", allow)
+		s.mountHeaders(w, r)
 		s.writeError(w, r, account.Errorf(account.CodeMethodNotAllowed, "%s is not allowed on this resource; allowed: %s", r.Method, allow))
 	})
 }
 
 func (s *server) notFound() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mountHeaders(w, r)
 		s.writeError(w, r, account.Errorf(account.CodeNotFound, "no such resource; see the API description for the routes"))
 	})
+}
+
+// mountHeaders sets the headers of the mount whose Prefix r's path is, or
+// is under (Mount.Headers).
+func (s *server) mountHeaders(w http.ResponseWriter, r *http.Request) {
+	for _, m := range s.mounts {
+		p := r.URL.Path
+		if p == m.Prefix || strings.HasPrefix(p, m.Prefix+"/") {
+			m.Headers(w.Header(), r)
+		}
+	}
 }

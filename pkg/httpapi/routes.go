@@ -86,6 +86,11 @@ type routeDef struct {
 	auth    auth
 	handler handlerFunc
 	subject subjectFunc // instead of handler, for authBearer
+	// noHead: a GET route that takes no HEAD (405, Allow without it),
+	// where ServeMux would serve HEAD with GET: verify, whose answer is a
+	// use of the token's key, counted and paid for, and a HEAD would pay
+	// for a verdict it never gets.
+	noHead bool
 }
 
 // routeTable is the single list of routes: Routes exposes it, New builds the
@@ -93,7 +98,7 @@ type routeDef struct {
 var routeTable = []routeDef{
 	{Route: Route{GroupAuth, http.MethodPost, "/v1/auth/token", account.OpIssueToken, nil}, handler: (*server).issueToken},
 	{Route: Route{GroupAuth, http.MethodPost, "/v1/auth/revoke", account.OpRevokeToken, nil}, handler: (*server).revokeToken},
-	{Route: Route{GroupAuth, http.MethodGet, pathVerify, "", nil}, auth: authBearer, subject: (*server).verifyToken},
+	{Route: Route{GroupAuth, http.MethodGet, pathVerify, "", nil}, auth: authBearer, subject: (*server).verifyToken, noHead: true},
 	{Route: Route{GroupAuth, http.MethodGet, "/v1/auth/jwks", "", nil}, auth: authPublic, handler: (*server).serveJWKS},
 	// The OAuth endpoints take no query parameter: theirs go in the body.
 	{Route: Route{GroupAuth, http.MethodPost, "/oauth2/token", "", nil}, auth: authClient, handler: (*server).oauthToken},

@@ -14,10 +14,11 @@ import (
 )
 
 // TestServer_GroupVerify: the router of GroupVerify, the verify function's,
-// answers verify (GET and HEAD, a valid token, one not valid, none) with
-// the very status, headers and body the auth group answers, without the
-// seal keys the auth group needs; any other path, an auth route included,
-// is the API's 404 problem+json, and another method on verify its 405.
+// answers verify (a valid token, one not valid, none) with the very
+// status, headers and body the auth group answers, without the seal keys
+// the auth group needs; any other path, an auth route included, is the
+// API's 404 problem+json, and another method on verify, HEAD included,
+// its 405.
 // With Audit, every request's line is written whatever the sampler says,
 // with source_ip, and the path of a request no route matched; never the
 // token.
@@ -45,7 +46,7 @@ func TestServer_GroupVerify(t *testing.T) {
 		status int
 	}{
 		{http.MethodGet, bearer(tok), http.StatusOK},
-		{http.MethodHead, bearer(tok), http.StatusOK},
+		{http.MethodHead, bearer(tok), http.StatusMethodNotAllowed},
 		{http.MethodGet, bearer("not-a-token"), http.StatusOK},
 		{http.MethodGet, nil, http.StatusUnauthorized},
 		{http.MethodPost, bearer(tok), http.StatusMethodNotAllowed},

@@ -97,7 +97,8 @@ func (s *spec) check(res *Response) error {
 			return errors.New("the document has no such path, so the status must be 404")
 		}
 		return s.checkProblem(res)
-	case item.GetOperation(res.Request.Method) == nil && res.Request.Method != http.MethodHead:
+	// HEAD is GET without the body, unless the path refuses it (verify).
+	case item.GetOperation(res.Request.Method) == nil && (res.Request.Method != http.MethodHead || res.StatusCode == http.StatusMethodNotAllowed):
 		if res.StatusCode != http.StatusMethodNotAllowed || res.Header.Get("Allow") == "" {
 			return errors.New("the path has no such operation, so the status must be 405 with Allow")
 		}
