@@ -185,10 +185,10 @@ func (r *related) add(km *keyMemo, av map[string]types.AttributeValue) error {
 
 // checkKey reports whether the key it (a copy read strongly consistently)
 // is live, and returns it with DisabledAbove and LimitsAbove set. A key is
-// live when it is not being deleted, and neither is any of its Ancestors, each of which
-// still exists, nor its organization, which still exists. A delete of a
-// tree too large for one transaction flags only its root before it starts
-// (see DeleteAPIKey), and a delete of an organization only the
+// live when it is not being deleted, and neither is any of its Ancestors,
+// each of which still exists, nor its organization, which still exists.
+// A delete of a tree too large for one transaction flags only its root
+// before it starts (see DeleteAPIKey), and a delete of an organization only the
 // organization, so this is how the keys below the one, and of the other,
 // are gone from that instant. (The keys above a key bound to an
 // organization are bound to it or to none, so its own is the only one to
