@@ -75,7 +75,7 @@ func (s *Service) CreateAPIKey(ctx context.Context, p Principal, req NewAPIKey) 
 	if err := p.requireHeld(scopes, "it cannot grant it to another key"); err != nil {
 		return APIKey{}, "", err
 	}
-	if err := p.limitsWithin(limits, credits); err != nil {
+	if err := limitsWithin(p.keyLimits(), limits, credits); err != nil {
 		return APIKey{}, "", err
 	}
 	org := req.OrganizationID
@@ -377,7 +377,9 @@ func (s *Service) UpdateAPIKey(ctx context.Context, p Principal, id string, req 
 			if patch.Credits != nil {
 				credits = patch.Credits.Credits
 			}
-			if err := p.limitsWithin(limits, credits); err != nil {
+			// Within the caller's, and within those of every key above
+			// the key, which its uses count against.
+			if err := limitsWithin(append(p.keyLimits(), k.LimitsAbove...), limits, credits); err != nil {
 				return err
 			}
 		}

@@ -116,7 +116,7 @@ func keyPrincipal(k APIKey) Principal {
 	return Principal{
 		KeyID: k.ID, Scopes: k.Scopes, KeyExpiresAt: k.ExpiresAt, KeyAncestors: k.Ancestors, KeyBootstrap: k.Bootstrap,
 		KeyOrganizationID: k.OrganizationID, KeyOwnerID: k.OwnerID,
-		KeyRateLimits: k.RateLimits, KeyCredits: k.Credits,
+		KeyRateLimits: k.RateLimits, KeyCredits: k.Credits, KeyLimitsAbove: k.LimitsAbove,
 	}
 }
 

@@ -155,6 +155,27 @@ func checkCredits(field string, req *CreditsRequest, now time.Time, problems *Pr
 // or credits. A key without either costs no write when it is used.
 func (k APIKey) Limited() bool { return len(k.RateLimits) > 0 || k.Credits != nil }
 
+// KeyLimits are the rate limits and credits of one key, which its uses and
+// those of every key below it count against (APIKey.LimitsAbove).
+type KeyLimits struct {
+	KeyID      string
+	RateLimits []RateLimit
+	Credits    *Credits
+	// ExpiresAt is the key's: its usage record with credits lasts as long.
+	ExpiresAt time.Time
+}
+
+// Limits returns the key's own rate limits and credits.
+func (k APIKey) Limits() KeyLimits {
+	return KeyLimits{KeyID: k.ID, RateLimits: k.RateLimits, Credits: k.Credits, ExpiresAt: k.ExpiresAt}
+}
+
+// counts reports whether a use counts against l: it has rate limits, or
+// credits and the use spends one.
+func (l KeyLimits) counts(spend bool) bool {
+	return len(l.RateLimits) > 0 || spend && l.Credits != nil
+}
+
 // Reasons a verification of a well-signed token of a valid key is refused
 // for its key's limits.
 const (
@@ -206,10 +227,29 @@ type UsageStore interface {
 	// false when the bounds refused it. It writes no event, and commits no
 	// idempotency record.
 	ChangeKeyUsage(ctx context.Context, keyID string, shard int, c UsageChange) (map[string]int64, bool, error)
+	// ChangeKeysUsage applies changes, of the usage records of distinct
+	// keys, as ChangeKeyUsage applies one, in one atomic, conditional
+	// step: every step of every change, or none when one of them would
+	// leave its counter outside its bounds. It returns true when it
+	// applied them, with the counters of each record whose change asked
+	// for them (ReadAfter), read after the step (they may hold later
+	// changes too); or false, with the counters of each record whose
+	// bounds refused, as they were. The others are nil.
+	ChangeKeysUsage(ctx context.Context, changes []KeyUsageChange) ([]map[string]int64, bool, error)
 	// KeyUsage returns the counters of the usage record number shard of
 	// each key of keyIDs, read strongly consistently, by key id: one read
 	// for a page of keys. A key whose record does not exist has none.
 	KeyUsage(ctx context.Context, shard int, keyIDs ...string) (map[string]map[string]int64, error)
+}
+
+// KeyUsageChange is a change of the usage record number Shard of the key
+// KeyID, one of the changes of ChangeKeysUsage.
+type KeyUsageChange struct {
+	KeyID string
+	Shard int
+	UsageChange
+	// ReadAfter asks for the record's counters once the change is made.
+	ReadAfter bool
 }
 
 // CounterStep is one counter of a UsageChange: the counter becomes its
@@ -260,7 +300,7 @@ const staleCounters = 8
 // enough for its highest rate at usesPerShard each, but no more than
 // leaves every limit a share of minShare. A key with credits has one: its
 // credits are one counter.
-func (k APIKey) usageShards() int {
+func (k KeyLimits) usageShards() int {
 	if k.Credits != nil {
 		return 1
 	}
@@ -352,7 +392,7 @@ type usagePlan struct {
 
 // plan returns the change that counts a use of k at now in shard j of n,
 // spending a credit if spend is set and the key has credits.
-func plan(k APIKey, now time.Time, j, n int, spend bool) usagePlan {
+func plan(k KeyLimits, now time.Time, j, n int, spend bool) usagePlan {
 	u := usagePlan{current: map[string]bool{}}
 	var keep time.Time
 	for _, l := range k.RateLimits {
@@ -397,7 +437,7 @@ func later(a, b time.Time) time.Time {
 
 // read says what the counters a change of shard j of n left (or refused
 // on) mean for the use: the state of each limit, and why it was refused.
-func (u usagePlan) read(k APIKey, counters map[string]int64, applied bool, now time.Time, j, n int) KeyUsage {
+func (u usagePlan) read(k KeyLimits, counters map[string]int64, applied bool, now time.Time, j, n int) KeyUsage {
 	var out KeyUsage
 	for i, l := range k.RateLimits {
 		used := counters[u.names[i]]
@@ -468,9 +508,9 @@ type fullWindow struct {
 	usage KeyUsage
 }
 
-func limitsKey(k APIKey, shard int) string {
+func limitsKey(k KeyLimits, shard int) string {
 	var b strings.Builder
-	b.WriteString(k.ID)
+	b.WriteString(k.KeyID)
 	fmt.Fprintf(&b, "\x00%d", shard)
 	for _, l := range k.RateLimits {
 		fmt.Fprintf(&b, "\x00%s\x00%d\x00%d", l.Name, l.Limit, l.Period)
@@ -479,7 +519,7 @@ func limitsKey(k APIKey, shard int) string {
 }
 
 // get returns the refusal of a use of shard at now if one is known.
-func (f *fullWindows) get(k APIKey, shard int, now time.Time) (KeyUsage, bool) {
+func (f *fullWindows) get(k KeyLimits, shard int, now time.Time) (KeyUsage, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	key := limitsKey(k, shard)
@@ -502,7 +542,7 @@ func (f *fullWindows) get(k APIKey, shard int, now time.Time) (KeyUsage, bool) {
 	return u, true
 }
 
-func (f *fullWindows) set(k APIKey, shard int, now time.Time, u KeyUsage) {
+func (f *fullWindows) set(k KeyLimits, shard int, now time.Time, u KeyUsage) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.entries == nil || len(f.entries) >= maxUseEntries {
@@ -518,25 +558,28 @@ type limiter struct {
 	full  fullWindows
 }
 
-// use counts one use of k at now, spending a credit if spend is set, and
-// returns what it found. A key without limits costs nothing: nil. A
-// refused use changes no counter.
+// use counts one use of k at now, spending a credit if spend is set,
+// against k's own limits and those of every limited key above it
+// (LimitsAbove), and returns what it found of k's own. A use that counts
+// against nothing costs nothing: nil. A refused use changes no counter,
+// anywhere: a key's limits bound the uses of its whole subtree.
 //
-// A use goes to a usage record chosen at random; if it is full, to the
-// next one, and no further: at most maxShardTries writes. Records this
-// process knows to be full are skipped without a write. With one record
-// (every key below 500 uses a second) the answer is exact; with more, a
-// use is refused when the records it tried are full, possibly before the
-// others are. A refused use answers the soonest RetryAfter among the
-// records it found full: the earliest a record frees.
+// A use writes to one usage record of each key it counts against: the
+// key's own alone with one conditional write (ChangeKeyUsage), several in
+// one transaction (ChangeKeysUsage), so that a use one of them refuses
+// counts in none. Of a key with several records, a use goes to one chosen
+// at random; if it is full, to the next one, and no further: at most
+// maxShardTries writes. Records this process knows to be full are skipped
+// without a write. With one record each (every key below 500 uses a
+// second) the answer is exact; with more, a use is refused when the
+// records it tried are full, possibly before the others are. A refused
+// use answers the soonest RetryAfter among its tries (the earliest a
+// record frees), each try the latest of the records that refused it (all
+// of them must free).
 func (l *limiter) use(ctx context.Context, k APIKey, now time.Time, spend bool) (*KeyUsage, error) {
-	if len(k.RateLimits) == 0 && (!spend || k.Credits == nil) {
+	recs := usageRecords(k, spend)
+	if len(recs) == 0 {
 		return nil, nil
-	}
-	n := k.usageShards()
-	first := 0
-	if n > 1 {
-		first = rand.IntN(n)
 	}
 	var refused *KeyUsage
 	refuse := func(u KeyUsage) {
@@ -544,60 +587,216 @@ func (l *limiter) use(ctx context.Context, k APIKey, now time.Time, spend bool) 
 			refused = &u
 		}
 	}
-	tries := 0
-	for i := 0; i < n && tries < maxShardTries; i++ {
-		j := (first + i) % n
-		if u, ok := l.full.get(k, j, now); ok {
-			refuse(u)
-			continue
+	for tries := 0; tries < maxShardTries; tries++ {
+		for i := range recs {
+			r := &recs[i]
+			for {
+				u, ok := l.full.get(r.limits, r.shard, now)
+				if !ok {
+					break
+				}
+				refuse(r.shown(u))
+				if !r.next() {
+					return refused, nil
+				}
+			}
 		}
-		tries++
-		p := plan(k, now, j, n, spend)
-		counters, applied, err := l.store.ChangeKeyUsage(ctx, k.ID, j, p.change)
+		plans := make([]usagePlan, len(recs))
+		for i, r := range recs {
+			plans[i] = plan(r.limits, now, r.shard, r.n, spend)
+		}
+		counters, applied, err := l.change(ctx, recs, plans)
 		if err != nil {
 			return nil, storeErr(err)
 		}
-		u := p.read(k, counters, applied, now, j, n)
 		if applied {
-			if stale := p.stale(counters); stale != nil {
-				// Best effort: a record that keeps them is only larger.
-				_, _, _ = l.store.ChangeKeyUsage(ctx, k.ID, j, UsageChange{Remove: stale, ExpiresAt: p.change.ExpiresAt})
+			return l.counted(ctx, recs, plans, counters, now), nil
+		}
+		u := KeyUsage{Refused: ReasonRateLimited}
+		exhausted := false
+		for i := range recs {
+			r := &recs[i]
+			if counters[i] == nil {
+				continue // its bounds held
 			}
-			return &u, nil
+			found := plans[i].read(r.limits, counters[i], false, now, r.shard, r.n)
+			if found.Refused != ReasonRateLimited {
+				// Credits are spent: one counter, on one record.
+				found = r.shown(found)
+				return &found, nil
+			}
+			l.full.set(r.limits, r.shard, now, found)
+			if r.own {
+				u.Limits = found.Limits
+			}
+			u.RetryAfter = max(u.RetryAfter, found.RetryAfter)
+			exhausted = !r.next() || exhausted
 		}
-		if u.Refused != ReasonRateLimited {
-			// Credits are spent: one counter, on one record.
-			return &u, nil
+		if u.RetryAfter == 0 {
+			// A bound refused the change, whatever the records say.
+			u.RetryAfter = time.Second
 		}
-		l.full.set(k, j, now, u)
 		refuse(u)
+		if exhausted {
+			break
+		}
 	}
 	return refused, nil
 }
 
-// limitsWithin returns CodeForbidden unless limits and credits, those a
-// key created or changed by the principal will have, are as tight as the
-// principal's key's: a limited key must not hand out a key that escapes
-// its limits. For each rate limit of the principal's key, one of limits
-// has the same period and a limit no higher; with credits, the key has
-// credits, no more remaining, and a refill only as the principal's key
-// has one (same interval, no larger amount). A key without limits hands
-// out any.
-func (p Principal) limitsWithin(limits []RateLimit, credits *Credits) error {
-	for _, l := range p.KeyRateLimits {
-		if !slices.ContainsFunc(limits, func(o RateLimit) bool { return o.Period == l.Period && o.Limit <= l.Limit }) {
-			return Errorf(CodeForbidden, "this API key has rate limits: the keys it creates or changes need rate_limits as tight, here one of period %s and a limit of %d or less", FormatPeriod(l.Period), l.Limit)
+// usageRecord is one key a use counts against, and which of its usage
+// records the use tries.
+type usageRecord struct {
+	limits KeyLimits
+	own    bool // the key used, whose limits the use answers
+	n      int  // its usage records
+	shard  int  // the one to try
+	left   int  // those not yet found full
+}
+
+// usageRecords returns the keys a use of k counts against, k first if it
+// does, then the keys above it, each at a record chosen at random. A key
+// without limits below none costs no allocation.
+func usageRecords(k APIKey, spend bool) []usageRecord {
+	var out []usageRecord
+	add := func(l KeyLimits, own bool) {
+		if !l.counts(spend) {
+			return
+		}
+		n := l.usageShards()
+		first := 0
+		if n > 1 {
+			first = rand.IntN(n)
+		}
+		out = append(out, usageRecord{limits: l, own: own, n: n, shard: first, left: n})
+	}
+	add(k.Limits(), true)
+	for _, l := range k.LimitsAbove {
+		add(l, false)
+	}
+	return out
+}
+
+// next moves r to its next record, the one it tried being full, and
+// reports false when every record of it was found full.
+func (r *usageRecord) next() bool {
+	r.left--
+	r.shard = (r.shard + 1) % r.n
+	return r.left > 0
+}
+
+// shown is u, what a use found of r, as the use answers it: with the
+// limits of the key used, those of a key above it left out (the RateLimit
+// fields describe the key's own).
+func (r usageRecord) shown(u KeyUsage) KeyUsage {
+	if !r.own {
+		u.Limits, u.Credits = nil, nil
+	}
+	return u
+}
+
+// change makes the changes of one use, one for each of recs: a key's own
+// alone in one write, which returns its counters; several in one
+// transaction, which reads back those of the records with rate limits
+// (for the RateLimit fields, and to remove their windows gone by).
+func (l *limiter) change(ctx context.Context, recs []usageRecord, plans []usagePlan) ([]map[string]int64, bool, error) {
+	if len(recs) == 1 {
+		c, applied, err := l.store.ChangeKeyUsage(ctx, recs[0].limits.KeyID, recs[0].shard, plans[0].change)
+		if c == nil && err == nil {
+			c = map[string]int64{}
+		}
+		return []map[string]int64{c}, applied, err
+	}
+	changes := make([]KeyUsageChange, len(recs))
+	for i, r := range recs {
+		changes[i] = KeyUsageChange{KeyID: r.limits.KeyID, Shard: r.shard, UsageChange: plans[i].change, ReadAfter: len(r.limits.RateLimits) > 0}
+	}
+	counters, applied, err := l.store.ChangeKeysUsage(ctx, changes)
+	if err == nil && len(counters) != len(recs) {
+		return nil, false, Internal(fmt.Errorf("ChangeKeysUsage: %d answers for %d changes", len(counters), len(recs)))
+	}
+	return counters, applied, err
+}
+
+// counted is the answer of a use that counted, from the counters it left:
+// the key's own limits, and the removal of windows gone by from each record
+// read.
+func (l *limiter) counted(ctx context.Context, recs []usageRecord, plans []usagePlan, counters []map[string]int64, now time.Time) *KeyUsage {
+	var own *KeyUsage
+	for i, r := range recs {
+		c := counters[i]
+		if r.own {
+			// A key with credits alone, counted with keys above it, is not
+			// read back: its count shows in GET.
+			own = &KeyUsage{}
+		}
+		if c == nil {
+			continue
+		}
+		if stale := plans[i].stale(c); stale != nil {
+			// Best effort: a record that keeps them is only larger.
+			_, _, _ = l.store.ChangeKeyUsage(ctx, r.limits.KeyID, r.shard, UsageChange{Remove: stale, ExpiresAt: plans[i].change.ExpiresAt})
+		}
+		if r.own {
+			u := plans[i].read(r.limits, c, true, now, r.shard, r.n)
+			own = &u
 		}
 	}
-	if c := p.KeyCredits; c != nil {
-		switch {
-		case credits == nil || credits.Remaining > c.Remaining:
-			return Errorf(CodeForbidden, "this API key has credits: the keys it creates or changes need credits, at most %d remaining", c.Remaining)
-		case credits.Refill != nil && (c.Refill == nil || c.Refill.Interval != credits.Refill.Interval || credits.Refill.Amount > c.Refill.Amount):
-			return Errorf(CodeForbidden, "this API key's credits refill less (or not at all): the keys it creates or changes cannot have credits that refill more")
+	return own
+}
+
+// creditsOnly returns k without the rate limits of it and of the keys
+// above it: for a verification whose use a request counted already.
+func (k APIKey) creditsOnly() APIKey {
+	k.RateLimits = nil
+	if len(k.LimitsAbove) > 0 {
+		above := make([]KeyLimits, len(k.LimitsAbove))
+		for i, l := range k.LimitsAbove {
+			l.RateLimits = nil
+			above[i] = l
+		}
+		k.LimitsAbove = above
+	}
+	return k
+}
+
+// limitsWithin returns CodeForbidden unless limits and credits, those a
+// key will have once created or changed, are as tight as those of each of
+// above, the limited keys above it (APIKey.LimitsAbove; for a key a
+// principal creates, Principal.keyLimits). The uses of a key count
+// against the limits of every key above it too, and its own limits may be
+// tighter, never looser: for each rate limit of a key above, one of
+// limits has the same period and a limit no higher; with credits above,
+// the key has credits, no more remaining, and a refill only as the key
+// above has one (same interval, no larger amount). Keys without limits
+// above leave any.
+func limitsWithin(above []KeyLimits, limits []RateLimit, credits *Credits) error {
+	for _, a := range above {
+		for _, l := range a.RateLimits {
+			if !slices.ContainsFunc(limits, func(o RateLimit) bool { return o.Period == l.Period && o.Limit <= l.Limit }) {
+				return Errorf(CodeForbidden, "a key above this one has rate limits: the keys below it need rate_limits as tight, here one of period %s and a limit of %d or less", FormatPeriod(l.Period), l.Limit)
+			}
+		}
+		if c := a.Credits; c != nil {
+			switch {
+			case credits == nil || credits.Remaining > c.Remaining:
+				return Errorf(CodeForbidden, "a key above this one has credits: the keys below it need credits, at most %d remaining", c.Remaining)
+			case credits.Refill != nil && (c.Refill == nil || c.Refill.Interval != credits.Refill.Interval || credits.Refill.Amount > c.Refill.Amount):
+				return Errorf(CodeForbidden, "the credits of a key above this one refill less (or not at all): the keys below it cannot have credits that refill more")
+			}
 		}
 	}
 	return nil
+}
+
+// keyLimits returns the limits of the principal's key, if it has any,
+// and of the limited keys above it: those above a key it creates.
+func (p Principal) keyLimits() []KeyLimits {
+	out := slices.Clip(p.KeyLimitsAbove)
+	if len(p.KeyRateLimits) > 0 || p.KeyCredits != nil {
+		out = append(out, KeyLimits{KeyID: p.KeyID, RateLimits: p.KeyRateLimits, Credits: p.KeyCredits, ExpiresAt: p.KeyExpiresAt})
+	}
+	return out
 }
 
 // errRateLimited answers a request of a key over one of its rate limits.

@@ -103,10 +103,12 @@ type Principal struct {
 	// Usage is, for a key with rate limits or credits, where its limits
 	// stand after this request: what the RateLimit header fields say.
 	Usage *KeyUsage
-	// KeyRateLimits and KeyCredits are the key's: the keys a limited key
-	// creates or changes are limited as tightly (limitsWithin).
-	KeyRateLimits []RateLimit
-	KeyCredits    *Credits
+	// KeyRateLimits and KeyCredits are the key's, and KeyLimitsAbove
+	// those of the limited keys above it (APIKey.LimitsAbove): the keys it
+	// creates or changes are limited as tightly as each (limitsWithin).
+	KeyRateLimits  []RateLimit
+	KeyCredits     *Credits
+	KeyLimitsAbove []KeyLimits
 }
 
 // IsToken reports whether the caller presented an access token.

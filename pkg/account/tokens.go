@@ -265,7 +265,7 @@ func (v *TokenVerifier) verify(ctx context.Context, token string, accept func(To
 	}
 	key := *status.Key
 	if counted != "" && key.ID == counted {
-		key.RateLimits = nil
+		key = key.creditsOnly()
 	}
 	usage, err := v.limiter.use(ctx, key, now, true)
 	if err != nil {

@@ -99,7 +99,13 @@ type APIKey struct {
 	// verifications of its tokens); nil for none. At most MaxRateLimits.
 	RateLimits []RateLimit
 	// Credits is the verifications the key has left; nil for no bound.
-	Credits   *Credits
+	Credits *Credits
+	// LimitsAbove are the limits of the keys above this one (of its
+	// Ancestors) that have any, root first: a use of the key counts
+	// against each of them too. Never stored: the stores set it where they
+	// set DisabledAbove, from the ancestors' items they read anyway.
+	LimitsAbove []KeyLimits
+
 	CreatedAt time.Time
 	ExpiresAt time.Time // zero: never expires
 }

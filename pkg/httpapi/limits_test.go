@@ -462,8 +462,9 @@ func TestLimits_ShardRefusal(t *testing.T) {
 	})
 }
 
-// TestLimits_Subtree: a key's limits count its own uses only: the keys it
-// created use theirs without touching its count. A limited key creates or
+// TestLimits_Subtree: a key's limits bound its whole subtree: the uses of
+// the keys it created count against its limits too, and once they are
+// reached neither it nor they are served. A limited key creates or
 // changes only keys limited as tightly: one without limits, or with a
 // looser limit, is 403 (and no key is created or changed).
 func TestLimits_Subtree(t *testing.T) {
@@ -492,14 +493,13 @@ func TestLimits_Subtree(t *testing.T) {
 			t.Fatalf("the child's limits after a refused PATCH: %+v", child.RateLimits)
 		}
 		for range 5 {
-			a.token(t, child.Key)
+			a.token(t, child.Key) // uses 5 to 9: the child's count against its parent too
 		}
-		for range 6 {
-			a.token(t, parent.Key) // uses 5 to 10
-		}
+		a.token(t, parent.Key) // use 10
 		res = a.do(http.MethodPost, "/v1/auth/token", parent.Key, map[string]any{"scopes": []string{"read:users"}})
 		wantProblem(t, res, http.StatusTooManyRequests, "rate_limited")
-		a.token(t, child.Key) // the child's own uses go on
+		res = a.do(http.MethodPost, "/v1/auth/token", child.Key, map[string]any{"scopes": []string{"read:users"}})
+		wantProblem(t, res, http.StatusTooManyRequests, "rate_limited") // its 6th use, but its parent's 11th
 	})
 }
 

@@ -42,6 +42,7 @@ type Store struct {
 	DeleteAPIKeyFn                func(ctx context.Context, id string, allow func(account.APIKey) error) error
 	RecordAPIKeyUseFn             func(ctx context.Context, k account.APIKey, at time.Time) (time.Time, error)
 	ChangeKeyUsageFn              func(ctx context.Context, keyID string, shard int, c account.UsageChange) (map[string]int64, bool, error)
+	ChangeKeysUsageFn             func(ctx context.Context, changes []account.KeyUsageChange) ([]map[string]int64, bool, error)
 	KeyUsageFn                    func(ctx context.Context, shard int, keyIDs ...string) (map[string]map[string]int64, error)
 	ListAPIKeysFn                 func(ctx context.Context, f account.APIKeyFilter, p account.ListParams) (account.Page[account.APIKey], error)
 	CreateTokenFn                 func(ctx context.Context, t account.TokenRecord) error
@@ -200,6 +201,11 @@ func (s *Store) RecordAPIKeyUse(ctx context.Context, k account.APIKey, at time.T
 // ChangeKeyUsage calls ChangeKeyUsageFn.
 func (s *Store) ChangeKeyUsage(ctx context.Context, keyID string, shard int, c account.UsageChange) (map[string]int64, bool, error) {
 	return s.ChangeKeyUsageFn(ctx, keyID, shard, c)
+}
+
+// ChangeKeysUsage calls ChangeKeysUsageFn.
+func (s *Store) ChangeKeysUsage(ctx context.Context, changes []account.KeyUsageChange) ([]map[string]int64, bool, error) {
+	return s.ChangeKeysUsageFn(ctx, changes)
 }
 
 // KeyUsage calls KeyUsageFn.

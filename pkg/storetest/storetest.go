@@ -64,6 +64,7 @@ func Run(t *testing.T, newStore func(t *testing.T) account.Store) {
 	t.Run("RotateAPIKey", s.rotateAPIKey)
 	t.Run("RecordAPIKeyUse", s.recordAPIKeyUse)
 	t.Run("KeyUsage", s.keyUsage)
+	t.Run("KeysUsage", s.keysUsage)
 	t.Run("KeyOwners", s.keyOwners)
 	t.Run("DeleteAPIKey", s.deleteAPIKey)
 	t.Run("ListAPIKeys", func(t *testing.T) { runList(t, s, apiKeysList) })
@@ -303,6 +304,8 @@ func fieldEqual(got, want any) bool {
 		return diff(got, w) == ""
 	case []account.RateLimit:
 		return slices.Equal(got.([]account.RateLimit), w)
+	case []account.KeyLimits:
+		return slices.EqualFunc(got.([]account.KeyLimits), w, func(g, w account.KeyLimits) bool { return diff(g, w) == "" })
 	case *account.Credits:
 		g := got.(*account.Credits)
 		if g == nil || w == nil {

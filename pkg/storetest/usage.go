@@ -95,6 +95,70 @@ func (s suite) keyUsage(t *testing.T) {
 	})
 }
 
+// keysUsage checks ChangeKeysUsage, the one step that counts a use of a
+// key against its own limits and those of the keys above it: all records
+// or none, the refusing ones' counters back, the others read after when
+// asked, bounds that hold under concurrency across records.
+func (s suite) keysUsage(t *testing.T) {
+	step := func(name string, start, delta, lo, hi int64) account.CounterStep {
+		return account.CounterStep{Name: name, Start: start, Delta: delta, Min: lo, Max: hi}
+	}
+	spend := func(keyID string, credits int64, read bool) account.KeyUsageChange {
+		return account.KeyUsageChange{KeyID: keyID, UsageChange: account.UsageChange{Steps: []account.CounterStep{step("c:x:0", credits, -1, 0, 1000)}}, ReadAfter: read}
+	}
+	t.Run("AllOrNothing", func(t *testing.T) {
+		f := s.fix(t)
+		got, ok, err := f.s.ChangeKeysUsage(f.ctx, []account.KeyUsageChange{spend("key_child", 5, true), spend("key_parent", 1, false)})
+		f.ok(err, "ChangeKeysUsage")
+		if !ok || len(got) != 2 || !maps.Equal(got[0], map[string]int64{"c:x:0": 4}) || got[1] != nil {
+			t.Fatalf("first use: got %v, %v; want [map[c:x:0:4] nil], applied", got, ok)
+		}
+		// The parent's last credit is spent: the child's are left alone.
+		got, ok, err = f.s.ChangeKeysUsage(f.ctx, []account.KeyUsageChange{spend("key_child", 5, true), spend("key_parent", 1, false)})
+		f.ok(err, "ChangeKeysUsage")
+		if ok || len(got) != 2 || got[0] != nil || !maps.Equal(got[1], map[string]int64{"c:x:0": 0}) {
+			t.Fatalf("use past the parent's credits: got %v, %v; want [nil map[c:x:0:0]], refused", got, ok)
+		}
+		usage, err := f.s.KeyUsage(f.ctx, 0, "key_child", "key_parent")
+		f.ok(err, "KeyUsage")
+		if want := map[string]int64{"c:x:0": 4}; !maps.Equal(usage["key_child"], want) {
+			t.Fatalf("the child's record after a refused use: %v, want %v", usage["key_child"], want)
+		}
+		// A record that does not exist yet, refused at its start, comes
+		// back empty, not nil.
+		got, ok, err = f.s.ChangeKeysUsage(f.ctx, []account.KeyUsageChange{spend("key_child", 5, true), spend("key_spent", 0, false)})
+		f.ok(err, "ChangeKeysUsage")
+		if ok || got[1] == nil || len(got[1]) != 0 {
+			t.Fatalf("use past the credits of a key never used: got %v, %v; want refused, an empty record", got, ok)
+		}
+	})
+	t.Run("Exact", func(t *testing.T) {
+		// 30 simultaneous uses of two children against a parent's 10
+		// credits give 10 counted, in the children's counts too.
+		f := s.fix(t)
+		var mu sync.Mutex
+		counted := 0
+		errs := race(30, func(i int) error {
+			child := []string{"key_a", "key_b"}[i%2]
+			_, ok, err := f.s.ChangeKeysUsage(f.ctx, []account.KeyUsageChange{spend(child, 100, false), spend("key_top", 10, false)})
+			if ok {
+				mu.Lock()
+				counted++
+				mu.Unlock()
+			}
+			return err
+		})
+		for _, err := range errs {
+			f.ok(err, "ChangeKeysUsage")
+		}
+		usage, err := f.s.KeyUsage(f.ctx, 0, "key_a", "key_b", "key_top")
+		f.ok(err, "KeyUsage")
+		if spent := 200 - usage["key_a"]["c:x:0"] - usage["key_b"]["c:x:0"]; counted != 10 || usage["key_top"]["c:x:0"] != 0 || spent != 10 {
+			t.Fatalf("counted %d, usage %v; want 10 counted, the parent's credits spent, 10 spent by the children", counted, usage)
+		}
+	})
+}
+
 // RunKeyLimits checks that a store keeps the rate limits and credits of
 // an API key: on create, on every read that decides a use (GetAPIKey,
 // GetAPIKeyByHash, TokenStatus), and as UpdateAPIKey sets, replaces and
@@ -135,5 +199,42 @@ func RunKeyLimits(t *testing.T, newStore func(t *testing.T) account.Store) {
 		f.ok(err, "UpdateAPIKey")
 		k.RateLimits, k.Credits = nil, nil
 		check("removed", k)
+	})
+	t.Run("LimitsAbove", func(t *testing.T) {
+		// The reads that decide a use return the limits of the limited
+		// keys above the key, root first, and none of the others.
+		f := s.fix(t)
+		root := f.newKey()
+		root.Credits = &account.Credits{Remaining: 2, SetAt: f.now().UTC(), Set: "s1"}
+		f.ok(f.s.CreateAPIKey(f.ctx, root), "CreateAPIKey")
+		mid := f.childKey(root)
+		low := f.newChildKey(mid)
+		low.RateLimits = []account.RateLimit{{Name: "minute", Limit: 5, Period: time.Minute}}
+		low.ExpiresAt = f.now().Add(time.Hour)
+		f.ok(f.s.CreateAPIKey(f.ctx, low), "CreateAPIKey")
+		leaf := f.childKey(low)
+		want := []account.KeyLimits{root.Limits(), low.Limits()}
+		got, err := f.s.GetAPIKey(f.ctx, leaf.ID)
+		f.ok(err, "GetAPIKey")
+		byHash, err := f.s.GetAPIKeyByHash(f.ctx, leaf.Hash)
+		f.ok(err, "GetAPIKeyByHash")
+		st, err := f.s.TokenStatus(f.ctx, "tok_none", leaf.ID, leaf.Ancestors, "", false)
+		f.ok(err, "TokenStatus")
+		var asked account.APIKey
+		_, err = f.s.UpdateAPIKey(f.ctx, leaf.ID, account.APIKeyPatch{At: f.now()}, func(k account.APIKey) error {
+			asked = k
+			return nil
+		})
+		f.ok(err, "UpdateAPIKey")
+		for name, k := range map[string]account.APIKey{"GetAPIKey": got, "GetAPIKeyByHash": byHash, "TokenStatus": *st.Key, "UpdateAPIKey's allow": asked} {
+			if diff(account.APIKey{LimitsAbove: k.LimitsAbove}, account.APIKey{LimitsAbove: want}) != "" {
+				t.Errorf("%s: LimitsAbove %+v; want %+v", name, k.LimitsAbove, want)
+			}
+		}
+		top, err := f.s.GetAPIKey(f.ctx, mid.ID)
+		f.ok(err, "GetAPIKey")
+		if len(top.LimitsAbove) != 1 || top.LimitsAbove[0].KeyID != root.ID {
+			t.Errorf("the key below the root: LimitsAbove %+v; want the root's only", top.LimitsAbove)
+		}
 	})
 }

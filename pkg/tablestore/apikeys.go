@@ -184,11 +184,11 @@ func (r *related) add(km *keyMemo, av map[string]types.AttributeValue) error {
 }
 
 // checkKey reports whether the key it (a copy read strongly consistently)
-// is live, and returns it with DisabledAbove set. A key is live when it is
-// not being deleted, and neither is any of its Ancestors, each of which
-// still exists, nor its organization, which still exists. A delete of a
-// tree too large for one transaction flags only its root before it starts
-// (see DeleteAPIKey), and a delete of an organization only the
+// is live, and returns it with DisabledAbove and LimitsAbove set. A key is
+// live when it is not being deleted, and neither is any of its Ancestors,
+// each of which still exists, nor its organization, which still exists.
+// A delete of a tree too large for one transaction flags only its root
+// before it starts (see DeleteAPIKey), and a delete of an organization only the
 // organization, so this is how the keys below the one, and of the other,
 // are gone from that instant. (The keys above a key bound to an
 // organization are bound to it or to none, so its own is the only one to
@@ -240,6 +240,11 @@ func (s *Store) checkKey(ctx context.Context, it *apiKeyItem, have *related) (k 
 			return account.APIKey{}, false, nil
 		}
 		k.DisabledAbove = k.DisabledAbove || a.Disabled
+		if len(a.RateLimits) > 0 || a.Credits != nil {
+			// Its limits bound k's uses too: read here, they cost no read.
+			ls, c := a.limits()
+			k.LimitsAbove = append(k.LimitsAbove, account.KeyLimits{KeyID: id, RateLimits: ls, Credits: c, ExpiresAt: a.ExpiresAt})
+		}
 	}
 	return k, true, nil
 }

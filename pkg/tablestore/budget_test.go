@@ -192,6 +192,22 @@ func usageChange(limit int64) account.UsageChange {
 	}
 }
 
+// creditChange is the change a verification of a key with credits makes,
+// start being its credits as set.
+func creditChange(start int64) account.UsageChange {
+	return account.UsageChange{Steps: []account.CounterStep{{Name: "c:s:0", Start: start, Delta: -1, Min: 0, Max: account.MaxCredits}}}
+}
+
+// keysChange is c in the usage record of each of ids: a use of the first
+// counted against the keys above it, read back if read is set.
+func keysChange(c account.UsageChange, read bool, ids ...string) []account.KeyUsageChange {
+	out := make([]account.KeyUsageChange, len(ids))
+	for i, id := range ids {
+		out[i] = account.KeyUsageChange{KeyID: id, UsageChange: c, ReadAfter: read}
+	}
+	return out
+}
+
 // TestRequestBudgets measures, against DynamoDB Local, the requests and the
 // capacity units of every store operation, and fails if one exceeds its
 // budget. The table it logs is the one in docs/dynamodb.md.
@@ -267,6 +283,44 @@ func TestRequestBudgets(t *testing.T) {
 				must(t, err, "ChangeKeyUsage")
 				if ok {
 					t.Fatal("ChangeKeyUsage: applied over the limit")
+				}
+			}
+		}},
+		{"ChangeKeysUsage (a use below a key with credits: 2 records)", 1, []string{"TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				_, ok, err := f.s.ChangeKeysUsage(f.ctx, keysChange(creditChange(1000), false, f.deep.ID, f.key.ID))
+				must(t, err, "ChangeKeysUsage")
+				if !ok {
+					t.Fatal("ChangeKeysUsage: refused")
+				}
+			}
+		}},
+		{"ChangeKeysUsage (a use below 2 keys with credits: 3 records)", 1, []string{"TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				_, ok, err := f.s.ChangeKeysUsage(f.ctx, keysChange(creditChange(1000), false, f.deep.ID, f.deep.Ancestors[1], f.key.ID))
+				must(t, err, "ChangeKeysUsage")
+				if !ok {
+					t.Fatal("ChangeKeysUsage: refused")
+				}
+			}
+		}},
+		{"ChangeKeysUsage (a use below a key, both with a rate limit and credits: 2 records, read back)", 2, []string{"TransactWriteItems", "BatchGetItem"}, func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				got, ok, err := f.s.ChangeKeysUsage(f.ctx, keysChange(usageChange(100), true, f.deep.ID, f.key.ID))
+				must(t, err, "ChangeKeysUsage")
+				if !ok || len(got) != 2 || got[0]["c:s:0"] != 999 || got[1]["c:s:0"] != 999 {
+					t.Fatalf("ChangeKeysUsage: %v, %v; want applied, each record read back", got, ok)
+				}
+			}
+		}},
+		{"ChangeKeysUsage (refused: the credits of the key above spent)", 1, []string{"TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
+			_, _, err := f.s.ChangeKeyUsage(f.ctx, f.key.ID, 0, creditChange(1))
+			must(t, err, "ChangeKeyUsage")
+			return func() {
+				_, ok, err := f.s.ChangeKeysUsage(f.ctx, keysChange(creditChange(1), false, f.deep.ID, f.key.ID))
+				must(t, err, "ChangeKeysUsage")
+				if ok {
+					t.Fatal("ChangeKeysUsage: applied past the credits")
 				}
 			}
 		}},

@@ -115,6 +115,11 @@ func storeCalls(s *tablestore.Store, user account.User, org account.Organization
 			_, _, err := s.ChangeKeyUsage(ctx, key.ID, 0, account.UsageChange{Steps: []account.CounterStep{{Name: "r:deadline:1000:1", Delta: 1, Min: 1, Max: 10}}})
 			return err
 		},
+		"ChangeKeysUsage": func(ctx context.Context) error {
+			step := account.UsageChange{Steps: []account.CounterStep{{Name: "r:deadline:1000:1", Delta: 1, Min: 1, Max: 10}}}
+			_, _, err := s.ChangeKeysUsage(ctx, []account.KeyUsageChange{{KeyID: key.ID, UsageChange: step, ReadAfter: true}, {KeyID: "key_above", UsageChange: step}})
+			return err
+		},
 		"KeyUsage": func(ctx context.Context) error {
 			_, err := s.KeyUsage(ctx, 0, key.ID)
 			return err

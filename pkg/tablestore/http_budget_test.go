@@ -170,6 +170,18 @@ func TestHTTPRequestBudgets(t *testing.T) {
 	do("over the key's rate limit, again in the window", "GET", "/v1/auth/verify", str(limitedTok, "access_token"), nil, 200, batch)
 	do("a key with credits, its count read with it", "GET", "/v1/api-keys/"+str(limited, "id"), admin, nil, 200, get, batch, batch)
 
+	// A key below a key with credits: its verifications spend the credits
+	// of both, in one transaction of the two usage records (a record of
+	// credits alone is not read back).
+	seller := do("with credits, creating keys", "POST", "/v1/api-keys", admin, map[string]any{
+		"name": "reseller", "scopes": []string{"read:users", "write:api_keys"}, "credits": map[string]any{"remaining": 100},
+	}, 201, get, tx)
+	sold := do("below a key with credits, the key's first use in a minute", "POST", "/v1/api-keys", str(seller, "key"), map[string]any{
+		"name": "customer", "scopes": []string{"read:users"}, "credits": map[string]any{"remaining": 10},
+	}, 201, get, upd, tx)
+	soldTok := do("key below a key with credits, its first use in a minute", "POST", "/v1/auth/token", str(sold, "key"), map[string]any{"scopes": []string{"read:users"}}, 201, get, batch, upd, put)
+	do("token of a key below a key with credits", "GET", "/v1/auth/verify", str(soldTok, "access_token"), nil, 200, batch, tx)
+
 	// A key below a key: its requests check its ancestor too, its token's
 	// verify in the same round trip.
 	child := do("below a key", "POST", "/v1/api-keys", secret, map[string]any{"name": "svc child", "scopes": []string{"read:users"}}, 201, get, tx)
