@@ -260,6 +260,10 @@ func (failingStore) ChangeKeyUsage(context.Context, string, int, account.UsageCh
 	return nil, false, account.Unavailable(errors.New("ProvisionedThroughputExceededException"))
 }
 
+func (failingStore) ChangeKeysUsage(context.Context, []account.KeyUsageChange) ([]map[string]int64, bool, error) {
+	return nil, false, account.Unavailable(errors.New("ProvisionedThroughputExceededException"))
+}
+
 func (failingStore) KeyUsage(context.Context, int, ...string) (map[string]map[string]int64, error) {
 	return nil, account.Unavailable(errors.New("ProvisionedThroughputExceededException"))
 }
