@@ -69,10 +69,7 @@ func (s *Service) ListAPIKeyTokens(ctx context.Context, p Principal, id string, 
 	if err != nil {
 		return List[TokenRecord]{}, storeErr(err)
 	}
-	if !p.sees(k) {
-		return List[TokenRecord]{}, notFound("API key")
-	}
-	if err := p.requireWithin(k.Scopes); err != nil {
+	if err := p.Decide(ActionRead, k); err != nil {
 		return List[TokenRecord]{}, err
 	}
 	now := s.now()
@@ -113,7 +110,7 @@ func (s *Service) RevokeAPIKeyTokens(ctx context.Context, p Principal, id string
 		return APIKey{}, ErrAPIKeyNotFound()
 	}
 	k, err := s.store.UpdateAPIKey(ctx, id, APIKeyPatch{RevokeTokens: true, At: s.now()}, func(k APIKey) error {
-		return p.mayChange(k, "revoke the tokens of")
+		return p.Decide(ActionRevokeTokens, k)
 	})
 	if err != nil {
 		return APIKey{}, storeErr(err)
