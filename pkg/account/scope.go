@@ -107,6 +107,9 @@ type Principal struct {
 	// creates or changes are limited as tightly (limitsWithin).
 	KeyRateLimits []RateLimit
 	KeyCredits    *Credits
+	// keyHash is the key's current secret's hash: a console session
+	// started by the principal is marked with it (StartSession).
+	keyHash []byte
 }
 
 // IsToken reports whether the caller presented an access token.
