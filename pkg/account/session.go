@@ -48,14 +48,14 @@ func (s *Service) StartSession(ctx context.Context, p Principal) (string, TokenC
 	if err := p.Authorize(OpStartSession); err != nil {
 		return "", TokenClaims{}, err
 	}
-	return s.issue(ctx, p, slices.Clone(p.Scopes), SessionLifetime, ConsoleAudience(s.Issuer()), secretMark(p.keyHash))
+	return s.issue(ctx, p, slices.Clone(p.Scopes), SessionLifetime, ConsoleAudience(s.Issuer()), SecretMark(p.keyHash))
 }
 
-// secretMark names a key's secret by its hash in a session's claims: a
-// value of its own (a SHA-256 of the hash, cut to 96 bits), so that the
-// session, readable by whoever holds it, does not carry the hash the store
-// finds the key by.
-func secretMark(hash []byte) string {
+// SecretMark names a key's secret, by its hash, in a console session's
+// claims (TokenClaims.Secret): a value of its own (a SHA-256 of the hash,
+// cut to 96 bits), so that the session, readable by whoever holds it, does
+// not carry the hash the store finds the key by.
+func SecretMark(hash []byte) string {
 	h := sha256.New()
 	h.Write([]byte("latchkey console session\x00"))
 	h.Write(hash)
@@ -68,7 +68,7 @@ func secretMark(hash []byte) string {
 // no key, and a session manages keys). A session without the mark (one
 // started before sessions carried it) is ended too.
 func signedInWith(c TokenClaims, k APIKey) bool {
-	return subtle.ConstantTimeCompare([]byte(c.Secret), []byte(secretMark(k.Hash))) == 1
+	return subtle.ConstantTimeCompare([]byte(c.Secret), []byte(SecretMark(k.Hash))) == 1
 }
 
 // AuthenticateSession resolves a console session token (StartSession) to

@@ -36,7 +36,7 @@ type TokenClaims struct {
 	// revocation entry is read as it always was.
 	InlineRevocation bool
 	// Secret is, on a console session (StartSession), the mark of the
-	// key's secret that signed in (secretMark): the session lasts while
+	// key's secret that signed in (SecretMark): the session lasts while
 	// that secret is the key's current one. "" on any other token.
 	Secret string
 }
