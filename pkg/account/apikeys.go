@@ -273,10 +273,12 @@ type APIKeyUpdate struct {
 // metadata, and returns the key as changed. A disabled key authenticates
 // nothing and its tokens do not verify, nor do those of the keys below it,
 // until it is enabled again; tokens that have not expired meanwhile then
-// work again. The key must be within the caller's grants and not above the
-// caller's key, as for DeleteAPIKey; the bootstrap admin key cannot be
-// disabled. CodeForbidden, CodePreviousSecret, CodeInsufficientScope,
-// CodeInvalidRequest, CodeNotFound.
+// work again. Principal.Decide judges each part the update changes: the
+// key must be within the caller's grants and not above the caller's key,
+// as for DeleteAPIKey; the bootstrap admin key cannot be disabled; rate
+// limits and credits are changed only by a key above the key, or by the
+// bootstrap admin key. CodeForbidden, CodePreviousSecret,
+// CodeInsufficientScope, CodeInvalidRequest, CodeNotFound.
 func (s *Service) UpdateAPIKey(ctx context.Context, p Principal, id string, req APIKeyUpdate) (APIKey, error) {
 	if err := p.Authorize(OpUpdateAPIKey); err != nil {
 		return APIKey{}, err

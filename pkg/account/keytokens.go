@@ -97,11 +97,12 @@ func (s *Service) ListAPIKeyTokens(ctx context.Context, p Principal, id string, 
 // them verifies, introspects as active, passes the authorizer or
 // authenticates a request. Tokens issued afterwards work. It returns the
 // key as changed, and records one event, api_key.tokens_revoked. The
-// caller needs ScopeRevokeTokens and may change the key (mayChange: it
-// sees it, the key's grants are within its own, and it is not above the
+// caller needs ScopeRevokeTokens and may change the key (Principal.Decide:
+// it sees it, the key's grants are within its own, and it is not above the
 // caller's key); a key may revoke its own tokens, a console session's
-// among them. CodeForbidden, CodePreviousSecret, CodeInsufficientScope,
-// CodeNotFound, CodeConcurrentUpdate.
+// among them; the bootstrap admin key's are revoked by it alone.
+// CodeForbidden, CodePreviousSecret, CodeInsufficientScope, CodeNotFound,
+// CodeConcurrentUpdate.
 func (s *Service) RevokeAPIKeyTokens(ctx context.Context, p Principal, id string) (APIKey, error) {
 	if err := p.Authorize(OpRevokeAPIKeyTokens); err != nil {
 		return APIKey{}, err
