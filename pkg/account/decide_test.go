@@ -1,6 +1,7 @@
 package account_test
 
 import (
+	"strings"
 	"testing"
 
 	"latchkey/pkg/account"
@@ -97,5 +98,62 @@ func TestService_RevokeAPIKeyTokens_Bootstrap(t *testing.T) {
 	wantCode(t, err, account.CodeForbidden)
 	if _, err := e.svc.RevokeAPIKeyTokens(e.ctx, e.admin, e.admin.KeyID); err != nil {
 		t.Errorf("the admin key revokes its own tokens: %v", err)
+	}
+}
+
+// TestPrincipal_Decide is Decide's table, for the principals that stand
+// around one key T (made by key P) and around the bootstrap admin key B:
+// each row says, per action, what Decide answers. Grants are all "*:*",
+// so that only the rules of the tree, the bootstrap key, the tenant and
+// the caller decide (TestAPIKeyGrants covers grants).
+func TestPrincipal_Decide(t *testing.T) {
+	all := []string{account.ScopeAll}
+	keyP := account.Principal{KeyID: "key_P", Scopes: all}
+	below := func(id string, ancestors ...string) account.Principal {
+		return account.Principal{KeyID: id, Scopes: all, KeyAncestors: ancestors}
+	}
+	token, session, previous := keyP, keyP, keyP
+	token.TokenID = "tok_1"
+	session.TokenID, session.Session = "tok_2", true
+	previous.PreviousSecret = true
+	tenant := keyP
+	tenant.KeyOrganizationID = "org_other"
+
+	keyT := account.APIKey{ID: "key_T", Scopes: all, CreatedBy: "key_P", Ancestors: []string{"key_P"}}
+	keyB := account.APIKey{ID: "key_B", Scopes: all, Bootstrap: true}
+	admin := account.Principal{KeyID: "key_B", Scopes: all, KeyBootstrap: true}
+
+	actions := []account.Action{account.ActionRead, account.ActionEdit, account.ActionDisable, account.ActionSetLimits,
+		account.ActionRotate, account.ActionDelete, account.ActionRevokeTokens}
+	codes := map[string]account.Code{"ok": "", "nf": account.CodeNotFound, "fb": account.CodeForbidden, "ps": account.CodePreviousSecret}
+	for _, row := range []struct {
+		name string
+		p    account.Principal
+		key  account.APIKey
+		// want, per action in actions' order.
+		want string
+	}{
+		{"admin on T", admin, keyT, "ok ok ok ok ok ok ok"},
+		{"P, above T", keyP, keyT, "ok ok ok ok ok ok ok"},
+		{"a sibling of T", below("key_S", "key_P"), keyT, "ok ok ok fb ok ok ok"},
+		{"T itself", below("key_T", "key_P"), keyT, "ok ok ok fb ok ok ok"},
+		{"a key below T", below("key_C", "key_P", "key_T"), keyT, "ok fb fb fb fb fb fb"},
+		{"another tenant's key", tenant, keyT, "nf nf nf nf nf nf nf"},
+		{"an access token of P", token, keyT, "fb fb fb fb fb fb fb"},
+		{"a console session of P", session, keyT, "ok ok ok ok ok ok ok"},
+		{"P's previous secret", previous, keyT, "ok ps ps ps ps ps ps"},
+		{"admin on itself", admin, keyB, "ok ok fb fb fb fb ok"},
+		{"another *:* key on the admin key", keyP, keyB, "ok ok fb fb fb fb fb"},
+	} {
+		want := strings.Fields(row.want)
+		if len(want) != len(actions) {
+			t.Fatalf("%s: %d cells, want one per action (%d)", row.name, len(want), len(actions))
+		}
+		for i, a := range actions {
+			err := row.p.Decide(a, row.key)
+			if got := account.ErrorCode(err); got != codes[want[i]] {
+				t.Errorf("%s, %s: got %q (%v), want %q", row.name, a, got, err, codes[want[i]])
+			}
+		}
 	}
 }
