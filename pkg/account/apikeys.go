@@ -72,35 +72,17 @@ func (s *Service) CreateAPIKey(ctx context.Context, p Principal, req NewAPIKey) 
 	if err := problems.Err(); err != nil {
 		return APIKey{}, "", err
 	}
-	if err := p.requireHeld(scopes, "it cannot grant it to another key"); err != nil {
-		return APIKey{}, "", err
-	}
-	if err := limitsWithin(p.keyLimits(), limits, credits); err != nil {
-		return APIKey{}, "", err
-	}
-	org := req.OrganizationID
-	switch {
-	case p.KeyOrganizationID != "" && org == "":
+	// A key bound to an organization, or with an owner, creates keys of
+	// its own organization and owner when the request names none.
+	org, owner := req.OrganizationID, req.OwnerID
+	if org == "" {
 		org = p.KeyOrganizationID
-	case p.KeyOrganizationID != "" && org != p.KeyOrganizationID:
-		return APIKey{}, "", Errorf(CodeForbidden, "this API key is bound to an organization: the keys it creates are bound to it, and to no other")
-	case org != "" && !ValidID(PrefixOrganization, org):
-		return APIKey{}, "", ErrOrganizationNotFound()
 	}
-	// Resource servers authorize by owner_id, as by org_id: a key with an
-	// owner creates keys of that owner only.
-	owner := req.OwnerID
-	switch {
-	case p.KeyOwnerID != "" && owner == "":
+	if owner == "" {
 		owner = p.KeyOwnerID
-	case p.KeyOwnerID != "" && owner != p.KeyOwnerID:
-		return APIKey{}, "", Errorf(CodeForbidden, "this API key has an owner: the keys it creates have the same owner_id, and no other")
 	}
 	var ancestors []string
 	if !p.KeyBootstrap {
-		if len(p.KeyAncestors) >= MaxKeyAncestors {
-			return APIKey{}, "", Errorf(CodeForbidden, "this key is %d levels below the keys the admin key creates, the most there may be; it cannot create keys", len(p.KeyAncestors))
-		}
 		ancestors = append(slices.Clip(p.KeyAncestors), p.KeyID)
 	}
 	secret := NewAPIKeySecret()
@@ -125,6 +107,12 @@ func (s *Service) CreateAPIKey(ctx context.Context, p Principal, req NewAPIKey) 
 	}
 	if !p.KeyExpiresAt.IsZero() && (key.ExpiresAt.IsZero() || p.KeyExpiresAt.Before(key.ExpiresAt)) {
 		key.ExpiresAt = p.KeyExpiresAt
+	}
+	if err := p.Decide(ActionCreate, key); err != nil {
+		return APIKey{}, "", err
+	}
+	if org != "" && !ValidID(PrefixOrganization, org) {
+		return APIKey{}, "", ErrOrganizationNotFound()
 	}
 	err := s.store.CreateAPIKey(ctx, key)
 	if sameError(err, ErrOrganizationNotFound()) {
@@ -154,10 +142,7 @@ func (s *Service) GetAPIKey(ctx context.Context, p Principal, id string) (APIKey
 	if err != nil {
 		return APIKey{}, storeErr(err)
 	}
-	if !p.sees(k) {
-		return APIKey{}, notFound("API key")
-	}
-	if err := p.requireWithin(k.Scopes); err != nil {
+	if err := p.Decide(ActionRead, k); err != nil {
 		return APIKey{}, err
 	}
 	return s.shown(ctx, k)
@@ -235,7 +220,7 @@ func (s *Service) ListAPIKeys(ctx context.Context, p Principal, r PageRequest, f
 	if err != nil {
 		return List[APIKey]{}, storeErr(err)
 	}
-	page.Items = slices.DeleteFunc(page.Items, func(k APIKey) bool { return p.requireWithin(k.Scopes) != nil })
+	page.Items = slices.DeleteFunc(page.Items, func(k APIKey) bool { return p.Decide(ActionRead, k) != nil })
 	for i, k := range page.Items {
 		page.Items[i] = s.asOfNow(k)
 	}
@@ -263,34 +248,8 @@ func (s *Service) DeleteAPIKey(ctx context.Context, p Principal, id string) erro
 	// The store reads the key, asks whether it may go, and deletes it in
 	// the same call: one read, and the answer is about the key it deletes.
 	return storeErr(s.store.DeleteAPIKey(ctx, id, func(k APIKey) error {
-		if err := p.mayChange(k, "delete"); err != nil {
-			return err
-		}
-		if k.Bootstrap {
-			return Errorf(CodeForbidden, "the bootstrap admin key is managed by configuration and cannot be deleted through the API")
-		}
-		return nil
+		return p.Decide(ActionDelete, k)
 	}))
-}
-
-// mayChange returns the error that keeps the principal from changing,
-// disabling or deleting (verb) the key k, or nil: k must be within the
-// caller's grants (CodeInsufficientScope), and must not be above the
-// caller's key (CodeForbidden). Changing a key above the caller's would
-// change the caller's key too, and every sibling's: a leaked key must not be
-// able to take down or take over the keys that created it, whatever their
-// grants.
-func (p Principal) mayChange(k APIKey, verb string) error {
-	if !p.sees(k) {
-		return notFound("API key")
-	}
-	if err := p.requireWithin(k.Scopes); err != nil {
-		return err
-	}
-	if slices.Contains(p.KeyAncestors, k.ID) {
-		return Errorf(CodeForbidden, "an API key cannot %s a key above it (one that created it, directly or not); use that key or one above it", verb)
-	}
-	return nil
 }
 
 // APIKeyUpdate holds the fields of an API key that can change; nil leaves a
@@ -314,10 +273,12 @@ type APIKeyUpdate struct {
 // metadata, and returns the key as changed. A disabled key authenticates
 // nothing and its tokens do not verify, nor do those of the keys below it,
 // until it is enabled again; tokens that have not expired meanwhile then
-// work again. The key must be within the caller's grants and not above the
-// caller's key, as for DeleteAPIKey; the bootstrap admin key cannot be
-// disabled. CodeForbidden, CodePreviousSecret, CodeInsufficientScope,
-// CodeInvalidRequest, CodeNotFound.
+// work again. Principal.Decide judges each part the update changes: the
+// key must be within the caller's grants and not above the caller's key,
+// as for DeleteAPIKey; the bootstrap admin key cannot be disabled; rate
+// limits and credits are changed only by a key above the key, or by the
+// bootstrap admin key. CodeForbidden, CodePreviousSecret,
+// CodeInsufficientScope, CodeInvalidRequest, CodeNotFound.
 func (s *Service) UpdateAPIKey(ctx context.Context, p Principal, id string, req APIKeyUpdate) (APIKey, error) {
 	if err := p.Authorize(OpUpdateAPIKey); err != nil {
 		return APIKey{}, err
@@ -356,30 +317,25 @@ func (s *Service) UpdateAPIKey(ctx context.Context, p Principal, id string, req 
 	// As for a delete: the store reads the key, asks whether it may change,
 	// and changes the key it read.
 	k, err := s.store.UpdateAPIKey(ctx, id, patch, func(k APIKey) error {
-		if err := p.mayChange(k, "change"); err != nil {
-			return err
+		if patch.Name != nil || patch.Metadata != nil || patch.Disabled != nil && !*patch.Disabled {
+			if err := p.Decide(ActionEdit, k); err != nil {
+				return err
+			}
 		}
-		if k.Bootstrap && patch.Disabled != nil && *patch.Disabled {
-			return Errorf(CodeForbidden, "the bootstrap admin key is managed by configuration and cannot be disabled through the API")
-		}
-		if limitsChange && k.Bootstrap {
-			return Errorf(CodeForbidden, "the bootstrap admin key has no rate limits or credits: a limit on it could lock the administrator out")
-		}
-		// A key that could lift its own limits would have none.
-		if limitsChange && k.ID == p.KeyID {
-			return Errorf(CodeForbidden, "an API key cannot change its own rate limits or credits; use a key above it")
+		if patch.Disabled != nil && *patch.Disabled {
+			if err := p.Decide(ActionDisable, k); err != nil {
+				return err
+			}
 		}
 		if limitsChange {
-			limits, credits := k.RateLimits, k.Credits
+			limited := k
 			if patch.RateLimits != nil {
-				limits = *patch.RateLimits
+				limited.RateLimits = *patch.RateLimits
 			}
 			if patch.Credits != nil {
-				credits = patch.Credits.Credits
+				limited.Credits = patch.Credits.Credits
 			}
-			// Within the caller's, and within those of every key above
-			// the key, which its uses count against.
-			if err := limitsWithin(append(p.keyLimits(), k.LimitsAbove...), limits, credits); err != nil {
+			if err := p.Decide(ActionSetLimits, limited); err != nil {
 				return err
 			}
 		}
@@ -436,11 +392,8 @@ func (s *Service) RotateAPIKey(ctx context.Context, p Principal, id string, req 
 		rotation.PreviousUntil = now.Add(grace)
 	}
 	k, err := s.store.UpdateAPIKey(ctx, id, APIKeyPatch{Rotate: rotation, At: now}, func(k APIKey) error {
-		if err := p.mayChange(k, "rotate"); err != nil {
+		if err := p.Decide(ActionRotate, k); err != nil {
 			return err
-		}
-		if k.Bootstrap {
-			return Errorf(CodeForbidden, "the bootstrap admin key is managed by configuration: rotate its configured secret instead")
 		}
 		// The old secret never outlives the key.
 		if !k.ExpiresAt.IsZero() && k.ExpiresAt.Before(rotation.PreviousUntil) {

@@ -97,6 +97,9 @@ func (s *Service) tokenPrincipal(ctx context.Context, claims TokenClaims, now ti
 	default:
 		return Principal{}, errUnauthorized
 	}
+	if isSession(claims) && !signedInWith(claims, *status.Key) {
+		return Principal{}, errUnauthorized
+	}
 	// A request the token authenticates is a use of its key, counted
 	// against its rate limits; credits pay for verifications only.
 	usage, err := s.verifier.limiter.use(ctx, *status.Key, now, false)
@@ -117,6 +120,7 @@ func keyPrincipal(k APIKey) Principal {
 		KeyID: k.ID, Scopes: k.Scopes, KeyExpiresAt: k.ExpiresAt, KeyAncestors: k.Ancestors, KeyBootstrap: k.Bootstrap,
 		KeyOrganizationID: k.OrganizationID, KeyOwnerID: k.OwnerID,
 		KeyRateLimits: k.RateLimits, KeyCredits: k.Credits, KeyLimitsAbove: k.LimitsAbove,
+		keyHash: k.Hash,
 	}
 }
 

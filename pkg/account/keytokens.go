@@ -69,10 +69,7 @@ func (s *Service) ListAPIKeyTokens(ctx context.Context, p Principal, id string, 
 	if err != nil {
 		return List[TokenRecord]{}, storeErr(err)
 	}
-	if !p.sees(k) {
-		return List[TokenRecord]{}, notFound("API key")
-	}
-	if err := p.requireWithin(k.Scopes); err != nil {
+	if err := p.Decide(ActionRead, k); err != nil {
 		return List[TokenRecord]{}, err
 	}
 	now := s.now()
@@ -100,11 +97,12 @@ func (s *Service) ListAPIKeyTokens(ctx context.Context, p Principal, id string, 
 // them verifies, introspects as active, passes the authorizer or
 // authenticates a request. Tokens issued afterwards work. It returns the
 // key as changed, and records one event, api_key.tokens_revoked. The
-// caller needs ScopeRevokeTokens and may change the key (mayChange: it
-// sees it, the key's grants are within its own, and it is not above the
+// caller needs ScopeRevokeTokens and may change the key (Principal.Decide:
+// it sees it, the key's grants are within its own, and it is not above the
 // caller's key); a key may revoke its own tokens, a console session's
-// among them. CodeForbidden, CodePreviousSecret, CodeInsufficientScope,
-// CodeNotFound, CodeConcurrentUpdate.
+// among them; the bootstrap admin key's are revoked by it alone.
+// CodeForbidden, CodePreviousSecret, CodeInsufficientScope, CodeNotFound,
+// CodeConcurrentUpdate.
 func (s *Service) RevokeAPIKeyTokens(ctx context.Context, p Principal, id string) (APIKey, error) {
 	if err := p.Authorize(OpRevokeAPIKeyTokens); err != nil {
 		return APIKey{}, err
@@ -113,7 +111,7 @@ func (s *Service) RevokeAPIKeyTokens(ctx context.Context, p Principal, id string
 		return APIKey{}, ErrAPIKeyNotFound()
 	}
 	k, err := s.store.UpdateAPIKey(ctx, id, APIKeyPatch{RevokeTokens: true, At: s.now()}, func(k APIKey) error {
-		return p.mayChange(k, "revoke the tokens of")
+		return p.Decide(ActionRevokeTokens, k)
 	})
 	if err != nil {
 		return APIKey{}, storeErr(err)

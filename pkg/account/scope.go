@@ -109,6 +109,9 @@ type Principal struct {
 	KeyRateLimits  []RateLimit
 	KeyCredits     *Credits
 	KeyLimitsAbove []KeyLimits
+	// keyHash is the key's current secret's hash: a console session
+	// started by the principal is marked with it (StartSession).
+	keyHash []byte
 }
 
 // IsToken reports whether the caller presented an access token.

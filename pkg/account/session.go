@@ -2,6 +2,9 @@ package account
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
 	"slices"
 	"strings"
 	"time"
@@ -37,13 +40,35 @@ var errNotSession = Errorf(CodeUnauthorized, "the console session is missing, ex
 // AuthenticateSession resolves it to the key's principal, with Session
 // set. Like any token, it stops at once when it is revoked (RevokeToken,
 // the console's sign-out) or when its key, or a key above it, is deleted
-// or disabled. CodeForbidden for an access token caller, CodeUnavailable in
-// a process that does not issue tokens.
+// or disabled, and when its key gets a new secret (RotateAPIKey): the
+// session carries the mark of the secret that signed in (TokenClaims.Secret),
+// which must be the key's current one. CodeForbidden for an access token
+// caller, CodeUnavailable in a process that does not issue tokens.
 func (s *Service) StartSession(ctx context.Context, p Principal) (string, TokenClaims, error) {
 	if err := p.Authorize(OpStartSession); err != nil {
 		return "", TokenClaims{}, err
 	}
-	return s.issue(ctx, p, slices.Clone(p.Scopes), SessionLifetime, ConsoleAudience(s.Issuer()))
+	return s.issue(ctx, p, slices.Clone(p.Scopes), SessionLifetime, ConsoleAudience(s.Issuer()), SecretMark(p.keyHash))
+}
+
+// SecretMark names a key's secret, by its hash, in a console session's
+// claims (TokenClaims.Secret): a value of its own (a SHA-256 of the hash,
+// cut to 96 bits), so that the session, readable by whoever holds it, does
+// not carry the hash the store finds the key by.
+func SecretMark(hash []byte) string {
+	h := sha256.New()
+	h.Write([]byte("latchkey console session\x00"))
+	h.Write(hash)
+	return base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:12])
+}
+
+// signedInWith reports whether the session claims c were started by the
+// current secret of their key k: a rotation ends the sessions of the
+// secret it replaces, whatever its grace period (a previous secret manages
+// no key, and a session manages keys). A session without the mark (one
+// started before sessions carried it) is ended too.
+func signedInWith(c TokenClaims, k APIKey) bool {
+	return subtle.ConstantTimeCompare([]byte(c.Secret), []byte(SecretMark(k.Hash))) == 1
 }
 
 // AuthenticateSession resolves a console session token (StartSession) to
@@ -51,8 +76,9 @@ func (s *Service) StartSession(ctx context.Context, p Principal) (string, TokenC
 // and Session set, which API key management accepts as the key itself
 // (Principal.RequireKey). Any other credential, an access token the API
 // issued included, is CodeUnauthorized, as is a session that has expired
-// or been revoked, or whose key has been deleted; a disabled key's is
-// CodeUnauthorized saying so.
+// or been revoked, whose key has been deleted, or whose key's secret is no
+// longer the one that signed in; a disabled key's is CodeUnauthorized
+// saying so.
 func (s *Service) AuthenticateSession(ctx context.Context, token string) (Principal, error) {
 	if !looksLikeJWT(token) {
 		return Principal{}, errNotSession

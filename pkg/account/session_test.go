@@ -159,3 +159,86 @@ func TestService_AuthenticateSession(t *testing.T) {
 		wantCode(t, err, account.CodeInvalidRequest)
 	})
 }
+
+// session signs p in to the console and returns the session's principal.
+func (e *env) session(tb testing.TB, p account.Principal) (string, account.Principal) {
+	tb.Helper()
+	tok, _, err := e.svc.StartSession(e.ctx, p)
+	if err != nil {
+		tb.Fatalf("StartSession: %v", err)
+	}
+	s, err := e.svc.AuthenticateSession(e.ctx, tok)
+	if err != nil {
+		tb.Fatalf("AuthenticateSession: %v", err)
+	}
+	return tok, s
+}
+
+// TestService_SessionAfterRotation is hole 1 of issue 29: a thief signs in
+// to the console with a leaked secret, the holder rotates with "0s"; the
+// thief's session must no longer rotate, disable, delete or create keys,
+// nor do anything else.
+func TestService_SessionAfterRotation(t *testing.T) {
+	t.Run("EndsTheSession", func(t *testing.T) {
+		e := newEnv(t)
+		holder, _ := e.key(t, "", account.ScopeReadAPIKeys, account.ScopeWriteAPIKeys, account.ScopeRevokeTokens)
+		tok, _ := e.session(t, holder)
+		child := e.below(t, holder, account.NewAPIKey{Scopes: []string{account.ScopeReadAPIKeys}})
+		if _, _, err := e.svc.RotateAPIKey(e.ctx, holder, holder.KeyID, account.KeyRotationRequest{ExpiresIn: "0s"}); err != nil {
+			t.Fatalf("RotateAPIKey: %v", err)
+		}
+		_, err := e.svc.AuthenticateSession(e.ctx, tok)
+		wantCode(t, err, account.CodeUnauthorized)
+		// Each action is a request of its own, which resolves the session.
+		for name, act := range map[string]func(account.Principal) error{
+			"rotate": func(s account.Principal) error {
+				_, _, err := e.svc.RotateAPIKey(e.ctx, s, holder.KeyID, account.KeyRotationRequest{ExpiresIn: "0s"})
+				return err
+			},
+			"disable": func(s account.Principal) error {
+				off := false
+				_, err := e.svc.UpdateAPIKey(e.ctx, s, child.KeyID, account.APIKeyUpdate{Enabled: &off})
+				return err
+			},
+			"delete": func(s account.Principal) error { return e.svc.DeleteAPIKey(e.ctx, s, child.KeyID) },
+			"create": func(s account.Principal) error {
+				_, _, err := e.svc.CreateAPIKey(e.ctx, s, account.NewAPIKey{Name: "thief's", Scopes: []string{account.ScopeReadAPIKeys}})
+				return err
+			},
+		} {
+			s, err := e.svc.AuthenticateSession(e.ctx, tok)
+			if err == nil {
+				err = act(s)
+			}
+			if !account.IsCode(err, account.CodeUnauthorized) {
+				t.Errorf("%s with a session of the rotated-out secret: got %v, want unauthorized", name, err)
+			}
+		}
+	})
+	t.Run("NewSecretSignsIn", func(t *testing.T) {
+		e := newEnv(t)
+		holder, _ := e.key(t, "", account.ScopeReadAPIKeys, account.ScopeWriteAPIKeys)
+		_, secret, err := e.svc.RotateAPIKey(e.ctx, e.admin, holder.KeyID, account.KeyRotationRequest{ExpiresIn: "1h"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, s := e.session(t, e.auth(t, secret))
+		if _, err := e.svc.GetAPIKey(e.ctx, s, holder.KeyID); err != nil {
+			t.Errorf("a session of the new secret: %v", err)
+		}
+	})
+	t.Run("OtherChangesKeepIt", func(t *testing.T) {
+		// Only a new secret ends a session: a rename or a disable and
+		// enable of its key does not.
+		e := newEnv(t)
+		holder, _ := e.key(t, "", account.ScopeReadAPIKeys)
+		tok, _ := e.session(t, holder)
+		name := "renamed"
+		if _, err := e.svc.UpdateAPIKey(e.ctx, e.admin, holder.KeyID, account.APIKeyUpdate{Name: &name}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.svc.AuthenticateSession(e.ctx, tok); err != nil {
+			t.Errorf("after a rename: %v", err)
+		}
+	})
+}

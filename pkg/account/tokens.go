@@ -35,6 +35,10 @@ type TokenClaims struct {
 	// before the claim existed, or with that option, does not, and its
 	// revocation entry is read as it always was.
 	InlineRevocation bool
+	// Secret is, on a console session (StartSession), the mark of the
+	// key's secret that signed in (SecretMark): the session lasts while
+	// that secret is the key's current one. "" on any other token.
+	Secret string
 }
 
 // Errors of TokenParser.Parse.
@@ -320,12 +324,12 @@ func (s *Service) IssueToken(ctx context.Context, p Principal, req TokenRequest)
 	if err := p.requireHeld(scopes, "a token for it cannot carry it"); err != nil {
 		return "", TokenClaims{}, err
 	}
-	return s.issue(ctx, p, scopes, lifetime, audience)
+	return s.issue(ctx, p, scopes, lifetime, audience, "")
 }
 
 // issue signs and records a token for the key of p, which never outlives
-// the key.
-func (s *Service) issue(ctx context.Context, p Principal, scopes []string, lifetime time.Duration, audience string) (string, TokenClaims, error) {
+// the key, with the claim secret (TokenClaims.Secret).
+func (s *Service) issue(ctx context.Context, p Principal, scopes []string, lifetime time.Duration, audience, secret string) (string, TokenClaims, error) {
 	if s.signer == nil {
 		// A deployment whose issuer is not recorded yet (the moments between
 		// the functions' creation and the API's): retry shortly.
@@ -345,6 +349,7 @@ func (s *Service) issue(ctx context.Context, p Principal, scopes []string, lifet
 		ExpiresAt:      now.Truncate(time.Second).Add(lifetime),
 
 		InlineRevocation: s.inline,
+		Secret:           secret,
 	}
 	if !p.KeyExpiresAt.IsZero() && p.KeyExpiresAt.Before(claims.ExpiresAt) {
 		claims.ExpiresAt = p.KeyExpiresAt.Truncate(time.Second)

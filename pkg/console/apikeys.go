@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"latchkey/pkg/account"
+	"latchkey/pkg/httpapi"
 )
 
 // keyRow is a key as the pages show it, with its state at the service's
@@ -253,9 +254,37 @@ func (c *console) rotateAPIKey(w http.ResponseWriter, r *http.Request, s *sessio
 		c.apiKeyPage(w, r, s, v, v.Problem.Status)
 		return
 	}
+	if k.ID == s.p.KeyID {
+		s = c.resume(w, r, secret)
+	}
 	v = newView(r, s, "Rotated API key", "api-keys")
 	v.Data = secretData{Key: keyRow{k, c.svc.Now()}, Secret: secret, Rotated: true}
 	c.render(w, r, http.StatusOK, "secret", v)
+}
+
+// resume signs in again with secret, the new secret of the session's own
+// key, which the rotation has just shown: the rotation ended the session
+// (a session lasts while the secret that signed in is its key's current
+// one), and its operator, who holds the new secret, goes on. It returns
+// the new session, or nil, having removed the cookie, when the sign-in
+// failed (the page still shows the secret, once).
+func (c *console) resume(w http.ResponseWriter, r *http.Request, secret string) *session {
+	p, err := c.svc.Authenticate(r.Context(), secret)
+	var token string
+	var claims account.TokenClaims
+	if err == nil {
+		token, claims, err = c.svc.StartSession(r.Context(), p)
+	}
+	if err != nil {
+		if pr := httpapi.ProblemOf(err); pr.Code == account.CodeInternal || pr.Code == account.CodeUnavailable {
+			c.log.ErrorContext(r.Context(), "console sign-in after a rotation failed", "request_id", httpapi.RequestID(r), "error", err.Error())
+		}
+		http.SetCookie(w, c.sessionCookie("", time.Time{}))
+		return nil
+	}
+	http.SetCookie(w, c.sessionCookie(token, claims.ExpiresAt))
+	p.Session, p.TokenID = true, claims.ID
+	return &session{p: p, token: token}
 }
 
 type deleteAPIKeyData struct {

@@ -59,9 +59,11 @@ type console struct {
 // route is one of the console's routes and what serves it.
 type route struct {
 	method, path string
-	// scope the session must hold to be served at all; "" for none. A page
-	// whose scope the session lacks is not linked from any other.
-	scope string
+	// op is the service operation the route calls, which the session
+	// must be allowed (account.Principal.Authorize, as the API's routes
+	// ask it) to be served at all; "" for none. A page whose scope the
+	// session lacks is not linked from any other.
+	op account.Operation
 	// public routes need no session: the sign-in and the static files.
 	public bool
 	serve  func(c *console, w http.ResponseWriter, r *http.Request, s *session)
@@ -74,40 +76,40 @@ var routes = []route{
 	{method: "GET", path: "/console/static/{file}", public: true},
 	{method: "GET", path: "/console/sign-in", public: true},
 	{method: "POST", path: "/console/sign-in", public: true},
-	{method: "POST", path: "/console/sign-out", serve: (*console).signOut},
+	{method: "POST", path: "/console/sign-out", op: account.OpRevokeToken, serve: (*console).signOut},
 
-	{method: "GET", path: "/console/organizations", scope: account.ScopeReadOrganizations, serve: (*console).organizations},
-	{method: "POST", path: "/console/organizations", scope: account.ScopeWriteOrganizations, serve: (*console).createOrganization},
-	{method: "GET", path: "/console/organizations/{id}", scope: account.ScopeReadOrganizations, serve: (*console).organization},
-	{method: "POST", path: "/console/organizations/{id}", scope: account.ScopeWriteOrganizations, serve: (*console).updateOrganization},
-	{method: "GET", path: "/console/organizations/{id}/delete", scope: account.ScopeDeleteOrganizations, serve: (*console).confirmDeleteOrganization},
-	{method: "POST", path: "/console/organizations/{id}/delete", scope: account.ScopeDeleteOrganizations, serve: (*console).deleteOrganization},
-	{method: "POST", path: "/console/organizations/{id}/members", scope: account.ScopeWriteOrganizations, serve: (*console).addMember},
-	{method: "POST", path: "/console/organizations/{id}/members/{user_id}", scope: account.ScopeWriteOrganizations, serve: (*console).updateMember},
-	{method: "POST", path: "/console/organizations/{id}/members/{user_id}/remove", scope: account.ScopeWriteOrganizations, serve: (*console).removeMember},
+	{method: "GET", path: "/console/organizations", op: account.OpListOrganizations, serve: (*console).organizations},
+	{method: "POST", path: "/console/organizations", op: account.OpCreateOrganization, serve: (*console).createOrganization},
+	{method: "GET", path: "/console/organizations/{id}", op: account.OpGetOrganization, serve: (*console).organization},
+	{method: "POST", path: "/console/organizations/{id}", op: account.OpUpdateOrganization, serve: (*console).updateOrganization},
+	{method: "GET", path: "/console/organizations/{id}/delete", op: account.OpDeleteOrganization, serve: (*console).confirmDeleteOrganization},
+	{method: "POST", path: "/console/organizations/{id}/delete", op: account.OpDeleteOrganization, serve: (*console).deleteOrganization},
+	{method: "POST", path: "/console/organizations/{id}/members", op: account.OpAddMember, serve: (*console).addMember},
+	{method: "POST", path: "/console/organizations/{id}/members/{user_id}", op: account.OpUpdateMember, serve: (*console).updateMember},
+	{method: "POST", path: "/console/organizations/{id}/members/{user_id}/remove", op: account.OpRemoveMember, serve: (*console).removeMember},
 
-	{method: "GET", path: "/console/users", scope: account.ScopeReadUsers, serve: (*console).users},
-	{method: "POST", path: "/console/users", scope: account.ScopeWriteUsers, serve: (*console).createUser},
-	{method: "GET", path: "/console/users/{id}", scope: account.ScopeReadUsers, serve: (*console).user},
-	{method: "POST", path: "/console/users/{id}", scope: account.ScopeWriteUsers, serve: (*console).updateUser},
-	{method: "GET", path: "/console/users/{id}/delete", scope: account.ScopeDeleteUsers, serve: (*console).confirmDeleteUser},
-	{method: "POST", path: "/console/users/{id}/delete", scope: account.ScopeDeleteUsers, serve: (*console).deleteUser},
+	{method: "GET", path: "/console/users", op: account.OpListUsers, serve: (*console).users},
+	{method: "POST", path: "/console/users", op: account.OpCreateUser, serve: (*console).createUser},
+	{method: "GET", path: "/console/users/{id}", op: account.OpGetUser, serve: (*console).user},
+	{method: "POST", path: "/console/users/{id}", op: account.OpUpdateUser, serve: (*console).updateUser},
+	{method: "GET", path: "/console/users/{id}/delete", op: account.OpDeleteUser, serve: (*console).confirmDeleteUser},
+	{method: "POST", path: "/console/users/{id}/delete", op: account.OpDeleteUser, serve: (*console).deleteUser},
 
-	{method: "GET", path: "/console/api-keys", scope: account.ScopeReadAPIKeys, serve: (*console).apiKeys},
-	{method: "POST", path: "/console/api-keys", scope: account.ScopeWriteAPIKeys, serve: (*console).createAPIKey},
-	{method: "GET", path: "/console/api-keys/{id}", scope: account.ScopeReadAPIKeys, serve: (*console).apiKey},
-	{method: "POST", path: "/console/api-keys/{id}", scope: account.ScopeWriteAPIKeys, serve: (*console).updateAPIKey},
-	{method: "POST", path: "/console/api-keys/{id}/rotate", scope: account.ScopeWriteAPIKeys, serve: (*console).rotateAPIKey},
-	{method: "POST", path: "/console/api-keys/{id}/enabled", scope: account.ScopeWriteAPIKeys, serve: (*console).enableAPIKey},
-	{method: "POST", path: "/console/api-keys/{id}/tokens/revoke", scope: account.ScopeRevokeTokens, serve: (*console).revokeAPIKeyTokens},
-	{method: "GET", path: "/console/api-keys/{id}/delete", scope: account.ScopeWriteAPIKeys, serve: (*console).confirmDeleteAPIKey},
-	{method: "POST", path: "/console/api-keys/{id}/delete", scope: account.ScopeWriteAPIKeys, serve: (*console).deleteAPIKey},
+	{method: "GET", path: "/console/api-keys", op: account.OpListAPIKeys, serve: (*console).apiKeys},
+	{method: "POST", path: "/console/api-keys", op: account.OpCreateAPIKey, serve: (*console).createAPIKey},
+	{method: "GET", path: "/console/api-keys/{id}", op: account.OpGetAPIKey, serve: (*console).apiKey},
+	{method: "POST", path: "/console/api-keys/{id}", op: account.OpUpdateAPIKey, serve: (*console).updateAPIKey},
+	{method: "POST", path: "/console/api-keys/{id}/rotate", op: account.OpRotateAPIKey, serve: (*console).rotateAPIKey},
+	{method: "POST", path: "/console/api-keys/{id}/enabled", op: account.OpUpdateAPIKey, serve: (*console).enableAPIKey},
+	{method: "POST", path: "/console/api-keys/{id}/tokens/revoke", op: account.OpRevokeAPIKeyTokens, serve: (*console).revokeAPIKeyTokens},
+	{method: "GET", path: "/console/api-keys/{id}/delete", op: account.OpDeleteAPIKey, serve: (*console).confirmDeleteAPIKey},
+	{method: "POST", path: "/console/api-keys/{id}/delete", op: account.OpDeleteAPIKey, serve: (*console).deleteAPIKey},
 
-	{method: "GET", path: "/console/events", scope: account.ScopeReadEvents, serve: (*console).events},
+	{method: "GET", path: "/console/events", op: account.OpListEvents, serve: (*console).events},
 
 	{method: "GET", path: "/console/tokens", serve: (*console).tokens},
 	{method: "POST", path: "/console/tokens", serve: (*console).verifyToken},
-	{method: "POST", path: "/console/tokens/revoke", serve: (*console).revokeToken},
+	{method: "POST", path: "/console/tokens/revoke", op: account.OpRevokeToken, serve: (*console).revokeToken},
 }
 
 // Routes returns the console's routes, in the group of the auth function,
@@ -291,11 +293,11 @@ func (c *console) readSession(r *http.Request) (*session, error) {
 
 var errPlainHTTP = account.Errorf(account.CodeForbidden, "the console signs in over https only, or over plain http on a loopback address (localhost); this service's issuer is neither")
 
-// authenticated serves rt to a signed-in session that holds its scope.
+// authenticated serves rt to a signed-in session that its operation allows.
 // Without a session, or with one that has ended, a GET goes to the sign-in
 // page (and back after it), and a POST is refused there too: nothing of
-// the page, nor of the change, is served. A session without the scope gets
-// 403, the page that says so.
+// the page, nor of the change, is served. A session the operation refuses
+// (without its scope) gets 403, the page that says so.
 func (c *console) authenticated(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s, err := c.readSession(r)
@@ -312,9 +314,11 @@ func (c *console) authenticated(rt route) http.Handler {
 			c.fail(w, r, nil, "error", &view{Title: "Console unavailable"}, err)
 			return
 		}
-		if rt.scope != "" && !s.Can(rt.scope) {
-			c.fail(w, r, s, "error", &view{Title: "Not allowed"}, s.p.Require(rt.scope))
-			return
+		if rt.op != "" {
+			if err := s.p.Authorize(rt.op); err != nil {
+				c.fail(w, r, s, "error", &view{Title: "Not allowed"}, err)
+				return
+			}
 		}
 		if r.Method == http.MethodPost {
 			// The changes record their events as the API's do: this key,

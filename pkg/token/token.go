@@ -68,7 +68,8 @@ const Type = "at+jwt"
 // EnvInlineRevocation is false), says that the token's
 // revocation is read with its key (account.TokenClaims.InlineRevocation):
 // signed, so a client cannot take it off to make a verify skip the place
-// its revocation is.
+// its revocation is. sec, a private claim on console sessions only, marks
+// the key's secret that signed in (account.TokenClaims.Secret).
 type claims struct {
 	Scope     string   `json:"scope"`
 	ClientID  string   `json:"client_id"`
@@ -77,6 +78,7 @@ type claims struct {
 	OrgID     string   `json:"org_id,omitempty"`
 	OwnerID   string   `json:"owner_id,omitempty"`
 	Inline    bool     `json:"irv,omitempty"`
+	Secret    string   `json:"sec,omitempty"`
 	jwt.RegisteredClaims
 }
 
@@ -96,6 +98,7 @@ type parsedClaims struct {
 	OrgID     string           `json:"org_id"`
 	OwnerID   string           `json:"owner_id"`
 	Inline    bool             `json:"irv"`
+	Secret    string           `json:"sec"`
 	IssuedAt  unixTime         `json:"iat"`
 	ExpiresAt unixTime         `json:"exp"`
 	NotBefore unixTime         `json:"nbf"`
@@ -210,6 +213,7 @@ func (s *Signer) Sign(c account.TokenClaims) (string, error) {
 		OrgID:     c.OrganizationID,
 		OwnerID:   c.OwnerID,
 		Inline:    c.InlineRevocation,
+		Secret:    c.Secret,
 		RegisteredClaims: jwt.RegisteredClaims{
 			ID:        c.ID,
 			Subject:   c.KeyID,
@@ -420,6 +424,7 @@ func (p *Parser) parse(token string, now time.Time) (account.TokenClaims, error)
 		ExpiresAt:      c.ExpiresAt.t,
 
 		InlineRevocation: c.Inline,
+		Secret:           c.Secret,
 	}
 	if expired {
 		return tc, account.ErrTokenExpired

@@ -200,8 +200,9 @@ func Token() string {
 
 // SessionToken returns the fixture's console session: a token of KeyID
 // with its grant "*:*" for the console's audience
-// (account.ConsoleAudience), expiring in 2099, which the console events
-// carry in their cookie. Like Token, always the same string.
+// (account.ConsoleAudience), signed in with KeySecret, expiring in 2099,
+// which the console events carry in their cookie. Like Token, always the
+// same string.
 func SessionToken() string {
 	priv, err := secrets.SigningKey(SigningSecret)
 	if err != nil {
@@ -210,6 +211,7 @@ func SessionToken() string {
 	tok, err := token.NewSigner(priv, Issuer).Sign(account.TokenClaims{
 		ID: SessionTokenID, KeyID: KeyID, Audience: account.ConsoleAudience(Issuer), Scopes: []string{"*:*"},
 		IssuedAt: fixtureTime, ExpiresAt: time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC),
+		Secret: account.SecretMark(account.HashAPIKey(KeySecret)),
 	})
 	if err != nil {
 		panic(err)
