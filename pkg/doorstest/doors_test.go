@@ -1,6 +1,7 @@
 package doorstest_test
 
 import (
+	"flag"
 	"os"
 	"testing"
 	"time"
@@ -27,7 +28,7 @@ const (
 var doorNames = [numDoors]string{"API", "Console", "OAuth", "Authorizer", "VerifyURL"}
 
 // who is whose credential a principal presents, relative to the target:
-// the key every key action names. The tree (fixture.go):
+// the key every key action names. The tree (fixture_test.go, build):
 //
 //	admin (bootstrap, *:*)
 //	└─ above (*:*, rotated with a day's grace: its previous secret still authenticates)
@@ -357,6 +358,8 @@ func TestDoors(t *testing.T) {
 	if len(want)+len(skipped) != int(numDoors)*int(numWhos)*int(numForms)*int(numActions) {
 		t.Fatalf("%d cells expected and %d not applicable, of %d", len(want), len(skipped), int(numDoors)*int(numWhos)*int(numForms)*int(numActions))
 	}
+	// Under -run a cell may be left out on purpose.
+	filtered := flag.Lookup("test.run").Value.String() != ""
 	stores := []string{"bbolt", "dynamodb"}
 	for _, st := range stores {
 		t.Run(st, func(t *testing.T) {
@@ -389,7 +392,7 @@ func TestDoors(t *testing.T) {
 				}
 			}
 			for c := range want {
-				if !ran[c] {
+				if !ran[c] && !filtered {
 					t.Errorf("cell %s did not run to its end", c)
 				}
 			}

@@ -614,18 +614,14 @@ func (f *fixture) do(c cell) outcome {
 		}
 		var page struct {
 			Data []struct {
-				Data struct {
-					ID string `json:"id"`
-				} `json:"data"`
+				Data item `json:"data"`
 			} `json:"data"`
 		}
 		if err := json.Unmarshal([]byte(res.body), &page); err != nil {
 			f.t.Fatalf("events %s: %v", res.body, err)
 		}
 		return found(o, slices.ContainsFunc(page.Data, func(e struct {
-			Data struct {
-				ID string `json:"id"`
-			} `json:"data"`
+			Data item `json:"data"`
 		}) bool {
 			return e.Data.ID == f.firstTarget
 		}))
@@ -679,21 +675,20 @@ func (f *fixture) listKeys(c cell) outcome {
 
 var nextKeysPage = regexp.MustCompile(`<a href="(/console/api-keys\?[^"]*cursor=[^"]*)"`)
 
+// item is what the lists and the events' data hold of an object: its id.
+type item struct {
+	ID string `json:"id"`
+}
+
 // listed reports whether the list page res holds an item with id.
 func listed(res response, id string) bool {
 	var page struct {
-		Data []struct {
-			ID string `json:"id"`
-		} `json:"data"`
+		Data []item `json:"data"`
 	}
 	if json.Unmarshal([]byte(res.body), &page) != nil {
 		return false
 	}
-	return slices.ContainsFunc(page.Data, func(it struct {
-		ID string `json:"id"`
-	}) bool {
-		return it.ID == id
-	})
+	return slices.Contains(page.Data, item{id})
 }
 
 // found is o, or not_found for an allowed read that does not show the
