@@ -90,14 +90,11 @@ func (s *Service) tokenPrincipal(ctx context.Context, claims TokenClaims, now ti
 	if err != nil {
 		return Principal{}, storeErr(err)
 	}
-	switch status.invalidReason(claims.ID, now) {
+	switch status.invalidReason(claims, now) {
 	case "":
 	case ReasonDisabled:
 		return Principal{}, errPaused(*status.Key, "the access token's API key")
 	default:
-		return Principal{}, errUnauthorized
-	}
-	if isSession(claims) && !signedInWith(claims, *status.Key) {
 		return Principal{}, errUnauthorized
 	}
 	// A request the token authenticates is a use of its key, counted

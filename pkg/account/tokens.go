@@ -137,14 +137,18 @@ const (
 	ReasonDisabled = "disabled"
 )
 
-// invalidReason says why the well-signed, unexpired token tokenID is not
-// valid: it was revoked, alone or with every token of its key issued until
-// then (APIKey.TokensRevokedBefore), or its key was deleted or has expired
-// (ReasonRevoked, for good), or its key or one above it is disabled
-// (ReasonDisabled, for now). "" if it is valid.
-func (st TokenStatus) invalidReason(tokenID string, now time.Time) string {
+// invalidReason says why the well-signed, unexpired token with claims c is
+// not valid: it was revoked, alone or with every token of its key issued
+// until then (APIKey.TokensRevokedBefore), or its key was deleted or has
+// expired, or it is a console session whose key's secret has been rotated
+// since it signed in (ReasonRevoked, for good), or its key or one above it
+// is disabled (ReasonDisabled, for now). "" if it is valid. Every door
+// that checks a token asks it, so a session a rotation ended is ended at
+// verify and introspection too, not only in the console.
+func (st TokenStatus) invalidReason(c TokenClaims, now time.Time) string {
 	switch {
-	case !st.RevokedAt.IsZero() || st.Key == nil || st.Key.Expired(now) || st.Key.revokesToken(tokenID):
+	case !st.RevokedAt.IsZero() || st.Key == nil || st.Key.Expired(now) || st.Key.revokesToken(c.ID),
+		isSession(c) && !signedInWith(c, *st.Key):
 		return ReasonRevoked
 	case st.Key.Paused():
 		return ReasonDisabled
@@ -259,7 +263,7 @@ func (v *TokenVerifier) verify(ctx context.Context, token string, accept func(To
 	if err != nil {
 		return Verification{}, storeErr(err)
 	}
-	if reason := status.invalidReason(claims.ID, now); reason != "" {
+	if reason := status.invalidReason(claims, now); reason != "" {
 		return Verification{Reason: reason, CheckedAt: now}, nil
 	}
 	if accept != nil {

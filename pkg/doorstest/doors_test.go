@@ -93,7 +93,7 @@ const (
 	actListTokens                   // list the target's tokens
 	actIntrospect                   // introspect the target's token: allowed is active
 	actVerify                       // verify the principal's own credential: allowed is valid, and counts against every limited key above
-	actVerifyHead                   // HEAD of verify: no verdict, nothing spent
+	actVerifyHead                   // HEAD of verify: 405, no verdict, nothing spent
 	actIssueToken                   // issue a token for the principal's key
 	actSignIn                       // start a console session with the credential
 	actCreateKey                    // create a key below the principal's, limited as the below key is
@@ -244,7 +244,7 @@ var (
 	notACookie             = always(unauth) // the console reads a session cookie only: anything else goes to the sign-in
 	notAClientSecret       = always(unauth) // /oauth2 authenticates a client by its key: invalid_client
 	keyIsNoToken           = always(inact)  // an API key is no access token: verify says invalid, the authorizer denies
-	headNoVerdict          = always(ok)     // HEAD answers 200 and no verdict, and spends nothing
+	headNoVerdict          = always(ok)     // HEAD is 405 with Allow: GET: no verdict, and nothing spent
 )
 
 // doorRules says, per door, which actions it serves and how each form is

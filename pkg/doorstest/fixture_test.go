@@ -537,8 +537,10 @@ func (f *fixture) do(c cell) outcome {
 		}
 		return o
 	case actVerifyHead:
+		// Verify takes GET alone: a HEAD gets no verdict and spends
+		// nothing (the credits are checked after every cell).
 		res := f.verifyRequest(c.door, "HEAD", f.verified(p))
-		if res.status == http.StatusOK && res.body == "" {
+		if res.status == http.StatusMethodNotAllowed && res.header.Get("Allow") == "GET" && res.body == "" {
 			return ok
 		}
 		return outcome{unexpected, fmt.Sprintf("%d %q", res.status, res.body)}
