@@ -45,10 +45,23 @@ func (p Principal) seesOrganization(id string) bool {
 
 // seesToken reports whether the principal may know of a token with the
 // claims c: a key bound to an organization knows of its organization's
-// tokens only (org_id), not those of a key bound to another or to none.
+// tokens only (org_id), not those of a key bound to another or to none;
+// a key with an owner, of that owner's tokens only (owner_id), as it sees
+// that owner's keys only (Principal.sees).
 func (p Principal) seesToken(c TokenClaims) bool {
-	return !p.bound() || p.KeyOrganizationID == c.OrganizationID
+	return (!p.bound() || p.KeyOrganizationID == c.OrganizationID) &&
+		(p.KeyOwnerID == "" || p.KeyOwnerID == c.OwnerID)
 }
+
+// errOtherOwnersToken answers a key with an owner that revokes a token of
+// another owner's key, which it does not see.
+var errOtherOwnersToken = &Error{Code: CodeForbidden, Message: "this API key has an owner: it revokes the tokens of that owner's keys only"}
+
+// errOwnerEvents answers a key with an owner that reads the event feed:
+// the feed tells of every key, user and organization of its organization
+// (or of the whole service), not of one owner's, and events carry no
+// owner to keep the others out by.
+var errOwnerEvents = &Error{Code: CodeForbidden, Message: "this API key has an owner: the event feed tells of other owners' keys too, so a key with an owner does not read it; a key without one can"}
 
 // outside returns CodeOutsideOrganization for a bound principal that asks
 // to act outside its organization; what says what it asked.

@@ -178,7 +178,7 @@ func (s *Service) VerifyToken(ctx context.Context, token string) (Verification, 
 
 // IntrospectToken is VerifyToken for a client that asks about a token
 // (RFC 7662): a client bound to an organization learns nothing of another
-// tenant's token, which is not valid to it (ReasonInvalid), as RFC 7662
+// tenant's token, nor a client with an owner of another owner's token, which is not valid to it (ReasonInvalid), as RFC 7662
 // section 2.2 allows, and which it neither counts nor spends a credit of.
 // The use of the client's own key is counted once per request: when the
 // token is the client's own, its verification spends a credit but counts
@@ -392,7 +392,10 @@ func (s *Service) RevokeToken(ctx context.Context, p Principal, token string) (R
 		return Revocation{}, invalid("token", "is not an access token issued by this service")
 	}
 	if !p.seesToken(claims) {
-		return Revocation{}, outside("revoke a token of a key that is not bound to its organization")
+		if p.bound() && p.KeyOrganizationID != claims.OrganizationID {
+			return Revocation{}, outside("revoke a token of a key that is not bound to its organization")
+		}
+		return Revocation{}, errOtherOwnersToken
 	}
 	if claims.KeyID != p.KeyID {
 		if err := p.Require(ScopeRevokeTokens); err != nil {

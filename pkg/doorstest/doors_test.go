@@ -178,13 +178,17 @@ var (
 //   - only the bootstrap key revokes all its own tokens (hole 6c);
 //   - a console session ends at a rotation of its key (hole 1);
 //   - another tenant's token is inactive to introspection and cannot be
-//     revoked; the feed shows a bound key its organization's events only.
+//     revoked; the feed shows a bound key its organization's events only;
+//   - a key with an owner sees that owner's keys and tokens only: another
+//     owner's token is inactive to its introspection and it cannot revoke
+//     one (forbidden), and it reads no event feed, which tells of every
+//     owner's keys (forbidden).
 var decisions = map[action][numWhos]outcome{
 	//                 Admin Above Sibling Below OrgThis OrgOther Owned Previous Stale
 	actGetKey:         {ok, ok, ok, ok, ok, nf, nf, ok, unauth},
 	actListKeys:       {ok, ok, ok, ok, ok, nf, nf, ok, unauth},
 	actListTokens:     {ok, ok, ok, ok, ok, nf, nf, ok, unauth},
-	actIntrospect:     {ok, ok, ok, ok, ok, inact, ok, ok, unauth},
+	actIntrospect:     {ok, ok, ok, ok, ok, inact, inact, ok, unauth},
 	actVerify:         {ok, ok, ok, ok, ok, ok, ok, ok, inact},
 	actIssueToken:     {ok, ok, ok, ok, ok, ok, ok, ok, unauth},
 	actSignIn:         {ok, ok, ok, ok, ok, ok, ok, prev, unauth},
@@ -196,9 +200,9 @@ var decisions = map[action][numWhos]outcome{
 	actRotate:         {ok, ok, ok, up, ok, nf, nf, prev, unauth},
 	actRevokeAll:      {ok, ok, ok, up, ok, nf, nf, prev, unauth},
 	actRevokeAllAdmin: {ok, forb, scope, nf, nf, nf, nf, prev, unauth},
-	actRevokeToken:    {ok, ok, ok, ok, ok, outside, ok, ok, unauth},
+	actRevokeToken:    {ok, ok, ok, ok, ok, outside, forb, ok, unauth},
 	actDelete:         {ok, ok, ok, up, ok, nf, nf, prev, unauth},
-	actEvents:         {ok, ok, ok, ok, ok, nf, ok, ok, unauth},
+	actEvents:         {ok, ok, ok, ok, ok, nf, forb, ok, unauth},
 }
 
 // rule is what a (door, action, form) cell expects: the decision, a fixed

@@ -464,6 +464,7 @@ func (f *fixture) runCell(t *testing.T, c cell, want outcome) {
 var oauthCodes = map[string]string{
 	"outside_organization": "unauthorized_client",
 	"insufficient_scope":   "unauthorized_client",
+	"forbidden":            "unauthorized_client",
 }
 
 // repairs put back what an action may have changed, whether or not it

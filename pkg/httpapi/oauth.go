@@ -461,6 +461,10 @@ func (s *server) oauthRevoke(w http.ResponseWriter, r *http.Request, _ account.P
 		// RFC 7009 section 2.1: a token the client may not revoke is
 		// refused, and nothing changes.
 		return badRequest(oauthUnauthorizedClient, "the token was issued to a key outside the client's organization")
+	case account.CodeForbidden:
+		// The one refusal of the rule itself: a client with an owner
+		// revokes its owner's tokens only.
+		return badRequest(oauthUnauthorizedClient, "the token was issued to a key of another owner than the client's")
 	default:
 		return err
 	}
