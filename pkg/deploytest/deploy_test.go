@@ -546,10 +546,10 @@ func checkLeastPrivilege(t *testing.T, tpl template, recs map[lambdaapp.Function
 	for _, fn := range lambdaapp.Functions() {
 		t.Run(string(fn), func(t *testing.T) {
 			rec := recs[fn]
-			statement := tpl.policyStatement(t, logicalID(fn), "Table")
-			if got, want := strs(statement["Action"]), sortedKeys(rec.actions); !slices.Equal(got, want) {
+			if got, want := tableActions(tpl.statements(t, logicalID(fn))), sortedKeys(rec.actions); !slices.Equal(got, want) {
 				t.Errorf("DynamoDB actions:\n policy %v\n code   %v", got, want)
 			}
+			statement := tpl.policyStatement(t, logicalID(fn), "Table")
 			var hasTable, hasIndex bool
 			for _, r := range list(statement["Resource"]) {
 				switch resolveARN(r) {
@@ -596,6 +596,7 @@ func checkLeastPrivilege(t *testing.T, tpl template, recs map[lambdaapp.Function
 			}
 		})
 	}
+	t.Run("Writes", func(t *testing.T) { checkWrites(t, tpl) })
 	t.Run("AuthItemsOnlyAuth", func(t *testing.T) {
 		// The partitions auth wrote, and the kinds of item (by sort key,
 		// pkg/dynamostore/keys.go) it wrote there. The replay must have
