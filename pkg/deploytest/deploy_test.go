@@ -491,10 +491,15 @@ var writeActions = []string{
 // SDK middleware that records every request, and proves that:
 //
 //   - the function's role grants exactly the actions the code used (on the
-//     table, and its index only if a Query used one) and exactly the
-//     secrets it read;
+//     table, in all its statements, and the index only if a Query used
+//     one) and exactly the secrets it read;
 //   - the role, evaluated as IAM does (explicit Deny first), allows every
 //     request the function made, with the partition keys it touched;
+//   - each role may write only the partitions, and with only the actions,
+//     stated in partitionWrites (writes_test.go): the organizations role
+//     no item of auth's but by the deletes of its cascade, the users role
+//     no organization's read copies, no role an update or delete of an
+//     event, and what IAM cannot say is listed there;
 //   - no other role than auth's may put, update or delete (nor batch-write,
 //     nor through PartiQL) an item in any partition that auth wrote: the
 //     public keys, API keys and their hash items, token records and
