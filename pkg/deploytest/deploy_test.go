@@ -491,10 +491,15 @@ var writeActions = []string{
 // SDK middleware that records every request, and proves that:
 //
 //   - the function's role grants exactly the actions the code used (on the
-//     table, and its index only if a Query used one) and exactly the
-//     secrets it read;
+//     table, in all its statements, and the index only if a Query used
+//     one) and exactly the secrets it read;
 //   - the role, evaluated as IAM does (explicit Deny first), allows every
 //     request the function made, with the partition keys it touched;
+//   - each role may write only the partitions, and with only the actions,
+//     stated in partitionWrites (writes_test.go): the organizations role
+//     no item of auth's but by the deletes of its cascade, the users role
+//     no organization's read copies, no role an update or delete of an
+//     event, and what IAM cannot say is listed there;
 //   - no other role than auth's may put, update or delete (nor batch-write,
 //     nor through PartiQL) an item in any partition that auth wrote: the
 //     public keys, API keys and their hash items, token records and
@@ -546,10 +551,10 @@ func checkLeastPrivilege(t *testing.T, tpl template, recs map[lambdaapp.Function
 	for _, fn := range lambdaapp.Functions() {
 		t.Run(string(fn), func(t *testing.T) {
 			rec := recs[fn]
-			statement := tpl.policyStatement(t, logicalID(fn), "Table")
-			if got, want := strs(statement["Action"]), sortedKeys(rec.actions); !slices.Equal(got, want) {
+			if got, want := tableActions(tpl.statements(t, logicalID(fn))), sortedKeys(rec.actions); !slices.Equal(got, want) {
 				t.Errorf("DynamoDB actions:\n policy %v\n code   %v", got, want)
 			}
+			statement := tpl.policyStatement(t, logicalID(fn), "Table")
 			var hasTable, hasIndex bool
 			for _, r := range list(statement["Resource"]) {
 				switch resolveARN(r) {
@@ -596,6 +601,7 @@ func checkLeastPrivilege(t *testing.T, tpl template, recs map[lambdaapp.Function
 			}
 		})
 	}
+	t.Run("Writes", func(t *testing.T) { checkWrites(t, tpl) })
 	t.Run("AuthItemsOnlyAuth", func(t *testing.T) {
 		// The partitions auth wrote, and the kinds of item (by sort key,
 		// pkg/dynamostore/keys.go) it wrote there. The replay must have

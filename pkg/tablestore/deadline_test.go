@@ -163,6 +163,14 @@ func storeCalls(s *tablestore.Store, user account.User, org account.Organization
 		"OrgMembershipSides":  func(ctx context.Context) error { _, err := s.OrgMembershipSides(ctx, org.ID); return err },
 		"APIKeyExpireAt":      func(ctx context.Context) error { _, _, err := s.APIKeyExpireAt(ctx, key.ID, key.Hash); return err },
 		"APIKeyItems":         func(ctx context.Context) error { _, err := s.APIKeyItems(ctx, key); return err },
+		"PutEvent": func(ctx context.Context) error {
+			ctx = account.WithEventSource(ctx, &account.EventSource{Encode: func(account.Event) ([]byte, error) { return []byte(`{}`), nil }})
+			return s.PutEvent(ctx, account.PendingEvent{Type: account.EventOrganizationUpdated, Data: org}, account.NewEventID(at), at)
+		},
+		"StoredEvent": func(ctx context.Context) error {
+			_, _, err := s.StoredEvent(ctx, account.NewEventID(at), at, org.ID)
+			return err
+		},
 	}
 }
 

@@ -107,11 +107,6 @@ func (s *Store) eventItems(ctx context.Context, events []account.PendingEvent) (
 			s.lastEvent = id
 			at, _ = account.EventTime(id)
 		}
-		js, err := src.EncodeEvent(id, e.Type, at, e.Data)
-		if err != nil {
-			return nil, err
-		}
-		it := eventItem{key: eventKey(id, at), Type: e.Type, Event: string(js), ExpireAt: at.Add(account.EventRetention).Unix()}
 		// Shards only where writes are concurrent (see shards.go). With
 		// serial writes the feed has no lag, and a merge of shards read
 		// one after another could pass an event committed meanwhile into a
@@ -121,21 +116,42 @@ func (s *Store) eventItems(ctx context.Context, events []account.PendingEvent) (
 		if s.serial == nil {
 			shard, orgShard = eventShard(), orgEventShard(id)
 		}
-		it.PK = shardPK(it.PK, shard)
-		keys := []key{it.key}
-		if org := src.Organization(e.Data); org != "" {
-			k := orgEventKey(org, id)
-			k.PK = shardPK(k.PK, orgShard)
-			keys = append(keys, k)
+		puts, err := s.eventPuts(src, e, id, at, shard, orgShard)
+		if err != nil {
+			return nil, err
 		}
-		for _, k := range keys {
-			it.key = k
-			put, err := s.put(it, condAbsent)
-			if err != nil {
-				return nil, err
-			}
-			items = append(items, put)
+		items = append(items, puts...)
+	}
+	return items, nil
+}
+
+// eventPuts returns the Puts of the event e, id made at at, in shard of
+// its day, and of its organization's copy, in orgShard of the
+// organization's. Each is conditional on the event not existing: no
+// write, a retry or a bug, ever replaces an event, so the feed is
+// append-only in the code. IAM can refuse every role an update or a
+// delete of an event, but it cannot require this condition of a put.
+func (s *Store) eventPuts(src *account.EventSource, e account.PendingEvent, id string, at time.Time, shard, orgShard int) ([]types.TransactWriteItem, error) {
+	js, err := src.EncodeEvent(id, e.Type, at, e.Data)
+	if err != nil {
+		return nil, err
+	}
+	it := eventItem{key: eventKey(id, at), Type: e.Type, Event: string(js), ExpireAt: at.Add(account.EventRetention).Unix()}
+	it.PK = shardPK(it.PK, shard)
+	keys := []key{it.key}
+	if org := src.Organization(e.Data); org != "" {
+		k := orgEventKey(org, id)
+		k.PK = shardPK(k.PK, orgShard)
+		keys = append(keys, k)
+	}
+	items := make([]types.TransactWriteItem, 0, len(keys))
+	for _, k := range keys {
+		it.key = k
+		put, err := s.put(it, condAbsent)
+		if err != nil {
+			return nil, err
 		}
+		items = append(items, put)
 	}
 	return items, nil
 }

@@ -2,6 +2,7 @@ package tablestore
 
 import (
 	"context"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -75,3 +76,28 @@ const (
 
 // WithReadShard returns ctx under which TokenStatus reads copy n.
 func WithReadShard(ctx context.Context, n int) context.Context { return withReadShard(ctx, n) }
+
+// PutEvent writes the event e with the id made at at, as a change writes
+// it (eventPuts), in shard 0 of its day and of its organization's events,
+// in a transaction of its own.
+func (s *Store) PutEvent(ctx context.Context, e account.PendingEvent, id string, at time.Time) error {
+	puts, err := s.eventPuts(account.EventSourceFrom(ctx), e, id, at, 0, 0)
+	if err != nil {
+		return err
+	}
+	return s.transact(ctx, puts)
+}
+
+// StoredEvent returns the JSON of the event id made at at, as stored in
+// its day's shard 0 and in shard 0 of the organization org's events; ""
+// for an item that is not there.
+func (s *Store) StoredEvent(ctx context.Context, id string, at time.Time, org string) (inDay, inOrg string, err error) {
+	var day, ofOrg eventItem
+	if _, err := s.getItem(ctx, eventKey(id, at), &day); err != nil {
+		return "", "", err
+	}
+	if _, err := s.getItem(ctx, orgEventKey(org, id), &ofOrg); err != nil {
+		return "", "", err
+	}
+	return day.Event, ofOrg.Event, nil
+}
