@@ -280,9 +280,6 @@ func (s *Service) ListEvents(ctx context.Context, p Principal, q EventListParams
 	if err := p.Authorize(OpListEvents); err != nil {
 		return List[StoredEvent]{}, err
 	}
-	if p.KeyOwnerID != "" {
-		return List[StoredEvent]{}, errOwnerEvents
-	}
 	params, err := s.cursors.params("events", q.PageRequest)
 	forward := false
 	if err != nil && q.Cursor != "" {

@@ -57,12 +57,6 @@ func (p Principal) seesToken(c TokenClaims) bool {
 // another owner's key, which it does not see.
 var errOtherOwnersToken = &Error{Code: CodeForbidden, Message: "this API key has an owner: it revokes the tokens of that owner's keys only"}
 
-// errOwnerEvents answers a key with an owner that reads the event feed:
-// the feed tells of every key, user and organization of its organization
-// (or of the whole service), not of one owner's, and events carry no
-// owner to keep the others out by.
-var errOwnerEvents = &Error{Code: CodeForbidden, Message: "this API key has an owner: the event feed tells of other owners' keys too, so a key with an owner does not read it; a key without one can"}
-
 // outside returns CodeOutsideOrganization for a bound principal that asks
 // to act outside its organization; what says what it asked.
 func outside(what string) *Error {

@@ -181,8 +181,8 @@ var (
 //     revoked; the feed shows a bound key its organization's events only;
 //   - a key with an owner sees that owner's keys and tokens only: another
 //     owner's token is inactive to its introspection and it cannot revoke
-//     one (forbidden), and it reads no event feed, which tells of every
-//     owner's keys (forbidden).
+//     one (forbidden); the feed, a grant of its own (read:events), shows
+//     it what it shows a key without an owner (docs/security.md).
 var decisions = map[action][numWhos]outcome{
 	//                 Admin Above Sibling Below OrgThis OrgOther Owned Previous Stale
 	actGetKey:         {ok, ok, ok, ok, ok, nf, nf, ok, unauth},
@@ -202,7 +202,7 @@ var decisions = map[action][numWhos]outcome{
 	actRevokeAllAdmin: {ok, forb, scope, nf, nf, nf, nf, prev, unauth},
 	actRevokeToken:    {ok, ok, ok, ok, ok, outside, forb, ok, unauth},
 	actDelete:         {ok, ok, ok, up, ok, nf, nf, prev, unauth},
-	actEvents:         {ok, ok, ok, ok, ok, nf, forb, ok, unauth},
+	actEvents:         {ok, ok, ok, ok, ok, nf, ok, ok, unauth},
 }
 
 // rule is what a (door, action, form) cell expects: the decision, a fixed
