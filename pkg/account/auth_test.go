@@ -7,7 +7,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"log/slog"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -15,9 +14,7 @@ import (
 	"time"
 
 	"latchkey/pkg/account"
-	"latchkey/pkg/boltstore"
-	"latchkey/pkg/mock"
-	"latchkey/pkg/tablestore"
+	"latchkey/pkg/teststore"
 	"latchkey/pkg/token"
 )
 
@@ -96,12 +93,9 @@ func TestCheckIssuer(t *testing.T) {
 	}
 	// A service that signs tokens refuses an issuer that is not a URL.
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
-	store, err := boltstore.Open(filepath.Join(t.TempDir(), "latchkey.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := teststore.Open(t)
 	defer store.Close()
-	_, err = account.NewService(store, account.Options{
+	_, err := account.NewService(store, account.Options{
 		CursorKey: []byte("0123456789abcdef0123456789abcdef"),
 		Signer:    token.NewSigner(priv, "latchkey"),
 		Parser:    token.NewParser("latchkey", priv.Public().(ed25519.PublicKey)),
@@ -114,7 +108,7 @@ func TestCheckIssuer(t *testing.T) {
 // useCounter is a store that counts the uses of API keys recorded, and can
 // be made to fail them.
 type useCounter struct {
-	*tablestore.Store
+	account.Store
 	mu    sync.Mutex
 	calls int
 	fail  error
@@ -142,29 +136,10 @@ func (c *useCounter) count() int {
 // records nothing (it is not the key's secret); a failure to record is
 // logged and the request goes on.
 func TestService_LastUse(t *testing.T) {
-	store, err := boltstore.Open(filepath.Join(t.TempDir(), "latchkey.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	counter := &useCounter{Store: store}
-	pub, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := mock.NewClock(time.Now().UTC().Truncate(time.Millisecond))
+	counter := &useCounter{Store: teststore.Open(t)}
 	var logs bytes.Buffer
-	svc, err := account.NewService(counter, account.Options{
-		CursorKey: []byte("0123456789abcdef0123456789abcdef"),
-		Signer:    token.NewSigner(priv, issuer),
-		Parser:    token.NewParser(issuer, pub),
-		Now:       c.Now,
-		Logger:    slog.New(slog.NewTextHandler(&logs, nil)),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := t.Context()
+	e := newService(t, counter, func(o *account.Options) { o.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+	svc, c, ctx := e.svc, e.clock, e.ctx
 	secret := account.NewAPIKeySecret()
 	if err := svc.EnsureBootstrapKey(ctx, secret, time.Time{}); err != nil {
 		t.Fatal(err)

@@ -1,37 +1,84 @@
 package account_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"slices"
 	"strconv"
 	"testing"
+	"time"
 
 	"latchkey/pkg/account"
-	"latchkey/pkg/httpapi/httpapitest"
 	"latchkey/pkg/mock"
+	"latchkey/pkg/teststore"
+	"latchkey/pkg/token"
 )
 
-// issuer is the iss of the stack's tokens.
-const issuer = httpapitest.Issuer
+// issuer is the iss of the test services' tokens.
+const issuer = "https://latchkey.test"
 
-// env is the test stack's Service (httpapitest.NewServer: the one builder
-// of a service over a real store with real Ed25519 tokens), seen from the
-// domain: an admin principal that holds "*:*", and a settable clock.
+// env is a Service over a real store, seen from the domain with no HTTP in
+// between: an admin principal that holds "*:*", and a settable clock.
 type env struct {
-	svc    *account.Service
-	store  account.Store
-	clock  *mock.Clock
+	svc   *account.Service
+	store account.Store
+	clock *mock.Clock
+	// cache remembers the tokens the service's parser has verified.
+	cache  *token.Cache
 	admin  account.Principal
 	secret string // the admin key's secret
 	ctx    context.Context
 }
 
-func newEnv(t *testing.T) *env {
-	t.Helper()
-	s := httpapitest.NewServer(t)
-	e := &env{svc: s.Service, store: s.Store, clock: s.Clock, ctx: t.Context(), secret: s.AdminKey}
-	e.admin = e.auth(t, e.secret)
+// newEnv returns a service over a fresh store (teststore.Open: bbolt, or
+// DynamoDB Local with LATCHKEY_TEST_STORE=dynamodb) that holds the
+// bootstrap admin key alone.
+func newEnv(tb testing.TB) *env {
+	tb.Helper()
+	return newEnvOver(tb, teststore.Open(tb))
+}
+
+// newEnvOver is newEnv over store, which may wrap a real one to observe or
+// fail calls.
+func newEnvOver(tb testing.TB, store account.Store) *env {
+	tb.Helper()
+	e := newService(tb, store, nil)
+	e.secret = account.NewAPIKeySecret()
+	if err := e.svc.EnsureBootstrapKey(e.ctx, e.secret, time.Time{}); err != nil {
+		tb.Fatalf("EnsureBootstrapKey: %v", err)
+	}
+	e.admin = e.auth(tb, e.secret)
+	return e
+}
+
+// newService builds the service as the servers do (assembly.New), without
+// the handler: over store, which it closes when the test ends, with a real
+// Ed25519 signer, its parser with the token cache every serving process
+// has, and a clock at a whole second, so that lifetimes computed from
+// truncated token times come out exact. No key exists yet. opt, unless
+// nil, changes the options first.
+func newService(tb testing.TB, store account.Store, opt func(*account.Options)) *env {
+	tb.Helper()
+	tb.Cleanup(func() { store.Close() })
+	pub, priv, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	e := &env{store: store, clock: mock.NewClock(time.Now().Truncate(time.Second)), cache: token.NewCache(token.CacheOptions{}), ctx: tb.Context()}
+	opts := account.Options{
+		CursorKey: bytes.Repeat([]byte("k"), 32),
+		Signer:    token.NewSigner(priv, issuer),
+		Parser:    token.NewParser(issuer, pub).WithCache(e.cache),
+		Now:       e.clock.Now,
+	}
+	if opt != nil {
+		opt(&opts)
+	}
+	if e.svc, err = account.NewService(store, opts); err != nil {
+		tb.Fatalf("NewService: %v", err)
+	}
 	return e
 }
 

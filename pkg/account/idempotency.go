@@ -77,23 +77,6 @@ type IdempotencyRecord struct {
 	ExpiresAt time.Time
 }
 
-// InForceAt reports whether r still decides what a request with its key
-// and the fingerprint fp gets at now, so that a claim must not replace
-// it: r has not expired, and it is done or applied, or started by a
-// request that still holds its lease, or started for another request
-// (another fingerprint). A started record of the same request whose lease
-// has passed belonged to a request that died before changing anything: a
-// retry takes it over. Stores apply this rule in ClaimIdempotency.
-func (r IdempotencyRecord) InForceAt(fp []byte, now time.Time) bool {
-	if !now.Before(r.ExpiresAt) {
-		return false
-	}
-	if r.State != IdempotencyStarted {
-		return true
-	}
-	return now.Before(r.LeaseUntil) || !bytes.Equal(r.Fingerprint, fp)
-}
-
 // IdempotencyCommit asks a store to commit a request's record together
 // with the change the request makes. The HTTP layer puts it in the context
 // of the request (WithIdempotencyCommit); every Store method that changes

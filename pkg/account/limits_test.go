@@ -8,32 +8,31 @@ import (
 	"time"
 
 	"latchkey/pkg/account"
-	"latchkey/pkg/httpapi/httpapitest"
+	"latchkey/pkg/teststore"
 )
 
-// limitsEnv is a stack over one store, seen from the domain, for the rule
-// that a key's limits bound its whole subtree.
+// limitsEnv is a service over one store, for the rule that a key's limits
+// bound its whole subtree.
 type limitsEnv struct {
-	*httpapitest.Env
-	t   *testing.T
-	ctx context.Context
+	*env
+	t *testing.T
 }
 
-// onEachStore runs f on a fresh stack over each store (bbolt, and
+// onEachStore runs f on a fresh service over each store (bbolt, and
 // DynamoDB Local under scripts/dynamodb-local.sh), its clock at the start
 // of a UTC day so that every window of the test starts with it. wrap,
 // unless nil, wraps the store first.
 func onEachStore(t *testing.T, wrap func(account.Store) account.Store, f func(t *testing.T, e limitsEnv)) {
-	for name, newStore := range httpapitest.Stores(t) {
+	for name, newStore := range teststore.Each(t) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			store := newStore(t)
 			if wrap != nil {
 				store = wrap(store)
 			}
-			env := httpapitest.NewServerOver(t, store)
-			env.Clock.Set(env.Clock.Now().Truncate(24 * time.Hour).Add(24 * time.Hour))
-			f(t, limitsEnv{Env: env, t: t, ctx: t.Context()})
+			e := newEnvOver(t, store)
+			e.clock.Set(e.clock.Now().Truncate(24 * time.Hour).Add(24 * time.Hour))
+			f(t, limitsEnv{env: e, t: t})
 		})
 	}
 }
@@ -41,7 +40,7 @@ func onEachStore(t *testing.T, wrap func(account.Store) account.Store, f func(t 
 // as authenticates a secret.
 func (e limitsEnv) as(secret string) account.Principal {
 	e.t.Helper()
-	p, err := e.Service.Authenticate(e.ctx, secret)
+	p, err := e.svc.Authenticate(e.ctx, secret)
 	if err != nil {
 		e.t.Fatalf("Authenticate: %v", err)
 	}
@@ -53,7 +52,7 @@ func (e limitsEnv) as(secret string) account.Principal {
 func (e limitsEnv) create(secret string, req account.NewAPIKey) (account.APIKey, string) {
 	e.t.Helper()
 	req.Name, req.Scopes = "limits", []string{"read:users", "write:api_keys"}
-	k, s, err := e.Service.CreateAPIKey(e.ctx, e.as(secret), req)
+	k, s, err := e.svc.CreateAPIKey(e.ctx, e.as(secret), req)
 	if err != nil {
 		e.t.Fatalf("CreateAPIKey: %v", err)
 	}
@@ -63,7 +62,7 @@ func (e limitsEnv) create(secret string, req account.NewAPIKey) (account.APIKey,
 // token issues an access token for the key of secret.
 func (e limitsEnv) token(secret string) string {
 	e.t.Helper()
-	tok, _, err := e.Service.IssueToken(e.ctx, e.as(secret), account.TokenRequest{Scopes: []string{"read:users"}})
+	tok, _, err := e.svc.IssueToken(e.ctx, e.as(secret), account.TokenRequest{Scopes: []string{"read:users"}})
 	if err != nil {
 		e.t.Fatalf("IssueToken: %v", err)
 	}
@@ -73,13 +72,13 @@ func (e limitsEnv) token(secret string) string {
 // setCredits sets the credits of the key id as the holder of secret.
 func (e limitsEnv) setCredits(secret, id string, remaining int64) error {
 	e.t.Helper()
-	_, err := e.Service.UpdateAPIKey(e.ctx, e.as(secret), id, account.APIKeyUpdate{SetCredits: true, Credits: &account.CreditsRequest{Remaining: remaining}})
+	_, err := e.svc.UpdateAPIKey(e.ctx, e.as(secret), id, account.APIKeyUpdate{SetCredits: true, Credits: &account.CreditsRequest{Remaining: remaining}})
 	return err
 }
 
 func (e limitsEnv) verify(tok string) account.Verification {
 	e.t.Helper()
-	v, err := e.Service.VerifyToken(e.ctx, tok)
+	v, err := e.svc.VerifyToken(e.ctx, tok)
 	if err != nil {
 		e.t.Fatalf("VerifyToken: %v", err)
 	}
@@ -99,7 +98,7 @@ func perMinute(n int64) []account.RateLimitRequest {
 // setting; a refused verification spends nothing anywhere.
 func TestLimits_SubtreeCredits(t *testing.T) {
 	onEachStore(t, nil, func(t *testing.T, e limitsEnv) {
-		parent, ps := e.create(e.AdminKey, account.NewAPIKey{Credits: credits(2)})
+		parent, ps := e.create(e.secret, account.NewAPIKey{Credits: credits(2)})
 		c1, s1 := e.create(ps, account.NewAPIKey{Credits: credits(2)})
 		c2, s2 := e.create(ps, account.NewAPIKey{Credits: credits(2)})
 		toks := []string{e.token(ps), e.token(s1), e.token(s2)}
@@ -123,12 +122,12 @@ func TestLimits_SubtreeCredits(t *testing.T) {
 		if valid != 2 {
 			t.Fatalf("valid verifications across the subtree of a key with 2 credits: %d, want 2", valid)
 		}
-		admin := e.as(e.AdminKey)
+		admin := e.as(e.secret)
 		for _, want := range []struct {
 			id   string
 			left int64
 		}{{parent.ID, 0}, {c1.ID, 2}, {c2.ID, 2}} {
-			k, err := e.Service.GetAPIKey(e.ctx, admin, want.id)
+			k, err := e.svc.GetAPIKey(e.ctx, admin, want.id)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -149,12 +148,12 @@ func TestLimits_SubtreeCredits(t *testing.T) {
 // starts again.
 func TestLimits_SubtreeRateLimit(t *testing.T) {
 	onEachStore(t, nil, func(t *testing.T, e limitsEnv) {
-		e.Clock.Advance(30 * time.Second)
-		_, ps := e.create(e.AdminKey, account.NewAPIKey{RateLimits: perMinute(10)})
+		e.clock.Advance(30 * time.Second)
+		_, ps := e.create(e.secret, account.NewAPIKey{RateLimits: perMinute(10)})
 		p := e.as(ps) // use 1 of the parent
 		var secrets []string
 		for range 2 {
-			_, s, err := e.Service.CreateAPIKey(e.ctx, p, account.NewAPIKey{Name: "child", Scopes: []string{"read:users"}, RateLimits: perMinute(10)})
+			_, s, err := e.svc.CreateAPIKey(e.ctx, p, account.NewAPIKey{Name: "child", Scopes: []string{"read:users"}, RateLimits: perMinute(10)})
 			if err != nil {
 				t.Fatalf("CreateAPIKey below the parent: %v", err)
 			}
@@ -176,7 +175,7 @@ func TestLimits_SubtreeRateLimit(t *testing.T) {
 		if valid != 7 {
 			t.Fatalf("valid verifications below a key of 10 a minute that used 3: %d, want 7", valid)
 		}
-		e.Clock.Advance(30 * time.Second)
+		e.clock.Advance(30 * time.Second)
 		if v := e.verify(toks[0]); !v.Valid {
 			t.Fatalf("a verification the next minute: %+v, want valid", v)
 		}
@@ -189,7 +188,7 @@ func TestLimits_SubtreeRateLimit(t *testing.T) {
 // valid answers and 20 usage_exceeded.
 func TestLimits_SubtreeExact(t *testing.T) {
 	onEachStore(t, nil, func(t *testing.T, e limitsEnv) {
-		_, ps := e.create(e.AdminKey, account.NewAPIKey{Credits: credits(10)})
+		_, ps := e.create(e.secret, account.NewAPIKey{Credits: credits(10)})
 		_, s1 := e.create(ps, account.NewAPIKey{Credits: credits(10)})
 		_, s2 := e.create(ps, account.NewAPIKey{Credits: credits(10)})
 		toks := []string{e.token(s1), e.token(s2)}
@@ -200,7 +199,7 @@ func TestLimits_SubtreeExact(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				v, err := e.Service.VerifyToken(context.Background(), toks[i%2])
+				v, err := e.svc.VerifyToken(context.Background(), toks[i%2])
 				if err != nil {
 					t.Error(err)
 					return
@@ -228,22 +227,22 @@ func TestLimits_SubtreeExact(t *testing.T) {
 // within 2 it does both.
 func TestLimits_LooserBelow(t *testing.T) {
 	onEachStore(t, nil, func(t *testing.T, e limitsEnv) {
-		top, ts := e.create(e.AdminKey, account.NewAPIKey{Credits: credits(5)})
+		top, ts := e.create(e.secret, account.NewAPIKey{Credits: credits(5)})
 		_, ms := e.create(ts, account.NewAPIKey{Credits: credits(5)})
 		low, _ := e.create(ms, account.NewAPIKey{Credits: credits(5)})
-		if err := e.setCredits(e.AdminKey, top.ID, 2); err != nil {
+		if err := e.setCredits(e.secret, top.ID, 2); err != nil {
 			t.Fatalf("the admin sets the top key's credits: %v", err)
 		}
-		_, _, err := e.Service.CreateAPIKey(e.ctx, e.as(ms), account.NewAPIKey{Name: "looser", Scopes: []string{"read:users"}, Credits: credits(5)})
+		_, _, err := e.svc.CreateAPIKey(e.ctx, e.as(ms), account.NewAPIKey{Name: "looser", Scopes: []string{"read:users"}, Credits: credits(5)})
 		wantCode(t, err, account.CodeForbidden)
 		wantCode(t, e.setCredits(ms, low.ID, 5), account.CodeForbidden)
-		_, err = e.Service.UpdateAPIKey(e.ctx, e.as(ms), low.ID, account.APIKeyUpdate{SetCredits: true})
+		_, err = e.svc.UpdateAPIKey(e.ctx, e.as(ms), low.ID, account.APIKeyUpdate{SetCredits: true})
 		wantCode(t, err, account.CodeForbidden) // no credits at all
-		k, err := e.Service.GetAPIKey(e.ctx, e.as(e.AdminKey), low.ID)
+		k, err := e.svc.GetAPIKey(e.ctx, e.as(e.secret), low.ID)
 		if err != nil || k.Credits == nil || k.Credits.Remaining != 5 {
 			t.Fatalf("the key below after refused changes: %+v, %v; want its 5 credits", k.Credits, err)
 		}
-		if _, _, err := e.Service.CreateAPIKey(e.ctx, e.as(ms), account.NewAPIKey{Name: "within", Scopes: []string{"read:users"}, Credits: credits(2)}); err != nil {
+		if _, _, err := e.svc.CreateAPIKey(e.ctx, e.as(ms), account.NewAPIKey{Name: "within", Scopes: []string{"read:users"}, Credits: credits(2)}); err != nil {
 			t.Fatalf("a key within every key above: %v", err)
 		}
 		if err := e.setCredits(ms, low.ID, 2); err != nil {
@@ -297,8 +296,8 @@ func (w *usageWrites) during(fn func()) [][]string {
 // (not b's or c's) once a is too.
 func TestLimits_WritesAbove(t *testing.T) {
 	onEachStore(t, func(s account.Store) account.Store { return &usageWrites{Store: s} }, func(t *testing.T, e limitsEnv) {
-		w := e.Store.(*usageWrites)
-		a, as := e.create(e.AdminKey, account.NewAPIKey{})
+		w := e.store.(*usageWrites)
+		a, as := e.create(e.secret, account.NewAPIKey{})
 		_, bs := e.create(as, account.NewAPIKey{})
 		_, cs := e.create(bs, account.NewAPIKey{})
 		d, ds := e.create(cs, account.NewAPIKey{})
@@ -319,7 +318,7 @@ func TestLimits_WritesAbove(t *testing.T) {
 			t.Fatal(err)
 		}
 		check("d limited, nothing above it", [][]string{{d.ID}})
-		if err := e.setCredits(e.AdminKey, a.ID, 10); err != nil {
+		if err := e.setCredits(e.secret, a.ID, 10); err != nil {
 			t.Fatal(err)
 		}
 		check("d and a limited", [][]string{{d.ID, a.ID}})

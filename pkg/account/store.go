@@ -324,9 +324,16 @@ type Store interface {
 
 	// ClaimIdempotency writes r, a started record, unless the record of
 	// r.KeyID and r.Key that the store holds is in force at now for r's
-	// fingerprint (IdempotencyRecord.InForceAt); the check and the write
-	// are one atomic step. It returns r and true when it wrote r, and the
-	// record in force and false otherwise.
+	// fingerprint; the check and the write are one atomic step. A record
+	// is in force until its ExpiresAt if it is applied or done, or started
+	// for another request (another fingerprint), or started by a request
+	// that still holds its lease (LeaseUntil after now); a started record
+	// of the same request whose lease has passed belonged to a request
+	// that died before changing anything, and a retry takes it over. The
+	// rule is executed once, as the condition of tablestore's
+	// ClaimIdempotency; storetest's Claim cases check it on each store.
+	// It returns r and true when it wrote r, and the record in force and
+	// false otherwise.
 	ClaimIdempotency(ctx context.Context, r IdempotencyRecord, now time.Time) (IdempotencyRecord, bool, error)
 	// FinishIdempotency stores r, a done record with its Response, in place
 	// of the record of r.KeyID and r.Key, if r.Owner holds that record.

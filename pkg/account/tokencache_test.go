@@ -2,17 +2,11 @@ package account_test
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"latchkey/pkg/account"
-	"latchkey/pkg/boltstore"
-	"latchkey/pkg/mock"
-	"latchkey/pkg/token"
+	"latchkey/pkg/teststore"
 )
 
 // countingStore counts the reads of token status (revocation entry and
@@ -32,36 +26,9 @@ func (s *countingStore) TokenStatus(ctx context.Context, tokenID, keyID string, 
 // revocation entry and issuing key on every verify and every
 // authentication, so revoking it, or deleting its key, refuses it at once.
 func TestService_TokenCacheReadsStatusEveryCall(t *testing.T) {
-	bolt, err := boltstore.Open(filepath.Join(t.TempDir(), "latchkey.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { bolt.Close() })
-	store := &countingStore{Store: bolt}
-	pub, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cache := token.NewCache(token.CacheOptions{})
-	c := mock.NewClock(time.Now().UTC())
-	svc, err := account.NewService(store, account.Options{
-		CursorKey: []byte("0123456789abcdef0123456789abcdef"),
-		Signer:    token.NewSigner(priv, issuer),
-		Parser:    token.NewParser(issuer, pub).WithCache(cache),
-		Now:       c.Now,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := t.Context()
-	admin := account.NewAPIKeySecret()
-	if err := svc.EnsureBootstrapKey(ctx, admin, time.Time{}); err != nil {
-		t.Fatal(err)
-	}
-	adminP, err := svc.Authenticate(ctx, admin)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := &countingStore{Store: teststore.Open(t)}
+	e := newEnvOver(t, store)
+	svc, ctx, adminP, cache := e.svc, e.ctx, e.admin, e.cache
 	key, secret, err := svc.CreateAPIKey(ctx, adminP, account.NewAPIKey{Name: "client", Scopes: []string{"read:users"}})
 	if err != nil {
 		t.Fatal(err)

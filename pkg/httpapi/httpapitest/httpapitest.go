@@ -26,8 +26,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -36,11 +34,10 @@ import (
 	"latchkey"
 	"latchkey/pkg/account"
 	"latchkey/pkg/assembly"
-	"latchkey/pkg/boltstore"
 	"latchkey/pkg/console"
-	"latchkey/pkg/dynamostore/dynamotest"
 	"latchkey/pkg/httpapi"
 	"latchkey/pkg/mock"
+	"latchkey/pkg/teststore"
 	"latchkey/pkg/token"
 )
 
@@ -104,30 +101,17 @@ func NewServerOver(tb testing.TB, store account.Store) *Env {
 }
 
 // Stores returns a constructor of a new, empty store for each store that
-// runs here, by name: bbolt always, DynamoDB Local when the test runs
-// under scripts/dynamodb-local.sh. A test of a rule that must give the
-// same answers on both runs on each.
+// runs here, by name (teststore.Each): bbolt always, DynamoDB Local when
+// the test runs under scripts/dynamodb-local.sh.
 func Stores(tb testing.TB) map[string]func(testing.TB) account.Store {
 	tb.Helper()
-	out := map[string]func(testing.TB) account.Store{
-		"bbolt": func(tb testing.TB) account.Store {
-			store, err := boltstore.Open(filepath.Join(tb.TempDir(), "latchkey.db"))
-			if err != nil {
-				tb.Fatalf("boltstore.Open: %v", err)
-			}
-			return store
-		},
-	}
-	if os.Getenv(dynamotest.EndpointEnv) != "" {
-		out["dynamodb"] = func(tb testing.TB) account.Store { return dynamotest.NewStore(tb) }
-	}
-	return out
+	return teststore.Each(tb)
 }
 
 func newServer(tb testing.TB, store account.Store, wrap func(account.Store) account.Store, issuer string) *Env {
 	tb.Helper()
 	if store == nil {
-		store = newStore(tb)
+		store = teststore.Open(tb)
 	}
 	tb.Cleanup(func() { store.Close() })
 	if wrap != nil {
@@ -179,29 +163,8 @@ func newServer(tb testing.TB, store account.Store, wrap func(account.Store) acco
 }
 
 // StoreEnv names the variable that chooses the store: "bbolt" (the
-// default) or "dynamodb".
-const StoreEnv = "LATCHKEY_TEST_STORE"
-
-func newStore(tb testing.TB) account.Store {
-	tb.Helper()
-	switch kind := os.Getenv(StoreEnv); kind {
-	case "", "bbolt":
-		store, err := boltstore.Open(filepath.Join(tb.TempDir(), "latchkey.db"))
-		if err != nil {
-			tb.Fatalf("boltstore.Open: %v", err)
-		}
-		return store
-	case "dynamodb":
-		// Asked for by name, so a missing DynamoDB Local is a failure, not a skip.
-		if os.Getenv(dynamotest.EndpointEnv) == "" {
-			tb.Fatalf("%s=dynamodb needs %s (run under scripts/dynamodb-local.sh)", StoreEnv, dynamotest.EndpointEnv)
-		}
-		return dynamotest.NewStore(tb)
-	default:
-		tb.Fatalf("%s=%q: want bbolt or dynamodb", StoreEnv, kind)
-		return nil
-	}
-}
+// default) or "dynamodb" (teststore.Env).
+const StoreEnv = teststore.Env
 
 // Response is a recorded response with the request that produced it, so
 // that it can be checked against the OpenAPI description.
