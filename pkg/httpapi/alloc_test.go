@@ -12,7 +12,9 @@ import (
 // whole request through New's handler, allocates no more than it did
 // when issue 20's speed was won back: 32 allocations before (a clone of
 // the key per verify, a cursor per item read, the request's info in three
-// pieces, a flag on the heap), 21 after. It is a count, not a time, so it
+// pieces, a flag on the heap), 21 after; 23 since issue 30 answers it with
+// encoding/json, as every other endpoint (the body boxed into an interface,
+// and each of its two timestamps' text). It is a count, not a time, so it
 // holds on a loaded machine; a change that needs more should say why.
 func TestVerifyToken_Allocations(t *testing.T) {
 	if os.Getenv(httpapitest.StoreEnv) != "" {
@@ -31,7 +33,7 @@ func TestVerifyToken_Allocations(t *testing.T) {
 		}
 	})
 	t.Logf("a warm verify: %.0f allocations", allocs)
-	if allocs > 21 {
-		t.Errorf("a warm verify makes %.0f allocations, want at most 21", allocs)
+	if allocs > 23 {
+		t.Errorf("a warm verify makes %.0f allocations, want at most 23", allocs)
 	}
 }

@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
 	"latchkey/pkg/account"
-	"latchkey/pkg/jsonstr"
 )
 
 // writeJSON writes v with status. Marshalling the response types cannot
@@ -24,28 +22,6 @@ func (s *server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v
 	w.Header()["Content-Type"] = headerJSON
 	w.WriteHeader(status)
 	w.Write(b.Bytes())
-}
-
-// writeAppended is writeJSON for a response type that encodes itself:
-// without reflection, and without boxing v into an interface.
-func writeAppended[T jsonAppender](w http.ResponseWriter, status int, v T) {
-	b := getJSONBuffer()
-	defer putJSONBuffer(b)
-	b.Write(v.appendJSON(b.AvailableBuffer()))
-	w.Header()["Content-Type"] = headerJSON
-	w.WriteHeader(status)
-	w.Write(b.Bytes())
-}
-
-// jsonAppender is a response type that encodes itself, without reflection,
-// to exactly what the encoder in writeJSON would write (TestAppendJSON
-// holds each to that). Only the verify responses do: verify is the hot path
-// of every resource server. Of the hand-written pieces measured in issue 20
-// it is one of two kept (with boltstore's key memo): encoding/json costs a
-// verify 8% more instructions, and without it the local server's verify
-// would lose over 10% of its throughput in all (docs/performance.md).
-type jsonAppender interface {
-	appendJSON(b []byte) []byte
 }
 
 // Header values of most responses, one slice each for all of them, set
@@ -96,45 +72,7 @@ func putJSONBuffer(b *jsonBuffer) {
 type timestamp time.Time
 
 func (t timestamp) MarshalText() ([]byte, error) {
-	return t.appendText(make([]byte, 0, len(timestampLayout))), nil
-}
-
-// appendText appends what AppendFormat(timestampLayout) gives for t in
-// UTC, written digit by digit: the general formatter, which interprets its
-// layout on every call, took most of a verify body's encoding time.
-func (t timestamp) appendText(b []byte) []byte {
-	u := time.Time(t).UTC()
-	year, month, day := u.Date()
-	if year < 0 || year > 9999 {
-		return u.AppendFormat(b, timestampLayout) // five digits or a sign: rare, and Format knows them
-	}
-	hour, minute, second := u.Clock()
-	b = appendDigits(b, year, 4)
-	b = append(b, '-')
-	b = appendDigits(b, int(month), 2)
-	b = append(b, '-')
-	b = appendDigits(b, day, 2)
-	b = append(b, 'T')
-	b = appendDigits(b, hour, 2)
-	b = append(b, ':')
-	b = appendDigits(b, minute, 2)
-	b = append(b, ':')
-	b = appendDigits(b, second, 2)
-	b = append(b, '.')
-	b = appendDigits(b, u.Nanosecond()/int(time.Millisecond), 3)
-	return append(b, 'Z')
-}
-
-// appendDigits appends n, 0 <= n < 10^width, in exactly width digits.
-func appendDigits(b []byte, n, width int) []byte {
-	for i := width - 1; i >= 0; i-- {
-		d := n
-		for range i {
-			d /= 10
-		}
-		b = append(b, byte('0'+d%10))
-	}
-	return b
+	return time.Time(t).UTC().AppendFormat(make([]byte, 0, len(timestampLayout)), timestampLayout), nil
 }
 
 const timestampLayout = "2006-01-02T15:04:05.000Z07:00"
@@ -332,66 +270,6 @@ type verifyValidResponse struct {
 type verifyInvalidResponse struct {
 	Valid  bool   `json:"valid"`
 	Reason string `json:"reason"`
-}
-
-// appendJSON implements jsonAppender. A field added to the struct must be
-// added here too: TestAppendJSON fails until it is.
-func (v verifyValidResponse) appendJSON(b []byte) []byte {
-	b = append(b, `{"valid":`...)
-	b = strconv.AppendBool(b, v.Valid)
-	b = append(b, `,"token_id":`...)
-	b = jsonstr.Append(b, v.TokenID)
-	b = append(b, `,"key_id":`...)
-	b = jsonstr.Append(b, v.KeyID)
-	b = append(b, `,"scopes":`...)
-	b = appendJSONStrings(b, v.Scopes)
-	b = append(b, `,"audience":`...)
-	b = jsonstr.Append(b, v.Audience)
-	b = append(b, `,"issued_at":"`...)
-	b = v.IssuedAt.appendText(b)
-	b = append(b, `","expires_at":"`...)
-	b = v.ExpiresAt.appendText(b)
-	b = append(b, `","expires_in":`...)
-	b = strconv.AppendInt(b, v.ExpiresIn, 10)
-	b = append(b, `,"organization_id":`...)
-	b = appendJSONOptionalString(b, v.OrganizationID)
-	b = append(b, `,"owner_id":`...)
-	b = appendJSONOptionalString(b, v.OwnerID)
-	return append(b, "}\n"...)
-}
-
-// appendJSON implements jsonAppender.
-func (v verifyInvalidResponse) appendJSON(b []byte) []byte {
-	b = append(b, `{"valid":`...)
-	b = strconv.AppendBool(b, v.Valid)
-	b = append(b, `,"reason":`...)
-	b = jsonstr.Append(b, v.Reason)
-	return append(b, "}\n"...)
-}
-
-// appendJSONOptionalString appends *s as a JSON string, or null if s is
-// nil, as encoding/json does.
-func appendJSONOptionalString(b []byte, s *string) []byte {
-	if s == nil {
-		return append(b, "null"...)
-	}
-	return jsonstr.Append(b, *s)
-}
-
-// appendJSONStrings appends list as a JSON array, or null if it is nil, as
-// encoding/json does.
-func appendJSONStrings(b []byte, list []string) []byte {
-	if list == nil {
-		return append(b, "null"...)
-	}
-	b = append(b, '[')
-	for i, s := range list {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = jsonstr.Append(b, s)
-	}
-	return append(b, ']')
 }
 
 // secondsUntil is the whole seconds from now to t, never negative.

@@ -66,11 +66,11 @@ func (s *server) verifyToken(w http.ResponseWriter, r *http.Request, token strin
 	setRateLimitHeaders(w.Header(), v.Usage)
 	if !v.Valid {
 		info(r).refused = v.Reason
-		writeAppended(w, http.StatusOK, verifyInvalidResponse{Valid: false, Reason: v.Reason})
+		s.writeJSON(w, r, http.StatusOK, verifyInvalidResponse{Valid: false, Reason: v.Reason})
 		return nil
 	}
 	c := v.Claims
-	writeAppended(w, http.StatusOK, verifyValidResponse{
+	s.writeJSON(w, r, http.StatusOK, verifyValidResponse{
 		Valid:     true,
 		TokenID:   c.ID,
 		KeyID:     c.KeyID,

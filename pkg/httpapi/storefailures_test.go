@@ -9,17 +9,22 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"latchkey/pkg/account"
 	"latchkey/pkg/assembly"
+	"latchkey/pkg/boltstore"
 	"latchkey/pkg/httpapi"
 	"latchkey/pkg/httpapi/httpapitest"
-	"latchkey/pkg/mock"
+	"latchkey/pkg/tablestore"
 )
 
 // leak is in the message of every store failure below: it must never reach
@@ -27,7 +32,7 @@ import (
 const leak = "/var/lib/secret-table-path"
 
 // TestStoreFailures sends every route a request that reaches the store,
-// over a store that fails (mock.Store), and checks that the failure is
+// over a table that fails (failingTable), and checks that the failure is
 // answered as README and openapi.yaml say: 503 unavailable with Retry-After
 // when the store reports itself unavailable (account.Unavailable, which the
 // DynamoDB store returns for throttling, a call without an answer within
@@ -61,18 +66,10 @@ func TestStoreFailures(t *testing.T) {
 	} {
 		for _, stage := range []string{"Authentication", "Operation"} {
 			t.Run(failure.name+"/"+stage, func(t *testing.T) {
-				store, calls := failingStore(failure.err)
-				if stage == "Operation" {
-					store.GetAPIKeyByHashFn = func(_ context.Context, hash []byte) (account.APIKey, error) {
-						if !bytes.Equal(hash, admin.Hash) {
-							return account.APIKey{}, account.Errorf(account.CodeNotFound, "no such key")
-						}
-						return admin, nil
-					}
-					// Recording the key's use, part of its authentication,
-					// succeeds too (its failure fails no request anyway).
-					store.RecordAPIKeyUseFn = func(_ context.Context, _ account.APIKey, at time.Time) (time.Time, error) { return at, nil }
-				}
+				// In the operation's stage the credential's lookup works:
+				// its read of the key, and its record of the key's use
+				// (whose failure fails no request anyway).
+				store, calls := failingStore(t, admin, now, failure.err, stage == "Operation")
 				logs := &httpapitest.SyncBuffer{}
 				asm, err := assembly.New(assembly.Parts{
 					Store: store, CursorKey: bytes.Repeat([]byte("c"), 32), Issuer: httpapitest.Issuer,
@@ -210,128 +207,129 @@ func storeFailureRequests(now time.Time, token string) map[string][]storeFailure
 	}
 }
 
-// storeCalls records the store methods a request called.
-type storeCalls struct {
-	mu    sync.Mutex
-	names []string
+// failingTable is a store's table that fails every call with err, but
+// for the admin key's lookup (Authenticate's reads of the key and its
+// update of the key's use) when lookupWorks: those reach a real table
+// that holds the key. It records the calls that are not the lookup's.
+type failingTable struct {
+	tablestore.Table
+	err         error
+	lookupWorks bool
+
+	mu       sync.Mutex
+	learning bool            // the lookup is made once, to note its items
+	lookup   map[string]bool // the items the lookup reads and updates
+	names    []string        // the calls other than the lookup's
 }
 
-func (c *storeCalls) add(name string) { c.mu.Lock(); c.names = append(c.names, name); c.mu.Unlock() }
-func (c *storeCalls) reset()          { c.mu.Lock(); c.names = nil; c.mu.Unlock() }
-
-// operations returns the calls other than the credential's lookup.
-func (c *storeCalls) operations() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var out []string
-	for _, n := range c.names {
-		if n != "GetAPIKeyByHash" && n != "RecordAPIKeyUse" {
-			out = append(out, n)
-		}
+// failingStore returns a store over a failingTable, and that table.
+func failingStore(t *testing.T, admin account.APIKey, now time.Time, failure error, lookupWorks bool) (*tablestore.Store, *failingTable) {
+	t.Helper()
+	const name = "latchkey"
+	table, err := boltstore.OpenTable(filepath.Join(t.TempDir(), "table.db"), tablestore.TableDefinition(name))
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	t.Cleanup(func() { table.Close() })
+	ctx := context.Background()
+	if err := tablestore.New(table, name).CreateAPIKey(ctx, admin); err != nil {
+		t.Fatal(err)
+	}
+	failing := &failingTable{Table: table, err: failure, lookupWorks: lookupWorks, learning: true, lookup: map[string]bool{}}
+	store := tablestore.New(failing, name)
+	if _, err := store.GetAPIKeyByHash(ctx, admin.Hash); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.RecordAPIKeyUse(ctx, admin, now); err != nil {
+		t.Fatal(err)
+	}
+	failing.mu.Lock()
+	failing.learning = false
+	failing.mu.Unlock()
+	return store, failing
 }
 
-// failingStore returns a store whose every method fails with err, and the
-// record of the methods called.
-func failingStore(err error) (*mock.Store, *storeCalls) {
-	c := &storeCalls{}
-	return &mock.Store{
-		CreateUserFn: func(context.Context, account.User) error { c.add("CreateUser"); return err },
-		GetUserFn:    func(context.Context, string) (account.User, error) { c.add("GetUser"); return account.User{}, err },
-		GetUserByEmailFn: func(context.Context, string) (account.User, error) {
-			c.add("GetUserByEmail")
-			return account.User{}, err
-		},
-		GetUserByExternalIDFn: func(context.Context, string) (account.User, error) {
-			c.add("GetUserByExternalID")
-			return account.User{}, err
-		},
-		GetOrganizationBySlugFn: func(context.Context, string) (account.Organization, error) {
-			c.add("GetOrganizationBySlug")
-			return account.Organization{}, err
-		},
-		GetOrganizationByExternalIDFn: func(context.Context, string) (account.Organization, error) {
-			c.add("GetOrganizationByExternalID")
-			return account.Organization{}, err
-		},
-		UpdateUserFn: func(context.Context, string, account.UserPatch) (account.User, error) {
-			c.add("UpdateUser")
-			return account.User{}, err
-		},
-		DeleteUserFn: func(context.Context, string) error { c.add("DeleteUser"); return err },
-		ListUsersFn: func(context.Context, account.ListParams) (account.Page[account.User], error) {
-			c.add("ListUsers")
-			return account.Page[account.User]{}, err
-		},
-		CreateOrganizationFn: func(context.Context, account.Organization) error { c.add("CreateOrganization"); return err },
-		GetOrganizationFn: func(context.Context, string) (account.Organization, error) {
-			c.add("GetOrganization")
-			return account.Organization{}, err
-		},
-		UpdateOrganizationFn: func(context.Context, string, account.OrganizationPatch) (account.Organization, error) {
-			c.add("UpdateOrganization")
-			return account.Organization{}, err
-		},
-		DeleteOrganizationFn: func(context.Context, string) error { c.add("DeleteOrganization"); return err },
-		ListOrganizationsFn: func(context.Context, account.ListParams) (account.Page[account.Organization], error) {
-			c.add("ListOrganizations")
-			return account.Page[account.Organization]{}, err
-		},
-		AddMemberFn: func(context.Context, account.Membership) error { c.add("AddMember"); return err },
-		GetMemberFn: func(context.Context, string, string) (account.Membership, error) {
-			c.add("GetMember")
-			return account.Membership{}, err
-		},
-		UpdateMemberFn: func(context.Context, string, string, account.MemberPatch) (account.Membership, error) {
-			c.add("UpdateMember")
-			return account.Membership{}, err
-		},
-		RemoveMemberFn: func(context.Context, string, string) error { c.add("RemoveMember"); return err },
-		ListMembersFn: func(context.Context, string, account.ListParams) (account.Page[account.Membership], error) {
-			c.add("ListMembers")
-			return account.Page[account.Membership]{}, err
-		},
-		ListUserMembershipsFn: func(context.Context, string, account.ListParams) (account.Page[account.UserMembership], error) {
-			c.add("ListUserMemberships")
-			return account.Page[account.UserMembership]{}, err
-		},
-		CreateAPIKeyFn: func(context.Context, account.APIKey) error { c.add("CreateAPIKey"); return err },
-		GetAPIKeyFn: func(context.Context, string) (account.APIKey, error) {
-			c.add("GetAPIKey")
-			return account.APIKey{}, err
-		},
-		GetAPIKeyByHashFn: func(context.Context, []byte) (account.APIKey, error) {
-			c.add("GetAPIKeyByHash")
-			return account.APIKey{}, err
-		},
-		UpdateAPIKeyFn: func(context.Context, string, account.APIKeyPatch, func(account.APIKey) error) (account.APIKey, error) {
-			c.add("UpdateAPIKey")
-			return account.APIKey{}, err
-		},
-		DeleteAPIKeyFn: func(context.Context, string, func(account.APIKey) error) error { c.add("DeleteAPIKey"); return err },
-		RecordAPIKeyUseFn: func(context.Context, account.APIKey, time.Time) (time.Time, error) {
-			c.add("RecordAPIKeyUse")
-			return time.Time{}, err
-		},
-		ListAPIKeysFn: func(context.Context, account.APIKeyFilter, account.ListParams) (account.Page[account.APIKey], error) {
-			c.add("ListAPIKeys")
-			return account.Page[account.APIKey]{}, err
-		},
-		CreateTokenFn: func(context.Context, account.TokenRecord) error { c.add("CreateToken"); return err },
-		RevokeTokenFn: func(context.Context, account.Revocation) (time.Time, error) {
-			c.add("RevokeToken")
-			return time.Time{}, err
-		},
-		TokenStatusFn: func(context.Context, string, string, []string, string, bool) (account.TokenStatus, error) {
-			c.add("TokenStatus")
-			return account.TokenStatus{}, err
-		},
-		ListEventsFn: func(context.Context, account.EventQuery) (account.Page[account.StoredEvent], error) {
-			c.add("ListEvents")
-			return account.Page[account.StoredEvent]{}, err
-		},
-	}, c
+// fail records a call other than the lookup's, and fails it.
+func (t *failingTable) fail(op string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.names = append(t.names, op)
+	return t.err
+}
+
+// pass returns nil if a read or update of the items at keys may reach the
+// table: the lookup's, when it works. It records and fails the others.
+func (t *failingTable) pass(op string, keys ...map[string]types.AttributeValue) error {
+	t.mu.Lock()
+	lookup, learning := len(keys) > 0, t.learning
+	for _, k := range keys {
+		pk, _ := k["pk"].(*types.AttributeValueMemberS)
+		sk, _ := k["sk"].(*types.AttributeValueMemberS)
+		item := pk.Value + "\x00" + sk.Value
+		if learning {
+			t.lookup[item] = true
+		}
+		lookup = lookup && t.lookup[item]
+	}
+	t.mu.Unlock()
+	switch {
+	case lookup && (t.lookupWorks || learning):
+		return nil
+	case lookup:
+		return t.err
+	}
+	return t.fail(op)
+}
+
+func (t *failingTable) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	if err := t.pass("GetItem", in.Key); err != nil {
+		return nil, err
+	}
+	return t.Table.GetItem(ctx, in, optFns...)
+}
+
+func (t *failingTable) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	var keys []map[string]types.AttributeValue
+	for _, ka := range in.RequestItems {
+		keys = append(keys, ka.Keys...)
+	}
+	if err := t.pass("BatchGetItem", keys...); err != nil {
+		return nil, err
+	}
+	return t.Table.BatchGetItem(ctx, in, optFns...)
+}
+
+func (t *failingTable) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if err := t.pass("UpdateItem", in.Key); err != nil {
+		return nil, err
+	}
+	return t.Table.UpdateItem(ctx, in, optFns...)
+}
+
+func (t *failingTable) Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	return nil, t.fail("Query")
+}
+
+func (t *failingTable) PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	return nil, t.fail("PutItem")
+}
+
+func (t *failingTable) DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	return nil, t.fail("DeleteItem")
+}
+
+func (t *failingTable) TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	return nil, t.fail("TransactWriteItems")
+}
+
+func (t *failingTable) reset() { t.mu.Lock(); t.names = nil; t.mu.Unlock() }
+
+// operations returns the calls other than the lookup's since the last
+// reset.
+func (t *failingTable) operations() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.names)
 }
 
 // TestStoreFailures_ConcurrentUpdate: a write that lost every try to
@@ -351,14 +349,7 @@ func TestStoreFailures_ConcurrentUpdate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, calls := failingStore(account.ErrConcurrentUpdate("resource"))
-	store.GetAPIKeyByHashFn = func(_ context.Context, hash []byte) (account.APIKey, error) {
-		if !bytes.Equal(hash, admin.Hash) {
-			return account.APIKey{}, account.Errorf(account.CodeNotFound, "no such key")
-		}
-		return admin, nil
-	}
-	store.RecordAPIKeyUseFn = func(_ context.Context, _ account.APIKey, at time.Time) (time.Time, error) { return at, nil }
+	store, calls := failingStore(t, admin, now, account.ErrConcurrentUpdate("resource"), true)
 	logs := &httpapitest.SyncBuffer{}
 	asm, err := assembly.New(assembly.Parts{
 		Store: store, CursorKey: bytes.Repeat([]byte("c"), 32), Issuer: httpapitest.Issuer,
@@ -387,8 +378,8 @@ func TestStoreFailures_ConcurrentUpdate(t *testing.T) {
 	if res.Header.Get("Retry-After") == "" {
 		t.Errorf("POST /oauth2/revoke: no Retry-After")
 	}
-	if !slices.Contains(calls.operations(), "RevokeToken") {
-		t.Errorf("the store's calls %v: RevokeToken was not called", calls.operations())
+	if !slices.Contains(calls.operations(), "TransactWriteItems") {
+		t.Errorf("the table's calls %v: the revocation was not written", calls.operations())
 	}
 	if l := logs.String(); strings.Contains(l, `"level":"ERROR"`) {
 		t.Errorf("a lost race logged as an error: %s", l)

@@ -1,7 +1,5 @@
-// Package mock holds the hand-written test doubles the tests of every
-// package share: Store, an account.Store made of function fields, for
-// driving code through failures a real store cannot be made to produce on
-// demand; and Clock, the one settable clock.
+// Package mock holds the test double the tests of every package share:
+// Clock, the one settable clock.
 package mock
 
 import (

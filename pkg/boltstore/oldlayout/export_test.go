@@ -9,3 +9,11 @@ type (
 	TokenItem      = tokenItem
 	RevocationItem = revocationItem
 )
+
+// Their conversions to the domain types.
+var (
+	UserDomain   = userItem.domain
+	OrgDomain    = orgItem.domain
+	MemberDomain = memberItem.domain
+	APIKeyDomain = apiKeyItem.domain
+)

@@ -8,6 +8,9 @@ import (
 
 // The stored forms of the earlier layout, JSON in each bucket, as fda3049's
 // pkg/boltstore/items.go wrote them. They are read here and nowhere else.
+// Each converts to its domain type field by field, never by a struct
+// conversion, so that a field added to the domain type leaves this
+// package compiling (TestDomain_NewFields).
 type userItem struct {
 	ID         string           `json:"id"`
 	Email      string           `json:"email"`
@@ -17,6 +20,13 @@ type userItem struct {
 	Metadata   account.Metadata `json:"metadata,omitempty"`
 	CreatedAt  time.Time        `json:"created_at"`
 	UpdatedAt  time.Time        `json:"updated_at"`
+}
+
+func (it userItem) domain() account.User {
+	return account.User{
+		ID: it.ID, Email: it.Email, Name: it.Name, Role: it.Role, ExternalID: it.ExternalID,
+		Metadata: it.Metadata.OrNil(), CreatedAt: it.CreatedAt, UpdatedAt: it.UpdatedAt,
+	}
 }
 
 type orgItem struct {
@@ -30,12 +40,23 @@ type orgItem struct {
 	UpdatedAt  time.Time        `json:"updated_at"`
 }
 
+func (it orgItem) domain() account.Organization {
+	return account.Organization{
+		ID: it.ID, Name: it.Name, Slug: it.Slug, Plan: it.Plan, ExternalID: it.ExternalID,
+		Metadata: it.Metadata.OrNil(), CreatedAt: it.CreatedAt, UpdatedAt: it.UpdatedAt,
+	}
+}
+
 type memberItem struct {
 	OrganizationID string    `json:"organization_id"`
 	UserID         string    `json:"user_id"`
 	Role           string    `json:"role"`
 	CreatedAt      time.Time `json:"created_at"`
 	UpdatedAt      time.Time `json:"updated_at"`
+}
+
+func (it memberItem) domain() account.Membership {
+	return account.Membership{OrganizationID: it.OrganizationID, UserID: it.UserID, Role: it.Role, CreatedAt: it.CreatedAt, UpdatedAt: it.UpdatedAt}
 }
 
 type apiKeyItem struct {

@@ -61,21 +61,17 @@ func Copy(ctx context.Context, tx *bolt.Tx, s *tablestore.Store, now time.Time) 
 	var c Counts
 	var err error
 	if c.Users, err = each(tx, "users", func(_ []byte, it userItem) error {
-		u := account.User(it)
-		u.Metadata = u.Metadata.OrNil()
-		return s.CreateUser(ctx, u)
+		return s.CreateUser(ctx, it.domain())
 	}); err != nil {
 		return c, err
 	}
 	if c.Organizations, err = each(tx, "orgs", func(_ []byte, it orgItem) error {
-		o := account.Organization(it)
-		o.Metadata = o.Metadata.OrNil()
-		return s.CreateOrganization(ctx, o)
+		return s.CreateOrganization(ctx, it.domain())
 	}); err != nil {
 		return c, err
 	}
 	if c.Members, err = each(tx, "members", func(_ []byte, it memberItem) error {
-		return s.AddMember(ctx, account.Membership(it))
+		return s.AddMember(ctx, it.domain())
 	}); err != nil {
 		return c, err
 	}
