@@ -1,6 +1,7 @@
 package account
 
 import (
+	"crypto/subtle"
 	"fmt"
 	"slices"
 )
@@ -74,7 +75,10 @@ var actionOperations = map[Action]Operation{
 //	                the caller is the bootstrap key, and
 //	                limited as tightly as the caller and
 //	                every limited key above k
-//	rotate          as for edit, not the bootstrap key      forbidden
+//	edit            not the bootstrap key, but by itself    forbidden
+//	rotate          as for edit, not the bootstrap key;     forbidden
+//	                another's only if it is limited as
+//	                tightly as the caller (as for create)
 //	delete          as for edit, not the bootstrap key      forbidden
 //	revoke_tokens   as for edit; the bootstrap key's only   forbidden
 //	                by the bootstrap key itself
@@ -100,7 +104,16 @@ func (p Principal) Decide(a Action, k APIKey) error {
 	if slices.Contains(p.KeyAncestors, k.ID) {
 		return Errorf(CodeForbidden, "an API key cannot %s a key above it (one that created it, directly or not); use that key or one above it", verbs[a])
 	}
+	// The caller's own key as the store read it, in the same call that
+	// writes it: if its secret was rotated after this request
+	// authenticated, the request was made with a secret (or a session of
+	// one) that no longer manages anything.
+	if k.ID == p.KeyID && p.keyHash != nil && subtle.ConstantTimeCompare(p.keyHash, k.Hash) != 1 {
+		return errSecretReplaced
+	}
 	switch {
+	case a == ActionEdit && k.Bootstrap && k.ID != p.KeyID:
+		return Errorf(CodeForbidden, "the bootstrap admin key is managed by configuration: only it changes its own name and metadata")
 	case a == ActionDisable && k.Bootstrap:
 		return Errorf(CodeForbidden, "the bootstrap admin key is managed by configuration and cannot be disabled through the API")
 	case a == ActionRotate && k.Bootstrap:
@@ -111,9 +124,23 @@ func (p Principal) Decide(a Action, k APIKey) error {
 		return Errorf(CodeForbidden, "the bootstrap admin key is managed by configuration: only it revokes all of its tokens")
 	case a == ActionSetLimits:
 		return p.maySetLimits(k)
+	case a == ActionRotate && k.ID != p.KeyID:
+		// A rotation hands the caller the key's new secret: it may take
+		// only a credential it could have created, limited as tightly as
+		// its own key and every limited key above it, so that a limited
+		// key cannot escape its limits through a sibling's secret, nor a
+		// tenant's key take the plan key the integrator made for it.
+		if err := limitsWithin(p.keyLimits(), k.RateLimits, k.Credits); err != nil {
+			return Errorf(CodeForbidden, "a rotation hands over the key's new secret, and this key is less limited than the calling key (%s): rotate it with a key above it", err.(*Error).Message)
+		}
 	}
 	return nil
 }
+
+// errSecretReplaced answers a change of its own key by a request whose
+// secret, or the secret that started its console session, was replaced
+// by a rotation while the request ran.
+var errSecretReplaced = Errorf(CodeUnauthorized, "the secret that authenticated this request was replaced by a rotation while it ran: sign in again with the current secret")
 
 // verbs say what each action does, in a refusal.
 var verbs = map[Action]string{

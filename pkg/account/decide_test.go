@@ -118,6 +118,10 @@ func TestPrincipal_Decide(t *testing.T) {
 	previous.PreviousSecret = true
 	tenant := keyP
 	tenant.KeyOrganizationID = "org_other"
+	// A limited key may not rotate a less limited one: the rotation would
+	// hand it a secret without its limits.
+	limited := below("key_L", "key_P")
+	limited.KeyCredits = &account.Credits{Remaining: 2}
 
 	keyT := account.APIKey{ID: "key_T", Scopes: all, CreatedBy: "key_P", Ancestors: []string{"key_P"}}
 	keyB := account.APIKey{ID: "key_B", Scopes: all, Bootstrap: true}
@@ -143,7 +147,8 @@ func TestPrincipal_Decide(t *testing.T) {
 		{"a console session of P", session, keyT, "ok ok ok ok ok ok ok"},
 		{"P's previous secret", previous, keyT, "ok ps ps ps ps ps ps"},
 		{"admin on itself", admin, keyB, "ok ok fb fb fb fb ok"},
-		{"another *:* key on the admin key", keyP, keyB, "ok ok fb fb fb fb fb"},
+		{"another *:* key on the admin key", keyP, keyB, "ok fb fb fb fb fb fb"},
+		{"a sibling of T with credits", limited, keyT, "ok ok ok fb fb ok ok"},
 	} {
 		want := strings.Fields(row.want)
 		if len(want) != len(actions) {
@@ -156,4 +161,42 @@ func TestPrincipal_Decide(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestService_RotationDuringRequest: a request authenticated with a
+// secret that a rotation replaces before the request's write changes
+// nothing of its own key, whatever it asked (issue 29: a thief's session
+// or secret, authenticated just before the holder's rotation, must not
+// rotate the key again).
+func TestService_RotationDuringRequest(t *testing.T) {
+	e := newEnv(t)
+	_, secret := e.key(t, "", account.ScopeAll)
+	stale := e.auth(t, secret)
+	if _, _, err := e.svc.RotateAPIKey(e.ctx, e.auth(t, secret), stale.KeyID, account.KeyRotationRequest{ExpiresIn: "0s"}); err != nil {
+		t.Fatalf("the holder's rotation: %v", err)
+	}
+	_, _, err := e.svc.RotateAPIKey(e.ctx, stale, stale.KeyID, account.KeyRotationRequest{ExpiresIn: "0s"})
+	wantCode(t, err, account.CodeUnauthorized)
+	name := "renamed"
+	_, err = e.svc.UpdateAPIKey(e.ctx, stale, stale.KeyID, account.APIKeyUpdate{Name: &name})
+	wantCode(t, err, account.CodeUnauthorized)
+	err = e.svc.DeleteAPIKey(e.ctx, stale, stale.KeyID)
+	wantCode(t, err, account.CodeUnauthorized)
+}
+
+// TestService_RotateLessLimited: a limited key rotates no key that is less
+// limited than itself, which would hand it an unlimited secret.
+func TestService_RotateLessLimited(t *testing.T) {
+	e := newEnv(t)
+	_, mSecret, err := e.svc.CreateAPIKey(e.ctx, e.admin, account.NewAPIKey{Name: "m", Scopes: []string{"read:x", account.ScopeReadAPIKeys, account.ScopeWriteAPIKeys},
+		Credits: &account.CreditsRequest{Remaining: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _, err := e.svc.CreateAPIKey(e.ctx, e.admin, account.NewAPIKey{Name: "n", Scopes: []string{"read:x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = e.svc.RotateAPIKey(e.ctx, e.auth(t, mSecret), n.ID, account.KeyRotationRequest{ExpiresIn: "0s"})
+	wantCode(t, err, account.CodeForbidden)
 }
