@@ -81,15 +81,6 @@ func Run(t *testing.T, newStore func(t *testing.T) account.Store) {
 	s.runEvents(t)
 }
 
-// RunEvents runs the part of Run that reads the event feed: for a second
-// configuration of a store already run through Run that differs only in
-// how it makes, writes and reads its events (boltstore's Table under
-// tablestore's concurrent-writer path, beside the serial one Open uses).
-// Subtests are named as under Run.
-func RunEvents(t *testing.T, newStore func(t *testing.T) account.Store) {
-	suite{newStore: newStore}.runEvents(t)
-}
-
 func (s suite) runEvents(t *testing.T) {
 	t.Run("Events", s.events)
 	t.Run("OrganizationEvents", s.organizationEvents)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -76,10 +77,41 @@ func NewTable(tb testing.TB, client *dynamodb.Client) string {
 // Timeout is the per-call deadline of the tests' stores. The production
 // default (dynamostore.DefaultTimeout) is tuned for an unloaded DynamoDB; on a
 // shared, loaded test machine a slow answer must slow a test down, not fail
-// it. Only the deadline tests use a short one, on purpose. It is not longer
-// because the event feed holds events back for the store's timeout plus 2 s
-// (tablestore.EventLag), and each event test waits that long.
-const Timeout = 10 * time.Second
+// it. Only the deadline tests use a short one, on purpose. It is 10 s on a
+// machine whose load is within its cores, scaled up with the load when the
+// test binary starts (loadScale), and set outright by TimeoutEnv. It is no
+// longer than it need be because the event feed holds events back for the
+// store's timeout plus 2 s (tablestore.EventLag), and each event test waits
+// that long: on a busy machine the event tests take longer, as the feed
+// itself would.
+var Timeout = testTimeout()
+
+// TimeoutEnv names the variable that sets Timeout (a Go duration, like 30s).
+const TimeoutEnv = "LATCHKEY_TEST_DYNAMODB_TIMEOUT"
+
+func testTimeout() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(TimeoutEnv)); err == nil && d > 0 {
+		return d
+	}
+	return time.Duration(float64(10*time.Second) * loadScale())
+}
+
+// loadScale is the one-minute load average per core, from 1 (a machine
+// within its cores, or one that does not say) to 4: a first run of make
+// test on a fresh clone beside other work met loads of 11 to 14 on 2 cores,
+// where DynamoDB Local (a JVM on the same cores) answered some calls after
+// more than 10 s.
+func loadScale() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 1
+	}
+	var load float64
+	if _, err := fmt.Sscan(string(b), &load); err != nil {
+		return 1
+	}
+	return min(max(load/float64(runtime.NumCPU()), 1), 4)
+}
 
 // NewStore returns a store over a fresh table, with the tests' Timeout.
 func NewStore(tb testing.TB) *tablestore.Store {
