@@ -1,6 +1,8 @@
 package boltstore
 
 import (
+	"latchkey/pkg/tablestore"
+
 	"bytes"
 	"sync"
 
@@ -28,21 +30,34 @@ type itemMemo struct {
 type memoItem struct {
 	data []byte
 	item map[string]types.AttributeValue
+	// port is item in the port's values (see BatchGetItems).
+	port    tablestore.Item
+	portErr error
 }
 
 // decode returns the item stored as data under key. data may be bbolt's
 // memory: nothing kept or returned refers to it.
 func (im *itemMemo) decode(key, data []byte) (map[string]types.AttributeValue, error) {
+	e, err := im.entry(key, data)
+	return e.item, err
+}
+
+// entry is decode, with the item in the port's values too.
+func (im *itemMemo) entry(key, data []byte) (memoItem, error) {
 	im.mu.RLock()
 	e, ok := im.m[string(key)]
 	im.mu.RUnlock()
 	if ok && bytes.Equal(e.data, data) {
-		return e.item, nil
+		return e, nil
 	}
 	item, err := decodeItem(data)
 	if err != nil {
-		return nil, err
+		return memoItem{}, err
 	}
+	// An item the port cannot hold (a test's, through the SDK's API) is
+	// an error only to a reader through the port.
+	port, portErr := tablestore.FromAV(item)
+	e = memoItem{data: bytes.Clone(data), item: item, port: port, portErr: portErr}
 	im.mu.Lock()
 	if im.m == nil {
 		im.m = map[string]memoItem{}
@@ -53,7 +68,7 @@ func (im *itemMemo) decode(key, data []byte) (map[string]types.AttributeValue, e
 			break
 		}
 	}
-	im.m[string(key)] = memoItem{data: bytes.Clone(data), item: item}
+	im.m[string(key)] = e
 	im.mu.Unlock()
-	return item, nil
+	return e, nil
 }

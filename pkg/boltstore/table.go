@@ -1,6 +1,8 @@
 package boltstore
 
 import (
+	"latchkey/pkg/tablestore"
+
 	"bytes"
 	"context"
 	"errors"
@@ -857,7 +859,7 @@ func (t *Table) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput
 		}
 		ends[i] = len(buf)
 	}
-	items, err := t.readKeys(buf, ends, names)
+	items, err := t.readKeys(buf, ends, names, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -873,6 +875,16 @@ func (t *Table) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput
 // request and answer maps. The items are the memo's, which callers do not
 // modify.
 func (t *Table) BatchGetKeys(ctx context.Context, table string, keys [][2]string) ([]map[string]types.AttributeValue, error) {
+	ks := make([]tablestore.Key, len(keys))
+	for i, k := range keys {
+		ks[i] = tablestore.Key{PK: k[0], SK: k[1]}
+	}
+	return t.batchGetKeys(ctx, table, ks, nil)
+}
+
+// batchGetKeys is BatchGetKeys that, with port, appends the items to it
+// in the port's values instead of answering them.
+func (t *Table) batchGetKeys(ctx context.Context, table string, keys []tablestore.Key, port *[]tablestore.Item) ([]map[string]types.AttributeValue, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -892,26 +904,34 @@ func (t *Table) BatchGetKeys(ctx context.Context, table string, keys [][2]string
 	ends := endsBuf[:0]
 	buf := make([]byte, 0, 64*len(keys))
 	for _, k := range keys {
-		for i := range k {
-			if k[i] == "" {
+		for i, v := range [2]string{k.PK, k.SK} {
+			if v == "" {
 				a := t.keys.hash
 				if i == 1 {
 					a = t.keys.rng
 				}
 				return nil, validation("One or more parameter values are not valid. The AttributeValue for a key attribute cannot contain an empty %s value. Key: %s", typeWord(a.typ), a.name)
 			}
-			buf = appendKeyPartOf(buf, k[i])
+			buf = appendKeyPartOf(buf, v)
 		}
 		ends = append(ends, len(buf))
 	}
-	return t.readKeys(buf, ends, nil)
+	return t.readKeys(buf, ends, nil, port)
+}
+
+// BatchGetItems is BatchGetKeys with the items in the port's values
+// (tablestore.ItemReader), the memo's, which callers do not modify.
+func (t *Table) BatchGetItems(ctx context.Context, table string, keys []tablestore.Key) ([]tablestore.Item, error) {
+	items := make([]tablestore.Item, 0, len(keys))
+	_, err := t.batchGetKeys(ctx, table, keys, &items)
+	return items, err
 }
 
 // readKeys reads the items at the table keys in buf, each ending at its
 // ends, in one read transaction, refusing duplicates as DynamoDB does, and
 // returns those that exist, in the order of their keys, projected on names
 // (all attributes when nil).
-func (t *Table) readKeys(buf []byte, ends []int, names []string) ([]map[string]types.AttributeValue, error) {
+func (t *Table) readKeys(buf []byte, ends []int, names []string, port *[]tablestore.Item) ([]map[string]types.AttributeValue, error) {
 	keyAt := func(i int) []byte {
 		start := 0
 		if i > 0 {
@@ -926,7 +946,10 @@ func (t *Table) readKeys(buf []byte, ends []int, names []string) ([]map[string]t
 			}
 		}
 	}
-	items := make([]map[string]types.AttributeValue, 0, len(ends))
+	var items []map[string]types.AttributeValue
+	if port == nil {
+		items = make([]map[string]types.AttributeValue, 0, len(ends))
+	}
 	err := t.db.View(func(tx *bolt.Tx) error {
 		// One cursor for all: a Get makes a cursor each, and its path
 		// from the root grows anew (an allocation per level).
@@ -936,11 +959,18 @@ func (t *Table) readKeys(buf []byte, ends []int, names []string) ([]map[string]t
 			if data == nil || !bytes.Equal(k, keyAt(i)) {
 				continue
 			}
-			item, err := t.memo.decode(keyAt(i), data)
+			e, err := t.memo.entry(keyAt(i), data)
 			if err != nil {
 				return fmt.Errorf("boltstore: item %q: %w", keyAt(i), err)
 			}
-			items = append(items, project(item, names))
+			if port != nil {
+				if e.portErr != nil {
+					return fmt.Errorf("boltstore: item %q: %w", keyAt(i), e.portErr)
+				}
+				*port = append(*port, e.port)
+				continue
+			}
+			items = append(items, project(e.item, names))
 		}
 		return nil
 	})

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
@@ -83,54 +81,40 @@ func retryable(err error) bool {
 }
 
 // errTransactionConflict marks a write refused only because a transaction
-// in progress held one of its items: TransactionConflict as a cancellation
-// reason of a transaction, or TransactionConflictException for a single-item
-// write (an UpdateItem racing AddMember's ConditionCheck on the same user,
-// say). The SDK retries neither; retryConflicts does.
-var errTransactionConflict = errors.New("tablestore: transaction conflict")
+// in progress held one of its items: ReasonConflict as a cancellation
+// reason of a transaction, or ErrConflict for a single-item write (an
+// UpdateItem racing AddMember's ConditionCheck on the same user, say).
+// The SDK retries neither; retryConflicts does.
+var errTransactionConflict = ErrConflict
 
-// conflict returns err marked as errTransactionConflict when it is a
-// single-item write's TransactionConflictException, and err otherwise.
-func conflict(err error) error {
-	var tce *types.TransactionConflictException
-	if errors.As(err, &tce) {
-		return fmt.Errorf("%w: %w", errTransactionConflict, err)
-	}
-	return err
-}
-
-// cancellation maps a TransactionCanceledException to a domain error.
+// cancellation maps a CanceledError to a domain error.
 // onCheckFailed[i] is the error for a failed condition on item i, in the
 // order the items were sent; the first failed condition wins, so callers
 // order items by which error should be reported first. A failed condition
 // without an entry (or with a nil one) is a bug in the store, internal,
 // unless one with an entry failed too.
 // For a failed condition it also returns old, the item as it was, when the item
-// asked for it (ReturnValuesOnConditionCheckFailure ALL_OLD), else nil.
+// asked for it (Write.ReturnOld), else nil.
 // mapped is nil when err is not a cancellation.
-func cancellation(err error, onCheckFailed []error) (old map[string]types.AttributeValue, mapped error) {
-	var tce *types.TransactionCanceledException
-	if !errors.As(err, &tce) {
+func cancellation(err error, onCheckFailed []error) (old Item, mapped error) {
+	var ce *CanceledError
+	if !errors.As(err, &ce) {
 		return nil, nil
 	}
 	conflicted, throttled, unexpected := false, false, false
-	for i, r := range tce.CancellationReasons {
-		code := ""
-		if r.Code != nil {
-			code = *r.Code
-		}
-		switch code {
-		case "", reasonNone:
-		case reasonConditionalCheck:
+	for i, r := range ce.Reasons {
+		switch r {
+		case ReasonNone:
+		case ReasonConditionFailed:
 			if i < len(onCheckFailed) && onCheckFailed[i] != nil {
-				return r.Item, onCheckFailed[i]
+				return ce.Old[i], onCheckFailed[i]
 			}
 			// A bug, unless a later condition that can fail failed too
 			// (a user created twice: its e-mail is taken).
 			unexpected = true
-		case reasonTransactionConflict:
+		case ReasonConflict:
 			conflicted = true
-		case reasonThrottling, reasonProvisionedThroughput, reasonRequestLimit:
+		case ReasonThrottled:
 			throttled = true
 		default:
 			return nil, account.Internal(err)
@@ -148,26 +132,26 @@ func cancellation(err error, onCheckFailed []error) (old map[string]types.Attrib
 }
 
 // conditionFailed reports whether a single-item write failed its condition,
-// and returns the exception, which holds the old item when it was asked for.
-func conditionFailed(err error) (*types.ConditionalCheckFailedException, bool) {
-	var ccf *types.ConditionalCheckFailedException
+// and returns the error, which holds the old item when it was asked for.
+func conditionFailed(err error) (*ConditionFailedError, bool) {
+	var ccf *ConditionFailedError
 	ok := errors.As(err, &ccf)
 	return ccf, ok
 }
 
 // eventsBusy reports whether err cancelled a transaction only because
-// DynamoDB throttled writes to its items from first on, which are its
+// the table throttled writes to its items from first on, which are its
 // events: their shard was busy, and the change itself was not refused.
 func eventsBusy(err error, first int) bool {
-	var tce *types.TransactionCanceledException
-	if !errors.As(err, &tce) {
+	var ce *CanceledError
+	if !errors.As(err, &ce) {
 		return false
 	}
 	busy := false
-	for i, r := range tce.CancellationReasons {
-		switch code := aws.ToString(r.Code); code {
-		case "", reasonNone:
-		case reasonThrottling, reasonProvisionedThroughput:
+	for i, r := range ce.Reasons {
+		switch r {
+		case ReasonNone:
+		case ReasonThrottled:
 			if i < first {
 				return false
 			}
