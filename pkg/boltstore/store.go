@@ -78,7 +78,7 @@ func Open(path string, opts ...OpenOption) (*tablestore.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := tablestore.New(t, TableName, tablestore.WithSerialWrites())
+	s := tablestore.NewOnPort(t.Port(), tablestore.WithSerialWrites())
 	// Event ids go on after the newest stored, whatever the clock says.
 	if err := s.ResumeEvents(context.Background()); err != nil {
 		s.Close()
