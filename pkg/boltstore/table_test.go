@@ -38,3 +38,20 @@ func TestTable_ConformanceDynamoDBLocal(t *testing.T) {
 	client := dynamotest.NewClient(t)
 	tabletest.Run(t, func(t *testing.T) (tabletest.Table, string) { return client, dynamotest.NewTable(t, client) }, tabletest.DynamoDBLocal())
 }
+
+// TestPort_Conformance runs the port's conformance suite on boltstore's
+// executor of it.
+func TestPort_Conformance(t *testing.T) {
+	tabletest.RunPort(t, func(t *testing.T) tablestore.Port {
+		tb, _ := openTable(t)
+		return tb.Port()
+	})
+}
+
+// TestPort_ConformanceDynamoDBLocal runs the same suite on DynamoDB Local
+// through the translation to the SDK, which is what makes its
+// expectations DynamoDB's.
+func TestPort_ConformanceDynamoDBLocal(t *testing.T) {
+	client := dynamotest.NewClient(t)
+	tabletest.RunPort(t, func(t *testing.T) tablestore.Port { return tablestore.SDKPort(client, dynamotest.NewTable(t, client)) })
+}
