@@ -8,7 +8,6 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	bolt "go.etcd.io/bbolt"
 
 	"latchkey/pkg/tablestore"
@@ -53,7 +52,7 @@ func (p Port) Get(ctx context.Context, k tablestore.Key) (tablestore.Item, error
 
 // BatchGet reads the items keys; every read is strongly consistent.
 func (p Port) BatchGet(ctx context.Context, keys []tablestore.Key, _ bool) ([]tablestore.Item, error) {
-	return p.t.BatchGetItems(ctx, p.t.name, keys)
+	return p.t.batchGet(ctx, keys)
 }
 
 // Query reads one partition of the table or of its index.
@@ -64,10 +63,11 @@ func (p Port) Query(ctx context.Context, q tablestore.Query) (tablestore.Page, e
 	bucket, hashName, rangeName := bucketTableItems, "pk", "sk"
 	var ix *index
 	if q.Index != "" {
-		if ix = p.t.indexes[q.Index]; ix == nil {
+		if q.Index != p.t.index.name {
 			return tablestore.Page{}, fmt.Errorf("boltstore: no index %q", q.Index)
 		}
-		bucket, hashName, rangeName = ix.bucket, ix.keys.hash.name, ix.keys.rng.name
+		ix = &p.t.index
+		bucket, hashName, rangeName = ix.bucket, ix.hash, ix.rng
 	}
 	rc, err := rangeOf(q.Range)
 	if err != nil {
@@ -138,14 +138,10 @@ func (p Port) Query(ctx context.Context, q tablestore.Query) (tablestore.Page, e
 			if data == nil {
 				return errCorrupt
 			}
-			e, err := p.t.memo.entry(key, data)
-			if err == nil {
-				err = e.portErr
-			}
+			item, err := p.t.memo.decode(key, data)
 			if err != nil {
 				return err
 			}
-			item := e.port
 			page.Scanned++
 			read += len(data)
 			if q.Filter.Op == tablestore.OpNone || met(q.Filter, item) {
@@ -181,8 +177,8 @@ func only(item tablestore.Item, names []string) tablestore.Item {
 // rangeOf is r over the range key's bytes.
 func rangeOf(r tablestore.Range) (rangeCond, error) {
 	ops := map[tablestore.Op]byte{
-		tablestore.OpNone: 0, tablestore.OpEqual: '=', tablestore.OpLess: '<', tablestore.OpLessEqual: tokLE,
-		tablestore.OpGreater: '>', tablestore.OpGreaterEqual: tokGE, tablestore.OpBetween: 'B', tablestore.OpBeginsWith: 'b',
+		tablestore.OpNone: 0, tablestore.OpEqual: '=', tablestore.OpLess: '<', tablestore.OpLessEqual: opLE,
+		tablestore.OpGreater: '>', tablestore.OpGreaterEqual: opGE, tablestore.OpBetween: 'B', tablestore.OpBeginsWith: 'b',
 	}
 	op, ok := ops[r.Op]
 	want := map[byte]int{0: 0, 'B': 2}[op]
@@ -302,7 +298,6 @@ type portOp struct {
 	kind       tablestore.WriteKind
 	key        []byte
 	old, next  tablestore.Item
-	oldAV      map[string]types.AttributeValue
 	unchanging bool // a check
 }
 
@@ -322,14 +317,11 @@ func (p Port) prepare(tx *bolt.Tx, ws []tablestore.Write) ([]portOp, error) {
 		}
 		op := portOp{kind: w.Kind, key: tableKey(k)}
 		if data := items.Get(op.key); data != nil {
-			e, err := p.t.memo.entry(op.key, data)
-			if err == nil {
-				err = e.portErr
-			}
+			old, err := p.t.memo.decode(op.key, data)
 			if err != nil {
 				return nil, err
 			}
-			op.old, op.oldAV = e.port, e.item
+			op.old = old
 		}
 		switch w.Kind {
 		case tablestore.WritePut:
@@ -357,16 +349,14 @@ func (p Port) commit(tx *bolt.Tx, ops []portOp) error {
 		if op.unchanging || op.old == nil && op.next == nil {
 			continue
 		}
-		var nextAV map[string]types.AttributeValue
 		var data []byte
 		if op.next != nil {
-			nextAV = tablestore.ToAV(op.next)
 			var err error
-			if data, err = encodeItem(nextAV); err != nil {
+			if data, err = encodeItem(op.next); err != nil {
 				return err
 			}
 		}
-		if err := p.t.store(tx, op.key, op.oldAV, nextAV, data); err != nil {
+		if err := p.t.store(tx, op.key, op.old, op.next, data); err != nil {
 			return err
 		}
 	}

@@ -36,12 +36,6 @@ const batchDelay = 2 * time.Millisecond
 // one store or Table).
 var ErrInUse = errors.New("another process holds the file")
 
-// The Table's optional capabilities, which the store over it uses.
-var (
-	_ tablestore.SerialTable = (*Table)(nil)
-	_ tablestore.KeyReader   = (*Table)(nil)
-)
-
 // Open opens (creating if needed) the store in the file at path: the
 // table tablestore.TableDefinition describes, with TTL on
 // tablestore.TTLAttribute, so that expired token records, revocations,
@@ -74,7 +68,7 @@ func Open(path string, opts ...OpenOption) (*tablestore.Store, error) {
 			return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 		}
 	}
-	t, err := OpenTable(path, tablestore.TableDefinition(TableName), WithTTL(tablestore.TTLAttribute))
+	t, err := OpenTable(path, WithTTL(tablestore.TTLAttribute))
 	if err != nil {
 		return nil, err
 	}

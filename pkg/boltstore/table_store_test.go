@@ -19,7 +19,7 @@ import (
 // Local.
 func TestTable_Store(t *testing.T) {
 	storetest.RunEvents(t, func(t *testing.T) account.Store {
-		tb, name := openTable(t)
-		return tablestore.New(tb, name)
+		// The port without TransactWith: the concurrent writers' path.
+		return tablestore.NewOnPort(struct{ tablestore.Port }{openTable(t).Port()})
 	})
 }

@@ -10,41 +10,23 @@ import (
 	"latchkey/pkg/tablestore"
 )
 
-// The Table is the single-table logic's other port.
-var _ tablestore.Table = (*boltstore.Table)(nil)
-
-// openTable opens a Table made from the Latchkey table's definition in a
-// fresh file, closed when the test ends.
-func openTable(tb testing.TB, opts ...boltstore.TableOption) (*boltstore.Table, string) {
+// openTable opens a Table in a fresh file, closed when the test ends.
+func openTable(tb testing.TB, opts ...boltstore.TableOption) *boltstore.Table {
 	tb.Helper()
-	const name = "latchkey"
 	opts = append([]boltstore.TableOption{boltstore.WithTTL(tablestore.TTLAttribute)}, opts...)
-	t, err := boltstore.OpenTable(filepath.Join(tb.TempDir(), "table.db"), tablestore.TableDefinition(name), opts...)
+	t, err := boltstore.OpenTable(filepath.Join(tb.TempDir(), "table.db"), opts...)
 	if err != nil {
 		tb.Fatalf("OpenTable: %v", err)
 	}
 	tb.Cleanup(func() { t.Close() })
-	return t, name
-}
-
-// TestTable_Conformance runs the conformance suite on the bbolt Table.
-func TestTable_Conformance(t *testing.T) {
-	tabletest.Run(t, func(t *testing.T) (tabletest.Table, string) { return openTable(t) })
-}
-
-// TestTable_ConformanceDynamoDBLocal runs the same suite on DynamoDB Local,
-// which is what makes its expectations DynamoDB's.
-func TestTable_ConformanceDynamoDBLocal(t *testing.T) {
-	client := dynamotest.NewClient(t)
-	tabletest.Run(t, func(t *testing.T) (tabletest.Table, string) { return client, dynamotest.NewTable(t, client) }, tabletest.DynamoDBLocal())
+	return t
 }
 
 // TestPort_Conformance runs the port's conformance suite on boltstore's
 // executor of it.
 func TestPort_Conformance(t *testing.T) {
 	tabletest.RunPort(t, func(t *testing.T) tablestore.Port {
-		tb, _ := openTable(t)
-		return tb.Port()
+		return openTable(t).Port()
 	})
 }
 

@@ -13,13 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// ItemReader is a Table that reads items by their keys in the port's
-// values, without the SDK's maps (boltstore): BatchGet as it is, which
-// the bridge from a Table to the Port uses.
-type ItemReader interface {
-	BatchGetItems(ctx context.Context, table string, keys []Key) ([]Item, error)
-}
-
 // sdkPort is the Port over a Table, which has the DynamoDB API: it
 // translates each operation to the SDK's, with the expression builder, and
 // the SDK's errors to the port's.
@@ -31,27 +24,7 @@ type sdkPort struct {
 // SDKPort returns the Port over the table named name of t.
 func SDKPort(t Table, name string) Port {
 	p := &sdkPort{t: t, table: aws.String(name)}
-	if _, ok := t.(SerialTable); ok {
-		return serialSDKPort{p}
-	}
 	return p
-}
-
-type serialSDKPort struct{ *sdkPort }
-
-func (p serialSDKPort) TransactWith(ctx context.Context, ws []Write, more func() ([]Write, error)) error {
-	items, err := p.items(ws)
-	if err != nil {
-		return err
-	}
-	_, err = p.t.(SerialTable).TransactWriteItemsWith(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items}, func() ([]types.TransactWriteItem, error) {
-		ws, err := more()
-		if err != nil {
-			return nil, err
-		}
-		return p.items(ws)
-	})
-	return sdkErr(err)
 }
 
 func keyAV(k Key) map[string]types.AttributeValue {
@@ -73,21 +46,6 @@ func (p *sdkPort) Get(ctx context.Context, k Key) (Item, error) {
 const unprocessedRetries = 4
 
 func (p *sdkPort) BatchGet(ctx context.Context, keys []Key, consistent bool) ([]Item, error) {
-	if ir, ok := p.t.(ItemReader); ok {
-		items, err := ir.BatchGetItems(ctx, *p.table, keys)
-		return items, sdkErr(err)
-	}
-	if kr, ok := p.t.(KeyReader); ok {
-		ks := make([][2]string, len(keys))
-		for i, k := range keys {
-			ks[i] = [2]string{k.PK, k.SK}
-		}
-		avs, err := kr.BatchGetKeys(ctx, *p.table, ks)
-		if err != nil {
-			return nil, sdkErr(err)
-		}
-		return itemsOf(avs)
-	}
 	avs := make([]map[string]types.AttributeValue, len(keys))
 	for i, k := range keys {
 		avs[i] = keyAV(k)

@@ -30,7 +30,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"latchkey/pkg/account"
 )
@@ -38,12 +37,9 @@ import (
 // maxTransactItems is DynamoDB's limit on the items of one transaction.
 const maxTransactItems = 100
 
-// Table is the narrow port the single-table logic is written against:
-// the DynamoDB operations it uses, with the SDK's own types, so that
-// *dynamodb.Client is one. The other is boltstore.Table. An
-// implementation must give each operation DynamoDB's semantics, its
-// errors included (a failed condition is a ConditionalCheckFailedException
-// or a TransactionCanceledException with its reasons).
+// Table is a table with the DynamoDB API: the operations SDKPort
+// translates the Port to, with the SDK's own types, so that
+// *dynamodb.Client is one (and a test's wrapper of it).
 type Table interface {
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
@@ -55,31 +51,6 @@ type Table interface {
 }
 
 var _ Table = (*dynamodb.Client)(nil)
-
-// SerialTable is a Table with one writer (boltstore's) that can make some
-// of a transaction's items inside that writer: more is called in the
-// write, after every transaction committed before it, and its items are
-// appended to in's. Under WithSerialWrites the store makes its events'
-// ids there, so that they are in commit order while concurrent writes
-// still share the writer's work; over a Table that is not a SerialTable
-// it holds a lock of its own from the ids to the commit instead.
-type SerialTable interface {
-	Table
-	TransactWriteItemsWith(ctx context.Context, in *dynamodb.TransactWriteItemsInput, more func() ([]types.TransactWriteItem, error)) (*dynamodb.TransactWriteItemsOutput, error)
-}
-
-// KeyReader is a Table that reads items by the string values of their
-// hash and range keys, without the SDK's request and answer maps: every
-// verify reads a few items, and on the embedded table those maps cost
-// more than the read (boltstore). BatchGetKeys is BatchGetItem of keys,
-// each {hash value, range value}, distinct and at most 100, strongly
-// consistent, and answers every key: the items that exist, which callers
-// do not modify. Over a Table that is not a KeyReader, the store sends
-// BatchGetItem.
-type KeyReader interface {
-	Table
-	BatchGetKeys(ctx context.Context, table string, keys [][2]string) ([]map[string]types.AttributeValue, error)
-}
 
 // Store is an account.Store on one table. It is safe for concurrent use.
 // Besides the table it holds a memo of key items (keyMemo) and, under

@@ -1,3 +1,9 @@
+// Package tabletest is the conformance suite of tablestore's port: run
+// against DynamoDB Local (through tablestore.SDKPort) it pins what DynamoDB
+// does, and run against boltstore's executor it proves the same. Every case
+// states the answer it expects; none is derived from either side.
+//
+// The table under test must be made from tablestore.TableDefinition.
 package tabletest
 
 import (
