@@ -30,7 +30,7 @@ func TestIdempotency_FaultBeforeCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := tablestore.NewOnPort(tb.Port(), tablestore.WithSerialWrites())
+	s := tablestore.New(tb.Port(), tablestore.WithSerialWrites())
 	t.Cleanup(func() { s.Close() })
 	ctx := t.Context()
 	now := time.Now().UTC().Truncate(time.Millisecond)

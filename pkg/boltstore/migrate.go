@@ -58,7 +58,7 @@ func migrate(path string, done func(Migration)) (err error) {
 	if err != nil {
 		return err
 	}
-	s := tablestore.NewOnPort(t.Port(), tablestore.WithSerialWrites())
+	s := tablestore.New(t.Port(), tablestore.WithSerialWrites())
 	var counts oldlayout.Counts
 	err = old.View(func(tx *bolt.Tx) error {
 		var err error

@@ -1,8 +1,8 @@
 // Package boltstore is the embedded account store: one bbolt file, so that
 // a laptop (make run) keeps its data across restarts with no server to
 // run. It holds no rule of its own. Table (table.go and the files it
-// names) is one DynamoDB table in the file, with DynamoDB's semantics for
-// the seven operations of tablestore.Table, and Open puts tablestore's
+// names) is the Latchkey table in the file, executing tablestore's port
+// (port.go) with DynamoDB's semantics, and Open puts tablestore's
 // single-table logic, the same code that runs on DynamoDB, over it.
 package boltstore
 
@@ -72,7 +72,7 @@ func Open(path string, opts ...OpenOption) (*tablestore.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := tablestore.NewOnPort(t.Port(), tablestore.WithSerialWrites())
+	s := tablestore.New(t.Port(), tablestore.WithSerialWrites())
 	// Event ids go on after the newest stored, whatever the clock says.
 	if err := s.ResumeEvents(context.Background()); err != nil {
 		s.Close()

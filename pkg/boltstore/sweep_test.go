@@ -27,7 +27,7 @@ func newSwept(tb testing.TB) (*tablestore.Store, func(at time.Time)) {
 	if err != nil {
 		tb.Fatalf("OpenTable: %v", err)
 	}
-	s := tablestore.NewOnPort(t.Port(), tablestore.WithSerialWrites())
+	s := tablestore.New(t.Port(), tablestore.WithSerialWrites())
 	tb.Cleanup(func() { s.Close() })
 	return s, func(at time.Time) {
 		tb.Helper()

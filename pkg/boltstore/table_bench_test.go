@@ -80,7 +80,7 @@ func BenchmarkTable_Transact(b *testing.B) {
 // verify) on the single-table logic over a Table, to compare with the
 // store it is to replace.
 func BenchmarkTable_TokenStatus(b *testing.B) {
-	s := tablestore.NewOnPort(openTable(b).Port())
+	s := tablestore.New(openTable(b).Port())
 	ctx := context.Background()
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	k := account.APIKey{ID: account.NewID(account.PrefixAPIKey, now), Name: "bench", Hash: account.HashAPIKey("bench"), Last4: "ench", Scopes: []string{"*:*"}, CreatedAt: now}

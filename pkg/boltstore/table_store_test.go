@@ -20,6 +20,6 @@ import (
 func TestTable_Store(t *testing.T) {
 	storetest.RunEvents(t, func(t *testing.T) account.Store {
 		// The port without TransactWith: the concurrent writers' path.
-		return tablestore.NewOnPort(struct{ tablestore.Port }{openTable(t).Port()})
+		return tablestore.New(struct{ tablestore.Port }{openTable(t).Port()})
 	})
 }

@@ -6,6 +6,7 @@ import (
 
 	"latchkey/pkg/boltstore"
 	"latchkey/pkg/boltstore/tabletest"
+	"latchkey/pkg/dynamostore"
 	"latchkey/pkg/dynamostore/dynamotest"
 	"latchkey/pkg/tablestore"
 )
@@ -35,5 +36,5 @@ func TestPort_Conformance(t *testing.T) {
 // expectations DynamoDB's.
 func TestPort_ConformanceDynamoDBLocal(t *testing.T) {
 	client := dynamotest.NewClient(t)
-	tabletest.RunPort(t, func(t *testing.T) tablestore.Port { return tablestore.SDKPort(client, dynamotest.NewTable(t, client)) })
+	tabletest.RunPort(t, func(t *testing.T) tablestore.Port { return dynamostore.Port(client, dynamotest.NewTable(t, client)) })
 }

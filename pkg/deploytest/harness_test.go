@@ -183,7 +183,7 @@ func boltSnapshot(tb testing.TB, path string) map[string]string {
 	defer t.Close()
 	out := map[string]string{}
 	err = t.Items(func(item tablestore.Item) error {
-		snapshotItem(tb, out, tablestore.ToAV(item))
+		snapshotItem(tb, out, dynamostore.ToAV(item))
 		return nil
 	})
 	if err != nil {

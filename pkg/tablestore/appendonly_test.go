@@ -8,6 +8,7 @@ import (
 
 	"latchkey/pkg/account"
 	"latchkey/pkg/boltstore"
+	"latchkey/pkg/dynamostore"
 	"latchkey/pkg/dynamostore/dynamotest"
 	"latchkey/pkg/tablestore"
 )
@@ -19,7 +20,7 @@ func onBothTables(t *testing.T, fn func(t *testing.T, table tablestore.Port, s *
 	t.Run("DynamoDBLocal", func(t *testing.T) {
 		client := dynamotest.NewClient(t)
 		name := dynamotest.NewTable(t, client)
-		fn(t, tablestore.SDKPort(client, name), tablestore.New(client, name))
+		fn(t, dynamostore.Port(client, name), tablestore.New(dynamostore.Port(client, name)))
 	})
 	t.Run("Bolt", func(t *testing.T) {
 		table, err := boltstore.OpenTable(filepath.Join(t.TempDir(), "table.db"), boltstore.WithTTL(tablestore.TTLAttribute))
@@ -27,7 +28,7 @@ func onBothTables(t *testing.T, fn func(t *testing.T, table tablestore.Port, s *
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { table.Close() })
-		fn(t, table.Port(), tablestore.NewOnPort(table.Port()))
+		fn(t, table.Port(), tablestore.New(table.Port()))
 	})
 }
 

@@ -1,11 +1,14 @@
 package tablestore
 
 import (
+	"fmt"
 	"reflect"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"latchkey/pkg/account"
 )
@@ -50,7 +53,7 @@ func TestCodec_AsAttributeValue(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want, err := FromAV(av)
+			want, err := fromAV(av)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -80,4 +83,47 @@ func TestCodec_AsAttributeValue(t *testing.T) {
 func newAPIKeyItems2(k account.APIKey) apiKeyItem {
 	byID, _ := newAPIKeyItems(k)
 	return byID
+}
+
+// fromAV is the item av, as attributevalue encodes it, in the port's
+// values: the kinds the items hold.
+func fromAV(av map[string]types.AttributeValue) (Item, error) {
+	it := Item{}
+	for name, v := range av {
+		x, err := valueOfAV(v)
+		if err != nil {
+			return nil, err
+		}
+		it[name] = x
+	}
+	return it, nil
+}
+
+func valueOfAV(av types.AttributeValue) (Value, error) {
+	switch v := av.(type) {
+	case *types.AttributeValueMemberS:
+		return S(v.Value), nil
+	case *types.AttributeValueMemberN:
+		n, err := strconv.ParseInt(v.Value, 10, 64)
+		return N(n), err
+	case *types.AttributeValueMemberB:
+		return B(v.Value), nil
+	case *types.AttributeValueMemberBOOL:
+		return Bool(v.Value), nil
+	case *types.AttributeValueMemberNULL:
+		return Null{}, nil
+	case *types.AttributeValueMemberL:
+		l := make(L, len(v.Value))
+		for i, x := range v.Value {
+			var err error
+			if l[i], err = valueOfAV(x); err != nil {
+				return nil, err
+			}
+		}
+		return l, nil
+	case *types.AttributeValueMemberM:
+		m, err := fromAV(v.Value)
+		return M(m), err
+	}
+	return nil, fmt.Errorf("a value of type %T", av)
 }

@@ -5,44 +5,19 @@ import (
 	"errors"
 	"fmt"
 
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	"github.com/aws/smithy-go"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
-
 	"latchkey/pkg/account"
 )
 
-// Cancellation reason codes of TransactionCanceledException, as documented
-// for TransactWriteItems. The SDK has no constants for them.
-const (
-	reasonNone                  = "None"
-	reasonConditionalCheck      = "ConditionalCheckFailed"
-	reasonTransactionConflict   = "TransactionConflict"
-	reasonThrottling            = "ThrottlingError"
-	reasonProvisionedThroughput = "ProvisionedThroughputExceeded"
-	reasonRequestLimit          = "RequestLimitExceeded"
-)
-
-// throttleCodes are the error codes DynamoDB uses to ask a caller to slow
-// down. The SDK has retried them already by the time they reach the store.
-var throttleCodes = map[string]bool{
-	"ProvisionedThroughputExceededException": true,
-	"ThrottlingException":                    true,
-	"RequestLimitExceeded":                   true,
-}
-
-// ErrUnavailable marks a failure of a Table that a retry later can cure
-// and that the SDK's errors do not name as such: no answer in time, a
-// table that is gone (see dynamostore's deadline). The store reports it
-// as CodeUnavailable, with the Table's error as the cause.
+// ErrUnavailable marks a failure of a Port that a retry later can cure:
+// throttling, a 5xx, a connection failure, no answer in time, a table
+// that is gone (dynamostore wraps them so). The store reports it as
+// CodeUnavailable, with the Port's error as the cause.
 var ErrUnavailable = errors.New("the table is unavailable")
 
-// storeErr turns an SDK failure into a domain error: CodeUnavailable when a
-// retry later can succeed (throttling, a 5xx, a connection failure, all after
-// the SDK's own retries), CodeInternal otherwise. The AWS error is kept as
-// the cause for logs; its message never becomes the client-visible message.
-// A call that got no answer in time, or found no table, is ErrUnavailable
-// (see dynamostore's deadline), so CodeUnavailable too. A call the caller abandoned (its context
+// storeErr turns a Port's failure into a domain error: CodeUnavailable
+// when a retry later can succeed (ErrUnavailable), CodeInternal otherwise.
+// The Port's error is kept as the cause for logs; its message never
+// becomes the client-visible message. A call the caller abandoned (its context
 // cancelled or past its deadline) keeps the context's error and no code:
 // nothing failed in the store, and it must not be reported as if it had.
 func storeErr(err error) error {
@@ -59,25 +34,7 @@ func storeErr(err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
-	if retryable(err) {
-		return account.Unavailable(err)
-	}
 	return account.Internal(err)
-}
-
-func retryable(err error) bool {
-	var apiErr smithy.APIError
-	if errors.As(err, &apiErr) {
-		if throttleCodes[apiErr.ErrorCode()] || apiErr.ErrorFault() == smithy.FaultServer {
-			return true
-		}
-	}
-	var respErr *awshttp.ResponseError
-	if errors.As(err, &respErr) && respErr.HTTPStatusCode() >= 500 {
-		return true
-	}
-	var sendErr *smithyhttp.RequestSendError
-	return errors.As(err, &sendErr)
 }
 
 // errTransactionConflict marks a write refused only because a transaction

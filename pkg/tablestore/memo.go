@@ -83,7 +83,7 @@ func sameItem(a, b Item) bool {
 		return false
 	}
 	if reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer() {
-		return true // the same map: a Table that remembers its decodings
+		return true // the same map: a Port that remembers its decodings (boltstore)
 	}
 	for name, va := range a {
 		vb, ok := b[name]

@@ -8,10 +8,11 @@ import (
 
 // The port: the few operations the single-table logic sends to a table, in
 // Latchkey's own types. Conditions are a closed set of forms over
-// top-level attributes, updates four kinds of action, queries one
+// top-level attributes, updates three kinds of action, queries one
 // partition with a range of its sort key. A store executes them as they
-// are (boltstore) or translates them (the DynamoDB translation in
-// sdkport.go); docs/stores.md lists what each operation of the store sends.
+// are (boltstore) or translates them (dynamostore.Port, to the SDK's
+// expressions); docs/stores.md lists what each operation of the store
+// sends.
 
 // Value is the value of one attribute: S, N, B, Bool, L, M or Null. The
 // set is closed: what the items of this table hold, no more.

@@ -1,9 +1,9 @@
 // Package tablestore implements account.Store on one table with
-// DynamoDB's data model, written once against the narrow port Table: the
-// seven DynamoDB operations it uses, with the SDK's own types. A
-// *dynamodb.Client is a Table as it is (pkg/dynamostore binds one with its
-// call deadline); so is boltstore's embedded table. Every rule of the
-// single-table layout lives here, once.
+// DynamoDB's data model, written once against the narrow Port of
+// port.go: the few operations it sends, in its own types, with a closed
+// set of conditions. pkg/dynamostore translates them to DynamoDB's API
+// (with its call deadline); boltstore's embedded table executes them.
+// Every rule of the single-table layout lives here, once.
 //
 // The layout (keys in keys.go, items in items.go, table in table.go) and the
 // cost of every operation are described in docs/dynamodb.md. This file
@@ -29,28 +29,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
 	"latchkey/pkg/account"
 )
 
 // maxTransactItems is DynamoDB's limit on the items of one transaction.
 const maxTransactItems = 100
-
-// Table is a table with the DynamoDB API: the operations SDKPort
-// translates the Port to, with the SDK's own types, so that
-// *dynamodb.Client is one (and a test's wrapper of it).
-type Table interface {
-	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
-	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
-	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
-	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
-	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
-	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
-	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
-}
-
-var _ Table = (*dynamodb.Client)(nil)
 
 // Store is an account.Store on one table. It is safe for concurrent use.
 // Besides the table it holds a memo of key items (keyMemo) and, under
@@ -103,17 +86,9 @@ func WithSerialWrites() Option {
 // defaultEventLag is the event lag of a Store made without WithEventLag.
 var defaultEventLag = EventLag(5 * time.Second)
 
-// New returns a Store over the table named tableName of t, which has
-// the DynamoDB API (see SDKPort). t is the caller's: the store never
-// closes it, unless it is an io.Closer (boltstore's Table).
-func New(t Table, tableName string, opts ...Option) *Store {
-	s := NewOnPort(SDKPort(t, tableName), opts...)
-	s.closer, _ = t.(io.Closer)
-	return s
-}
-
-// NewOnPort returns a Store over p. Close closes p if it is an io.Closer.
-func NewOnPort(p Port, opts ...Option) *Store {
+// New returns a Store over p: dynamostore's translation to DynamoDB, or
+// boltstore's table. Close closes p if it is an io.Closer.
+func New(p Port, opts ...Option) *Store {
 	s := &Store{port: p, conflictRetries: 8, eventLag: defaultEventLag}
 	s.closer, _ = p.(io.Closer)
 	for _, o := range opts {

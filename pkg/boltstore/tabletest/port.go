@@ -1,5 +1,5 @@
 // Package tabletest is the conformance suite of tablestore's port: run
-// against DynamoDB Local (through tablestore.SDKPort) it pins what DynamoDB
+// against DynamoDB Local (through dynamostore.Port) it pins what DynamoDB
 // does, and run against boltstore's executor it proves the same. Every case
 // states the answer it expects; none is derived from either side.
 //
