@@ -172,7 +172,7 @@ func (r *related) add(km *keyMemo, av Item) error {
 	case sortOrg:
 		it := new(orgItem)
 		if err := unmarshal(av, it); err != nil {
-			return account.Internal(err)
+			return err
 		}
 		r.orgs = append(r.orgs, relatedItem[*orgItem]{baseID(k.PK, prefixOrg), it})
 	}

@@ -54,7 +54,7 @@ func (s *Store) ClaimIdempotency(ctx context.Context, r account.IdempotencyRecor
 	var held idempotencyItem
 	if ccf.Old != nil {
 		if err := unmarshal(ccf.Old, &held); err != nil {
-			return account.IdempotencyRecord{}, false, account.Internal(err)
+			return account.IdempotencyRecord{}, false, err
 		}
 		return held.record(), false, nil
 	}

@@ -44,7 +44,7 @@ func (s *Store) RecordAPIKeyUse(ctx context.Context, k account.APIKey, at time.T
 	var old keyUseItem
 	if ccf.Old != nil {
 		if err := unmarshal(ccf.Old, &old); err != nil {
-			return time.Time{}, account.Internal(err)
+			return time.Time{}, err
 		}
 		return old.lastUsed(), nil
 	}
@@ -67,7 +67,7 @@ func (s *Store) readKeyWithUse(ctx context.Context, id string) (apiKeyItem, acco
 	for _, av := range read {
 		var k key
 		if err := unmarshal(av, &k); err != nil {
-			return apiKeyItem{}, account.APIKey{}, account.Internal(err)
+			return apiKeyItem{}, account.APIKey{}, err
 		}
 		var err error
 		switch k.SK {
@@ -114,7 +114,7 @@ func (s *Store) withLastUses(ctx context.Context, keys []account.APIKey) error {
 	for _, av := range read {
 		var use keyUseItem
 		if err := unmarshal(av, &use); err != nil {
-			return account.Internal(err)
+			return err
 		}
 		last[use.KeyID] = use.lastUsed()
 	}

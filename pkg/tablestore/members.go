@@ -296,7 +296,7 @@ func (s *Store) ListUserMemberships(ctx context.Context, userID string, p accoun
 	for _, av := range read {
 		var o orgItem
 		if err := unmarshal(av, &o); err != nil {
-			return account.Page[account.UserMembership]{}, account.Internal(err)
+			return account.Page[account.UserMembership]{}, err
 		}
 		orgs[idFrom(o.PK, prefixOrg)] = o
 	}

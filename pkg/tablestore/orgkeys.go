@@ -62,7 +62,7 @@ func (s *Store) orgKeyGroups(ctx context.Context, orgID string) ([][]step, error
 	for _, av := range read {
 		var it apiKeyItem
 		if err := unmarshal(av, &it); err != nil {
-			return nil, account.Internal(err)
+			return nil, err
 		}
 		items[it.KeyID] = it
 	}
@@ -178,19 +178,19 @@ func (s *Store) listLinkedKeys(ctx context.Context, pk string, p account.ListPar
 	for _, av := range read {
 		var k key
 		if err := unmarshal(av, &k); err != nil {
-			return account.Page[account.APIKey]{}, account.Internal(err)
+			return account.Page[account.APIKey]{}, err
 		}
 		switch k.SK {
 		case sortKey:
 			var it apiKeyItem
 			if err := unmarshal(av, &it); err != nil {
-				return account.Page[account.APIKey]{}, account.Internal(err)
+				return account.Page[account.APIKey]{}, err
 			}
 			items[it.KeyID] = it
 		case sortKeyUse:
 			var use keyUseItem
 			if err := unmarshal(av, &use); err != nil {
-				return account.Page[account.APIKey]{}, account.Internal(err)
+				return account.Page[account.APIKey]{}, err
 			}
 			uses[use.KeyID] = use.lastUsed()
 		}

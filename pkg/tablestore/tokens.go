@@ -272,7 +272,7 @@ func (s *Store) revokeEntry(ctx context.Context, r account.Revocation, keyItems 
 	var old revocationItem
 	if oldItem != nil {
 		if err := unmarshal(oldItem, &old); err != nil {
-			return time.Time{}, account.Internal(err)
+			return time.Time{}, err
 		}
 	} else {
 		// An endpoint that does not return the old item: read it.
@@ -430,7 +430,7 @@ func (s *Store) addStatusRead(st *account.TokenStatus, read []Item, r *related) 
 		if k.SK == sortRevoked {
 			var rev revocationItem
 			if err := unmarshal(av, &rev); err != nil {
-				return account.Internal(err)
+				return err
 			}
 			st.RevokedAt = rev.RevokedAt
 			continue
@@ -498,7 +498,7 @@ func (s *Store) ListTokens(ctx context.Context, keyID string, since time.Time, p
 	for _, av := range read {
 		var r revocationItem
 		if err := unmarshal(av, &r); err != nil {
-			return account.Page[account.TokenRecord]{}, account.Internal(err)
+			return account.Page[account.TokenRecord]{}, err
 		}
 		revoked[idFrom(r.PK, prefixToken)] = r.RevokedAt
 	}

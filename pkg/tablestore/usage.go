@@ -163,7 +163,7 @@ func (s *Store) ChangeKeysUsage(ctx context.Context, changes []account.KeyUsageC
 			KeyID string `dynamodbav:"key_id"`
 		}
 		if err := unmarshal(av, &it); err != nil {
-			return nil, false, account.Internal(err)
+			return nil, false, err
 		}
 		for i, c := range changes {
 			if c.ReadAfter && c.KeyID == it.KeyID {
@@ -229,7 +229,7 @@ func (s *Store) KeyUsage(ctx context.Context, shard int, keyIDs ...string) (map[
 			KeyID string `dynamodbav:"key_id"`
 		}
 		if err := unmarshal(av, &it); err != nil {
-			return nil, account.Internal(err)
+			return nil, err
 		}
 		if out[it.KeyID], err = counters(av); err != nil {
 			return nil, err

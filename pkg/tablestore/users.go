@@ -161,7 +161,7 @@ func (s *Store) ListOrganizationUsers(ctx context.Context, orgID string, p accou
 	for _, av := range read {
 		var it userItem
 		if err := unmarshal(av, &it); err != nil {
-			return account.Page[account.User]{}, account.Internal(err)
+			return account.Page[account.User]{}, err
 		}
 		users[idFrom(it.PK, prefixUser)] = it
 	}
