@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"latchkey/pkg/boltstore"
 	"latchkey/pkg/tablestore"
 )
@@ -27,7 +25,7 @@ func BenchmarkOpen_FileCheck(b *testing.B) {
 		}
 	}
 	path := filepath.Join(b.TempDir(), "latchkey.db")
-	t, err := boltstore.OpenTable(path, tablestore.TableDefinition(boltstore.TableName), boltstore.WithTTL(tablestore.TTLAttribute), boltstore.WithSweepInterval(0))
+	t, err := boltstore.OpenTable(path, boltstore.WithTTL(tablestore.TTLAttribute), boltstore.WithSweepInterval(0))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -40,10 +38,10 @@ func BenchmarkOpen_FileCheck(b *testing.B) {
 		if fi.Size() >= int64(mb)<<20 {
 			break
 		}
-		items := make([]map[string]types.AttributeValue, 10000)
+		items := make([]tablestore.Item, 10000)
 		for i := range items {
 			items[i] = benchItem(fmt.Sprintf("KEY#%012d", n))
-			items[i]["gsi1sk"] = &types.AttributeValueMemberS{Value: fmt.Sprintf("%012d", n)}
+			items[i]["gsi1sk"] = tablestore.S(fmt.Sprintf("%012d", n))
 			n++
 		}
 		if err := boltstore.PutItemsAtOnce(t, items); err != nil {

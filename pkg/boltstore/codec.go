@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"strconv"
+
+	"latchkey/pkg/tablestore"
 )
 
 // The Table's stored forms. An item is a compact, length-prefixed encoding
-// of its map of AttributeValues: the count of attributes, then for each its
+// of its attributes: the count of attributes, then for each its
 // name (uvarint length, bytes) and its value (a tag byte, then what the
 // type needs). Decoding converts the whole stored value to one string
 // once, and every string in the item (names, S and N values, set members)
@@ -40,7 +42,7 @@ const (
 var errCorrupt = errors.New("boltstore: corrupt item encoding")
 
 // appendItem appends the encoding of item to b.
-func appendItem(b []byte, item map[string]types.AttributeValue) ([]byte, error) {
+func appendItem(b []byte, item map[string]tablestore.Value) ([]byte, error) {
 	b = binary.AppendUvarint(b, uint64(len(item)))
 	for name, v := range item {
 		b = appendBytes(b, name)
@@ -57,131 +59,53 @@ func appendBytes[T string | []byte](b []byte, s T) []byte {
 	return append(b, s...)
 }
 
-func appendValue(b []byte, v types.AttributeValue) ([]byte, error) {
+func appendValue(b []byte, v tablestore.Value) ([]byte, error) {
 	switch v := v.(type) {
-	case *types.AttributeValueMemberS:
-		return appendBytes(append(b, tagS), v.Value), nil
-	case *types.AttributeValueMemberN:
-		return appendBytes(append(b, tagN), v.Value), nil
-	case *types.AttributeValueMemberB:
-		return appendBytes(append(b, tagB), v.Value), nil
-	case *types.AttributeValueMemberBOOL:
-		if v.Value {
+	case tablestore.S:
+		return appendBytes(append(b, tagS), string(v)), nil
+	case tablestore.N:
+		return appendBytes(append(b, tagN), strconv.FormatInt(int64(v), 10)), nil
+	case tablestore.B:
+		return appendBytes(append(b, tagB), []byte(v)), nil
+	case tablestore.Bool:
+		if v {
 			return append(b, tagTrue), nil
 		}
 		return append(b, tagFalse), nil
-	case *types.AttributeValueMemberNULL:
+	case tablestore.Null:
 		return append(b, tagNull), nil
-	case *types.AttributeValueMemberSS:
-		b = binary.AppendUvarint(append(b, tagSS), uint64(len(v.Value)))
-		for _, s := range v.Value {
-			b = appendBytes(b, s)
-		}
-		return b, nil
-	case *types.AttributeValueMemberNS:
-		b = binary.AppendUvarint(append(b, tagNS), uint64(len(v.Value)))
-		for _, s := range v.Value {
-			b = appendBytes(b, s)
-		}
-		return b, nil
-	case *types.AttributeValueMemberBS:
-		b = binary.AppendUvarint(append(b, tagBS), uint64(len(v.Value)))
-		for _, s := range v.Value {
-			b = appendBytes(b, s)
-		}
-		return b, nil
-	case *types.AttributeValueMemberL:
-		b = binary.AppendUvarint(append(b, tagL), uint64(len(v.Value)))
-		for _, e := range v.Value {
+	case tablestore.L:
+		b = binary.AppendUvarint(append(b, tagL), uint64(len(v)))
+		for _, e := range v {
 			var err error
 			if b, err = appendValue(b, e); err != nil {
 				return nil, err
 			}
 		}
 		return b, nil
-	case *types.AttributeValueMemberM:
-		b = append(b, tagM)
-		return appendItem(b, v.Value)
+	case tablestore.M:
+		return appendItem(append(b, tagM), v)
 	}
-	return nil, fmt.Errorf("unsupported attribute value %T", v)
+	return nil, fmt.Errorf("unsupported value %T", v)
 }
 
 // decoder reads one encoded item. s is the whole encoding as a string, so
-// that strings are substrings of it. The S and N values, most of an
-// item, are taken from one slice each (slabS, slabN) sized by a first
-// pass that counts them: two allocations instead of one per value.
+// that its strings are substrings of it: one allocation for all the text
+// of an item.
 type decoder struct {
-	s     string
-	off   int
-	slabS []types.AttributeValueMemberS
-	slabN []types.AttributeValueMemberN
+	s   string
+	off int
 }
 
 // decodeItem decodes an item stored by appendItem. data may be bbolt's
 // memory: nothing returned refers to it.
-func decodeItem(data []byte) (map[string]types.AttributeValue, error) {
+func decodeItem(data []byte) (tablestore.Item, error) {
 	d := decoder{s: string(data)}
-	var counts [2]int
-	if err := d.scanItem(&counts); err != nil || d.off != len(d.s) {
+	m, err := d.item()
+	if err != nil || d.off != len(d.s) {
 		return nil, errCorrupt
 	}
-	d.off = 0
-	d.slabS = make([]types.AttributeValueMemberS, counts[0])
-	d.slabN = make([]types.AttributeValueMemberN, counts[1])
-	return d.item()
-}
-
-// scanItem walks an item without decoding it, counting its S and N values
-// (nested ones too) into counts.
-func (d *decoder) scanItem(counts *[2]int) error {
-	n, err := d.uvarint()
-	if err != nil {
-		return err
-	}
-	for range n {
-		if _, err := d.str(); err != nil {
-			return err
-		}
-		if err := d.scanValue(counts); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (d *decoder) scanValue(counts *[2]int) error {
-	if d.off >= len(d.s) {
-		return errCorrupt
-	}
-	tag := d.s[d.off]
-	d.off++
-	switch tag {
-	case tagS, tagN, tagB:
-		if tag != tagB {
-			counts[tag-tagS]++
-		}
-		_, err := d.str()
-		return err
-	case tagTrue, tagFalse, tagNull:
-		return nil
-	case tagSS, tagNS, tagBS:
-		_, err := d.strs()
-		return err
-	case tagL:
-		n, err := d.uvarint()
-		if err != nil {
-			return err
-		}
-		for range n {
-			if err := d.scanValue(counts); err != nil {
-				return err
-			}
-		}
-		return nil
-	case tagM:
-		return d.scanItem(counts)
-	}
-	return errCorrupt
+	return tablestore.Item(m), nil
 }
 
 func (d *decoder) uvarint() (int, error) {
@@ -217,12 +141,12 @@ func (d *decoder) str() (string, error) {
 	return s, nil
 }
 
-func (d *decoder) item() (map[string]types.AttributeValue, error) {
+func (d *decoder) item() (tablestore.M, error) {
 	n, err := d.uvarint()
 	if err != nil {
 		return nil, err
 	}
-	m := make(map[string]types.AttributeValue, n)
+	m := make(tablestore.M, n)
 	for range n {
 		name, err := d.str()
 		if err != nil {
@@ -235,21 +159,9 @@ func (d *decoder) item() (map[string]types.AttributeValue, error) {
 	return m, nil
 }
 
-func (d *decoder) strs() ([]string, error) {
-	n, err := d.uvarint()
-	if err != nil {
-		return nil, err
-	}
-	out := make([]string, n)
-	for i := range out {
-		if out[i], err = d.str(); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
-func (d *decoder) value() (types.AttributeValue, error) {
+// value decodes one value. The set tags (SS, NS, BS) are in files of no
+// Latchkey release; they are read as lists, of strings.
+func (d *decoder) value() (tablestore.Value, error) {
 	if d.off >= len(d.s) {
 		return nil, errCorrupt
 	}
@@ -258,49 +170,52 @@ func (d *decoder) value() (types.AttributeValue, error) {
 	switch tag {
 	case tagS:
 		s, err := d.str()
-		v := &d.slabS[0]
-		d.slabS, v.Value = d.slabS[1:], s
-		return v, err
+		return tablestore.S(s), err
 	case tagN:
 		s, err := d.str()
-		v := &d.slabN[0]
-		d.slabN, v.Value = d.slabN[1:], s
-		return v, err
+		if err != nil {
+			return nil, err
+		}
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("boltstore: number %q is not an integer", s)
+		}
+		return tablestore.N(n), nil
 	case tagB:
 		s, err := d.str()
-		return &types.AttributeValueMemberB{Value: []byte(s)}, err
+		return tablestore.B(s), err
 	case tagTrue, tagFalse:
-		return &types.AttributeValueMemberBOOL{Value: tag == tagTrue}, nil
+		return tablestore.Bool(tag == tagTrue), nil
 	case tagNull:
-		return &types.AttributeValueMemberNULL{Value: true}, nil
-	case tagSS:
-		ss, err := d.strs()
-		return &types.AttributeValueMemberSS{Value: ss}, err
-	case tagNS:
-		ss, err := d.strs()
-		return &types.AttributeValueMemberNS{Value: ss}, err
-	case tagBS:
-		ss, err := d.strs()
-		bs := make([][]byte, len(ss))
-		for i, s := range ss {
-			bs[i] = []byte(s)
+		return tablestore.Null{}, nil
+	case tagSS, tagNS, tagBS:
+		n, err := d.uvarint()
+		if err != nil {
+			return nil, err
 		}
-		return &types.AttributeValueMemberBS{Value: bs}, err
+		l := make(tablestore.L, n)
+		for i := range l {
+			s, err := d.str()
+			if err != nil {
+				return nil, err
+			}
+			l[i] = tablestore.S(s)
+		}
+		return l, nil
 	case tagL:
 		n, err := d.uvarint()
 		if err != nil {
 			return nil, err
 		}
-		l := make([]types.AttributeValue, n)
+		l := make(tablestore.L, n)
 		for i := range l {
 			if l[i], err = d.value(); err != nil {
 				return nil, err
 			}
 		}
-		return &types.AttributeValueMemberL{Value: l}, nil
+		return l, nil
 	case tagM:
-		m, err := d.item()
-		return &types.AttributeValueMemberM{Value: m}, err
+		return d.item()
 	}
 	return nil, errCorrupt
 }

@@ -98,13 +98,13 @@ func TestOpen_EventIDsAfterRestart(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "latchkey.db")
 	ahead := time.Now().UTC().Add(time.Hour).Truncate(time.Millisecond)
 	last := account.NewEventID(ahead)
-	tb, err := boltstore.OpenTable(path, tablestore.TableDefinition(boltstore.TableName), boltstore.WithTTL(tablestore.TTLAttribute))
+	tb, err := boltstore.OpenTable(path, boltstore.WithTTL(tablestore.TTLAttribute))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The last run's newest event, made with the clock an hour ahead.
-	mustPut(t, tb, boltstore.TableName, avMap{"pk": str("EVENT#" + ahead.Format("2006-01-02")), "sk": str(last), "type": str("user.created"), "event": str(`{}`),
-		tablestore.TTLAttribute: num(fmt.Sprint(ahead.Add(account.EventRetention).Unix()))})
+	mustPut(t, tb, avMap{"pk": str("EVENT#" + ahead.Format("2006-01-02")), "sk": str(last), "type": str("user.created"), "event": str(`{}`),
+		tablestore.TTLAttribute: num(ahead.Add(account.EventRetention).Unix())})
 	if err := tb.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -25,12 +25,12 @@ func idemRecord(key string, at time.Time) account.IdempotencyRecord {
 // the commit: neither may be left, and the same request then succeeds.
 func TestIdempotency_FaultBeforeCommit(t *testing.T) {
 	t.Parallel()
-	tb, err := boltstore.OpenTable(filepath.Join(t.TempDir(), "latchkey.db"), tablestore.TableDefinition(boltstore.TableName),
+	tb, err := boltstore.OpenTable(filepath.Join(t.TempDir(), "latchkey.db"),
 		boltstore.WithTTL(tablestore.TTLAttribute), boltstore.WithSweepInterval(0))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := tablestore.New(tb, boltstore.TableName, tablestore.WithSerialWrites())
+	s := tablestore.New(tb.Port(), tablestore.WithSerialWrites())
 	t.Cleanup(func() { s.Close() })
 	ctx := t.Context()
 	now := time.Now().UTC().Truncate(time.Millisecond)

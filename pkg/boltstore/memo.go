@@ -4,22 +4,19 @@ import (
 	"bytes"
 	"sync"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"latchkey/pkg/tablestore"
 )
 
-// itemMemoMax bounds the items an itemMemo remembers: a few hundred bytes
-// each with their decoding, so at most a few MiB.
+// itemMemoMax bounds the items an itemMemo remembers.
 const itemMemoMax = 4096
 
-// itemMemo remembers the decoding of items read by GetItem and
-// BatchGetItem, by table key. Every verify and every authenticated request
-// reads the same few items (a key, an organization), and decoding them
-// cost more than the read. The item is still read on every call, and the
-// decoding is used only when the stored bytes are the ones remembered, so
-// a changed or deleted item is seen at once. The maps it returns are
-// shared by the reads of an unchanged item: callers do not modify them
-// (tablestore does not; the SDK's callers of DynamoDB get maps of their
-// own, which they may).
+// itemMemo remembers the decoding of items, by table key. Every verify
+// and every authenticated request reads the same few items (a key, an
+// organization), and decoding them cost more than the read. The item is
+// still read on every call, and the decoding is used only when the stored
+// bytes are the ones remembered, so a changed or deleted item is seen at
+// once. The items it returns are shared by the reads of an unchanged
+// item: callers do not modify them (tablestore does not).
 type itemMemo struct {
 	mu sync.RWMutex
 	m  map[string]memoItem
@@ -27,12 +24,12 @@ type itemMemo struct {
 
 type memoItem struct {
 	data []byte
-	item map[string]types.AttributeValue
+	item tablestore.Item
 }
 
 // decode returns the item stored as data under key. data may be bbolt's
 // memory: nothing kept or returned refers to it.
-func (im *itemMemo) decode(key, data []byte) (map[string]types.AttributeValue, error) {
+func (im *itemMemo) decode(key, data []byte) (tablestore.Item, error) {
 	im.mu.RLock()
 	e, ok := im.m[string(key)]
 	im.mu.RUnlock()

@@ -54,11 +54,11 @@ func migrate(path string, done func(Migration)) (err error) {
 		return err
 	}
 	defer old.Close()
-	t, err := OpenTable(tmp, tablestore.TableDefinition(TableName), WithTTL(tablestore.TTLAttribute), WithSweepInterval(0))
+	t, err := OpenTable(tmp, WithTTL(tablestore.TTLAttribute), WithSweepInterval(0))
 	if err != nil {
 		return err
 	}
-	s := tablestore.New(t, TableName, tablestore.WithSerialWrites())
+	s := tablestore.New(t.Port(), tablestore.WithSerialWrites())
 	var counts oldlayout.Counts
 	err = old.View(func(tx *bolt.Tx) error {
 		var err error

@@ -1,8 +1,8 @@
 // Package boltstore is the embedded account store: one bbolt file, so that
 // a laptop (make run) keeps its data across restarts with no server to
 // run. It holds no rule of its own. Table (table.go and the files it
-// names) is one DynamoDB table in the file, with DynamoDB's semantics for
-// the seven operations of tablestore.Table, and Open puts tablestore's
+// names) is the Latchkey table in the file, executing tablestore's port
+// (port.go) with DynamoDB's semantics, and Open puts tablestore's
 // single-table logic, the same code that runs on DynamoDB, over it.
 package boltstore
 
@@ -36,12 +36,6 @@ const batchDelay = 2 * time.Millisecond
 // one store or Table).
 var ErrInUse = errors.New("another process holds the file")
 
-// The Table's optional capabilities, which the store over it uses.
-var (
-	_ tablestore.SerialTable = (*Table)(nil)
-	_ tablestore.KeyReader   = (*Table)(nil)
-)
-
 // Open opens (creating if needed) the store in the file at path: the
 // table tablestore.TableDefinition describes, with TTL on
 // tablestore.TTLAttribute, so that expired token records, revocations,
@@ -74,11 +68,11 @@ func Open(path string, opts ...OpenOption) (*tablestore.Store, error) {
 			return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 		}
 	}
-	t, err := OpenTable(path, tablestore.TableDefinition(TableName), WithTTL(tablestore.TTLAttribute))
+	t, err := OpenTable(path, WithTTL(tablestore.TTLAttribute))
 	if err != nil {
 		return nil, err
 	}
-	s := tablestore.New(t, TableName, tablestore.WithSerialWrites())
+	s := tablestore.New(t.Port(), tablestore.WithSerialWrites())
 	// Event ids go on after the newest stored, whatever the clock says.
 	if err := s.ResumeEvents(context.Background()); err != nil {
 		s.Close()

@@ -22,12 +22,12 @@ import (
 // whose sweeper runs only when the test calls Sweep.
 func newSwept(tb testing.TB) (*tablestore.Store, func(at time.Time)) {
 	tb.Helper()
-	t, err := boltstore.OpenTable(filepath.Join(tb.TempDir(), "latchkey.db"), tablestore.TableDefinition(boltstore.TableName),
+	t, err := boltstore.OpenTable(filepath.Join(tb.TempDir(), "latchkey.db"),
 		boltstore.WithTTL(tablestore.TTLAttribute), boltstore.WithSweepInterval(0))
 	if err != nil {
 		tb.Fatalf("OpenTable: %v", err)
 	}
-	s := tablestore.New(t, boltstore.TableName, tablestore.WithSerialWrites())
+	s := tablestore.New(t.Port(), tablestore.WithSerialWrites())
 	tb.Cleanup(func() { s.Close() })
 	return s, func(at time.Time) {
 		tb.Helper()

@@ -6,19 +6,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"latchkey/pkg/account"
 	"latchkey/pkg/tablestore"
 )
 
 // benchItem is the size and shape of an API key record: a dozen
 // attributes, strings, numbers, a flag and a small map.
-func benchItem(pk string) map[string]types.AttributeValue {
-	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
-	return map[string]types.AttributeValue{
+func benchItem(pk string) tablestore.Item {
+	s := func(v string) tablestore.Value { return tablestore.S(v) }
+	return tablestore.Item{
 		"pk": s(pk), "sk": s("KEY"),
 		"gsi1pk": s("KEYS"), "gsi1sk": s("01JDQ4Z5V6X7Y8Z9A0B1C2D3E4"),
 		"id":         s("01JDQ4Z5V6X7Y8Z9A0B1C2D3E4"),
@@ -26,59 +22,54 @@ func benchItem(pk string) map[string]types.AttributeValue {
 		"hash":       s("3f2a9c0d4e5b6a7f8091a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f7"),
 		"last4":      s("x9Qz"),
 		"owner_id":   s("USER#01JDQ4Z5V6X7Y8Z9A0B1C2D3E5"),
-		"scopes":     &types.AttributeValueMemberSS{Value: []string{"users:read", "orgs:read"}},
-		"version":    &types.AttributeValueMemberN{Value: "3"},
-		"expire_at":  &types.AttributeValueMemberN{Value: "1893456000"},
-		"disabled":   &types.AttributeValueMemberBOOL{Value: false},
+		"scopes":     tablestore.L{s("users:read"), s("orgs:read")},
+		"version":    tablestore.N(3),
+		"expire_at":  tablestore.N(1893456000),
+		"disabled":   tablestore.Bool(false),
 		"created_at": s("2026-11-26T10:00:00Z"),
-		"metadata":   &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"team": s("platform")}},
+		"metadata":   tablestore.M{"team": s("platform")},
 	}
 }
 
-// BenchmarkTable_BatchGetItem is the local server's token verify: one
-// BatchGetItem of three items.
-func BenchmarkTable_BatchGetItem(b *testing.B) {
-	tb, name := openTable(b)
+// BenchmarkTable_BatchGet is the local server's token verify: one batch
+// read of three items.
+func BenchmarkTable_BatchGet(b *testing.B) {
+	p := openTable(b).Port()
 	ctx := context.Background()
-	var keys []map[string]types.AttributeValue
+	var keys []tablestore.Key
 	for i := range 3 {
 		it := benchItem(fmt.Sprintf("KEY#%d", i))
-		if _, err := tb.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(name), Item: it}); err != nil {
+		if _, err := p.Write(ctx, tablestore.Write{Kind: tablestore.WritePut, Item: it}, false); err != nil {
 			b.Fatal(err)
 		}
-		keys = append(keys, map[string]types.AttributeValue{"pk": it["pk"], "sk": it["sk"]})
+		keys = append(keys, tablestore.Key{PK: fmt.Sprintf("KEY#%d", i), SK: "KEY"})
 	}
-	in := &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{name: {Keys: keys, ConsistentRead: aws.Bool(true)}}}
 	b.ReportAllocs()
 	for b.Loop() {
-		out, err := tb.BatchGetItem(ctx, in)
-		if err != nil || len(out.Responses[name]) != 3 {
-			b.Fatalf("got %v, %v", out, err)
+		items, err := p.BatchGet(ctx, keys, true)
+		if err != nil || len(items) != 3 {
+			b.Fatalf("got %v, %v", items, err)
 		}
 	}
 }
 
-// BenchmarkTable_TransactWriteItems is a create: a conditional put of an
-// item and of its uniqueness guard, and an ADD to a counter, in one
-// transaction (with its fsync).
-func BenchmarkTable_TransactWriteItems(b *testing.B) {
-	tb, name := openTable(b)
+// BenchmarkTable_Transact is a create: a conditional put of an item and of
+// its uniqueness guard, and an add to a counter, in one transaction (with
+// its fsync).
+func BenchmarkTable_Transact(b *testing.B) {
+	p := openTable(b).Port()
 	ctx := context.Background()
+	absent := tablestore.Cond{Op: tablestore.OpNotExists, Name: "pk"}
 	i := 0
 	b.ReportAllocs()
 	for b.Loop() {
 		i++
 		it := benchItem(fmt.Sprintf("KEY#%d", i))
-		_, err := tb.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
-			{Put: &types.Put{TableName: aws.String(name), Item: it, ConditionExpression: aws.String("attribute_not_exists (#0)"), ExpressionAttributeNames: map[string]string{"#0": "pk"}}},
-			{Put: &types.Put{TableName: aws.String(name), Item: map[string]types.AttributeValue{
-				"pk": &types.AttributeValueMemberS{Value: fmt.Sprintf("HASH#%d", i)}, "sk": &types.AttributeValueMemberS{Value: "HASH"}, "key_id": it["id"],
-			}, ConditionExpression: aws.String("attribute_not_exists (#0)"), ExpressionAttributeNames: map[string]string{"#0": "pk"}}},
-			{Update: &types.Update{TableName: aws.String(name), Key: map[string]types.AttributeValue{
-				"pk": &types.AttributeValueMemberS{Value: "COUNTER"}, "sk": &types.AttributeValueMemberS{Value: "KEYS"},
-			}, UpdateExpression: aws.String("ADD #0 :0"), ExpressionAttributeNames: map[string]string{"#0": "children"},
-				ExpressionAttributeValues: map[string]types.AttributeValue{":0": &types.AttributeValueMemberN{Value: "1"}}}},
-		}})
+		err := p.Transact(ctx, []tablestore.Write{
+			{Kind: tablestore.WritePut, Item: it, If: absent},
+			{Kind: tablestore.WritePut, Item: tablestore.Item{"pk": tablestore.S(fmt.Sprintf("HASH#%d", i)), "sk": tablestore.S("HASH"), "key_id": it["id"]}, If: absent},
+			{Kind: tablestore.WriteUpdate, Key: tablestore.Key{PK: "COUNTER", SK: "KEYS"}, Update: tablestore.Update{{Kind: tablestore.ActAdd, Name: "children", Value: tablestore.N(1)}}},
+		})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -89,8 +80,7 @@ func BenchmarkTable_TransactWriteItems(b *testing.B) {
 // verify) on the single-table logic over a Table, to compare with the
 // store it is to replace.
 func BenchmarkTable_TokenStatus(b *testing.B) {
-	tb, name := openTable(b)
-	s := tablestore.New(tb, name)
+	s := tablestore.New(openTable(b).Port())
 	ctx := context.Background()
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	k := account.APIKey{ID: account.NewID(account.PrefixAPIKey, now), Name: "bench", Hash: account.HashAPIKey("bench"), Last4: "ench", Scopes: []string{"*:*"}, CreatedAt: now}

@@ -3,8 +3,8 @@ package boltstore
 import (
 	"encoding/binary"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	bolt "go.etcd.io/bbolt"
+	"latchkey/pkg/tablestore"
 )
 
 // SetSweepMax sets how many items one sweeping transaction may delete.
@@ -46,13 +46,14 @@ func SetBeforeCommit(t *Table, fn func() error) { t.beforeCommit = fn }
 
 // PutItemsAtOnce writes items, as PutItem would, in one transaction: a
 // quick way to build a big file.
-func PutItemsAtOnce(t *Table, items []map[string]types.AttributeValue) error {
+func PutItemsAtOnce(t *Table, items []tablestore.Item) error {
 	return t.db.Update(func(tx *bolt.Tx) error {
 		for _, item := range items {
-			key, err := t.itemKey(item)
+			k, err := itemKeyOf(item)
 			if err != nil {
 				return err
 			}
+			key := tableKey(k)
 			data, err := encodeItem(item)
 			if err != nil {
 				return err

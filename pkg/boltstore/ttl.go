@@ -3,11 +3,12 @@ package boltstore
 import (
 	"bytes"
 	"encoding/binary"
-	"math/big"
+	"fmt"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	bolt "go.etcd.io/bbolt"
+
+	"latchkey/pkg/tablestore"
 )
 
 // TTL as DynamoDB does it: an item whose TTL attribute (a number, epoch
@@ -27,7 +28,10 @@ const ttlHorizon = 5 * 365 * 24 * time.Hour
 
 // expiryEntry is key's entry in the expiry index for item, or nil when the
 // item has no usable TTL attribute.
-func (t *Table) expiryEntry(key []byte, item map[string]types.AttributeValue) []byte {
+func (t *Table) expiryEntry(key []byte, item tablestore.Item) []byte {
+	if t.ttlAttr == "" {
+		return nil
+	}
 	sec, ok := expirySecond(item[t.ttlAttr])
 	if !ok {
 		return nil
@@ -36,22 +40,13 @@ func (t *Table) expiryEntry(key []byte, item map[string]types.AttributeValue) []
 	return append(b, key...)
 }
 
-// expirySecond reads a TTL attribute: a non-negative number, its fraction
-// dropped.
-func expirySecond(v types.AttributeValue) (uint64, bool) {
-	n, ok := v.(*types.AttributeValueMemberN)
-	if !ok {
+// expirySecond reads a TTL attribute: a non-negative number.
+func expirySecond(v tablestore.Value) (uint64, bool) {
+	n, ok := v.(tablestore.N)
+	if !ok || n < 0 {
 		return 0, false
 	}
-	r, ok := parseNumber(n.Value)
-	if !ok || r.Sign() < 0 {
-		return 0, false
-	}
-	i := new(big.Int).Quo(r.Num(), r.Denom())
-	if !i.IsUint64() {
-		return 0, false
-	}
-	return i.Uint64(), true
+	return uint64(n), true
 }
 
 // Sweep deletes the items whose TTL has passed at now (expired before its
@@ -78,10 +73,14 @@ func (t *Table) Sweep(now time.Time) (int, error) {
 			}
 			for _, e := range entries {
 				key := e[8:]
-				old, err := getItem(tx, key)
-				if err != nil {
-					return err
+				var old tablestore.Item
+				if data := tx.Bucket(bucketTableItems).Get(key); data != nil {
+					var err error
+					if old, err = decodeItem(data); err != nil {
+						return fmt.Errorf("boltstore: item %q: %w", key, err)
+					}
 				}
+				var err error
 				// The item goes with its entry only if the entry is its
 				// own; an entry whose item is gone or has another expiry
 				// is deleted by itself, or it would be read again by

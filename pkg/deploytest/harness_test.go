@@ -174,7 +174,7 @@ func boltSnapshot(tb testing.TB, path string) map[string]string {
 	}
 	// A copy to read, not to sweep: the clock at the epoch, before every
 	// expiry.
-	t, err := boltstore.OpenTable(cp, tablestore.TableDefinition(boltstore.TableName),
+	t, err := boltstore.OpenTable(cp,
 		boltstore.WithTTL(tablestore.TTLAttribute), boltstore.WithSweepInterval(0),
 		boltstore.WithClock(func() time.Time { return time.Unix(0, 0) }))
 	if err != nil {
@@ -182,8 +182,8 @@ func boltSnapshot(tb testing.TB, path string) map[string]string {
 	}
 	defer t.Close()
 	out := map[string]string{}
-	err = t.Items(func(av map[string]types.AttributeValue) error {
-		snapshotItem(tb, out, av)
+	err = t.Items(func(item tablestore.Item) error {
+		snapshotItem(tb, out, dynamostore.ToAV(item))
 		return nil
 	})
 	if err != nil {

@@ -41,5 +41,5 @@ func New(client *dynamodb.Client, table string, opts ...Option) *tablestore.Stor
 	bounded := dynamodb.New(client.Options(), func(o *dynamodb.Options) {
 		o.APIOptions = append(o.APIOptions, bound.add)
 	})
-	return tablestore.New(bounded, table, append([]tablestore.Option{tablestore.WithEventLag(tablestore.EventLag(c.timeout))}, c.store...)...)
+	return tablestore.New(Port(bounded, table), append([]tablestore.Option{tablestore.WithEventLag(tablestore.EventLag(c.timeout))}, c.store...)...)
 }

@@ -7,10 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"latchkey/pkg/account"
 )
 
@@ -30,25 +26,25 @@ import (
 // written under that hash too, as a rotation leaves it.
 func (s *Store) CreateAPIKey(ctx context.Context, k account.APIKey) error {
 	byID, byHash := newAPIKeyItems(k)
-	steps := []func() (types.TransactWriteItem, error){
-		func() (types.TransactWriteItem, error) { return s.put(byID, condAbsent) },
-		func() (types.TransactWriteItem, error) { return s.put(byHash, condAbsent) },
+	steps := []func() (Write, error){
+		func() (Write, error) { return s.put(byID, condAbsent) },
+		func() (Write, error) { return s.put(byHash, condAbsent) },
 	}
 	onCheckFailed := []error{
 		account.Internal(errors.New("tablestore: an API key with this ID exists already")),
 		account.Internal(errors.New("tablestore: an API key with this hash exists already")),
 	}
 	if byID.PreviousHash != nil {
-		steps = append(steps, func() (types.TransactWriteItem, error) { return s.put(byID.previousCopy(), condAbsent) })
+		steps = append(steps, func() (Write, error) { return s.put(byID.previousCopy(), condAbsent) })
 		onCheckFailed = append(onCheckFailed, account.Internal(errors.New("tablestore: an API key with this previous hash exists already")))
 	}
 	if n := len(k.Ancestors); n > 0 {
 		parent := k.Ancestors[n-1]
 		steps = append(steps,
-			func() (types.TransactWriteItem, error) {
-				return s.update(apiKeyKey(parent), expression.Add(expression.Name("children"), expression.Value(1)), condLive)
+			func() (Write, error) {
+				return s.update(apiKeyKey(parent), Update(nil).add("children", 0, 1), condLive)
 			},
-			func() (types.TransactWriteItem, error) {
+			func() (Write, error) {
 				return s.put(newKeyLinkItem(keyLinkKey(parent, k.ID), k), condAbsent)
 			},
 		)
@@ -57,8 +53,8 @@ func (s *Store) CreateAPIKey(ctx context.Context, k account.APIKey) error {
 	}
 	if k.OrganizationID != "" {
 		steps = append(steps,
-			func() (types.TransactWriteItem, error) { return s.check(orgKey(k.OrganizationID), condLive) },
-			func() (types.TransactWriteItem, error) {
+			func() (Write, error) { return s.check(orgKey(k.OrganizationID), condLive) },
+			func() (Write, error) {
 				return s.put(newKeyLinkItem(keyOrgLinkKey(k.OrganizationID, k.ID), k), condAbsent)
 			},
 		)
@@ -66,7 +62,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, k account.APIKey) error {
 			account.Internal(errors.New("tablestore: the API key is linked to its organization already")))
 	}
 	if k.OwnerID != "" {
-		steps = append(steps, func() (types.TransactWriteItem, error) {
+		steps = append(steps, func() (Write, error) {
 			return s.put(newKeyLinkItem(keyOwnerLinkKey(k.OwnerID, k.ID), k), condAbsent)
 		})
 		onCheckFailed = append(onCheckFailed, account.Internal(errors.New("tablestore: the API key is linked to its owner already")))
@@ -160,7 +156,7 @@ func find[T any](items []relatedItem[T], id string) (T, bool) {
 
 // add decodes one item read (a key's through km) and keeps it if it is a
 // key or an organization.
-func (r *related) add(km *keyMemo, av map[string]types.AttributeValue) error {
+func (r *related) add(km *keyMemo, av Item) error {
 	k, err := keyOf(av)
 	if err != nil {
 		return err
@@ -175,8 +171,8 @@ func (r *related) add(km *keyMemo, av map[string]types.AttributeValue) error {
 		r.keys = append(r.keys, relatedItem[*apiKeyItem]{baseID(k.PK, prefixKey), it})
 	case sortOrg:
 		it := new(orgItem)
-		if err := attributevalue.UnmarshalMap(av, it); err != nil {
-			return account.Internal(err)
+		if err := unmarshal(av, it); err != nil {
+			return err
 		}
 		r.orgs = append(r.orgs, relatedItem[*orgItem]{baseID(k.PK, prefixOrg), it})
 	}
@@ -295,10 +291,10 @@ func (s *Store) updateAPIKey(ctx context.Context, id string, p account.APIKeyPat
 	// The item under the ID gets every attribute a change can touch, as
 	// next has it: the version condition makes that safe, and leaves
 	// children alone, which a create below the key may be adding to.
-	upd := expression.Set(expression.Name("version"), expression.Value(next.Version)).
-		Set(expression.Name("name"), expression.Value(next.Name)).
-		Set(expression.Name("hash"), expression.Value(next.Hash)).
-		Set(expression.Name("last4"), expression.Value(next.Last4))
+	upd := set("version", next.Version).
+		set("name", next.Name).
+		set("hash", next.Hash).
+		set("last4", next.Last4)
 	for _, a := range []struct {
 		name string
 		set  bool
@@ -307,33 +303,33 @@ func (s *Store) updateAPIKey(ctx context.Context, id string, p account.APIKeyPat
 		{"rate_limits", next.RateLimits != nil}, {"credits", next.Credits != nil},
 	} {
 		if !a.set {
-			upd = upd.Remove(expression.Name(a.name))
+			upd = upd.remove(a.name)
 		}
 	}
 	if next.Metadata != nil {
-		upd = upd.Set(expression.Name("metadata"), expression.Value(next.Metadata))
+		upd = upd.set("metadata", next.Metadata)
 	}
 	if next.Disabled {
-		upd = upd.Set(expression.Name("disabled"), expression.Value(true))
+		upd = upd.set("disabled", true)
 	}
 	if next.RateLimits != nil {
-		upd = upd.Set(expression.Name("rate_limits"), expression.Value(next.RateLimits))
+		upd = upd.set("rate_limits", next.RateLimits)
 	}
 	if next.Credits != nil {
-		upd = upd.Set(expression.Name("credits"), expression.Value(next.Credits))
+		upd = upd.set("credits", next.Credits)
 	}
 	if next.PreviousHash != nil {
-		upd = upd.Set(expression.Name("previous_hash"), expression.Value(next.PreviousHash)).
-			Set(expression.Name("previous_expires_at"), expression.Value(next.PreviousExpiresAt.UTC()))
+		upd = upd.set("previous_hash", next.PreviousHash).
+			set("previous_expires_at", next.PreviousExpiresAt.UTC())
 	}
 	if next.TokensRevokedBefore != nil {
-		upd = upd.Set(expression.Name("tokens_revoked_before"), expression.Value(next.TokensRevokedBefore.UTC()))
+		upd = upd.set("tokens_revoked_before", next.TokensRevokedBefore.UTC())
 	}
 	if next.CopiesSince != nil {
-		upd = upd.Set(expression.Name("copies_since"), expression.Value(next.CopiesSince.UTC()))
+		upd = upd.set("copies_since", next.CopiesSince.UTC())
 	}
-	steps := []func() (types.TransactWriteItem, error){
-		func() (types.TransactWriteItem, error) {
+	steps := []func() (Write, error){
+		func() (Write, error) {
 			return s.update(apiKeyKey(id), upd, condLive.And(versionIs(it.Version)))
 		},
 	}
@@ -343,18 +339,18 @@ func (s *Store) updateAPIKey(ctx context.Context, id string, p account.APIKeyPat
 	// the item under the ID is the one read, and a delete removes them all
 	// in one transaction with it.
 	if p.Rotate != nil {
-		steps = append(steps, func() (types.TransactWriteItem, error) { return s.put(next.hashCopy(), condAbsent) })
+		steps = append(steps, func() (Write, error) { return s.put(next.hashCopy(), condAbsent) })
 		onCheckFailed = append(onCheckFailed, account.Internal(errors.New("tablestore: an API key with this hash exists already")))
 	} else {
-		steps = append(steps, func() (types.TransactWriteItem, error) { return s.putAlways(next.hashCopy()) })
+		steps = append(steps, func() (Write, error) { return s.putAlways(next.hashCopy()) })
 	}
 	if next.PreviousHash != nil {
-		steps = append(steps, func() (types.TransactWriteItem, error) { return s.putAlways(next.previousCopy()) })
+		steps = append(steps, func() (Write, error) { return s.putAlways(next.previousCopy()) })
 	}
 	// The copies that next no longer has: a secret that stopped.
 	for _, h := range [][]byte{it.Hash, it.PreviousHash} {
 		if h != nil && !bytes.Equal(h, next.Hash) && !bytes.Equal(h, next.PreviousHash) {
-			steps = append(steps, func() (types.TransactWriteItem, error) { return s.del(keyHashKey(h), nil) })
+			steps = append(steps, func() (Write, error) { return s.del(keyHashKey(h), Cond{}) })
 		}
 	}
 	items, err := build(steps...)
@@ -433,11 +429,11 @@ func (it apiKeyItem) patched(p account.APIKeyPatch) apiKeyItem {
 
 // versionIs is the condition that a key item has version v (see
 // apiKeyItem.Version): a key never changed has no version attribute.
-func versionIs(v int) expression.ConditionBuilder {
+func versionIs(v int) Cond {
 	if v == 0 {
-		return expression.AttributeNotExists(expression.Name("version"))
+		return attr("version").NotExists()
 	}
-	return expression.Name("version").Equal(expression.Value(v))
+	return attr("version").Equal(v)
 }
 
 // ListAPIKeys lists keys newest first from the KEYS partition of gsi1,

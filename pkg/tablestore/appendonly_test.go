@@ -6,33 +6,29 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
 	"latchkey/pkg/account"
 	"latchkey/pkg/boltstore"
+	"latchkey/pkg/dynamostore"
 	"latchkey/pkg/dynamostore/dynamotest"
 	"latchkey/pkg/tablestore"
 )
 
 // onBothTables runs fn over a store on DynamoDB Local and over one on the
-// bbolt Table, each on a fresh table, with that table to write raw items.
-func onBothTables(t *testing.T, fn func(t *testing.T, table tablestore.Table, name string, s *tablestore.Store)) {
+// bbolt Table, each on a fresh table, with that table's port to write raw
+// items.
+func onBothTables(t *testing.T, fn func(t *testing.T, table tablestore.Port, s *tablestore.Store)) {
 	t.Run("DynamoDBLocal", func(t *testing.T) {
 		client := dynamotest.NewClient(t)
 		name := dynamotest.NewTable(t, client)
-		fn(t, client, name, tablestore.New(client, name))
+		fn(t, dynamostore.Port(client, name), tablestore.New(dynamostore.Port(client, name)))
 	})
 	t.Run("Bolt", func(t *testing.T) {
-		const name = "latchkey"
-		table, err := boltstore.OpenTable(filepath.Join(t.TempDir(), "table.db"), tablestore.TableDefinition(name),
-			boltstore.WithTTL(tablestore.TTLAttribute))
+		table, err := boltstore.OpenTable(filepath.Join(t.TempDir(), "table.db"), boltstore.WithTTL(tablestore.TTLAttribute))
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { table.Close() })
-		fn(t, table, name, tablestore.New(table, name))
+		fn(t, table.Port(), tablestore.New(table.Port()))
 	})
 }
 
@@ -42,7 +38,7 @@ func onBothTables(t *testing.T, fn func(t *testing.T, table tablestore.Table, na
 // IAM lets three roles put events and cannot require the condition, so
 // the code holds it (docs/security.md).
 func TestEventPut_AppendOnly(t *testing.T) {
-	onBothTables(t, func(t *testing.T, _ tablestore.Table, _ string, s *tablestore.Store) {
+	onBothTables(t, func(t *testing.T, _ tablestore.Port, s *tablestore.Store) {
 		at := time.Now().UTC().Truncate(time.Millisecond)
 		id := account.NewEventID(at)
 		org := account.NewID(account.PrefixOrganization, at)
@@ -76,7 +72,7 @@ func TestEventPut_AppendOnly(t *testing.T) {
 // another key (here the bootstrap admin key's, which no create writes and
 // only the auth role could put) deletes the link and no key.
 func TestDeleteOrganization_ForeignLink(t *testing.T) {
-	onBothTables(t, func(t *testing.T, table tablestore.Table, name string, s *tablestore.Store) {
+	onBothTables(t, func(t *testing.T, table tablestore.Port, s *tablestore.Store) {
 		ctx := t.Context()
 		now := time.Now().UTC().Truncate(time.Millisecond)
 		org := account.Organization{ID: account.NewID(account.PrefixOrganization, now), Name: "Acme", Slug: "acme", CreatedAt: now, UpdatedAt: now}
@@ -87,9 +83,8 @@ func TestDeleteOrganization_ForeignLink(t *testing.T) {
 			Last4: secret[len(secret)-4:], Scopes: []string{account.ScopeAll}, Bootstrap: true, CreatedAt: now,
 		}
 		must(t, s.CreateAPIKey(ctx, admin), "CreateAPIKey")
-		link, err := attributevalue.MarshalMap(map[string]string{"pk": "KEYORG#" + org.ID, "sk": "KEY#" + admin.ID})
-		must(t, err, "marshal the link")
-		_, err = table.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(name), Item: link})
+		link := tablestore.Item{"pk": tablestore.S("KEYORG#" + org.ID), "sk": tablestore.S("KEY#" + admin.ID)}
+		_, err := table.Write(ctx, tablestore.Write{Kind: tablestore.WritePut, Item: link}, false)
 		must(t, err, "PutItem of the link")
 
 		must(t, s.DeleteOrganization(ctx, org.ID), "DeleteOrganization")

@@ -5,46 +5,19 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
-
 	"latchkey/pkg/account"
 )
 
-// Cancellation reason codes of TransactionCanceledException, as documented
-// for TransactWriteItems. The SDK has no constants for them.
-const (
-	reasonNone                  = "None"
-	reasonConditionalCheck      = "ConditionalCheckFailed"
-	reasonTransactionConflict   = "TransactionConflict"
-	reasonThrottling            = "ThrottlingError"
-	reasonProvisionedThroughput = "ProvisionedThroughputExceeded"
-	reasonRequestLimit          = "RequestLimitExceeded"
-)
-
-// throttleCodes are the error codes DynamoDB uses to ask a caller to slow
-// down. The SDK has retried them already by the time they reach the store.
-var throttleCodes = map[string]bool{
-	"ProvisionedThroughputExceededException": true,
-	"ThrottlingException":                    true,
-	"RequestLimitExceeded":                   true,
-}
-
-// ErrUnavailable marks a failure of a Table that a retry later can cure
-// and that the SDK's errors do not name as such: no answer in time, a
-// table that is gone (see dynamostore's deadline). The store reports it
-// as CodeUnavailable, with the Table's error as the cause.
+// ErrUnavailable marks a failure of a Port that a retry later can cure:
+// throttling, a 5xx, a connection failure, no answer in time, a table
+// that is gone (dynamostore wraps them so). The store reports it as
+// CodeUnavailable, with the Port's error as the cause.
 var ErrUnavailable = errors.New("the table is unavailable")
 
-// storeErr turns an SDK failure into a domain error: CodeUnavailable when a
-// retry later can succeed (throttling, a 5xx, a connection failure, all after
-// the SDK's own retries), CodeInternal otherwise. The AWS error is kept as
-// the cause for logs; its message never becomes the client-visible message.
-// A call that got no answer in time, or found no table, is ErrUnavailable
-// (see dynamostore's deadline), so CodeUnavailable too. A call the caller abandoned (its context
+// storeErr turns a Port's failure into a domain error: CodeUnavailable
+// when a retry later can succeed (ErrUnavailable), CodeInternal otherwise.
+// The Port's error is kept as the cause for logs; its message never
+// becomes the client-visible message. A call the caller abandoned (its context
 // cancelled or past its deadline) keeps the context's error and no code:
 // nothing failed in the store, and it must not be reported as if it had.
 func storeErr(err error) error {
@@ -61,76 +34,44 @@ func storeErr(err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
-	if retryable(err) {
-		return account.Unavailable(err)
-	}
 	return account.Internal(err)
 }
 
-func retryable(err error) bool {
-	var apiErr smithy.APIError
-	if errors.As(err, &apiErr) {
-		if throttleCodes[apiErr.ErrorCode()] || apiErr.ErrorFault() == smithy.FaultServer {
-			return true
-		}
-	}
-	var respErr *awshttp.ResponseError
-	if errors.As(err, &respErr) && respErr.HTTPStatusCode() >= 500 {
-		return true
-	}
-	var sendErr *smithyhttp.RequestSendError
-	return errors.As(err, &sendErr)
-}
-
 // errTransactionConflict marks a write refused only because a transaction
-// in progress held one of its items: TransactionConflict as a cancellation
-// reason of a transaction, or TransactionConflictException for a single-item
-// write (an UpdateItem racing AddMember's ConditionCheck on the same user,
-// say). The SDK retries neither; retryConflicts does.
-var errTransactionConflict = errors.New("tablestore: transaction conflict")
+// in progress held one of its items: ReasonConflict as a cancellation
+// reason of a transaction, or ErrConflict for a single-item write (an
+// UpdateItem racing AddMember's ConditionCheck on the same user, say).
+// The SDK retries neither; retryConflicts does.
+var errTransactionConflict = ErrConflict
 
-// conflict returns err marked as errTransactionConflict when it is a
-// single-item write's TransactionConflictException, and err otherwise.
-func conflict(err error) error {
-	var tce *types.TransactionConflictException
-	if errors.As(err, &tce) {
-		return fmt.Errorf("%w: %w", errTransactionConflict, err)
-	}
-	return err
-}
-
-// cancellation maps a TransactionCanceledException to a domain error.
+// cancellation maps a CanceledError to a domain error.
 // onCheckFailed[i] is the error for a failed condition on item i, in the
 // order the items were sent; the first failed condition wins, so callers
 // order items by which error should be reported first. A failed condition
 // without an entry (or with a nil one) is a bug in the store, internal,
 // unless one with an entry failed too.
 // For a failed condition it also returns old, the item as it was, when the item
-// asked for it (ReturnValuesOnConditionCheckFailure ALL_OLD), else nil.
+// asked for it (Write.ReturnOld), else nil.
 // mapped is nil when err is not a cancellation.
-func cancellation(err error, onCheckFailed []error) (old map[string]types.AttributeValue, mapped error) {
-	var tce *types.TransactionCanceledException
-	if !errors.As(err, &tce) {
+func cancellation(err error, onCheckFailed []error) (old Item, mapped error) {
+	var ce *CanceledError
+	if !errors.As(err, &ce) {
 		return nil, nil
 	}
 	conflicted, throttled, unexpected := false, false, false
-	for i, r := range tce.CancellationReasons {
-		code := ""
-		if r.Code != nil {
-			code = *r.Code
-		}
-		switch code {
-		case "", reasonNone:
-		case reasonConditionalCheck:
+	for i, r := range ce.Reasons {
+		switch r {
+		case ReasonNone:
+		case ReasonConditionFailed:
 			if i < len(onCheckFailed) && onCheckFailed[i] != nil {
-				return r.Item, onCheckFailed[i]
+				return ce.Old[i], onCheckFailed[i]
 			}
 			// A bug, unless a later condition that can fail failed too
 			// (a user created twice: its e-mail is taken).
 			unexpected = true
-		case reasonTransactionConflict:
+		case ReasonConflict:
 			conflicted = true
-		case reasonThrottling, reasonProvisionedThroughput, reasonRequestLimit:
+		case ReasonThrottled:
 			throttled = true
 		default:
 			return nil, account.Internal(err)
@@ -148,26 +89,26 @@ func cancellation(err error, onCheckFailed []error) (old map[string]types.Attrib
 }
 
 // conditionFailed reports whether a single-item write failed its condition,
-// and returns the exception, which holds the old item when it was asked for.
-func conditionFailed(err error) (*types.ConditionalCheckFailedException, bool) {
-	var ccf *types.ConditionalCheckFailedException
+// and returns the error, which holds the old item when it was asked for.
+func conditionFailed(err error) (*ConditionFailedError, bool) {
+	var ccf *ConditionFailedError
 	ok := errors.As(err, &ccf)
 	return ccf, ok
 }
 
 // eventsBusy reports whether err cancelled a transaction only because
-// DynamoDB throttled writes to its items from first on, which are its
+// the table throttled writes to its items from first on, which are its
 // events: their shard was busy, and the change itself was not refused.
 func eventsBusy(err error, first int) bool {
-	var tce *types.TransactionCanceledException
-	if !errors.As(err, &tce) {
+	var ce *CanceledError
+	if !errors.As(err, &ce) {
 		return false
 	}
 	busy := false
-	for i, r := range tce.CancellationReasons {
-		switch code := aws.ToString(r.Code); code {
-		case "", reasonNone:
-		case reasonThrottling, reasonProvisionedThroughput:
+	for i, r := range ce.Reasons {
+		switch r {
+		case ReasonNone:
+		case ReasonThrottled:
 			if i < first {
 				return false
 			}

@@ -7,12 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"latchkey/pkg/account"
 )
 
@@ -90,12 +84,12 @@ func recording(ctx context.Context) bool { return account.EventSourceFrom(ctx) !
 // eventItems returns the Puts of events, each with a new id made now (and
 // its organization's copy), or nothing when ctx carries no
 // account.EventSource.
-func (s *Store) eventItems(ctx context.Context, events []account.PendingEvent) ([]types.TransactWriteItem, error) {
+func (s *Store) eventItems(ctx context.Context, events []account.PendingEvent) ([]Write, error) {
 	src := account.EventSourceFrom(ctx)
 	if src == nil || len(events) == 0 {
 		return nil, nil
 	}
-	items := make([]types.TransactWriteItem, 0, eventCount(ctx, events))
+	items := make([]Write, 0, eventCount(ctx, events))
 	for _, e := range events {
 		at := time.Now().UTC().Truncate(time.Millisecond)
 		id := account.NewEventID(at)
@@ -131,7 +125,7 @@ func (s *Store) eventItems(ctx context.Context, events []account.PendingEvent) (
 // write, a retry or a bug, ever replaces an event, so the feed is
 // append-only in the code. IAM can refuse every role an update or a
 // delete of an event, but it cannot require this condition of a put.
-func (s *Store) eventPuts(src *account.EventSource, e account.PendingEvent, id string, at time.Time, shard, orgShard int) ([]types.TransactWriteItem, error) {
+func (s *Store) eventPuts(src *account.EventSource, e account.PendingEvent, id string, at time.Time, shard, orgShard int) ([]Write, error) {
 	js, err := src.EncodeEvent(id, e.Type, at, e.Data)
 	if err != nil {
 		return nil, err
@@ -144,7 +138,7 @@ func (s *Store) eventPuts(src *account.EventSource, e account.PendingEvent, id s
 		k.PK = shardPK(k.PK, orgShard)
 		keys = append(keys, k)
 	}
-	items := make([]types.TransactWriteItem, 0, len(keys))
+	items := make([]Write, 0, len(keys))
 	for _, k := range keys {
 		it.key = k
 		put, err := s.put(it, condAbsent)
@@ -219,14 +213,13 @@ func (s *Store) ListEvents(ctx context.Context, q account.EventQuery) (account.P
 	if lo >= hi {
 		return page, nil
 	}
-	var filter *expression.ConditionBuilder
+	var filter Cond
 	if len(q.Types) > 0 {
-		ops := make([]expression.OperandBuilder, len(q.Types)-1)
-		for i, t := range q.Types[1:] {
-			ops[i] = expression.Value(t)
+		types := make([]any, len(q.Types))
+		for i, t := range q.Types {
+			types[i] = t
 		}
-		f := expression.Name("type").In(expression.Value(q.Types[0]), ops...)
-		filter = &f
+		filter = attr("type").In(types...)
 	}
 	// groups holds the partitions merged together: each day's shards, or
 	// the organization's.
@@ -250,7 +243,7 @@ func (s *Store) ListEvents(ctx context.Context, q account.EventQuery) (account.P
 	// The first Query of each shard fits the budget, so that every shard
 	// is read once before any is read again.
 	chunk := min(limit/eventShards+2, budget/eventShards)
-	if filter != nil {
+	if filter.Op != OpNone {
 		chunk = budget / eventShards
 	}
 	start := hi // the position before a group's first event
@@ -260,39 +253,22 @@ func (s *Store) ListEvents(ctx context.Context, q account.EventQuery) (account.P
 	for g, group := range groups {
 		cursors := make([]*eventCursor, eventShards)
 		for n := range cursors {
-			kc := expression.Key("pk").Equal(expression.Value(shardPK(group, n))).
-				And(expression.Key("sk").Between(expression.Value(lo), expression.Value(hi)))
-			b := expression.NewBuilder().WithKeyCondition(kc).
-				WithProjection(expression.NamesList(expression.Name("sk"), expression.Name("type"), expression.Name("event")))
-			if filter != nil {
-				b = b.WithFilter(*filter)
-			}
-			e, err := b.Build()
-			if err != nil {
-				return account.Page[account.StoredEvent]{}, account.Internal(err)
-			}
-			c := &eventCursor{pos: start, chunk: chunk, in: &dynamodb.QueryInput{
-				TableName: s.table, ConsistentRead: aws.Bool(true),
-				KeyConditionExpression: e.KeyCondition(), FilterExpression: e.Filter(), ProjectionExpression: e.Projection(),
-				ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
-				ScanIndexForward: aws.Bool(forward),
+			c := &eventCursor{pos: start, chunk: chunk, in: Query{
+				Partition: shardPK(group, n), Range: Range{Op: OpBetween, Values: []string{lo, hi}},
+				Filter: filter, Names: []string{"sk", "type", "event"}, Forward: forward, Consistent: true,
 			}}
 			if g == 0 {
 				// Past the position itself, which BETWEEN includes: read,
 				// it would take a shard's Query of one item and move it
 				// nowhere. (In the days after the first, no event is at
 				// either end.)
-				from, err := marshalKey(key{shardPK(group, n), start})
-				if err != nil {
-					return account.Page[account.StoredEvent]{}, err
-				}
-				c.in.ExclusiveStartKey = from
+				c.in.After = Item{"pk": S(shardPK(group, n)), "sk": S(start)}
 			}
 			cursors[n] = c
 		}
 		// The first Query of every shard at once, when the bounds allow
 		// them all: a page waits for one round trip a day, not sixteen.
-		if n := budget / eventShards; n > 0 && (filter == nil || queries+eventShards <= maxEventQueries) {
+		if n := budget / eventShards; n > 0 && (filter.Op == OpNone || queries+eventShards <= maxEventQueries) {
 			scanned := make([]int, eventShards)
 			errs := make([]error, eventShards)
 			var wg sync.WaitGroup
@@ -333,7 +309,7 @@ func (s *Store) ListEvents(ctx context.Context, q account.EventQuery) (account.P
 			if behind == nil {
 				break // every shard of the group is read to its end
 			}
-			if budget <= 0 || filter != nil && queries == maxEventQueries {
+			if budget <= 0 || filter.Op != OpNone && queries == maxEventQueries {
 				// Every event up to behind's position is on a page.
 				page.Next = behind.pos
 				return page, nil
@@ -357,30 +333,30 @@ func (s *Store) ListEvents(ctx context.Context, q account.EventQuery) (account.P
 // into c's buffer, leaving out after and hi (BETWEEN includes both ends),
 // and returns how many it read, kept or not.
 func (s *Store) readShard(ctx context.Context, c *eventCursor, limit int, after, hi string) (int, error) {
-	c.in.Limit = aws.Int32(int32(limit))
+	c.in.Limit = limit
 	c.chunk *= 2
-	out, err := s.client.Query(ctx, c.in)
+	out, err := s.port.Query(ctx, c.in)
 	if err != nil {
 		return 0, storeErr(err)
 	}
-	var items []eventItem
-	if err := attributevalue.UnmarshalListOfMaps(out.Items, &items); err != nil {
-		return 0, account.Internal(err)
-	}
-	for _, it := range items {
+	for _, av := range out.Items {
+		var it eventItem
+		if err := unmarshal(av, &it); err != nil {
+			return 0, err
+		}
 		if it.SK != after && it.SK < hi {
 			c.buf = append(c.buf, it)
 		}
 	}
-	if out.LastEvaluatedKey == nil {
+	if out.Last == nil {
 		c.done = true
-		return int(out.ScannedCount), nil
+		return out.Scanned, nil
 	}
-	if sk, ok := out.LastEvaluatedKey["sk"].(*types.AttributeValueMemberS); ok {
-		c.pos = sk.Value
+	if sk, ok := out.Last["sk"].(S); ok {
+		c.pos = string(sk)
 	}
-	c.in.ExclusiveStartKey = out.LastEvaluatedKey
-	return int(out.ScannedCount), nil
+	c.in.After = out.Last
+	return out.Scanned, nil
 }
 
 // eventCursor is where ListEvents is in one shard: the events read and
@@ -388,7 +364,7 @@ func (s *Store) readShard(ctx context.Context, c *eventCursor, limit int, after,
 // whether the shard is read to its end, and how many items the next Query
 // asks for.
 type eventCursor struct {
-	in    *dynamodb.QueryInput
+	in    Query
 	buf   []eventItem
 	pos   string
 	done  bool
@@ -444,24 +420,15 @@ func (s *Store) ResumeEvents(ctx context.Context) error {
 	}
 	today := day(time.Now())
 	for _, d := range []time.Time{today.AddDate(0, 0, 1), today} {
-		out, err := s.client.Query(ctx, &dynamodb.QueryInput{
-			TableName:                 s.table,
-			KeyConditionExpression:    aws.String("pk = :pk"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: prefixEvent + d.Format(eventDayLayout)}},
-			ScanIndexForward:          aws.Bool(false),
-			Limit:                     aws.Int32(1),
-			ConsistentRead:            aws.Bool(true),
-			ProjectionExpression:      aws.String("sk"),
+		out, err := s.port.Query(ctx, Query{
+			Partition: prefixEvent + d.Format(eventDayLayout), Names: []string{"sk"}, Limit: 1, Consistent: true,
 		})
 		if err != nil {
 			return storeErr(err)
 		}
 		if len(out.Items) > 0 {
-			var k key
-			if err := attributevalue.UnmarshalMap(out.Items[0], &k); err != nil {
-				return account.Internal(err)
-			}
-			s.lastEvent = max(s.lastEvent, k.SK)
+			sk, _ := out.Items[0]["sk"].(S)
+			s.lastEvent = max(s.lastEvent, string(sk))
 			return nil
 		}
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"latchkey/pkg/account"
 )
 
@@ -60,7 +58,7 @@ func (s *Store) APIKeyItems(ctx context.Context, k account.APIKey) (int, error) 
 	// The read copies, but for the tombstones a delete leaves (no hash).
 	copies, err := s.batchGet(ctx, copyKeys(k.ID, apiKeyCopyKey))
 	for _, av := range copies {
-		if _, ok := av["hash"].(*types.AttributeValueMemberB); ok {
+		if _, ok := av["hash"].(B); ok {
 			items = append(items, av)
 		}
 	}

@@ -6,11 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"latchkey/pkg/account"
 )
 
@@ -35,24 +30,19 @@ func withoutCommit(ctx context.Context) context.Context {
 // in force is there (account.IdempotencyRecord.InForceAt, as a condition),
 // and the record there comes back with the failed condition.
 func (s *Store) ClaimIdempotency(ctx context.Context, r account.IdempotencyRecord, now time.Time) (account.IdempotencyRecord, bool, error) {
-	nowMilli := expression.Value(now.UnixMilli())
-	lapsed := expression.Name("state").Equal(expression.Value(account.IdempotencyStarted)).
-		And(expression.Name("lease_until").LessThanEqual(nowMilli)).
-		And(expression.Name("fingerprint").Equal(expression.Value(r.Fingerprint)))
-	cond := condAbsent.Or(expression.Name("expires_at").LessThanEqual(nowMilli), lapsed)
+	nowMilli := now.UnixMilli()
+	lapsed := attr("state").Equal(account.IdempotencyStarted).
+		And(attr("lease_until").LessThanEqual(nowMilli)).
+		And(attr("fingerprint").Equal(r.Fingerprint))
+	cond := condAbsent.Or(attr("expires_at").LessThanEqual(nowMilli), lapsed)
 	it, err := s.put(newIdempotencyItem(r), cond)
 	if err != nil {
 		return account.IdempotencyRecord{}, false, err
 	}
-	p := it.Put
+	it.ReturnOld = true
 	err = s.retryConflicts(ctx, func() error {
-		_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
-			TableName: s.table, Item: p.Item,
-			ConditionExpression: p.ConditionExpression, ExpressionAttributeNames: p.ExpressionAttributeNames,
-			ExpressionAttributeValues:           p.ExpressionAttributeValues,
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		})
-		return conflict(err)
+		_, err := s.port.Write(ctx, it, false)
+		return err
 	})
 	if err == nil {
 		return r, true, nil
@@ -62,9 +52,9 @@ func (s *Store) ClaimIdempotency(ctx context.Context, r account.IdempotencyRecor
 		return account.IdempotencyRecord{}, false, storeErr(err)
 	}
 	var held idempotencyItem
-	if ccf.Item != nil {
-		if err := attributevalue.UnmarshalMap(ccf.Item, &held); err != nil {
-			return account.IdempotencyRecord{}, false, account.Internal(err)
+	if ccf.Old != nil {
+		if err := unmarshal(ccf.Old, &held); err != nil {
+			return account.IdempotencyRecord{}, false, err
 		}
 		return held.record(), false, nil
 	}
@@ -80,8 +70,8 @@ func (s *Store) ClaimIdempotency(ctx context.Context, r account.IdempotencyRecor
 }
 
 // ownedBy is the condition that the record is held by owner.
-func ownedBy(owner string) expression.ConditionBuilder {
-	return expression.Name("owner").Equal(expression.Value(owner))
+func ownedBy(owner string) Cond {
+	return attr("owner").Equal(owner)
 }
 
 // FinishIdempotency is one PutItem on condition that r.Owner holds the
@@ -91,14 +81,9 @@ func (s *Store) FinishIdempotency(ctx context.Context, r account.IdempotencyReco
 	if err != nil {
 		return err
 	}
-	p := it.Put
 	err = s.retryConflicts(ctx, func() error {
-		_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
-			TableName: s.table, Item: p.Item,
-			ConditionExpression: p.ConditionExpression, ExpressionAttributeNames: p.ExpressionAttributeNames,
-			ExpressionAttributeValues: p.ExpressionAttributeValues,
-		})
-		return conflict(err)
+		_, err := s.port.Write(ctx, it, false)
+		return err
 	})
 	if _, ok := conditionFailed(err); ok {
 		return account.ErrIdempotencyLost()
@@ -109,19 +94,14 @@ func (s *Store) FinishIdempotency(ctx context.Context, r account.IdempotencyReco
 // ReleaseIdempotency is one DeleteItem on condition that owner holds the
 // record and it is started; a failed condition is no error.
 func (s *Store) ReleaseIdempotency(ctx context.Context, keyID, k, owner string) error {
-	cond := ownedBy(owner).And(expression.Name("state").Equal(expression.Value(account.IdempotencyStarted)))
-	it, err := s.del(idempotencyKey(keyID, k), &cond)
+	cond := ownedBy(owner).And(attr("state").Equal(account.IdempotencyStarted))
+	it, err := s.del(idempotencyKey(keyID, k), cond)
 	if err != nil {
 		return err
 	}
-	d := it.Delete
 	err = s.retryConflicts(ctx, func() error {
-		_, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-			TableName: s.table, Key: d.Key,
-			ConditionExpression: d.ConditionExpression, ExpressionAttributeNames: d.ExpressionAttributeNames,
-			ExpressionAttributeValues: d.ExpressionAttributeValues,
-		})
-		return conflict(err)
+		_, err := s.port.Write(ctx, it, false)
+		return err
 	})
 	if _, ok := conditionFailed(err); ok {
 		return nil
@@ -136,12 +116,12 @@ func (s *Store) ReleaseIdempotency(ctx context.Context, keyID, k, owner string) 
 // slices passed in are not modified. It is the one place where the last
 // transaction of a change gains items, and so where an event of the
 // change (issue 11's feed) would join it too.
-func (s *Store) withCommit(c *account.IdempotencyCommit, items []types.TransactWriteItem, onCheckFailed []error) ([]types.TransactWriteItem, []error, error) {
+func (s *Store) withCommit(c *account.IdempotencyCommit, items []Write, onCheckFailed []error) ([]Write, []error, error) {
 	if c == nil {
 		return items, onCheckFailed, nil
 	}
-	cond := ownedBy(c.Owner).And(expression.Name("state").NotEqual(expression.Value(account.IdempotencyDone)))
-	applied := expression.Set(expression.Name("state"), expression.Value(account.IdempotencyApplied))
+	cond := ownedBy(c.Owner).And(attr("state").NotEqual(account.IdempotencyDone))
+	applied := set("state", account.IdempotencyApplied)
 	it, err := s.update(idempotencyKey(c.KeyID, c.Key), applied, cond)
 	if err != nil {
 		return nil, nil, err
@@ -158,12 +138,12 @@ func (s *Store) withCommit(c *account.IdempotencyCommit, items []types.TransactW
 // update made between the two; no request of the API both takes
 // Idempotency-Key and updates this way, so that is the price of keeping the
 // Store contract for any that would.
-func (s *Store) updateWithCommit(ctx context.Context, k key, upd expression.UpdateBuilder, cond expression.ConditionBuilder, out any, notFound error) error {
+func (s *Store) updateWithCommit(ctx context.Context, k key, upd Update, cond Cond, out any, notFound error) error {
 	it, err := s.update(k, upd, cond)
 	if err != nil {
 		return err
 	}
-	if err := s.transact(ctx, []types.TransactWriteItem{it}, notFound); err != nil {
+	if err := s.transact(ctx, []Write{it}, notFound); err != nil {
 		return err
 	}
 	found, err := s.getItem(ctx, k, out)

@@ -83,11 +83,14 @@ const (
 	memberTimeLayout = "20060102T150405.000000000Z"
 )
 
-// key is the primary key of one item.
-type key struct {
+// Key is the primary key of one item.
+type Key struct {
 	PK string `dynamodbav:"pk"`
 	SK string `dynamodbav:"sk"`
 }
+
+// key is Key, embedded so in the items.
+type key = Key
 
 func userKey(id string) key              { return key{prefixUser + id, sortUser} }
 func emailKey(email string) key          { return key{prefixEmail + email, sortEmail} }

@@ -6,12 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"latchkey/pkg/account"
 )
 
@@ -104,40 +98,28 @@ type keyNode struct {
 // delete: they expire with their tokens (TTL), and nothing lists the
 // tokens of a key that is gone.
 func (s *Store) readKeyNode(ctx context.Context, id string) (keyNode, error) {
-	kc := expression.Key("pk").Equal(expression.Value(apiKeyKey(id).PK)).
-		And(expression.Key("sk").LessThanEqual(expression.Value(sortKey)))
-	e, err := expression.NewBuilder().WithKeyCondition(kc).Build()
-	if err != nil {
-		return keyNode{}, account.Internal(err)
-	}
-	pages := dynamodb.NewQueryPaginator(s.client, &dynamodb.QueryInput{
-		TableName: s.table, ConsistentRead: aws.Bool(true),
-		KeyConditionExpression: e.KeyCondition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
-	})
+	q := Query{Partition: apiKeyKey(id).PK, Range: Range{Op: OpLessEqual, Values: []string{sortKey}}, Forward: true, Consistent: true}
 	n := keyNode{id: id}
-	for pages.HasMorePages() {
-		out, err := pages.NextPage(ctx)
-		if err != nil {
-			return keyNode{}, storeErr(err)
-		}
-		for _, av := range out.Items {
-			var k key
-			if err := attributevalue.UnmarshalMap(av, &k); err != nil {
-				return keyNode{}, account.Internal(err)
+	err := s.queryPages(ctx, q, func(items []Item) (bool, error) {
+		for _, av := range items {
+			k, err := keyOf(av)
+			if err != nil {
+				return false, err
 			}
 			switch {
 			case k.SK == sortKey:
 				var it apiKeyItem
-				if err := attributevalue.UnmarshalMap(av, &it); err != nil {
-					return keyNode{}, account.Internal(err)
+				if err := unmarshal(av, &it); err != nil {
+					return false, err
 				}
 				n.item = &it
 			case strings.HasPrefix(k.SK, prefixChild):
 				n.children = append(n.children, idFrom(k.SK, prefixChild))
 			}
 		}
-	}
-	return n, nil
+		return true, nil
+	})
+	return n, err
 }
 
 // treeDelete is one pass of DeleteAPIKey.
@@ -148,7 +130,7 @@ type treeDelete struct {
 	flagged bool
 	// queue holds, per key, the items that delete it, children first;
 	// events their events; items counts both.
-	queue  [][]types.TransactWriteItem
+	queue  [][]Write
 	events []account.PendingEvent
 	items  int
 }
@@ -259,12 +241,12 @@ func (d *treeDelete) walk(ctx context.Context, n keyNode) error {
 // the ones read (a change meanwhile, such as a new secret, may have added
 // a copy that the walk did not see), and for the root only if it is still
 // there.
-func (d *treeDelete) deletes(n keyNode, parent string) ([]types.TransactWriteItem, error) {
-	var steps []func() (types.TransactWriteItem, error)
+func (d *treeDelete) deletes(n keyNode, parent string) ([]Write, error) {
+	var steps []func() (Write, error)
 	if n.item != nil {
-		cond := expression.AttributeNotExists(expression.Name("children"))
+		cond := attr("children").NotExists()
 		if n.item.Children > 0 {
-			cond = expression.Name("children").Equal(expression.Value(n.item.Children))
+			cond = attr("children").Equal(n.item.Children)
 		}
 		cond = cond.And(versionIs(n.item.Version))
 		if n.id == d.root.id {
@@ -272,20 +254,20 @@ func (d *treeDelete) deletes(n keyNode, parent string) ([]types.TransactWriteIte
 		}
 		hash := n.item.Hash
 		steps = append(steps,
-			func() (types.TransactWriteItem, error) { return d.s.del(apiKeyKey(n.id), &cond) },
-			func() (types.TransactWriteItem, error) { return d.s.del(keyHashKey(hash), nil) },
+			func() (Write, error) { return d.s.del(apiKeyKey(n.id), cond) },
+			func() (Write, error) { return d.s.del(keyHashKey(hash), Cond{}) },
 		)
 		if previous := n.item.PreviousHash; previous != nil {
-			steps = append(steps, func() (types.TransactWriteItem, error) { return d.s.del(keyHashKey(previous), nil) })
+			steps = append(steps, func() (Write, error) { return d.s.del(keyHashKey(previous), Cond{}) })
 		}
 		for _, l := range n.item.linkKeys() {
-			steps = append(steps, func() (types.TransactWriteItem, error) { return d.s.del(l, nil) })
+			steps = append(steps, func() (Write, error) { return d.s.del(l, Cond{}) })
 		}
 	}
 	if parent != "" {
-		steps = append(steps, func() (types.TransactWriteItem, error) { return d.s.del(keyLinkKey(parent, n.id), nil) })
+		steps = append(steps, func() (Write, error) { return d.s.del(keyLinkKey(parent, n.id), Cond{}) })
 	}
-	steps = append(steps, func() (types.TransactWriteItem, error) { return d.s.del(keyUseKey(n.id), nil) })
+	steps = append(steps, func() (Write, error) { return d.s.del(keyUseKey(n.id), Cond{}) })
 	items, err := build(steps...)
 	if err != nil {
 		return nil, err
@@ -293,7 +275,7 @@ func (d *treeDelete) deletes(n keyNode, parent string) ([]types.TransactWriteIte
 	// Tombstones in place of the read copies: a verify of one of the
 	// key's tokens still learns in one BatchGetItem that it is gone. A
 	// key whose item is gone already has only copies to drop.
-	var copies []types.TransactWriteItem
+	var copies []Write
 	if n.item != nil {
 		copies, err = d.s.keyTombstones(n.id, time.Now())
 	} else {
@@ -303,7 +285,7 @@ func (d *treeDelete) deletes(n keyNode, parent string) ([]types.TransactWriteIte
 }
 
 // queued appends the items of the queue to items.
-func (d *treeDelete) queued(items []types.TransactWriteItem) []types.TransactWriteItem {
+func (d *treeDelete) queued(items []Write) []Write {
 	for _, q := range d.queue {
 		items = append(items, q...)
 	}
@@ -316,12 +298,12 @@ func (d *treeDelete) queued(items []types.TransactWriteItem) []types.TransactWri
 // root's version, so that the copies flagged are the copies there are: a
 // new secret since the walk makes the delete start over.
 func (d *treeDelete) flag(ctx context.Context) error {
-	set := expression.Set(expression.Name("deleting"), expression.Value(true))
-	steps := []func() (types.TransactWriteItem, error){
-		func() (types.TransactWriteItem, error) {
+	set := set("deleting", true)
+	steps := []func() (Write, error){
+		func() (Write, error) {
 			return d.s.update(apiKeyKey(d.root.id), set, condPresent.And(versionIs(d.root.item.Version)))
 		},
-		func() (types.TransactWriteItem, error) {
+		func() (Write, error) {
 			return d.s.update(keyHashKey(d.root.item.Hash), set, condPresent)
 		},
 	}
@@ -330,7 +312,7 @@ func (d *treeDelete) flag(ctx context.Context) error {
 		// its grace period has ended); the delete removes it at its end.
 		previous := d.root.item.previousCopy()
 		previous.Deleting = true
-		steps = append(steps, func() (types.TransactWriteItem, error) { return d.s.putAlways(previous) })
+		steps = append(steps, func() (Write, error) { return d.s.putAlways(previous) })
 	}
 	items, err := build(steps...)
 	if err != nil {
@@ -353,7 +335,7 @@ func (d *treeDelete) flag(ctx context.Context) error {
 
 // transact runs one transaction of the delete, with the events of the keys
 // it deletes; a failed condition, on any item, is errTreeChanged.
-func (d *treeDelete) transact(ctx context.Context, items []types.TransactWriteItem, events []account.PendingEvent) error {
+func (d *treeDelete) transact(ctx context.Context, items []Write, events []account.PendingEvent) error {
 	onCheckFailed := make([]error, len(items))
 	for i := range onCheckFailed {
 		onCheckFailed[i] = errTreeChanged

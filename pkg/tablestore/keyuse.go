@@ -4,11 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"latchkey/pkg/account"
 )
 
@@ -23,26 +18,21 @@ import (
 // before leaves an item that nothing reads.
 func (s *Store) RecordAPIKeyUse(ctx context.Context, k account.APIKey, at time.Time) (time.Time, error) {
 	ms := at.UnixMilli()
-	upd := expression.Set(expression.Name("last_used_at"), expression.Value(ms)).
-		Set(expression.Name("key_id"), expression.Value(k.ID))
+	upd := set("last_used_at", ms).
+		set("key_id", k.ID)
 	if !k.ExpiresAt.IsZero() {
-		upd = upd.Set(expression.Name("expire_at"), expression.Value(k.ExpiresAt.Add(account.ExpiredKeyRetention).Unix()))
+		upd = upd.set("expire_at", k.ExpiresAt.Add(account.ExpiredKeyRetention).Unix())
 	}
-	cond := expression.AttributeNotExists(expression.Name("last_used_at")).
-		Or(expression.Name("last_used_at").LessThanEqual(expression.Value(at.Add(-account.KeyUseResolution).UnixMilli())))
+	cond := attr("last_used_at").NotExists().
+		Or(attr("last_used_at").LessThanEqual(at.Add(-account.KeyUseResolution).UnixMilli()))
 	it, err := s.update(keyUseKey(k.ID), upd, cond)
 	if err != nil {
 		return time.Time{}, err
 	}
-	u := it.Update
+	it.ReturnOld = true
 	err = s.retryConflicts(ctx, func() error {
-		_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName: s.table, Key: u.Key, UpdateExpression: u.UpdateExpression,
-			ConditionExpression: u.ConditionExpression, ExpressionAttributeNames: u.ExpressionAttributeNames,
-			ExpressionAttributeValues:           u.ExpressionAttributeValues,
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		})
-		return conflict(err)
+		_, err := s.port.Write(ctx, it, false)
+		return err
 	})
 	if err == nil {
 		return time.UnixMilli(ms).UTC(), nil
@@ -52,9 +42,9 @@ func (s *Store) RecordAPIKeyUse(ctx context.Context, k account.APIKey, at time.T
 		return time.Time{}, storeErr(err)
 	}
 	var old keyUseItem
-	if ccf.Item != nil {
-		if err := attributevalue.UnmarshalMap(ccf.Item, &old); err != nil {
-			return time.Time{}, account.Internal(err)
+	if ccf.Old != nil {
+		if err := unmarshal(ccf.Old, &old); err != nil {
+			return time.Time{}, err
 		}
 		return old.lastUsed(), nil
 	}
@@ -76,16 +66,16 @@ func (s *Store) readKeyWithUse(ctx context.Context, id string) (apiKeyItem, acco
 	var use keyUseItem
 	for _, av := range read {
 		var k key
-		if err := attributevalue.UnmarshalMap(av, &k); err != nil {
-			return apiKeyItem{}, account.APIKey{}, account.Internal(err)
+		if err := unmarshal(av, &k); err != nil {
+			return apiKeyItem{}, account.APIKey{}, err
 		}
 		var err error
 		switch k.SK {
 		case sortKey:
 			it = &apiKeyItem{}
-			err = attributevalue.UnmarshalMap(av, it)
+			err = unmarshal(av, it)
 		case sortKeyUse:
-			err = attributevalue.UnmarshalMap(av, &use)
+			err = unmarshal(av, &use)
 		}
 		if err != nil {
 			return apiKeyItem{}, account.APIKey{}, account.Internal(err)
@@ -123,8 +113,8 @@ func (s *Store) withLastUses(ctx context.Context, keys []account.APIKey) error {
 	last := make(map[string]time.Time, len(read))
 	for _, av := range read {
 		var use keyUseItem
-		if err := attributevalue.UnmarshalMap(av, &use); err != nil {
-			return account.Internal(err)
+		if err := unmarshal(av, &use); err != nil {
+			return err
 		}
 		last[use.KeyID] = use.lastUsed()
 	}

@@ -4,10 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"latchkey/pkg/account"
 )
 
@@ -21,10 +17,10 @@ import (
 // no single membership holds; keeping it costs one more item in those
 // transactions (and a gsi1 write, as the item is in the ORGS list).
 var (
-	condKeepsAnOwner = expression.Name("owners").GreaterThan(expression.Value(1))
-	addOwner         = expression.Add(expression.Name("owners"), expression.Value(1))
-	dropOwner        = expression.Add(expression.Name("owners"), expression.Value(-1))
-	isOwner          = expression.Name("role").Equal(expression.Value(account.OwnerRole))
+	condKeepsAnOwner = attr("owners").GreaterThan(1)
+	addOwner         = Update(nil).add("owners", 0, 1)
+	dropOwner        = Update(nil).add("owners", 0, -1)
+	isOwner          = attr("role").Equal(account.OwnerRole)
 )
 
 // AddMember checks that the organization and the user exist (and are not
@@ -45,21 +41,21 @@ func (s *Store) AddMember(ctx context.Context, m account.Membership) error {
 // and the errors their failed conditions mean: the check of the
 // organization (for an owner, the update of its owner count), of the user
 // if checkUser, and both sides.
-func (s *Store) memberItems(m account.Membership, checkUser bool) ([]types.TransactWriteItem, []error, error) {
+func (s *Store) memberItems(m account.Membership, checkUser bool) ([]Write, []error, error) {
 	orgSide, userSide := newMemberItems(m)
-	org := func() (types.TransactWriteItem, error) { return s.check(orgKey(m.OrganizationID), condLive) }
+	org := func() (Write, error) { return s.check(orgKey(m.OrganizationID), condLive) }
 	if m.Role == account.OwnerRole {
-		org = func() (types.TransactWriteItem, error) { return s.update(orgKey(m.OrganizationID), addOwner, condLive) }
+		org = func() (Write, error) { return s.update(orgKey(m.OrganizationID), addOwner, condLive) }
 	}
-	steps := []func() (types.TransactWriteItem, error){org}
+	steps := []func() (Write, error){org}
 	onCheckFailed := []error{account.ErrOrganizationNotFound()}
 	if checkUser {
-		steps = append(steps, func() (types.TransactWriteItem, error) { return s.check(userKey(m.UserID), condLive) })
+		steps = append(steps, func() (Write, error) { return s.check(userKey(m.UserID), condLive) })
 		onCheckFailed = append(onCheckFailed, account.ErrUserNotFound())
 	}
 	steps = append(steps,
-		func() (types.TransactWriteItem, error) { return s.put(orgSide, condAbsent) },
-		func() (types.TransactWriteItem, error) { return s.put(userSide, condAbsent) },
+		func() (Write, error) { return s.put(orgSide, condAbsent) },
+		func() (Write, error) { return s.put(userSide, condAbsent) },
 	)
 	onCheckFailed = append(onCheckFailed, account.ErrAlreadyMember(), account.ErrAlreadyMember())
 	items, err := build(steps...)
@@ -101,28 +97,28 @@ func (s *Store) UpdateMember(ctx context.Context, orgID, userID string, p accoun
 		if !found {
 			return account.Membership{}, account.ErrMembershipNotFound()
 		}
-		upd := expression.Set(expression.Name("role"), expression.Value(p.Role)).
-			Set(expression.Name("updated_at"), expression.Value(updatedAt))
+		upd := set("role", p.Role).
+			set("updated_at", updatedAt)
 		owner := isOwner
 		if it.Role != account.OwnerRole {
 			owner = isOwner.Not()
 		}
-		unchanged := condPresent.And(owner).And(expression.Name("created_at").Equal(expression.Value(it.CreatedAt.UTC())))
-		steps := []func() (types.TransactWriteItem, error){
-			func() (types.TransactWriteItem, error) { return s.update(orgMemberKey(orgID, userID), upd, unchanged) },
-			func() (types.TransactWriteItem, error) {
+		unchanged := condPresent.And(owner).And(attr("created_at").Equal(it.CreatedAt.UTC()))
+		steps := []func() (Write, error){
+			func() (Write, error) { return s.update(orgMemberKey(orgID, userID), upd, unchanged) },
+			func() (Write, error) {
 				return s.update(userMemberKey(userID, orgID), upd, condPresent)
 			},
 		}
 		onCheckFailed := []error{errChanged, errChanged}
 		switch was, is := it.Role == account.OwnerRole, p.Role == account.OwnerRole; {
 		case was && !is:
-			steps = append(steps, func() (types.TransactWriteItem, error) {
+			steps = append(steps, func() (Write, error) {
 				return s.update(orgKey(orgID), dropOwner, condKeepsAnOwner)
 			})
 			onCheckFailed = append(onCheckFailed, account.ErrLastOwner())
 		case is && !was:
-			steps = append(steps, func() (types.TransactWriteItem, error) {
+			steps = append(steps, func() (Write, error) {
 				return s.update(orgKey(orgID), addOwner, condPresent)
 			})
 			onCheckFailed = append(onCheckFailed, errChanged)
@@ -160,14 +156,14 @@ func (s *Store) RemoveMember(ctx context.Context, orgID, userID string) error {
 	for attempt := 0; ; attempt++ {
 		notOwner := condPresent.And(isOwner.Not())
 		items, err := build(
-			func() (types.TransactWriteItem, error) {
-				it, err := s.del(orgMemberKey(orgID, userID), &notOwner)
+			func() (Write, error) {
+				it, err := s.del(orgMemberKey(orgID, userID), notOwner)
 				if err == nil {
-					it.Delete.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
+					it.ReturnOld = true
 				}
 				return it, err
 			},
-			func() (types.TransactWriteItem, error) { return s.del(userMemberKey(userID, orgID), &condPresent) },
+			func() (Write, error) { return s.del(userMemberKey(userID, orgID), condPresent) },
 		)
 		if err != nil {
 			return err
@@ -177,7 +173,7 @@ func (s *Store) RemoveMember(ctx context.Context, orgID, userID string) error {
 			return err
 		}
 		var it memberItem
-		if old == nil || attributevalue.UnmarshalMap(old, &it) != nil {
+		if old == nil || unmarshal(old, &it) != nil {
 			return account.ErrMembershipNotFound()
 		}
 		if it.Role == account.OwnerRole {
@@ -216,9 +212,9 @@ func (s *Store) removeMemberRecorded(ctx context.Context, orgID, userID string) 
 		if err != nil {
 			return err
 		}
-		unchanged := condPresent.And(expression.Name("role").Equal(expression.Value(it.Role))).
-			And(expression.Name("updated_at").Equal(expression.Value(it.UpdatedAt.UTC())))
-		del, err := s.del(orgMemberKey(orgID, userID), &unchanged)
+		unchanged := condPresent.And(attr("role").Equal(it.Role)).
+			And(attr("updated_at").Equal(it.UpdatedAt.UTC()))
+		del, err := s.del(orgMemberKey(orgID, userID), unchanged)
 		if err != nil {
 			return err
 		}
@@ -243,15 +239,15 @@ func (s *Store) removeMemberRecorded(ctx context.Context, orgID, userID string) 
 // of the organization may have taken it (errMembershipsChanged), so that
 // the count never makes an item from nothing.
 func (s *Store) leaveSteps(orgID, userID, role string, keepAnOwner bool) ([]step, error) {
-	cond := expression.AttributeNotExists(expression.Name("pk")).Or(isOwner.Not())
+	cond := attr("pk").NotExists().Or(isOwner.Not())
 	if role == account.OwnerRole {
 		cond = isOwner
 	}
-	org, err := s.del(orgMemberKey(orgID, userID), &cond)
+	org, err := s.del(orgMemberKey(orgID, userID), cond)
 	if err != nil {
 		return nil, err
 	}
-	user, err := s.del(userMemberKey(userID, orgID), nil)
+	user, err := s.del(userMemberKey(userID, orgID), Cond{})
 	if err != nil {
 		return nil, err
 	}
@@ -299,8 +295,8 @@ func (s *Store) ListUserMemberships(ctx context.Context, userID string, p accoun
 	orgs := make(map[string]orgItem, len(read))
 	for _, av := range read {
 		var o orgItem
-		if err := attributevalue.UnmarshalMap(av, &o); err != nil {
-			return account.Page[account.UserMembership]{}, account.Internal(err)
+		if err := unmarshal(av, &o); err != nil {
+			return account.Page[account.UserMembership]{}, err
 		}
 		orgs[idFrom(o.PK, prefixOrg)] = o
 	}

@@ -2,13 +2,11 @@ package tablestore
 
 import (
 	"bytes"
+	"errors"
 	"maps"
 	"reflect"
 	"slices"
 	"sync"
-
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"latchkey/pkg/account"
 )
@@ -34,20 +32,20 @@ type keyMemo struct {
 
 // memoKey is a key item as it was read, and its decoding.
 type memoKey struct {
-	av   map[string]types.AttributeValue
+	av   Item
 	item *apiKeyItem
 }
 
 // decode returns the apiKeyItem that av, the item at k, holds: the memo's
 // own, shared, which the caller does not modify (clone it to).
-func (km *keyMemo) decode(k key, av map[string]types.AttributeValue) (*apiKeyItem, error) {
+func (km *keyMemo) decode(k key, av Item) (*apiKeyItem, error) {
 	km.mu.RLock()
 	e, ok := km.m[k]
 	km.mu.RUnlock()
 	if !ok || !sameItem(e.av, av) {
 		it := new(apiKeyItem)
-		if err := attributevalue.UnmarshalMap(av, it); err != nil {
-			return nil, account.Internal(err)
+		if err := unmarshal(av, it); err != nil {
+			return nil, err
 		}
 		it.Hash, it.Scopes, it.Ancestors = slices.Clip(it.Hash), slices.Clip(it.Scopes), slices.Clip(it.Ancestors)
 		it.PreviousHash, it.RateLimits = slices.Clip(it.PreviousHash), slices.Clip(it.RateLimits)
@@ -69,27 +67,23 @@ func (km *keyMemo) decode(k key, av map[string]types.AttributeValue) (*apiKeyIte
 }
 
 // keyOf returns the key of an item read, without decoding the rest.
-func keyOf(av map[string]types.AttributeValue) (key, error) {
-	pk, ok1 := av["pk"].(*types.AttributeValueMemberS)
-	sk, ok2 := av["sk"].(*types.AttributeValueMemberS)
+func keyOf(av Item) (key, error) {
+	pk, ok1 := av["pk"].(S)
+	sk, ok2 := av["sk"].(S)
 	if !ok1 || !ok2 {
-		var k key
-		if err := attributevalue.UnmarshalMap(av, &k); err != nil {
-			return key{}, account.Internal(err)
-		}
-		return k, nil
+		return key{}, account.Internal(errors.New("tablestore: an item without its key"))
 	}
-	return key{pk.Value, sk.Value}, nil
+	return key{string(pk), string(sk)}, nil
 }
 
 // sameItem reports whether a and b hold the same attributes with the same
 // values.
-func sameItem(a, b map[string]types.AttributeValue) bool {
+func sameItem(a, b Item) bool {
 	if len(a) != len(b) {
 		return false
 	}
 	if reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer() {
-		return true // the same map: a Table that remembers its decodings
+		return true // the same map: a Port that remembers its decodings (boltstore)
 	}
 	for name, va := range a {
 		vb, ok := b[name]
@@ -100,38 +94,19 @@ func sameItem(a, b map[string]types.AttributeValue) bool {
 	return true
 }
 
-func sameValue(a, b types.AttributeValue) bool {
+func sameValue(a, b Value) bool {
 	switch a := a.(type) {
-	case *types.AttributeValueMemberS:
-		b, ok := b.(*types.AttributeValueMemberS)
-		return ok && a.Value == b.Value
-	case *types.AttributeValueMemberN:
-		b, ok := b.(*types.AttributeValueMemberN)
-		return ok && a.Value == b.Value
-	case *types.AttributeValueMemberB:
-		b, ok := b.(*types.AttributeValueMemberB)
-		return ok && bytes.Equal(a.Value, b.Value)
-	case *types.AttributeValueMemberBOOL:
-		b, ok := b.(*types.AttributeValueMemberBOOL)
-		return ok && a.Value == b.Value
-	case *types.AttributeValueMemberNULL:
-		b, ok := b.(*types.AttributeValueMemberNULL)
-		return ok && a.Value == b.Value
-	case *types.AttributeValueMemberSS:
-		b, ok := b.(*types.AttributeValueMemberSS)
-		return ok && sameList(a.Value, b.Value, func(x, y string) bool { return x == y })
-	case *types.AttributeValueMemberNS:
-		b, ok := b.(*types.AttributeValueMemberNS)
-		return ok && sameList(a.Value, b.Value, func(x, y string) bool { return x == y })
-	case *types.AttributeValueMemberBS:
-		b, ok := b.(*types.AttributeValueMemberBS)
-		return ok && sameList(a.Value, b.Value, bytes.Equal)
-	case *types.AttributeValueMemberL:
-		b, ok := b.(*types.AttributeValueMemberL)
-		return ok && sameList(a.Value, b.Value, sameValue)
-	case *types.AttributeValueMemberM:
-		b, ok := b.(*types.AttributeValueMemberM)
-		return ok && sameItem(a.Value, b.Value)
+	case S, N, Bool, Null:
+		return a == b
+	case B:
+		b, ok := b.(B)
+		return ok && bytes.Equal(a, b)
+	case L:
+		b, ok := b.(L)
+		return ok && sameList(a, b, sameValue)
+	case M:
+		b, ok := b.(M)
+		return ok && sameItem(Item(a), Item(b))
 	}
 	return false
 }

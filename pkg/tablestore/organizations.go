@@ -4,9 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"latchkey/pkg/account"
 )
 
@@ -60,13 +57,13 @@ func (s *Store) UpdateOrganization(ctx context.Context, id string, p account.Org
 	var it orgItem
 	// The item as read: none yet in the UpdateItem without a read.
 	stamp := func() time.Time { return account.NextUpdatedAt(p.UpdatedAt, it.UpdatedAt) }
-	upd := func() expression.UpdateBuilder { // one per attempt, as in UpdateUser
-		upd := expression.Set(expression.Name("updated_at"), expression.Value(stamp()))
+	upd := func() Update { // one per attempt, as in UpdateUser
+		upd := set("updated_at", stamp())
 		if p.Name != nil {
-			upd = upd.Set(expression.Name("name"), expression.Value(*p.Name))
+			upd = upd.set("name", *p.Name)
 		}
 		if p.Plan != nil {
-			upd = upd.Set(expression.Name("plan"), expression.Value(*p.Plan))
+			upd = upd.set("plan", *p.Plan)
 		}
 		return setMetadata(upd, p.Metadata)
 	}
@@ -121,11 +118,11 @@ func (s *Store) DeleteOrganization(ctx context.Context, id string) error {
 	}
 	return s.deleteWithMemberships(ctx, id, orgKey(id), guards, tombs, keys, func(m memberSide) ([]step, error) {
 		// The organization goes too: its owner count does not matter.
-		org, err := s.del(orgMemberKey(id, m.otherID), nil)
+		org, err := s.del(orgMemberKey(id, m.otherID), Cond{})
 		if err != nil {
 			return nil, err
 		}
-		user, err := s.del(userMemberKey(m.otherID, id), nil)
+		user, err := s.del(userMemberKey(m.otherID, id), Cond{})
 		deleted := &account.PendingEvent{Type: account.EventOrganizationMembershipDeleted, Data: m.membership(id, "")}
 		return []step{{org, nil, deleted}, {user, nil, nil}}, err
 	}, account.PendingEvent{Type: account.EventOrganizationDeleted, Data: o.organization()}, account.ErrOrganizationNotFound())
@@ -147,7 +144,7 @@ func (s *Store) ListOrganizations(ctx context.Context, p account.ListParams) (ac
 // organization created before copies existed lacks), then a GetItem of the
 // item as it now is. CodeNotFound.
 func (s *Store) markOrgDeleting(ctx context.Context, id string, out *orgItem) error {
-	upd, err := s.update(orgKey(id), expression.Set(expression.Name("deleting"), expression.Value(true)), condPresent)
+	upd, err := s.update(orgKey(id), set("deleting", true), condPresent)
 	if err != nil {
 		return err
 	}
@@ -157,7 +154,7 @@ func (s *Store) markOrgDeleting(ctx context.Context, id string, out *orgItem) er
 	}
 	// The first step of a delete: no event, and the record goes with the last.
 	ctx = withEvents(withoutCommit(ctx))
-	if err := s.transact(ctx, append([]types.TransactWriteItem{upd}, copies...), account.ErrOrganizationNotFound()); err != nil {
+	if err := s.transact(ctx, append([]Write{upd}, copies...), account.ErrOrganizationNotFound()); err != nil {
 		return err
 	}
 	found, err := s.getItem(ctx, orgKey(id), out)

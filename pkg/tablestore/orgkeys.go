@@ -6,12 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"latchkey/pkg/account"
 )
 
@@ -30,32 +24,19 @@ import (
 // KEYORG# partition), read with a strongly consistent Query of the sort
 // keys alone.
 func (s *Store) linkedKeyIDs(ctx context.Context, pk string) ([]string, error) {
-	kc := expression.Key("pk").Equal(expression.Value(pk)).And(expression.Key("sk").BeginsWith(prefixKey))
-	e, err := expression.NewBuilder().WithKeyCondition(kc).
-		WithProjection(expression.NamesList(expression.Name("sk"))).Build()
-	if err != nil {
-		return nil, account.Internal(err)
+	q := Query{
+		Partition: pk, Range: Range{Op: OpBeginsWith, Values: []string{prefixKey}},
+		Names: []string{"sk"}, Forward: true, Consistent: true,
 	}
-	pages := dynamodb.NewQueryPaginator(s.client, &dynamodb.QueryInput{
-		TableName: s.table, ConsistentRead: aws.Bool(true),
-		KeyConditionExpression: e.KeyCondition(), ProjectionExpression: e.Projection(),
-		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
-	})
 	var ids []string
-	for pages.HasMorePages() {
-		out, err := pages.NextPage(ctx)
-		if err != nil {
-			return nil, storeErr(err)
+	err := s.queryPages(ctx, q, func(items []Item) (bool, error) {
+		for _, av := range items {
+			sk, _ := av["sk"].(S)
+			ids = append(ids, idFrom(string(sk), prefixKey))
 		}
-		var keys []key
-		if err := attributevalue.UnmarshalListOfMaps(out.Items, &keys); err != nil {
-			return nil, account.Internal(err)
-		}
-		for _, k := range keys {
-			ids = append(ids, idFrom(k.SK, prefixKey))
-		}
-	}
-	return ids, nil
+		return true, nil
+	})
+	return ids, err
 }
 
 // orgKeyGroups reads the keys linked to the organization orgID and returns
@@ -80,8 +61,8 @@ func (s *Store) orgKeyGroups(ctx context.Context, orgID string) ([][]step, error
 	items := make(map[string]apiKeyItem, len(read))
 	for _, av := range read {
 		var it apiKeyItem
-		if err := attributevalue.UnmarshalMap(av, &it); err != nil {
-			return nil, account.Internal(err)
+		if err := unmarshal(av, &it); err != nil {
+			return nil, err
 		}
 		items[it.KeyID] = it
 	}
@@ -110,26 +91,26 @@ func (s *Store) orgKeyGroups(ctx context.Context, orgID string) ([][]step, error
 // (under its hashes, and its read copies), its links and its last use. A key gone already, or one that is not the
 // organization's (a link no create of this service writes), leaves only
 // the link to drop.
-func (s *Store) orgKeyDeletes(orgID, id string, items map[string]apiKeyItem) ([]types.TransactWriteItem, error) {
+func (s *Store) orgKeyDeletes(orgID, id string, items map[string]apiKeyItem) ([]Write, error) {
 	link := keyOrgLinkKey(orgID, id)
 	it, ok := items[id]
 	if !ok || it.OrganizationID != orgID {
-		return build(func() (types.TransactWriteItem, error) { return s.del(link, nil) })
+		return build(func() (Write, error) { return s.del(link, Cond{}) })
 	}
 	cond := condAbsent.Or(versionIs(it.Version))
-	steps := []func() (types.TransactWriteItem, error){
-		func() (types.TransactWriteItem, error) { return s.del(apiKeyKey(id), &cond) },
-		func() (types.TransactWriteItem, error) { return s.del(keyHashKey(it.Hash), nil) },
-		func() (types.TransactWriteItem, error) { return s.del(keyUseKey(id), nil) },
+	steps := []func() (Write, error){
+		func() (Write, error) { return s.del(apiKeyKey(id), cond) },
+		func() (Write, error) { return s.del(keyHashKey(it.Hash), Cond{}) },
+		func() (Write, error) { return s.del(keyUseKey(id), Cond{}) },
 	}
 	if it.PreviousHash != nil {
-		steps = append(steps, func() (types.TransactWriteItem, error) { return s.del(keyHashKey(it.PreviousHash), nil) })
+		steps = append(steps, func() (Write, error) { return s.del(keyHashKey(it.PreviousHash), Cond{}) })
 	}
 	if parent := parentOf(it); parent != "" {
-		steps = append(steps, func() (types.TransactWriteItem, error) { return s.del(keyLinkKey(parent, id), nil) })
+		steps = append(steps, func() (Write, error) { return s.del(keyLinkKey(parent, id), Cond{}) })
 	}
 	for _, l := range it.linkKeys() {
-		steps = append(steps, func() (types.TransactWriteItem, error) { return s.del(l, nil) })
+		steps = append(steps, func() (Write, error) { return s.del(l, Cond{}) })
 	}
 	dels, err := build(steps...)
 	if err != nil {
@@ -153,39 +134,28 @@ func (s *Store) listLinkedKeys(ctx context.Context, pk string, p account.ListPar
 	if p.Limit < 1 {
 		return account.Page[account.APIKey]{}, account.Internal(errors.New("tablestore: list limit below 1"))
 	}
-	kc := expression.Key("pk").Equal(expression.Value(pk)).And(expression.Key("sk").BeginsWith(prefixKey))
-	e, err := expression.NewBuilder().WithKeyCondition(kc).Build()
-	if err != nil {
-		return account.Page[account.APIKey]{}, account.Internal(err)
-	}
-	in := &dynamodb.QueryInput{
-		TableName: s.table, ConsistentRead: aws.Bool(true),
-		KeyConditionExpression: e.KeyCondition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
-		ScanIndexForward: aws.Bool(false), Limit: aws.Int32(int32(p.Limit + 1)),
+	q := Query{
+		Partition: pk, Range: Range{Op: OpBeginsWith, Values: []string{prefixKey}},
+		Limit: p.Limit + 1, Consistent: true,
 	}
 	if p.After != "" {
-		start, err := marshalKey(key{pk, prefixKey + p.After})
-		if err != nil {
-			return account.Page[account.APIKey]{}, err
-		}
-		in.ExclusiveStartKey = start
+		q.After = Item{"pk": S(pk), "sk": S(prefixKey + p.After)}
 	}
 	var ids []string
-	pages := dynamodb.NewQueryPaginator(s.client, in)
-	for pages.HasMorePages() && len(ids) <= p.Limit {
-		out, err := pages.NextPage(ctx)
-		if err != nil {
-			return account.Page[account.APIKey]{}, storeErr(err)
-		}
-		for _, av := range out.Items {
-			var k key
-			if err := attributevalue.UnmarshalMap(av, &k); err != nil {
-				return account.Page[account.APIKey]{}, account.Internal(err)
+	err := s.queryPages(ctx, q, func(items []Item) (bool, error) {
+		for _, av := range items {
+			k, err := keyOf(av)
+			if err != nil {
+				return false, err
 			}
 			if strings.HasPrefix(k.SK, prefixKey) {
 				ids = append(ids, idFrom(k.SK, prefixKey))
 			}
 		}
+		return len(ids) <= p.Limit, nil
+	})
+	if err != nil {
+		return account.Page[account.APIKey]{}, err
 	}
 	page := account.Page[account.APIKey]{Items: []account.APIKey{}}
 	if len(ids) > p.Limit {
@@ -207,20 +177,20 @@ func (s *Store) listLinkedKeys(ctx context.Context, pk string, p account.ListPar
 	uses := make(map[string]time.Time, len(ids))
 	for _, av := range read {
 		var k key
-		if err := attributevalue.UnmarshalMap(av, &k); err != nil {
-			return account.Page[account.APIKey]{}, account.Internal(err)
+		if err := unmarshal(av, &k); err != nil {
+			return account.Page[account.APIKey]{}, err
 		}
 		switch k.SK {
 		case sortKey:
 			var it apiKeyItem
-			if err := attributevalue.UnmarshalMap(av, &it); err != nil {
-				return account.Page[account.APIKey]{}, account.Internal(err)
+			if err := unmarshal(av, &it); err != nil {
+				return account.Page[account.APIKey]{}, err
 			}
 			items[it.KeyID] = it
 		case sortKeyUse:
 			var use keyUseItem
-			if err := attributevalue.UnmarshalMap(av, &use); err != nil {
-				return account.Page[account.APIKey]{}, account.Internal(err)
+			if err := unmarshal(av, &use); err != nil {
+				return account.Page[account.APIKey]{}, err
 			}
 			uses[use.KeyID] = use.lastUsed()
 		}

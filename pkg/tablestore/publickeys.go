@@ -4,10 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"latchkey/pkg/account"
 )
 
@@ -32,12 +28,9 @@ func (s *Store) PutPublicKeys(ctx context.Context, jwks []byte, version time.Tim
 	v := version.UnixMilli()
 	// An item written before versions were recorded, or holding only the
 	// issuer, has none: replace the set.
-	cond := expression.Or(
-		expression.AttributeNotExists(expression.Name("version")),
-		expression.Name("version").LessThanEqual(expression.Value(v)),
-	)
-	upd := expression.Set(expression.Name("jwks"), expression.Value(jwks)).Set(expression.Name("version"), expression.Value(v))
-	err := s.updateConfig(ctx, upd, &cond)
+	cond := attr("version").NotExists().Or(attr("version").LessThanEqual(v))
+	upd := set("jwks", jwks).set("version", v)
+	err := s.updateConfig(ctx, upd, cond)
 	if _, newer := conditionFailed(err); newer {
 		return nil
 	}
@@ -49,33 +42,14 @@ func (s *Store) PutPublicKeys(ctx context.Context, jwks []byte, version time.Tim
 // only once the API exists (the template's IssuerConfig custom resource
 // records it).
 func (s *Store) PutIssuer(ctx context.Context, issuer string) error {
-	return storeErr(s.updateConfig(ctx, expression.Set(expression.Name("issuer"), expression.Value(issuer)), nil))
+	return storeErr(s.updateConfig(ctx, set("issuer", issuer), Cond{}))
 }
 
 // updateConfig applies upd to the config item, creating it if it is
-// missing, under cond if one is given. The error is the SDK's, unmapped.
-func (s *Store) updateConfig(ctx context.Context, upd expression.UpdateBuilder, cond *expression.ConditionBuilder) error {
-	b := expression.NewBuilder().WithUpdate(upd)
-	if cond != nil {
-		b = b.WithCondition(*cond)
-	}
-	expr, err := b.Build()
-	if err != nil {
-		return account.Internal(err)
-	}
-	av, err := marshalKey(jwksKey())
-	if err != nil {
-		return err
-	}
-	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 s.table,
-		Key:                       av,
-		UpdateExpression:          expr.Update(),
-		ConditionExpression:       expr.Condition(),
-		ExpressionAttributeNames:  expr.Names(),
-		ExpressionAttributeValues: expr.Values(),
-		ReturnValues:              types.ReturnValueNone,
-	})
+// missing, under cond (none if the zero Cond). The error is the port's,
+// unmapped.
+func (s *Store) updateConfig(ctx context.Context, upd Update, cond Cond) error {
+	_, err := s.port.Write(ctx, Write{Kind: WriteUpdate, Key: jwksKey(), Update: upd, If: cond}, false)
 	return err
 }
 

@@ -9,8 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"latchkey/pkg/account"
 )
 
@@ -150,8 +148,8 @@ func (it apiKeyItem) readCopy(n int) apiKeyItem {
 }
 
 // keyCopyPuts returns the Puts of the copies of the key item it.
-func (s *Store) keyCopyPuts(it apiKeyItem) ([]types.TransactWriteItem, error) {
-	items := make([]types.TransactWriteItem, 0, readShards-1)
+func (s *Store) keyCopyPuts(it apiKeyItem) ([]Write, error) {
+	items := make([]Write, 0, readShards-1)
 	for n := 1; n < readShards; n++ {
 		put, err := s.putAlways(it.readCopy(n))
 		if err != nil {
@@ -173,8 +171,8 @@ const tombstoneTTL = account.MaxTokenLifetime + time.Hour
 // keyTombstones returns the Puts that replace the read copies of the key
 // id, deleted at now, with tombstones: the key's ID and deleting, nothing
 // else (no hash: APIKeyItems tells them from copies by it).
-func (s *Store) keyTombstones(id string, now time.Time) ([]types.TransactWriteItem, error) {
-	items := make([]types.TransactWriteItem, 0, readShards-1)
+func (s *Store) keyTombstones(id string, now time.Time) ([]Write, error) {
+	items := make([]Write, 0, readShards-1)
 	for _, k := range copyKeys(id, apiKeyCopyKey) {
 		put, err := s.putAlways(apiKeyItem{key: k, KeyID: id, Deleting: true, ExpireAt: now.Add(tombstoneTTL).Unix()})
 		if err != nil {
@@ -187,10 +185,10 @@ func (s *Store) keyTombstones(id string, now time.Time) ([]types.TransactWriteIt
 
 // dels returns unconditional Deletes of keys: copies, which data written
 // before they existed lacks.
-func (s *Store) dels(keys []key) ([]types.TransactWriteItem, error) {
-	items := make([]types.TransactWriteItem, 0, len(keys))
+func (s *Store) dels(keys []key) ([]Write, error) {
+	items := make([]Write, 0, len(keys))
 	for _, k := range keys {
-		d, err := s.del(k, nil)
+		d, err := s.del(k, Cond{})
 		if err != nil {
 			return nil, err
 		}
@@ -212,8 +210,8 @@ type orgCopyItem struct {
 
 // orgCopyPuts returns the Puts of the copies of the organization id,
 // flagged deleting or not, expiring at expire unless it is zero.
-func (s *Store) orgCopyPuts(id string, deleting bool, expireAt time.Time) ([]types.TransactWriteItem, error) {
-	items := make([]types.TransactWriteItem, 0, readShards-1)
+func (s *Store) orgCopyPuts(id string, deleting bool, expireAt time.Time) ([]Write, error) {
+	items := make([]Write, 0, readShards-1)
 	var expire int64
 	if !expireAt.IsZero() {
 		expire = expireAt.Unix()
@@ -230,9 +228,9 @@ func (s *Store) orgCopyPuts(id string, deleting bool, expireAt time.Time) ([]typ
 
 // revocationCopyPuts returns the Puts of the copies of the revocation
 // entry it.
-func (s *Store) revocationCopyPuts(it revocationItem) ([]types.TransactWriteItem, error) {
+func (s *Store) revocationCopyPuts(it revocationItem) ([]Write, error) {
 	id := idFrom(it.PK, prefixToken)
-	items := make([]types.TransactWriteItem, 0, readShards-1)
+	items := make([]Write, 0, readShards-1)
 	for _, k := range copyKeys(id, revocationCopyKey) {
 		c := it
 		c.key = k

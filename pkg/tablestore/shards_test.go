@@ -349,7 +349,7 @@ func TestEventShards(t *testing.T) {
 // ThrottlingError on that item, as it does when a partition is past its
 // throughput.
 type busyShards struct {
-	tablestore.Table
+	dynamostore.Table
 	throttled atomic.Int64
 	mu        sync.Mutex
 	written   []string // the event partitions of the transactions let through
@@ -391,7 +391,7 @@ func (b *busyShards) TransactWriteItems(ctx context.Context, in *dynamodb.Transa
 func TestEventShards_Busy(t *testing.T) {
 	client := dynamotest.NewClient(t)
 	busy := &busyShards{Table: client}
-	s := tablestore.New(busy, dynamotest.NewTable(t, client))
+	s := tablestore.New(dynamostore.Port(busy, dynamotest.NewTable(t, client)))
 	ctx := account.WithEventSource(t.Context(), &account.EventSource{
 		Actor: account.Actor{KeyID: "key_caller"}, RequestID: "req-busy",
 		Encode: func(e account.Event) ([]byte, error) {

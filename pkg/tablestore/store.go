@@ -1,9 +1,9 @@
 // Package tablestore implements account.Store on one table with
-// DynamoDB's data model, written once against the narrow port Table: the
-// seven DynamoDB operations it uses, with the SDK's own types. A
-// *dynamodb.Client is a Table as it is (pkg/dynamostore binds one with its
-// call deadline); so is boltstore's embedded table. Every rule of the
-// single-table layout lives here, once.
+// DynamoDB's data model, written once against the narrow Port of
+// port.go: the few operations it sends, in its own types, with a closed
+// set of conditions. pkg/dynamostore translates them to DynamoDB's API
+// (with its call deadline); boltstore's embedded table executes them.
+// Every rule of the single-table layout lives here, once.
 //
 // The layout (keys in keys.go, items in items.go, table in table.go) and the
 // cost of every operation are described in docs/dynamodb.md. This file
@@ -29,67 +29,18 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"latchkey/pkg/account"
 )
 
 // maxTransactItems is DynamoDB's limit on the items of one transaction.
 const maxTransactItems = 100
 
-// Table is the narrow port the single-table logic is written against:
-// the DynamoDB operations it uses, with the SDK's own types, so that
-// *dynamodb.Client is one. The other is boltstore.Table. An
-// implementation must give each operation DynamoDB's semantics, its
-// errors included (a failed condition is a ConditionalCheckFailedException
-// or a TransactionCanceledException with its reasons).
-type Table interface {
-	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
-	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
-	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
-	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
-	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
-	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
-	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
-}
-
-var _ Table = (*dynamodb.Client)(nil)
-
-// SerialTable is a Table with one writer (boltstore's) that can make some
-// of a transaction's items inside that writer: more is called in the
-// write, after every transaction committed before it, and its items are
-// appended to in's. Under WithSerialWrites the store makes its events'
-// ids there, so that they are in commit order while concurrent writes
-// still share the writer's work; over a Table that is not a SerialTable
-// it holds a lock of its own from the ids to the commit instead.
-type SerialTable interface {
-	Table
-	TransactWriteItemsWith(ctx context.Context, in *dynamodb.TransactWriteItemsInput, more func() ([]types.TransactWriteItem, error)) (*dynamodb.TransactWriteItemsOutput, error)
-}
-
-// KeyReader is a Table that reads items by the string values of their
-// hash and range keys, without the SDK's request and answer maps: every
-// verify reads a few items, and on the embedded table those maps cost
-// more than the read (boltstore). BatchGetKeys is BatchGetItem of keys,
-// each {hash value, range value}, distinct and at most 100, strongly
-// consistent, and answers every key: the items that exist, which callers
-// do not modify. Over a Table that is not a KeyReader, the store sends
-// BatchGetItem.
-type KeyReader interface {
-	Table
-	BatchGetKeys(ctx context.Context, table string, keys [][2]string) ([]map[string]types.AttributeValue, error)
-}
-
 // Store is an account.Store on one table. It is safe for concurrent use.
 // Besides the table it holds a memo of key items (keyMemo) and, under
 // WithSerialWrites, the last event id it made (see ResumeEvents).
 type Store struct {
-	client          Table
-	table           *string
+	port            Port
+	closer          io.Closer
 	conflictRetries int
 	eventLag        time.Duration
 	// serial, set by WithSerialWrites, is held from the making of an
@@ -135,10 +86,11 @@ func WithSerialWrites() Option {
 // defaultEventLag is the event lag of a Store made without WithEventLag.
 var defaultEventLag = EventLag(5 * time.Second)
 
-// New returns a Store over the table named tableName of t. t is the
-// caller's: the store never closes it.
-func New(t Table, tableName string, opts ...Option) *Store {
-	s := &Store{client: t, table: aws.String(tableName), conflictRetries: 8, eventLag: defaultEventLag}
+// New returns a Store over p: dynamostore's translation to DynamoDB, or
+// boltstore's table. Close closes p if it is an io.Closer.
+func New(p Port, opts ...Option) *Store {
+	s := &Store{port: p, conflictRetries: 8, eventLag: defaultEventLag}
+	s.closer, _ = p.(io.Closer)
 	for _, o := range opts {
 		o(s)
 	}
@@ -152,8 +104,8 @@ func New(t Table, tableName string, opts ...Option) *Store {
 // store was opened on). A *dynamodb.Client holds nothing to release, and
 // belongs to the caller.
 func (s *Store) Close() error {
-	if c, ok := s.client.(io.Closer); ok {
-		return c.Close()
+	if s.closer != nil {
+		return s.closer.Close()
 	}
 	return nil
 }
@@ -161,104 +113,44 @@ func (s *Store) Close() error {
 // Conditions used throughout. Every item has a pk, so attribute_exists(pk)
 // means "the item exists".
 var (
-	condAbsent  = expression.AttributeNotExists(expression.Name("pk"))
-	condPresent = expression.AttributeExists(expression.Name("pk"))
+	condAbsent  = attr("pk").NotExists()
+	condPresent = attr("pk").Exists()
 	// condLive is condPresent for a user or organization that is not being
 	// deleted: AddMember requires it of both sides.
-	condLive = condPresent.And(expression.AttributeNotExists(expression.Name("deleting")))
+	condLive = condPresent.And(attr("deleting").NotExists())
 )
 
 // ---- building blocks ----
 
-// marshalKey returns the attributes of k. Built by hand: every read and
-// write marshals a key, and reflection cost more than the rest.
-func marshalKey(k key) (map[string]types.AttributeValue, error) {
-	v := &[2]types.AttributeValueMemberS{{Value: k.PK}, {Value: k.SK}} // one allocation for both
-	return map[string]types.AttributeValue{"pk": &v[0], "sk": &v[1]}, nil
-}
-
-func condition(c expression.ConditionBuilder) (expression.Expression, error) {
-	e, err := expression.NewBuilder().WithCondition(c).Build()
+func (s *Store) put(item any, c Cond) (Write, error) {
+	it, err := marshal(item)
 	if err != nil {
-		return e, account.Internal(err)
+		return Write{}, err
 	}
-	return e, nil
-}
-
-func (s *Store) put(item any, c expression.ConditionBuilder) (types.TransactWriteItem, error) {
-	av, err := attributevalue.MarshalMap(item)
-	if err != nil {
-		return types.TransactWriteItem{}, account.Internal(err)
-	}
-	e, err := condition(c)
-	if err != nil {
-		return types.TransactWriteItem{}, err
-	}
-	return types.TransactWriteItem{Put: &types.Put{
-		TableName: s.table, Item: av,
-		ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
-	}}, nil
+	return Write{Kind: WritePut, Item: it, If: c}, nil
 }
 
 // putAlways writes item with no condition.
-func (s *Store) putAlways(item any) (types.TransactWriteItem, error) {
-	av, err := attributevalue.MarshalMap(item)
-	if err != nil {
-		return types.TransactWriteItem{}, account.Internal(err)
-	}
-	return types.TransactWriteItem{Put: &types.Put{TableName: s.table, Item: av}}, nil
+func (s *Store) putAlways(item any) (Write, error) {
+	return s.put(item, Cond{})
 }
 
-func (s *Store) check(k key, c expression.ConditionBuilder) (types.TransactWriteItem, error) {
-	av, err := marshalKey(k)
-	if err != nil {
-		return types.TransactWriteItem{}, err
-	}
-	e, err := condition(c)
-	if err != nil {
-		return types.TransactWriteItem{}, err
-	}
-	return types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
-		TableName: s.table, Key: av,
-		ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
-	}}, nil
+func (s *Store) check(k key, c Cond) (Write, error) {
+	return Write{Kind: WriteCheck, Key: k, If: c}, nil
 }
 
-// del deletes k; with a condition unless c is nil.
-func (s *Store) del(k key, c *expression.ConditionBuilder) (types.TransactWriteItem, error) {
-	av, err := marshalKey(k)
-	if err != nil {
-		return types.TransactWriteItem{}, err
-	}
-	d := &types.Delete{TableName: s.table, Key: av}
-	if c != nil {
-		e, err := condition(*c)
-		if err != nil {
-			return types.TransactWriteItem{}, err
-		}
-		d.ConditionExpression, d.ExpressionAttributeNames, d.ExpressionAttributeValues = e.Condition(), e.Names(), e.Values()
-	}
-	return types.TransactWriteItem{Delete: d}, nil
+// del deletes k; with a condition unless c is the zero Cond.
+func (s *Store) del(k key, c Cond) (Write, error) {
+	return Write{Kind: WriteDelete, Key: k, If: c}, nil
 }
 
-func (s *Store) update(k key, u expression.UpdateBuilder, c expression.ConditionBuilder) (types.TransactWriteItem, error) {
-	av, err := marshalKey(k)
-	if err != nil {
-		return types.TransactWriteItem{}, err
-	}
-	e, err := expression.NewBuilder().WithUpdate(u).WithCondition(c).Build()
-	if err != nil {
-		return types.TransactWriteItem{}, account.Internal(err)
-	}
-	return types.TransactWriteItem{Update: &types.Update{
-		TableName: s.table, Key: av, UpdateExpression: e.Update(),
-		ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
-	}}, nil
+func (s *Store) update(k key, u Update, c Cond) (Write, error) {
+	return Write{Kind: WriteUpdate, Key: k, Update: u, If: c}, nil
 }
 
 // build collects transaction items, stopping at the first error.
-func build(items ...func() (types.TransactWriteItem, error)) ([]types.TransactWriteItem, error) {
-	out := make([]types.TransactWriteItem, 0, len(items))
+func build(items ...func() (Write, error)) ([]Write, error) {
+	out := make([]Write, 0, len(items))
 	for _, f := range items {
 		it, err := f()
 		if err != nil {
@@ -271,7 +163,7 @@ func build(items ...func() (types.TransactWriteItem, error)) ([]types.TransactWr
 
 // transact runs one TransactWriteItems and maps a cancellation to
 // onCheckFailed (see cancellation), retrying conflicts (see retryConflicts).
-func (s *Store) transact(ctx context.Context, items []types.TransactWriteItem, onCheckFailed ...error) error {
+func (s *Store) transact(ctx context.Context, items []Write, onCheckFailed ...error) error {
 	_, err := s.transactReturningOld(ctx, items, onCheckFailed...)
 	return err
 }
@@ -283,24 +175,24 @@ func (s *Store) transact(ctx context.Context, items []types.TransactWriteItem, o
 // transaction (withCommit), and is marked applied once it has committed.
 // The events ctx carries (withEvents) go into it too, with ids made
 // immediately before each attempt (see events.go).
-func (s *Store) transactReturningOld(ctx context.Context, items []types.TransactWriteItem, onCheckFailed ...error) (map[string]types.AttributeValue, error) {
+func (s *Store) transactReturningOld(ctx context.Context, items []Write, onCheckFailed ...error) (Item, error) {
 	c := account.IdempotencyCommitFrom(ctx)
 	items, onCheckFailed, err := s.withCommit(c, items, onCheckFailed)
 	if err != nil {
 		return nil, err
 	}
 	events := pendingEvents(ctx)
-	var old map[string]types.AttributeValue
+	var old Item
 	err = s.retryConflicts(ctx, func() error {
 		all := items
 		var err error
-		serial, inWriter := s.client.(SerialTable)
+		serial, inWriter := s.port.(SerialPort)
 		switch {
 		case len(events) == 0 || account.EventSourceFrom(ctx) == nil:
-			_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: all})
+			err = s.port.Transact(ctx, all)
 		case s.serial != nil && inWriter:
-			// The ids are made in the table's writer: see SerialTable.
-			_, err = serial.TransactWriteItemsWith(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: all}, func() ([]types.TransactWriteItem, error) {
+			// The ids are made in the table's writer: see SerialPort.
+			err = serial.TransactWith(ctx, all, func() ([]Write, error) {
 				return s.eventItems(ctx, events)
 			})
 		default:
@@ -319,7 +211,7 @@ func (s *Store) transactReturningOld(ctx context.Context, items []types.Transact
 					return evErr
 				}
 				all = append(slices.Clip(items), evs...)
-				_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: all})
+				err = s.port.Transact(ctx, all)
 				if err == nil || busy == eventShards-1 || !eventsBusy(err, len(items)) {
 					break
 				}
@@ -379,16 +271,12 @@ func backoff(ctx context.Context, attempt int) error {
 
 // getRaw reads one item strongly consistently, as it is stored; nil when
 // there is no such item.
-func (s *Store) getRaw(ctx context.Context, k key) (map[string]types.AttributeValue, error) {
-	av, err := marshalKey(k)
-	if err != nil {
-		return nil, err
-	}
-	res, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: s.table, Key: av, ConsistentRead: aws.Bool(true)})
+func (s *Store) getRaw(ctx context.Context, k key) (Item, error) {
+	it, err := s.port.Get(ctx, k)
 	if err != nil {
 		return nil, storeErr(err)
 	}
-	return res.Item, nil
+	return it, nil
 }
 
 // getItem reads one item strongly consistently into out. found is false when
@@ -398,8 +286,8 @@ func (s *Store) getItem(ctx context.Context, k key, out any) (found bool, err er
 	if err != nil || item == nil {
 		return false, err
 	}
-	if err := attributevalue.UnmarshalMap(item, out); err != nil {
-		return false, account.Internal(err)
+	if err := unmarshal(item, out); err != nil {
+		return false, err
 	}
 	return true, nil
 }
@@ -422,31 +310,25 @@ func (s *Store) getItem(ctx context.Context, k key, out any) (found bool, err er
 // newer than the real one would stop EnsureBootstrapKey from installing
 // a rotated admin key.
 func list[I, T any](ctx context.Context, s *Store, partition, owner string, p account.ListParams, conv func(I) (T, bool)) (account.Page[T], error) {
-	kc := expression.Key("gsi1pk").Equal(expression.Value(partition))
-	if p.After != "" {
-		kc = kc.And(expression.Key("gsi1sk").LessThan(expression.Value(p.After)))
-	}
-	e, err := expression.NewBuilder().WithKeyCondition(kc).Build()
-	if err != nil {
-		return account.Page[T]{}, account.Internal(err)
-	}
 	limit := p.PageSize()
 	want := limit + 1
-	in := &dynamodb.QueryInput{
-		TableName: s.table, IndexName: aws.String(GSI1),
-		KeyConditionExpression: e.KeyCondition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
-		ScanIndexForward: aws.Bool(false), Limit: aws.Int32(int32(want)),
+	q := Query{Index: GSI1, Partition: partition, Limit: want}
+	if p.After != "" {
+		q.Range = Range{Op: OpLess, Values: []string{p.After}}
 	}
 	// A page stops early only at DynamoDB's 1 MB response limit, far above
-	// 101 items of this table; the paginator covers that case anyway.
-	var raw []map[string]types.AttributeValue
-	pages := dynamodb.NewQueryPaginator(s.client, in)
-	for pages.HasMorePages() && len(raw) < want {
-		out, err := pages.NextPage(ctx)
+	// 101 items of this table; the loop covers that case anyway.
+	var raw []Item
+	for {
+		out, err := s.port.Query(ctx, q)
 		if err != nil {
 			return account.Page[T]{}, storeErr(err)
 		}
 		raw = append(raw, out.Items...)
+		if out.Last == nil || len(raw) >= want {
+			break
+		}
+		q.After = out.Last
 	}
 	next := ""
 	if len(raw) > limit {
@@ -454,23 +336,19 @@ func list[I, T any](ctx context.Context, s *Store, partition, owner string, p ac
 		var last struct {
 			GSI1SK string `dynamodbav:"gsi1sk"`
 		}
-		if err := attributevalue.UnmarshalMap(raw[len(raw)-1], &last); err != nil {
-			return account.Page[T]{}, account.Internal(err)
+		if err := unmarshal(raw[len(raw)-1], &last); err != nil {
+			return account.Page[T]{}, err
 		}
 		next = last.GSI1SK
 	}
 	page := account.Page[T]{Items: make([]T, 0, len(raw)), Next: next}
 	for _, av := range raw {
-		var k key
-		if err := attributevalue.UnmarshalMap(av, &k); err != nil {
-			return account.Page[T]{}, account.Internal(err)
-		}
-		if !strings.HasPrefix(k.PK, owner) {
+		if pk, _ := av["pk"].(S); !strings.HasPrefix(string(pk), owner) {
 			continue
 		}
 		var it I
-		if err := attributevalue.UnmarshalMap(av, &it); err != nil {
-			return account.Page[T]{}, account.Internal(err)
+		if err := unmarshal(av, &it); err != nil {
+			return account.Page[T]{}, err
 		}
 		if t, ok := conv(it); ok {
 			page.Items = append(page.Items, t)
@@ -488,23 +366,18 @@ func list[I, T any](ctx context.Context, s *Store, partition, owner string, p ac
 // With an idempotency record to commit (ctx carries one), it is a
 // transaction of the update and the record instead, then a read (see
 // updateWithCommit).
-func (s *Store) updateItem(ctx context.Context, k key, upd expression.UpdateBuilder, cond expression.ConditionBuilder, out any, notFound error) error {
+func (s *Store) updateItem(ctx context.Context, k key, upd Update, cond Cond, out any, notFound error) error {
 	if account.IdempotencyCommitFrom(ctx) != nil || len(pendingEvents(ctx)) > 0 && recording(ctx) {
 		return s.updateWithCommit(ctx, k, upd, cond, out, notFound)
 	}
-	it, err := s.update(k, upd, cond)
+	w, err := s.update(k, upd, cond)
 	if err != nil {
 		return err
 	}
-	u := it.Update
-	var res *dynamodb.UpdateItemOutput
+	var res Item
 	err = s.retryConflicts(ctx, func() (err error) {
-		res, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName: s.table, Key: u.Key, UpdateExpression: u.UpdateExpression,
-			ConditionExpression: u.ConditionExpression, ExpressionAttributeNames: u.ExpressionAttributeNames,
-			ExpressionAttributeValues: u.ExpressionAttributeValues, ReturnValues: types.ReturnValueAllNew,
-		})
-		return conflict(err)
+		res, err = s.port.Write(ctx, w, true)
+		return err
 	})
 	if _, ok := conditionFailed(err); ok {
 		return notFound
@@ -512,10 +385,7 @@ func (s *Store) updateItem(ctx context.Context, k key, upd expression.UpdateBuil
 	if err != nil {
 		return storeErr(err)
 	}
-	if err := attributevalue.UnmarshalMap(res.Attributes, out); err != nil {
-		return account.Internal(err)
-	}
-	return nil
+	return unmarshal(res, out)
 }
 
 // markDeleting sets the deleting flag on an existing user or organization
@@ -523,7 +393,7 @@ func (s *Store) updateItem(ctx context.Context, k key, upd expression.UpdateBuil
 // the membership Query that follows sees every membership there will be.
 func (s *Store) markDeleting(ctx context.Context, k key, out any, notFound error) error {
 	// The first step of a delete: the record goes with the last.
-	return s.updateItem(withoutCommit(ctx), k, expression.Set(expression.Name("deleting"), expression.Value(true)), condPresent, out, notFound)
+	return s.updateItem(withoutCommit(ctx), k, set("deleting", true), condPresent, out, notFound)
 }
 
 // memberSides returns the IDs on the other side of every membership in the
@@ -559,36 +429,32 @@ func (side memberSide) membership(orgID, userID string) account.Membership {
 // organization or a user), read strongly consistently, with its role and
 // times (for the events of a cascade).
 func (s *Store) memberships(ctx context.Context, owner key) ([]memberSide, error) {
-	kc := expression.Key("pk").Equal(expression.Value(owner.PK)).And(expression.Key("sk").BeginsWith(prefixMember))
-	e, err := expression.NewBuilder().WithKeyCondition(kc).
-		WithProjection(expression.NamesList(expression.Name("sk"), expression.Name("role"),
-			expression.Name("created_at"), expression.Name("updated_at"))).Build()
-	if err != nil {
-		return nil, account.Internal(err)
+	q := Query{
+		Partition: owner.PK, Range: Range{Op: OpBeginsWith, Values: []string{prefixMember}},
+		Names: []string{"sk", "role", "created_at", "updated_at"}, Forward: true, Consistent: true,
 	}
-	pages := dynamodb.NewQueryPaginator(s.client, &dynamodb.QueryInput{
-		TableName: s.table, ConsistentRead: aws.Bool(true),
-		KeyConditionExpression: e.KeyCondition(), ProjectionExpression: e.Projection(),
-		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
-	})
 	var sides []memberSide
-	for pages.HasMorePages() {
-		out, err := pages.NextPage(ctx)
+	for {
+		out, err := s.port.Query(ctx, q)
 		if err != nil {
 			return nil, storeErr(err)
 		}
-		var items []struct {
-			SK        string    `dynamodbav:"sk"`
-			Role      string    `dynamodbav:"role"`
-			CreatedAt time.Time `dynamodbav:"created_at"`
-			UpdatedAt time.Time `dynamodbav:"updated_at"`
-		}
-		if err := attributevalue.UnmarshalListOfMaps(out.Items, &items); err != nil {
-			return nil, account.Internal(err)
-		}
-		for _, it := range items {
+		for _, av := range out.Items {
+			var it struct {
+				SK        string    `dynamodbav:"sk"`
+				Role      string    `dynamodbav:"role"`
+				CreatedAt time.Time `dynamodbav:"created_at"`
+				UpdatedAt time.Time `dynamodbav:"updated_at"`
+			}
+			if err := unmarshal(av, &it); err != nil {
+				return nil, err
+			}
 			sides = append(sides, memberSide{otherID: idFrom(it.SK, prefixMember), role: it.Role, createdAt: it.CreatedAt, updatedAt: it.UpdatedAt})
 		}
+		if out.Last == nil {
+			break
+		}
+		q.After = out.Last
 	}
 	return sides, nil
 }
@@ -598,7 +464,7 @@ func (s *Store) memberships(ctx context.Context, owner key) ([]memberSide, error
 // object it removes, if it removes one: the event goes into the same
 // transaction as the item.
 type step struct {
-	item          types.TransactWriteItem
+	item          Write
 	onCheckFailed error
 	event         *account.PendingEvent
 }
@@ -660,7 +526,7 @@ func (s *Store) transactSteps(ctx context.Context, steps []step) error {
 
 // transactStepsWith is transact over steps, with the events ctx carries.
 func (s *Store) transactStepsWith(ctx context.Context, steps []step) error {
-	items := make([]types.TransactWriteItem, len(steps))
+	items := make([]Write, len(steps))
 	onCheckFailed := make([]error, len(steps))
 	for i, st := range steps {
 		items[i], onCheckFailed[i] = st.item, st.onCheckFailed
@@ -687,8 +553,8 @@ const cascadeAttempts = 5
 // not nil, gives groups that go before the memberships (an organization's
 // API keys). When a step fails with errMembershipsChanged or errKeyChanged
 // it starts over from the reads, up to cascadeAttempts times.
-func (s *Store) deleteWithMemberships(ctx context.Context, id string, owner key, guards []key, last []types.TransactWriteItem, first func(context.Context) ([][]step, error), group func(memberSide) ([]step, error), deleted account.PendingEvent, notFound error) error {
-	ownedBy := expression.Name("owner_id").Equal(expression.Value(id))
+func (s *Store) deleteWithMemberships(ctx context.Context, id string, owner key, guards []key, last []Write, first func(context.Context) ([][]step, error), group func(memberSide) ([]step, error), deleted account.PendingEvent, notFound error) error {
+	ownedBy := attr("owner_id").Equal(id)
 	for attempt := 0; ; attempt++ {
 		var groups [][]step
 		if first != nil {
@@ -708,13 +574,13 @@ func (s *Store) deleteWithMemberships(ctx context.Context, id string, owner key,
 			}
 			groups = append(groups, g)
 		}
-		del, err := s.del(owner, &condPresent)
+		del, err := s.del(owner, condPresent)
 		if err != nil {
 			return err
 		}
 		final := []step{{del, notFound, &deleted}}
 		for _, g := range guards {
-			del, err := s.del(g, &ownedBy)
+			del, err := s.del(g, ownedBy)
 			if err != nil {
 				return err
 			}
@@ -733,32 +599,37 @@ func (s *Store) deleteWithMemberships(ctx context.Context, id string, owner key,
 	}
 }
 
-// unprocessedRetries bounds the re-requests of keys that BatchGetItem left
-// unprocessed, which it does only when the table is throttled.
-const unprocessedRetries = 4
-
 // batchGet reads the items keys (duplicates are read once) with strongly
 // consistent BatchGetItem requests of at most 100 keys, and returns those
 // that exist, in no particular order. Only under throttling does DynamoDB
 // leave keys unprocessed; they are re-requested a few times, then the store
 // reports CodeUnavailable.
-func (s *Store) batchGet(ctx context.Context, keys []key) ([]map[string]types.AttributeValue, error) {
+func (s *Store) batchGet(ctx context.Context, keys []key) ([]Item, error) {
 	return s.batchGetWith(ctx, keys, true)
 }
 
 // batchGetWith is batchGet, strongly consistent or not.
-func (s *Store) batchGetWith(ctx context.Context, keys []key, consistent bool) ([]map[string]types.AttributeValue, error) {
-	var out []map[string]types.AttributeValue
+func (s *Store) batchGetWith(ctx context.Context, keys []key, consistent bool) ([]Item, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	if len(keys) <= 16 && distinct(keys) {
+		// A verify's few keys, as they are: no batch to make.
+		read, err := s.port.BatchGet(ctx, keys, consistent)
+		return read, storeErr(err)
+	}
+	var out []Item
 	var seen map[key]bool // a verify reads 2 to 4 keys: no map for so few
 	if len(keys) > 16 {
 		seen = make(map[key]bool, len(keys))
 	}
-	batch := make([][2]string, 0, min(len(keys), maxBatchGetKeys))
+	batch := make([]Key, 0, min(len(keys), maxBatchGetKeys))
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
 		}
-		read, err := s.batchGetOnce(ctx, batch, consistent)
+		read, err := s.port.BatchGet(ctx, batch, consistent)
+		err = storeErr(err)
 		if out == nil {
 			out = read // no copy of the one batch of a verify
 		} else {
@@ -774,7 +645,7 @@ func (s *Store) batchGetWith(ctx context.Context, keys []key, consistent bool) (
 		if seen != nil {
 			seen[k] = true
 		}
-		batch = append(batch, [2]string{k.PK, k.SK})
+		batch = append(batch, k)
 		if len(batch) == maxBatchGetKeys {
 			if err := flush(); err != nil {
 				return nil, err
@@ -787,53 +658,31 @@ func (s *Store) batchGetWith(ctx context.Context, keys []key, consistent bool) (
 	return out, nil
 }
 
+// distinct reports whether keys holds no key twice.
+func distinct(keys []key) bool {
+	for i, k := range keys {
+		if slices.Contains(keys[:i], k) {
+			return false
+		}
+	}
+	return true
+}
+
 // maxBatchGetKeys is DynamoDB's limit on the keys of one BatchGetItem.
 const maxBatchGetKeys = 100
 
-// batchGetOnce is one BatchGetItem of at most maxBatchGetKeys distinct
-// keys ({pk, sk}), with its unprocessed keys re-requested; a KeyReader's
-// BatchGetKeys instead.
-func (s *Store) batchGetOnce(ctx context.Context, keys [][2]string, consistent bool) ([]map[string]types.AttributeValue, error) {
-	if kr, ok := s.client.(KeyReader); ok {
-		items, err := kr.BatchGetKeys(ctx, *s.table, keys)
+// queryPages reads the pages of q in turn, giving each page's items to
+// page, until there are no more or page answers false.
+func (s *Store) queryPages(ctx context.Context, q Query, page func([]Item) (bool, error)) error {
+	for {
+		out, err := s.port.Query(ctx, q)
 		if err != nil {
-			return nil, storeErr(err)
+			return storeErr(err)
 		}
-		return items, nil
-	}
-	avs := make([]map[string]types.AttributeValue, len(keys))
-	for i, k := range keys {
-		av, err := marshalKey(key{k[0], k[1]})
-		if err != nil {
-			return nil, err
+		more, err := page(out.Items)
+		if err != nil || !more || out.Last == nil {
+			return err
 		}
-		avs[i] = av
-	}
-	request := map[string]types.KeysAndAttributes{
-		*s.table: {Keys: avs, ConsistentRead: aws.Bool(consistent)}, // not &consistent: it would be on the heap on every call, KeyReader's too
-	}
-	var items []map[string]types.AttributeValue
-	for attempt := 0; ; attempt++ {
-		out, err := s.client.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: request})
-		if err != nil {
-			return nil, storeErr(err)
-		}
-		if items == nil {
-			items = out.Responses[*s.table]
-		} else {
-			items = append(items, out.Responses[*s.table]...)
-		}
-		if len(out.UnprocessedKeys) == 0 {
-			return items, nil
-		}
-		if attempt >= unprocessedRetries {
-			return nil, account.Unavailable(errors.New("tablestore: BatchGetItem left keys unprocessed"))
-		}
-		request = out.UnprocessedKeys
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("tablestore: abandoned by the caller: %w", ctx.Err())
-		case <-time.After(time.Duration(10<<attempt) * time.Millisecond):
-		}
+		q.After = out.Last
 	}
 }

@@ -5,12 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"latchkey/pkg/account"
 )
 
@@ -24,13 +18,13 @@ func (s *Store) CreateToken(ctx context.Context, t account.TokenRecord) error {
 		if err != nil {
 			return err
 		}
-		return s.transact(ctx, []types.TransactWriteItem{it}, account.Internal(errors.New("tablestore: a token with this ID exists already")))
+		return s.transact(ctx, []Write{it}, account.Internal(errors.New("tablestore: a token with this ID exists already")))
 	}
-	av, err := attributevalue.MarshalMap(newTokenItem(t))
+	it, err := s.putAlways(newTokenItem(t))
 	if err != nil {
-		return account.Internal(err)
+		return err
 	}
-	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: s.table, Item: av})
+	_, err = s.port.Write(ctx, it, false)
 	return storeErr(err)
 }
 
@@ -114,13 +108,13 @@ func (s *Store) revokeInline(ctx context.Context, r account.Revocation) (time.Ti
 	}
 	next, overflow := it.withRevocation(r)
 	cond := condLive.And(versionIs(it.Version))
-	var keyItems []types.TransactWriteItem
+	var keyItems []Write
 	if next == nil {
 		check, err := s.check(k, cond)
 		if err != nil {
 			return time.Time{}, err
 		}
-		keyItems = []types.TransactWriteItem{check}
+		keyItems = []Write{check}
 	} else {
 		if keyItems, err = s.inlineKeyItems(k, it, *next); err != nil {
 			return time.Time{}, err
@@ -171,20 +165,20 @@ var errRevokedOutside = errors.New("tablestore: the token is revoked already, ou
 // inlineKeyItems returns the writes of the key item next in place of it,
 // read at k: the item under the ID on the condition that it is the
 // Version read, and its read copies.
-func (s *Store) inlineKeyItems(k key, it *apiKeyItem, next apiKeyItem) ([]types.TransactWriteItem, error) {
-	upd := expression.Set(expression.Name("version"), expression.Value(next.Version))
+func (s *Store) inlineKeyItems(k key, it *apiKeyItem, next apiKeyItem) ([]Write, error) {
+	upd := set("version", next.Version)
 	if next.Revoked != nil {
-		upd = upd.Set(expression.Name("revoked"), expression.Value(next.Revoked))
+		upd = upd.set("revoked", next.Revoked)
 	} else {
-		upd = upd.Remove(expression.Name("revoked"))
+		upd = upd.remove("revoked")
 	}
 	if next.RevokedOverflowUntil != nil {
-		upd = upd.Set(expression.Name("revoked_overflow_until"), expression.Value(next.RevokedOverflowUntil.UTC()))
+		upd = upd.set("revoked_overflow_until", next.RevokedOverflowUntil.UTC())
 	} else {
-		upd = upd.Remove(expression.Name("revoked_overflow_until"))
+		upd = upd.remove("revoked_overflow_until")
 	}
 	if next.CopiesSince != nil {
-		upd = upd.Set(expression.Name("copies_since"), expression.Value(next.CopiesSince.UTC()))
+		upd = upd.set("copies_since", next.CopiesSince.UTC())
 	}
 	u, err := s.update(k, upd, condLive.And(versionIs(it.Version)))
 	if err != nil {
@@ -196,7 +190,7 @@ func (s *Store) inlineKeyItems(k key, it *apiKeyItem, next apiKeyItem) ([]types.
 	if err != nil {
 		return nil, err
 	}
-	return append([]types.TransactWriteItem{u}, copies...), nil
+	return append([]Write{u}, copies...), nil
 }
 
 // withRevocation returns the key item it with r's revocation and its
@@ -249,14 +243,14 @@ func (it apiKeyItem) withRevocation(r account.Revocation) (next *apiKeyItem, ove
 // cancellation, without a second request. A repeated revocation of a token
 // without the claim rewrites the copies of the entry in force, so that one
 // made by a version that wrote none reaches every copy.
-func (s *Store) revokeEntry(ctx context.Context, r account.Revocation, keyItems []types.TransactWriteItem, copies bool) (time.Time, error) {
+func (s *Store) revokeEntry(ctx context.Context, r account.Revocation, keyItems []Write, copies bool) (time.Time, error) {
 	entry := newRevocationItem(r)
 	it, err := s.put(entry, condAbsent)
 	if err != nil {
 		return time.Time{}, err
 	}
-	it.Put.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
-	items := append([]types.TransactWriteItem{it}, keyItems...)
+	it.ReturnOld = true
+	items := append([]Write{it}, keyItems...)
 	onCheckFailed := []error{errRevokedAlready}
 	if len(keyItems) > 0 {
 		onCheckFailed = append(onCheckFailed, errKeyChanged)
@@ -277,8 +271,8 @@ func (s *Store) revokeEntry(ctx context.Context, r account.Revocation, keyItems 
 	}
 	var old revocationItem
 	if oldItem != nil {
-		if err := attributevalue.UnmarshalMap(oldItem, &old); err != nil {
-			return time.Time{}, account.Internal(err)
+		if err := unmarshal(oldItem, &old); err != nil {
+			return time.Time{}, err
 		}
 	} else {
 		// An endpoint that does not return the old item: read it.
@@ -427,7 +421,7 @@ func (s *Store) inlineStatus(ctx context.Context, st *account.TokenStatus, it *a
 
 // addStatusRead sorts items read by TokenStatus: a revocation entry into
 // st, keys and organizations into r.
-func (s *Store) addStatusRead(st *account.TokenStatus, read []map[string]types.AttributeValue, r *related) error {
+func (s *Store) addStatusRead(st *account.TokenStatus, read []Item, r *related) error {
 	for _, av := range read {
 		k, err := keyOf(av)
 		if err != nil {
@@ -435,8 +429,8 @@ func (s *Store) addStatusRead(st *account.TokenStatus, read []map[string]types.A
 		}
 		if k.SK == sortRevoked {
 			var rev revocationItem
-			if err := attributevalue.UnmarshalMap(av, &rev); err != nil {
-				return account.Internal(err)
+			if err := unmarshal(av, &rev); err != nil {
+				return err
 			}
 			st.RevokedAt = rev.RevokedAt
 			continue
@@ -462,36 +456,26 @@ func (s *Store) ListTokens(ctx context.Context, keyID string, since time.Time, p
 	if p.After != "" {
 		high = prefixToken + p.After
 	}
-	kc := expression.Key("pk").Equal(expression.Value(pk)).
-		And(expression.Key("sk").Between(expression.Value(low), expression.Value(high)))
-	e, err := expression.NewBuilder().WithKeyCondition(kc).Build()
-	if err != nil {
-		return account.Page[account.TokenRecord]{}, account.Internal(err)
-	}
 	limit := p.PageSize()
 	// One more than the page, and one more again for the position itself,
 	// which BETWEEN includes.
 	want := limit + 2
-	pages := dynamodb.NewQueryPaginator(s.client, &dynamodb.QueryInput{
-		TableName: s.table, ConsistentRead: aws.Bool(true),
-		KeyConditionExpression: e.KeyCondition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
-		ScanIndexForward: aws.Bool(false), Limit: aws.Int32(int32(want)),
-	})
+	q := Query{Partition: pk, Range: Range{Op: OpBetween, Values: []string{low, high}}, Limit: want, Consistent: true}
 	var items []tokenItem
-	for pages.HasMorePages() && len(items) <= limit {
-		out, err := pages.NextPage(ctx)
-		if err != nil {
-			return account.Page[account.TokenRecord]{}, storeErr(err)
-		}
-		for _, av := range out.Items {
+	err := s.queryPages(ctx, q, func(page []Item) (bool, error) {
+		for _, av := range page {
 			var it tokenItem
-			if err := attributevalue.UnmarshalMap(av, &it); err != nil {
-				return account.Page[account.TokenRecord]{}, account.Internal(err)
+			if err := unmarshal(av, &it); err != nil {
+				return false, err
 			}
 			if it.SK != high {
 				items = append(items, it)
 			}
 		}
+		return len(items) <= limit, nil
+	})
+	if err != nil {
+		return account.Page[account.TokenRecord]{}, err
 	}
 	var page account.Page[account.TokenRecord]
 	if len(items) > limit {
@@ -513,8 +497,8 @@ func (s *Store) ListTokens(ctx context.Context, keyID string, since time.Time, p
 	revoked := make(map[string]time.Time, len(read))
 	for _, av := range read {
 		var r revocationItem
-		if err := attributevalue.UnmarshalMap(av, &r); err != nil {
-			return account.Page[account.TokenRecord]{}, account.Internal(err)
+		if err := unmarshal(av, &r); err != nil {
+			return account.Page[account.TokenRecord]{}, err
 		}
 		revoked[idFrom(r.PK, prefixToken)] = r.RevokedAt
 	}

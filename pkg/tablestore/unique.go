@@ -7,10 +7,6 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"latchkey/pkg/account"
 )
 
@@ -54,16 +50,16 @@ type owners struct {
 // guards of its unique values in one transaction, with the items more
 // (whose failed conditions mean moreFailed); see claim. The error of the
 // first value taken, in the order given.
-func (s *Store) create(ctx context.Context, item any, id string, values []claimed, o owners, more []types.TransactWriteItem, moreFailed []error) error {
-	steps := []func() (types.TransactWriteItem, error){
-		func() (types.TransactWriteItem, error) { return s.put(item, condAbsent) },
+func (s *Store) create(ctx context.Context, item any, id string, values []claimed, o owners, more []Write, moreFailed []error) error {
+	steps := []func() (Write, error){
+		func() (Write, error) { return s.put(item, condAbsent) },
 	}
 	onCheckFailed := []error{nil}
 	for _, v := range values {
 		if v.value == "" {
 			continue
 		}
-		steps = append(steps, func() (types.TransactWriteItem, error) { return s.putGuard(v.key(v.value), id) })
+		steps = append(steps, func() (Write, error) { return s.putGuard(v.key(v.value), id) })
 		onCheckFailed = append(onCheckFailed, v.taken())
 	}
 	items, err := build(steps...)
@@ -83,7 +79,7 @@ func (s *Store) create(ctx context.Context, item any, id string, values []claime
 // conflict, nothing otherwise: the guard's old item, which names the
 // holder, comes back with the failed condition. If the holder cannot be
 // read, the conflict stands.
-func (s *Store) claim(ctx context.Context, items []types.TransactWriteItem, onCheckFailed []error, o owners) error {
+func (s *Store) claim(ctx context.Context, items []Write, onCheckFailed []error, o owners) error {
 	old, err := s.transactReturningOld(ctx, items, onCheckFailed...)
 	if err == nil || !s.finishedAbandoned(ctx, err, old, o) {
 		return err
@@ -94,10 +90,10 @@ func (s *Store) claim(ctx context.Context, items []types.TransactWriteItem, onCh
 // putGuard claims a guard item for the owner id, on condition that nobody
 // holds it. If someone does, the guard comes back with the failure
 // (ALL_OLD), naming the holder, for claim.
-func (s *Store) putGuard(k key, id string) (types.TransactWriteItem, error) {
+func (s *Store) putGuard(k key, id string) (Write, error) {
 	it, err := s.put(guardItem{key: k, OwnerID: id}, condAbsent)
 	if err == nil {
-		it.Put.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
+		it.ReturnOld = true
 	}
 	return it, err
 }
@@ -105,14 +101,14 @@ func (s *Store) putGuard(k key, id string) (types.TransactWriteItem, error) {
 // finishedAbandoned reports whether err is a conflict over a guard (old,
 // its item as the failed condition returned it) held by an owner whose
 // delete was abandoned, and, if it is, finishes that delete first.
-func (s *Store) finishedAbandoned(ctx context.Context, err error, old map[string]types.AttributeValue, o owners) bool {
+func (s *Store) finishedAbandoned(ctx context.Context, err error, old Item, o owners) bool {
 	switch account.ErrorCode(err) {
 	case account.CodeEmailTaken, account.CodeSlugTaken, account.CodeExternalIDTaken:
 	default:
 		return false
 	}
 	var g guardItem
-	if old == nil || attributevalue.UnmarshalMap(old, &g) != nil || g.OwnerID == "" {
+	if old == nil || unmarshal(old, &g) != nil || g.OwnerID == "" {
 		return false
 	}
 	var holder struct {
@@ -145,14 +141,14 @@ func lookupBy[T any](ctx context.Context, s *Store, g key, get func(context.Cont
 
 // setMetadata adds a patch's metadata to upd: replaced whole, or removed
 // when the patch's is empty. A nil patch leaves it as it is.
-func setMetadata(upd expression.UpdateBuilder, m *account.Metadata) expression.UpdateBuilder {
+func setMetadata(upd Update, m *account.Metadata) Update {
 	switch {
 	case m == nil:
 		return upd
 	case len(*m) == 0:
-		return upd.Remove(expression.Name("metadata"))
+		return upd.remove("metadata")
 	}
-	return upd.Set(expression.Name("metadata"), expression.Value(map[string]string(*m)))
+	return upd.set("metadata", map[string]string(*m))
 }
 
 // move is an update of a unique value: from old to new, either "" for none.
@@ -186,7 +182,7 @@ var errChanged = errors.New("tablestore: the item changed between the read and t
 // the moved values. event, read out after each read too, is the event of
 // the update, which goes into its write: the condition makes its object
 // the one the write leaves.
-func (s *Store) updateClaiming(ctx context.Context, k key, id string, out any, upd func() expression.UpdateBuilder, moves func() []move, deleting func() bool, updatedAt func() time.Time, event func() account.PendingEvent, o owners) error {
+func (s *Store) updateClaiming(ctx context.Context, k key, id string, out any, upd func() Update, moves func() []move, deleting func() bool, updatedAt func() time.Time, event func() account.PendingEvent, o owners) error {
 	for attempt := 0; ; attempt++ {
 		found, err := s.getItem(ctx, k, out)
 		if err != nil {
@@ -196,29 +192,29 @@ func (s *Store) updateClaiming(ctx context.Context, k key, id string, out any, u
 			return o.notFound()
 		}
 		ctx := withEvents(ctx, event())
-		cond := condLive.And(expression.Name("updated_at").Equal(expression.Value(updatedAt().UTC())))
+		cond := condLive.And(attr("updated_at").Equal(updatedAt().UTC()))
 		u := upd()
-		steps := []func() (types.TransactWriteItem, error){nil}
+		steps := []func() (Write, error){nil}
 		onCheckFailed := []error{errChanged}
 		for _, m := range moves() {
 			if m.old == "" {
-				cond = cond.And(expression.AttributeNotExists(expression.Name(m.attr)))
+				cond = cond.And(attr(m.attr).NotExists())
 			} else {
-				cond = cond.And(expression.Name(m.attr).Equal(expression.Value(m.old)))
+				cond = cond.And(attr(m.attr).Equal(m.old))
 			}
 			if m.old == m.new {
 				continue
 			}
 			if m.new == "" {
-				u = u.Remove(expression.Name(m.attr))
+				u = u.remove(m.attr)
 			} else {
-				u = u.Set(expression.Name(m.attr), expression.Value(m.new))
-				steps = append(steps, func() (types.TransactWriteItem, error) { return s.putGuard(m.key(m.new), id) })
+				u = u.set(m.attr, m.new)
+				steps = append(steps, func() (Write, error) { return s.putGuard(m.key(m.new), id) })
 				onCheckFailed = append(onCheckFailed, m.taken())
 			}
 			if m.old != "" {
-				ownedBy := expression.Name("owner_id").Equal(expression.Value(id))
-				steps = append(steps, func() (types.TransactWriteItem, error) { return s.del(m.key(m.old), &ownedBy) })
+				ownedBy := attr("owner_id").Equal(id)
+				steps = append(steps, func() (Write, error) { return s.del(m.key(m.old), ownedBy) })
 				onCheckFailed = append(onCheckFailed, nil) // a guard not its owner's: a broken invariant
 			}
 		}
@@ -226,11 +222,11 @@ func (s *Store) updateClaiming(ctx context.Context, k key, id string, out any, u
 			// Nothing to claim or free, but an event to write: one
 			// transaction of the update and the event, on the same
 			// condition; the caller has the item as read, and the patch.
-			var it types.TransactWriteItem
+			var it Write
 			if it, err = s.update(k, u, cond); err != nil {
 				return err
 			}
-			err = s.transact(ctx, []types.TransactWriteItem{it}, errChanged)
+			err = s.transact(ctx, []Write{it}, errChanged)
 		} else if len(steps) == 1 {
 			// Nothing to claim or free: one UpdateItem, on the same
 			// condition. A failure is not found or a change: read again.
@@ -240,12 +236,12 @@ func (s *Store) updateClaiming(ctx context.Context, k key, id string, out any, u
 			}
 			err = errChanged
 		} else {
-			steps[0] = func() (types.TransactWriteItem, error) { return s.update(k, u, cond) }
+			steps[0] = func() (Write, error) { return s.update(k, u, cond) }
 			items, berr := build(steps...)
 			if berr != nil {
 				return berr
 			}
-			var old map[string]types.AttributeValue
+			var old Item
 			old, err = s.transactReturningOld(ctx, items, onCheckFailed...)
 			if err != nil && s.finishedAbandoned(ctx, err, old, o) {
 				err = errChanged // read again, and claim the freed value

@@ -3,14 +3,9 @@ package tablestore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"latchkey/pkg/account"
 )
@@ -84,26 +79,21 @@ func (s *Store) ChangeKeyUsage(ctx context.Context, keyID string, shard int, c a
 	if err != nil {
 		return nil, false, err
 	}
-	var out *dynamodb.UpdateItemOutput
+	var out Item
 	err = s.retryConflicts(ctx, func() error {
 		var err error
-		out, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName: s.table, Key: u.Key, UpdateExpression: u.UpdateExpression, ConditionExpression: u.ConditionExpression,
-			ExpressionAttributeNames: u.ExpressionAttributeNames, ExpressionAttributeValues: u.ExpressionAttributeValues,
-			ReturnValues:                        types.ReturnValueAllNew,
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		})
-		return conflict(err)
+		out, err = s.port.Write(ctx, u, true)
+		return err
 	})
 	if err == nil {
-		counters, err := counters(out.Attributes)
+		counters, err := counters(out)
 		return counters, true, err
 	}
 	ccf, ok := conditionFailed(err)
 	if !ok {
 		return nil, false, storeErr(err)
 	}
-	old, err := counters(ccf.Item)
+	old, err := counters(ccf.Old)
 	return old, false, err
 }
 
@@ -116,30 +106,29 @@ func (s *Store) ChangeKeyUsage(ctx context.Context, keyID string, shard int, c a
 // consistent BatchGetItem. Transactions that meet on a record are
 // retried as other conflicts are (retryConflicts).
 func (s *Store) ChangeKeysUsage(ctx context.Context, changes []account.KeyUsageChange) ([]map[string]int64, bool, error) {
-	items := make([]types.TransactWriteItem, len(changes))
+	items := make([]Write, len(changes))
 	for i, c := range changes {
 		u, err := s.usageUpdate(c.KeyID, c.Shard, c.UsageChange)
 		if err != nil {
 			return nil, false, err
 		}
-		u.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
-		items[i] = types.TransactWriteItem{Update: u}
+		items[i] = u
 	}
 	out := make([]map[string]int64, len(changes))
 	refused := false
 	err := s.retryConflicts(ctx, func() error {
-		_, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+		err := s.port.Transact(ctx, items)
 		if err == nil {
 			return nil
 		}
-		var tce *types.TransactionCanceledException
-		if errors.As(err, &tce) {
-			for i, r := range tce.CancellationReasons {
-				if aws.ToString(r.Code) != reasonConditionalCheck || i >= len(out) {
+		var ce *CanceledError
+		if errors.As(err, &ce) {
+			for i, r := range ce.Reasons {
+				if r != ReasonConditionFailed || i >= len(out) {
 					continue
 				}
 				var cerr error
-				if out[i], cerr = counters(r.Item); cerr != nil {
+				if out[i], cerr = counters(ce.Old[i]); cerr != nil {
 					return cerr
 				}
 				refused = true
@@ -173,8 +162,8 @@ func (s *Store) ChangeKeysUsage(ctx context.Context, changes []account.KeyUsageC
 		var it struct {
 			KeyID string `dynamodbav:"key_id"`
 		}
-		if err := attributevalue.UnmarshalMap(av, &it); err != nil {
-			return nil, false, account.Internal(err)
+		if err := unmarshal(av, &it); err != nil {
+			return nil, false, err
 		}
 		for i, c := range changes {
 			if c.ReadAfter && c.KeyID == it.KeyID {
@@ -196,47 +185,31 @@ func (s *Store) ChangeKeysUsage(ctx context.Context, changes []account.KeyUsageC
 // SET n = if_not_exists(n, start) + delta on condition that n is within
 // its bounds less delta (or does not exist, where start + delta is within
 // them).
-func (s *Store) usageUpdate(keyID string, shard int, c account.UsageChange) (*types.Update, error) {
-	av, err := marshalKey(keyLimitKey(keyID, shard))
-	if err != nil {
-		return nil, err
-	}
-	upd := expression.Set(expression.Name("key_id"), expression.Value(keyID))
+func (s *Store) usageUpdate(keyID string, shard int, c account.UsageChange) (Write, error) {
+	upd := set("key_id", keyID)
 	if !c.ExpiresAt.IsZero() {
-		upd = upd.Set(expression.Name(TTLAttribute), expression.Value(c.ExpiresAt.Unix()))
+		upd = upd.set(TTLAttribute, c.ExpiresAt.Unix())
 	} else {
-		upd = upd.Remove(expression.Name(TTLAttribute))
+		upd = upd.remove(TTLAttribute)
 	}
-	var cond *expression.ConditionBuilder
+	var cond Cond
 	for _, st := range c.Steps {
-		n := expression.Name(st.Name)
-		upd = upd.Set(n, expression.Plus(expression.IfNotExists(n, expression.Value(st.Start)), expression.Value(st.Delta)))
-		within := n.Between(expression.Value(st.Min-st.Delta), expression.Value(st.Max-st.Delta))
+		n := attr(st.Name)
+		upd = upd.add(st.Name, st.Start, st.Delta)
+		within := n.Between(st.Min-st.Delta, st.Max-st.Delta)
 		if v := st.Start + st.Delta; v >= st.Min && v <= st.Max {
-			within = expression.AttributeNotExists(n).Or(within)
+			within = n.NotExists().Or(within)
 		}
-		if cond == nil {
-			cond = &within
+		if cond.Op == OpNone {
+			cond = within
 		} else {
-			and := cond.And(within)
-			cond = &and
+			cond = cond.And(within)
 		}
 	}
 	for _, name := range c.Remove {
-		upd = upd.Remove(expression.Name(name))
+		upd = upd.remove(name)
 	}
-	b := expression.NewBuilder().WithUpdate(upd)
-	if cond != nil {
-		b = b.WithCondition(*cond)
-	}
-	e, err := b.Build()
-	if err != nil {
-		return nil, account.Internal(err)
-	}
-	return &types.Update{
-		TableName: s.table, Key: av, UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
-		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
-	}, nil
+	return Write{Kind: WriteUpdate, Key: keyLimitKey(keyID, shard), Update: upd, If: cond, ReturnOld: true}, nil
 }
 
 // KeyUsage reads the records' items with strongly consistent
@@ -255,8 +228,8 @@ func (s *Store) KeyUsage(ctx context.Context, shard int, keyIDs ...string) (map[
 		var it struct {
 			KeyID string `dynamodbav:"key_id"`
 		}
-		if err := attributevalue.UnmarshalMap(av, &it); err != nil {
-			return nil, account.Internal(err)
+		if err := unmarshal(av, &it); err != nil {
+			return nil, err
 		}
 		if out[it.KeyID], err = counters(av); err != nil {
 			return nil, err
@@ -266,17 +239,17 @@ func (s *Store) KeyUsage(ctx context.Context, shard int, keyIDs ...string) (map[
 }
 
 // counters returns the counters of a usage record's item.
-func counters(item map[string]types.AttributeValue) (map[string]int64, error) {
+func counters(item Item) (map[string]int64, error) {
 	out := map[string]int64{}
 	for name, v := range item {
 		if !strings.HasPrefix(name, counterRate) && !strings.HasPrefix(name, counterCredit) {
 			continue
 		}
-		var n int64
-		if err := attributevalue.Unmarshal(v, &n); err != nil {
-			return nil, account.Internal(err)
+		n, ok := v.(N)
+		if !ok {
+			return nil, account.Internal(fmt.Errorf("tablestore: counter %q is not a number", name))
 		}
-		out[name] = n
+		out[name] = int64(n)
 	}
 	return out, nil
 }

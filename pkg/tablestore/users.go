@@ -4,9 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-
 	"latchkey/pkg/account"
 )
 
@@ -74,13 +71,13 @@ func (s *Store) UpdateUser(ctx context.Context, id string, p account.UserPatch) 
 	stamp := func() time.Time { return account.NextUpdatedAt(p.UpdatedAt, it.UpdatedAt) }
 	// A builder's operations live in a map that copies share: each
 	// attempt of updateClaiming builds its own.
-	upd := func() expression.UpdateBuilder {
-		upd := expression.Set(expression.Name("updated_at"), expression.Value(stamp()))
+	upd := func() Update {
+		upd := set("updated_at", stamp())
 		if p.Name != nil {
-			upd = upd.Set(expression.Name("name"), expression.Value(*p.Name))
+			upd = upd.set("name", *p.Name)
 		}
 		if p.Role != nil {
-			upd = upd.Set(expression.Name("role"), expression.Value(*p.Role))
+			upd = upd.set("role", *p.Role)
 		}
 		return setMetadata(upd, p.Metadata)
 	}
@@ -163,8 +160,8 @@ func (s *Store) ListOrganizationUsers(ctx context.Context, orgID string, p accou
 	users := make(map[string]userItem, len(read))
 	for _, av := range read {
 		var it userItem
-		if err := attributevalue.UnmarshalMap(av, &it); err != nil {
-			return account.Page[account.User]{}, account.Internal(err)
+		if err := unmarshal(av, &it); err != nil {
+			return account.Page[account.User]{}, err
 		}
 		users[idFrom(it.PK, prefixUser)] = it
 	}
