@@ -16,9 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"latchkey/pkg/account"
 	"latchkey/pkg/assembly"
 	"latchkey/pkg/boltstore"
@@ -207,12 +204,12 @@ func storeFailureRequests(now time.Time, token string) map[string][]storeFailure
 	}
 }
 
-// failingTable is a store's table that fails every call with err, but
+// failingTable is a store's port that fails every call with err, but
 // for the admin key's lookup (Authenticate's reads of the key and its
 // update of the key's use) when lookupWorks: those reach a real table
 // that holds the key. It records the calls that are not the lookup's.
 type failingTable struct {
-	tablestore.Table
+	tablestore.Port
 	err         error
 	lookupWorks bool
 
@@ -225,18 +222,17 @@ type failingTable struct {
 // failingStore returns a store over a failingTable, and that table.
 func failingStore(t *testing.T, admin account.APIKey, now time.Time, failure error, lookupWorks bool) (*tablestore.Store, *failingTable) {
 	t.Helper()
-	const name = "latchkey"
-	table, err := boltstore.OpenTable(filepath.Join(t.TempDir(), "table.db"), tablestore.TableDefinition(name))
+	table, err := boltstore.OpenTable(filepath.Join(t.TempDir(), "table.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { table.Close() })
 	ctx := context.Background()
-	if err := tablestore.New(table, name).CreateAPIKey(ctx, admin); err != nil {
+	if err := tablestore.New(table.Port()).CreateAPIKey(ctx, admin); err != nil {
 		t.Fatal(err)
 	}
-	failing := &failingTable{Table: table, err: failure, lookupWorks: lookupWorks, learning: true, lookup: map[string]bool{}}
-	store := tablestore.New(failing, name)
+	failing := &failingTable{Port: table.Port(), err: failure, lookupWorks: lookupWorks, learning: true, lookup: map[string]bool{}}
+	store := tablestore.New(failing)
 	if _, err := store.GetAPIKeyByHash(ctx, admin.Hash); err != nil {
 		t.Fatal(err)
 	}
@@ -259,13 +255,11 @@ func (t *failingTable) fail(op string) error {
 
 // pass returns nil if a read or update of the items at keys may reach the
 // table: the lookup's, when it works. It records and fails the others.
-func (t *failingTable) pass(op string, keys ...map[string]types.AttributeValue) error {
+func (t *failingTable) pass(op string, keys ...tablestore.Key) error {
 	t.mu.Lock()
 	lookup, learning := len(keys) > 0, t.learning
 	for _, k := range keys {
-		pk, _ := k["pk"].(*types.AttributeValueMemberS)
-		sk, _ := k["sk"].(*types.AttributeValueMemberS)
-		item := pk.Value + "\x00" + sk.Value
+		item := k.PK + "\x00" + k.SK
 		if learning {
 			t.lookup[item] = true
 		}
@@ -281,45 +275,36 @@ func (t *failingTable) pass(op string, keys ...map[string]types.AttributeValue) 
 	return t.fail(op)
 }
 
-func (t *failingTable) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	if err := t.pass("GetItem", in.Key); err != nil {
+func (t *failingTable) Get(ctx context.Context, k tablestore.Key) (tablestore.Item, error) {
+	if err := t.pass("Get", k); err != nil {
 		return nil, err
 	}
-	return t.Table.GetItem(ctx, in, optFns...)
+	return t.Port.Get(ctx, k)
 }
 
-func (t *failingTable) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
-	var keys []map[string]types.AttributeValue
-	for _, ka := range in.RequestItems {
-		keys = append(keys, ka.Keys...)
-	}
-	if err := t.pass("BatchGetItem", keys...); err != nil {
+func (t *failingTable) BatchGet(ctx context.Context, keys []tablestore.Key, consistent bool) ([]tablestore.Item, error) {
+	if err := t.pass("BatchGet", keys...); err != nil {
 		return nil, err
 	}
-	return t.Table.BatchGetItem(ctx, in, optFns...)
+	return t.Port.BatchGet(ctx, keys, consistent)
 }
 
-func (t *failingTable) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	if err := t.pass("UpdateItem", in.Key); err != nil {
-		return nil, err
+func (t *failingTable) Write(ctx context.Context, w tablestore.Write, returnNew bool) (tablestore.Item, error) {
+	if w.Kind == tablestore.WriteUpdate {
+		if err := t.pass("Update", w.Key); err != nil {
+			return nil, err
+		}
+		return t.Port.Write(ctx, w, returnNew)
 	}
-	return t.Table.UpdateItem(ctx, in, optFns...)
+	return nil, t.fail("Write")
 }
 
-func (t *failingTable) Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
-	return nil, t.fail("Query")
+func (t *failingTable) Query(context.Context, tablestore.Query) (tablestore.Page, error) {
+	return tablestore.Page{}, t.fail("Query")
 }
 
-func (t *failingTable) PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	return nil, t.fail("PutItem")
-}
-
-func (t *failingTable) DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
-	return nil, t.fail("DeleteItem")
-}
-
-func (t *failingTable) TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
-	return nil, t.fail("TransactWriteItems")
+func (t *failingTable) Transact(context.Context, []tablestore.Write) error {
+	return t.fail("Transact")
 }
 
 func (t *failingTable) reset() { t.mu.Lock(); t.names = nil; t.mu.Unlock() }
@@ -378,7 +363,7 @@ func TestStoreFailures_ConcurrentUpdate(t *testing.T) {
 	if res.Header.Get("Retry-After") == "" {
 		t.Errorf("POST /oauth2/revoke: no Retry-After")
 	}
-	if !slices.Contains(calls.operations(), "TransactWriteItems") {
+	if !slices.Contains(calls.operations(), "Transact") {
 		t.Errorf("the table's calls %v: the revocation was not written", calls.operations())
 	}
 	if l := logs.String(); strings.Contains(l, `"level":"ERROR"`) {
