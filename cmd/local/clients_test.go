@@ -192,6 +192,27 @@ func TestClient_GoOAuth2(t *testing.T) {
 			t.Fatalf("another key's secret: got %v, want a 401 invalid_client the library understands", err)
 		}
 	})
+	t.Run("ErrRateLimited", func(t *testing.T) {
+		// Over its key's rate limit, the client reads the OAuth error,
+		// not a body it cannot parse, and learns when to retry.
+		body := `{"name": "limited client", "scopes": ["read:users"], "rate_limits": [{"name": "hour", "limit": 1, "period": "1h"}]}`
+		status, key := s.call(t, "POST", "/v1/api-keys", admin, body)
+		if status != http.StatusCreated {
+			t.Fatalf("create API key: %d %v", status, key)
+		}
+		cfg := clientcredentials.Config{ClientID: key["id"].(string), ClientSecret: key["key"].(string), TokenURL: meta["token_endpoint"].(string)}
+		if _, err := cfg.Token(context.Background()); err != nil {
+			t.Fatalf("the one token the limit allows: %v", err)
+		}
+		_, err := cfg.Token(context.Background())
+		var re *oauth2.RetrieveError
+		if !errors.As(err, &re) || re.ErrorCode != "rate_limited" || re.ErrorDescription == "" || re.Response.StatusCode != http.StatusTooManyRequests {
+			t.Fatalf("over the rate limit: got %v, want a 429 rate_limited the library understands", err)
+		}
+		if re.Response.Header.Get("Retry-After") == "" || re.Response.Header.Get("RateLimit") == "" {
+			t.Errorf("429 headers: %v, want Retry-After and RateLimit", re.Response.Header)
+		}
+	})
 	t.Run("ErrScopeNotGranted", func(t *testing.T) {
 		cfg := clientcredentials.Config{ClientID: keyID, ClientSecret: keySecret, TokenURL: meta["token_endpoint"].(string), Scopes: []string{"write:users"}}
 		_, err := cfg.Token(context.Background())
