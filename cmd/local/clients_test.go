@@ -289,8 +289,17 @@ func TestClient_Jose(t *testing.T) {
 			dir := t.TempDir()
 			s := start(t, dir, "ADMIN_API_KEY="+admin, "SIGNING_ALG="+alg)
 			meta := discover(t, s.base)
-			if got := meta["id_token_signing_alg_values_supported"]; fmt.Sprint(got) != "["+alg+"]" {
-				t.Errorf("id_token_signing_alg_values_supported: got %v, want [%s]", got, alg)
+			// The algorithm is published as each key's alg at jwks_uri (the
+			// metadata names no ID token algorithm: there are no ID tokens).
+			res, err := http.Get(meta["jwks_uri"].(string))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var set struct{ Keys []struct{ Alg string } }
+			json.NewDecoder(res.Body).Decode(&set)
+			res.Body.Close()
+			if len(set.Keys) == 0 || slices.ContainsFunc(set.Keys, func(k struct{ Alg string }) bool { return k.Alg != alg }) {
+				t.Errorf("jwks_uri: keys %v, want each with alg %s", set.Keys, alg)
 			}
 			id, secret := clientKey(t, s, admin, "read:users")
 			cfg := clientcredentials.Config{
@@ -340,7 +349,8 @@ func TestClient_Jose(t *testing.T) {
 // Gateway's built-in HTTP API JWT authorizer does with a token
 // (docs.aws.amazon.com/apigateway/latest/developerguide/http-api-jwt-authorizer.html,
 // "Validating a JWT"), written here from that page and not with
-// pkg/token: it fetches {issuer}/.well-known/openid-configuration, takes
+// pkg/token: it fetches {issuer}/.well-known/openid-configuration (the
+// RFC 8414 metadata, served there for it), takes
 // jwks_uri, finds the key whose kid is the token's, checks "the token's
 // algorithm and signature by using the public key that is fetched from the
 // issuer's jwks_uri. Currently, only RSA-based algorithms are supported",

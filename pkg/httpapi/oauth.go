@@ -498,8 +498,12 @@ func (s *server) oauthRevoke(w http.ResponseWriter, r *http.Request, _ account.P
 	return nil
 }
 
-// serverMetadata is the authorization server metadata of RFC 8414, which
-// is also an OpenID Connect discovery document for the fields both share.
+// serverMetadata is the authorization server metadata of RFC 8414, and
+// only what is true of Latchkey: an authorization server for the client
+// credentials grant, with no authorization endpoint, no ID tokens and no
+// userinfo. It is served at the OpenID Connect discovery address too,
+// because API Gateway's JWT authorizer reads issuer and jwks_uri there
+// (docs/standard-clients.md), but it claims none of OpenID Connect.
 type serverMetadata struct {
 	Issuer                                    string   `json:"issuer"`
 	TokenEndpoint                             string   `json:"token_endpoint"`
@@ -511,9 +515,9 @@ type serverMetadata struct {
 	IntrospectionEndpointAuthMethodsSupported []string `json:"introspection_endpoint_auth_methods_supported"`
 	RevocationEndpointAuthMethodsSupported    []string `json:"revocation_endpoint_auth_methods_supported"`
 	ScopesSupported                           []string `json:"scopes_supported"`
-	ResponseTypesSupported                    []string `json:"response_types_supported"`
-	SubjectTypesSupported                     []string `json:"subject_types_supported"`
-	IDTokenSigningAlgValuesSupported          []string `json:"id_token_signing_alg_values_supported"`
+	// ResponseTypesSupported is empty: RFC 8414 requires the member, and
+	// without an authorization endpoint there is no response type.
+	ResponseTypesSupported []string `json:"response_types_supported"`
 }
 
 // metadataMaxAge lets clients and gateways cache the document as long as
@@ -542,9 +546,7 @@ func (s *server) serveMetadata(w http.ResponseWriter, r *http.Request, _ account
 		IntrospectionEndpointAuthMethodsSupported: methods,
 		RevocationEndpointAuthMethodsSupported:    methods,
 		ScopesSupported:                           account.KnownScopes(),
-		ResponseTypesSupported:                    []string{"token"},
-		SubjectTypesSupported:                     []string{"public"},
-		IDTokenSigningAlgValuesSupported:          []string{s.alg},
+		ResponseTypesSupported:                    []string{},
 	})
 	return nil
 }
