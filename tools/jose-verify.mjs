@@ -1,6 +1,6 @@
 // Verifies a Latchkey access token as a resource server that has only the
 // issuer's URL would, with jose (https://github.com/panva/jose, pinned in
-// package.json): it fetches the discovery document from the issuer, takes
+// package.json): it fetches the RFC 8414 metadata from the issuer, takes
 // its jwks_uri, and verifies the token's signature, algorithm, type,
 // issuer, audience and lifetime. Run by cmd/local's TestClient_Jose:
 //
@@ -14,10 +14,10 @@ import { createRemoteJWKSet, jwtVerify } from 'jose';
 
 const [issuer, audience, token, alg = 'EdDSA'] = process.argv.slice(2);
 try {
-  const res = await fetch(`${issuer}/.well-known/openid-configuration`);
+  const res = await fetch(`${issuer}/.well-known/oauth-authorization-server`);
   if (!res.ok) throw new Error(`discovery document: HTTP ${res.status}`);
   const metadata = await res.json();
-  // OpenID Connect Discovery 1.0, section 4.3: the issuer in the document
+  // RFC 8414, section 3.3: the issuer in the document
   // must be the one it was fetched for.
   if (metadata.issuer !== issuer) throw new Error(`discovery document names the issuer ${metadata.issuer}, not ${issuer}`);
   const jwks = createRemoteJWKSet(new URL(metadata.jwks_uri));

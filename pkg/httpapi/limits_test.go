@@ -142,9 +142,11 @@ func TestLimits_RateLimit(t *testing.T) {
 	})
 }
 
-// TestLimits_OAuth: /oauth2/token is a use of the client's key (429
-// problem over the limit), and introspection of a rate-limited key's
-// token is inactive.
+// TestLimits_OAuth: /oauth2/token is a use of the client's key, and
+// introspection of a rate-limited key's token is inactive. Over the limit,
+// the OAuth endpoints answer 429 as RFC 6749 section 5.2 JSON, which OAuth
+// clients read (not problem+json), with Retry-After and the RateLimit
+// fields.
 func TestLimits_OAuth(t *testing.T) {
 	onLimitStores(t, func(t *testing.T, a api) {
 		k := a.createLimitedKey(t, perMinute(2))
@@ -168,9 +170,35 @@ func TestLimits_OAuth(t *testing.T) {
 		res := a.DoRaw(t, a.Handler, http.MethodPost, "/oauth2/token", http.Header{
 			"Content-Type": {"application/x-www-form-urlencoded"},
 		}, "grant_type=client_credentials&client_id="+k.ID+"&client_secret="+k.Key)
-		a.CheckResponse(t, res)
-		wantProblem(t, res, http.StatusTooManyRequests, "rate_limited")
+		wantOAuthRateLimited(t, a, res)
+		// The rate-limited key as the client of introspection and revocation.
+		for _, path := range []string{"/oauth2/introspect", "/oauth2/revoke"} {
+			res := a.DoRaw(t, a.Handler, http.MethodPost, path, http.Header{
+				"Authorization": {"Bearer " + k.Key}, "Content-Type": {"application/x-www-form-urlencoded"},
+			}, form)
+			wantOAuthRateLimited(t, a, res)
+		}
 	})
+}
+
+// wantOAuthRateLimited checks a 429 of an OAuth endpoint: RFC 6749
+// section 5.2 JSON with error rate_limited, and the headers a client needs
+// to wait.
+func wantOAuthRateLimited(t *testing.T, a api, res *httpapitest.Response) {
+	t.Helper()
+	a.CheckResponse(t, res)
+	want(t, res, http.StatusTooManyRequests)
+	if ct := res.Header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("Content-Type %q, want application/json", ct)
+	}
+	body := res.Map(t)
+	if body["error"] != "rate_limited" || body["error_description"] == "" {
+		t.Errorf("body %v, want error rate_limited with a description", body)
+	}
+	h := res.Header
+	if h.Get("Retry-After") == "" || h.Get("RateLimit") == "" || h.Get("RateLimit-Policy") == "" || h.Get("Cache-Control") != "no-store" {
+		t.Errorf("429 headers: %v", h)
+	}
 }
 
 // TestLimits_Credits: verifications spend credits, token issuance does
@@ -672,7 +700,7 @@ func TestLimits_IntrospectOwn(t *testing.T) {
 		if got := a.credits(t, k.ID); got != 3 {
 			t.Fatalf("credits: got %d, want 3 (one per introspection)", got)
 		}
-		wantProblem(t, a.introspectAs(t, k.Key, tok), http.StatusTooManyRequests, "rate_limited")
+		wantOAuthRateLimited(t, a, a.introspectAs(t, k.Key, tok))
 	})
 }
 

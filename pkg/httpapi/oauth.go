@@ -31,6 +31,7 @@ const (
 	oauthUnsupportedTokenType    = "unsupported_token_type"
 	oauthServerError             = "server_error"
 	oauthTemporarilyUnavailable  = "temporarily_unavailable"
+	oauthRateLimited             = "rate_limited"
 	grantClientCredentials       = "client_credentials"
 	tokenTypeHintAccessToken     = "access_token"
 	authMethodClientSecretBasic  = "client_secret_basic"
@@ -52,6 +53,8 @@ type oauthError struct {
 	challenge string
 	// cause is an internal failure, logged and never shown.
 	cause error
+	// usage is, for rate_limited, the key's limits and when to retry.
+	usage *account.KeyUsage
 }
 
 func (e *oauthError) Error() string { return e.code + ": " + e.description }
@@ -82,12 +85,6 @@ type oauthErrorBody struct {
 // server_error or temporarily_unavailable.
 func (s *server) writeOAuthError(w http.ResponseWriter, r *http.Request, err error) {
 	var oe *oauthError
-	if account.IsCode(err, account.CodeRateLimited) {
-		// A client over a rate limit of its key: the same 429 problem
-		// as on every other endpoint; RFC 6749 has no error for it.
-		s.writeError(w, r, err)
-		return
-	}
 	if !errors.As(err, &oe) {
 		oe = fromServiceError(err)
 	}
@@ -99,18 +96,46 @@ func (s *server) writeOAuthError(w http.ResponseWriter, r *http.Request, err err
 	if oe.challenge != "" {
 		h.Set("WWW-Authenticate", oe.challenge)
 	}
-	if oe.code == oauthTemporarilyUnavailable {
+	switch oe.code {
+	case oauthTemporarilyUnavailable:
 		h.Set("Retry-After", strconv.Itoa(retryAfterSeconds))
+	case oauthRateLimited:
+		setRateLimitHeaders(h, oe.usage)
 	}
 	h.Set("Cache-Control", "no-store")
 	h.Set("Pragma", "no-cache")
-	s.writeJSON(w, r, oe.status, oauthErrorBody{Error: oe.code, ErrorDescription: oe.description})
+	s.writeJSON(w, r, oe.status, oauthErrorBody{Error: oe.code, ErrorDescription: oauthText(oe.description)})
+}
+
+// oauthText keeps an error_description within the characters RFC 6749
+// section 5.2 allows (%x20-21 / %x23-5B / %x5D-7E): a domain message may
+// quote a value.
+func oauthText(s string) string {
+	return strings.Map(func(c rune) rune {
+		switch {
+		case c == '"':
+			return '\''
+		case c == '\\':
+			return '/'
+		case c < 0x20 || c > 0x7e:
+			return '?'
+		}
+		return c
+	}, s)
 }
 
 // fromServiceError turns an error of the service that no endpoint expects
 // into server_error or temporarily_unavailable; their causes are logged.
 func fromServiceError(err error) *oauthError {
 	switch account.ErrorCode(err) {
+	case account.CodeRateLimited:
+		// RFC 6749 registers no error for a rate limit. rate_limited is
+		// the word Latchkey uses for it everywhere (the problem code, the
+		// reason of verify), and clients act on the 429 and Retry-After;
+		// Auth0's too_many_requests is no more standard than ours.
+		var e *account.Error
+		errors.As(err, &e)
+		return &oauthError{status: http.StatusTooManyRequests, code: oauthRateLimited, description: "the client's API key is over a rate limit; retry after the seconds in Retry-After", usage: e.Usage}
 	case account.CodeUnavailable:
 		return &oauthError{status: http.StatusServiceUnavailable, code: oauthTemporarilyUnavailable, description: "the service is temporarily unavailable; retry shortly", cause: err}
 	case account.CodeConcurrentUpdate:
@@ -473,8 +498,12 @@ func (s *server) oauthRevoke(w http.ResponseWriter, r *http.Request, _ account.P
 	return nil
 }
 
-// serverMetadata is the authorization server metadata of RFC 8414, which
-// is also an OpenID Connect discovery document for the fields both share.
+// serverMetadata is the authorization server metadata of RFC 8414, and
+// only what is true of Latchkey: an authorization server for the client
+// credentials grant, with no authorization endpoint, no ID tokens and no
+// userinfo. It is served at the OpenID Connect discovery address too,
+// because API Gateway's JWT authorizer reads issuer and jwks_uri there
+// (docs/standard-clients.md), but it claims none of OpenID Connect.
 type serverMetadata struct {
 	Issuer                                    string   `json:"issuer"`
 	TokenEndpoint                             string   `json:"token_endpoint"`
@@ -486,9 +515,9 @@ type serverMetadata struct {
 	IntrospectionEndpointAuthMethodsSupported []string `json:"introspection_endpoint_auth_methods_supported"`
 	RevocationEndpointAuthMethodsSupported    []string `json:"revocation_endpoint_auth_methods_supported"`
 	ScopesSupported                           []string `json:"scopes_supported"`
-	ResponseTypesSupported                    []string `json:"response_types_supported"`
-	SubjectTypesSupported                     []string `json:"subject_types_supported"`
-	IDTokenSigningAlgValuesSupported          []string `json:"id_token_signing_alg_values_supported"`
+	// ResponseTypesSupported is empty: RFC 8414 requires the member, and
+	// without an authorization endpoint there is no response type.
+	ResponseTypesSupported []string `json:"response_types_supported"`
 }
 
 // metadataMaxAge lets clients and gateways cache the document as long as
@@ -517,9 +546,7 @@ func (s *server) serveMetadata(w http.ResponseWriter, r *http.Request, _ account
 		IntrospectionEndpointAuthMethodsSupported: methods,
 		RevocationEndpointAuthMethodsSupported:    methods,
 		ScopesSupported:                           account.KnownScopes(),
-		ResponseTypesSupported:                    []string{"token"},
-		SubjectTypesSupported:                     []string{"public"},
-		IDTokenSigningAlgValuesSupported:          []string{s.alg},
+		ResponseTypesSupported:                    []string{},
 	})
 	return nil
 }

@@ -468,12 +468,17 @@ func TestOAuthMetadata(t *testing.T) {
 		"introspection_endpoint_auth_methods_supported": {"client_secret_basic", "client_secret_post"},
 		"revocation_endpoint_auth_methods_supported":    {"client_secret_basic", "client_secret_post"},
 		"scopes_supported":                              account.KnownScopes(),
-		"response_types_supported":                      {"token"},
-		"subject_types_supported":                       {"public"},
-		"id_token_signing_alg_values_supported":         {"EdDSA"},
+		"response_types_supported":                      nil, // no authorization endpoint
 	} {
 		if got := strs(k); !slices.Equal(got, v) {
 			t.Errorf("%s: got %v, want %v", k, got, v)
+		}
+	}
+	// Nothing of OpenID Connect that Latchkey does not implement: no
+	// authorization endpoint, userinfo or ID tokens.
+	for _, k := range []string{"authorization_endpoint", "userinfo_endpoint", "subject_types_supported", "id_token_signing_alg_values_supported"} {
+		if v, ok := m[k]; ok {
+			t.Errorf("%s: got %v, want absent", k, v)
 		}
 	}
 	// jwks_uri serves the key set of /v1/auth/jwks, and the tokens' iss is
