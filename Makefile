@@ -61,9 +61,12 @@ test: lint test-go test-client test-browser fuzz readme-check
 # Every Go test, with DynamoDB Local and moto_server started around it (and
 # stopped afterwards, pass or fail), so that no store test skips; then the
 # HTTP suite again, unchanged, over DynamoDB Local instead of bbolt.
+# -p 4 on 2 cores: the store packages mostly wait on DynamoDB Local, a
+# process of its own, so four at once overlap that waiting (go test ./...
+# took 311 s against 379 s with the default -p 2, 2026-11-28).
 test-go:
 	scripts/dynamodb-local.sh scripts/moto.sh bash -c '\
-	  $(GO) test -count=1 ./... && \
+	  $(GO) test -count=1 -p 4 ./... && \
 	  echo "HTTP suite over DynamoDB Local (LATCHKEY_TEST_STORE=dynamodb):" && \
 	  LATCHKEY_TEST_STORE=dynamodb $(GO) test -count=1 ./pkg/httpapi/... ./pkg/console/...'
 
