@@ -3,7 +3,6 @@ package main_test
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,10 +11,9 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"latchkey/pkg/account"
 	"latchkey/pkg/boltstore"
+	"latchkey/pkg/boltstore/damagetest"
 )
 
 // filledDataDir is a data directory whose latchkey.db holds 2,000 users
@@ -54,62 +52,6 @@ func filledDataDir(t *testing.T) (dataDir, file string) {
 	return dataDir, file
 }
 
-// overwriteMiddle writes 16 pages of random bytes over the middle of file.
-func overwriteMiddle(t *testing.T, file string) {
-	t.Helper()
-	fi, err := os.Stat(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	garbage := make([]byte, 16*4096)
-	rand.NewChaCha8([32]byte{29}).Read(garbage)
-	f, err := os.OpenFile(file, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = f.WriteAt(garbage, fi.Size()/2/4096*4096)
-	if err := errors.Join(err, f.Close()); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// damageUnreadPage adds a bucket the store never reads to the file and
-// overwrites its one page with garbage: damage that only the check finds.
-func damageUnreadPage(t *testing.T, file string) {
-	t.Helper()
-	db, err := bolt.Open(file, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var root uint64
-	err = db.Update(func(tx *bolt.Tx) error {
-		b, err := tx.CreateBucket([]byte("not the store's"))
-		if err != nil {
-			return err
-		}
-		return b.Put([]byte("k"), make([]byte, 2048)) // too big to be inline
-	})
-	if err == nil {
-		err = db.View(func(tx *bolt.Tx) error {
-			root = uint64(tx.Bucket([]byte("not the store's")).RootPage())
-			return nil
-		})
-	}
-	if err := errors.Join(err, db.Close()); err != nil || root == 0 {
-		t.Fatalf("root page %d, %v", root, err)
-	}
-	garbage := make([]byte, 4096)
-	rand.NewChaCha8([32]byte{29}).Read(garbage)
-	f, err := os.OpenFile(file, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = f.WriteAt(garbage, int64(root)*4096)
-	if err := errors.Join(err, f.Close()); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestServer_DamagedDataFile: a latchkey.db with pages overwritten, or cut
 // to half its size, stops the server before it serves anything (status
 // 1, no admin key printed, never "listening"), with one log line that
@@ -118,24 +60,15 @@ func damageUnreadPage(t *testing.T, file string) {
 // check is skipped), but a file cut short is refused all the same.
 func TestServer_DamagedDataFile(t *testing.T) {
 	t.Parallel()
-	truncate := func(t *testing.T, file string) {
-		fi, err := os.Stat(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Truncate(file, fi.Size()/2); err != nil {
-			t.Fatal(err)
-		}
-	}
 	for _, c := range []struct {
 		name   string
-		damage func(*testing.T, string)
+		damage func(testing.TB, string)
 		env    []string
 	}{
-		{"16PagesOfGarbage", overwriteMiddle, nil},
-		{"TruncatedToHalf", truncate, nil},
-		{"DamagedPageUnread", damageUnreadPage, nil},
-		{"TruncatedToHalfUnchecked", truncate, []string{"CHECK_DATA_FILE=false"}},
+		{"16PagesOfGarbage", func(t testing.TB, file string) { damagetest.Pages(t, file, 16) }, nil},
+		{"TruncatedToHalf", damagetest.CutToHalf, nil},
+		{"DamagedPageUnread", damagetest.UnreadPage, nil},
+		{"TruncatedToHalfUnchecked", damagetest.CutToHalf, []string{"CHECK_DATA_FILE=false"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -161,7 +94,7 @@ func TestServer_DamagedDataFile(t *testing.T) {
 	t.Run("DamagedPageUnreadUnchecked", func(t *testing.T) {
 		t.Parallel()
 		dataDir, file := filledDataDir(t)
-		damageUnreadPage(t, file)
+		damagetest.UnreadPage(t, file)
 		start(t, dataDir, "CHECK_DATA_FILE=false")
 	})
 }

@@ -3,7 +3,6 @@ package boltstore_test
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,10 +11,9 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"latchkey/pkg/account"
 	"latchkey/pkg/boltstore"
+	"latchkey/pkg/boltstore/damagetest"
 )
 
 // filledFile is the path of a closed store file of about a megabyte: 2,000
@@ -45,40 +43,6 @@ func filledFile(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return path
-}
-
-// damagePages overwrites n pages of 4 KiB in the middle of the file with
-// random bytes, as a failing disk or a stray write would.
-func damagePages(t *testing.T, path string, n int) {
-	t.Helper()
-	fi, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const page = 4096
-	garbage := make([]byte, n*page)
-	r := rand.NewChaCha8([32]byte{29})
-	r.Read(garbage)
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = f.WriteAt(garbage, fi.Size()/2/page*page)
-	if err := errors.Join(err, f.Close()); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// truncateToHalf cuts the file to half its size, as a copy cut short would.
-func truncateToHalf(t *testing.T, path string) {
-	t.Helper()
-	fi, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(path, fi.Size()/2); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // openInChild opens the store at path in a child process (this test binary
@@ -123,10 +87,10 @@ func TestOpen_RefusesDamagedFile(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		name   string
-		damage func(*testing.T, string)
+		damage func(testing.TB, string)
 	}{
-		{"16PagesOfGarbage", func(t *testing.T, path string) { damagePages(t, path, 16) }},
-		{"TruncatedToHalf", truncateToHalf},
+		{"16PagesOfGarbage", func(t testing.TB, path string) { damagetest.Pages(t, path, 16) }},
+		{"TruncatedToHalf", damagetest.CutToHalf},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -157,43 +121,6 @@ func TestOpen_RefusesDamagedFile(t *testing.T) {
 	})
 }
 
-// damageUnreadPage adds a bucket the store never reads to the file and
-// overwrites its one page with garbage: damage that only the check finds.
-func damageUnreadPage(t *testing.T, path string) {
-	t.Helper()
-	db, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var root uint64
-	err = db.Update(func(tx *bolt.Tx) error {
-		b, err := tx.CreateBucket([]byte("not the store's"))
-		if err != nil {
-			return err
-		}
-		return b.Put([]byte("k"), make([]byte, 2048)) // too big to be inline
-	})
-	if err == nil {
-		err = db.View(func(tx *bolt.Tx) error {
-			root = uint64(tx.Bucket([]byte("not the store's")).RootPage())
-			return nil
-		})
-	}
-	if err := errors.Join(err, db.Close()); err != nil || root == 0 {
-		t.Fatalf("root page %d, %v", root, err)
-	}
-	garbage := make([]byte, 4096)
-	rand.NewChaCha8([32]byte{29}).Read(garbage)
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = f.WriteAt(garbage, int64(root)*4096)
-	if err := errors.Join(err, f.Close()); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestOpen_SkipFileCheck: with SkipFileCheck, Open does not read the
 // pages through, so a damaged page that opening does not read goes
 // unnoticed (it would fail a request that reads it). A file cut short is
@@ -203,7 +130,7 @@ func TestOpen_SkipFileCheck(t *testing.T) {
 	t.Run("DamagedPageUnread", func(t *testing.T) {
 		t.Parallel()
 		path := filledFile(t)
-		damageUnreadPage(t, path)
+		damagetest.UnreadPage(t, path)
 		if got := openInChild(t, path, false); !strings.Contains(got, boltstore.ErrDamaged.Error()) {
 			t.Fatalf("Open: got %q, want ErrDamaged", got)
 		}
@@ -214,7 +141,7 @@ func TestOpen_SkipFileCheck(t *testing.T) {
 	t.Run("TruncatedRefused", func(t *testing.T) {
 		t.Parallel()
 		path := filledFile(t)
-		truncateToHalf(t, path)
+		damagetest.CutToHalf(t, path)
 		if got := openInChild(t, path, true); !strings.Contains(got, boltstore.ErrDamaged.Error()) || !strings.Contains(got, "cut short") {
 			t.Fatalf("Open with SkipFileCheck: got %q, want ErrDamaged, cut short", got)
 		}
