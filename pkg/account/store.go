@@ -316,10 +316,8 @@ type Store interface {
 	// costs a read and never changes the answer. inline is the token's
 	// InlineRevocation: a store that records such a token's revocation on
 	// its key (RevokeToken with Revocation.Inline) reads it there, and a
-	// token without it as before. The Key's slices and maps may be shared
-	// with the store's other reads of the key (every verify reads it): the
-	// caller reads them, and copies one to change it (an append to a
-	// clipped slice copies).
+	// token without it as before. The Key is the caller's: nothing in it is
+	// shared with the store's other reads.
 	TokenStatus(ctx context.Context, tokenID, keyID string, ancestors []string, orgID string, inline bool) (TokenStatus, error)
 
 	// ClaimIdempotency writes r, a started record, unless the record of

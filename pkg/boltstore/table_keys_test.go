@@ -14,7 +14,9 @@ import (
 // made 33 allocations; through BatchGetKeys 19, 24 with the read copies
 // of branch shards, and 17 since a verify reads keyMemo's items without a
 // clone, one cursor seeks all its keys, a copy's key is one string and
-// batchGetOnce's ConsistentRead flag is made only for BatchGetItem.
+// batchGetOnce's ConsistentRead flag is made only for BatchGetItem; 19
+// since the key it returns is the caller's own (hash and scopes copied
+// out of the memo's shared item).
 // It is a count, not a time, so it holds on a loaded machine.
 func TestTokenStatus_Allocations(t *testing.T) {
 	s := newStore(t)
@@ -35,7 +37,7 @@ func TestTokenStatus_Allocations(t *testing.T) {
 		}
 	})
 	t.Logf("TokenStatus: %.0f allocations", allocs)
-	if allocs > 17 {
-		t.Errorf("TokenStatus makes %.0f allocations, want at most 17", allocs)
+	if allocs > 19 {
+		t.Errorf("TokenStatus makes %.0f allocations, want at most 19", allocs)
 	}
 }

@@ -14,7 +14,9 @@ import (
 // the key per verify, a cursor per item read, the request's info in three
 // pieces, a flag on the heap), 21 after; 23 since issue 30 answers it with
 // encoding/json, as every other endpoint (the body boxed into an interface,
-// and each of its two timestamps' text). It is a count, not a time, so it
+// and each of its two timestamps' text); 24 since the key TokenStatus
+// returns is the caller's own (its hash and scopes copied out of the key
+// memo: 2 allocations, against the 26 more that decoding costs). It is a count, not a time, so it
 // holds on a loaded machine; a change that needs more should say why.
 func TestVerifyToken_Allocations(t *testing.T) {
 	if os.Getenv(httpapitest.StoreEnv) != "" {
@@ -33,7 +35,7 @@ func TestVerifyToken_Allocations(t *testing.T) {
 		}
 	})
 	t.Logf("a warm verify: %.0f allocations", allocs)
-	if allocs > 23 {
-		t.Errorf("a warm verify makes %.0f allocations, want at most 23", allocs)
+	if allocs > 24 {
+		t.Errorf("a warm verify makes %.0f allocations, want at most 24", allocs)
 	}
 }

@@ -832,6 +832,30 @@ func (s suite) tokenStatus(t *testing.T) {
 			t.Errorf("RevokedAt: got %v, want zero", st.RevokedAt)
 		}
 	})
+	// A store may remember a key's decoding between reads (every verify
+	// reads it); what it returns is still the caller's to change.
+	t.Run("KeyIsTheCallers", func(t *testing.T) {
+		f := s.fix(t)
+		parent := f.key()
+		k := f.newChildKey(parent)
+		k.Metadata = account.Metadata{"plan": "pro"}
+		f.ok(f.s.CreateAPIKey(f.ctx, k), "CreateAPIKey")
+		tr := f.token(k.ID)
+		// Enough reads that each of a key's read copies is read more than
+		// once (a verify picks one at random).
+		for i := range 64 {
+			st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, k.Ancestors, "", false)
+			f.ok(err, "TokenStatus")
+			if st.Key == nil {
+				t.Fatalf("read %d: Key: got nil, want the issuing key", i)
+			}
+			assertSame(t, fmt.Sprintf("read %d: TokenStatus.Key, after the reads before changed theirs", i), *st.Key, k)
+			st.Key.Scopes[0] = "changed"
+			st.Key.Ancestors[0] = "changed"
+			st.Key.Hash[0] ^= 0xff
+			st.Key.Metadata["plan"] = "changed"
+		}
+	})
 	t.Run("KeyDeleted", func(t *testing.T) {
 		f := s.fix(t)
 		k := f.key()

@@ -389,7 +389,10 @@ func (s *Store) TokenStatus(ctx context.Context, tokenID, keyID string, ancestor
 			return account.TokenStatus{}, err
 		}
 	}
-	issuer, live, err := s.checkKey(ctx, it, &r)
+	// A clone: the memo's item is shared by every read of the key, and
+	// the key returned is the caller's.
+	c := it.clone()
+	issuer, live, err := s.checkKey(ctx, &c, &r)
 	if err != nil {
 		return account.TokenStatus{}, err
 	}
