@@ -1,0 +1,263 @@
+package main_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/oauth2/clientcredentials"
+)
+
+// ordersMain is a service outside this repository that protects one
+// handler with the verifier module, as its README shows: the five lines
+// from verifier.New to http.Handle. ONLINE=1 selects the online mode.
+const ordersMain = `package main
+
+import (
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"os"
+
+	"latchkey.dev/verifier"
+)
+
+func main() {
+	v, err := verifier.New(verifier.Config{Issuer: os.Getenv("ISSUER"), Audience: "https://orders.example.com", Online: os.Getenv("ONLINE") == "1"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	http.Handle("GET /orders", v.Require("read:orders")(http.HandlerFunc(orders)))
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("listening http://" + l.Addr().String())
+	log.Fatal(http.Serve(l, nil))
+}
+
+func orders(w http.ResponseWriter, r *http.Request) {
+	c, _ := verifier.ClaimsFrom(r.Context())
+	fmt.Fprintf(w, "orders for %s\n", c.KeyID)
+}
+`
+
+// buildOrders writes ordersMain as a module of its own in a directory
+// outside the checkout, requiring latchkey.dev/verifier through a replace
+// that points at this checkout's verifier/, as a user's module would
+// before the library is published, and builds it with the go command.
+func buildOrders(t *testing.T) string {
+	t.Helper()
+	lib, err := filepath.Abs("../../verifier")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if strings.HasPrefix(dir, filepath.Dir(filepath.Dir(lib))) {
+		t.Fatalf("the throwaway module's directory %s is inside the checkout", dir)
+	}
+	gomod := "module example.com/orders\n\ngo 1.24\n\nrequire latchkey.dev/verifier v0.0.0\n\nreplace latchkey.dev/verifier => " + lib + "\n"
+	// The library's go.sum holds its one dependency's hashes: the build
+	// then needs no checksum database, only the module cache or proxy.
+	sum, err := os.ReadFile(filepath.Join(lib, "go.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range map[string][]byte{"go.mod": []byte(gomod), "go.sum": sum, "main.go": []byte(ordersMain)} {
+		if err := os.WriteFile(filepath.Join(dir, name), content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin := filepath.Join(dir, "orders")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -mod=mod"), "GOWORK=off")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build of a module outside the tree that imports latchkey.dev/verifier: %v\n%s", err, out)
+	}
+	// What the module needs: the library and golang-jwt, nothing of AWS.
+	list := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", ".")
+	list.Dir, list.Env = dir, cmd.Env
+	out, err := list.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if dep != "latchkey.dev/verifier" && dep != "github.com/golang-jwt/jwt/v5" && dep != "example.com/orders" {
+			t.Errorf("the orders service links %s: the library should bring in nothing but golang-jwt", dep)
+		}
+	}
+	return bin
+}
+
+// startOrders runs the built service against the issuer and returns its
+// base URL.
+func startOrders(t *testing.T, bin, issuer string, env ...string) string {
+	t.Helper()
+	cmd := exec.Command(bin)
+	cmd.Env = append([]string{"ISSUER=" + issuer}, env...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line := make(chan string, 1)
+	go func() {
+		s, _ := bufio.NewReader(stdout).ReadString('\n')
+		line <- s
+		io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case s := <-line:
+		base, ok := strings.CutPrefix(strings.TrimSpace(s), "listening ")
+		if !ok {
+			t.Fatalf("the orders service printed %q", s)
+		}
+		return base
+	case <-time.After(30 * time.Second):
+		t.Fatal("the orders service did not listen within 30 s")
+		return ""
+	}
+}
+
+// getOrders calls GET /orders with an Authorization header (none if
+// empty) and returns the status, the WWW-Authenticate header and the body.
+func getOrders(t *testing.T, base, auth string) (int, string, string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", base+"/orders", nil)
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	return res.StatusCode, res.Header.Get("WWW-Authenticate"), string(body)
+}
+
+// tokenFor obtains a token with the client credentials of a new key
+// holding scopes, for audience ("" for Latchkey's own).
+func tokenFor(t *testing.T, s *server, admin, audience string, scopes ...string) (string, string) {
+	t.Helper()
+	id, secret := clientKey(t, s, admin, scopes...)
+	cfg := clientcredentials.Config{ClientID: id, ClientSecret: secret, TokenURL: discover(t, s.base)["token_endpoint"].(string)}
+	if audience != "" {
+		cfg.EndpointParams = url.Values{"audience": {audience}}
+	}
+	tok, err := cfg.Token(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok.AccessToken, id
+}
+
+// hasStatusClaim reports whether an access token carries a status claim
+// (draft-ietf-oauth-status-list), read without verifying it.
+func hasStatusClaim(t *testing.T, tok string) bool {
+	t.Helper()
+	parts := strings.Split(tok, ".")
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		Status *struct {
+			StatusList *struct{ URI string } `json:"status_list"`
+		} `json:"status"`
+	}
+	if err := json.Unmarshal(payload, &c); err != nil {
+		t.Fatal(err)
+	}
+	return c.Status != nil && c.Status.StatusList != nil
+}
+
+// TestVerifierModule: the verifier module, imported by a module outside
+// this repository through a replace, protects a service with tokens the
+// real local server issues: a valid token passes (with its claims in the
+// request), none, a forged one and one for another audience get 401 with
+// RFC 6750's WWW-Authenticate, a token without the route's scope 403. A
+// revocation reaches the online mode at once, and the offline mode
+// through the status list within its ttl; while the server's tokens carry
+// no status claim, the offline mode keeps accepting a revoked token until
+// it expires, which the test asserts as the documented lag.
+func TestVerifierModule(t *testing.T) {
+	admin := "verifier-module-admin-key-" + strings.Repeat("v", 16)
+	s := start(t, t.TempDir(), "ADMIN_API_KEY="+admin)
+	bin := buildOrders(t)
+	offline := startOrders(t, bin, s.base)
+	online := startOrders(t, bin, s.base, "ONLINE=1")
+
+	valid, keyID := tokenFor(t, s, admin, "https://orders.example.com", "read:orders")
+	noScope, _ := tokenFor(t, s, admin, "https://orders.example.com", "read:users")
+	ownAudience, _ := tokenFor(t, s, admin, "", "read:orders")
+	realm := `Bearer realm="https://orders.example.com"`
+	for _, base := range []string{offline, online} {
+		for _, tc := range []struct {
+			name, auth string
+			status     int
+			challenge  string
+		}{
+			{"Valid", "Bearer " + valid, 200, ""},
+			{"NoToken", "", 401, realm},
+			{"Forged", "Bearer " + valid[:len(valid)-6] + "AAAAAA", 401, realm + `, error="invalid_token", error_description="invalid"`},
+			{"LatchkeysAudience", "Bearer " + ownAudience, 401, realm + `, error="invalid_token", error_description="wrong_audience"`},
+			{"WrongScope", "Bearer " + noScope, 403, realm + `, error="insufficient_scope", scope="read:orders"`},
+		} {
+			status, challenge, body := getOrders(t, base, tc.auth)
+			if status != tc.status || challenge != tc.challenge {
+				t.Errorf("%s %s: %d %q, want %d %q (%s)", base, tc.name, status, challenge, tc.status, tc.challenge, body)
+			}
+			if status == 200 && body != "orders for "+keyID+"\n" {
+				t.Errorf("%s %s: body %q, want the key id from the claims", base, tc.name, body)
+			}
+		}
+	}
+
+	// Revoke the valid token.
+	status, _ := s.call(t, "POST", "/v1/auth/revoke", admin, `{"token": "`+valid+`"}`)
+	if status != http.StatusOK {
+		t.Fatalf("revoke: %d", status)
+	}
+	if status, challenge, _ := getOrders(t, online, "Bearer "+valid); status != 401 || !strings.Contains(challenge, `error_description="revoked"`) {
+		t.Errorf("online, just after the revocation: %d %q, want 401 revoked", status, challenge)
+	}
+	if hasStatusClaim(t, valid) {
+		// The status list: refused within its ttl (10 s by default), and
+		// a cached copy is at most that old.
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			status, challenge, _ := getOrders(t, offline, "Bearer "+valid)
+			if status == 401 && strings.Contains(challenge, `error_description="revoked"`) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("offline, 30 s after the revocation: %d %q, want 401 revoked", status, challenge)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	} else {
+		// No status claim: the offline mode has nothing to learn a
+		// revocation from, and accepts the token until it expires.
+		if status, _, _ := getOrders(t, offline, "Bearer "+valid); status != 200 {
+			t.Errorf("offline without a status claim, after the revocation: %d, want 200 (the documented lag)", status)
+		}
+	}
+}
