@@ -18,41 +18,23 @@ import (
 	"golang.org/x/oauth2/clientcredentials"
 )
 
-// ordersMain is a service outside this repository that protects one
-// handler with the verifier module, as its README shows: the five lines
-// from verifier.New to http.Handle. ONLINE=1 selects the online mode.
-const ordersMain = `package main
-
-import (
-	"fmt"
-	"log"
-	"net"
-	"net/http"
-	"os"
-
-	"latchkey.dev/verifier"
-)
-
-func main() {
-	v, err := verifier.New(verifier.Config{Issuer: os.Getenv("ISSUER"), Audience: "https://orders.example.com", Online: os.Getenv("ONLINE") == "1"})
+// ordersMain returns the Go example of docs/protect-your-api.md: a
+// service outside this repository that protects one handler with the
+// verifier module, in the five lines from verifier.New to http.Handle.
+// ONLINE=1 selects the online mode.
+func ordersMain(t *testing.T) []byte {
+	t.Helper()
+	doc, err := os.ReadFile("../../docs/protect-your-api.md")
 	if err != nil {
-		log.Fatal(err)
+		t.Fatal(err)
 	}
-	http.Handle("GET /orders", v.Require("read:orders")(http.HandlerFunc(orders)))
-
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		log.Fatal(err)
+	_, block, ok := strings.Cut(string(doc), "\n```go\n")
+	block, _, ok2 := strings.Cut(block, "\n```\n")
+	if !ok || !ok2 {
+		t.Fatal("docs/protect-your-api.md has no go block")
 	}
-	fmt.Println("listening http://" + l.Addr().String())
-	log.Fatal(http.Serve(l, nil))
+	return []byte(block + "\n")
 }
-
-func orders(w http.ResponseWriter, r *http.Request) {
-	c, _ := verifier.ClaimsFrom(r.Context())
-	fmt.Fprintf(w, "orders for %s\n", c.KeyID)
-}
-`
 
 // buildOrders writes ordersMain as a module of its own in a directory
 // outside the checkout, requiring latchkey.dev/verifier through a replace
@@ -75,7 +57,7 @@ func buildOrders(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, content := range map[string][]byte{"go.mod": []byte(gomod), "go.sum": sum, "main.go": []byte(ordersMain)} {
+	for name, content := range map[string][]byte{"go.mod": []byte(gomod), "go.sum": sum, "main.go": ordersMain(t)} {
 		if err := os.WriteFile(filepath.Join(dir, name), content, 0o644); err != nil {
 			t.Fatal(err)
 		}
