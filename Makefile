@@ -86,8 +86,10 @@ test-browser:
 	  $(GO) test -count=1 -run "^TestBrowser_" -v ./pkg/console && \
 	  LATCHKEY_TEST_STORE=dynamodb $(GO) test -count=1 -run "^TestBrowser_" -v ./pkg/console'
 
-# The README's quick start, run as written against a fresh local server.
+# The README's quick start, run as written against a fresh local server, and
+# docs/protect-your-api.md's Node.js example (jose, @sd-jwt/jwt-status-list).
 readme-check:
+	scripts/node-tools.sh
 	scripts/readme-check.sh
 
 # A short run of the request-decoding fuzz target.
