@@ -40,6 +40,7 @@ package verifier
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net/http"
@@ -194,7 +195,9 @@ func refuse(reason, detail string, err error) *Error {
 	return &Error{Reason: reason, Detail: detail, err: err}
 }
 
-// Claims are a verified token's claims.
+// Claims are a verified token's claims. Each Verify returns a Claims of
+// its own, but its Scopes and Status may be shared with other calls: read
+// them, do not change them.
 type Claims struct {
 	TokenID  string // jti
 	KeyID    string // sub and client_id: the API key the token was issued for
@@ -241,8 +244,9 @@ type Verifier struct {
 	now    func() time.Time
 	parser *jwt.Parser
 
-	keys  keySet
-	lists lists
+	keys   keySet
+	lists  lists
+	tokens tokenCache
 }
 
 // New returns a Verifier for cfg. It makes no request: the discovery
@@ -345,8 +349,21 @@ func (v *Verifier) verifyOffline(ctx context.Context, token string) (*Claims, er
 	if len(token) > MaxTokenBytes {
 		return nil, refuse(ReasonInvalid, "longer than MaxTokenBytes", nil)
 	}
+	sum := sha256.Sum256([]byte(token))
+	if c, ok := v.tokens.get(ctx, &v.keys, sum); ok {
+		// Every rule but exp held when it was checked, and holds for good.
+		if !v.now().Before(c.ExpiresAt.Add(v.leeway)) {
+			return nil, refuse(ReasonExpired, "", nil)
+		}
+		return c, nil
+	}
 	var tc tokenClaims
-	t, err := v.parser.ParseWithClaims(token, &tc, func(t *jwt.Token) (any, error) { return v.keys.key(ctx, t) })
+	var signedWith publicKey
+	t, err := v.parser.ParseWithClaims(token, &tc, func(t *jwt.Token) (any, error) {
+		pk, err := v.keys.key(ctx, t)
+		signedWith.key = pk
+		return pk, err
+	})
 	if err != nil {
 		var e *Error
 		if errors.As(err, &e) {
@@ -387,6 +404,8 @@ func (v *Verifier) verifyOffline(ctx context.Context, token string) (*Claims, er
 	if len(tc.Audience) != 1 || tc.Audience[0] != v.cfg.Audience {
 		return nil, refuse(ReasonWrongAudience, "", nil)
 	}
+	kid, _ := t.Header["kid"].(string)
+	v.tokens.put(sum, c, kid, signedWith.key, now)
 	return c, nil
 }
 

@@ -272,24 +272,50 @@ func TestVerify_KeyRollover(t *testing.T) {
 }
 
 // TestVerify_RetiredKey: a key dropped from the set stops verifying once
-// the set is older than KeyRefreshInterval and fetched again.
+// the set is older than KeyRefreshInterval and fetched again, for a token
+// verified (and cached) before too.
 func TestVerify_RetiredKey(t *testing.T) {
 	is := newIssuer(t)
 	v := is.verifier(verifier.Config{})
 	ctx := context.Background()
-	k1 := is.signer
-	if _, err := v.Verify(ctx, is.token(is.claims(0))); err != nil {
+	tok := is.token(is.claims(0))
+	if _, err := v.Verify(ctx, tok); err != nil {
 		t.Fatal(err)
 	}
 	k2 := newEd25519Key(t, "k2")
 	is.set(func() { is.keys = []*signingKey{k2}; is.signer = k2 })
 	is.clock.Add(time.Minute)
-	if _, err := v.Verify(ctx, k1.sign(t, "at+jwt", is.claims(0))); err != nil {
-		t.Fatalf("k1 within KeyRefreshInterval of the last fetch: %v", err)
+	if _, err := v.Verify(ctx, tok); err != nil {
+		t.Fatalf("k1's token within KeyRefreshInterval of the last fetch: %v", err)
 	}
 	is.clock.Add(verifier.KeyRefreshInterval)
-	_, err := v.Verify(ctx, k1.sign(t, "at+jwt", is.claims(0)))
+	_, err := v.Verify(ctx, tok)
 	wantReason(t, err, verifier.ReasonInvalid)
+}
+
+// TestVerify_CachedTokenExpires: a token verified before is refused once
+// its exp has passed, though its signature is not checked again.
+func TestVerify_CachedTokenExpires(t *testing.T) {
+	is := newIssuer(t)
+	v := is.verifier(verifier.Config{})
+	ctx := context.Background()
+	c := is.claims(0)
+	c["exp"] = is.clock.Now().Add(time.Minute).Unix()
+	tok := is.token(c)
+	if _, err := v.Verify(ctx, tok); err != nil {
+		t.Fatal(err)
+	}
+	got, err := v.Verify(ctx, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.Scopes, got.KeyID = nil, "changed by the caller"
+	if again, _ := v.Verify(ctx, tok); again.KeyID != "key_01JD3Q5T2H7R9C4M8P1Q6W3E5R" || len(again.Scopes) != 2 {
+		t.Fatalf("a caller's change of the claims reached the cache: %+v", again)
+	}
+	is.clock.Add(time.Minute + verifier.DefaultLeeway)
+	_, err = v.Verify(ctx, tok)
+	wantReason(t, err, verifier.ReasonExpired)
 }
 
 // TestVerify_NoNetworkWhenWarm: once the key set and the list are cached,
