@@ -47,7 +47,7 @@ func buildOrders(t *testing.T) string {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	if strings.HasPrefix(dir, filepath.Dir(filepath.Dir(lib))) {
+	if strings.HasPrefix(dir, filepath.Dir(lib)+string(filepath.Separator)) {
 		t.Fatalf("the throwaway module's directory %s is inside the checkout", dir)
 	}
 	gomod := "module example.com/orders\n\ngo 1.24\n\nrequire latchkey.dev/verifier v0.0.0\n\nreplace latchkey.dev/verifier => " + lib + "\n"
@@ -222,6 +222,7 @@ func TestVerifierModule(t *testing.T) {
 		t.Errorf("online, just after the revocation: %d %q, want 401 revoked", status, challenge)
 	}
 	if hasStatusClaim(t, valid) {
+		t.Log("the server's tokens carry a status claim: the offline service must refuse the revoked token within ttl")
 		// The status list: refused within its ttl (10 s by default), and
 		// a cached copy is at most that old.
 		deadline := time.Now().Add(30 * time.Second)
@@ -236,6 +237,7 @@ func TestVerifierModule(t *testing.T) {
 			time.Sleep(200 * time.Millisecond)
 		}
 	} else {
+		t.Log("the server's tokens carry no status claim: the offline service must accept the revoked token until it expires")
 		// No status claim: the offline mode has nothing to learn a
 		// revocation from, and accepts the token until it expires.
 		if status, _, _ := getOrders(t, offline, "Bearer "+valid); status != 200 {
