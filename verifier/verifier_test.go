@@ -520,3 +520,50 @@ func TestVerify_Discovery(t *testing.T) {
 	_, err = is.verifier(verifier.Config{}).Verify(context.Background(), is.token(is.claims(0)))
 	wantReason(t, err, verifier.ReasonUnavailable)
 }
+
+// TestVerify_Concurrent: many requests at once, while the list's ttl
+// passes again and again, share one fetch of the list per ttl, and all
+// pass (go test -race checks the caches' locking).
+func TestVerify_Concurrent(t *testing.T) {
+	is := newIssuer(t)
+	v := is.verifier(verifier.Config{})
+	ctx := context.Background()
+	tokens := make([]string, 64)
+	for i := range tokens {
+		c := is.claims(i)
+		c["exp"] = is.clock.Now().Add(24 * time.Hour).Unix()
+		tokens[i] = is.token(c)
+	}
+	errs := make(chan error, 16*200)
+	done := make(chan struct{})
+	for g := range 16 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := range 200 {
+				if _, err := v.Verify(ctx, tokens[(g*200+i)%len(tokens)]); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	ticks := 0
+	for finished := 0; finished < 16; {
+		select {
+		case <-done:
+			finished++
+		default:
+			if ticks < 30 {
+				is.clock.Add(10 * time.Second) // one ttl
+				ticks++
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	close(errs)
+	for err := range errs {
+		t.Errorf("concurrent verification: %v", err)
+	}
+	if got := is.hitsOf("/statuslists/1"); got > ticks+1 {
+		t.Errorf("the list was fetched %d times over %d ttl periods, want at most one a period", got, ticks)
+	}
+}
