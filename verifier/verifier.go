@@ -397,8 +397,10 @@ func (v *Verifier) verifyOffline(ctx context.Context, token string) (*Claims, er
 		c.Audience = tc.Audience[0]
 	}
 	if tc.Status != nil {
+		// An index beyond the longest list accepted (1 bit a status) is
+		// in none; the bound also keeps idx × bits within an int.
 		sl := tc.Status.StatusList
-		if sl == nil || sl.Idx == nil || *sl.Idx < 0 || *sl.Idx > 1<<40 || !v.lists.allowedURI(sl.URI) {
+		if sl == nil || sl.Idx == nil || *sl.Idx < 0 || *sl.Idx >= maxListBytes*8 || !v.lists.allowedURI(sl.URI) {
 			return nil, refuse(ReasonInvalid, "malformed status claim", nil)
 		}
 		c.Status = &StatusRef{Index: int(*sl.Idx), URI: sl.URI}

@@ -146,6 +146,7 @@ func TestVerify_Refusals(t *testing.T) {
 		{"StatusWithoutList", is.token(with(func(c jwt.MapClaims) { c["status"] = map[string]any{} })), verifier.Config{}, verifier.ReasonInvalid},
 		{"StatusNoIdx", is.token(with(func(c jwt.MapClaims) { c["status"] = statusClaim(nil, is.listURI(1)) })), verifier.Config{}, verifier.ReasonInvalid},
 		{"StatusNegativeIdx", is.token(with(func(c jwt.MapClaims) { c["status"] = statusClaim(-1, is.listURI(1)) })), verifier.Config{}, verifier.ReasonInvalid},
+		{"StatusHugeIdx", is.token(with(func(c jwt.MapClaims) { c["status"] = statusClaim(int64(1)<<40, is.listURI(1)) })), verifier.Config{}, verifier.ReasonInvalid},
 		{"StatusFractionIdx", is.token(with(func(c jwt.MapClaims) { c["status"] = statusClaim(1.5, is.listURI(1)) })), verifier.Config{}, verifier.ReasonInvalid},
 		{"StatusRelativeURI", is.token(with(func(c jwt.MapClaims) { c["status"] = statusClaim(0, "/statuslists/1") })), verifier.Config{}, verifier.ReasonInvalid},
 		{"StatusFileURI", is.token(with(func(c jwt.MapClaims) { c["status"] = statusClaim(0, "file:///etc/passwd") })), verifier.Config{}, verifier.ReasonInvalid},
