@@ -17,8 +17,10 @@ work=$(mktemp -d)
 server_pid=""
 node_pid=""
 cleanup() {
-  [ -n "$node_pid" ] && kill "$node_pid" 2>/dev/null && wait "$node_pid" 2>/dev/null
-  [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
+  # Each stopped whatever its exit status (node's is 143 on SIGTERM, which
+  # set -e would otherwise take for a failure and leave the server running).
+  if [ -n "$node_pid" ]; then kill "$node_pid" 2>/dev/null; wait "$node_pid" 2>/dev/null || true; fi
+  if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null; wait "$server_pid" 2>/dev/null || true; fi
   rm -rf "$work"
 }
 trap cleanup EXIT
