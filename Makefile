@@ -1,6 +1,7 @@
 # Latchkey.
 #   make run    the local API on 127.0.0.1:8080 over the embedded store
 #   make check  the fast loop, needing only Go: gofmt, vet, go test ./...
+#               (and the same in verifier/, a module of its own)
 #               (the DynamoDB Local, moto and cfn-lint tests skip)
 #   make test   the whole suite: unit, contract (bbolt and DynamoDB Local),
 #               HTTP, Lambda event replay, Secrets Manager (moto), cfn-lint,
@@ -42,6 +43,7 @@ sam-local:
 NODE_TOOLS ?= tools/node_modules
 check: lint-go
 	$(GO) test ./...
+	cd verifier && $(GO) test ./...
 	@skipped=(); \
 	[[ -n "$${LATCHKEY_TEST_DYNAMODB_ENDPOINT:-}" ]] || skipped+=("DynamoDB Local (LATCHKEY_TEST_DYNAMODB_ENDPOINT unset)"); \
 	[[ -n "$${LATCHKEY_TEST_DYNAMODB_JAR:-}" ]] || skipped+=("a DynamoDB Local of their own to freeze (LATCHKEY_TEST_DYNAMODB_JAR unset)"); \
@@ -58,13 +60,15 @@ check: lint-go
 
 test: lint test-go test-client test-browser fuzz readme-check
 
-# Every Go test, with DynamoDB Local and moto_server started around it (and
+# The verifier module's tests (they need nothing but Go); every Go test of
+# the main module, with DynamoDB Local and moto_server started around it (and
 # stopped afterwards, pass or fail), so that no store test skips; then the
 # HTTP suite again, unchanged, over DynamoDB Local instead of bbolt.
 # -p 4 on 2 cores: the store packages mostly wait on DynamoDB Local, a
 # process of its own, so four at once overlap that waiting (go test ./...
 # took 311 s against 379 s with the default -p 2, 2026-11-28).
 test-go:
+	cd verifier && $(GO) test -count=1 ./...
 	scripts/dynamodb-local.sh scripts/moto.sh bash -c '\
 	  $(GO) test -count=1 -p 4 ./... && \
 	  echo "HTTP suite over DynamoDB Local (LATCHKEY_TEST_STORE=dynamodb):" && \
@@ -82,8 +86,10 @@ test-browser:
 	  $(GO) test -count=1 -run "^TestBrowser_" -v ./pkg/console && \
 	  LATCHKEY_TEST_STORE=dynamodb $(GO) test -count=1 -run "^TestBrowser_" -v ./pkg/console'
 
-# The README's quick start, run as written against a fresh local server.
+# The README's quick start, run as written against a fresh local server, and
+# docs/protect-your-api.md's Node.js example (jose, @sd-jwt/jwt-status-list).
 readme-check:
+	scripts/node-tools.sh
 	scripts/readme-check.sh
 
 # A short run of the request-decoding fuzz target.
@@ -95,11 +101,13 @@ lint-go:
 	@unformatted="$$(gofmt -l $$(git ls-files '*.go'))"; \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	cd verifier && $(GO) vet ./...
 
 # Everything lint-go does, plus staticcheck and a go.mod tidiness check.
 lint: lint-go lint-template lint-openapi
 	$(GO) run $(STATICCHECK) ./...
 	$(GO) mod tidy -diff
+	cd verifier && $(GO) run $(STATICCHECK) ./... && $(GO) mod tidy -diff
 
 # openapi.yaml under Redocly's recommended rules and Spectral's spectral:oas,
 # with 0 errors and 0 warnings each (both pinned in tools/package.json; they
@@ -122,6 +130,7 @@ test-client:
 bench: bench-go load
 
 bench-go:
+	cd verifier && $(GO) test -run "^$$" -bench . -benchmem -benchtime 2s ./...
 	scripts/dynamodb-local.sh bash -c '\
 	  $(GO) test -run "^$$" -bench . -benchmem -benchtime 2s ./pkg/... && \
 	  echo "Handler benchmarks over DynamoDB Local (LATCHKEY_TEST_STORE=dynamodb):" && \
