@@ -58,6 +58,20 @@ func (it userItem) user() account.User {
 	}
 }
 
+// userChanges adds to upd the fields of the patch that UpdateUser writes as
+// they are, those the patch holds: all but the e-mail and the external id,
+// whose guards move with them (updateClaiming). Here, beside userItem, so
+// that a new field of the user is stored, read and updated in one file.
+func userChanges(upd Update, p account.UserPatch) Update {
+	if p.Name != nil {
+		upd = upd.set("name", *p.Name)
+	}
+	if p.Role != nil {
+		upd = upd.set("role", *p.Role)
+	}
+	return setMetadata(upd, p.Metadata)
+}
+
 // guardItem claims a unique value (an e-mail or a slug) for its owner.
 type guardItem struct {
 	key

@@ -71,16 +71,7 @@ func (s *Store) UpdateUser(ctx context.Context, id string, p account.UserPatch) 
 	stamp := func() time.Time { return account.NextUpdatedAt(p.UpdatedAt, it.UpdatedAt) }
 	// A builder's operations live in a map that copies share: each
 	// attempt of updateClaiming builds its own.
-	upd := func() Update {
-		upd := set("updated_at", stamp())
-		if p.Name != nil {
-			upd = upd.set("name", *p.Name)
-		}
-		if p.Role != nil {
-			upd = upd.set("role", *p.Role)
-		}
-		return setMetadata(upd, p.Metadata)
-	}
+	upd := func() Update { return userChanges(set("updated_at", stamp()), p) }
 	if p.Email == nil && p.ExternalID == nil && !recording(ctx) {
 		if err := s.updateItem(ctx, userKey(id), upd(), condLive, &it, account.ErrUserNotFound()); err != nil {
 			return account.User{}, err
