@@ -2,6 +2,8 @@ package latchkey_test
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,10 +36,13 @@ var changingTests = [][]string{
 // untracked ones git does not ignore), which then compiles, tests
 // included, and passes the users' tests. A patch that no longer applies means the page is stale:
 // make the change again on today's code and replace the patch. The copy
-// shares the Go build and module caches, and builds with -trimpath so that
-// the cache serves it whatever its directory (the first run on a machine
-// compiles the dependencies once more for that); nothing is downloaded
-// (GOPROXY=off).
+// shares the Go build and module caches; nothing is downloaded
+// (GOPROXY=off). It is made in the same directory each time (one per
+// checkout), since the build cache keys the module's own packages by their
+// directory: the dependencies compiled for the other tests serve it, and a
+// second run compiles only what the patch changed. (-trimpath would serve
+// any directory, but compiles every dependency once more: 4 minutes of a
+// fresh machine's make test.)
 func TestDocs_Changing(t *testing.T) {
 	doc, err := os.ReadFile(changingDoc)
 	if err != nil {
@@ -75,7 +80,7 @@ func TestDocs_Changing(t *testing.T) {
 	// files below the directory it runs in, and only those.
 	run(t, dir, "git apply: the patch no longer applies to today's code, so "+changingDoc+" is stale; make its change again and replace "+changingPatch,
 		[]string{"GIT_CEILING_DIRECTORIES=" + filepath.Dir(dir)}, "git", "apply", patch)
-	env := []string{"GOFLAGS=-trimpath -buildvcs=false", "GOPROXY=off", "GOWORK=off"}
+	env := []string{"GOFLAGS=-buildvcs=false", "GOPROXY=off", "GOWORK=off"}
 	// go vet type-checks every package of the copy and its tests, which a
 	// change of a type may break anywhere, and links nothing: go build
 	// ./... would link the 11 commands, for 10 to 55 s, and check less.
@@ -129,14 +134,24 @@ func quoteRun(args []string) []string {
 }
 
 // copyCheckout copies the files of the checkout that git does not ignore
-// into a new directory, and returns it.
+// into a directory of its own, emptied first, and returns it: the same
+// directory for the same checkout (see TestDocs_Changing), removed when
+// the test ends.
 func copyCheckout(t *testing.T) string {
 	t.Helper()
 	out, err := exec.Command("git", "ls-files", "-z", "--cached", "--others", "--exclude-standard").Output()
 	if err != nil {
 		t.Fatalf("git ls-files: %v (the test copies the checkout's files, which git lists)", err)
 	}
-	dir := t.TempDir()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("latchkey-changing-%x", sha256.Sum256([]byte(wd)))[:len("latchkey-changing-")+12])
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
 	for _, f := range strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00") {
 		info, err := os.Lstat(f)
 		if os.IsNotExist(err) {
