@@ -215,6 +215,20 @@ const (
 	MaxStatusTTL     = 300 * time.Second
 )
 
+// ParseStatusTTL reads STATUS_LIST_TTL: whole seconds from 1 to 300;
+// DefaultStatusTTL when empty.
+func ParseStatusTTL(s string) (time.Duration, error) {
+	if s == "" {
+		return DefaultStatusTTL, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a whole number of seconds", s)
+	}
+	ttl := time.Duration(n) * time.Second
+	return ttl, CheckStatusTTL(ttl)
+}
+
 // CheckStatusTTL says what is wrong with ttl, nil if nothing.
 func CheckStatusTTL(ttl time.Duration) error {
 	if ttl < MinStatusTTL || ttl > MaxStatusTTL || ttl%time.Second != 0 {

@@ -1,11 +1,13 @@
 package tablestore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"latchkey/pkg/account"
@@ -31,9 +33,14 @@ import (
 
 const (
 	// statusChunk is how many entries a chunk item covers: a chunk whose
-	// every entry is set holds 4,096 attributes of at most 10 bytes, under
-	// 45 KB, far from DynamoDB's 400 KB.
-	statusChunk = 4096
+	// every entry is set holds 1,024 attributes of at most 10 bytes, under
+	// 11 KB, so that an update of it costs at most 11 WCU (DynamoDB bills
+	// a write by the larger of the item before and after). A read of a
+	// list costs its chunks' bytes, whatever their number.
+	statusChunk = 1024
+	// statusWriters is how many UpdateItems of a flip are in flight at
+	// once.
+	statusWriters = 8
 	// maxStatusActions bounds the attributes one UpdateItem sets, so that
 	// its expression stays well under DynamoDB's 4 KB.
 	maxStatusActions = 100
@@ -165,20 +172,37 @@ func (s *Store) statusWrites(f statusFlip) ([]Write, error) {
 	return out, nil
 }
 
-// flipStatuses makes the writes of flips, one UpdateItem each.
+// flipStatuses makes the writes of flips, one UpdateItem each,
+// statusWriters at a time; the first error, once all have ended.
 func (s *Store) flipStatuses(ctx context.Context, flips ...statusFlip) error {
+	var ws []Write
 	for _, f := range flips {
-		ws, err := s.statusWrites(f)
+		more, err := s.statusWrites(f)
 		if err != nil {
 			return err
 		}
-		for _, w := range ws {
-			if _, err := s.port.Write(ctx, w, false); err != nil {
-				return storeErr(err)
-			}
-		}
+		ws = append(ws, more...)
 	}
-	return nil
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+		slots = make(chan struct{}, statusWriters)
+	)
+	for _, w := range ws {
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			if _, err := s.port.Write(ctx, w, false); err != nil {
+				mu.Lock()
+				first = cmp.Or(first, storeErr(err))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return first
 }
 
 // revocationFlip returns the write that marks r's token INVALID, for the
