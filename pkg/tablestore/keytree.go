@@ -195,13 +195,15 @@ func (s *Store) deleteKeyTree(ctx context.Context, id string, allow func(account
 	// again after it for the tokens issued meanwhile.
 	ids := append([]string{root.id}, d.ids...)
 	start := time.Now()
-	if err := s.invalidateKeyTokens(ctx, ids, liveTokenSince(start)); err != nil {
+	read, err := s.invalidateKeyTokens(ctx, ids, liveTokenSince(start), nil)
+	if err != nil {
 		return err
 	}
 	if err := d.transact(ctx, d.queued(items), append(root.event(), d.events...)); err != nil {
 		return err
 	}
-	return s.invalidateKeyTokens(ctx, ids, start.Add(-time.Second))
+	_, err = s.invalidateKeyTokens(ctx, ids, start.Add(-time.Second), read)
+	return err
 }
 
 // parentOf returns the ID of the key's parent, or "" if it has none (it was

@@ -113,12 +113,13 @@ func (s *Store) DeleteOrganization(ctx context.Context, id string) (err error) {
 		return err
 	}
 	start := time.Now()
-	if err := s.invalidateKeyTokens(ctx, keyIDs, liveTokenSince(start)); err != nil {
+	read, err := s.invalidateKeyTokens(ctx, keyIDs, liveTokenSince(start), nil)
+	if err != nil {
 		return err
 	}
 	defer func() {
 		if err == nil {
-			err = s.invalidateKeyTokens(ctx, keyIDs, start.Add(-time.Second))
+			_, err = s.invalidateKeyTokens(ctx, keyIDs, start.Add(-time.Second), read)
 		}
 	}()
 	guards := []key{slugKey(o.Slug)}

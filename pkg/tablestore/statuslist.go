@@ -226,14 +226,24 @@ func liveTokenSince(now time.Time) time.Time {
 // projected to their entries.
 func (s *Store) keyTokenRefs(ctx context.Context, id string, since, until time.Time) ([]account.StatusRef, error) {
 	low := prefixToken + account.FirstID(account.PrefixToken, since)
+	refs, _, err := s.keyTokenRefsFrom(ctx, id, low, until)
+	return refs, err
+}
+
+// keyTokenRefsFrom is keyTokenRefs from the sort key low on, and also
+// returns the sort key of the last record read ("" for none).
+func (s *Store) keyTokenRefsFrom(ctx context.Context, id, low string, until time.Time) ([]account.StatusRef, string, error) {
 	high := prefixToken + account.FirstID(account.PrefixToken, until.Add(time.Millisecond))
 	q := Query{
 		Partition: apiKeyKey(id).PK, Range: Range{Op: OpBetween, Values: []string{low, high}},
-		Names: []string{"status_list", "status_idx"}, Forward: true, Consistent: true,
+		Names: []string{"sk", "status_list", "status_idx"}, Forward: true, Consistent: true,
 	}
 	var refs []account.StatusRef
+	var last string
 	err := s.queryPages(ctx, q, func(items []Item) (bool, error) {
 		for _, it := range items {
+			sk, _ := it["sk"].(S)
+			last = string(sk)
 			list, _ := it["status_list"].(S)
 			idx, ok := it["status_idx"].(N)
 			if ok && list != "" {
@@ -242,21 +252,29 @@ func (s *Store) keyTokenRefs(ctx context.Context, id string, since, until time.T
 		}
 		return true, nil
 	})
-	return refs, err
+	return refs, last, err
 }
 
 // invalidateKeyTokens marks INVALID the entries of the tokens of the keys
-// ids issued from since on: their keys are deleted.
-func (s *Store) invalidateKeyTokens(ctx context.Context, ids []string, since time.Time) error {
+// ids, their keys deleted: those issued from since on, or, for a key that
+// read names, those after the record it names. It returns, per key, the
+// last record it read, for a later pass to go on after it.
+func (s *Store) invalidateKeyTokens(ctx context.Context, ids []string, since time.Time, read map[string]string) (map[string]string, error) {
 	var refs []account.StatusRef
+	out := make(map[string]string, len(ids))
 	for _, id := range ids {
-		r, err := s.keyTokenRefs(ctx, id, since, time.Now().Add(time.Hour))
-		if err != nil {
-			return err
+		low := prefixToken + account.FirstID(account.PrefixToken, since)
+		if last := read[id]; last != "" {
+			low = max(low, last+"\x00") // after it
 		}
+		r, last, err := s.keyTokenRefsFrom(ctx, id, low, time.Now().Add(time.Hour))
+		if err != nil {
+			return nil, err
+		}
+		out[id] = max(last, read[id])
 		refs = append(refs, r...)
 	}
-	return s.flipStatuses(ctx, statusFlip{flag: flagInvalid, on: true, refs: refs})
+	return out, s.flipStatuses(ctx, statusFlip{flag: flagInvalid, on: true, refs: refs})
 }
 
 // revokedKeyTokens marks INVALID the entries of the tokens of the key k
