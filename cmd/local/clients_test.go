@@ -252,6 +252,13 @@ func joseVerify(t *testing.T, issuer, audience, token string, alg ...string) (ma
 // the Node.js tools first (scripts/node-tools.sh), so there it runs.
 func needJose(t *testing.T) {
 	t.Helper()
+	needNodeTool(t, "jose")
+}
+
+// needNodeTool skips t unless Node.js is on PATH and the package name is in
+// tools/node_modules at the version tools/package.json pins.
+func needNodeTool(t *testing.T, name string) {
+	t.Helper()
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Skip("needs Node.js (node is not on PATH); make test runs it")
 	}
@@ -268,11 +275,11 @@ func needJose(t *testing.T) {
 	var installed struct {
 		Version string `json:"version"`
 	}
-	if b, err := os.ReadFile("../../tools/node_modules/jose/package.json"); err == nil {
+	if b, err := os.ReadFile("../../tools/node_modules/" + name + "/package.json"); err == nil {
 		_ = json.Unmarshal(b, &installed) // an unreadable one is not the pinned one
 	}
-	if want := pins.DevDependencies["jose"]; installed.Version != want {
-		t.Skipf("needs jose %s in tools/node_modules (found %q): scripts/node-tools.sh installs it, as make test does", want, installed.Version)
+	if want := pins.DevDependencies[name]; installed.Version != want {
+		t.Skipf("needs %s %s in tools/node_modules (found %q): scripts/node-tools.sh installs it, as make test does", name, want, installed.Version)
 	}
 }
 
@@ -608,5 +615,57 @@ func TestClient_RevokedEverywhere(t *testing.T) {
 	}
 	if got, ok := joseVerify(t, s.base, "https://orders.example.com", tok.AccessToken); !ok {
 		t.Errorf("jose refused the revoked token offline (%v): it cannot know of a revocation", got)
+	}
+}
+
+// TestClient_StatusList: the OpenWallet Foundation's implementation of
+// draft-ietf-oauth-status-list reads each token's reference, decodes the
+// list the server serves at it and finds VALID for a live token, INVALID
+// for a revoked one and SUSPENDED for one of a disabled key; jose verifies
+// each list's signature against jwks_uri with typ statuslist+jwt; the
+// aggregation endpoint names the list.
+func TestClient_StatusList(t *testing.T) {
+	needJose(t)
+	needNodeTool(t, "@sd-jwt/jwt-status-list")
+	admin := "lk_test_" + strings.Repeat("s", 40)
+	s := start(t, t.TempDir(), "ADMIN_API_KEY="+admin)
+	_, live := clientKey(t, s, admin, "read:orders")
+	pausedID, paused := clientKey(t, s, admin, "read:orders")
+	issue := func(secret string) string {
+		t.Helper()
+		status, tok := s.call(t, "POST", "/v1/auth/token", secret, `{"scopes":["read:orders"]}`)
+		if status != http.StatusCreated {
+			t.Fatalf("issue: %d %v", status, tok)
+		}
+		return tok["access_token"].(string)
+	}
+	valid, revoked, suspended := issue(live), issue(live), issue(paused)
+	if status, body := s.call(t, "POST", "/v1/auth/revoke", live, `{"token":"`+revoked+`"}`); status != http.StatusOK {
+		t.Fatalf("revoke: %d %v", status, body)
+	}
+	if status, body := s.call(t, "PATCH", "/v1/api-keys/"+pausedID, admin, `{"enabled":false}`); status != http.StatusOK {
+		t.Fatalf("disable: %d %v", status, body)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "node", "../../tools/status-list-check.mjs", s.base, valid, revoked, suspended).Output()
+	if err != nil {
+		t.Fatalf("status-list-check.mjs: %v: %s", err, out)
+	}
+	var got []struct {
+		Idx        int64
+		URI        string
+		Status     int
+		Aggregated bool
+		Header     map[string]any
+	}
+	if err := json.Unmarshal(out, &got); err != nil || len(got) != 3 {
+		t.Fatalf("status-list-check.mjs: %s (%v)", out, err)
+	}
+	for i, want := range []int{0, 1, 2} { // VALID, INVALID, SUSPENDED
+		if got[i].Status != want || !got[i].Aggregated || got[i].Header["typ"] != "statuslist+jwt" || !strings.HasPrefix(got[i].URI, s.base+"/v1/auth/status-lists/") {
+			t.Errorf("token %d: %+v, want status %d, aggregated, typ statuslist+jwt", i, got[i], want)
+		}
 	}
 }

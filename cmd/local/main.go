@@ -24,6 +24,7 @@
 //	                     bounds of the verified-token cache (default 32768 and 16 MiB)
 //	INLINE_REVOCATION    false issues tokens without the claim irv, revoked and verified as
 //	                     before it existed: the first step of an upgrade (default true)
+//	STATUS_LIST_TTL      the status lists' ttl in seconds, 1 to 300 (default 10)
 //	GOGC                 the Go collector's target (default 400 here, not Go's 100: see gcPercent)
 package main
 
@@ -109,6 +110,8 @@ type config struct {
 	// signingAlg is SIGNING_ALG: EdDSA (the default) or RS256.
 	signingAlg token.Algorithm
 	tokenCache token.CacheOptions
+	// statusListTTL is STATUS_LIST_TTL.
+	statusListTTL time.Duration
 	// noInlineRevocation is INLINE_REVOCATION=false.
 	noInlineRevocation bool
 	// skipFileCheck is CHECK_DATA_FILE=false.
@@ -164,6 +167,9 @@ func configFromEnv() (config, error) {
 		return c, fmt.Errorf("%s: %w", token.EnvInlineRevocation, err)
 	}
 	c.noInlineRevocation = !inline
+	if c.statusListTTL, err = account.ParseStatusTTL(os.Getenv("STATUS_LIST_TTL")); err != nil {
+		return c, fmt.Errorf("STATUS_LIST_TTL: %w", err)
+	}
 	switch os.Getenv("CHECK_DATA_FILE") {
 	case "", "true":
 	case "false":
@@ -252,6 +258,7 @@ func run(logger *slog.Logger) error {
 	asm, err := assembly.New(assembly.Parts{
 		Store: store, CursorKey: cursorKey, Issuer: issuer, SigningKey: signingKey, Algorithm: cfg.signingAlg, Logger: logger,
 		NoInlineRevocation: cfg.noInlineRevocation,
+		StatusListTTL:      cfg.statusListTTL,
 		TokenCache:         token.NewCache(cfg.tokenCache),
 		// GET /healthz, /readyz and /openapi.yaml: the local server's own.
 		Local: &httpapi.Local{Ready: httpapi.StoreReady(store), OpenAPI: latchkey.OpenAPI},

@@ -138,6 +138,9 @@ func ErrAPIKeyNotFound() *Error { return notFound("API key") }
 // keys (JWKS), before the first publication.
 func ErrPublicKeysNotFound() *Error { return notFound("public signing keys") }
 
+// ErrStatusListNotFound is the CodeNotFound of a status list.
+func ErrStatusListNotFound() *Error { return notFound("status list") }
+
 // ErrEmailTaken is CodeEmailTaken: another user has the e-mail.
 func ErrEmailTaken() *Error {
 	return Errorf(CodeEmailTaken, "another user has this e-mail address")

@@ -45,6 +45,7 @@ type Service struct {
 	cursors  cursorCodec
 	now      func() time.Time
 	uses     keyUses
+	statuses *statusAllocator
 	log      *slog.Logger
 }
 
@@ -77,6 +78,7 @@ func NewService(store Store, opts Options) (*Service, error) {
 		verifier: NewTokenVerifier(store, opts.Parser, now),
 		cursors:  cursorCodec{key: opts.CursorKey},
 		now:      func() time.Time { return now().UTC().Truncate(time.Millisecond) },
+		statuses: &statusAllocator{store: store},
 		log:      log,
 	}, nil
 }

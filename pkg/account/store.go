@@ -320,6 +320,19 @@ type Store interface {
 	// shared with the store's other reads.
 	TokenStatus(ctx context.Context, tokenID, keyID string, ancestors []string, orgID string, inline bool) (TokenStatus, error)
 
+	// LeaseStatusIndexes reserves the next n indexes of the status list id
+	// (retiring at expires) with one atomic addition, and returns the end
+	// of the block: the indexes end-n to end-1 are the caller's alone. An
+	// end past MaxStatusListSize is a full list.
+	LeaseStatusIndexes(ctx context.Context, id string, n int64, expires time.Time) (end int64, err error)
+	// GetStatusList reads the list id strongly consistently: every status
+	// change a store call has returned from is in it. CodeNotFound for a
+	// list with no index leased.
+	GetStatusList(ctx context.Context, id string) (StatusList, error)
+	// ListStatusLists returns the IDs of the lists that have not retired
+	// at now, oldest first.
+	ListStatusLists(ctx context.Context, now time.Time) ([]string, error)
+
 	// ClaimIdempotency writes r, a started record, unless the record of
 	// r.KeyID and r.Key that the store holds is in force at now for r's
 	// fingerprint; the check and the write are one atomic step. A record

@@ -39,6 +39,9 @@ type TokenClaims struct {
 	// key's secret that signed in (SecretMark): the session lasts while
 	// that secret is the key's current one. "" on any other token.
 	Secret string
+	// Status is the token's entry in a status list (the claim status); nil
+	// on a token issued before status lists existed.
+	Status *StatusRef
 }
 
 // Errors of TokenParser.Parse.
@@ -58,6 +61,8 @@ var (
 type TokenSigner interface {
 	// Sign returns the signed token of c, with the signer's issuer as iss.
 	Sign(c TokenClaims) (string, error)
+	// SignStatusList returns the signed Status List Token of c.
+	SignStatusList(c StatusListClaims) (string, error)
 	// Issuer returns the iss of the tokens it signs: the service's issuer
 	// identifier, a URL (RFC 8414, section 2).
 	Issuer() string
@@ -93,6 +98,9 @@ type TokenRecord struct {
 	// has none: set by ListTokens, which reads the entries with the
 	// records. Not stored in the record.
 	RevokedAt time.Time
+	// Status is the token's status list entry, which a change of its key
+	// finds here; nil for a token issued without one.
+	Status *StatusRef
 }
 
 // Revocation is the entry that makes a token invalid. Stores may drop it once
@@ -108,6 +116,9 @@ type Revocation struct {
 	// Inline is the token's InlineRevocation: a store records the
 	// revocation where TokenStatus reads it for such a token.
 	Inline bool
+	// Status is the token's status list entry: a store marks it
+	// StatusInvalid in the revocation's own atomic write.
+	Status *StatusRef
 }
 
 // TokenStatus is what a verify needs from the store, read in one round trip:
@@ -355,6 +366,11 @@ func (s *Service) issue(ctx context.Context, p Principal, scopes []string, lifet
 		InlineRevocation: s.inline,
 		Secret:           secret,
 	}
+	ref, err := s.statuses.allocate(ctx, now)
+	if err != nil {
+		return "", TokenClaims{}, storeErr(err)
+	}
+	claims.Status = &ref
 	if !p.KeyExpiresAt.IsZero() && p.KeyExpiresAt.Before(claims.ExpiresAt) {
 		claims.ExpiresAt = p.KeyExpiresAt.Truncate(time.Second)
 	}
@@ -366,7 +382,7 @@ func (s *Service) issue(ctx context.Context, p Principal, scopes []string, lifet
 	// always has its record.
 	err = s.store.CreateToken(ctx, TokenRecord{
 		ID: claims.ID, KeyID: claims.KeyID, Scopes: claims.Scopes, Audience: claims.Audience,
-		IssuedAt: claims.IssuedAt, ExpiresAt: claims.ExpiresAt,
+		IssuedAt: claims.IssuedAt, ExpiresAt: claims.ExpiresAt, Status: claims.Status,
 	})
 	if err != nil {
 		return "", TokenClaims{}, storeErr(err)
@@ -402,7 +418,7 @@ func (s *Service) RevokeToken(ctx context.Context, p Principal, token string) (R
 			return Revocation{}, err
 		}
 	}
-	r := Revocation{TokenID: claims.ID, KeyID: claims.KeyID, RevokedAt: s.now(), ExpiresAt: claims.ExpiresAt, OrganizationID: claims.OrganizationID, Inline: claims.InlineRevocation}
+	r := Revocation{TokenID: claims.ID, KeyID: claims.KeyID, RevokedAt: s.now(), ExpiresAt: claims.ExpiresAt, OrganizationID: claims.OrganizationID, Inline: claims.InlineRevocation, Status: claims.Status}
 	at, err := s.store.RevokeToken(ctx, r)
 	if err != nil {
 		return Revocation{}, storeErr(err)

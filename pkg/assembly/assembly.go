@@ -45,6 +45,9 @@ type Parts struct {
 	// verified and its key set served, and issuance answers 503.
 	// An ed25519.PrivateKey or an *rsa.PrivateKey, of Algorithm.
 	SigningKey crypto.Signer
+	// StatusListTTL is the ttl of the status lists served
+	// (STATUS_LIST_TTL); account.DefaultStatusTTL when zero.
+	StatusListTTL time.Duration
 	// NoInlineRevocation issues tokens without the claim irv
 	// (account.Options.NoInlineRevocation): INLINE_REVOCATION=false.
 	NoInlineRevocation bool
@@ -147,7 +150,7 @@ func build(p Parts, sign func(*Assembly, Parts, *account.Options) (seal []byte, 
 		return nil, err
 	}
 	a.Service = svc
-	a.Config = httpapi.Config{Service: svc, SigningAlgorithm: string(p.Algorithm), Logger: p.Logger, SuccessLog: p.SuccessLog, RequestID: p.RequestID, Local: p.Local, Audit: p.Audit}
+	a.Config = httpapi.Config{Service: svc, StatusListTTL: p.StatusListTTL, SigningAlgorithm: string(p.Algorithm), Logger: p.Logger, SuccessLog: p.SuccessLog, RequestID: p.RequestID, Local: p.Local, Audit: p.Audit}
 	if p.Console != nil {
 		if p.SigningKey == nil {
 			return nil, errors.New("assembly: the console signs its operators in with tokens; it needs a SigningKey")

@@ -41,8 +41,9 @@ type backend struct {
 	calls *callRecorder
 	// snapshot returns every item the store holds but idempotency
 	// records and API keys' last uses (which authenticating a request
-	// records, whatever the request then does), each as a string, by its
-	// key.
+	// records, whatever the request then does) and status list leases
+	// (which a process takes, a block at a time, before it signs a token
+	// whose write may yet be refused), each as a string, by its key.
 	snapshot func(tb testing.TB) map[string]string
 	// table is the DynamoDB table; "" over bbolt.
 	table string
@@ -138,8 +139,9 @@ func tableSnapshot(tb testing.TB, client *dynamodb.Client, table string) map[str
 }
 
 // snapshotItem adds av to out, by its key, unless it is an idempotency
-// record or an API key's last use (which authenticating a request records,
-// whatever the request then does); the deleting flag is left out.
+// record, an API key's last use (which authenticating a request records,
+// whatever the request then does) or a status list lease (see backend);
+// the deleting flag is left out.
 func snapshotItem(tb testing.TB, out map[string]string, av map[string]types.AttributeValue) {
 	tb.Helper()
 	var item map[string]any
@@ -147,7 +149,7 @@ func snapshotItem(tb testing.TB, out map[string]string, av map[string]types.Attr
 		tb.Fatal(err)
 	}
 	pk, _ := item["pk"].(string)
-	if strings.HasPrefix(pk, idempotencyPartition) || sharedKinds[fmt.Sprint(item["sk"])] != "" {
+	if strings.HasPrefix(pk, idempotencyPartition) || sharedKinds[fmt.Sprint(item["sk"])] != "" || pk == "STATUSLISTS" {
 		return
 	}
 	delete(item, "deleting")

@@ -29,6 +29,13 @@ var fixtures = map[string]fixture{
 	},
 	"GET /v1/auth/verify": func(a api) (string, any, int) { return "/v1/auth/verify", nil, http.StatusOK },
 	"GET /v1/auth/jwks":   func(a api) (string, any, int) { return "/v1/auth/jwks", nil, http.StatusOK },
+	"GET /v1/auth/status-lists": func(a api) (string, any, int) {
+		return "/v1/auth/status-lists", nil, http.StatusOK
+	},
+	"GET /v1/auth/status-lists/{id}": func(a api) (string, any, int) {
+		tok, _ := a.IssueToken(a.t, a.AdminKey, "", "read:users")
+		return strings.TrimPrefix(refOf(a.t, tok).URI, httpapitest.Issuer), nil, http.StatusOK
+	},
 	"GET /.well-known/oauth-authorization-server": func(a api) (string, any, int) {
 		return "/.well-known/oauth-authorization-server", nil, http.StatusOK
 	},

@@ -59,6 +59,9 @@ type Config struct {
 	Service *account.Service
 	// JWKS returns the public key set served at GET /v1/auth/jwks (auth group).
 	JWKS func(ctx context.Context) ([]byte, error)
+	// StatusListTTL is the ttl of the status lists (account.CheckStatusTTL);
+	// account.DefaultStatusTTL when zero.
+	StatusListTTL time.Duration
 	// SigningAlgorithm is the JWS algorithm of the tokens, as the
 	// discovery documents name it; "EdDSA" when empty.
 	SigningAlgorithm string
@@ -139,6 +142,7 @@ type server struct {
 	local     *Local
 	sealKeys  [][]byte
 	audit     *Audit
+	statusTTL time.Duration
 	// mounts are the served mounts with Headers, for their 404 and 405.
 	mounts []Mount
 }
@@ -167,6 +171,10 @@ func New(cfg Config, groups ...Group) http.Handler {
 	}
 	if s.alg == "" {
 		s.alg = "EdDSA"
+	}
+	s.statusTTL = cfg.StatusListTTL
+	if s.statusTTL == 0 {
+		s.statusTTL = account.DefaultStatusTTL
 	}
 	if s.log == nil {
 		s.log = slog.Default()

@@ -515,6 +515,9 @@ type serverMetadata struct {
 	IntrospectionEndpointAuthMethodsSupported []string `json:"introspection_endpoint_auth_methods_supported"`
 	RevocationEndpointAuthMethodsSupported    []string `json:"revocation_endpoint_auth_methods_supported"`
 	ScopesSupported                           []string `json:"scopes_supported"`
+	// StatusListAggregationEndpoint lists every live status list
+	// (draft-ietf-oauth-status-list, section 9.3).
+	StatusListAggregationEndpoint string `json:"status_list_aggregation_endpoint"`
 	// ResponseTypesSupported is empty: RFC 8414 requires the member, and
 	// without an authorization endpoint there is no response type.
 	ResponseTypesSupported []string `json:"response_types_supported"`
@@ -546,6 +549,7 @@ func (s *server) serveMetadata(w http.ResponseWriter, r *http.Request, _ account
 		IntrospectionEndpointAuthMethodsSupported: methods,
 		RevocationEndpointAuthMethodsSupported:    methods,
 		ScopesSupported:                           account.KnownScopes(),
+		StatusListAggregationEndpoint:             issuer + pathStatusLists,
 		ResponseTypesSupported:                    []string{},
 	})
 	return nil

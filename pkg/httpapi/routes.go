@@ -101,6 +101,8 @@ var routeTable = []routeDef{
 	{Route: Route{GroupAuth, http.MethodGet, pathVerify, "", nil}, auth: authBearer, subject: (*server).verifyToken, noHead: true},
 	{Route: Route{GroupAuth, http.MethodGet, "/v1/auth/jwks", "", nil}, auth: authPublic, handler: (*server).serveJWKS},
 	// The OAuth endpoints take no query parameter: theirs go in the body.
+	{Route: Route{GroupAuth, http.MethodGet, pathStatusLists, "", nil}, auth: authPublic, handler: (*server).serveStatusLists},
+	{Route: Route{GroupAuth, http.MethodGet, pathStatusLists + "/{id}", "", nil}, auth: authPublic, handler: (*server).serveStatusList},
 	{Route: Route{GroupAuth, http.MethodPost, "/oauth2/token", "", nil}, auth: authClient, handler: (*server).oauthToken},
 	{Route: Route{GroupAuth, http.MethodPost, "/oauth2/introspect", "", nil}, auth: authClient, handler: (*server).oauthIntrospect},
 	{Route: Route{GroupAuth, http.MethodPost, "/oauth2/revoke", "", nil}, auth: authClient, handler: (*server).oauthRevoke},
@@ -164,6 +166,9 @@ func (d routeDef) in(groups []Group) bool {
 	}
 	return slices.Contains(groups, GroupVerify) && d.auth == authBearer && d.Method == http.MethodGet && d.Path == pathVerify
 }
+
+// pathStatusLists is the aggregation endpoint; a list is under it.
+const pathStatusLists = "/v1/auth/status-lists"
 
 // pathVerify is the path of verify, the one route of GroupVerify.
 const pathVerify = "/v1/auth/verify"

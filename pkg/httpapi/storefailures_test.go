@@ -145,6 +145,7 @@ func TestStoreFailures(t *testing.T) {
 // storeFailureRequest is a request to a route that reaches the store.
 type storeFailureRequest struct {
 	prefix string // of the id in place of {id}
+	fixed  string // or the id itself
 	query  string // after the path
 	body   any
 	verify bool // the bearer credential is the access token, not the API key
@@ -152,7 +153,7 @@ type storeFailureRequest struct {
 
 func (r storeFailureRequest) id(now time.Time) string {
 	if r.prefix == "" {
-		return ""
+		return r.fixed
 	}
 	return account.NewID(r.prefix, now)
 }
@@ -165,6 +166,9 @@ func storeFailureRequests(now time.Time, token string) map[string][]storeFailure
 		"POST /v1/auth/revoke": {{body: map[string]any{"token": token}}},
 		"GET /v1/auth/verify":  {{verify: true}},
 		"GET /v1/auth/jwks":    {}, // served from the keys in memory: no store
+		// Public, no credential: read from the store.
+		"GET /v1/auth/status-lists":      {{}},
+		"GET /v1/auth/status-lists/{id}": {{fixed: account.StatusListID(now, 0)}},
 		// The OAuth endpoints, their client authenticated by
 		// client_secret_basic, bodies in form encoding.
 		"POST /oauth2/token":      {{body: "grant_type=client_credentials&scope=read%3Ausers"}},

@@ -55,6 +55,7 @@ type worstFixture struct {
 	key       account.APIKey
 	keySecret string // key's, the OAuth client's secret
 	token     string
+	listPath  string // the path of token's status list
 	user      account.User
 	org       account.Organization
 }
@@ -77,6 +78,7 @@ func seedWorst(tb testing.TB, env *httpapitest.Env) *worstFixture {
 	f.key, f.keySecret = env.CreateAPIKey(tb, "read:users")
 	env.AddMember(tb, f.org.ID, f.user.ID, "member")
 	f.token, _ = env.IssueToken(tb, env.AdminKey, "", "read:users")
+	f.listPath = strings.TrimPrefix(refOf(tb, f.token).URI, httpapitest.Issuer)
 	return f
 }
 
@@ -240,6 +242,22 @@ func (f *worstFixture) worstLoads() []routeLoad {
 			worst: []load{
 				{name: "long_query", path: "/v1/auth/jwks" + longCursor, status: http.StatusBadRequest},
 				{name: "huge_query", path: "/v1/auth/jwks" + hugeCursor, status: http.StatusBadRequest},
+			},
+		},
+		{
+			route:    route(http.MethodGet, "/v1/auth/status-lists"),
+			ordinary: load{name: "ordinary", path: "/v1/auth/status-lists", status: http.StatusOK},
+			worst: []load{
+				{name: "long_query", path: "/v1/auth/status-lists" + longCursor, status: http.StatusBadRequest},
+				{name: "huge_query", path: "/v1/auth/status-lists" + hugeCursor, status: http.StatusBadRequest},
+			},
+		},
+		{
+			route:    route(http.MethodGet, "/v1/auth/status-lists/{id}"),
+			ordinary: load{name: "ordinary", path: f.listPath, status: http.StatusOK},
+			worst: []load{
+				{name: "long_id", path: "/v1/auth/status-lists/" + strings.Repeat("9", 2000), status: http.StatusNotFound},
+				{name: "huge_query", path: f.listPath + hugeCursor, status: http.StatusBadRequest},
 			},
 		},
 		{

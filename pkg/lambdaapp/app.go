@@ -467,6 +467,7 @@ func (a *App) parts(cursorKey []byte, issuer string) assembly.Parts {
 		Now: a.deps.Now, Logger: a.deps.Logger, RequestID: RequestID, Algorithm: a.cfg.SigningAlgorithm,
 		TokenCache: a.tokens, SuccessLog: a.successLog,
 		NoInlineRevocation: a.cfg.NoInlineRevocation,
+		StatusListTTL:      a.cfg.StatusListTTL,
 	}
 }
 

@@ -84,6 +84,9 @@ const (
 	EnvStoreTimeout     = lambdaenv.EnvStoreTimeout
 	// EnvInlineRevocation is optional, auth only: token.EnvInlineRevocation.
 	EnvInlineRevocation = token.EnvInlineRevocation
+	// EnvStatusListTTL is optional, auth only: the status lists' ttl in
+	// seconds, 1 to 300 (account.ParseStatusTTL); 10 when unset.
+	EnvStatusListTTL = "STATUS_LIST_TTL"
 
 	EnvDynamoDBEndpoint       = lambdaenv.EnvDynamoDBEndpoint
 	EnvSecretsManagerEndpoint = lambdaenv.EnvSecretsManagerEndpoint
@@ -118,6 +121,8 @@ type Config struct {
 	// claim irv (assembly.Parts.NoInlineRevocation). Read by auth alone,
 	// the only signer: verify and revocation follow each token's claim.
 	NoInlineRevocation bool
+	// StatusListTTL is STATUS_LIST_TTL (auth alone serves the lists).
+	StatusListTTL time.Duration
 	// TokenCache bounds the verified-token cache (token.EnvCacheMaxEntries,
 	// token.EnvCacheMaxBytes; optional).
 	TokenCache token.CacheOptions
@@ -182,6 +187,9 @@ func ConfigFromEnv(fn Function, getenv func(string) string) (Config, error) {
 			problems = append(problems, EnvInlineRevocation+": "+err.Error())
 		}
 		cfg.NoInlineRevocation = !inline
+		if cfg.StatusListTTL, err = account.ParseStatusTTL(getenv(EnvStatusListTTL)); err != nil {
+			problems = append(problems, EnvStatusListTTL+": "+err.Error())
+		}
 	}
 	if cfg.Issuer != "" {
 		if err := account.CheckIssuer(cfg.Issuer); err != nil {

@@ -75,6 +75,7 @@ func Run(t *testing.T, newStore func(t *testing.T) account.Store) {
 	t.Run("TokenStatus", s.tokenStatus)
 	t.Run("ListTokens", s.listTokens)
 	t.Run("RevokeKeyTokens", s.revokeKeyTokens)
+	t.Run("StatusLists", s.statusLists)
 
 	t.Run("Idempotency", s.idempotency)
 

@@ -263,6 +263,9 @@ var errKeyChanged = errors.New("tablestore: the API key changed while it was bei
 func (s *Store) UpdateAPIKey(ctx context.Context, id string, p account.APIKeyPatch, allow func(account.APIKey) error) (account.APIKey, error) {
 	for attempt := 0; ; attempt++ {
 		k, err := s.updateAPIKey(ctx, id, p, allow)
+		if err == nil {
+			return k, s.keyStatuses(ctx, k, p)
+		}
 		if !errors.Is(err, errKeyChanged) && !errors.Is(err, errTransactionConflict) {
 			return k, err
 		}

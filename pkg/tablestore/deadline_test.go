@@ -54,9 +54,22 @@ func storeCalls(s *tablestore.Store, user account.User, org account.Organization
 	idem := account.IdempotencyRecord{KeyID: key.ID, Key: "deadline", Fingerprint: []byte{1}, Owner: "deadline", State: account.IdempotencyStarted,
 		LeaseUntil: at.Add(account.IdempotencyLease), CreatedAt: at, ExpiresAt: at.Add(account.IdempotencyRetention)}
 	return map[string]func(context.Context) error{
-		"CreateUser":     func(ctx context.Context) error { return s.CreateUser(ctx, other) },
-		"GetUser":        func(ctx context.Context) error { _, err := s.GetUser(ctx, user.ID); return err },
-		"GetUserByEmail": func(ctx context.Context) error { _, err := s.GetUserByEmail(ctx, user.Email); return err },
+		"CreateUser": func(ctx context.Context) error { return s.CreateUser(ctx, other) },
+		"GetUser":    func(ctx context.Context) error { _, err := s.GetUser(ctx, user.ID); return err },
+		"LeaseStatusIndexes": func(ctx context.Context) error {
+			list := account.StatusListID(at, 0)
+			_, err := s.LeaseStatusIndexes(ctx, list, account.StatusBlock, account.StatusListExpiry(list))
+			return err
+		},
+		"GetStatusList": func(ctx context.Context) error {
+			_, err := s.GetStatusList(ctx, account.StatusListID(at, 0))
+			if account.ErrorCode(err) == account.CodeNotFound {
+				return nil // the lease may not have been made: the read was
+			}
+			return err
+		},
+		"ListStatusLists": func(ctx context.Context) error { _, err := s.ListStatusLists(ctx, at); return err },
+		"GetUserByEmail":  func(ctx context.Context) error { _, err := s.GetUserByEmail(ctx, user.Email); return err },
 		"GetUserByExternalID": func(ctx context.Context) error {
 			_, err := s.GetUserByExternalID(ctx, "crm-1")
 			return err

@@ -149,7 +149,8 @@ func TestHTTPRequestBudgets(t *testing.T) {
 	secret := str(key, "key")
 	// A key's first request in a minute records its last use: one
 	// UpdateItem more.
-	do("first use of the key in a minute", "POST", "/v1/auth/token", secret, map[string]any{"scopes": []string{"read:users"}}, 201, get, upd, put)
+	// The process's first token also leases a block of status list indexes.
+	do("first use of the key in a minute", "POST", "/v1/auth/token", secret, map[string]any{"scopes": []string{"read:users"}}, 201, get, upd, upd, put)
 	tok := do("", "POST", "/v1/auth/token", secret, map[string]any{"scopes": []string{"read:users"}}, 201, get, put)
 	access := str(tok, "access_token")
 	do("token valid", "GET", "/v1/auth/verify", access, nil, 200, batch)
@@ -249,12 +250,15 @@ func TestHTTPRequestBudgets(t *testing.T) {
 	do("", "GET", "/v1/api-keys?limit=20", admin, nil, 200, get, query, batch, batch)
 	do("", "GET", "/v1/api-keys/"+str(key, "id"), admin, nil, 200, get, batch)
 	do("", "GET", "/v1/api-keys/"+str(key, "id")+"/tokens", admin, nil, 200, get, batch, query, batch)
-	do("", "POST", "/v1/api-keys/"+str(key, "id")+"/tokens/revoke", admin, map[string]any{}, 200, get, batch, tx)
+	// Then the revoked tokens' records, and their status list entries.
+	do("", "POST", "/v1/api-keys/"+str(key, "id")+"/tokens/revoke", admin, map[string]any{}, 200, get, batch, tx, query, upd)
 	do("", "PATCH", "/v1/api-keys/"+str(leaf, "id"), admin, map[string]any{"name": "leaf ✓", "metadata": map[string]string{"team": "billing"}}, 200, get, batch, tx)
 	rotated := do("", "POST", "/v1/api-keys/"+str(leaf, "id")+"/rotate", admin, map[string]any{"expires_in": "1h"}, 200, get, batch, tx)
 	do("previous secret, during its grace, first use", "GET", "/v1/users/"+uid, str(leaf, "key"), nil, 200, get, upd, get)
 	do("new secret", "GET", "/v1/users/"+uid, str(rotated, "key"), nil, 200, get, get)
-	do("disable, key below a key", "PATCH", "/v1/api-keys/"+str(child, "id"), admin, map[string]any{"enabled": false}, 200, get, batch, batch, tx)
+	// Then the status list entries of its tokens: the versions of the keys
+	// above, the key and its tokens, the entries, the versions again.
+	do("disable, key below a key", "PATCH", "/v1/api-keys/"+str(child, "id"), admin, map[string]any{"enabled": false}, 200, get, batch, batch, tx, batch, query, query, upd, batch)
 	if v := do("key disabled", "GET", "/v1/auth/verify", str(childTok, "access_token"), nil, 200, batch); v["valid"] != false || v["reason"] != "disabled" {
 		t.Errorf("verify of a disabled key's token: got %v, want invalid, disabled", v)
 	}
@@ -267,8 +271,10 @@ func TestHTTPRequestBudgets(t *testing.T) {
 	if v := do("token revoked", "GET", "/v1/auth/verify", access, nil, 200, batch); v["valid"] != false {
 		t.Errorf("verify after revoke: got %v, want valid false", v)
 	}
-	do("no keys below", "DELETE", "/v1/api-keys/"+str(leaf, "id"), admin, nil, 204, get, query, tx)
-	do("1 key below", "DELETE", "/v1/api-keys/"+str(key, "id"), admin, nil, 204, get, query, query, tx)
+	// The tree's token records before the last transaction and after, for
+	// their status list entries.
+	do("no keys below", "DELETE", "/v1/api-keys/"+str(leaf, "id"), admin, nil, 204, get, query, query, tx, query)
+	do("1 key below", "DELETE", "/v1/api-keys/"+str(key, "id"), admin, nil, 204, get, query, query, query, query, upd, tx, query, query)
 	if v := do("key deleted", "GET", "/v1/auth/verify", str(childTok, "access_token"), nil, 200, batch); v["valid"] != false {
 		t.Errorf("verify of a token of a key below a deleted key: got %v, want valid false", v)
 	}
@@ -304,7 +310,9 @@ func TestHTTPRequestBudgets(t *testing.T) {
 	// shards of today and the two days before for a key bound to none.
 	do("key bound to an organization, a rare type", "GET", "/v1/events?types=token.revoked&limit=1", ts, nil, 200, append([]string{get, batch}, shards(1)...)...)
 	do("a rare type", "GET", "/v1/events?types=token.revoked&limit=1", admin, nil, 200, append([]string{get}, shards(3)...)...)
-	do("with a key bound to it", "DELETE", "/v1/organizations/"+oid, admin, nil, 204, get, tx, get, query, batch, query, tx)
+	// Its keys' token records once it is flagged and at the end, for their
+	// status list entries.
+	do("with a key bound to it", "DELETE", "/v1/organizations/"+oid, admin, nil, 204, get, tx, get, query, query, query, upd, query, batch, query, tx, query, query)
 	if v := do("organization deleted", "GET", "/v1/auth/verify", str(orgTok, "access_token"), nil, 200, batch); v["valid"] != false {
 		t.Errorf("verify of a token of a deleted organization's key: got %v, want valid false", v)
 	}

@@ -425,6 +425,11 @@ type tokenItem struct {
 	// ExpireAt is the TTL attribute: DynamoDB deletes the record, for free,
 	// some time after the token has expired.
 	ExpireAt time.Time `dynamodbav:"expire_at,unixtime"`
+	// StatusList and StatusIndex are the token's status list entry, which
+	// a change of its key flips (statuslist.go); absent on a token issued
+	// without one.
+	StatusList  string `dynamodbav:"status_list,omitempty"`
+	StatusIndex *int64 `dynamodbav:"status_idx,omitempty"`
 }
 
 func newTokenItem(t account.TokenRecord) tokenItem {
@@ -432,7 +437,7 @@ func newTokenItem(t account.TokenRecord) tokenItem {
 	if scopes == nil {
 		scopes = []string{}
 	}
-	return tokenItem{
+	it := tokenItem{
 		key:       tokenKey(t.KeyID, t.ID),
 		KeyID:     t.KeyID,
 		Scopes:    scopes,
@@ -441,13 +446,21 @@ func newTokenItem(t account.TokenRecord) tokenItem {
 		ExpiresAt: t.ExpiresAt.UTC(),
 		ExpireAt:  t.ExpiresAt,
 	}
+	if t.Status != nil {
+		it.StatusList, it.StatusIndex = t.Status.List, &t.Status.Index
+	}
+	return it
 }
 
 func (it tokenItem) record() account.TokenRecord {
-	return account.TokenRecord{
+	t := account.TokenRecord{
 		ID: idFrom(it.SK, prefixToken), KeyID: it.KeyID, Scopes: it.Scopes, Audience: it.Audience,
 		IssuedAt: it.IssuedAt, ExpiresAt: it.ExpiresAt,
 	}
+	if it.StatusIndex != nil {
+		t.Status = &account.StatusRef{List: it.StatusList, Index: *it.StatusIndex}
+	}
+	return t
 }
 
 type revocationItem struct {

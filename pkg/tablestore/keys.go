@@ -2,6 +2,7 @@ package tablestore
 
 import (
 	"encoding/hex"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -34,6 +35,8 @@ import (
 //	idempotency record   IDEM#<key_id>        IDEM#<key>          -                    -
 //	event                EVENT#<yyyy-mm-dd>[#<s>]  <evt_id>       -                    -
 //	event of an org      EVENTORG#<org_id>[#<s>]   <evt_id>       -                    -
+//	status list lease    STATUSLISTS          <list_id>           -                    -
+//	status list chunk    STATUS#<list_id>     <chunk, 5 digits>   -                    -
 //
 // Read copies (n from 1 to readShards-1; the item itself is copy 0) and
 // event shards (s from 1 to eventShards-1; shard 0 has no suffix) are
@@ -64,6 +67,8 @@ const (
 	prefixIdem       = "IDEM#"
 	prefixEvent      = "EVENT#"
 	prefixEventOrg   = "EVENTORG#"
+	prefixStatus     = "STATUS#"
+	pkStatusLists    = "STATUSLISTS"
 	sortUser         = "USER"
 	sortEmail        = "EMAIL"
 	sortOrg          = "ORG"
@@ -108,11 +113,15 @@ func keyUseKey(id string) key            { return key{prefixKeyUse + id, sortKey
 func keyLimitKey(id string, shard int) key {
 	return key{prefixKeyLimit + id + "#" + strconv.Itoa(shard), sortKeyLimit}
 }
-func keyOrgLinkKey(orgID, id string) key    { return key{prefixKeyOrg + orgID, prefixKey + id} }
-func keyOwnerLinkKey(owner, id string) key  { return key{prefixKeyOwner + owner, prefixKey + id} }
-func tokenKey(keyID, id string) key         { return key{prefixKey + keyID, prefixToken + id} }
-func revocationKey(id string) key           { return key{prefixToken + id, sortRevoked} }
-func jwksKey() key                          { return key{pkConfig, sortJWKS} }
+func keyOrgLinkKey(orgID, id string) key   { return key{prefixKeyOrg + orgID, prefixKey + id} }
+func keyOwnerLinkKey(owner, id string) key { return key{prefixKeyOwner + owner, prefixKey + id} }
+func tokenKey(keyID, id string) key        { return key{prefixKey + keyID, prefixToken + id} }
+func revocationKey(id string) key          { return key{prefixToken + id, sortRevoked} }
+func jwksKey() key                         { return key{pkConfig, sortJWKS} }
+func statusLeaseKey(list string) key       { return key{pkStatusLists, list} }
+func statusChunkKey(list string, chunk int64) key {
+	return key{prefixStatus + list, fmt.Sprintf("%05d", chunk)}
+}
 func orgEventKey(orgID, id string) key      { return key{prefixEventOrg + orgID, id} }
 func orgMemberKey(orgID, userID string) key { return key{prefixOrg + orgID, prefixMember + userID} }
 func userMemberKey(userID, orgID string) key {

@@ -133,6 +133,8 @@ type treeDelete struct {
 	queue  [][]Write
 	events []account.PendingEvent
 	items  int
+	// ids are the keys below the root that the walk found.
+	ids []string
 }
 
 // event returns the event of deleting the key n.
@@ -187,7 +189,21 @@ func (s *Store) deleteKeyTree(ctx context.Context, id string, allow func(account
 	if err != nil {
 		return err
 	}
-	return d.transact(ctx, d.queued(items), append(root.event(), d.events...))
+	// The status list entries of the tree's tokens go INVALID before the
+	// last transaction (a request cut off in between leaves the key, whose
+	// delete a retry finishes, and entries that say what it will do), and
+	// again after it for the tokens issued meanwhile.
+	ids := append([]string{root.id}, d.ids...)
+	start := time.Now()
+	read, err := s.invalidateKeyTokens(ctx, ids, liveTokenSince(start), nil)
+	if err != nil {
+		return err
+	}
+	if err := d.transact(ctx, d.queued(items), append(root.event(), d.events...)); err != nil {
+		return err
+	}
+	_, err = s.invalidateKeyTokens(ctx, ids, start.Add(-time.Second), read)
+	return err
 }
 
 // parentOf returns the ID of the key's parent, or "" if it has none (it was
@@ -208,6 +224,7 @@ func (d *treeDelete) walk(ctx context.Context, n keyNode) error {
 		if err != nil {
 			return err
 		}
+		d.ids = append(d.ids, id)
 		if err := d.walk(ctx, child); err != nil {
 			return err
 		}

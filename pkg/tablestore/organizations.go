@@ -99,11 +99,29 @@ func (s *Store) UpdateOrganization(ctx context.Context, id string, p account.Org
 // with an external id), and orgkeys.go for the keys, which go first (in
 // the same transactions), once the flag has made them stop working.
 // CodeNotFound.
-func (s *Store) DeleteOrganization(ctx context.Context, id string) error {
+func (s *Store) DeleteOrganization(ctx context.Context, id string) (err error) {
 	var o orgItem
 	if err := s.markOrgDeleting(ctx, id, &o); err != nil {
 		return err
 	}
+	// The status list entries of its keys' tokens go INVALID once the flag
+	// has made them so (a retry of the delete, which a request cut off
+	// here needs anyway, writes them), and again at the end for the tokens
+	// issued meanwhile.
+	keyIDs, err := s.linkedKeyIDs(ctx, prefixKeyOrg+id)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	read, err := s.invalidateKeyTokens(ctx, keyIDs, liveTokenSince(start), nil)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err == nil {
+			_, err = s.invalidateKeyTokens(ctx, keyIDs, start.Add(-time.Second), read)
+		}
+	}()
 	guards := []key{slugKey(o.Slug)}
 	if o.ExternalID != "" {
 		guards = append(guards, orgExtKey(o.ExternalID))

@@ -262,6 +262,13 @@ func (s *Store) revokeEntry(ctx context.Context, r account.Revocation, keyItems 
 		}
 		items = append(items, puts...)
 	}
+	// The token's status list entry, INVALID with the revocation: a fresh
+	// fetch of the list after the answer shows it.
+	flip, err := s.revocationFlip(r)
+	if err != nil {
+		return time.Time{}, err
+	}
+	items = append(items, flip...)
 	oldItem, err := s.transactReturningOld(ctx, items, onCheckFailed...)
 	if err == nil {
 		return r.RevokedAt, nil
@@ -298,6 +305,9 @@ func (s *Store) revokeEntry(ctx context.Context, r account.Revocation, keyItems 
 	if err != nil {
 		return time.Time{}, err
 	}
+	// A repeat writes the entry's status again too, in case the first
+	// revocation was made by a version that wrote none.
+	puts = append(puts, flip...)
 	// Nothing changed: no event, and the idempotency record stays started.
 	if err := s.transact(withEvents(withoutCommit(ctx)), puts); err != nil {
 		return time.Time{}, err

@@ -94,6 +94,9 @@ const (
 const (
 	// OrdersAudience is the audience the orders API expects.
 	OrdersAudience = "https://orders.example.com"
+	// StatusListID is a status list Seed leases indexes of: of an hour far
+	// ahead, so that it is live whenever the events are replayed.
+	StatusListID = "2099010100-0"
 	// OrdersTokenID is a valid token for OrdersAudience.
 	OrdersTokenID = "tok_01KF0EF3Y00000000000000007"
 	// BillingTokenID is a valid token for another API's audience.
@@ -255,6 +258,10 @@ func Config(fn lambdaapp.Function, table string) lambdaapp.Config {
 func Seed(ctx context.Context, store account.Store) error {
 	at := fixtureTime
 	steps := []func() error{
+		func() error {
+			_, err := store.LeaseStatusIndexes(ctx, StatusListID, account.StatusBlock, account.StatusListExpiry(StatusListID))
+			return err
+		},
 		func() error {
 			return store.CreateAPIKey(ctx, account.APIKey{ID: KeyID, Name: "replay fixture", Hash: account.HashAPIKey(KeySecret), Last4: KeySecret[len(KeySecret)-4:], Scopes: []string{"*:*"}, CreatedAt: at})
 		},
