@@ -53,8 +53,8 @@ type Counts struct {
 // Copy writes everything tx's file holds in the earlier layout into s:
 // users, organizations, memberships, API keys (hashes, ancestors,
 // previous secrets, flags) with their last use, token records and
-// revocations, each with the same ids and times. ctx carries no event
-// source, so the copy records no events. Expired token records and
+// revocations, each with the same ids and times. Its writes take no
+// event source (zero account.WriteOptions), so the copy records no events. Expired token records and
 // revocations are skipped; everything else that expired is left for the
 // new store's TTL, as it would have been for the old one's pruning.
 func Copy(ctx context.Context, tx *bolt.Tx, s *tablestore.Store, now time.Time) (Counts, error) {
