@@ -212,8 +212,7 @@ func (s *Store) transact(ctx context.Context, c change, items []Write, onCheckFa
 // c's events go into it too, with ids made immediately before each
 // attempt (see events.go).
 func (s *Store) transactReturningOld(ctx context.Context, c change, items []Write, onCheckFailed ...error) (Item, error) {
-	commit := c.Commit
-	items, onCheckFailed, err := s.withCommit(commit, items, onCheckFailed)
+	items, onCheckFailed, err := s.withCommit(c.Commit, items, onCheckFailed)
 	if err != nil {
 		return nil, err
 	}
@@ -261,8 +260,8 @@ func (s *Store) transactReturningOld(ctx context.Context, c change, items []Writ
 		}
 		return storeErr(err)
 	})
-	if err == nil && commit != nil {
-		commit.MarkApplied()
+	if err == nil && c.Commit != nil {
+		c.Commit.MarkApplied()
 	}
 	return old, err
 }
