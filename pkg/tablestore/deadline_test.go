@@ -163,6 +163,10 @@ func storeCalls(s *tablestore.Store, user account.User, org account.Organization
 		"OrgMembershipSides":  func(ctx context.Context) error { _, err := s.OrgMembershipSides(ctx, org.ID); return err },
 		"APIKeyExpireAt":      func(ctx context.Context) error { _, _, err := s.APIKeyExpireAt(ctx, key.ID, key.Hash); return err },
 		"APIKeyItems":         func(ctx context.Context) error { _, err := s.APIKeyItems(ctx, key); return err },
+		"TokenStatusOfCopy": func(ctx context.Context) error {
+			_, err := s.TokenStatusOfCopy(ctx, 1, tok.ID, key.ID, nil, "", false)
+			return err
+		},
 		"PutEvent": func(ctx context.Context) error {
 			src := &account.EventSource{Encode: func(account.Event) ([]byte, error) { return []byte(`{}`), nil }}
 			return s.PutEvent(ctx, src, account.PendingEvent{Type: account.EventOrganizationUpdated, Data: org}, account.NewEventID(at), at)
