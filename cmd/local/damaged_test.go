@@ -37,7 +37,7 @@ func filledDataDir(t *testing.T) (dataDir, file string) {
 			for i := range 250 {
 				u := account.User{ID: account.NewID(account.PrefixUser, now), Email: fmt.Sprintf("user-%d-%d@example.com", w, i),
 					Name: strings.Repeat("n", 200), Role: "member", CreatedAt: now, UpdatedAt: now}
-				if err := s.CreateUser(t.Context(), u); err != nil {
+				if err := s.CreateUser(t.Context(), account.WriteOptions{}, u); err != nil {
 					errs <- err
 					return
 				}

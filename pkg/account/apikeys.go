@@ -114,7 +114,7 @@ func (s *Service) CreateAPIKey(ctx context.Context, p Principal, req NewAPIKey) 
 	if org != "" && !ValidID(PrefixOrganization, org) {
 		return APIKey{}, "", ErrOrganizationNotFound()
 	}
-	err := s.store.CreateAPIKey(ctx, key)
+	err := s.store.CreateAPIKey(ctx, p.Write, key)
 	if sameError(err, ErrOrganizationNotFound()) {
 		return APIKey{}, "", storeErr(err)
 	}
@@ -247,7 +247,7 @@ func (s *Service) DeleteAPIKey(ctx context.Context, p Principal, id string) erro
 	}
 	// The store reads the key, asks whether it may go, and deletes it in
 	// the same call: one read, and the answer is about the key it deletes.
-	return storeErr(s.store.DeleteAPIKey(ctx, id, func(k APIKey) error {
+	return storeErr(s.store.DeleteAPIKey(ctx, p.Write, id, func(k APIKey) error {
 		return p.Decide(ActionDelete, k)
 	}))
 }
@@ -316,7 +316,7 @@ func (s *Service) UpdateAPIKey(ctx context.Context, p Principal, id string, req 
 	}
 	// As for a delete: the store reads the key, asks whether it may change,
 	// and changes the key it read.
-	k, err := s.store.UpdateAPIKey(ctx, id, patch, func(k APIKey) error {
+	k, err := s.store.UpdateAPIKey(ctx, p.Write, id, patch, func(k APIKey) error {
 		if patch.Name != nil || patch.Metadata != nil || patch.Disabled != nil && !*patch.Disabled {
 			if err := p.Decide(ActionEdit, k); err != nil {
 				return err
@@ -391,7 +391,7 @@ func (s *Service) RotateAPIKey(ctx context.Context, p Principal, id string, req 
 	if grace > 0 {
 		rotation.PreviousUntil = now.Add(grace)
 	}
-	k, err := s.store.UpdateAPIKey(ctx, id, APIKeyPatch{Rotate: rotation, At: now}, func(k APIKey) error {
+	k, err := s.store.UpdateAPIKey(ctx, p.Write, id, APIKeyPatch{Rotate: rotation, At: now}, func(k APIKey) error {
 		if err := p.Decide(ActionRotate, k); err != nil {
 			return err
 		}

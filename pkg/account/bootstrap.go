@@ -56,7 +56,7 @@ func (s *Service) EnsureBootstrapKey(ctx context.Context, secret string, created
 			return nil
 		}
 	}
-	if err := s.store.CreateAPIKey(ctx, current); err != nil {
+	if err := s.store.CreateAPIKey(ctx, WriteOptions{}, current); err != nil {
 		// Another process may have won the race to create the same key.
 		_, err = s.store.GetAPIKeyByHash(ctx, hash)
 		return err
@@ -77,13 +77,13 @@ func (s *Service) EnsureBootstrapKey(ctx context.Context, secret string, created
 	}
 	for _, k := range keys {
 		if k.ID != current.ID && newerBootstrapKey(k, current) {
-			return ignoreNotFound(s.store.DeleteAPIKey(ctx, current.ID, onlyBootstrap))
+			return ignoreNotFound(s.store.DeleteAPIKey(ctx, WriteOptions{}, current.ID, onlyBootstrap))
 		}
 	}
 	// Every other bootstrap key is older: retire it.
 	for _, k := range keys {
 		if k.ID != current.ID {
-			if err := ignoreNotFound(s.store.DeleteAPIKey(ctx, k.ID, onlyBootstrap)); err != nil {
+			if err := ignoreNotFound(s.store.DeleteAPIKey(ctx, WriteOptions{}, k.ID, onlyBootstrap)); err != nil {
 				return err
 			}
 		}

@@ -163,7 +163,7 @@ func TestService_EnsureBootstrapKey(t *testing.T) {
 			t.Fatalf("HasBootstrapKey with a bootstrap key: got %v, %v; want true", has, err)
 		}
 		for _, k := range bootstrapKeys(t, e) {
-			if err := e.store.DeleteAPIKey(e.ctx, k.ID, nil); err != nil {
+			if err := e.store.DeleteAPIKey(e.ctx, account.WriteOptions{}, k.ID, nil); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -18,14 +18,14 @@ import (
 // that no change is made without its event nor an event recorded for a
 // change that did not happen. GET /v1/events reads them back.
 //
-// The HTTP layer puts an EventSource in the context of every
-// authenticated request (WithEventSource), as it does an
+// The HTTP layer sets an EventSource in the Principal.Write of every
+// authenticated request that may change something, as it does an
 // IdempotencyCommit: who makes the change, under which request id, and
 // how an event is encoded (the API's own JSON of the resource). Every
-// Store method that changes data looks for it there and writes the events
-// of its change with it; a write made under no EventSource (the bootstrap
-// key that a process installs from its configuration, the last use of a
-// key) is not a change made by a caller and records none.
+// Store method that changes data takes it in its WriteOptions and writes
+// the events of its change with it; a write made with no EventSource (the
+// bootstrap key that a process installs from its configuration, the last
+// use of a key) is not a change made by a caller and records none.
 
 // The event types.
 const (
@@ -101,7 +101,7 @@ type StoredEvent struct {
 }
 
 // EventSource is what a store needs to write the events of a request's
-// changes; see WithEventSource.
+// changes; see WriteOptions.
 type EventSource struct {
 	Actor     Actor
 	RequestID string
@@ -135,20 +135,6 @@ func (src *EventSource) Organization(data any) string {
 		return src.OrganizationID
 	}
 	return ""
-}
-
-type eventSourceKey struct{}
-
-// WithEventSource returns ctx carrying src (nil: none), for the store
-// writes made under it.
-func WithEventSource(ctx context.Context, src *EventSource) context.Context {
-	return context.WithValue(ctx, eventSourceKey{}, src)
-}
-
-// EventSourceFrom returns the EventSource ctx carries, or nil.
-func EventSourceFrom(ctx context.Context) *EventSource {
-	src, _ := ctx.Value(eventSourceKey{}).(*EventSource)
-	return src
 }
 
 // EncodeEvent returns the event of type typ about data with id, made at at, as

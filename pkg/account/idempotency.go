@@ -78,9 +78,9 @@ type IdempotencyRecord struct {
 }
 
 // IdempotencyCommit asks a store to commit a request's record together
-// with the change the request makes. The HTTP layer puts it in the context
-// of the request (WithIdempotencyCommit); every Store method that changes
-// data looks for it there. The change and the record's move from started
+// with the change the request makes. The HTTP layer sets it in the
+// request's Principal.Write; every Store method that changes data takes
+// it in its WriteOptions. The change and the record's move from started
 // to applied are then one atomic write (one bbolt transaction, one
 // DynamoDB transaction), on condition that Owner still holds the record:
 // if another request has taken the record over, the write is refused and
@@ -111,20 +111,6 @@ func ErrIdempotencyLost() *Error {
 	return Errorf(CodeIdempotencyInProgress, "another request with this Idempotency-Key is being processed; retry shortly to get its answer")
 }
 
-type commitKey struct{}
-
-// WithIdempotencyCommit returns ctx carrying c (nil: carrying none), for
-// the store writes made under it.
-func WithIdempotencyCommit(ctx context.Context, c *IdempotencyCommit) context.Context {
-	return context.WithValue(ctx, commitKey{}, c)
-}
-
-// IdempotencyCommitFrom returns the commit ctx carries, or nil.
-func IdempotencyCommitFrom(ctx context.Context) *IdempotencyCommit {
-	c, _ := ctx.Value(commitKey{}).(*IdempotencyCommit)
-	return c
-}
-
 // IdempotentRequest is a request's claim on its key, from BeginIdempotent.
 type IdempotentRequest struct {
 	svc    *Service
@@ -149,8 +135,8 @@ func ValidIdempotencyKey(key string) bool {
 }
 
 // BeginIdempotent claims key for a request of the principal's API key
-// whose fingerprint is fp. It returns the claim, to run the request under
-// (Context) and then Finish or Release; or, for a key whose request is
+// whose fingerprint is fp. It returns the claim, to run the request with
+// (Commit) and then Finish or Release; or, for a key whose request is
 // done, the record to answer with; or an error: CodeInvalidRequest for a
 // malformed key, CodeIdempotencyKeyReused if the key was used with another
 // request, CodeIdempotencyInProgress while the first request runs,
@@ -194,11 +180,9 @@ func (s *Service) BeginIdempotent(ctx context.Context, p Principal, key string, 
 	}
 }
 
-// Context returns ctx carrying the claim's IdempotencyCommit: the store
-// writes made under it commit the record with the change.
-func (r *IdempotentRequest) Context(ctx context.Context) context.Context {
-	return WithIdempotencyCommit(ctx, r.commit)
-}
+// Commit returns the claim's IdempotencyCommit, for Principal.Write: the
+// store writes made with it commit the record with the change.
+func (r *IdempotentRequest) Commit() *IdempotencyCommit { return r.commit }
 
 // Applied reports whether a change was committed with the record.
 func (r *IdempotentRequest) Applied() bool { return r.commit.Applied() }

@@ -1,7 +1,11 @@
 package account_test
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -39,5 +43,38 @@ func TestDomain_NoHTTP(t *testing.T) {
 		if slices.Contains(linked, p) {
 			t.Errorf("pkg/account's tests link %s", p)
 		}
+	}
+}
+
+// TestSource_NoContextValues: what a write does is decided by its
+// arguments (WriteOptions, which the Service passes to the Store), never
+// by a value a context carries: no production file calls
+// context.WithValue, nor Value with one argument, a context's lookup
+// (issue 30).
+func TestSource_NoContextValues(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		parsed, err := parser.ParseFile(fset, f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(parsed, func(n ast.Node) bool {
+			if call, ok := n.(*ast.CallExpr); ok {
+				if sel, ok := call.Fun.(*ast.SelectorExpr); ok {
+					pkg, _ := sel.X.(*ast.Ident)
+					if sel.Sel.Name == "WithValue" && pkg != nil && pkg.Name == "context" || sel.Sel.Name == "Value" && len(call.Args) == 1 {
+						t.Errorf("%s: a context value", fset.Position(call.Pos()))
+					}
+				}
+			}
+			return true
+		})
 	}
 }

@@ -110,7 +110,7 @@ func (s *Service) RevokeAPIKeyTokens(ctx context.Context, p Principal, id string
 	if !ValidID(PrefixAPIKey, id) {
 		return APIKey{}, ErrAPIKeyNotFound()
 	}
-	k, err := s.store.UpdateAPIKey(ctx, id, APIKeyPatch{RevokeTokens: true, At: s.now()}, func(k APIKey) error {
+	k, err := s.store.UpdateAPIKey(ctx, p.Write, id, APIKeyPatch{RevokeTokens: true, At: s.now()}, func(k APIKey) error {
 		return p.Decide(ActionRevokeTokens, k)
 	})
 	if err != nil {

@@ -62,13 +62,13 @@ func (u *keyUses) set(id string, last time.Time) {
 // authenticating an API key, not of verifying a token (a token is not the
 // key's secret), so verify never pays for it. A failure is logged, not
 // returned: the request it belongs to has authenticated, and last use is
-// information, not a rule. It is never part of the request's change: an
-// idempotency commit the context may carry stays out of it.
+// information, not a rule. It is never part of the request's change, so
+// the store takes no WriteOptions for it.
 func (s *Service) recordUse(ctx context.Context, k APIKey, now time.Time) {
 	if !s.uses.claim(k.ID, now) {
 		return
 	}
-	last, err := s.store.RecordAPIKeyUse(WithIdempotencyCommit(ctx, nil), k, now)
+	last, err := s.store.RecordAPIKeyUse(ctx, k, now)
 	if err != nil {
 		s.log.WarnContext(ctx, "the last use of an API key was not recorded", "key_id", k.ID, "error", err.Error())
 		return

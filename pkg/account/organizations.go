@@ -58,7 +58,7 @@ func (s *Service) CreateOrganization(ctx context.Context, p Principal, req NewOr
 	if err := problems.Err(); err != nil {
 		return Organization{}, err
 	}
-	if err := s.store.CreateOrganization(ctx, o); err != nil {
+	if err := s.store.CreateOrganization(ctx, p.Write, o); err != nil {
 		return Organization{}, storeErr(err)
 	}
 	return o, nil
@@ -174,7 +174,7 @@ func (s *Service) UpdateOrganization(ctx context.Context, p Principal, id string
 	if req.Plan != nil {
 		patch.Plan = &plan
 	}
-	o, err := s.store.UpdateOrganization(ctx, id, patch)
+	o, err := s.store.UpdateOrganization(ctx, p.Write, id, patch)
 	if err != nil {
 		return Organization{}, storeErr(err)
 	}
@@ -194,7 +194,7 @@ func (s *Service) DeleteOrganization(ctx context.Context, p Principal, id string
 	if p.bound() {
 		return errDeleteOwnOrganization
 	}
-	return storeErr(s.store.DeleteOrganization(ctx, id))
+	return storeErr(s.store.DeleteOrganization(ctx, p.Write, id))
 }
 
 // NewMember describes a membership to add.
@@ -233,7 +233,7 @@ func (s *Service) AddMember(ctx context.Context, p Principal, orgID string, req 
 	}
 	now := s.now()
 	m := Membership{OrganizationID: orgID, UserID: req.UserID, Role: role, CreatedAt: now, UpdatedAt: now}
-	if err := s.store.AddMember(ctx, m); err != nil {
+	if err := s.store.AddMember(ctx, p.Write, m); err != nil {
 		return Membership{}, storeErr(err)
 	}
 	return m, nil
@@ -293,7 +293,7 @@ func (s *Service) UpdateMember(ctx context.Context, p Principal, orgID, userID, 
 	if err := problems.Err(); err != nil {
 		return Membership{}, err
 	}
-	m, err := s.store.UpdateMember(ctx, orgID, userID, MemberPatch{Role: role, UpdatedAt: s.now()})
+	m, err := s.store.UpdateMember(ctx, p.Write, orgID, userID, MemberPatch{Role: role, UpdatedAt: s.now()})
 	if err != nil {
 		return Membership{}, storeErr(err)
 	}
@@ -310,5 +310,5 @@ func (s *Service) RemoveMember(ctx context.Context, p Principal, orgID, userID s
 	if !ValidID(PrefixOrganization, orgID) || !ValidID(PrefixUser, userID) || !p.seesOrganization(orgID) {
 		return ErrMembershipNotFound()
 	}
-	return storeErr(s.store.RemoveMember(ctx, orgID, userID))
+	return storeErr(s.store.RemoveMember(ctx, p.Write, orgID, userID))
 }

@@ -109,6 +109,11 @@ type Principal struct {
 	KeyRateLimits  []RateLimit
 	KeyCredits     *Credits
 	KeyLimitsAbove []KeyLimits
+	// Write is how the changes the principal's request makes are written:
+	// the HTTP layer sets its EventSource for a request that may change
+	// something, and its IdempotencyCommit for one with an
+	// Idempotency-Key. The Service passes it to every Store write.
+	Write WriteOptions
 	// keyHash is the key's current secret's hash: a console session
 	// started by the principal is marked with it (StartSession).
 	keyHash []byte

@@ -134,14 +134,29 @@ type MemberPatch struct {
 	UpdatedAt time.Time
 }
 
+// WriteOptions are how a Store method writes a change, besides the change
+// itself: who makes it, for its events, and the idempotency record it
+// commits. The HTTP layer makes them for each request (Principal.Write);
+// the zero value records no event and commits no record, for the writes a
+// process makes on its own (the bootstrap key).
+type WriteOptions struct {
+	// Events, when set, makes the write record one event per object it
+	// creates, changes or removes (see events.go).
+	Events *EventSource
+	// Commit, when set, is committed with the change (see
+	// IdempotencyCommit).
+	Commit *IdempotencyCommit
+}
+
 // Store persists the domain. Implementations enforce uniqueness and the
 // atomicity of multi-item writes; every other rule lives in Service.
 //
-// Every method that changes data commits the IdempotencyCommit that its
-// context carries, if any, with the change (see IdempotencyCommit), and,
-// when its context carries an EventSource, writes one event per object it
-// creates, changes or removes in the same atomic write as that object
-// (see events.go). RecordAPIKeyUse records no event.
+// Every method that changes data takes the WriteOptions of its caller:
+// it commits their IdempotencyCommit, if any, with the change (see
+// IdempotencyCommit), and, with their EventSource, writes one event per
+// object it creates, changes or removes in the same atomic write as that
+// object (see events.go). RecordAPIKeyUse takes none: a key's use records
+// no event and belongs to no request's idempotency record.
 //
 // Errors: methods return CodeNotFound, CodeEmailTaken, CodeSlugTaken,
 // CodeExternalIDTaken, CodeAlreadyMember or CodeLastOwner as documented, each built by its
@@ -157,14 +172,14 @@ type Store interface {
 	// CreateUser stores a new user and claims its e-mail and its external
 	// id, if it has one. CodeEmailTaken if another user has the e-mail,
 	// CodeExternalIDTaken if another user has the external id.
-	CreateUser(ctx context.Context, u User) error
+	CreateUser(ctx context.Context, opts WriteOptions, u User) error
 	// CreateUserInOrganization stores a new user, as CreateUser does, and
 	// the membership m of it in m's organization, in one atomic write, with
 	// the events of both, user first: CreateUser and AddMember in one. It
 	// stores nothing on an error: CodeNotFound naming the organization if
 	// it does not exist at the time of the write (or its delete has begun);
 	// CodeEmailTaken, CodeExternalIDTaken as CreateUser.
-	CreateUserInOrganization(ctx context.Context, u User, m Membership) error
+	CreateUserInOrganization(ctx context.Context, opts WriteOptions, u User, m Membership) error
 	// GetUser returns a user. CodeNotFound.
 	GetUser(ctx context.Context, id string) (User, error)
 	// GetUserByEmail returns the user with the (lower-cased) e-mail, read
@@ -176,12 +191,12 @@ type Store interface {
 	// UpdateUser applies patch to the user with the given id atomically, in
 	// the store, and returns the user as the patch left it. CodeNotFound,
 	// CodeEmailTaken, CodeExternalIDTaken.
-	UpdateUser(ctx context.Context, id string, patch UserPatch) (User, error)
+	UpdateUser(ctx context.Context, opts WriteOptions, id string, patch UserPatch) (User, error)
 	// DeleteUser deletes a user, its memberships and its e-mail and
 	// external id claims. CodeNotFound. It is allowed when the user is an
 	// organization's last owner: the organization is then left without
 	// one.
-	DeleteUser(ctx context.Context, id string) error
+	DeleteUser(ctx context.Context, opts WriteOptions, id string) error
 	// ListUsers lists users, newest first.
 	ListUsers(ctx context.Context, p ListParams) (Page[User], error)
 	// ListOrganizationUsers lists the users who are members of the
@@ -194,7 +209,7 @@ type Store interface {
 
 	// CreateOrganization stores a new organization and claims its slug and
 	// its external id, if it has one. CodeSlugTaken, CodeExternalIDTaken.
-	CreateOrganization(ctx context.Context, o Organization) error
+	CreateOrganization(ctx context.Context, opts WriteOptions, o Organization) error
 	// GetOrganization returns an organization. CodeNotFound.
 	GetOrganization(ctx context.Context, id string) (Organization, error)
 	// GetOrganizationBySlug returns the organization with the slug, read
@@ -207,19 +222,19 @@ type Store interface {
 	// atomically, in the store, and returns the organization as the patch
 	// left it. CodeNotFound, also for an organization whose deletion has
 	// begun; CodeExternalIDTaken.
-	UpdateOrganization(ctx context.Context, id string, patch OrganizationPatch) (Organization, error)
+	UpdateOrganization(ctx context.Context, opts WriteOptions, id string, patch OrganizationPatch) (Organization, error)
 	// DeleteOrganization deletes an organization, its memberships, its
 	// slug and external id claims and the API keys bound to it, with every
 	// key below them, which stop authenticating and verifying tokens when
 	// the delete begins. CodeNotFound.
-	DeleteOrganization(ctx context.Context, id string) error
+	DeleteOrganization(ctx context.Context, opts WriteOptions, id string) error
 	// ListOrganizations lists organizations, newest first.
 	ListOrganizations(ctx context.Context, p ListParams) (Page[Organization], error)
 
 	// AddMember stores a membership. CodeNotFound (with a message naming
 	// the organization or the user) if either does not exist at the time of
 	// the write; CodeAlreadyMember.
-	AddMember(ctx context.Context, m Membership) error
+	AddMember(ctx context.Context, opts WriteOptions, m Membership) error
 	// GetMember returns a membership. CodeNotFound.
 	GetMember(ctx context.Context, orgID, userID string) (Membership, error)
 	// UpdateMember applies patch to the membership of userID in orgID
@@ -228,10 +243,10 @@ type Store interface {
 	// the OwnerRole from the organization's only owner. The rule holds
 	// under concurrent updates and removals: of two owners demoting each
 	// other at once, one succeeds.
-	UpdateMember(ctx context.Context, orgID, userID string, patch MemberPatch) (Membership, error)
+	UpdateMember(ctx context.Context, opts WriteOptions, orgID, userID string, patch MemberPatch) (Membership, error)
 	// RemoveMember deletes a membership. CodeNotFound; CodeLastOwner, as
 	// for UpdateMember, if it is the organization's only owner's.
-	RemoveMember(ctx context.Context, orgID, userID string) error
+	RemoveMember(ctx context.Context, opts WriteOptions, orgID, userID string) error
 	// ListMembers lists the memberships of an organization, newest first.
 	ListMembers(ctx context.Context, orgID string, p ListParams) (Page[Membership], error)
 	// ListUserMemberships lists the memberships of a user, newest first,
@@ -247,7 +262,7 @@ type Store interface {
 	// Ancestors goes below the last of them: CodeNotFound, storing nothing,
 	// if that key does not exist or its delete has begun, so that no key is
 	// created below a key being deleted.
-	CreateAPIKey(ctx context.Context, k APIKey) error
+	CreateAPIKey(ctx context.Context, opts WriteOptions, k APIKey) error
 	// GetAPIKey returns a key by ID. CodeNotFound, also for a key whose
 	// delete, or that of one of its Ancestors, has begun.
 	GetAPIKey(ctx context.Context, id string) (APIKey, error)
@@ -266,7 +281,7 @@ type Store interface {
 	// how the rest is finished: calling DeleteAPIKey again finishes a
 	// delete that failed halfway. CodeNotFound if there is no key id, or
 	// the delete of one of its Ancestors has begun.
-	DeleteAPIKey(ctx context.Context, id string, allow func(APIKey) error) error
+	DeleteAPIKey(ctx context.Context, opts WriteOptions, id string, allow func(APIKey) error) error
 	// UpdateAPIKey reads the key id strongly consistently, as GetAPIKey
 	// does, calls allow (unless nil) with it, and applies patch to it in one
 	// atomic step, on the key as it was read: a change made meanwhile makes
@@ -277,7 +292,7 @@ type Store interface {
 	// CodeConcurrentUpdate (ErrConcurrentUpdate) when other changes of the
 	// key won every one of a bounded number of tries, never CodeUnavailable
 	// for that.
-	UpdateAPIKey(ctx context.Context, id string, patch APIKeyPatch, allow func(APIKey) error) (APIKey, error)
+	UpdateAPIKey(ctx context.Context, opts WriteOptions, id string, patch APIKeyPatch, allow func(APIKey) error) (APIKey, error)
 	// RecordAPIKeyUse records that k's secret authenticated a request at
 	// at, unless a use after at minus KeyUseResolution is recorded
 	// already, and returns the last use recorded after the call: at, or
@@ -297,7 +312,7 @@ type Store interface {
 
 	// CreateToken stores the record of an issued access token, found by
 	// its key (ListTokens).
-	CreateToken(ctx context.Context, t TokenRecord) error
+	CreateToken(ctx context.Context, opts WriteOptions, t TokenRecord) error
 	// ListTokens lists the records of the tokens issued for the key keyID
 	// after since (by the time in their IDs), newest first, each with the
 	// RevokedAt of its revocation entry, read strongly consistently. It
@@ -307,7 +322,7 @@ type Store interface {
 	// RevokeToken writes a revocation entry unless one exists, and returns
 	// the time of the entry that is in force: r.RevokedAt, or the earlier
 	// one. Idempotent.
-	RevokeToken(ctx context.Context, r Revocation) (time.Time, error)
+	RevokeToken(ctx context.Context, opts WriteOptions, r Revocation) (time.Time, error)
 	// TokenStatus reads the revocation entry of tokenID, the key keyID and
 	// the key's Ancestors (and its organization), strongly consistently.
 	// ancestors and orgID are what the token says the key's Ancestors and

@@ -380,7 +380,7 @@ func (s *Service) issue(ctx context.Context, p Principal, scopes []string, lifet
 	}
 	// Written after signing, before returning: a token the client receives
 	// always has its record.
-	err = s.store.CreateToken(ctx, TokenRecord{
+	err = s.store.CreateToken(ctx, p.Write, TokenRecord{
 		ID: claims.ID, KeyID: claims.KeyID, Scopes: claims.Scopes, Audience: claims.Audience,
 		IssuedAt: claims.IssuedAt, ExpiresAt: claims.ExpiresAt, Status: claims.Status,
 	})
@@ -419,7 +419,7 @@ func (s *Service) RevokeToken(ctx context.Context, p Principal, token string) (R
 		}
 	}
 	r := Revocation{TokenID: claims.ID, KeyID: claims.KeyID, RevokedAt: s.now(), ExpiresAt: claims.ExpiresAt, OrganizationID: claims.OrganizationID, Inline: claims.InlineRevocation, Status: claims.Status}
-	at, err := s.store.RevokeToken(ctx, r)
+	at, err := s.store.RevokeToken(ctx, p.Write, r)
 	if err != nil {
 		return Revocation{}, storeErr(err)
 	}

@@ -107,9 +107,9 @@ func (s *Service) CreateUser(ctx context.Context, p Principal, req NewUser) (Use
 	var err error
 	if p.bound() {
 		m := Membership{OrganizationID: p.KeyOrganizationID, UserID: u.ID, Role: DefaultMemberRole, CreatedAt: now, UpdatedAt: now}
-		err = s.store.CreateUserInOrganization(ctx, u, m)
+		err = s.store.CreateUserInOrganization(ctx, p.Write, u, m)
 	} else {
-		err = s.store.CreateUser(ctx, u)
+		err = s.store.CreateUser(ctx, p.Write, u)
 	}
 	if err != nil {
 		return User{}, storeErr(err)
@@ -259,7 +259,7 @@ func (s *Service) UpdateUser(ctx context.Context, p Principal, id string, req Us
 	if err := s.mayChangeUser(ctx, p, id, "change"); err != nil {
 		return User{}, err
 	}
-	u, err := s.store.UpdateUser(ctx, id, patch)
+	u, err := s.store.UpdateUser(ctx, p.Write, id, patch)
 	if err != nil {
 		return User{}, storeErr(err)
 	}
@@ -280,7 +280,7 @@ func (s *Service) DeleteUser(ctx context.Context, p Principal, id string) error 
 	if err := s.mayChangeUser(ctx, p, id, "delete"); err != nil {
 		return err
 	}
-	return storeErr(s.store.DeleteUser(ctx, id))
+	return storeErr(s.store.DeleteUser(ctx, p.Write, id))
 }
 
 // ListUserMemberships lists the organizations a user belongs to, newest

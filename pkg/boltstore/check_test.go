@@ -30,7 +30,7 @@ func filledFile(t *testing.T) string {
 			for i := range 250 {
 				id := account.NewID(account.PrefixUser, now)
 				u := account.User{ID: id, Email: fmt.Sprintf("user-%d-%d@example.com", w, i), Name: strings.Repeat("n", 200), Role: "member", CreatedAt: now, UpdatedAt: now}
-				if err := s.CreateUser(t.Context(), u); err != nil {
+				if err := s.CreateUser(t.Context(), account.WriteOptions{}, u); err != nil {
 					errs <- err
 					return
 				}

@@ -29,7 +29,7 @@ func TestOpen_FeedImmediate(t *testing.T) {
 		at := time.Now().UTC().Truncate(time.Millisecond)
 		id := account.NewID(account.PrefixUser, at)
 		u := account.User{ID: id, Email: id + "@example.com", Name: "U", Role: "member", CreatedAt: at, UpdatedAt: at}
-		if err := s.CreateUser(account.WithEventSource(t.Context(), source(req)), u); err != nil {
+		if err := s.CreateUser(t.Context(), account.WriteOptions{Events: source(req)}, u); err != nil {
 			t.Errorf("CreateUser: %v", err)
 		}
 	}
@@ -117,7 +117,7 @@ func TestOpen_EventIDsAfterRestart(t *testing.T) {
 	}
 	at := time.Now().UTC().Truncate(time.Millisecond)
 	u := account.User{ID: account.NewID(account.PrefixUser, at), Email: "restart@example.com", Name: "U", Role: "member", CreatedAt: at, UpdatedAt: at}
-	if err := s.CreateUser(account.WithEventSource(t.Context(), src), u); err != nil {
+	if err := s.CreateUser(t.Context(), account.WriteOptions{Events: src}, u); err != nil {
 		t.Fatal(err)
 	}
 	if made <= last {

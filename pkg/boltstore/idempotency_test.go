@@ -39,12 +39,12 @@ func TestIdempotency_FaultBeforeCommit(t *testing.T) {
 		t.Fatalf("ClaimIdempotency: claimed %v, %v", claimed, err)
 	}
 	c := &account.IdempotencyCommit{KeyID: r.KeyID, Key: r.Key, Owner: r.Owner}
-	cctx := account.WithIdempotencyCommit(ctx, c)
+	opts := account.WriteOptions{Commit: c}
 	u := account.User{ID: account.NewID(account.PrefixUser, now), Email: "fault@example.com", Name: "Ada", Role: "member", CreatedAt: now, UpdatedAt: now}
 	injected := errors.New("injected: the disk fails before the commit")
 	faults := 0
 	boltstore.SetBeforeCommit(tb, func() error { faults++; return injected })
-	err = s.CreateUser(cctx, u)
+	err = s.CreateUser(ctx, opts, u)
 	boltstore.SetBeforeCommit(tb, nil)
 	if !errors.Is(err, injected) {
 		t.Fatalf("CreateUser with a fault before commit: got %v, want the fault", err)
@@ -68,7 +68,7 @@ func TestIdempotency_FaultBeforeCommit(t *testing.T) {
 		t.Fatalf("record after the fault: %s by %s (claimed %v, %v), want started by %s", got.State, got.Owner, claimed, err, r.Owner)
 	}
 
-	if err := s.CreateUser(cctx, u); err != nil {
+	if err := s.CreateUser(ctx, opts, u); err != nil {
 		t.Fatalf("CreateUser without the fault: %v", err)
 	}
 	if !c.Applied() {

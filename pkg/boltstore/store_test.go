@@ -70,16 +70,16 @@ func TestOpen_KeepsDataAcrossReopen(t *testing.T) {
 
 	s := open(t, path)
 	for _, err := range []error{
-		s.CreateUser(ctx, u),
-		s.CreateOrganization(ctx, o),
-		s.AddMember(ctx, m),
-		s.CreateAPIKey(ctx, k),
+		s.CreateUser(ctx, account.WriteOptions{}, u),
+		s.CreateOrganization(ctx, account.WriteOptions{}, o),
+		s.AddMember(ctx, account.WriteOptions{}, m),
+		s.CreateAPIKey(ctx, account.WriteOptions{}, k),
 	} {
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.RevokeToken(ctx, r); err != nil {
+	if _, err := s.RevokeToken(ctx, account.WriteOptions{}, r); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -101,7 +101,7 @@ func TestOpen_KeepsDataAcrossReopen(t *testing.T) {
 	if err != nil || !st.RevokedAt.Equal(r.RevokedAt) || st.Key == nil || st.Key.Last4 != k.Last4 {
 		t.Errorf("TokenStatus after reopen: got %+v, %v; want revoked at %v with key %s", st, err, r.RevokedAt, k.ID)
 	}
-	if err := s.CreateUser(ctx, u); !account.IsCode(err, account.CodeEmailTaken) {
+	if err := s.CreateUser(ctx, account.WriteOptions{}, u); !account.IsCode(err, account.CodeEmailTaken) {
 		t.Errorf("CreateUser of the same e-mail after reopen: got %v, want email_taken", err)
 	}
 }
@@ -113,7 +113,7 @@ func TestOpen_PrunesExpired(t *testing.T) {
 	past := time.Now().UTC().Add(-time.Hour).Truncate(time.Millisecond)
 	r := account.Revocation{TokenID: account.NewID(account.PrefixToken, past), KeyID: account.NewID(account.PrefixAPIKey, past), RevokedAt: past, ExpiresAt: past.Add(time.Minute)}
 	s := open(t, path)
-	if _, err := s.RevokeToken(ctx, r); err != nil {
+	if _, err := s.RevokeToken(ctx, account.WriteOptions{}, r); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -145,7 +145,7 @@ func BenchmarkCreateUser(b *testing.B) {
 		now := time.Now().UTC().Truncate(time.Millisecond)
 		id := account.NewID(account.PrefixUser, now)
 		u := account.User{ID: id, Email: strings.ToLower(id) + "@example.com", Name: "Bench", Role: "member", CreatedAt: now, UpdatedAt: now}
-		if err := s.CreateUser(context.Background(), u); err != nil {
+		if err := s.CreateUser(context.Background(), account.WriteOptions{}, u); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -175,10 +175,10 @@ func BenchmarkTokenStatus(b *testing.B) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	k := account.APIKey{ID: account.NewID(account.PrefixAPIKey, now), Name: "bench", Hash: account.HashAPIKey("bench"), Last4: "ench", Scopes: []string{"*:*"}, CreatedAt: now}
 	tr := account.TokenRecord{ID: account.NewID(account.PrefixToken, now), KeyID: k.ID, Scopes: []string{"read:users"}, IssuedAt: now, ExpiresAt: now.Add(time.Hour)}
-	if err := s.CreateAPIKey(ctx, k); err != nil {
+	if err := s.CreateAPIKey(ctx, account.WriteOptions{}, k); err != nil {
 		b.Fatal(err)
 	}
-	if err := s.CreateToken(ctx, tr); err != nil {
+	if err := s.CreateToken(ctx, account.WriteOptions{}, tr); err != nil {
 		b.Fatal(err)
 	}
 	// inline: a token with the claim (one item read); revocations: its key
@@ -192,7 +192,7 @@ func BenchmarkTokenStatus(b *testing.B) {
 		for i := range c.revocations {
 			at := now.Add(time.Duration(i+1) * time.Millisecond)
 			r := account.Revocation{TokenID: account.NewID(account.PrefixToken, at), KeyID: k.ID, RevokedAt: at, ExpiresAt: at.Add(time.Hour), Inline: true}
-			if _, err := s.RevokeToken(ctx, r); err != nil {
+			if _, err := s.RevokeToken(ctx, account.WriteOptions{}, r); err != nil {
 				b.Fatal(err)
 			}
 		}

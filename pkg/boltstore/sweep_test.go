@@ -45,16 +45,16 @@ func TestSweep_Tokens(t *testing.T) {
 	s, sweep := newSwept(t)
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	k := account.APIKey{ID: account.NewID(account.PrefixAPIKey, now), Name: "k", Hash: account.HashAPIKey("prune"), Last4: "rune", Scopes: []string{"*:*"}, CreatedAt: now}
-	if err := s.CreateAPIKey(ctx, k); err != nil {
+	if err := s.CreateAPIKey(ctx, account.WriteOptions{}, k); err != nil {
 		t.Fatal(err)
 	}
 	revoke := func(expires time.Time) account.Revocation {
 		tr := account.TokenRecord{ID: account.NewID(account.PrefixToken, now), KeyID: k.ID, Scopes: []string{"read:users"}, IssuedAt: now, ExpiresAt: expires}
-		if err := s.CreateToken(ctx, tr); err != nil {
+		if err := s.CreateToken(ctx, account.WriteOptions{}, tr); err != nil {
 			t.Fatal(err)
 		}
 		r := account.Revocation{TokenID: tr.ID, KeyID: k.ID, RevokedAt: now, ExpiresAt: expires}
-		if _, err := s.RevokeToken(ctx, r); err != nil {
+		if _, err := s.RevokeToken(ctx, account.WriteOptions{}, r); err != nil {
 			t.Fatal(err)
 		}
 		return r
@@ -86,7 +86,7 @@ func TestSweep_ExpiredAPIKeys(t *testing.T) {
 	key := func(name string, expires time.Time) account.APIKey {
 		t.Helper()
 		k := account.APIKey{ID: account.NewID(account.PrefixAPIKey, now), Name: name, Hash: account.HashAPIKey(name), Last4: "xxxx", Scopes: []string{"read:users"}, CreatedAt: now, ExpiresAt: expires}
-		if err := s.CreateAPIKey(ctx, k); err != nil {
+		if err := s.CreateAPIKey(ctx, account.WriteOptions{}, k); err != nil {
 			t.Fatal(err)
 		}
 		return k
@@ -120,13 +120,13 @@ func TestSweep_PreviousSecrets(t *testing.T) {
 	s, sweep := newSwept(t)
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	k := account.APIKey{ID: account.NewID(account.PrefixAPIKey, now), Name: "rotated", Hash: account.HashAPIKey("first"), Last4: "irst", Scopes: []string{"read:users"}, CreatedAt: now}
-	if err := s.CreateAPIKey(ctx, k); err != nil {
+	if err := s.CreateAPIKey(ctx, account.WriteOptions{}, k); err != nil {
 		t.Fatal(err)
 	}
 	rotate := func(secret string, until time.Time) account.APIKey {
 		t.Helper()
 		r := &account.KeyRotation{Hash: account.HashAPIKey(secret), Last4: "xxxx", PreviousUntil: until}
-		got, err := s.UpdateAPIKey(ctx, k.ID, account.APIKeyPatch{Rotate: r, At: now}, nil)
+		got, err := s.UpdateAPIKey(ctx, account.WriteOptions{}, k.ID, account.APIKeyPatch{Rotate: r, At: now}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -155,16 +155,16 @@ func TestSweep_Events(t *testing.T) {
 	t.Parallel()
 	s, sweep := newSwept(t)
 	const org = "org_01KF0EBF000000000000000005"
-	ctx := account.WithEventSource(t.Context(), &account.EventSource{
+	ctx, opts := t.Context(), account.WriteOptions{Events: &account.EventSource{
 		Actor: account.Actor{KeyID: "key_1"}, RequestID: "req",
 		Encode: func(e account.Event) ([]byte, error) { return []byte(`{"id":"` + e.ID + `"}`), nil },
 		// A key bound to org: its users' events belong to org.
 		OrganizationID: org,
-	})
+	}}
 	for i := range 3 {
 		at := time.Now().UTC().Truncate(time.Millisecond).Add(time.Duration(i) * time.Millisecond)
 		u := account.User{ID: account.NewID(account.PrefixUser, at), Email: fmt.Sprintf("u%d@example.com", i), Name: "U", Role: "member", CreatedAt: at, UpdatedAt: at}
-		if err := s.CreateUser(ctx, u); err != nil {
+		if err := s.CreateUser(ctx, opts, u); err != nil {
 			t.Fatalf("CreateUser: %v", err)
 		}
 	}

@@ -85,10 +85,10 @@ func BenchmarkTable_TokenStatus(b *testing.B) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	k := account.APIKey{ID: account.NewID(account.PrefixAPIKey, now), Name: "bench", Hash: account.HashAPIKey("bench"), Last4: "ench", Scopes: []string{"*:*"}, CreatedAt: now}
 	tr := account.TokenRecord{ID: account.NewID(account.PrefixToken, now), KeyID: k.ID, Scopes: []string{"read:users"}, IssuedAt: now, ExpiresAt: now.Add(time.Hour)}
-	if err := s.CreateAPIKey(ctx, k); err != nil {
+	if err := s.CreateAPIKey(ctx, account.WriteOptions{}, k); err != nil {
 		b.Fatal(err)
 	}
-	if err := s.CreateToken(ctx, tr); err != nil {
+	if err := s.CreateToken(ctx, account.WriteOptions{}, tr); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()

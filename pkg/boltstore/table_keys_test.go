@@ -24,10 +24,10 @@ func TestTokenStatus_Allocations(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	k := account.APIKey{ID: account.NewID(account.PrefixAPIKey, now), Name: "bench", Hash: account.HashAPIKey("bench"), Last4: "ench", Scopes: []string{"*:*"}, CreatedAt: now}
 	tr := account.TokenRecord{ID: account.NewID(account.PrefixToken, now), KeyID: k.ID, Scopes: []string{"read:users"}, IssuedAt: now, ExpiresAt: now.Add(time.Hour)}
-	if err := s.CreateAPIKey(ctx, k); err != nil {
+	if err := s.CreateAPIKey(ctx, account.WriteOptions{}, k); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CreateToken(ctx, tr); err != nil {
+	if err := s.CreateToken(ctx, account.WriteOptions{}, tr); err != nil {
 		t.Fatal(err)
 	}
 	allocs := testing.AllocsPerRun(200, func() {

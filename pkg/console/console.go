@@ -323,7 +323,7 @@ func (c *console) authenticated(rt route) http.Handler {
 		if r.Method == http.MethodPost {
 			// The changes record their events as the API's do: this key,
 			// this session's token, this request id.
-			r = httpapi.WithEvents(w, r, s.p)
+			s.p = httpapi.WithEvents(r, s.p)
 		}
 		rt.serve(c, w, r, s)
 	})

@@ -213,7 +213,7 @@ func TestReplay_VerifyURLHead(t *testing.T) {
 	b := newBackend(t)
 	// The token's key gets one credit, which a HEAD must leave to the GET.
 	credits := &account.CreditsChange{Credits: &account.Credits{Remaining: 1, SetAt: clock.Now(), Set: "head"}}
-	if _, err := b.store.UpdateAPIKey(ctx, replay.KeyID, account.APIKeyPatch{Credits: credits, At: clock.Now()}, nil); err != nil {
+	if _, err := b.store.UpdateAPIKey(ctx, account.WriteOptions{}, replay.KeyID, account.APIKeyPatch{Credits: credits, At: clock.Now()}, nil); err != nil {
 		t.Fatal(err)
 	}
 	verify, err := lambdaapp.NewVerifying(ctx, replay.Config(lambdaapp.Verify, "latchkey"),

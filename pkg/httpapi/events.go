@@ -58,26 +58,26 @@ func EncodeEvent(e account.Event) ([]byte, error) {
 
 // WithEvents is withEvents, for a Mount's handler (the console), whose
 // changes record their events as the API's do.
-func WithEvents(w http.ResponseWriter, r *http.Request, p account.Principal) *http.Request {
-	return withEvents(w, r, p)
+func WithEvents(r *http.Request, p account.Principal) account.Principal {
+	return withEvents(r, p)
 }
 
-// withEvents returns r with the account.EventSource of the changes that
-// p makes under it. Only a request that may change something needs one: a
-// GET or HEAD changes nothing (a key's last use records no event), so it
-// is served as it came, without a copy of the request.
-func withEvents(w http.ResponseWriter, r *http.Request, p account.Principal) *http.Request {
+// withEvents returns p with the account.EventSource of the changes it
+// makes in the request r (Principal.Write). Only a request that may change
+// something needs one: a GET or HEAD changes nothing (a key's last use
+// records no event), so its principal is returned as it came.
+func withEvents(r *http.Request, p account.Principal) account.Principal {
 	if r.Method == http.MethodGet || r.Method == http.MethodHead {
-		return r
+		return p
 	}
-	src := &account.EventSource{
+	p.Write.Events = &account.EventSource{
 		Actor:     account.Actor{KeyID: p.KeyID, TokenID: p.TokenID},
 		RequestID: info(r).id,
 		Encode:    EncodeEvent,
 
 		OrganizationID: p.KeyOrganizationID,
 	}
-	return r.WithContext(account.WithEventSource(r.Context(), src))
+	return p
 }
 
 func (s *server) listEvents(w http.ResponseWriter, r *http.Request, p account.Principal) error {

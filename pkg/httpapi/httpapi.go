@@ -427,7 +427,7 @@ func (s *server) route(d routeDef) http.Handler {
 				}
 				// The changes the request makes record their events
 				// with who made them and the request id.
-				r = withEvents(w, r, p)
+				p = withEvents(r, p)
 			}
 		}
 		// Like the body, the query is checked after authorization.

@@ -160,9 +160,10 @@ func (s *server) serveIdempotent(w http.ResponseWriter, r *http.Request, d route
 		}
 	}()
 	held := &bufferedResponse{header: http.Header{}}
-	rc := r.WithContext(claim.Context(r.Context()))
-	if err := d.handler(s, held, rc, p); err != nil {
-		s.writeError(held, rc, err)
+	// The request's change commits the claim's record with it.
+	p.Write.Commit = claim.Commit()
+	if err := d.handler(s, held, r, p); err != nil {
+		s.writeError(held, r, err)
 	}
 	if held.status == 0 {
 		held.status = http.StatusOK // what net/http sends for a handler that wrote nothing

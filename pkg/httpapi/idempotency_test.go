@@ -205,13 +205,13 @@ type faultStore struct {
 	release func(ctx context.Context, keyID, key, owner string) error
 }
 
-func (f *faultStore) CreateUser(ctx context.Context, u account.User) error {
+func (f *faultStore) CreateUser(ctx context.Context, opts account.WriteOptions, u account.User) error {
 	if f.createUser != nil {
 		if err := f.createUser(ctx); err != nil {
 			return err
 		}
 	}
-	return f.Store.CreateUser(ctx, u)
+	return f.Store.CreateUser(ctx, opts, u)
 }
 
 func (f *faultStore) FinishIdempotency(ctx context.Context, r account.IdempotencyRecord) error {

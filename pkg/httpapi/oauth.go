@@ -471,7 +471,7 @@ func (s *server) oauthRevoke(w http.ResponseWriter, r *http.Request, _ account.P
 		return badRequest(oauthInvalidRequest, "token is required")
 	}
 	hint := form.Get("token_type_hint")
-	_, err = s.svc.RevokeToken(withEvents(w, r, p).Context(), p, tok)
+	_, err = s.svc.RevokeToken(r.Context(), withEvents(r, p), tok)
 	switch account.ErrorCode(err) {
 	case "":
 	case account.CodeInvalidRequest:

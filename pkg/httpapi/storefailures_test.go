@@ -232,7 +232,7 @@ func failingStore(t *testing.T, admin account.APIKey, now time.Time, failure err
 	}
 	t.Cleanup(func() { table.Close() })
 	ctx := context.Background()
-	if err := tablestore.New(table.Port()).CreateAPIKey(ctx, admin); err != nil {
+	if err := tablestore.New(table.Port()).CreateAPIKey(ctx, account.WriteOptions{}, admin); err != nil {
 		t.Fatal(err)
 	}
 	failing := &failingTable{Port: table.Port(), err: failure, lookupWorks: lookupWorks, learning: true, lookup: map[string]bool{}}

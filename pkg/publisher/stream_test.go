@@ -53,18 +53,18 @@ func TestPublisher_TableStream(t *testing.T) {
 	streamARN := aws.ToString(upd.TableDescription.LatestStreamArn)
 
 	store := dynamostore.New(client, table)
-	ctx = account.WithEventSource(ctx, &account.EventSource{
+	opts := account.WriteOptions{Events: &account.EventSource{
 		Actor: account.Actor{KeyID: "key_1"}, RequestID: "req-stream", Encode: httpapi.EncodeEvent,
-	})
+	}}
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	user := account.User{ID: "usr_stream1", Email: "erin@example.com", Name: "Erin", Role: "viewer", CreatedAt: now, UpdatedAt: now}
-	if err := store.CreateUser(ctx, user); err != nil {
+	if err := store.CreateUser(ctx, opts, user); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.UpdateUser(ctx, user.ID, account.UserPatch{Name: aws.String("Erin B."), UpdatedAt: now}); err != nil {
+	if _, err := store.UpdateUser(ctx, opts, user.ID, account.UserPatch{Name: aws.String("Erin B."), UpdatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
-	if err := store.DeleteUser(ctx, user.ID); err != nil {
+	if err := store.DeleteUser(ctx, opts, user.ID); err != nil {
 		t.Fatal(err)
 	}
 

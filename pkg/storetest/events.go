@@ -1,7 +1,6 @@
 package storetest
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -55,9 +54,17 @@ func testSource(requestID string) *account.EventSource {
 	}}
 }
 
-// withSource returns ctx with the suite's EventSource.
-func withSource(ctx context.Context, requestID string) context.Context {
-	return account.WithEventSource(ctx, testSource(requestID))
+// withSource returns the WriteOptions of writes that record their events
+// with the suite's EventSource.
+func withSource(requestID string) account.WriteOptions {
+	return account.WriteOptions{Events: testSource(requestID)}
+}
+
+// committing returns the fixture's WriteOptions with c to commit.
+func (f *fixture) committing(c *account.IdempotencyCommit) account.WriteOptions {
+	opts := f.opts
+	opts.Commit = c
+	return opts
 }
 
 // seen is an event as the suite reads it back.
@@ -106,7 +113,7 @@ func (f *fixture) tail(after string, q account.EventQuery, want int) []seen {
 func (f *fixture) through(after string, q account.EventQuery) ([]seen, string) {
 	f.t.Helper()
 	marker := f.newUser()
-	f.ok(f.s.CreateUser(withSource(f.ctx, "marker"), marker), "CreateUser (the marker)")
+	f.ok(f.s.CreateUser(f.ctx, withSource("marker"), marker), "CreateUser (the marker)")
 	var out []seen
 	deadline := time.Now().Add(eventWait)
 	q.After = after
@@ -153,49 +160,49 @@ func (s suite) events(t *testing.T) {
 	t.Run("EveryChange", func(t *testing.T) {
 		f := s.fix(t)
 		from := start()
-		ctx := withSource(f.ctx, "req-1")
-		f.ctx = ctx
+		f.opts = withSource("req-1")
+		ctx, opts := f.ctx, f.opts
 
 		u := f.user()
 		name := "Ada King"
-		_, err := f.s.UpdateUser(ctx, u.ID, account.UserPatch{Name: &name, UpdatedAt: f.now()})
+		_, err := f.s.UpdateUser(ctx, opts, u.ID, account.UserPatch{Name: &name, UpdatedAt: f.now()})
 		f.ok(err, "UpdateUser")
 		email := "ada.king@example.com"
-		_, err = f.s.UpdateUser(ctx, u.ID, account.UserPatch{Email: &email, UpdatedAt: f.now()})
+		_, err = f.s.UpdateUser(ctx, opts, u.ID, account.UserPatch{Email: &email, UpdatedAt: f.now()})
 		f.ok(err, "UpdateUser with an e-mail")
 		o := f.org()
 		plan := "enterprise"
-		_, err = f.s.UpdateOrganization(ctx, o.ID, account.OrganizationPatch{Plan: &plan, UpdatedAt: f.now()})
+		_, err = f.s.UpdateOrganization(ctx, opts, o.ID, account.OrganizationPatch{Plan: &plan, UpdatedAt: f.now()})
 		f.ok(err, "UpdateOrganization")
 		f.member(o.ID, u.ID)
-		_, err = f.s.UpdateMember(ctx, o.ID, u.ID, account.MemberPatch{Role: "member", UpdatedAt: f.now()})
+		_, err = f.s.UpdateMember(ctx, opts, o.ID, u.ID, account.MemberPatch{Role: "member", UpdatedAt: f.now()})
 		f.ok(err, "UpdateMember")
-		f.ok(f.s.RemoveMember(ctx, o.ID, u.ID), "RemoveMember")
+		f.ok(f.s.RemoveMember(ctx, opts, o.ID, u.ID), "RemoveMember")
 		f.member(o.ID, u.ID)
 		k := f.key()
 		off := true
-		_, err = f.s.UpdateAPIKey(ctx, k.ID, account.APIKeyPatch{Disabled: &off, At: f.now()}, nil)
+		_, err = f.s.UpdateAPIKey(ctx, opts, k.ID, account.APIKeyPatch{Disabled: &off, At: f.now()}, nil)
 		f.ok(err, "UpdateAPIKey")
 		secret := account.NewAPIKeySecret()
-		_, err = f.s.UpdateAPIKey(ctx, k.ID, account.APIKeyPatch{Rotate: &account.KeyRotation{Hash: account.HashAPIKey(secret), Last4: secret[len(secret)-4:]}, At: f.now()}, nil)
+		_, err = f.s.UpdateAPIKey(ctx, opts, k.ID, account.APIKeyPatch{Rotate: &account.KeyRotation{Hash: account.HashAPIKey(secret), Last4: secret[len(secret)-4:]}, At: f.now()}, nil)
 		f.ok(err, "UpdateAPIKey rotating")
-		_, err = f.s.UpdateAPIKey(ctx, k.ID, account.APIKeyPatch{RevokeTokens: true, At: f.now()}, nil)
+		_, err = f.s.UpdateAPIKey(ctx, opts, k.ID, account.APIKeyPatch{RevokeTokens: true, At: f.now()}, nil)
 		f.ok(err, "UpdateAPIKey revoking its tokens")
 		child := f.childKey(k)
 		orgKey := f.newKey()
 		orgKey.OrganizationID = o.ID
-		f.ok(f.s.CreateAPIKey(ctx, orgKey), "CreateAPIKey of the organization")
+		f.ok(f.s.CreateAPIKey(ctx, opts, orgKey), "CreateAPIKey of the organization")
 		tr := f.token(k.ID)
 		r := account.Revocation{TokenID: tr.ID, KeyID: k.ID, RevokedAt: f.now(), ExpiresAt: tr.ExpiresAt}
-		_, err = f.s.RevokeToken(ctx, r)
+		_, err = f.s.RevokeToken(ctx, opts, r)
 		f.ok(err, "RevokeToken")
-		_, err = f.s.RevokeToken(ctx, account.Revocation{TokenID: tr.ID, KeyID: k.ID, RevokedAt: f.now(), ExpiresAt: tr.ExpiresAt})
+		_, err = f.s.RevokeToken(ctx, opts, account.Revocation{TokenID: tr.ID, KeyID: k.ID, RevokedAt: f.now(), ExpiresAt: tr.ExpiresAt})
 		f.ok(err, "RevokeToken again") // no change, no event
 		_, err = f.s.RecordAPIKeyUse(ctx, k, f.now())
 		f.ok(err, "RecordAPIKeyUse") // not a change by a caller: no event
-		f.ok(f.s.DeleteOrganization(ctx, o.ID), "DeleteOrganization")
-		f.ok(f.s.DeleteUser(ctx, u.ID), "DeleteUser")
-		f.ok(f.s.DeleteAPIKey(ctx, k.ID, nil), "DeleteAPIKey")
+		f.ok(f.s.DeleteOrganization(ctx, opts, o.ID), "DeleteOrganization")
+		f.ok(f.s.DeleteUser(ctx, opts, u.ID), "DeleteUser")
+		f.ok(f.s.DeleteAPIKey(ctx, opts, k.ID, nil), "DeleteAPIKey")
 
 		mem := func(role string) string { return o.ID + "/" + u.ID + "/" + role }
 		want := []struct{ typ, object string }{
@@ -305,7 +312,7 @@ func (s suite) events(t *testing.T) {
 		// forwards and backwards.
 		f := s.fix(t)
 		from := start()
-		f.ctx = withSource(f.ctx, "req-read-limit")
+		f.opts = withSource("req-read-limit")
 		// More events on either side than readLimit, which is as small
 		// as a store whose events are spread over 16 partitions reads
 		// (account.EventQuery.ReadLimit).
@@ -359,9 +366,9 @@ func (s suite) events(t *testing.T) {
 	t.Run("NoSourceNoEvent", func(t *testing.T) {
 		f := s.fix(t)
 		from := start()
-		f.ctx = t.Context() // no EventSource: the bootstrap key, say
+		f.opts = account.WriteOptions{} // no EventSource: the bootstrap key, say
 		u := f.user()
-		f.ctx = withSource(t.Context(), "req-2")
+		f.opts = withSource("req-2")
 		o := f.org()
 		got, _ := f.through(from, account.EventQuery{})
 		if len(got) != 1 || got[0].Object != o.ID {
@@ -373,7 +380,7 @@ func (s suite) events(t *testing.T) {
 		// More memberships than one DynamoDB transaction holds with their
 		// events: the cascade's transactions must leave room for them.
 		f := s.fix(t)
-		f.ctx = withSource(f.ctx, "req-3")
+		f.opts = withSource("req-3")
 		u := f.user()
 		const orgs = 60
 		var wg sync.WaitGroup
@@ -386,11 +393,11 @@ func (s suite) events(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if errs[i] = f.s.CreateOrganization(f.ctx, created[i]); errs[i] != nil {
+				if errs[i] = f.s.CreateOrganization(f.ctx, f.opts, created[i]); errs[i] != nil {
 					return
 				}
 				at := f.now()
-				errs[i] = f.s.AddMember(f.ctx, account.Membership{OrganizationID: created[i].ID, UserID: u.ID, Role: account.OwnerRole, CreatedAt: at, UpdatedAt: at})
+				errs[i] = f.s.AddMember(f.ctx, f.opts, account.Membership{OrganizationID: created[i].ID, UserID: u.ID, Role: account.OwnerRole, CreatedAt: at, UpdatedAt: at})
 			}()
 		}
 		wg.Wait()
@@ -400,7 +407,7 @@ func (s suite) events(t *testing.T) {
 		// From before DeleteUser starts: its cascade may take seconds on a
 		// loaded machine, and its first events are as old.
 		from := start()
-		f.ok(f.s.DeleteUser(f.ctx, u.ID), "DeleteUser")
+		f.ok(f.s.DeleteUser(f.ctx, f.opts, u.ID), "DeleteUser")
 		deleted := []string{account.EventOrganizationMembershipDeleted, account.EventUserDeleted}
 		got := f.tail(from, account.EventQuery{Limit: account.MaxPageSize, Types: deleted}, orgs+1)
 		if len(got) != orgs+1 {
@@ -431,10 +438,10 @@ func (s suite) events(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				ctx := withSource(f.ctx, fmt.Sprintf("writer-%d", w))
+				ctx, opts := f.ctx, withSource(fmt.Sprintf("writer-%d", w))
 				for range each {
 					u := f.newUser()
-					if err := f.s.CreateUser(ctx, u); err != nil {
+					if err := f.s.CreateUser(ctx, opts, u); err != nil {
 						t.Errorf("CreateUser: %v", err)
 						return
 					}

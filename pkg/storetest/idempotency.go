@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"testing"
@@ -100,7 +99,7 @@ func (s suite) claimIdempotency(t *testing.T) {
 		r := idemRecord("key_a", "order-1", 1, at)
 		f.claim(r, at, true)
 		u := f.newUser()
-		f.ok(f.s.CreateUser(account.WithIdempotencyCommit(f.ctx, &account.IdempotencyCommit{KeyID: r.KeyID, Key: r.Key, Owner: r.Owner}), u), "CreateUser")
+		f.ok(f.s.CreateUser(f.ctx, f.committing(&account.IdempotencyCommit{KeyID: r.KeyID, Key: r.Key, Owner: r.Owner}), u), "CreateUser")
 		later := at.Add(2 * account.IdempotencyLease)
 		got := f.claim(idemRecord("key_a", "order-1", 1, later), later, false)
 		if got.State != account.IdempotencyApplied || got.Owner != r.Owner {
@@ -215,7 +214,7 @@ func (s suite) releaseIdempotency(t *testing.T) {
 		at := f.now()
 		r := idemRecord("key_a", "order-1", 1, at)
 		f.claim(r, at, true)
-		f.ok(f.s.CreateUser(account.WithIdempotencyCommit(f.ctx, &account.IdempotencyCommit{KeyID: r.KeyID, Key: r.Key, Owner: r.Owner}), f.newUser()), "CreateUser")
+		f.ok(f.s.CreateUser(f.ctx, f.committing(&account.IdempotencyCommit{KeyID: r.KeyID, Key: r.Key, Owner: r.Owner}), f.newUser()), "CreateUser")
 		f.ok(f.s.ReleaseIdempotency(f.ctx, r.KeyID, r.Key, r.Owner), "ReleaseIdempotency")
 		if got := f.held(r, at); got.State != account.IdempotencyApplied {
 			t.Errorf("record after releasing an applied one: state %s, want applied", got.State)
@@ -232,7 +231,7 @@ func (s suite) releaseIdempotency(t *testing.T) {
 // is in the store.
 type commitCase struct {
 	name  string
-	setup func(f *fixture) (change func(ctx context.Context) error, made func() bool)
+	setup func(f *fixture) (change func(opts account.WriteOptions) error, made func() bool)
 }
 
 // exists reports whether err says found (nil) rather than not found.
@@ -246,16 +245,16 @@ func exists(f *fixture, op string, err error) bool {
 }
 
 var commitCases = []commitCase{
-	{"CreateUser", func(f *fixture) (func(context.Context) error, func() bool) {
+	{"CreateUser", func(f *fixture) (func(account.WriteOptions) error, func() bool) {
 		u := f.newUser()
-		return func(ctx context.Context) error { return f.s.CreateUser(ctx, u) },
+		return func(opts account.WriteOptions) error { return f.s.CreateUser(f.ctx, opts, u) },
 			func() bool { _, err := f.s.GetUser(f.ctx, u.ID); return exists(f, "GetUser", err) }
 	}},
-	{"UpdateUser", func(f *fixture) (func(context.Context) error, func() bool) {
+	{"UpdateUser", func(f *fixture) (func(account.WriteOptions) error, func() bool) {
 		u := f.user()
 		name := "Renamed"
-		return func(ctx context.Context) error {
-				_, err := f.s.UpdateUser(ctx, u.ID, account.UserPatch{Name: &name, UpdatedAt: f.now()})
+		return func(opts account.WriteOptions) error {
+				_, err := f.s.UpdateUser(f.ctx, opts, u.ID, account.UserPatch{Name: &name, UpdatedAt: f.now()})
 				return err
 			}, func() bool {
 				got, err := f.s.GetUser(f.ctx, u.ID)
@@ -269,22 +268,22 @@ var commitCases = []commitCase{
 	// writes (DynamoDB flags the user or organization deleting first) are
 	// the state a delete cut off halfway leaves, which the request that
 	// took the record over finishes.
-	{"DeleteUser", func(f *fixture) (func(context.Context) error, func() bool) {
+	{"DeleteUser", func(f *fixture) (func(account.WriteOptions) error, func() bool) {
 		u, o := f.user(), f.org()
 		f.member(o.ID, u.ID)
-		return func(ctx context.Context) error { return f.s.DeleteUser(ctx, u.ID) },
+		return func(opts account.WriteOptions) error { return f.s.DeleteUser(f.ctx, opts, u.ID) },
 			func() bool { _, err := f.s.GetMember(f.ctx, o.ID, u.ID); return !exists(f, "GetMember", err) }
 	}},
-	{"CreateOrganization", func(f *fixture) (func(context.Context) error, func() bool) {
+	{"CreateOrganization", func(f *fixture) (func(account.WriteOptions) error, func() bool) {
 		o := f.newOrg()
-		return func(ctx context.Context) error { return f.s.CreateOrganization(ctx, o) },
+		return func(opts account.WriteOptions) error { return f.s.CreateOrganization(f.ctx, opts, o) },
 			func() bool { _, err := f.s.GetOrganization(f.ctx, o.ID); return exists(f, "GetOrganization", err) }
 	}},
-	{"UpdateOrganization", func(f *fixture) (func(context.Context) error, func() bool) {
+	{"UpdateOrganization", func(f *fixture) (func(account.WriteOptions) error, func() bool) {
 		o := f.org()
 		plan := "enterprise"
-		return func(ctx context.Context) error {
-				_, err := f.s.UpdateOrganization(ctx, o.ID, account.OrganizationPatch{Plan: &plan, UpdatedAt: f.now()})
+		return func(opts account.WriteOptions) error {
+				_, err := f.s.UpdateOrganization(f.ctx, opts, o.ID, account.OrganizationPatch{Plan: &plan, UpdatedAt: f.now()})
 				return err
 			}, func() bool {
 				got, err := f.s.GetOrganization(f.ctx, o.ID)
@@ -292,24 +291,24 @@ var commitCases = []commitCase{
 				return got.Plan == plan
 			}
 	}},
-	{"DeleteOrganization", func(f *fixture) (func(context.Context) error, func() bool) {
+	{"DeleteOrganization", func(f *fixture) (func(account.WriteOptions) error, func() bool) {
 		u, o := f.user(), f.org()
 		f.member(o.ID, u.ID)
-		return func(ctx context.Context) error { return f.s.DeleteOrganization(ctx, o.ID) },
+		return func(opts account.WriteOptions) error { return f.s.DeleteOrganization(f.ctx, opts, o.ID) },
 			func() bool { _, err := f.s.GetMember(f.ctx, o.ID, u.ID); return !exists(f, "GetMember", err) }
 	}},
-	{"AddMember", func(f *fixture) (func(context.Context) error, func() bool) {
+	{"AddMember", func(f *fixture) (func(account.WriteOptions) error, func() bool) {
 		u, o := f.user(), f.org()
 		at := f.now()
 		m := account.Membership{OrganizationID: o.ID, UserID: u.ID, Role: "admin", CreatedAt: at, UpdatedAt: at}
-		return func(ctx context.Context) error { return f.s.AddMember(ctx, m) },
+		return func(opts account.WriteOptions) error { return f.s.AddMember(f.ctx, opts, m) },
 			func() bool { _, err := f.s.GetMember(f.ctx, o.ID, u.ID); return exists(f, "GetMember", err) }
 	}},
-	{"UpdateMember", func(f *fixture) (func(context.Context) error, func() bool) {
+	{"UpdateMember", func(f *fixture) (func(account.WriteOptions) error, func() bool) {
 		u, o := f.user(), f.org()
 		f.member(o.ID, u.ID)
-		return func(ctx context.Context) error {
-				_, err := f.s.UpdateMember(ctx, o.ID, u.ID, account.MemberPatch{Role: "owner", UpdatedAt: f.now()})
+		return func(opts account.WriteOptions) error {
+				_, err := f.s.UpdateMember(f.ctx, opts, o.ID, u.ID, account.MemberPatch{Role: "owner", UpdatedAt: f.now()})
 				return err
 			}, func() bool {
 				got, err := f.s.GetMember(f.ctx, o.ID, u.ID)
@@ -317,29 +316,29 @@ var commitCases = []commitCase{
 				return got.Role == "owner"
 			}
 	}},
-	{"RemoveMember", func(f *fixture) (func(context.Context) error, func() bool) {
+	{"RemoveMember", func(f *fixture) (func(account.WriteOptions) error, func() bool) {
 		u, o := f.user(), f.org()
 		f.member(o.ID, u.ID)
-		return func(ctx context.Context) error { return f.s.RemoveMember(ctx, o.ID, u.ID) },
+		return func(opts account.WriteOptions) error { return f.s.RemoveMember(f.ctx, opts, o.ID, u.ID) },
 			func() bool { _, err := f.s.GetMember(f.ctx, o.ID, u.ID); return !exists(f, "GetMember", err) }
 	}},
-	{"CreateAPIKey", func(f *fixture) (func(context.Context) error, func() bool) {
+	{"CreateAPIKey", func(f *fixture) (func(account.WriteOptions) error, func() bool) {
 		parent := f.key()
 		k := f.newChildKey(parent)
-		return func(ctx context.Context) error { return f.s.CreateAPIKey(ctx, k) },
+		return func(opts account.WriteOptions) error { return f.s.CreateAPIKey(f.ctx, opts, k) },
 			func() bool { _, err := f.s.GetAPIKey(f.ctx, k.ID); return exists(f, "GetAPIKey", err) }
 	}},
-	{"DeleteAPIKey", func(f *fixture) (func(context.Context) error, func() bool) {
+	{"DeleteAPIKey", func(f *fixture) (func(account.WriteOptions) error, func() bool) {
 		k := f.key()
 		f.childKey(k)
-		return func(ctx context.Context) error { return f.s.DeleteAPIKey(ctx, k.ID, nil) },
+		return func(opts account.WriteOptions) error { return f.s.DeleteAPIKey(f.ctx, opts, k.ID, nil) },
 			func() bool { _, err := f.s.GetAPIKey(f.ctx, k.ID); return !exists(f, "GetAPIKey", err) }
 	}},
-	{"UpdateAPIKey", func(f *fixture) (func(context.Context) error, func() bool) {
+	{"UpdateAPIKey", func(f *fixture) (func(account.WriteOptions) error, func() bool) {
 		k := f.key()
 		name := "renamed"
-		return func(ctx context.Context) error {
-				_, err := f.s.UpdateAPIKey(ctx, k.ID, account.APIKeyPatch{Name: &name, At: f.now()}, nil)
+		return func(opts account.WriteOptions) error {
+				_, err := f.s.UpdateAPIKey(f.ctx, opts, k.ID, account.APIKeyPatch{Name: &name, At: f.now()}, nil)
 				return err
 			}, func() bool {
 				got, err := f.s.GetAPIKey(f.ctx, k.ID)
@@ -347,13 +346,13 @@ var commitCases = []commitCase{
 				return got.Name == name
 			}
 	}},
-	{"RotateAPIKey", func(f *fixture) (func(context.Context) error, func() bool) {
+	{"RotateAPIKey", func(f *fixture) (func(account.WriteOptions) error, func() bool) {
 		// UpdateAPIKey with a new secret (POST /v1/api-keys/{id}/rotate).
 		k := f.key()
 		secret := account.NewAPIKeySecret()
 		r := &account.KeyRotation{Hash: account.HashAPIKey(secret), Last4: secret[len(secret)-4:], PreviousUntil: f.now().Add(time.Hour)}
-		return func(ctx context.Context) error {
-				_, err := f.s.UpdateAPIKey(ctx, k.ID, account.APIKeyPatch{Rotate: r, At: f.now()}, nil)
+		return func(opts account.WriteOptions) error {
+				_, err := f.s.UpdateAPIKey(f.ctx, opts, k.ID, account.APIKeyPatch{Rotate: r, At: f.now()}, nil)
 				return err
 			}, func() bool {
 				_, err := f.s.GetAPIKeyByHash(f.ctx, r.Hash)
@@ -363,13 +362,13 @@ var commitCases = []commitCase{
 	// The keys bound to an organization go before its memberships and
 	// itself (DynamoDB: in transactions of their own); the record goes
 	// with the last, as for DeleteOrganization.
-	{"DeleteOrganizationWithKeys", func(f *fixture) (func(context.Context) error, func() bool) {
+	{"DeleteOrganizationWithKeys", func(f *fixture) (func(account.WriteOptions) error, func() bool) {
 		u, o := f.user(), f.org()
 		f.member(o.ID, u.ID)
 		k := f.newKey()
 		k.OrganizationID = o.ID
-		f.ok(f.s.CreateAPIKey(f.ctx, k), "CreateAPIKey")
-		return func(ctx context.Context) error { return f.s.DeleteOrganization(ctx, o.ID) },
+		f.ok(f.s.CreateAPIKey(f.ctx, f.opts, k), "CreateAPIKey")
+		return func(opts account.WriteOptions) error { return f.s.DeleteOrganization(f.ctx, opts, o.ID) },
 			func() bool { _, err := f.s.GetMember(f.ctx, o.ID, u.ID); return !exists(f, "GetMember", err) }
 	}},
 	// A key tree whose delete, on DynamoDB, would fill a transaction of
@@ -379,17 +378,17 @@ var commitCases = []commitCase{
 	// record still goes with the root, in the last transaction; the earlier
 	// ones flag the root, which hides it from every read: the record and
 	// the error are what shows.
-	{"DeleteAPIKeyFull", func(f *fixture) (func(context.Context) error, func() bool) {
+	{"DeleteAPIKeyFull", func(f *fixture) (func(account.WriteOptions) error, func() bool) {
 		o := f.org()
 		rotate := func(k account.APIKey) {
 			secret := account.NewAPIKeySecret()
 			r := &account.KeyRotation{Hash: account.HashAPIKey(secret), Last4: secret[len(secret)-4:], PreviousUntil: f.now().Add(time.Hour)}
-			_, err := f.s.UpdateAPIKey(f.ctx, k.ID, account.APIKeyPatch{Rotate: r, At: f.now()}, nil)
+			_, err := f.s.UpdateAPIKey(f.ctx, f.opts, k.ID, account.APIKeyPatch{Rotate: r, At: f.now()}, nil)
 			f.ok(err, "UpdateAPIKey rotating")
 		}
 		root := f.newChildKey(f.key())
 		root.OrganizationID, root.OwnerID = o.ID, "ops"
-		f.ok(f.s.CreateAPIKey(f.ctx, root), "CreateAPIKey")
+		f.ok(f.s.CreateAPIKey(f.ctx, f.opts, root), "CreateAPIKey")
 		rotate(root)
 		for i := range 15 {
 			k := f.newChildKey(root)
@@ -397,26 +396,26 @@ var commitCases = []commitCase{
 			if i < 9 {
 				k.OwnerID = "ops"
 			}
-			f.ok(f.s.CreateAPIKey(f.ctx, k), "CreateAPIKey below the root")
+			f.ok(f.s.CreateAPIKey(f.ctx, f.opts, k), "CreateAPIKey below the root")
 			if i < 9 {
 				rotate(k)
 			}
 		}
-		return func(ctx context.Context) error { return f.s.DeleteAPIKey(ctx, root.ID, nil) }, nil
+		return func(opts account.WriteOptions) error { return f.s.DeleteAPIKey(f.ctx, opts, root.ID, nil) }, nil
 	}},
-	{"CreateToken", func(f *fixture) (func(context.Context) error, func() bool) {
+	{"CreateToken", func(f *fixture) (func(account.WriteOptions) error, func() bool) {
 		// No Store method reads a token record back: the commit's flag and
 		// the record are what shows.
 		k := f.key()
 		at := f.now()
 		tr := account.TokenRecord{ID: account.NewID(account.PrefixToken, at), KeyID: k.ID, Scopes: []string{"read:users"}, IssuedAt: at, ExpiresAt: at.Add(time.Hour)}
-		return func(ctx context.Context) error { return f.s.CreateToken(ctx, tr) }, nil
+		return func(opts account.WriteOptions) error { return f.s.CreateToken(f.ctx, opts, tr) }, nil
 	}},
-	{"RevokeToken", func(f *fixture) (func(context.Context) error, func() bool) {
+	{"RevokeToken", func(f *fixture) (func(account.WriteOptions) error, func() bool) {
 		k := f.key()
 		tr := f.token(k.ID)
-		return func(ctx context.Context) error {
-				_, err := f.s.RevokeToken(ctx, account.Revocation{TokenID: tr.ID, KeyID: k.ID, RevokedAt: f.now(), ExpiresAt: tr.ExpiresAt})
+		return func(opts account.WriteOptions) error {
+				_, err := f.s.RevokeToken(f.ctx, opts, account.Revocation{TokenID: tr.ID, KeyID: k.ID, RevokedAt: f.now(), ExpiresAt: tr.ExpiresAt})
 				return err
 			}, func() bool {
 				st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, nil, "", false)
@@ -427,7 +426,7 @@ var commitCases = []commitCase{
 }
 
 // commitIdempotency proves that each method that changes data commits the
-// idempotency record its context carries with the change, and that a
+// idempotency record of its WriteOptions with the change, and that a
 // record taken over by another request (the fault between claiming a key
 // and committing the change: the first request stalled past its lease)
 // stops the change: neither it nor the record's move is left.
@@ -441,7 +440,7 @@ func (s suite) commitIdempotency(t *testing.T) {
 				r := idemRecord("key_a", "k-"+tc.name, 1, at)
 				f.claim(r, at, true)
 				c := &account.IdempotencyCommit{KeyID: r.KeyID, Key: r.Key, Owner: r.Owner}
-				f.ok(change(account.WithIdempotencyCommit(f.ctx, c)), tc.name)
+				f.ok(change(f.committing(c)), tc.name)
 				if !c.Applied() {
 					t.Error("the commit is not marked applied")
 				}
@@ -462,7 +461,7 @@ func (s suite) commitIdempotency(t *testing.T) {
 				retry := idemRecord("key_a", "k-"+tc.name, 1, later)
 				f.claim(retry, later, true)
 				c := &account.IdempotencyCommit{KeyID: r.KeyID, Key: r.Key, Owner: r.Owner}
-				wantErr(t, tc.name+" by the request taken over", change(account.WithIdempotencyCommit(f.ctx, c)), account.ErrIdempotencyLost())
+				wantErr(t, tc.name+" by the request taken over", change(f.committing(c)), account.ErrIdempotencyLost())
 				if c.Applied() {
 					t.Error("the commit is marked applied")
 				}
@@ -479,13 +478,13 @@ func (s suite) commitIdempotency(t *testing.T) {
 		k := f.key()
 		tr := f.token(k.ID)
 		first := account.Revocation{TokenID: tr.ID, KeyID: k.ID, RevokedAt: f.now(), ExpiresAt: tr.ExpiresAt}
-		_, err := f.s.RevokeToken(f.ctx, first)
+		_, err := f.s.RevokeToken(f.ctx, f.opts, first)
 		f.ok(err, "RevokeToken")
 		at := f.now()
 		r := idemRecord("key_a", "revoke-again", 1, at)
 		f.claim(r, at, true)
 		c := &account.IdempotencyCommit{KeyID: r.KeyID, Key: r.Key, Owner: r.Owner}
-		got, err := f.s.RevokeToken(account.WithIdempotencyCommit(f.ctx, c), account.Revocation{TokenID: tr.ID, KeyID: k.ID, RevokedAt: f.now(), ExpiresAt: tr.ExpiresAt})
+		got, err := f.s.RevokeToken(f.ctx, f.committing(c), account.Revocation{TokenID: tr.ID, KeyID: k.ID, RevokedAt: f.now(), ExpiresAt: tr.ExpiresAt})
 		f.ok(err, "RevokeToken again")
 		if !got.Equal(first.RevokedAt) {
 			t.Errorf("RevokeToken again: got %v, want the first time %v", got, first.RevokedAt)
@@ -497,14 +496,15 @@ func (s suite) commitIdempotency(t *testing.T) {
 	})
 	t.Run("RecordAPIKeyUse", func(t *testing.T) {
 		// Recording that a key was used is never part of a request's
-		// change: the record stays started, whatever the context carries.
+		// change: the record stays started, and the store takes no
+		// WriteOptions for it.
 		f := s.fix(t)
 		k := f.key()
 		at := f.now()
 		r := idemRecord("key_a", "record-use", 1, at)
 		f.claim(r, at, true)
 		c := &account.IdempotencyCommit{KeyID: r.KeyID, Key: r.Key, Owner: r.Owner}
-		_, err := f.s.RecordAPIKeyUse(account.WithIdempotencyCommit(f.ctx, c), k, at)
+		_, err := f.s.RecordAPIKeyUse(f.ctx, k, at)
 		f.ok(err, "RecordAPIKeyUse")
 		if c.Applied() {
 			t.Error("the commit is marked applied by a last use")
@@ -521,7 +521,7 @@ func (s suite) commitIdempotency(t *testing.T) {
 		c := &account.IdempotencyCommit{KeyID: r.KeyID, Key: r.Key, Owner: r.Owner}
 		dup := f.newUser()
 		dup.Email = u.Email
-		wantErr(t, "CreateUser of a taken e-mail", f.s.CreateUser(account.WithIdempotencyCommit(f.ctx, c), dup), account.ErrEmailTaken())
+		wantErr(t, "CreateUser of a taken e-mail", f.s.CreateUser(f.ctx, f.committing(c), dup), account.ErrEmailTaken())
 		if c.Applied() {
 			t.Error("the commit is marked applied")
 		}

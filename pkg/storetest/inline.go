@@ -55,7 +55,7 @@ func (s suite) revokeTokenInline(t *testing.T) {
 		k := f.key()
 		tr, other := f.token(k.ID), f.token(k.ID)
 		r := inline(f, tr)
-		at, err := f.s.RevokeToken(f.ctx, r)
+		at, err := f.s.RevokeToken(f.ctx, f.opts, r)
 		f.ok(err, "RevokeToken")
 		if !at.Equal(r.RevokedAt) {
 			t.Errorf("RevokeToken: got %v, want %v", at, r.RevokedAt)
@@ -66,7 +66,7 @@ func (s suite) revokeTokenInline(t *testing.T) {
 			t.Errorf("TokenStatus.RevokedAt: got %v, want %v", st.RevokedAt, r.RevokedAt)
 		}
 		status(f, k, nil, []account.TokenRecord{other})
-		again, err := f.s.RevokeToken(f.ctx, inline(f, tr))
+		again, err := f.s.RevokeToken(f.ctx, f.opts, inline(f, tr))
 		f.ok(err, "RevokeToken again")
 		if !again.Equal(r.RevokedAt) {
 			t.Errorf("RevokeToken again: got %v, want the first time %v", again, r.RevokedAt)
@@ -90,7 +90,7 @@ func (s suite) revokeTokenInline(t *testing.T) {
 		ats := make([]time.Time, n)
 		errs := race(n, func(i int) error {
 			var err error
-			ats[i], err = f.s.RevokeToken(f.ctx, rs[i])
+			ats[i], err = f.s.RevokeToken(f.ctx, f.opts, rs[i])
 			return err
 		})
 		for i, err := range errs {
@@ -112,12 +112,12 @@ func (s suite) revokeTokenInline(t *testing.T) {
 		patched := make([]bool, n)
 		errs := race(2*n, func(i int) error {
 			if i < n {
-				_, err := f.s.RevokeToken(f.ctx, rs[i])
+				_, err := f.s.RevokeToken(f.ctx, f.opts, rs[i])
 				return err
 			}
 			i -= n
 			names[i] = fmt.Sprintf("patched %d", i)
-			_, err := f.s.UpdateAPIKey(f.ctx, k.ID, account.APIKeyPatch{Name: &names[i], At: f.now()}, nil)
+			_, err := f.s.UpdateAPIKey(f.ctx, f.opts, k.ID, account.APIKeyPatch{Name: &names[i], At: f.now()}, nil)
 			if account.IsCode(err, account.CodeConcurrentUpdate) {
 				return nil // a race lost, nothing written: what a client retries
 			}
@@ -145,7 +145,7 @@ func (s suite) revokeTokenInline(t *testing.T) {
 			toks = append(toks, f.token(k.ID))
 		}
 		for i, tr := range toks {
-			_, err := f.s.RevokeToken(f.ctx, inline(f, tr))
+			_, err := f.s.RevokeToken(f.ctx, f.opts, inline(f, tr))
 			f.ok(err, fmt.Sprintf("RevokeToken %d", i))
 			status(f, k, toks[:i+1], []account.TokenRecord{before})
 		}
@@ -171,9 +171,9 @@ func (s suite) revokeTokenInline(t *testing.T) {
 		old, fresh := f.token(k.ID), f.token(k.ID)
 		r := inline(f, old)
 		r.Inline = false
-		_, err := f.s.RevokeToken(f.ctx, r)
+		_, err := f.s.RevokeToken(f.ctx, f.opts, r)
 		f.ok(err, "RevokeToken without the claim")
-		_, err = f.s.RevokeToken(f.ctx, inline(f, fresh))
+		_, err = f.s.RevokeToken(f.ctx, f.opts, inline(f, fresh))
 		f.ok(err, "RevokeToken with the claim")
 		st, err := f.s.TokenStatus(f.ctx, old.ID, k.ID, nil, "", false)
 		f.ok(err, "TokenStatus")
@@ -192,9 +192,9 @@ func (s suite) revokeTokenInline(t *testing.T) {
 		tr := f.token(k.ID)
 		first := inline(f, tr)
 		first.Inline = false
-		_, err := f.s.RevokeToken(f.ctx, first)
+		_, err := f.s.RevokeToken(f.ctx, f.opts, first)
 		f.ok(err, "RevokeToken by the earlier version")
-		at, err := f.s.RevokeToken(f.ctx, inline(f, tr))
+		at, err := f.s.RevokeToken(f.ctx, f.opts, inline(f, tr))
 		f.ok(err, "RevokeToken again")
 		if !at.Equal(first.RevokedAt) {
 			t.Errorf("RevokeToken again: got %v, want the first time %v", at, first.RevokedAt)
@@ -214,12 +214,12 @@ func (s suite) revokeTokenInline(t *testing.T) {
 		short, next = f.token(k.ID), f.token(k.ID)
 		r := inline(f, short)
 		r.ExpiresAt = r.RevokedAt.Add(time.Second)
-		_, err := f.s.RevokeToken(f.ctx, r)
+		_, err := f.s.RevokeToken(f.ctx, f.opts, r)
 		f.ok(err, "RevokeToken")
 		status(f, k, []account.TokenRecord{short}, nil)
 		later := inline(f, next)
 		later.RevokedAt = r.ExpiresAt.Add(after)
-		_, err = f.s.RevokeToken(f.ctx, later)
+		_, err = f.s.RevokeToken(f.ctx, f.opts, later)
 		f.ok(err, fmt.Sprintf("RevokeToken %v after the first token expired", after))
 		return f, k, short, next
 	}
@@ -255,14 +255,14 @@ func (s suite) revokeTokenInline(t *testing.T) {
 		}
 		tr := f.token(k.ID)
 		for i, x := range full {
-			_, err := f.s.RevokeToken(f.ctx, inline(f, x))
+			_, err := f.s.RevokeToken(f.ctx, f.opts, inline(f, x))
 			f.ok(err, fmt.Sprintf("RevokeToken %d", i))
 		}
 		first := inline(f, tr)
 		first.Inline = false
-		_, err := f.s.RevokeToken(f.ctx, first)
+		_, err := f.s.RevokeToken(f.ctx, f.opts, first)
 		f.ok(err, "RevokeToken by the earlier version")
-		at, err := f.s.RevokeToken(f.ctx, inline(f, tr))
+		at, err := f.s.RevokeToken(f.ctx, f.opts, inline(f, tr))
 		f.ok(err, "RevokeToken again")
 		if !at.Equal(first.RevokedAt) {
 			t.Errorf("RevokeToken again: got %v, want the first time %v", at, first.RevokedAt)

@@ -29,7 +29,7 @@ func (s suite) createAPIKey(t *testing.T) {
 		want := f.newKey()
 		want.Bootstrap, want.CreatedBy, want.ExpiresAt = true, "", time.Time{}
 		want.Scopes = []string{account.ScopeAll}
-		f.ok(f.s.CreateAPIKey(f.ctx, want), "CreateAPIKey")
+		f.ok(f.s.CreateAPIKey(f.ctx, f.opts, want), "CreateAPIKey")
 		got, err := f.s.GetAPIKeyByHash(f.ctx, want.Hash)
 		f.ok(err, "GetAPIKeyByHash")
 		assertSame(t, "GetAPIKeyByHash", got, want)
@@ -60,17 +60,17 @@ func (s suite) createAPIKey(t *testing.T) {
 		// hash is still free.
 		f := s.fix(t)
 		deleted := f.key()
-		f.ok(f.s.DeleteAPIKey(f.ctx, deleted.ID, nil), "DeleteAPIKey")
+		f.ok(f.s.DeleteAPIKey(f.ctx, f.opts, deleted.ID, nil), "DeleteAPIKey")
 		for _, parent := range []account.APIKey{f.newKey(), deleted} {
 			k := f.newChildKey(parent)
-			wantErr(t, "CreateAPIKey below a missing key", f.s.CreateAPIKey(f.ctx, k), account.ErrAPIKeyNotFound())
+			wantErr(t, "CreateAPIKey below a missing key", f.s.CreateAPIKey(f.ctx, f.opts, k), account.ErrAPIKeyNotFound())
 			_, err := f.s.GetAPIKey(f.ctx, k.ID)
 			wantErr(t, "GetAPIKey of the refused key", err, account.ErrAPIKeyNotFound())
 			_, err = f.s.GetAPIKeyByHash(f.ctx, k.Hash)
 			wantErr(t, "GetAPIKeyByHash of the refused key", err, account.ErrAPIKeyNotFound())
 			again := f.newKey()
 			again.Hash = k.Hash
-			f.ok(f.s.CreateAPIKey(f.ctx, again), "CreateAPIKey with the refused key's hash")
+			f.ok(f.s.CreateAPIKey(f.ctx, f.opts, again), "CreateAPIKey with the refused key's hash")
 		}
 	})
 	t.Run("ErrHashExists", func(t *testing.T) {
@@ -80,7 +80,7 @@ func (s suite) createAPIKey(t *testing.T) {
 		first := f.key()
 		second := f.newKey()
 		second.Hash = first.Hash
-		if err := f.s.CreateAPIKey(f.ctx, second); err == nil {
+		if err := f.s.CreateAPIKey(f.ctx, f.opts, second); err == nil {
 			t.Fatal("CreateAPIKey with an existing hash: got no error")
 		}
 		got, err := f.s.GetAPIKeyByHash(f.ctx, first.Hash)
@@ -117,7 +117,7 @@ func (s suite) updateAPIKey(t *testing.T) {
 		k := f.key()
 		tok := f.token(k.ID)
 		name, meta, off := "renamed ✓", account.Metadata{"plan": "pro"}, true
-		got, err := f.s.UpdateAPIKey(f.ctx, k.ID, account.APIKeyPatch{Name: &name, Metadata: &meta, Disabled: &off}, nil)
+		got, err := f.s.UpdateAPIKey(f.ctx, f.opts, k.ID, account.APIKeyPatch{Name: &name, Metadata: &meta, Disabled: &off}, nil)
 		f.ok(err, "UpdateAPIKey")
 		want := k
 		want.Name, want.Metadata, want.Disabled = name, meta, true
@@ -134,9 +134,9 @@ func (s suite) updateAPIKey(t *testing.T) {
 		f := s.fix(t)
 		k := f.key()
 		off, on := true, false
-		_, err := f.s.UpdateAPIKey(f.ctx, k.ID, account.APIKeyPatch{Disabled: &off}, nil)
+		_, err := f.s.UpdateAPIKey(f.ctx, f.opts, k.ID, account.APIKeyPatch{Disabled: &off}, nil)
 		f.ok(err, "UpdateAPIKey disabling")
-		got, err := f.s.UpdateAPIKey(f.ctx, k.ID, account.APIKeyPatch{Disabled: &on}, nil)
+		got, err := f.s.UpdateAPIKey(f.ctx, f.opts, k.ID, account.APIKeyPatch{Disabled: &on}, nil)
 		f.ok(err, "UpdateAPIKey enabling")
 		assertSame(t, "the key disabled and enabled again", got, k)
 		f.wantKey("the key disabled and enabled again", k)
@@ -145,7 +145,7 @@ func (s suite) updateAPIKey(t *testing.T) {
 		f := s.fix(t)
 		k := f.key()
 		none := account.Metadata{}
-		got, err := f.s.UpdateAPIKey(f.ctx, k.ID, account.APIKeyPatch{Metadata: &none}, nil)
+		got, err := f.s.UpdateAPIKey(f.ctx, f.opts, k.ID, account.APIKeyPatch{Metadata: &none}, nil)
 		f.ok(err, "UpdateAPIKey")
 		k.Metadata = nil
 		assertSame(t, "UpdateAPIKey's key", got, k)
@@ -158,12 +158,12 @@ func (s suite) updateAPIKey(t *testing.T) {
 		parent := f.key()
 		k := f.childKey(parent)
 		off := true
-		_, err := f.s.UpdateAPIKey(f.ctx, parent.ID, account.APIKeyPatch{Disabled: &off}, nil)
+		_, err := f.s.UpdateAPIKey(f.ctx, f.opts, parent.ID, account.APIKeyPatch{Disabled: &off}, nil)
 		f.ok(err, "UpdateAPIKey disabling the parent")
 		refused := account.Errorf(account.CodeForbidden, "no")
 		var seen []account.APIKey
 		name := "not this"
-		_, err = f.s.UpdateAPIKey(f.ctx, k.ID, account.APIKeyPatch{Name: &name}, func(got account.APIKey) error {
+		_, err = f.s.UpdateAPIKey(f.ctx, f.opts, k.ID, account.APIKeyPatch{Name: &name}, func(got account.APIKey) error {
 			seen = append(seen, got)
 			return refused
 		})
@@ -190,7 +190,7 @@ func (s suite) updateAPIKey(t *testing.T) {
 		sibling := f.childKey(root)
 		tok := f.token(grandchild.ID)
 		off, on := true, false
-		_, err := f.s.UpdateAPIKey(f.ctx, k.ID, account.APIKeyPatch{Disabled: &off}, nil)
+		_, err := f.s.UpdateAPIKey(f.ctx, f.opts, k.ID, account.APIKeyPatch{Disabled: &off}, nil)
 		f.ok(err, "UpdateAPIKey disabling")
 		for _, below := range []account.APIKey{child, grandchild} {
 			below.DisabledAbove = true
@@ -205,7 +205,7 @@ func (s suite) updateAPIKey(t *testing.T) {
 		}
 		f.wantKey("the key beside it", sibling)
 		f.wantKey("the key above it", root)
-		_, err = f.s.UpdateAPIKey(f.ctx, k.ID, account.APIKeyPatch{Disabled: &on}, nil)
+		_, err = f.s.UpdateAPIKey(f.ctx, f.opts, k.ID, account.APIKeyPatch{Disabled: &on}, nil)
 		f.ok(err, "UpdateAPIKey enabling")
 		f.wantKey("a key below the enabled key", grandchild)
 	})
@@ -217,7 +217,7 @@ func (s suite) updateAPIKey(t *testing.T) {
 		name, meta, off := "renamed", account.Metadata{"plan": "pro"}, true
 		patches := []account.APIKeyPatch{{Name: &name}, {Metadata: &meta}, {Disabled: &off}}
 		errs := race(len(patches), func(i int) error {
-			_, err := f.s.UpdateAPIKey(f.ctx, k.ID, patches[i], nil)
+			_, err := f.s.UpdateAPIKey(f.ctx, f.opts, k.ID, patches[i], nil)
 			return err
 		})
 		for i, err := range errs {
@@ -232,11 +232,11 @@ func (s suite) updateAPIKey(t *testing.T) {
 		k := f.key()
 		child := f.childKey(k)
 		name := "x"
-		_, err := f.s.UpdateAPIKey(f.ctx, f.newKey().ID, account.APIKeyPatch{Name: &name}, nil)
+		_, err := f.s.UpdateAPIKey(f.ctx, f.opts, f.newKey().ID, account.APIKeyPatch{Name: &name}, nil)
 		wantErr(t, "UpdateAPIKey of a key never stored", err, account.ErrAPIKeyNotFound())
-		f.ok(f.s.DeleteAPIKey(f.ctx, k.ID, nil), "DeleteAPIKey")
+		f.ok(f.s.DeleteAPIKey(f.ctx, f.opts, k.ID, nil), "DeleteAPIKey")
 		for _, gone := range []account.APIKey{k, child} {
-			_, err = f.s.UpdateAPIKey(f.ctx, gone.ID, account.APIKeyPatch{Name: &name}, nil)
+			_, err = f.s.UpdateAPIKey(f.ctx, f.opts, gone.ID, account.APIKeyPatch{Name: &name}, nil)
 			wantErr(t, "UpdateAPIKey of a deleted key", err, account.ErrAPIKeyNotFound())
 			f.wantKeyGone("a deleted key after UpdateAPIKey", gone)
 		}
@@ -247,7 +247,7 @@ func (s suite) rotateAPIKey(t *testing.T) {
 	rotate := func(f *fixture, k account.APIKey, until time.Time) (account.APIKey, error) {
 		secret := account.NewAPIKeySecret()
 		r := &account.KeyRotation{Hash: account.HashAPIKey(secret), Last4: secret[len(secret)-4:], PreviousUntil: until}
-		return f.s.UpdateAPIKey(f.ctx, k.ID, account.APIKeyPatch{Rotate: r, At: f.now()}, nil)
+		return f.s.UpdateAPIKey(f.ctx, f.opts, k.ID, account.APIKeyPatch{Rotate: r, At: f.now()}, nil)
 	}
 	t.Run("WithGrace", func(t *testing.T) {
 		// The new secret finds the key, and so does the old one, with
@@ -307,7 +307,7 @@ func (s suite) rotateAPIKey(t *testing.T) {
 		rotated, err := rotate(f, k, until)
 		f.ok(err, "rotation")
 		off := true
-		got, err := f.s.UpdateAPIKey(f.ctx, k.ID, account.APIKeyPatch{Disabled: &off, At: f.now()}, nil)
+		got, err := f.s.UpdateAPIKey(f.ctx, f.opts, k.ID, account.APIKeyPatch{Disabled: &off, At: f.now()}, nil)
 		f.ok(err, "UpdateAPIKey disabling")
 		if !bytes.Equal(got.PreviousHash, k.Hash) {
 			t.Errorf("a change during the grace period dropped the previous secret")
@@ -318,7 +318,7 @@ func (s suite) rotateAPIKey(t *testing.T) {
 			t.Error("the key found by its previous secret is not disabled")
 		}
 		on := false
-		got, err = f.s.UpdateAPIKey(f.ctx, k.ID, account.APIKeyPatch{Disabled: &on, At: until}, nil)
+		got, err = f.s.UpdateAPIKey(f.ctx, f.opts, k.ID, account.APIKeyPatch{Disabled: &on, At: until}, nil)
 		f.ok(err, "UpdateAPIKey after the grace period")
 		want := rotated
 		want.PreviousHash, want.PreviousExpiresAt = nil, time.Time{}
@@ -336,7 +336,7 @@ func (s suite) rotateAPIKey(t *testing.T) {
 		f.ok(err, "rotation of the parent")
 		rotated, err := rotate(f, k, f.now().Add(time.Hour))
 		f.ok(err, "rotation of the child")
-		f.ok(f.s.DeleteAPIKey(f.ctx, parent.ID, nil), "DeleteAPIKey")
+		f.ok(f.s.DeleteAPIKey(f.ctx, f.opts, parent.ID, nil), "DeleteAPIKey")
 		for _, old := range []account.APIKey{parent, k} {
 			f.wantKeyGone("a deleted key, by its previous secret", old)
 		}
@@ -388,7 +388,7 @@ func (s suite) rotateAPIKey(t *testing.T) {
 		f := s.fix(t)
 		k, other := f.key(), f.key()
 		r := &account.KeyRotation{Hash: other.Hash, Last4: other.Last4, PreviousUntil: f.now().Add(time.Hour)}
-		if _, err := f.s.UpdateAPIKey(f.ctx, k.ID, account.APIKeyPatch{Rotate: r, At: f.now()}, nil); err == nil {
+		if _, err := f.s.UpdateAPIKey(f.ctx, f.opts, k.ID, account.APIKeyPatch{Rotate: r, At: f.now()}, nil); err == nil {
 			t.Fatal("a rotation to another key's hash: got no error")
 		}
 		f.wantKey("the key after a refused rotation", k)
@@ -419,7 +419,7 @@ func (s suite) recordAPIKeyUse(t *testing.T) {
 		assertIDs(t, "ListAPIKeys", page.Items, k)
 		assertSame(t, "the key in the list", page.Items[0], want)
 		name := "renamed"
-		got, err = f.s.UpdateAPIKey(f.ctx, k.ID, account.APIKeyPatch{Name: &name, At: f.now()}, nil)
+		got, err = f.s.UpdateAPIKey(f.ctx, f.opts, k.ID, account.APIKeyPatch{Name: &name, At: f.now()}, nil)
 		f.ok(err, "UpdateAPIKey")
 		if !got.LastUsedAt.Equal(at) {
 			t.Errorf("UpdateAPIKey's key: LastUsedAt %v, want %v", got.LastUsedAt, at)
@@ -514,7 +514,7 @@ func (s suite) deleteAPIKey(t *testing.T) {
 	t.Run("OK", func(t *testing.T) {
 		f := s.fix(t)
 		k, other := f.key(), f.key()
-		f.ok(f.s.DeleteAPIKey(f.ctx, k.ID, nil), "DeleteAPIKey")
+		f.ok(f.s.DeleteAPIKey(f.ctx, f.opts, k.ID, nil), "DeleteAPIKey")
 		f.wantKeyGone("the deleted key", k)
 		got, err := f.s.GetAPIKeyByHash(f.ctx, other.Hash)
 		f.ok(err, "GetAPIKeyByHash of another key")
@@ -523,9 +523,9 @@ func (s suite) deleteAPIKey(t *testing.T) {
 	t.Run("ErrNotFound", func(t *testing.T) {
 		f := s.fix(t)
 		k := f.key()
-		wantErr(t, "DeleteAPIKey of a key never stored", f.s.DeleteAPIKey(f.ctx, f.newKey().ID, nil), account.ErrAPIKeyNotFound())
-		f.ok(f.s.DeleteAPIKey(f.ctx, k.ID, nil), "DeleteAPIKey")
-		wantErr(t, "DeleteAPIKey of a deleted key", f.s.DeleteAPIKey(f.ctx, k.ID, nil), account.ErrAPIKeyNotFound())
+		wantErr(t, "DeleteAPIKey of a key never stored", f.s.DeleteAPIKey(f.ctx, f.opts, f.newKey().ID, nil), account.ErrAPIKeyNotFound())
+		f.ok(f.s.DeleteAPIKey(f.ctx, f.opts, k.ID, nil), "DeleteAPIKey")
+		wantErr(t, "DeleteAPIKey of a deleted key", f.s.DeleteAPIKey(f.ctx, f.opts, k.ID, nil), account.ErrAPIKeyNotFound())
 	})
 	t.Run("Allow", func(t *testing.T) {
 		// allow sees the key as stored, and its error is the answer: the
@@ -535,7 +535,7 @@ func (s suite) deleteAPIKey(t *testing.T) {
 		child := f.childKey(k)
 		refused := account.Errorf(account.CodeForbidden, "no")
 		var seen []account.APIKey
-		err := f.s.DeleteAPIKey(f.ctx, k.ID, func(got account.APIKey) error {
+		err := f.s.DeleteAPIKey(f.ctx, f.opts, k.ID, func(got account.APIKey) error {
 			seen = append(seen, got)
 			return refused
 		})
@@ -569,7 +569,7 @@ func (s suite) deleteAPIKey(t *testing.T) {
 		for i, k := range gone {
 			tokens[i] = f.token(k.ID)
 		}
-		f.ok(f.s.DeleteAPIKey(f.ctx, root.ID, nil), "DeleteAPIKey")
+		f.ok(f.s.DeleteAPIKey(f.ctx, f.opts, root.ID, nil), "DeleteAPIKey")
 		for i, k := range gone {
 			what := fmt.Sprintf("key %d of the tree", i)
 			f.wantKeyGone(what, k)
@@ -590,7 +590,7 @@ func (s suite) deleteAPIKey(t *testing.T) {
 		f.ok(err, "ListAPIKeys")
 		assertIDs(t, "ListAPIKeys after the delete", page.Items, otherChild, other, parent)
 		// The parent's tree index lost its child: deleting it is a plain delete.
-		f.ok(f.s.DeleteAPIKey(f.ctx, parent.ID, nil), "DeleteAPIKey of the parent")
+		f.ok(f.s.DeleteAPIKey(f.ctx, f.opts, parent.ID, nil), "DeleteAPIKey of the parent")
 		f.wantKeyGone("the parent", parent)
 	})
 	t.Run("Large", func(t *testing.T) {
@@ -616,7 +616,7 @@ func (s suite) deleteAPIKey(t *testing.T) {
 		for i, k := range []account.APIKey{root, gone[7]} {
 			secret := account.NewAPIKeySecret()
 			r := &account.KeyRotation{Hash: account.HashAPIKey(secret), Last4: secret[len(secret)-4:], PreviousUntil: f.now().Add(time.Hour)}
-			rotated, err := f.s.UpdateAPIKey(f.ctx, k.ID, account.APIKeyPatch{Rotate: r, At: f.now()}, nil)
+			rotated, err := f.s.UpdateAPIKey(f.ctx, f.opts, k.ID, account.APIKeyPatch{Rotate: r, At: f.now()}, nil)
 			f.ok(err, "UpdateAPIKey rotating")
 			if i == 0 {
 				root = rotated
@@ -630,7 +630,7 @@ func (s suite) deleteAPIKey(t *testing.T) {
 		}
 		tok := f.token(deep.ID)
 		other := f.key()
-		f.ok(f.s.DeleteAPIKey(f.ctx, root.ID, nil), "DeleteAPIKey")
+		f.ok(f.s.DeleteAPIKey(f.ctx, f.opts, root.ID, nil), "DeleteAPIKey")
 		f.wantKeyGone("the root", root)
 		for i, k := range gone {
 			f.wantKeyGone(fmt.Sprintf("key %d below the root", i), k)
@@ -657,9 +657,9 @@ func (s suite) deleteAPIKey(t *testing.T) {
 		}
 		errs := race(concurrency+1, func(i int) error {
 			if i == concurrency {
-				return f.s.DeleteAPIKey(f.ctx, root.ID, nil)
+				return f.s.DeleteAPIKey(f.ctx, f.opts, root.ID, nil)
 			}
-			return f.s.CreateAPIKey(f.ctx, created[i])
+			return f.s.CreateAPIKey(f.ctx, f.opts, created[i])
 		})
 		f.ok(errs[concurrency], "DeleteAPIKey")
 		for i, k := range created {
@@ -687,7 +687,7 @@ func (f *fixture) wantKeyGone(what string, k account.APIKey) {
 	if _, err := f.s.GetAPIKeyByHash(f.ctx, k.Hash); !isErr(err, account.ErrAPIKeyNotFound()) {
 		f.t.Errorf("%s: GetAPIKeyByHash: got %v, want not_found", what, err)
 	}
-	if err := f.s.DeleteAPIKey(f.ctx, k.ID, nil); !isErr(err, account.ErrAPIKeyNotFound()) {
+	if err := f.s.DeleteAPIKey(f.ctx, f.opts, k.ID, nil); !isErr(err, account.ErrAPIKeyNotFound()) {
 		f.t.Errorf("%s: DeleteAPIKey: got %v, want not_found", what, err)
 	}
 }
@@ -735,7 +735,7 @@ func (s suite) revokeToken(t *testing.T) {
 		k := f.key()
 		tr := f.token(k.ID)
 		r := revocation(f, tr)
-		at, err := f.s.RevokeToken(f.ctx, r)
+		at, err := f.s.RevokeToken(f.ctx, f.opts, r)
 		f.ok(err, "RevokeToken")
 		if !at.Equal(r.RevokedAt) {
 			t.Errorf("RevokeToken: got %v, want %v", at, r.RevokedAt)
@@ -751,9 +751,9 @@ func (s suite) revokeToken(t *testing.T) {
 		k := f.key()
 		tr := f.token(k.ID)
 		first := revocation(f, tr)
-		_, err := f.s.RevokeToken(f.ctx, first)
+		_, err := f.s.RevokeToken(f.ctx, f.opts, first)
 		f.ok(err, "RevokeToken")
-		at, err := f.s.RevokeToken(f.ctx, revocation(f, tr))
+		at, err := f.s.RevokeToken(f.ctx, f.opts, revocation(f, tr))
 		f.ok(err, "RevokeToken again")
 		if !at.Equal(first.RevokedAt) {
 			t.Errorf("RevokeToken again: got %v, want the first time %v", at, first.RevokedAt)
@@ -776,7 +776,7 @@ func (s suite) revokeToken(t *testing.T) {
 		ats := make([]time.Time, concurrency)
 		errs := race(concurrency, func(i int) error {
 			var err error
-			ats[i], err = f.s.RevokeToken(f.ctx, rs[i])
+			ats[i], err = f.s.RevokeToken(f.ctx, f.opts, rs[i])
 			return err
 		})
 		st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, nil, "", false)
@@ -797,7 +797,7 @@ func (s suite) revokeToken(t *testing.T) {
 		f := s.fix(t)
 		k := f.key()
 		tr, other := f.token(k.ID), f.token(k.ID)
-		_, err := f.s.RevokeToken(f.ctx, revocation(f, tr))
+		_, err := f.s.RevokeToken(f.ctx, f.opts, revocation(f, tr))
 		f.ok(err, "RevokeToken")
 		st, err := f.s.TokenStatus(f.ctx, other.ID, k.ID, nil, "", false)
 		f.ok(err, "TokenStatus of another token")
@@ -839,7 +839,7 @@ func (s suite) tokenStatus(t *testing.T) {
 		parent := f.key()
 		k := f.newChildKey(parent)
 		k.Metadata = account.Metadata{"plan": "pro"}
-		f.ok(f.s.CreateAPIKey(f.ctx, k), "CreateAPIKey")
+		f.ok(f.s.CreateAPIKey(f.ctx, f.opts, k), "CreateAPIKey")
 		tr := f.token(k.ID)
 		// Enough reads that each of a key's read copies is read more than
 		// once (a verify picks one at random).
@@ -860,7 +860,7 @@ func (s suite) tokenStatus(t *testing.T) {
 		f := s.fix(t)
 		k := f.key()
 		tr := f.token(k.ID)
-		f.ok(f.s.DeleteAPIKey(f.ctx, k.ID, nil), "DeleteAPIKey")
+		f.ok(f.s.DeleteAPIKey(f.ctx, f.opts, k.ID, nil), "DeleteAPIKey")
 		st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, nil, "", false)
 		f.ok(err, "TokenStatus")
 		if st.Key != nil {
@@ -872,7 +872,7 @@ func (s suite) tokenStatus(t *testing.T) {
 		k := f.key()
 		tr := f.token(k.ID)
 		r := account.Revocation{TokenID: tr.ID, KeyID: k.ID, RevokedAt: f.now(), ExpiresAt: tr.ExpiresAt}
-		_, err := f.s.RevokeToken(f.ctx, r)
+		_, err := f.s.RevokeToken(f.ctx, f.opts, r)
 		f.ok(err, "RevokeToken")
 		st, err := f.s.TokenStatus(f.ctx, tr.ID, k.ID, nil, "", false)
 		f.ok(err, "TokenStatus")
@@ -922,11 +922,11 @@ func (s suite) keyOwners(t *testing.T) {
 		o := f.org()
 		k := f.newKey()
 		k.OrganizationID, k.OwnerID = o.ID, "crm:user/4711 ✓"
-		f.ok(f.s.CreateAPIKey(f.ctx, k), "CreateAPIKey")
+		f.ok(f.s.CreateAPIKey(f.ctx, f.opts, k), "CreateAPIKey")
 		f.wantKey("a key with an organization and an owner", k)
 		child := f.newChildKey(k)
 		child.OrganizationID = o.ID
-		f.ok(f.s.CreateAPIKey(f.ctx, child), "CreateAPIKey below it")
+		f.ok(f.s.CreateAPIKey(f.ctx, f.opts, child), "CreateAPIKey below it")
 		f.wantKey("the key below it", child)
 	})
 	t.Run("ErrOrganizationNotFound", func(t *testing.T) {
@@ -934,16 +934,16 @@ func (s suite) keyOwners(t *testing.T) {
 		// nothing is stored, the hash stays free.
 		f := s.fix(t)
 		gone := f.org()
-		f.ok(f.s.DeleteOrganization(f.ctx, gone.ID), "DeleteOrganization")
+		f.ok(f.s.DeleteOrganization(f.ctx, f.opts, gone.ID), "DeleteOrganization")
 		for _, orgID := range []string{f.newOrg().ID, gone.ID} {
 			k := f.newKey()
 			k.OrganizationID = orgID
-			wantErr(t, "CreateAPIKey for a missing organization", f.s.CreateAPIKey(f.ctx, k), account.ErrOrganizationNotFound())
+			wantErr(t, "CreateAPIKey for a missing organization", f.s.CreateAPIKey(f.ctx, f.opts, k), account.ErrOrganizationNotFound())
 			_, err := f.s.GetAPIKey(f.ctx, k.ID)
 			wantErr(t, "GetAPIKey of the refused key", err, account.ErrAPIKeyNotFound())
 			again := f.newKey()
 			again.Hash = k.Hash
-			f.ok(f.s.CreateAPIKey(f.ctx, again), "CreateAPIKey with the refused key's hash")
+			f.ok(f.s.CreateAPIKey(f.ctx, f.opts, again), "CreateAPIKey with the refused key's hash")
 		}
 	})
 	t.Run("List", func(t *testing.T) {
@@ -953,7 +953,7 @@ func (s suite) keyOwners(t *testing.T) {
 		key := func(orgID, owner string) account.APIKey {
 			k := f.newKey()
 			k.OrganizationID, k.OwnerID = orgID, owner
-			f.ok(f.s.CreateAPIKey(f.ctx, k), "CreateAPIKey")
+			f.ok(f.s.CreateAPIKey(f.ctx, f.opts, k), "CreateAPIKey")
 			return k
 		}
 		a := key(o.ID, "ada")
@@ -962,7 +962,7 @@ func (s suite) keyOwners(t *testing.T) {
 		d := key("", "ada")
 		e := key(o.ID, "")
 		gone := key(o.ID, "ada")
-		f.ok(f.s.DeleteAPIKey(f.ctx, gone.ID, nil), "DeleteAPIKey")
+		f.ok(f.s.DeleteAPIKey(f.ctx, f.opts, gone.ID, nil), "DeleteAPIKey")
 		for _, tc := range []struct {
 			name   string
 			filter account.APIKeyFilter
@@ -1008,7 +1008,7 @@ func (s suite) keyOwners(t *testing.T) {
 		unbound := f.key()
 		bind := func(k account.APIKey) account.APIKey {
 			k.OrganizationID, k.OwnerID = o.ID, "ada"
-			f.ok(f.s.CreateAPIKey(f.ctx, k), "CreateAPIKey")
+			f.ok(f.s.CreateAPIKey(f.ctx, f.opts, k), "CreateAPIKey")
 			return k
 		}
 		top := bind(f.newKey())
@@ -1017,20 +1017,20 @@ func (s suite) keyOwners(t *testing.T) {
 		belowThat := bind(f.newChildKey(ofUnbound))
 		secret := account.NewAPIKeySecret()
 		r := &account.KeyRotation{Hash: account.HashAPIKey(secret), Last4: secret[len(secret)-4:], PreviousUntil: f.now().Add(time.Hour)}
-		rotated, err := f.s.UpdateAPIKey(f.ctx, below.ID, account.APIKeyPatch{Rotate: r, At: f.now()}, nil)
+		rotated, err := f.s.UpdateAPIKey(f.ctx, f.opts, below.ID, account.APIKeyPatch{Rotate: r, At: f.now()}, nil)
 		f.ok(err, "UpdateAPIKey rotating")
 		_, err = f.s.RecordAPIKeyUse(f.ctx, top, f.now())
 		f.ok(err, "RecordAPIKeyUse")
 		kept := f.newKey()
 		kept.OrganizationID = other.ID
-		f.ok(f.s.CreateAPIKey(f.ctx, kept), "CreateAPIKey")
+		f.ok(f.s.CreateAPIKey(f.ctx, f.opts, kept), "CreateAPIKey")
 		gone := []account.APIKey{top, below, rotated, ofUnbound, belowThat}
 		tokens := make([]account.TokenRecord, len(gone))
 		for i, k := range gone {
 			tokens[i] = f.token(k.ID)
 		}
 
-		f.ok(f.s.DeleteOrganization(f.ctx, o.ID), "DeleteOrganization")
+		f.ok(f.s.DeleteOrganization(f.ctx, f.opts, o.ID), "DeleteOrganization")
 		for i, k := range gone {
 			f.wantKeyGone(fmt.Sprintf("key %d of the organization", i), k)
 			for _, orgHint := range []string{o.ID, ""} {
@@ -1049,7 +1049,7 @@ func (s suite) keyOwners(t *testing.T) {
 			assertIDs(t, fmt.Sprintf("ListAPIKeys %+v after the delete", filter), page.Items)
 		}
 		// The unbound key lost its child: deleting it is a plain delete.
-		f.ok(f.s.DeleteAPIKey(f.ctx, unbound.ID, nil), "DeleteAPIKey of the key above")
+		f.ok(f.s.DeleteAPIKey(f.ctx, f.opts, unbound.ID, nil), "DeleteAPIKey of the key above")
 	})
 	t.Run("DeleteOrganizationMany", func(t *testing.T) {
 		// More keys than one DynamoDB transaction holds.
@@ -1057,15 +1057,15 @@ func (s suite) keyOwners(t *testing.T) {
 		o := f.org()
 		root := f.newKey()
 		root.OrganizationID = o.ID
-		f.ok(f.s.CreateAPIKey(f.ctx, root), "CreateAPIKey")
+		f.ok(f.s.CreateAPIKey(f.ctx, f.opts, root), "CreateAPIKey")
 		gone := []account.APIKey{root}
 		for i := range 40 {
 			k := f.newChildKey(root)
 			k.OrganizationID, k.OwnerID = o.ID, fmt.Sprint("owner-", i%3)
-			f.ok(f.s.CreateAPIKey(f.ctx, k), "CreateAPIKey")
+			f.ok(f.s.CreateAPIKey(f.ctx, f.opts, k), "CreateAPIKey")
 			gone = append(gone, k)
 		}
-		f.ok(f.s.DeleteOrganization(f.ctx, o.ID), "DeleteOrganization")
+		f.ok(f.s.DeleteOrganization(f.ctx, f.opts, o.ID), "DeleteOrganization")
 		for i, k := range gone {
 			f.wantKeyGone(fmt.Sprintf("key %d", i), k)
 		}
@@ -1077,7 +1077,7 @@ func (s suite) keyOwners(t *testing.T) {
 		o := f.org()
 		parent := f.newKey()
 		parent.OrganizationID = o.ID
-		f.ok(f.s.CreateAPIKey(f.ctx, parent), "CreateAPIKey")
+		f.ok(f.s.CreateAPIKey(f.ctx, f.opts, parent), "CreateAPIKey")
 		created := make([]account.APIKey, concurrency)
 		for i := range created {
 			k := f.newKey()
@@ -1089,9 +1089,9 @@ func (s suite) keyOwners(t *testing.T) {
 		}
 		errs := race(concurrency+1, func(i int) error {
 			if i == concurrency {
-				return f.s.DeleteOrganization(f.ctx, o.ID)
+				return f.s.DeleteOrganization(f.ctx, f.opts, o.ID)
 			}
-			return f.s.CreateAPIKey(f.ctx, created[i])
+			return f.s.CreateAPIKey(f.ctx, f.opts, created[i])
 		})
 		f.ok(errs[concurrency], "DeleteOrganization")
 		for i, k := range created {

@@ -18,7 +18,7 @@ func (f *fixture) ownerOf(orgID, userID string) account.Membership {
 	f.t.Helper()
 	at := f.now()
 	m := account.Membership{OrganizationID: orgID, UserID: userID, Role: account.OwnerRole, CreatedAt: at, UpdatedAt: at}
-	f.ok(f.s.AddMember(f.ctx, m), "AddMember as owner")
+	f.ok(f.s.AddMember(f.ctx, f.opts, m), "AddMember as owner")
 	return m
 }
 
@@ -41,22 +41,22 @@ func (s suite) lastOwner(t *testing.T) {
 		f := s.fix(t)
 		o, a, b := f.org(), f.user(), f.user()
 		first := f.ownerOf(o.ID, a.ID)
-		_, err := f.s.UpdateMember(f.ctx, o.ID, a.ID, account.MemberPatch{Role: "admin", UpdatedAt: f.now()})
+		_, err := f.s.UpdateMember(f.ctx, f.opts, o.ID, a.ID, account.MemberPatch{Role: "admin", UpdatedAt: f.now()})
 		wantErr(t, "UpdateMember demoting the only owner", err, account.ErrLastOwner())
 		got, err := f.s.GetMember(f.ctx, o.ID, a.ID)
 		f.ok(err, "GetMember")
 		assertSame(t, "the refused owner's membership", got, first)
 		// owner to owner is no demotion.
-		_, err = f.s.UpdateMember(f.ctx, o.ID, a.ID, account.MemberPatch{Role: account.OwnerRole, UpdatedAt: f.now()})
+		_, err = f.s.UpdateMember(f.ctx, f.opts, o.ID, a.ID, account.MemberPatch{Role: account.OwnerRole, UpdatedAt: f.now()})
 		f.ok(err, "UpdateMember owner to owner")
 		// A promotion gives the organization a second owner; then the
 		// first may go, and the second is the last.
 		f.member(o.ID, b.ID)
-		_, err = f.s.UpdateMember(f.ctx, o.ID, b.ID, account.MemberPatch{Role: account.OwnerRole, UpdatedAt: f.now()})
+		_, err = f.s.UpdateMember(f.ctx, f.opts, o.ID, b.ID, account.MemberPatch{Role: account.OwnerRole, UpdatedAt: f.now()})
 		f.ok(err, "UpdateMember promoting a member")
-		_, err = f.s.UpdateMember(f.ctx, o.ID, a.ID, account.MemberPatch{Role: "member", UpdatedAt: f.now()})
+		_, err = f.s.UpdateMember(f.ctx, f.opts, o.ID, a.ID, account.MemberPatch{Role: "member", UpdatedAt: f.now()})
 		f.ok(err, "UpdateMember demoting one of two owners")
-		_, err = f.s.UpdateMember(f.ctx, o.ID, b.ID, account.MemberPatch{Role: "admin", UpdatedAt: f.now()})
+		_, err = f.s.UpdateMember(f.ctx, f.opts, o.ID, b.ID, account.MemberPatch{Role: "admin", UpdatedAt: f.now()})
 		wantErr(t, "UpdateMember demoting the owner left", err, account.ErrLastOwner())
 		if got := f.owners(o.ID); len(got) != 1 || got[0] != b.ID {
 			t.Errorf("owners: got %v, want only %s", got, b.ID)
@@ -67,18 +67,18 @@ func (s suite) lastOwner(t *testing.T) {
 		o, a, b, c := f.org(), f.user(), f.user(), f.user()
 		f.ownerOf(o.ID, a.ID)
 		f.member(o.ID, c.ID)
-		wantErr(t, "RemoveMember of the only owner", f.s.RemoveMember(f.ctx, o.ID, a.ID), account.ErrLastOwner())
-		f.ok(f.s.RemoveMember(f.ctx, o.ID, c.ID), "RemoveMember of a member")
+		wantErr(t, "RemoveMember of the only owner", f.s.RemoveMember(f.ctx, f.opts, o.ID, a.ID), account.ErrLastOwner())
+		f.ok(f.s.RemoveMember(f.ctx, f.opts, o.ID, c.ID), "RemoveMember of a member")
 		f.ownerOf(o.ID, b.ID)
-		f.ok(f.s.RemoveMember(f.ctx, o.ID, a.ID), "RemoveMember of one of two owners")
-		wantErr(t, "RemoveMember of the owner left", f.s.RemoveMember(f.ctx, o.ID, b.ID), account.ErrLastOwner())
+		f.ok(f.s.RemoveMember(f.ctx, f.opts, o.ID, a.ID), "RemoveMember of one of two owners")
+		wantErr(t, "RemoveMember of the owner left", f.s.RemoveMember(f.ctx, f.opts, o.ID, b.ID), account.ErrLastOwner())
 		if got := f.owners(o.ID); len(got) != 1 || got[0] != b.ID {
 			t.Errorf("owners: got %v, want only %s", got, b.ID)
 		}
 		// An organization that never had an owner has none to keep.
 		none, d := f.org(), f.user()
 		f.member(none.ID, d.ID)
-		f.ok(f.s.RemoveMember(f.ctx, none.ID, d.ID), "RemoveMember in an organization without owners")
+		f.ok(f.s.RemoveMember(f.ctx, f.opts, none.ID, d.ID), "RemoveMember in an organization without owners")
 	})
 	t.Run("ConcurrentDemotions", func(t *testing.T) {
 		// Two owners demote each other at once, round after round: one
@@ -90,7 +90,7 @@ func (s suite) lastOwner(t *testing.T) {
 			f.ownerOf(o.ID, b.ID)
 			ids := []string{a.ID, b.ID}
 			errs := race(2, func(i int) error {
-				_, err := f.s.UpdateMember(f.ctx, o.ID, ids[1-i], account.MemberPatch{Role: "admin", UpdatedAt: f.now()})
+				_, err := f.s.UpdateMember(f.ctx, f.opts, o.ID, ids[1-i], account.MemberPatch{Role: "admin", UpdatedAt: f.now()})
 				return err
 			})
 			wantOneWinner(t, fmt.Sprintf("round %d: UpdateMember", round), errs, account.ErrLastOwner())
@@ -112,9 +112,9 @@ func (s suite) lastOwner(t *testing.T) {
 		}
 		errs := race(n, func(i int) error {
 			if i%2 == 0 {
-				return f.s.RemoveMember(f.ctx, o.ID, ids[i])
+				return f.s.RemoveMember(f.ctx, f.opts, o.ID, ids[i])
 			}
-			_, err := f.s.UpdateMember(f.ctx, o.ID, ids[i], account.MemberPatch{Role: "member", UpdatedAt: f.now()})
+			_, err := f.s.UpdateMember(f.ctx, f.opts, o.ID, ids[i], account.MemberPatch{Role: "member", UpdatedAt: f.now()})
 			return err
 		})
 		refused := 0
@@ -139,19 +139,19 @@ func (s suite) lastOwner(t *testing.T) {
 		o, a, b := f.org(), f.user(), f.user()
 		f.ownerOf(o.ID, a.ID)
 		f.member(o.ID, b.ID)
-		f.ok(f.s.DeleteUser(f.ctx, a.ID), "DeleteUser of the last owner")
+		f.ok(f.s.DeleteUser(f.ctx, f.opts, a.ID), "DeleteUser of the last owner")
 		if got := f.owners(o.ID); len(got) != 0 {
 			t.Fatalf("owners after the delete: %v, want none", got)
 		}
-		_, err := f.s.UpdateMember(f.ctx, o.ID, b.ID, account.MemberPatch{Role: account.OwnerRole, UpdatedAt: f.now()})
+		_, err := f.s.UpdateMember(f.ctx, f.opts, o.ID, b.ID, account.MemberPatch{Role: account.OwnerRole, UpdatedAt: f.now()})
 		f.ok(err, "UpdateMember promoting in an organization without owners")
-		_, err = f.s.UpdateMember(f.ctx, o.ID, b.ID, account.MemberPatch{Role: "admin", UpdatedAt: f.now()})
+		_, err = f.s.UpdateMember(f.ctx, f.opts, o.ID, b.ID, account.MemberPatch{Role: "admin", UpdatedAt: f.now()})
 		wantErr(t, "UpdateMember demoting the new only owner", err, account.ErrLastOwner())
 		// One of two owners deleted: the other is the last.
 		c := f.user()
 		f.ownerOf(o.ID, c.ID)
-		f.ok(f.s.DeleteUser(f.ctx, b.ID), "DeleteUser of one of two owners")
-		wantErr(t, "RemoveMember of the owner left", f.s.RemoveMember(f.ctx, o.ID, c.ID), account.ErrLastOwner())
+		f.ok(f.s.DeleteUser(f.ctx, f.opts, b.ID), "DeleteUser of one of two owners")
+		wantErr(t, "RemoveMember of the owner left", f.s.RemoveMember(f.ctx, f.opts, o.ID, c.ID), account.ErrLastOwner())
 	})
 	t.Run("DeleteUserOwnerOfMany", func(t *testing.T) {
 		// A user who owns many organizations, beside their other owners:
@@ -166,9 +166,9 @@ func (s suite) lastOwner(t *testing.T) {
 			f.ownerOf(o.ID, other.ID)
 			orgs, others = append(orgs, o), append(others, other.ID)
 		}
-		f.ok(f.s.DeleteUser(f.ctx, u.ID), "DeleteUser")
+		f.ok(f.s.DeleteUser(f.ctx, f.opts, u.ID), "DeleteUser")
 		for i, o := range orgs {
-			wantErr(t, "RemoveMember of the owner left", f.s.RemoveMember(f.ctx, o.ID, others[i]), account.ErrLastOwner())
+			wantErr(t, "RemoveMember of the owner left", f.s.RemoveMember(f.ctx, f.opts, o.ID, others[i]), account.ErrLastOwner())
 		}
 	})
 }
@@ -182,7 +182,7 @@ func (s suite) userMembershipNames(t *testing.T) {
 		o := f.org()
 		m := f.member(o.ID, u.ID)
 		name := "Renamed Engines"
-		_, err := f.s.UpdateOrganization(f.ctx, o.ID, account.OrganizationPatch{Name: &name, UpdatedAt: f.now()})
+		_, err := f.s.UpdateOrganization(f.ctx, f.opts, o.ID, account.OrganizationPatch{Name: &name, UpdatedAt: f.now()})
 		f.ok(err, "UpdateOrganization")
 		page, err := f.s.ListUserMemberships(f.ctx, u.ID, all)
 		f.ok(err, "ListUserMemberships")
@@ -198,7 +198,7 @@ func (s suite) userMembershipNames(t *testing.T) {
 		for i := range 30 {
 			o := f.newOrg()
 			o.Name = fmt.Sprintf("Org %d", i)
-			f.ok(f.s.CreateOrganization(f.ctx, o), "CreateOrganization")
+			f.ok(f.s.CreateOrganization(f.ctx, f.opts, o), "CreateOrganization")
 			f.member(o.ID, u.ID)
 			want[o.ID] = o
 		}

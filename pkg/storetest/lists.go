@@ -28,7 +28,7 @@ func usersList(f *fixture) listOps[account.User] {
 	return listOps[account.User]{
 		add:    f.user,
 		list:   func(p account.ListParams) (account.Page[account.User], error) { return f.s.ListUsers(f.ctx, p) },
-		remove: func(u account.User) { f.ok(f.s.DeleteUser(f.ctx, u.ID), "DeleteUser") },
+		remove: func(u account.User) { f.ok(f.s.DeleteUser(f.ctx, f.opts, u.ID), "DeleteUser") },
 		key:    func(u account.User) string { return u.ID },
 	}
 }
@@ -39,7 +39,7 @@ func organizationsList(f *fixture) listOps[account.Organization] {
 		list: func(p account.ListParams) (account.Page[account.Organization], error) {
 			return f.s.ListOrganizations(f.ctx, p)
 		},
-		remove: func(o account.Organization) { f.ok(f.s.DeleteOrganization(f.ctx, o.ID), "DeleteOrganization") },
+		remove: func(o account.Organization) { f.ok(f.s.DeleteOrganization(f.ctx, f.opts, o.ID), "DeleteOrganization") },
 		key:    func(o account.Organization) string { return o.ID },
 	}
 }
@@ -50,7 +50,7 @@ func apiKeysList(f *fixture) listOps[account.APIKey] {
 		list: func(p account.ListParams) (account.Page[account.APIKey], error) {
 			return f.s.ListAPIKeys(f.ctx, account.APIKeyFilter{}, p)
 		},
-		remove: func(k account.APIKey) { f.ok(f.s.DeleteAPIKey(f.ctx, k.ID, nil), "DeleteAPIKey") },
+		remove: func(k account.APIKey) { f.ok(f.s.DeleteAPIKey(f.ctx, f.opts, k.ID, nil), "DeleteAPIKey") },
 		key:    func(k account.APIKey) string { return k.ID },
 	}
 }
@@ -60,7 +60,7 @@ func membershipKey(m account.Membership) string { return m.OrganizationID + "/" 
 func removeMembership(f *fixture) func(account.Membership) {
 	return func(m account.Membership) {
 		f.t.Helper()
-		f.ok(f.s.RemoveMember(f.ctx, m.OrganizationID, m.UserID), "RemoveMember")
+		f.ok(f.s.RemoveMember(f.ctx, f.opts, m.OrganizationID, m.UserID), "RemoveMember")
 	}
 }
 
@@ -88,7 +88,7 @@ func userMembershipsList(f *fixture) listOps[account.UserMembership] {
 		add: func() account.UserMembership {
 			o := f.newOrg()
 			o.Name = "Org " + o.ID // a name of its own, to tell them apart
-			f.ok(f.s.CreateOrganization(f.ctx, o), "CreateOrganization")
+			f.ok(f.s.CreateOrganization(f.ctx, f.opts, o), "CreateOrganization")
 			return account.UserMembership{Membership: f.member(o.ID, u.ID), OrganizationName: o.Name, OrganizationSlug: o.Slug}
 		},
 		list: func(p account.ListParams) (account.Page[account.UserMembership], error) {

@@ -32,7 +32,7 @@ func (s suite) addMember(t *testing.T) {
 		first := f.member(o.ID, u.ID)
 		again := first
 		again.Role, again.CreatedAt, again.UpdatedAt = "owner", f.now(), f.now()
-		wantErr(t, "AddMember again", f.s.AddMember(f.ctx, again), account.ErrAlreadyMember())
+		wantErr(t, "AddMember again", f.s.AddMember(f.ctx, f.opts, again), account.ErrAlreadyMember())
 		got, err := f.s.GetMember(f.ctx, o.ID, u.ID)
 		f.ok(err, "GetMember")
 		assertSame(t, "the first membership", got, first)
@@ -42,7 +42,7 @@ func (s suite) addMember(t *testing.T) {
 		u := f.user()
 		at := f.now()
 		m := account.Membership{OrganizationID: account.NewID(account.PrefixOrganization, at), UserID: u.ID, Role: "member", CreatedAt: at, UpdatedAt: at}
-		wantErr(t, "AddMember to a missing organization", f.s.AddMember(f.ctx, m), account.ErrOrganizationNotFound())
+		wantErr(t, "AddMember to a missing organization", f.s.AddMember(f.ctx, f.opts, m), account.ErrOrganizationNotFound())
 		page, err := f.s.ListUserMemberships(f.ctx, u.ID, account.ListParams{Limit: 100})
 		f.ok(err, "ListUserMemberships")
 		if len(page.Items) != 0 {
@@ -54,7 +54,7 @@ func (s suite) addMember(t *testing.T) {
 		o := f.org()
 		at := f.now()
 		m := account.Membership{OrganizationID: o.ID, UserID: account.NewID(account.PrefixUser, at), Role: "member", CreatedAt: at, UpdatedAt: at}
-		wantErr(t, "AddMember of a missing user", f.s.AddMember(f.ctx, m), account.ErrUserNotFound())
+		wantErr(t, "AddMember of a missing user", f.s.AddMember(f.ctx, f.opts, m), account.ErrUserNotFound())
 		page, err := f.s.ListMembers(f.ctx, o.ID, account.ListParams{Limit: 100})
 		f.ok(err, "ListMembers")
 		if len(page.Items) != 0 {
@@ -69,7 +69,7 @@ func (s suite) addMember(t *testing.T) {
 			at := f.now()
 			ms[i] = account.Membership{OrganizationID: o.ID, UserID: u.ID, Role: "member", CreatedAt: at, UpdatedAt: at}
 		}
-		errs := race(concurrency, func(i int) error { return f.s.AddMember(f.ctx, ms[i]) })
+		errs := race(concurrency, func(i int) error { return f.s.AddMember(f.ctx, f.opts, ms[i]) })
 		winner := wantOneWinner(t, "AddMember", errs, account.ErrAlreadyMember())
 		byOrg, err := f.s.ListMembers(f.ctx, o.ID, account.ListParams{Limit: 100})
 		f.ok(err, "ListMembers")
@@ -106,7 +106,7 @@ func (s suite) updateMember(t *testing.T) {
 		second := f.member(o.ID, b.ID)
 		want := first
 		want.Role, want.UpdatedAt = "owner", f.now()
-		got, err := f.s.UpdateMember(f.ctx, o.ID, a.ID, account.MemberPatch{Role: want.Role, UpdatedAt: want.UpdatedAt})
+		got, err := f.s.UpdateMember(f.ctx, f.opts, o.ID, a.ID, account.MemberPatch{Role: want.Role, UpdatedAt: want.UpdatedAt})
 		f.ok(err, "UpdateMember")
 		assertSame(t, "the membership UpdateMember returned", got, want)
 		fresh, err := f.s.GetMember(f.ctx, o.ID, a.ID)
@@ -141,7 +141,7 @@ func (s suite) updateMember(t *testing.T) {
 			roles[i] = fmt.Sprintf("role-%02d", i)
 		}
 		errs := race(n, func(i int) error {
-			got, err := f.s.UpdateMember(f.ctx, o.ID, u.ID, account.MemberPatch{Role: roles[i], UpdatedAt: f.now()})
+			got, err := f.s.UpdateMember(f.ctx, f.opts, o.ID, u.ID, account.MemberPatch{Role: roles[i], UpdatedAt: f.now()})
 			switch {
 			case err != nil:
 				return err
@@ -173,7 +173,7 @@ func (s suite) updateMember(t *testing.T) {
 		f := s.fix(t)
 		o, u, other := f.org(), f.user(), f.user()
 		f.member(o.ID, other.ID)
-		_, err := f.s.UpdateMember(f.ctx, o.ID, u.ID, account.MemberPatch{Role: "owner", UpdatedAt: f.now()})
+		_, err := f.s.UpdateMember(f.ctx, f.opts, o.ID, u.ID, account.MemberPatch{Role: "owner", UpdatedAt: f.now()})
 		wantErr(t, "UpdateMember of a user who is not a member", err, account.ErrMembershipNotFound())
 		_, err = f.s.GetMember(f.ctx, o.ID, u.ID)
 		wantErr(t, "GetMember after UpdateMember of a missing membership", err, account.ErrMembershipNotFound())
@@ -182,10 +182,10 @@ func (s suite) updateMember(t *testing.T) {
 		if len(byUser.Items) != 0 {
 			t.Errorf("ListUserMemberships after UpdateMember of a missing membership: got %d, want 0", len(byUser.Items))
 		}
-		_, err = f.s.UpdateMember(f.ctx, account.NewID(account.PrefixOrganization, f.now()), other.ID, account.MemberPatch{Role: "owner", UpdatedAt: f.now()})
+		_, err = f.s.UpdateMember(f.ctx, f.opts, account.NewID(account.PrefixOrganization, f.now()), other.ID, account.MemberPatch{Role: "owner", UpdatedAt: f.now()})
 		wantErr(t, "UpdateMember in a missing organization", err, account.ErrMembershipNotFound())
-		f.ok(f.s.RemoveMember(f.ctx, o.ID, other.ID), "RemoveMember")
-		_, err = f.s.UpdateMember(f.ctx, o.ID, other.ID, account.MemberPatch{Role: "owner", UpdatedAt: f.now()})
+		f.ok(f.s.RemoveMember(f.ctx, f.opts, o.ID, other.ID), "RemoveMember")
+		_, err = f.s.UpdateMember(f.ctx, f.opts, o.ID, other.ID, account.MemberPatch{Role: "owner", UpdatedAt: f.now()})
 		wantErr(t, "UpdateMember of a removed membership", err, account.ErrMembershipNotFound())
 	})
 }
@@ -196,7 +196,7 @@ func (s suite) removeMember(t *testing.T) {
 		o, u, other := f.org(), f.user(), f.user()
 		f.member(o.ID, u.ID)
 		kept := f.member(o.ID, other.ID)
-		f.ok(f.s.RemoveMember(f.ctx, o.ID, u.ID), "RemoveMember")
+		f.ok(f.s.RemoveMember(f.ctx, f.opts, o.ID, u.ID), "RemoveMember")
 		_, err := f.s.GetMember(f.ctx, o.ID, u.ID)
 		wantErr(t, "GetMember", err, account.ErrMembershipNotFound())
 		page, err := f.s.ListMembers(f.ctx, o.ID, account.ListParams{Limit: 100})
@@ -216,9 +216,9 @@ func (s suite) removeMember(t *testing.T) {
 	t.Run("ErrNotFound", func(t *testing.T) {
 		f := s.fix(t)
 		o, u := f.org(), f.user()
-		wantErr(t, "RemoveMember", f.s.RemoveMember(f.ctx, o.ID, u.ID), account.ErrMembershipNotFound())
+		wantErr(t, "RemoveMember", f.s.RemoveMember(f.ctx, f.opts, o.ID, u.ID), account.ErrMembershipNotFound())
 		f.member(o.ID, u.ID)
-		f.ok(f.s.RemoveMember(f.ctx, o.ID, u.ID), "RemoveMember")
-		wantErr(t, "RemoveMember again", f.s.RemoveMember(f.ctx, o.ID, u.ID), account.ErrMembershipNotFound())
+		f.ok(f.s.RemoveMember(f.ctx, f.opts, o.ID, u.ID), "RemoveMember")
+		wantErr(t, "RemoveMember again", f.s.RemoveMember(f.ctx, f.opts, o.ID, u.ID), account.ErrMembershipNotFound())
 	})
 }

@@ -31,7 +31,7 @@ func (s suite) updateOrganization(t *testing.T) {
 				} else {
 					p.Plan = &plan
 				}
-				_, err := f.s.UpdateOrganization(f.ctx, o.ID, p)
+				_, err := f.s.UpdateOrganization(f.ctx, f.opts, o.ID, p)
 				return err
 			})
 			for _, err := range errs {
@@ -66,7 +66,7 @@ func (s suite) updateOrganization(t *testing.T) {
 					p.Plan = &plan
 				}
 				var err error
-				answers[i], err = f.s.UpdateOrganization(f.ctx, o.ID, p)
+				answers[i], err = f.s.UpdateOrganization(f.ctx, f.opts, o.ID, p)
 				return err
 			})
 			for _, err := range errs {
@@ -102,7 +102,7 @@ func (s suite) updateOrganization(t *testing.T) {
 			} else {
 				p.Plan = &plans[i-n]
 			}
-			got, err := f.s.UpdateOrganization(f.ctx, o.ID, p)
+			got, err := f.s.UpdateOrganization(f.ctx, f.opts, o.ID, p)
 			switch {
 			case err != nil:
 				return err

@@ -63,29 +63,29 @@ var userKind = ownerKind[account.User]{
 	id:        func(u account.User) string { return u.ID },
 	uniqueOf:  func(u account.User) string { return u.Email },
 	setUnique: func(u *account.User, v string) { u.Email = v },
-	create:    func(f *fixture, u account.User) error { return f.s.CreateUser(f.ctx, u) },
+	create:    func(f *fixture, u account.User) error { return f.s.CreateUser(f.ctx, f.opts, u) },
 	get:       func(f *fixture, id string) (account.User, error) { return f.s.GetUser(f.ctx, id) },
 	byUnique:  func(f *fixture, v string) (account.User, error) { return f.s.GetUserByEmail(f.ctx, v) },
 	rename: func(f *fixture, id, name string) (account.User, error) {
-		return f.s.UpdateUser(f.ctx, id, account.UserPatch{Name: &name, UpdatedAt: f.now()})
+		return f.s.UpdateUser(f.ctx, f.opts, id, account.UserPatch{Name: &name, UpdatedAt: f.now()})
 	},
 	patch: func(f *fixture, old account.User) (want, got account.User, err error) {
 		want = old
 		want.Name, want.UpdatedAt = "Ada King", f.now()
-		got, err = f.s.UpdateUser(f.ctx, old.ID, account.UserPatch{Name: &want.Name, UpdatedAt: want.UpdatedAt})
+		got, err = f.s.UpdateUser(f.ctx, f.opts, old.ID, account.UserPatch{Name: &want.Name, UpdatedAt: want.UpdatedAt})
 		return want, got, err
 	},
 	fieldPatches: []fieldPatch[account.User]{
 		{"the name", func(f *fixture, want *account.User) (account.User, error) {
 			want.Name, want.UpdatedAt = "Ada King", f.now()
-			return f.s.UpdateUser(f.ctx, want.ID, account.UserPatch{Name: &want.Name, UpdatedAt: want.UpdatedAt})
+			return f.s.UpdateUser(f.ctx, f.opts, want.ID, account.UserPatch{Name: &want.Name, UpdatedAt: want.UpdatedAt})
 		}},
 		{"updated_at alone", func(f *fixture, want *account.User) (account.User, error) {
 			want.UpdatedAt = f.now()
-			return f.s.UpdateUser(f.ctx, want.ID, account.UserPatch{UpdatedAt: want.UpdatedAt})
+			return f.s.UpdateUser(f.ctx, f.opts, want.ID, account.UserPatch{UpdatedAt: want.UpdatedAt})
 		}},
 	},
-	del:              func(f *fixture, id string) error { return f.s.DeleteUser(f.ctx, id) },
+	del:              func(f *fixture, id string) error { return f.s.DeleteUser(f.ctx, f.opts, id) },
 	list:             func(f *fixture) (account.Page[account.User], error) { return f.s.ListUsers(f.ctx, all) },
 	notFound:         account.ErrUserNotFound,
 	taken:            account.ErrEmailTaken,
@@ -102,32 +102,32 @@ var orgKind = ownerKind[account.Organization]{
 	id:        func(o account.Organization) string { return o.ID },
 	uniqueOf:  func(o account.Organization) string { return o.Slug },
 	setUnique: func(o *account.Organization, v string) { o.Slug = v },
-	create:    func(f *fixture, o account.Organization) error { return f.s.CreateOrganization(f.ctx, o) },
+	create:    func(f *fixture, o account.Organization) error { return f.s.CreateOrganization(f.ctx, f.opts, o) },
 	get:       func(f *fixture, id string) (account.Organization, error) { return f.s.GetOrganization(f.ctx, id) },
 	rename: func(f *fixture, id, name string) (account.Organization, error) {
-		return f.s.UpdateOrganization(f.ctx, id, account.OrganizationPatch{Name: &name, UpdatedAt: f.now()})
+		return f.s.UpdateOrganization(f.ctx, f.opts, id, account.OrganizationPatch{Name: &name, UpdatedAt: f.now()})
 	},
 	patch: func(f *fixture, old account.Organization) (want, got account.Organization, err error) {
 		want = old
 		want.Name, want.Plan, want.UpdatedAt = "Difference Engines plc", "enterprise", f.now()
-		got, err = f.s.UpdateOrganization(f.ctx, old.ID, account.OrganizationPatch{Name: &want.Name, Plan: &want.Plan, UpdatedAt: want.UpdatedAt})
+		got, err = f.s.UpdateOrganization(f.ctx, f.opts, old.ID, account.OrganizationPatch{Name: &want.Name, Plan: &want.Plan, UpdatedAt: want.UpdatedAt})
 		return want, got, err
 	},
 	fieldPatches: []fieldPatch[account.Organization]{
 		{"the plan", func(f *fixture, want *account.Organization) (account.Organization, error) {
 			want.Plan, want.UpdatedAt = "starter", f.now()
-			return f.s.UpdateOrganization(f.ctx, want.ID, account.OrganizationPatch{Plan: &want.Plan, UpdatedAt: want.UpdatedAt})
+			return f.s.UpdateOrganization(f.ctx, f.opts, want.ID, account.OrganizationPatch{Plan: &want.Plan, UpdatedAt: want.UpdatedAt})
 		}},
 		{"the name", func(f *fixture, want *account.Organization) (account.Organization, error) {
 			want.Name, want.UpdatedAt = "Difference Engines plc", f.now()
-			return f.s.UpdateOrganization(f.ctx, want.ID, account.OrganizationPatch{Name: &want.Name, UpdatedAt: want.UpdatedAt})
+			return f.s.UpdateOrganization(f.ctx, f.opts, want.ID, account.OrganizationPatch{Name: &want.Name, UpdatedAt: want.UpdatedAt})
 		}},
 		{"updated_at alone", func(f *fixture, want *account.Organization) (account.Organization, error) {
 			want.UpdatedAt = f.now()
-			return f.s.UpdateOrganization(f.ctx, want.ID, account.OrganizationPatch{UpdatedAt: want.UpdatedAt})
+			return f.s.UpdateOrganization(f.ctx, f.opts, want.ID, account.OrganizationPatch{UpdatedAt: want.UpdatedAt})
 		}},
 	},
-	del: func(f *fixture, id string) error { return f.s.DeleteOrganization(f.ctx, id) },
+	del: func(f *fixture, id string) error { return f.s.DeleteOrganization(f.ctx, f.opts, id) },
 	list: func(f *fixture) (account.Page[account.Organization], error) {
 		return f.s.ListOrganizations(f.ctx, all)
 	},
@@ -373,7 +373,7 @@ func testAddMemberDeleting[T any](t *testing.T, s suite, k ownerKind[T]) {
 			return k.del(f, it)
 		}
 		orgID, userID := k.pair(it, other)
-		err := f.s.AddMember(f.ctx, account.Membership{OrganizationID: orgID, UserID: userID, Role: "member", CreatedAt: at, UpdatedAt: at})
+		err := f.s.AddMember(f.ctx, f.opts, account.Membership{OrganizationID: orgID, UserID: userID, Role: "member", CreatedAt: at, UpdatedAt: at})
 		if isErr(err, k.notFound()) {
 			return nil // the delete came first: a correct outcome
 		}

@@ -62,7 +62,7 @@ func (s suite) statusLists(t *testing.T) {
 				IssuedAt: at, ExpiresAt: at.Add(time.Hour), Status: &account.StatusRef{List: list, Index: next},
 			}
 			next++
-			f.ok(f.s.CreateToken(f.ctx, tr), "CreateToken")
+			f.ok(f.s.CreateToken(f.ctx, f.opts, tr), "CreateToken")
 			return tr
 		}
 		want := func(what string, status int, toks ...account.TokenRecord) {
@@ -77,30 +77,30 @@ func (s suite) statusLists(t *testing.T) {
 		}
 		parent := f.key()
 		child := f.newChildKey(parent)
-		f.ok(f.s.CreateAPIKey(f.ctx, child), "CreateAPIKey")
+		f.ok(f.s.CreateAPIKey(f.ctx, f.opts, child), "CreateAPIKey")
 		a, b, c := token(parent.ID), token(parent.ID), token(child.ID)
 		want("issued", account.StatusValid, a, b, c)
 
-		_, err = f.s.RevokeToken(f.ctx, account.Revocation{TokenID: a.ID, KeyID: parent.ID, RevokedAt: f.now(), ExpiresAt: a.ExpiresAt, Inline: true, Status: a.Status})
+		_, err = f.s.RevokeToken(f.ctx, f.opts, account.Revocation{TokenID: a.ID, KeyID: parent.ID, RevokedAt: f.now(), ExpiresAt: a.ExpiresAt, Inline: true, Status: a.Status})
 		f.ok(err, "RevokeToken")
 		want("revoked", account.StatusInvalid, a)
 		want("the others", account.StatusValid, b, c)
 
 		off, on := true, false
-		_, err = f.s.UpdateAPIKey(f.ctx, parent.ID, account.APIKeyPatch{Disabled: &off, At: f.now()}, nil)
+		_, err = f.s.UpdateAPIKey(f.ctx, f.opts, parent.ID, account.APIKeyPatch{Disabled: &off, At: f.now()}, nil)
 		f.ok(err, "UpdateAPIKey")
 		want("parent disabled", account.StatusSuspended, b, c)
 		want("revoked stays", account.StatusInvalid, a)
-		_, err = f.s.UpdateAPIKey(f.ctx, parent.ID, account.APIKeyPatch{Disabled: &on, At: f.now()}, nil)
+		_, err = f.s.UpdateAPIKey(f.ctx, f.opts, parent.ID, account.APIKeyPatch{Disabled: &on, At: f.now()}, nil)
 		f.ok(err, "UpdateAPIKey")
 		want("parent enabled", account.StatusValid, b, c)
 
-		_, err = f.s.UpdateAPIKey(f.ctx, parent.ID, account.APIKeyPatch{RevokeTokens: true, At: f.now()}, nil)
+		_, err = f.s.UpdateAPIKey(f.ctx, f.opts, parent.ID, account.APIKeyPatch{RevokeTokens: true, At: f.now()}, nil)
 		f.ok(err, "UpdateAPIKey")
 		want("revoke-all", account.StatusInvalid, b)
 		want("the child's", account.StatusValid, c)
 
-		f.ok(f.s.DeleteAPIKey(f.ctx, parent.ID, nil), "DeleteAPIKey")
+		f.ok(f.s.DeleteAPIKey(f.ctx, f.opts, parent.ID, nil), "DeleteAPIKey")
 		want("deleted with the key above", account.StatusInvalid, c)
 	})
 	t.Run("List", func(t *testing.T) {

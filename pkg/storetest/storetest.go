@@ -101,6 +101,7 @@ type fixture struct {
 	t     *testing.T
 	s     account.Store
 	ctx   context.Context
+	opts  account.WriteOptions
 	mu    sync.Mutex
 	base  time.Time
 	ticks int
@@ -111,10 +112,11 @@ func (s suite) fix(t *testing.T) *fixture {
 	t.Helper()
 	t.Parallel()
 	return &fixture{
-		t: t,
-		s: s.newStore(t),
+		t:   t,
+		s:   s.newStore(t),
+		ctx: t.Context(),
 		// Every write records its events, as an API request's does.
-		ctx:  withSource(t.Context(), "req-"+t.Name()),
+		opts: withSource("req-" + t.Name()),
 		base: time.Now().UTC().Truncate(time.Millisecond),
 	}
 }
@@ -147,7 +149,7 @@ func (f *fixture) newUser() account.User {
 func (f *fixture) user() account.User {
 	f.t.Helper()
 	u := f.newUser()
-	f.ok(f.s.CreateUser(f.ctx, u), "CreateUser")
+	f.ok(f.s.CreateUser(f.ctx, f.opts, u), "CreateUser")
 	return u
 }
 
@@ -169,7 +171,7 @@ func (f *fixture) newOrg() account.Organization {
 func (f *fixture) org() account.Organization {
 	f.t.Helper()
 	o := f.newOrg()
-	f.ok(f.s.CreateOrganization(f.ctx, o), "CreateOrganization")
+	f.ok(f.s.CreateOrganization(f.ctx, f.opts, o), "CreateOrganization")
 	return o
 }
 
@@ -177,7 +179,7 @@ func (f *fixture) member(orgID, userID string) account.Membership {
 	f.t.Helper()
 	at := f.now()
 	m := account.Membership{OrganizationID: orgID, UserID: userID, Role: "admin", CreatedAt: at, UpdatedAt: at}
-	f.ok(f.s.AddMember(f.ctx, m), "AddMember")
+	f.ok(f.s.AddMember(f.ctx, f.opts, m), "AddMember")
 	return m
 }
 
@@ -201,7 +203,7 @@ func (f *fixture) newKey() account.APIKey {
 func (f *fixture) key() account.APIKey {
 	f.t.Helper()
 	k := f.newKey()
-	f.ok(f.s.CreateAPIKey(f.ctx, k), "CreateAPIKey")
+	f.ok(f.s.CreateAPIKey(f.ctx, f.opts, k), "CreateAPIKey")
 	return k
 }
 
@@ -217,7 +219,7 @@ func (f *fixture) newChildKey(parent account.APIKey) account.APIKey {
 func (f *fixture) childKey(parent account.APIKey) account.APIKey {
 	f.t.Helper()
 	k := f.newChildKey(parent)
-	f.ok(f.s.CreateAPIKey(f.ctx, k), "CreateAPIKey below a key")
+	f.ok(f.s.CreateAPIKey(f.ctx, f.opts, k), "CreateAPIKey below a key")
 	return k
 }
 
@@ -232,7 +234,7 @@ func (f *fixture) token(keyID string) account.TokenRecord {
 		IssuedAt:  at,
 		ExpiresAt: at.Add(time.Hour),
 	}
-	f.ok(f.s.CreateToken(f.ctx, tr), "CreateToken")
+	f.ok(f.s.CreateToken(f.ctx, f.opts, tr), "CreateToken")
 	return tr
 }
 

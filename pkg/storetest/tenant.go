@@ -23,7 +23,7 @@ func (s suite) createUserInOrganization(t *testing.T) {
 		o := f.org()
 		u := f.newUser()
 		m := newMembership(f, o.ID, u.ID)
-		f.ok(f.s.CreateUserInOrganization(f.ctx, u, m), "CreateUserInOrganization")
+		f.ok(f.s.CreateUserInOrganization(f.ctx, f.opts, u, m), "CreateUserInOrganization")
 		got, err := f.s.GetUser(f.ctx, u.ID)
 		f.ok(err, "GetUser")
 		assertSame(t, "GetUser", got, u)
@@ -53,18 +53,18 @@ func (s suite) createUserInOrganization(t *testing.T) {
 		f := s.fix(t)
 		u := f.newUser()
 		m := newMembership(f, account.NewID(account.PrefixOrganization, f.now()), u.ID)
-		wantErr(t, "CreateUserInOrganization of a missing organization", f.s.CreateUserInOrganization(f.ctx, u, m), account.ErrOrganizationNotFound())
+		wantErr(t, "CreateUserInOrganization of a missing organization", f.s.CreateUserInOrganization(f.ctx, f.opts, u, m), account.ErrOrganizationNotFound())
 		_, err := f.s.GetUser(f.ctx, u.ID)
 		wantErr(t, "GetUser after the failed create", err, account.ErrUserNotFound())
 		// Nothing was claimed either.
-		f.ok(f.s.CreateUser(f.ctx, u), "CreateUser with the same e-mail and external id")
+		f.ok(f.s.CreateUser(f.ctx, f.opts, u), "CreateUser with the same e-mail and external id")
 	})
 	t.Run("ErrOrganizationDeleted", func(t *testing.T) {
 		f := s.fix(t)
 		o := f.org()
-		f.ok(f.s.DeleteOrganization(f.ctx, o.ID), "DeleteOrganization")
+		f.ok(f.s.DeleteOrganization(f.ctx, f.opts, o.ID), "DeleteOrganization")
 		u := f.newUser()
-		wantErr(t, "CreateUserInOrganization of a deleted organization", f.s.CreateUserInOrganization(f.ctx, u, newMembership(f, o.ID, u.ID)), account.ErrOrganizationNotFound())
+		wantErr(t, "CreateUserInOrganization of a deleted organization", f.s.CreateUserInOrganization(f.ctx, f.opts, u, newMembership(f, o.ID, u.ID)), account.ErrOrganizationNotFound())
 		_, err := f.s.GetUser(f.ctx, u.ID)
 		wantErr(t, "GetUser after the failed create", err, account.ErrUserNotFound())
 	})
@@ -73,7 +73,7 @@ func (s suite) createUserInOrganization(t *testing.T) {
 		o, taken := f.org(), f.user()
 		u := f.newUser()
 		u.Email = taken.Email
-		wantErr(t, "CreateUserInOrganization with a taken e-mail", f.s.CreateUserInOrganization(f.ctx, u, newMembership(f, o.ID, u.ID)), account.ErrEmailTaken())
+		wantErr(t, "CreateUserInOrganization with a taken e-mail", f.s.CreateUserInOrganization(f.ctx, f.opts, u, newMembership(f, o.ID, u.ID)), account.ErrEmailTaken())
 		page, err := f.s.ListMembers(f.ctx, o.ID, account.ListParams{Limit: 100})
 		f.ok(err, "ListMembers")
 		if len(page.Items) != 0 {
@@ -98,7 +98,7 @@ func organizationUsersList(f *fixture) listOps[account.User] {
 		list: func(p account.ListParams) (account.Page[account.User], error) {
 			return f.s.ListOrganizationUsers(f.ctx, o.ID, p)
 		},
-		remove: func(u account.User) { f.ok(f.s.DeleteUser(f.ctx, u.ID), "DeleteUser") },
+		remove: func(u account.User) { f.ok(f.s.DeleteUser(f.ctx, f.opts, u.ID), "DeleteUser") },
 		key:    func(u account.User) string { return u.ID },
 	}
 }
@@ -109,31 +109,31 @@ func organizationUsersList(f *fixture) listOps[account.User] {
 func (s suite) organizationEvents(t *testing.T) {
 	f := s.fix(t)
 	from := start()
-	bound := withSource(f.ctx, "req-bound")
+	bound := withSource("req-bound")
 	o, other := f.org(), f.org()
-	account.EventSourceFrom(bound).OrganizationID = o.ID
+	bound.Events.OrganizationID = o.ID
 
 	u := f.newUser()
 	at := f.now()
 	m := account.Membership{OrganizationID: o.ID, UserID: u.ID, Role: account.DefaultMemberRole, CreatedAt: at, UpdatedAt: at}
-	f.ok(f.s.CreateUserInOrganization(bound, u, m), "CreateUserInOrganization by a bound key")
+	f.ok(f.s.CreateUserInOrganization(f.ctx, bound, u, m), "CreateUserInOrganization by a bound key")
 	name := "Bound"
-	_, err := f.s.UpdateUser(bound, u.ID, account.UserPatch{Name: &name, UpdatedAt: f.now()})
+	_, err := f.s.UpdateUser(f.ctx, bound, u.ID, account.UserPatch{Name: &name, UpdatedAt: f.now()})
 	f.ok(err, "UpdateUser by a bound key")
 	// Changes outside o, and a user changed by a key bound to none.
 	outsider := f.user()
 	f.member(other.ID, outsider.ID)
-	_, err = f.s.UpdateUser(f.ctx, u.ID, account.UserPatch{Name: &name, UpdatedAt: f.now()})
+	_, err = f.s.UpdateUser(f.ctx, f.opts, u.ID, account.UserPatch{Name: &name, UpdatedAt: f.now()})
 	f.ok(err, "UpdateUser by a key bound to none")
 	f.key()
 	plan := "enterprise"
-	_, err = f.s.UpdateOrganization(f.ctx, o.ID, account.OrganizationPatch{Plan: &plan, UpdatedAt: f.now()})
+	_, err = f.s.UpdateOrganization(f.ctx, f.opts, o.ID, account.OrganizationPatch{Plan: &plan, UpdatedAt: f.now()})
 	f.ok(err, "UpdateOrganization")
 	k := f.newKey()
 	k.OrganizationID = o.ID
-	f.ok(f.s.CreateAPIKey(f.ctx, k), "CreateAPIKey of o")
+	f.ok(f.s.CreateAPIKey(f.ctx, f.opts, k), "CreateAPIKey of o")
 	tr := f.token(k.ID)
-	_, err = f.s.RevokeToken(f.ctx, account.Revocation{TokenID: tr.ID, KeyID: k.ID, RevokedAt: f.now(), ExpiresAt: tr.ExpiresAt, OrganizationID: o.ID})
+	_, err = f.s.RevokeToken(f.ctx, f.opts, account.Revocation{TokenID: tr.ID, KeyID: k.ID, RevokedAt: f.now(), ExpiresAt: tr.ExpiresAt, OrganizationID: o.ID})
 	f.ok(err, "RevokeToken of o's key")
 
 	want := []struct{ typ, object string }{

@@ -24,7 +24,7 @@ func (s suite) listTokens(t *testing.T) {
 		}
 		slices.Reverse(want)
 		r := account.Revocation{TokenID: want[2].ID, KeyID: k.ID, RevokedAt: f.now(), ExpiresAt: want[2].ExpiresAt}
-		_, err := f.s.RevokeToken(f.ctx, r)
+		_, err := f.s.RevokeToken(f.ctx, f.opts, r)
 		f.ok(err, "RevokeToken")
 		want[2].RevokedAt = r.RevokedAt
 
@@ -85,7 +85,7 @@ func (s suite) listTokens(t *testing.T) {
 			f.token(k.ID)
 			f.token(child.ID)
 		}
-		f.ok(f.s.DeleteAPIKey(f.ctx, k.ID, nil), "DeleteAPIKey")
+		f.ok(f.s.DeleteAPIKey(f.ctx, f.opts, k.ID, nil), "DeleteAPIKey")
 		for _, id := range []string{k.ID, child.ID} {
 			_, err := f.s.GetAPIKey(f.ctx, id)
 			wantErr(t, "GetAPIKey after the delete", err, account.ErrAPIKeyNotFound())
@@ -102,7 +102,7 @@ func (s suite) revokeKeyTokens(t *testing.T) {
 		k := f.key()
 		tr := f.token(k.ID)
 		at := f.now()
-		got, err := f.s.UpdateAPIKey(f.ctx, k.ID, account.APIKeyPatch{RevokeTokens: true, At: at}, nil)
+		got, err := f.s.UpdateAPIKey(f.ctx, f.opts, k.ID, account.APIKeyPatch{RevokeTokens: true, At: at}, nil)
 		f.ok(err, "UpdateAPIKey revoking its tokens")
 		if !got.TokensRevokedBefore.Equal(at) {
 			t.Errorf("UpdateAPIKey: TokensRevokedBefore %v, want %v", got.TokensRevokedBefore, at)
@@ -124,9 +124,9 @@ func (s suite) revokeKeyTokens(t *testing.T) {
 		// Another change keeps it; an earlier revocation (a clock behind)
 		// does not move it back.
 		name := "renamed"
-		_, err = f.s.UpdateAPIKey(f.ctx, k.ID, account.APIKeyPatch{Name: &name, At: f.now()}, nil)
+		_, err = f.s.UpdateAPIKey(f.ctx, f.opts, k.ID, account.APIKeyPatch{Name: &name, At: f.now()}, nil)
 		f.ok(err, "UpdateAPIKey renaming")
-		_, err = f.s.UpdateAPIKey(f.ctx, k.ID, account.APIKeyPatch{RevokeTokens: true, At: at.Add(-time.Minute)}, nil)
+		_, err = f.s.UpdateAPIKey(f.ctx, f.opts, k.ID, account.APIKeyPatch{RevokeTokens: true, At: at.Add(-time.Minute)}, nil)
 		f.ok(err, "UpdateAPIKey revoking with an earlier time")
 		byHash, err = f.s.GetAPIKeyByHash(f.ctx, k.Hash)
 		f.ok(err, "GetAPIKeyByHash")

@@ -35,12 +35,12 @@ func (s suite) getUserByExternalID(t *testing.T) {
 	t.Run("ErrDeleted", func(t *testing.T) {
 		f := s.fix(t)
 		u := f.user()
-		f.ok(f.s.DeleteUser(f.ctx, u.ID), "DeleteUser")
+		f.ok(f.s.DeleteUser(f.ctx, f.opts, u.ID), "DeleteUser")
 		_, err := f.s.GetUserByExternalID(f.ctx, u.ExternalID)
 		wantErr(t, "GetUserByExternalID of a deleted user", err, account.ErrUserNotFound())
 		again := f.newUser()
 		again.ExternalID = u.ExternalID
-		f.ok(f.s.CreateUser(f.ctx, again), "CreateUser with the freed external id")
+		f.ok(f.s.CreateUser(f.ctx, f.opts, again), "CreateUser with the freed external id")
 	})
 }
 
@@ -58,7 +58,7 @@ func (s suite) getOrganizationBySlug(t *testing.T) {
 		o := f.org()
 		_, err := f.s.GetOrganizationBySlug(f.ctx, "nobody")
 		wantErr(t, "GetOrganizationBySlug", err, account.ErrOrganizationNotFound())
-		f.ok(f.s.DeleteOrganization(f.ctx, o.ID), "DeleteOrganization")
+		f.ok(f.s.DeleteOrganization(f.ctx, f.opts, o.ID), "DeleteOrganization")
 		_, err = f.s.GetOrganizationBySlug(f.ctx, o.Slug)
 		wantErr(t, "GetOrganizationBySlug of a deleted organization", err, account.ErrOrganizationNotFound())
 	})
@@ -82,12 +82,12 @@ func (s suite) getOrganizationByExternalID(t *testing.T) {
 			_, err := f.s.GetOrganizationByExternalID(f.ctx, id)
 			wantErr(t, "GetOrganizationByExternalID("+id+")", err, account.ErrOrganizationNotFound())
 		}
-		f.ok(f.s.DeleteOrganization(f.ctx, o.ID), "DeleteOrganization")
+		f.ok(f.s.DeleteOrganization(f.ctx, f.opts, o.ID), "DeleteOrganization")
 		_, err := f.s.GetOrganizationByExternalID(f.ctx, o.ExternalID)
 		wantErr(t, "GetOrganizationByExternalID of a deleted organization", err, account.ErrOrganizationNotFound())
 		again := f.newOrg()
 		again.ExternalID = o.ExternalID
-		f.ok(f.s.CreateOrganization(f.ctx, again), "CreateOrganization with the freed external id")
+		f.ok(f.s.CreateOrganization(f.ctx, f.opts, again), "CreateOrganization with the freed external id")
 	})
 }
 
@@ -98,7 +98,7 @@ func (s suite) createUserUnique(t *testing.T) {
 		for range 2 { // two users without an external id do not collide
 			u := f.newUser()
 			u.ExternalID, u.Metadata = "", nil
-			f.ok(f.s.CreateUser(f.ctx, u), "CreateUser")
+			f.ok(f.s.CreateUser(f.ctx, f.opts, u), "CreateUser")
 			got, err := f.s.GetUser(f.ctx, u.ID)
 			f.ok(err, "GetUser")
 			assertSame(t, "GetUser", got, u)
@@ -113,20 +113,20 @@ func (s suite) createUserUnique(t *testing.T) {
 		// for the id, which the store never expects to be taken.
 		f := s.fix(t)
 		u := f.user()
-		wantErr(t, "CreateUser of a user that exists", f.s.CreateUser(f.ctx, u), account.ErrEmailTaken())
+		wantErr(t, "CreateUser of a user that exists", f.s.CreateUser(f.ctx, f.opts, u), account.ErrEmailTaken())
 	})
 	t.Run("ErrExternalIDTaken", func(t *testing.T) {
 		f := s.fix(t)
 		first := f.user()
 		second := f.newUser()
 		second.ExternalID = first.ExternalID
-		wantErr(t, "CreateUser with a taken external id", f.s.CreateUser(f.ctx, second), account.ErrUserExternalIDTaken())
+		wantErr(t, "CreateUser with a taken external id", f.s.CreateUser(f.ctx, f.opts, second), account.ErrUserExternalIDTaken())
 		_, err := f.s.GetUser(f.ctx, second.ID)
 		wantErr(t, "GetUser of the refused user", err, account.ErrUserNotFound())
 		// Nothing of the refused user was kept: its e-mail is free.
 		third := f.newUser()
 		third.Email = second.Email
-		f.ok(f.s.CreateUser(f.ctx, third), "CreateUser with the refused user's e-mail")
+		f.ok(f.s.CreateUser(f.ctx, f.opts, third), "CreateUser with the refused user's e-mail")
 	})
 	t.Run("ConcurrentSameExternalID", func(t *testing.T) {
 		f := s.fix(t)
@@ -135,7 +135,7 @@ func (s suite) createUserUnique(t *testing.T) {
 			users[i] = f.newUser()
 			users[i].ExternalID = "race"
 		}
-		errs := race(concurrency, func(i int) error { return f.s.CreateUser(f.ctx, users[i]) })
+		errs := race(concurrency, func(i int) error { return f.s.CreateUser(f.ctx, f.opts, users[i]) })
 		winner := wantOneWinner(t, "CreateUser", errs, account.ErrUserExternalIDTaken())
 		got, err := f.s.GetUserByExternalID(f.ctx, "race")
 		f.ok(err, "GetUserByExternalID")
@@ -150,7 +150,7 @@ func (s suite) createOrganizationUnique(t *testing.T) {
 		for range 2 {
 			o := f.newOrg()
 			o.ExternalID, o.Metadata = "", nil
-			f.ok(f.s.CreateOrganization(f.ctx, o), "CreateOrganization")
+			f.ok(f.s.CreateOrganization(f.ctx, f.opts, o), "CreateOrganization")
 			got, err := f.s.GetOrganization(f.ctx, o.ID)
 			f.ok(err, "GetOrganization")
 			assertSame(t, "GetOrganization", got, o)
@@ -161,14 +161,14 @@ func (s suite) createOrganizationUnique(t *testing.T) {
 		first := f.org()
 		second := f.newOrg()
 		second.ExternalID = first.ExternalID
-		wantErr(t, "CreateOrganization with a taken external id", f.s.CreateOrganization(f.ctx, second), account.ErrOrganizationExternalIDTaken())
+		wantErr(t, "CreateOrganization with a taken external id", f.s.CreateOrganization(f.ctx, f.opts, second), account.ErrOrganizationExternalIDTaken())
 		third := f.newOrg()
 		third.Slug = second.Slug
-		f.ok(f.s.CreateOrganization(f.ctx, third), "CreateOrganization with the refused organization's slug")
+		f.ok(f.s.CreateOrganization(f.ctx, f.opts, third), "CreateOrganization with the refused organization's slug")
 		// Users and organizations have separate external ids.
 		u := f.newUser()
 		u.ExternalID = first.ExternalID
-		f.ok(f.s.CreateUser(f.ctx, u), "CreateUser with an organization's external id")
+		f.ok(f.s.CreateUser(f.ctx, f.opts, u), "CreateUser with an organization's external id")
 	})
 	t.Run("ConcurrentSameExternalID", func(t *testing.T) {
 		f := s.fix(t)
@@ -177,7 +177,7 @@ func (s suite) createOrganizationUnique(t *testing.T) {
 			orgs[i] = f.newOrg()
 			orgs[i].ExternalID = "race"
 		}
-		errs := race(concurrency, func(i int) error { return f.s.CreateOrganization(f.ctx, orgs[i]) })
+		errs := race(concurrency, func(i int) error { return f.s.CreateOrganization(f.ctx, f.opts, orgs[i]) })
 		winner := wantOneWinner(t, "CreateOrganization", errs, account.ErrOrganizationExternalIDTaken())
 		got, err := f.s.GetOrganizationByExternalID(f.ctx, "race")
 		f.ok(err, "GetOrganizationByExternalID")
@@ -193,7 +193,7 @@ func (s suite) updateUserUnique(t *testing.T) {
 		want := old
 		want.Name, want.Role, want.Email, want.ExternalID = "Ada King", "admin", "ada.king."+old.Email, "crm:new "+old.ID
 		want.Metadata, want.UpdatedAt = account.Metadata{"tier": "gold"}, f.now()
-		got, err := f.s.UpdateUser(f.ctx, old.ID, account.UserPatch{
+		got, err := f.s.UpdateUser(f.ctx, f.opts, old.ID, account.UserPatch{
 			Name: &want.Name, Role: &want.Role, Email: &want.Email, ExternalID: &want.ExternalID, Metadata: &want.Metadata, UpdatedAt: want.UpdatedAt,
 		})
 		f.ok(err, "UpdateUser")
@@ -206,7 +206,7 @@ func (s suite) updateUserUnique(t *testing.T) {
 		want := old
 		want.ExternalID, want.Metadata, want.UpdatedAt = "", nil, f.now()
 		none := account.Metadata{}
-		got, err := f.s.UpdateUser(f.ctx, old.ID, account.UserPatch{ExternalID: &want.ExternalID, Metadata: &none, UpdatedAt: want.UpdatedAt})
+		got, err := f.s.UpdateUser(f.ctx, f.opts, old.ID, account.UserPatch{ExternalID: &want.ExternalID, Metadata: &none, UpdatedAt: want.UpdatedAt})
 		f.ok(err, "UpdateUser")
 		assertSame(t, "the user UpdateUser returned", got, want)
 		if got.Metadata != nil {
@@ -215,7 +215,7 @@ func (s suite) updateUserUnique(t *testing.T) {
 		wantUserValues(t, f, want, old)
 		// And an external id for a user that has none.
 		want.ExternalID, want.UpdatedAt = "crm:again "+old.ID, f.now()
-		got, err = f.s.UpdateUser(f.ctx, old.ID, account.UserPatch{ExternalID: &want.ExternalID, UpdatedAt: want.UpdatedAt})
+		got, err = f.s.UpdateUser(f.ctx, f.opts, old.ID, account.UserPatch{ExternalID: &want.ExternalID, UpdatedAt: want.UpdatedAt})
 		f.ok(err, "UpdateUser setting an external id again")
 		assertSame(t, "the user UpdateUser returned", got, want)
 		wantUserValues(t, f, want, account.User{})
@@ -227,7 +227,7 @@ func (s suite) updateUserUnique(t *testing.T) {
 		old := f.user()
 		want := old
 		want.Name, want.UpdatedAt = "Ada King", f.now()
-		got, err := f.s.UpdateUser(f.ctx, old.ID, account.UserPatch{Name: &want.Name, Email: &old.Email, ExternalID: &old.ExternalID, UpdatedAt: want.UpdatedAt})
+		got, err := f.s.UpdateUser(f.ctx, f.opts, old.ID, account.UserPatch{Name: &want.Name, Email: &old.Email, ExternalID: &old.ExternalID, UpdatedAt: want.UpdatedAt})
 		f.ok(err, "UpdateUser")
 		assertSame(t, "the user UpdateUser returned", got, want)
 		wantUserValues(t, f, want, account.User{})
@@ -238,12 +238,12 @@ func (s suite) updateUserUnique(t *testing.T) {
 		f := s.fix(t)
 		u, other := f.user(), f.user()
 		name := "Not Applied"
-		_, err := f.s.UpdateUser(f.ctx, u.ID, account.UserPatch{Name: &name, Email: &other.Email, UpdatedAt: f.now()})
+		_, err := f.s.UpdateUser(f.ctx, f.opts, u.ID, account.UserPatch{Name: &name, Email: &other.Email, UpdatedAt: f.now()})
 		wantErr(t, "UpdateUser to a taken e-mail", err, account.ErrEmailTaken())
-		_, err = f.s.UpdateUser(f.ctx, u.ID, account.UserPatch{Name: &name, ExternalID: &other.ExternalID, UpdatedAt: f.now()})
+		_, err = f.s.UpdateUser(f.ctx, f.opts, u.ID, account.UserPatch{Name: &name, ExternalID: &other.ExternalID, UpdatedAt: f.now()})
 		wantErr(t, "UpdateUser to a taken external id", err, account.ErrUserExternalIDTaken())
 		free := "free@example.com"
-		_, err = f.s.UpdateUser(f.ctx, u.ID, account.UserPatch{Name: &name, Email: &free, ExternalID: &other.ExternalID, UpdatedAt: f.now()})
+		_, err = f.s.UpdateUser(f.ctx, f.opts, u.ID, account.UserPatch{Name: &name, Email: &free, ExternalID: &other.ExternalID, UpdatedAt: f.now()})
 		wantErr(t, "UpdateUser to a free e-mail and a taken external id", err, account.ErrUserExternalIDTaken())
 		got, err := f.s.GetUser(f.ctx, u.ID)
 		f.ok(err, "GetUser")
@@ -256,14 +256,14 @@ func (s suite) updateUserUnique(t *testing.T) {
 	t.Run("ErrNotFound", func(t *testing.T) {
 		f := s.fix(t)
 		u := f.user()
-		f.ok(f.s.DeleteUser(f.ctx, u.ID), "DeleteUser")
+		f.ok(f.s.DeleteUser(f.ctx, f.opts, u.ID), "DeleteUser")
 		email, ext := "new@example.com", "crm:new"
-		_, err := f.s.UpdateUser(f.ctx, u.ID, account.UserPatch{Email: &email, ExternalID: &ext, UpdatedAt: f.now()})
+		_, err := f.s.UpdateUser(f.ctx, f.opts, u.ID, account.UserPatch{Email: &email, ExternalID: &ext, UpdatedAt: f.now()})
 		wantErr(t, "UpdateUser of a deleted user", err, account.ErrUserNotFound())
 		for _, n := range []account.User{{Email: email, ExternalID: ext}} {
 			c := f.newUser()
 			c.Email, c.ExternalID = n.Email, n.ExternalID
-			f.ok(f.s.CreateUser(f.ctx, c), "CreateUser with what the refused update gave")
+			f.ok(f.s.CreateUser(f.ctx, f.opts, c), "CreateUser with what the refused update gave")
 		}
 	})
 	t.Run("ConcurrentMovesToOneEmail", func(t *testing.T) {
@@ -276,7 +276,7 @@ func (s suite) updateUserUnique(t *testing.T) {
 		}
 		target := "wanted@example.com"
 		errs := race(len(users), func(i int) error {
-			_, err := f.s.UpdateUser(f.ctx, users[i].ID, account.UserPatch{Email: &target, UpdatedAt: f.now()})
+			_, err := f.s.UpdateUser(f.ctx, f.opts, users[i].ID, account.UserPatch{Email: &target, UpdatedAt: f.now()})
 			return err
 		})
 		winner := wantOneWinner(t, "UpdateUser", errs, account.ErrEmailTaken())
@@ -310,7 +310,7 @@ func (s suite) updateUserUnique(t *testing.T) {
 			if i%2 == 0 {
 				p.ExternalID = &exts[i]
 			}
-			_, err := f.s.UpdateUser(f.ctx, u.ID, p)
+			_, err := f.s.UpdateUser(f.ctx, f.opts, u.ID, p)
 			return err
 		})
 		for i, err := range errs {
@@ -328,18 +328,18 @@ func (s suite) updateUserUnique(t *testing.T) {
 			if emails[i] != got.Email {
 				c := f.newUser()
 				c.Email = emails[i]
-				f.ok(f.s.CreateUser(f.ctx, c), "CreateUser with an e-mail the user moved away from")
+				f.ok(f.s.CreateUser(f.ctx, f.opts, c), "CreateUser with an e-mail the user moved away from")
 			}
 			if exts[i] != got.ExternalID {
 				c := f.newUser()
 				c.ExternalID = exts[i]
-				f.ok(f.s.CreateUser(f.ctx, c), "CreateUser with an external id the user moved away from")
+				f.ok(f.s.CreateUser(f.ctx, f.opts, c), "CreateUser with an external id the user moved away from")
 			}
 		}
 		if got.Email != u.Email {
 			c := f.newUser()
 			c.Email = u.Email
-			f.ok(f.s.CreateUser(f.ctx, c), "CreateUser with the user's first e-mail")
+			f.ok(f.s.CreateUser(f.ctx, f.opts, c), "CreateUser with the user's first e-mail")
 		}
 	})
 }
@@ -365,14 +365,14 @@ func wantUserValues(t *testing.T, f *fixture, u, old account.User) {
 		wantErr(t, "GetUserByEmail of the old e-mail", err, account.ErrUserNotFound())
 		c := f.newUser()
 		c.Email = old.Email
-		f.ok(f.s.CreateUser(f.ctx, c), "CreateUser with the old e-mail")
+		f.ok(f.s.CreateUser(f.ctx, f.opts, c), "CreateUser with the old e-mail")
 	}
 	if old.ExternalID != "" && old.ExternalID != u.ExternalID {
 		_, err := f.s.GetUserByExternalID(f.ctx, old.ExternalID)
 		wantErr(t, "GetUserByExternalID of the old external id", err, account.ErrUserNotFound())
 		c := f.newUser()
 		c.ExternalID = old.ExternalID
-		f.ok(f.s.CreateUser(f.ctx, c), "CreateUser with the old external id")
+		f.ok(f.s.CreateUser(f.ctx, f.opts, c), "CreateUser with the old external id")
 	}
 }
 
@@ -383,7 +383,7 @@ func (s suite) updateOrganizationUnique(t *testing.T) {
 		old := f.org()
 		want := old
 		want.ExternalID, want.Metadata, want.Name, want.UpdatedAt = "acct new", account.Metadata{"region": "us"}, "Renamed", f.now()
-		got, err := f.s.UpdateOrganization(f.ctx, old.ID, account.OrganizationPatch{Name: &want.Name, ExternalID: &want.ExternalID, Metadata: &want.Metadata, UpdatedAt: want.UpdatedAt})
+		got, err := f.s.UpdateOrganization(f.ctx, f.opts, old.ID, account.OrganizationPatch{Name: &want.Name, ExternalID: &want.ExternalID, Metadata: &want.Metadata, UpdatedAt: want.UpdatedAt})
 		f.ok(err, "UpdateOrganization")
 		assertSame(t, "the organization UpdateOrganization returned", got, want)
 		fresh, err := f.s.GetOrganizationByExternalID(f.ctx, want.ExternalID)
@@ -393,22 +393,22 @@ func (s suite) updateOrganizationUnique(t *testing.T) {
 		wantErr(t, "GetOrganizationByExternalID of the old external id", err, account.ErrOrganizationNotFound())
 		c := f.newOrg()
 		c.ExternalID = old.ExternalID
-		f.ok(f.s.CreateOrganization(f.ctx, c), "CreateOrganization with the freed external id")
+		f.ok(f.s.CreateOrganization(f.ctx, f.opts, c), "CreateOrganization with the freed external id")
 
 		want.ExternalID, want.Metadata, want.UpdatedAt = "", nil, f.now()
 		none := account.Metadata{}
-		got, err = f.s.UpdateOrganization(f.ctx, old.ID, account.OrganizationPatch{ExternalID: &want.ExternalID, Metadata: &none, UpdatedAt: want.UpdatedAt})
+		got, err = f.s.UpdateOrganization(f.ctx, f.opts, old.ID, account.OrganizationPatch{ExternalID: &want.ExternalID, Metadata: &none, UpdatedAt: want.UpdatedAt})
 		f.ok(err, "UpdateOrganization removing the external id")
 		assertSame(t, "the organization without an external id", got, want)
 		c = f.newOrg()
 		c.ExternalID = "acct new"
-		f.ok(f.s.CreateOrganization(f.ctx, c), "CreateOrganization with the removed external id")
+		f.ok(f.s.CreateOrganization(f.ctx, f.opts, c), "CreateOrganization with the removed external id")
 	})
 	t.Run("ErrExternalIDTaken", func(t *testing.T) {
 		f := s.fix(t)
 		o, other := f.org(), f.org()
 		name := "Not Applied"
-		_, err := f.s.UpdateOrganization(f.ctx, o.ID, account.OrganizationPatch{Name: &name, ExternalID: &other.ExternalID, UpdatedAt: f.now()})
+		_, err := f.s.UpdateOrganization(f.ctx, f.opts, o.ID, account.OrganizationPatch{Name: &name, ExternalID: &other.ExternalID, UpdatedAt: f.now()})
 		wantErr(t, "UpdateOrganization to a taken external id", err, account.ErrOrganizationExternalIDTaken())
 		got, err := f.s.GetOrganization(f.ctx, o.ID)
 		f.ok(err, "GetOrganization")
@@ -420,12 +420,12 @@ func (s suite) updateOrganizationUnique(t *testing.T) {
 	t.Run("ErrNotFound", func(t *testing.T) {
 		f := s.fix(t)
 		o := f.org()
-		f.ok(f.s.DeleteOrganization(f.ctx, o.ID), "DeleteOrganization")
+		f.ok(f.s.DeleteOrganization(f.ctx, f.opts, o.ID), "DeleteOrganization")
 		ext := "acct other"
-		_, err := f.s.UpdateOrganization(f.ctx, o.ID, account.OrganizationPatch{ExternalID: &ext, UpdatedAt: f.now()})
+		_, err := f.s.UpdateOrganization(f.ctx, f.opts, o.ID, account.OrganizationPatch{ExternalID: &ext, UpdatedAt: f.now()})
 		wantErr(t, "UpdateOrganization of a deleted organization", err, account.ErrOrganizationNotFound())
 		c := f.newOrg()
 		c.ExternalID = ext
-		f.ok(f.s.CreateOrganization(f.ctx, c), "CreateOrganization with what the refused update gave")
+		f.ok(f.s.CreateOrganization(f.ctx, f.opts, c), "CreateOrganization with what the refused update gave")
 	})
 }

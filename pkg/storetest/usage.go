@@ -171,7 +171,7 @@ func RunKeyLimits(t *testing.T, newStore func(t *testing.T) account.Store) {
 		k := f.newKey()
 		k.RateLimits = []account.RateLimit{{Name: "second", Limit: 10, Period: time.Second}, {Name: "day", Limit: 1000, Period: 24 * time.Hour}}
 		k.Credits = &account.Credits{Remaining: 7, SetAt: f.now(), Set: "s1", Refill: &account.CreditRefill{Amount: 100, Interval: account.RefillMonthly}}
-		f.ok(f.s.CreateAPIKey(f.ctx, k), "CreateAPIKey")
+		f.ok(f.s.CreateAPIKey(f.ctx, f.opts, k), "CreateAPIKey")
 		check := func(what string, want account.APIKey) {
 			t.Helper()
 			got, err := f.s.GetAPIKey(f.ctx, want.ID)
@@ -190,12 +190,12 @@ func RunKeyLimits(t *testing.T, newStore func(t *testing.T) account.Store) {
 		check("created", k)
 		limits := []account.RateLimit{{Name: "minute", Limit: 5, Period: time.Minute}}
 		credits := &account.Credits{Remaining: 3, SetAt: f.now().UTC(), Set: "s2"}
-		_, err := f.s.UpdateAPIKey(f.ctx, k.ID, account.APIKeyPatch{RateLimits: &limits, Credits: &account.CreditsChange{Credits: credits}, At: f.now()}, nil)
+		_, err := f.s.UpdateAPIKey(f.ctx, f.opts, k.ID, account.APIKeyPatch{RateLimits: &limits, Credits: &account.CreditsChange{Credits: credits}, At: f.now()}, nil)
 		f.ok(err, "UpdateAPIKey")
 		k.RateLimits, k.Credits = limits, credits
 		check("replaced", k)
 		none := []account.RateLimit{}
-		_, err = f.s.UpdateAPIKey(f.ctx, k.ID, account.APIKeyPatch{RateLimits: &none, Credits: &account.CreditsChange{}, At: f.now()}, nil)
+		_, err = f.s.UpdateAPIKey(f.ctx, f.opts, k.ID, account.APIKeyPatch{RateLimits: &none, Credits: &account.CreditsChange{}, At: f.now()}, nil)
 		f.ok(err, "UpdateAPIKey")
 		k.RateLimits, k.Credits = nil, nil
 		check("removed", k)
@@ -206,12 +206,12 @@ func RunKeyLimits(t *testing.T, newStore func(t *testing.T) account.Store) {
 		f := s.fix(t)
 		root := f.newKey()
 		root.Credits = &account.Credits{Remaining: 2, SetAt: f.now().UTC(), Set: "s1"}
-		f.ok(f.s.CreateAPIKey(f.ctx, root), "CreateAPIKey")
+		f.ok(f.s.CreateAPIKey(f.ctx, f.opts, root), "CreateAPIKey")
 		mid := f.childKey(root)
 		low := f.newChildKey(mid)
 		low.RateLimits = []account.RateLimit{{Name: "minute", Limit: 5, Period: time.Minute}}
 		low.ExpiresAt = f.now().Add(time.Hour)
-		f.ok(f.s.CreateAPIKey(f.ctx, low), "CreateAPIKey")
+		f.ok(f.s.CreateAPIKey(f.ctx, f.opts, low), "CreateAPIKey")
 		leaf := f.childKey(low)
 		want := []account.KeyLimits{root.Limits(), low.Limits()}
 		got, err := f.s.GetAPIKey(f.ctx, leaf.ID)
@@ -221,7 +221,7 @@ func RunKeyLimits(t *testing.T, newStore func(t *testing.T) account.Store) {
 		st, err := f.s.TokenStatus(f.ctx, "tok_none", leaf.ID, leaf.Ancestors, "", false)
 		f.ok(err, "TokenStatus")
 		var asked account.APIKey
-		_, err = f.s.UpdateAPIKey(f.ctx, leaf.ID, account.APIKeyPatch{At: f.now()}, func(k account.APIKey) error {
+		_, err = f.s.UpdateAPIKey(f.ctx, f.opts, leaf.ID, account.APIKeyPatch{At: f.now()}, func(k account.APIKey) error {
 			asked = k
 			return nil
 		})

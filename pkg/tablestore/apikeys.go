@@ -24,7 +24,7 @@ import (
 // being deleted; account.ErrOrganizationNotFound() for the organization.
 // A key with a PreviousHash (one carried over from another store) is
 // written under that hash too, as a rotation leaves it.
-func (s *Store) CreateAPIKey(ctx context.Context, k account.APIKey) error {
+func (s *Store) CreateAPIKey(ctx context.Context, opts account.WriteOptions, k account.APIKey) error {
 	byID, byHash := newAPIKeyItems(k)
 	steps := []func() (Write, error){
 		func() (Write, error) { return s.put(byID, condAbsent) },
@@ -76,8 +76,8 @@ func (s *Store) CreateAPIKey(ctx context.Context, k account.APIKey) error {
 		return err
 	}
 	items = append(items, copies...)
-	ctx = withEvents(ctx, account.PendingEvent{Type: account.EventAPIKeyCreated, Data: k})
-	return s.transact(ctx, items, onCheckFailed...)
+	c := newChange(opts, account.PendingEvent{Type: account.EventAPIKeyCreated, Data: k})
+	return s.transact(ctx, c, items, onCheckFailed...)
 }
 
 // GetAPIKey reads a key by ID and its last use, strongly consistently, in
@@ -260,9 +260,9 @@ var errKeyChanged = errors.New("tablestore: the API key changed while it was bei
 // the read after a jittered backoff, at most WithConflictRetries times,
 // then reports CodeConcurrentUpdate, which a client may simply retry.
 // CodeNotFound.
-func (s *Store) UpdateAPIKey(ctx context.Context, id string, p account.APIKeyPatch, allow func(account.APIKey) error) (account.APIKey, error) {
+func (s *Store) UpdateAPIKey(ctx context.Context, opts account.WriteOptions, id string, p account.APIKeyPatch, allow func(account.APIKey) error) (account.APIKey, error) {
 	for attempt := 0; ; attempt++ {
-		k, err := s.updateAPIKey(ctx, id, p, allow)
+		k, err := s.updateAPIKey(ctx, opts, id, p, allow)
 		if err == nil {
 			return k, s.keyStatuses(ctx, k, p)
 		}
@@ -280,7 +280,7 @@ func (s *Store) UpdateAPIKey(ctx context.Context, id string, p account.APIKeyPat
 
 // updateAPIKey is one pass of UpdateAPIKey: errKeyChanged if the key
 // changed under it.
-func (s *Store) updateAPIKey(ctx context.Context, id string, p account.APIKeyPatch, allow func(account.APIKey) error) (account.APIKey, error) {
+func (s *Store) updateAPIKey(ctx context.Context, opts account.WriteOptions, id string, p account.APIKeyPatch, allow func(account.APIKey) error) (account.APIKey, error) {
 	it, k, err := s.readKeyWithUse(ctx, id)
 	if err != nil {
 		return account.APIKey{}, err
@@ -369,7 +369,7 @@ func (s *Store) updateAPIKey(ctx context.Context, id string, p account.APIKeyPat
 	items = append(items, copies...)
 	out := next.apiKey()
 	out.DisabledAbove, out.LastUsedAt = k.DisabledAbove, k.LastUsedAt
-	if err := s.transact(withEvents(ctx, account.PendingEvent{Type: p.EventType(), Data: out}), items, onCheckFailed...); err != nil {
+	if err := s.transact(ctx, newChange(opts, account.PendingEvent{Type: p.EventType(), Data: out}), items, onCheckFailed...); err != nil {
 		return account.APIKey{}, err
 	}
 	return out, nil

@@ -42,14 +42,14 @@ func TestEventPut_AppendOnly(t *testing.T) {
 		at := time.Now().UTC().Truncate(time.Millisecond)
 		id := account.NewEventID(at)
 		org := account.NewID(account.PrefixOrganization, at)
-		ctx := account.WithEventSource(t.Context(), &account.EventSource{
+		src := &account.EventSource{
 			Encode: func(e account.Event) ([]byte, error) {
 				return json.Marshal(map[string]string{"id": e.ID, "name": e.Data.(account.Organization).Name})
 			},
-		})
+		}
 		write := func(name string) error {
 			e := account.PendingEvent{Type: account.EventOrganizationUpdated, Data: account.Organization{ID: org, Name: name}}
-			return s.PutEvent(ctx, e, id, at)
+			return s.PutEvent(t.Context(), src, e, id, at)
 		}
 		must(t, write("first"), "first write")
 		if err := write("second"); !account.IsCode(err, account.CodeInternal) {
@@ -76,18 +76,18 @@ func TestDeleteOrganization_ForeignLink(t *testing.T) {
 		ctx := t.Context()
 		now := time.Now().UTC().Truncate(time.Millisecond)
 		org := account.Organization{ID: account.NewID(account.PrefixOrganization, now), Name: "Acme", Slug: "acme", CreatedAt: now, UpdatedAt: now}
-		must(t, s.CreateOrganization(ctx, org), "CreateOrganization")
+		must(t, s.CreateOrganization(ctx, account.WriteOptions{}, org), "CreateOrganization")
 		secret := account.NewAPIKeySecret()
 		admin := account.APIKey{
 			ID: account.NewID(account.PrefixAPIKey, now), Name: "bootstrap admin key", Hash: account.HashAPIKey(secret),
 			Last4: secret[len(secret)-4:], Scopes: []string{account.ScopeAll}, Bootstrap: true, CreatedAt: now,
 		}
-		must(t, s.CreateAPIKey(ctx, admin), "CreateAPIKey")
+		must(t, s.CreateAPIKey(ctx, account.WriteOptions{}, admin), "CreateAPIKey")
 		link := tablestore.Item{"pk": tablestore.S("KEYORG#" + org.ID), "sk": tablestore.S("KEY#" + admin.ID)}
 		_, err := table.Write(ctx, tablestore.Write{Kind: tablestore.WritePut, Item: link}, false)
 		must(t, err, "PutItem of the link")
 
-		must(t, s.DeleteOrganization(ctx, org.ID), "DeleteOrganization")
+		must(t, s.DeleteOrganization(ctx, account.WriteOptions{}, org.ID), "DeleteOrganization")
 		if _, err := s.GetOrganization(ctx, org.ID); !account.IsCode(err, account.CodeNotFound) {
 			t.Fatalf("GetOrganization after the delete: %v, want not found", err)
 		}

@@ -21,11 +21,11 @@ func BenchmarkTokenStatus(b *testing.B) {
 	ctx := b.Context()
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	k := newKey(now)
-	if err := s.CreateAPIKey(ctx, k); err != nil {
+	if err := s.CreateAPIKey(ctx, account.WriteOptions{}, k); err != nil {
 		b.Fatal(err)
 	}
 	tok := account.TokenRecord{ID: account.NewID(account.PrefixToken, now), KeyID: k.ID, Scopes: []string{"read:users"}, IssuedAt: now, ExpiresAt: now.Add(time.Hour)}
-	if err := s.CreateToken(ctx, tok); err != nil {
+	if err := s.CreateToken(ctx, account.WriteOptions{}, tok); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
@@ -56,7 +56,7 @@ func BenchmarkCreateUser(b *testing.B) {
 			at := base.Add(time.Duration(n.Add(1)) * time.Microsecond)
 			u := newUser(at)
 			u.Email = strings.ToLower(u.ID) + "@bench.example.com"
-			if err := s.CreateUser(ctx, u); err != nil {
+			if err := s.CreateUser(ctx, account.WriteOptions{}, u); err != nil {
 				b.Errorf("CreateUser: %v", err)
 				return
 			}

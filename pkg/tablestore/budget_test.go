@@ -146,10 +146,10 @@ type budgetFixture struct {
 
 // twoOwners makes f.user and f.loner the owners of f.org.
 func (f *budgetFixture) twoOwners(t *testing.T) {
-	_, err := f.s.UpdateMember(f.ctx, f.org.ID, f.user.ID, account.MemberPatch{Role: "owner", UpdatedAt: f.tick()})
+	_, err := f.s.UpdateMember(f.ctx, account.WriteOptions{}, f.org.ID, f.user.ID, account.MemberPatch{Role: "owner", UpdatedAt: f.tick()})
 	must(t, err, "UpdateMember to owner")
 	at := f.tick()
-	must(t, f.s.AddMember(f.ctx, account.Membership{OrganizationID: f.org.ID, UserID: f.loner.ID, Role: "owner", CreatedAt: at, UpdatedAt: at}), "AddMember as owner")
+	must(t, f.s.AddMember(f.ctx, account.WriteOptions{}, account.Membership{OrganizationID: f.org.ID, UserID: f.loner.ID, Role: "owner", CreatedAt: at, UpdatedAt: at}), "AddMember as owner")
 }
 
 func (f *budgetFixture) tick() time.Time {
@@ -162,14 +162,14 @@ func (f *budgetFixture) tick() time.Time {
 func (f *budgetFixture) revokeOthers(t *testing.T, n int) {
 	for range n {
 		at := f.tick()
-		_, err := f.s.RevokeToken(f.ctx, account.Revocation{TokenID: account.NewID(account.PrefixToken, at), KeyID: f.key.ID, RevokedAt: at, ExpiresAt: at.Add(time.Hour), Inline: true})
+		_, err := f.s.RevokeToken(f.ctx, account.WriteOptions{}, account.Revocation{TokenID: account.NewID(account.PrefixToken, at), KeyID: f.key.ID, RevokedAt: at, ExpiresAt: at.Add(time.Hour), Inline: true})
 		must(t, err, "RevokeToken")
 	}
 }
 
 // revokeTok revokes f.tok, a token with the claim.
 func (f *budgetFixture) revokeTok(t *testing.T) {
-	_, err := f.s.RevokeToken(f.ctx, account.Revocation{TokenID: f.tok.ID, KeyID: f.key.ID, RevokedAt: f.tick(), ExpiresAt: f.tok.ExpiresAt, Inline: true})
+	_, err := f.s.RevokeToken(f.ctx, account.WriteOptions{}, account.Revocation{TokenID: f.tok.ID, KeyID: f.key.ID, RevokedAt: f.tick(), ExpiresAt: f.tok.ExpiresAt, Inline: true})
 	must(t, err, "RevokeToken")
 }
 
@@ -256,7 +256,7 @@ func TestRequestBudgets(t *testing.T) {
 		}},
 		{"TokenStatus (verify, key with a rate limit and credits)", 1, []string{"BatchGetItem"}, func(t *testing.T, f *budgetFixture) func() {
 			limits := []account.RateLimit{{Name: "second", Limit: 100, Period: time.Second}}
-			_, err := f.s.UpdateAPIKey(f.ctx, f.key.ID, account.APIKeyPatch{RateLimits: &limits, Credits: &account.CreditsChange{Credits: &account.Credits{Remaining: 1000, Set: "s"}}}, nil)
+			_, err := f.s.UpdateAPIKey(f.ctx, account.WriteOptions{}, f.key.ID, account.APIKeyPatch{RateLimits: &limits, Credits: &account.CreditsChange{Credits: &account.Credits{Remaining: 1000, Set: "s"}}}, nil)
 			must(t, err, "UpdateAPIKey")
 			return func() {
 				st, err := f.s.TokenStatus(f.ctx, f.tok.ID, f.key.ID, nil, "", false)
@@ -348,12 +348,12 @@ func TestRequestBudgets(t *testing.T) {
 		{"CreateToken (issuance step 2)", 1, []string{"PutItem"}, func(t *testing.T, f *budgetFixture) func() {
 			return func() {
 				at := f.tick()
-				must(t, f.s.CreateToken(f.ctx, account.TokenRecord{ID: account.NewID(account.PrefixToken, at), KeyID: f.key.ID, Scopes: []string{"read:users"}, IssuedAt: at, ExpiresAt: at.Add(time.Hour)}), "CreateToken")
+				must(t, f.s.CreateToken(f.ctx, account.WriteOptions{}, account.TokenRecord{ID: account.NewID(account.PrefixToken, at), KeyID: f.key.ID, Scopes: []string{"read:users"}, IssuedAt: at, ExpiresAt: at.Add(time.Hour)}), "CreateToken")
 			}
 		}},
 		{"RevokeToken", 1, []string{"TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
 			return func() {
-				_, err := f.s.RevokeToken(f.ctx, account.Revocation{TokenID: f.tok.ID, KeyID: f.key.ID, RevokedAt: f.tick(), ExpiresAt: f.tok.ExpiresAt})
+				_, err := f.s.RevokeToken(f.ctx, account.WriteOptions{}, account.Revocation{TokenID: f.tok.ID, KeyID: f.key.ID, RevokedAt: f.tick(), ExpiresAt: f.tok.ExpiresAt})
 				must(t, err, "RevokeToken")
 			}
 		}},
@@ -376,11 +376,11 @@ func TestRequestBudgets(t *testing.T) {
 		}},
 		{"RevokeToken (a token with the claim, again)", 1, []string{"GetItem"}, func(t *testing.T, f *budgetFixture) func() {
 			r := account.Revocation{TokenID: f.tok.ID, KeyID: f.key.ID, RevokedAt: f.tick(), ExpiresAt: f.tok.ExpiresAt, Inline: true}
-			_, err := f.s.RevokeToken(f.ctx, r)
+			_, err := f.s.RevokeToken(f.ctx, account.WriteOptions{}, r)
 			must(t, err, "first RevokeToken")
 			r.RevokedAt = f.tick()
 			return func() {
-				at, err := f.s.RevokeToken(f.ctx, r)
+				at, err := f.s.RevokeToken(f.ctx, account.WriteOptions{}, r)
 				must(t, err, "RevokeToken")
 				if at.Equal(r.RevokedAt) {
 					t.Error("RevokeToken again: got the new time, want the first")
@@ -389,11 +389,11 @@ func TestRequestBudgets(t *testing.T) {
 		}},
 		{"RevokeToken (again)", 2, []string{"TransactWriteItems", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
 			r := account.Revocation{TokenID: f.tok.ID, KeyID: f.key.ID, RevokedAt: f.tick(), ExpiresAt: f.tok.ExpiresAt}
-			_, err := f.s.RevokeToken(f.ctx, r)
+			_, err := f.s.RevokeToken(f.ctx, account.WriteOptions{}, r)
 			must(t, err, "first RevokeToken")
 			r.RevokedAt = f.tick()
 			return func() {
-				at, err := f.s.RevokeToken(f.ctx, r)
+				at, err := f.s.RevokeToken(f.ctx, account.WriteOptions{}, r)
 				must(t, err, "RevokeToken")
 				if at.Equal(r.RevokedAt) {
 					t.Error("RevokeToken again: got the new time, want the first")
@@ -404,7 +404,7 @@ func TestRequestBudgets(t *testing.T) {
 			return func() {
 				k := f.key
 				k.ID, k.Hash = account.NewID(account.PrefixAPIKey, f.tick()), account.HashAPIKey(account.NewAPIKeySecret())
-				must(t, f.s.CreateAPIKey(f.ctx, k), "CreateAPIKey")
+				must(t, f.s.CreateAPIKey(f.ctx, account.WriteOptions{}, k), "CreateAPIKey")
 			}
 		}},
 		{"CreateAPIKey (below a key)", 1, []string{"TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
@@ -412,7 +412,7 @@ func TestRequestBudgets(t *testing.T) {
 				k := f.key
 				k.ID, k.Hash = account.NewID(account.PrefixAPIKey, f.tick()), account.HashAPIKey(account.NewAPIKeySecret())
 				k.CreatedBy, k.Ancestors = f.deep.ID, append(slices.Clip(f.deep.Ancestors), f.deep.ID)
-				must(t, f.s.CreateAPIKey(f.ctx, k), "CreateAPIKey")
+				must(t, f.s.CreateAPIKey(f.ctx, account.WriteOptions{}, k), "CreateAPIKey")
 			}
 		}},
 		{"RecordAPIKeyUse (last use older than a minute)", 1, []string{"UpdateItem"}, func(t *testing.T, f *budgetFixture) func() {
@@ -442,37 +442,37 @@ func TestRequestBudgets(t *testing.T) {
 		{"UpdateAPIKey", 9, []string{"BatchGetItem", "TransactWriteItems", "Query", "Query", "Query", "Query", "Query", "Query", "BatchGetItem"}, func(t *testing.T, f *budgetFixture) func() {
 			return func() {
 				off, meta := true, account.Metadata{"team": "billing"}
-				_, err := f.s.UpdateAPIKey(f.ctx, f.key.ID, account.APIKeyPatch{Disabled: &off, Metadata: &meta}, nil)
+				_, err := f.s.UpdateAPIKey(f.ctx, account.WriteOptions{}, f.key.ID, account.APIKeyPatch{Disabled: &off, Metadata: &meta}, nil)
 				must(t, err, "UpdateAPIKey")
 			}
 		}},
 		{"UpdateAPIKey (key with 2 ancestors)", 3, []string{"BatchGetItem", "BatchGetItem", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
 			return func() {
 				name := "renamed"
-				_, err := f.s.UpdateAPIKey(f.ctx, f.deep.ID, account.APIKeyPatch{Name: &name}, nil)
+				_, err := f.s.UpdateAPIKey(f.ctx, account.WriteOptions{}, f.deep.ID, account.APIKeyPatch{Name: &name}, nil)
 				must(t, err, "UpdateAPIKey")
 			}
 		}},
 		{"UpdateAPIKey (rotate, with grace)", 2, []string{"BatchGetItem", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
 			return func() {
 				r := &account.KeyRotation{Hash: account.HashAPIKey(account.NewAPIKeySecret()), Last4: "abcd", PreviousUntil: f.now.Add(time.Hour)}
-				_, err := f.s.UpdateAPIKey(f.ctx, f.key.ID, account.APIKeyPatch{Rotate: r, At: f.tick()}, nil)
+				_, err := f.s.UpdateAPIKey(f.ctx, account.WriteOptions{}, f.key.ID, account.APIKeyPatch{Rotate: r, At: f.tick()}, nil)
 				must(t, err, "UpdateAPIKey")
 			}
 		}},
 		{"UpdateAPIKey (rotate again, during the grace)", 2, []string{"BatchGetItem", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
 			r := &account.KeyRotation{Hash: account.HashAPIKey(account.NewAPIKeySecret()), Last4: "abcd", PreviousUntil: f.now.Add(time.Hour)}
-			_, err := f.s.UpdateAPIKey(f.ctx, f.key.ID, account.APIKeyPatch{Rotate: r, At: f.tick()}, nil)
+			_, err := f.s.UpdateAPIKey(f.ctx, account.WriteOptions{}, f.key.ID, account.APIKeyPatch{Rotate: r, At: f.tick()}, nil)
 			must(t, err, "UpdateAPIKey")
 			return func() {
 				r := &account.KeyRotation{Hash: account.HashAPIKey(account.NewAPIKeySecret()), Last4: "efgh", PreviousUntil: f.now.Add(time.Hour)}
-				_, err := f.s.UpdateAPIKey(f.ctx, f.key.ID, account.APIKeyPatch{Rotate: r, At: f.tick()}, nil)
+				_, err := f.s.UpdateAPIKey(f.ctx, account.WriteOptions{}, f.key.ID, account.APIKeyPatch{Rotate: r, At: f.tick()}, nil)
 				must(t, err, "UpdateAPIKey")
 			}
 		}},
 		{"TokenStatus (verify, key disabled)", 1, []string{"BatchGetItem"}, func(t *testing.T, f *budgetFixture) func() {
 			off := true
-			_, err := f.s.UpdateAPIKey(f.ctx, f.key.ID, account.APIKeyPatch{Disabled: &off}, nil)
+			_, err := f.s.UpdateAPIKey(f.ctx, account.WriteOptions{}, f.key.ID, account.APIKeyPatch{Disabled: &off}, nil)
 			must(t, err, "UpdateAPIKey")
 			return func() {
 				st, err := f.s.TokenStatus(f.ctx, f.tok.ID, f.key.ID, nil, "", false)
@@ -485,12 +485,12 @@ func TestRequestBudgets(t *testing.T) {
 		// And the Query of the tokens the revoke-all revokes, for their entries.
 		{"UpdateAPIKey (revoke its tokens)", 3, []string{"BatchGetItem", "TransactWriteItems", "Query"}, func(t *testing.T, f *budgetFixture) func() {
 			return func() {
-				_, err := f.s.UpdateAPIKey(f.ctx, f.key.ID, account.APIKeyPatch{RevokeTokens: true, At: f.tick()}, nil)
+				_, err := f.s.UpdateAPIKey(f.ctx, account.WriteOptions{}, f.key.ID, account.APIKeyPatch{RevokeTokens: true, At: f.tick()}, nil)
 				must(t, err, "UpdateAPIKey")
 			}
 		}},
 		{"TokenStatus (verify, the key's tokens revoked)", 1, []string{"BatchGetItem"}, func(t *testing.T, f *budgetFixture) func() {
-			_, err := f.s.UpdateAPIKey(f.ctx, f.key.ID, account.APIKeyPatch{RevokeTokens: true, At: f.tick()}, nil)
+			_, err := f.s.UpdateAPIKey(f.ctx, account.WriteOptions{}, f.key.ID, account.APIKeyPatch{RevokeTokens: true, At: f.tick()}, nil)
 			must(t, err, "UpdateAPIKey")
 			return func() {
 				st, err := f.s.TokenStatus(f.ctx, f.tok.ID, f.key.ID, nil, "", false)
@@ -517,7 +517,7 @@ func TestRequestBudgets(t *testing.T) {
 		}},
 		{"CreateUser", 1, []string{"TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
 			return func() {
-				must(t, f.s.CreateUser(f.ctx, newUser(f.tick())), "CreateUser")
+				must(t, f.s.CreateUser(f.ctx, account.WriteOptions{}, newUser(f.tick())), "CreateUser")
 			}
 		}},
 		// On a conflict the store reads the holder once: a holder whose
@@ -526,7 +526,7 @@ func TestRequestBudgets(t *testing.T) {
 			return func() {
 				u := newUser(f.tick())
 				u.Email = f.user.Email
-				if err := f.s.CreateUser(f.ctx, u); !account.IsCode(err, account.CodeEmailTaken) {
+				if err := f.s.CreateUser(f.ctx, account.WriteOptions{}, u); !account.IsCode(err, account.CodeEmailTaken) {
 					t.Fatalf("CreateUser: got %v, want email_taken", err)
 				}
 			}
@@ -546,7 +546,7 @@ func TestRequestBudgets(t *testing.T) {
 		{"UpdateUser", 1, []string{"UpdateItem"}, func(t *testing.T, f *budgetFixture) func() {
 			return func() {
 				name := "Renamed"
-				_, err := f.s.UpdateUser(f.ctx, f.user.ID, account.UserPatch{Name: &name, UpdatedAt: f.tick()})
+				_, err := f.s.UpdateUser(f.ctx, account.WriteOptions{}, f.user.ID, account.UserPatch{Name: &name, UpdatedAt: f.tick()})
 				must(t, err, "UpdateUser")
 			}
 		}},
@@ -554,13 +554,13 @@ func TestRequestBudgets(t *testing.T) {
 			return func() {
 				u := newUser(f.tick())
 				u.ExternalID, u.Metadata = "crm:"+u.ID, account.Metadata{"plan": "pro"}
-				must(t, f.s.CreateUser(f.ctx, u), "CreateUser")
+				must(t, f.s.CreateUser(f.ctx, account.WriteOptions{}, u), "CreateUser")
 			}
 		}},
 		{"GetUserByExternalID", 2, []string{"GetItem", "GetItem"}, func(t *testing.T, f *budgetFixture) func() {
 			u := newUser(f.tick())
 			u.ExternalID = "crm:" + u.ID
-			must(t, f.s.CreateUser(f.ctx, u), "CreateUser")
+			must(t, f.s.CreateUser(f.ctx, account.WriteOptions{}, u), "CreateUser")
 			return func() {
 				_, err := f.s.GetUserByExternalID(f.ctx, u.ExternalID)
 				must(t, err, "GetUserByExternalID")
@@ -571,10 +571,10 @@ func TestRequestBudgets(t *testing.T) {
 		{"UpdateUser (e-mail and external_id)", 2, []string{"GetItem", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
 			u := newUser(f.tick())
 			u.ExternalID = "crm:" + u.ID
-			must(t, f.s.CreateUser(f.ctx, u), "CreateUser")
+			must(t, f.s.CreateUser(f.ctx, account.WriteOptions{}, u), "CreateUser")
 			return func() {
 				email, ext := "new."+u.Email, "crm:new "+u.ID
-				_, err := f.s.UpdateUser(f.ctx, u.ID, account.UserPatch{Email: &email, ExternalID: &ext, UpdatedAt: f.tick()})
+				_, err := f.s.UpdateUser(f.ctx, account.WriteOptions{}, u.ID, account.UserPatch{Email: &email, ExternalID: &ext, UpdatedAt: f.tick()})
 				must(t, err, "UpdateUser")
 			}
 		}},
@@ -586,14 +586,14 @@ func TestRequestBudgets(t *testing.T) {
 		}},
 		{"CreateOrganization", 1, []string{"TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
 			return func() {
-				must(t, f.s.CreateOrganization(f.ctx, newOrg(f.tick())), "CreateOrganization")
+				must(t, f.s.CreateOrganization(f.ctx, account.WriteOptions{}, newOrg(f.tick())), "CreateOrganization")
 			}
 		}},
 		{"CreateOrganization (slug_taken)", 2, []string{"TransactWriteItems", "GetItem"}, func(t *testing.T, f *budgetFixture) func() {
 			return func() {
 				o := newOrg(f.tick())
 				o.Slug = f.org.Slug
-				if err := f.s.CreateOrganization(f.ctx, o); !account.IsCode(err, account.CodeSlugTaken) {
+				if err := f.s.CreateOrganization(f.ctx, account.WriteOptions{}, o); !account.IsCode(err, account.CodeSlugTaken) {
 					t.Fatalf("CreateOrganization: got %v, want slug_taken", err)
 				}
 			}
@@ -608,7 +608,7 @@ func TestRequestBudgets(t *testing.T) {
 			return func() {
 				o := newOrg(f.tick())
 				o.ExternalID, o.Metadata = "acct:"+o.ID, account.Metadata{"region": "eu"}
-				must(t, f.s.CreateOrganization(f.ctx, o), "CreateOrganization")
+				must(t, f.s.CreateOrganization(f.ctx, account.WriteOptions{}, o), "CreateOrganization")
 			}
 		}},
 		{"GetOrganizationBySlug", 2, []string{"GetItem", "GetItem"}, func(t *testing.T, f *budgetFixture) func() {
@@ -620,7 +620,7 @@ func TestRequestBudgets(t *testing.T) {
 		{"GetOrganizationByExternalID", 2, []string{"GetItem", "GetItem"}, func(t *testing.T, f *budgetFixture) func() {
 			o := newOrg(f.tick())
 			o.ExternalID = "acct:" + o.ID
-			must(t, f.s.CreateOrganization(f.ctx, o), "CreateOrganization")
+			must(t, f.s.CreateOrganization(f.ctx, account.WriteOptions{}, o), "CreateOrganization")
 			return func() {
 				_, err := f.s.GetOrganizationByExternalID(f.ctx, o.ExternalID)
 				must(t, err, "GetOrganizationByExternalID")
@@ -629,14 +629,14 @@ func TestRequestBudgets(t *testing.T) {
 		{"UpdateOrganization (external_id)", 2, []string{"GetItem", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
 			return func() {
 				ext := "acct:" + f.org.ID
-				_, err := f.s.UpdateOrganization(f.ctx, f.org.ID, account.OrganizationPatch{ExternalID: &ext, UpdatedAt: f.tick()})
+				_, err := f.s.UpdateOrganization(f.ctx, account.WriteOptions{}, f.org.ID, account.OrganizationPatch{ExternalID: &ext, UpdatedAt: f.tick()})
 				must(t, err, "UpdateOrganization")
 			}
 		}},
 		{"UpdateOrganization", 1, []string{"UpdateItem"}, func(t *testing.T, f *budgetFixture) func() {
 			return func() {
 				plan := "enterprise"
-				_, err := f.s.UpdateOrganization(f.ctx, f.org.ID, account.OrganizationPatch{Plan: &plan, UpdatedAt: f.tick()})
+				_, err := f.s.UpdateOrganization(f.ctx, account.WriteOptions{}, f.org.ID, account.OrganizationPatch{Plan: &plan, UpdatedAt: f.tick()})
 				must(t, err, "UpdateOrganization")
 			}
 		}},
@@ -649,13 +649,13 @@ func TestRequestBudgets(t *testing.T) {
 		{"AddMember", 1, []string{"TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
 			return func() {
 				at := f.tick()
-				must(t, f.s.AddMember(f.ctx, account.Membership{OrganizationID: f.org.ID, UserID: f.loner.ID, Role: "admin", CreatedAt: at, UpdatedAt: at}), "AddMember")
+				must(t, f.s.AddMember(f.ctx, account.WriteOptions{}, account.Membership{OrganizationID: f.org.ID, UserID: f.loner.ID, Role: "admin", CreatedAt: at, UpdatedAt: at}), "AddMember")
 			}
 		}},
 		{"AddMember (owner)", 1, []string{"TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
 			return func() {
 				at := f.tick()
-				must(t, f.s.AddMember(f.ctx, account.Membership{OrganizationID: f.org.ID, UserID: f.loner.ID, Role: "owner", CreatedAt: at, UpdatedAt: at}), "AddMember")
+				must(t, f.s.AddMember(f.ctx, account.WriteOptions{}, account.Membership{OrganizationID: f.org.ID, UserID: f.loner.ID, Role: "owner", CreatedAt: at, UpdatedAt: at}), "AddMember")
 			}
 		}},
 		{"GetMember", 1, []string{"GetItem"}, func(t *testing.T, f *budgetFixture) func() {
@@ -669,28 +669,28 @@ func TestRequestBudgets(t *testing.T) {
 		// gained or lost, in one transaction.
 		{"UpdateMember (member to admin)", 2, []string{"GetItem", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
 			return func() {
-				_, err := f.s.UpdateMember(f.ctx, f.org.ID, f.user.ID, account.MemberPatch{Role: "admin", UpdatedAt: f.tick()})
+				_, err := f.s.UpdateMember(f.ctx, account.WriteOptions{}, f.org.ID, f.user.ID, account.MemberPatch{Role: "admin", UpdatedAt: f.tick()})
 				must(t, err, "UpdateMember")
 			}
 		}},
 		{"UpdateMember (to owner)", 2, []string{"GetItem", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
 			return func() {
-				_, err := f.s.UpdateMember(f.ctx, f.org.ID, f.user.ID, account.MemberPatch{Role: "owner", UpdatedAt: f.tick()})
+				_, err := f.s.UpdateMember(f.ctx, account.WriteOptions{}, f.org.ID, f.user.ID, account.MemberPatch{Role: "owner", UpdatedAt: f.tick()})
 				must(t, err, "UpdateMember")
 			}
 		}},
 		{"UpdateMember (one of two owners to admin)", 2, []string{"GetItem", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
 			f.twoOwners(t)
 			return func() {
-				_, err := f.s.UpdateMember(f.ctx, f.org.ID, f.user.ID, account.MemberPatch{Role: "admin", UpdatedAt: f.tick()})
+				_, err := f.s.UpdateMember(f.ctx, account.WriteOptions{}, f.org.ID, f.user.ID, account.MemberPatch{Role: "admin", UpdatedAt: f.tick()})
 				must(t, err, "UpdateMember")
 			}
 		}},
 		{"UpdateMember (last_owner)", 2, []string{"GetItem", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
-			_, err := f.s.UpdateMember(f.ctx, f.org.ID, f.user.ID, account.MemberPatch{Role: "owner", UpdatedAt: f.tick()})
+			_, err := f.s.UpdateMember(f.ctx, account.WriteOptions{}, f.org.ID, f.user.ID, account.MemberPatch{Role: "owner", UpdatedAt: f.tick()})
 			must(t, err, "UpdateMember to owner")
 			return func() {
-				_, err := f.s.UpdateMember(f.ctx, f.org.ID, f.user.ID, account.MemberPatch{Role: "admin", UpdatedAt: f.tick()})
+				_, err := f.s.UpdateMember(f.ctx, account.WriteOptions{}, f.org.ID, f.user.ID, account.MemberPatch{Role: "admin", UpdatedAt: f.tick()})
 				if !account.IsCode(err, account.CodeLastOwner) {
 					t.Fatalf("UpdateMember: got %v, want last_owner", err)
 				}
@@ -728,12 +728,12 @@ func TestRequestBudgets(t *testing.T) {
 				at := f.tick()
 				u := newUser(at)
 				m := account.Membership{OrganizationID: f.org.ID, UserID: u.ID, Role: account.DefaultMemberRole, CreatedAt: at, UpdatedAt: at}
-				must(t, f.s.CreateUserInOrganization(f.ctx, u, m), "CreateUserInOrganization")
+				must(t, f.s.CreateUserInOrganization(f.ctx, account.WriteOptions{}, u, m), "CreateUserInOrganization")
 			}
 		}},
 		{"RemoveMember", 1, []string{"TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
 			return func() {
-				must(t, f.s.RemoveMember(f.ctx, f.org.ID, f.user.ID), "RemoveMember")
+				must(t, f.s.RemoveMember(f.ctx, account.WriteOptions{}, f.org.ID, f.user.ID), "RemoveMember")
 			}
 		}},
 		// An owner's membership comes back from the first transaction's
@@ -741,14 +741,14 @@ func TestRequestBudgets(t *testing.T) {
 		{"RemoveMember (one of two owners)", 2, []string{"TransactWriteItems", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
 			f.twoOwners(t)
 			return func() {
-				must(t, f.s.RemoveMember(f.ctx, f.org.ID, f.user.ID), "RemoveMember")
+				must(t, f.s.RemoveMember(f.ctx, account.WriteOptions{}, f.org.ID, f.user.ID), "RemoveMember")
 			}
 		}},
 		{"RemoveMember (last_owner)", 2, []string{"TransactWriteItems", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
-			_, err := f.s.UpdateMember(f.ctx, f.org.ID, f.user.ID, account.MemberPatch{Role: "owner", UpdatedAt: f.tick()})
+			_, err := f.s.UpdateMember(f.ctx, account.WriteOptions{}, f.org.ID, f.user.ID, account.MemberPatch{Role: "owner", UpdatedAt: f.tick()})
 			must(t, err, "UpdateMember to owner")
 			return func() {
-				if err := f.s.RemoveMember(f.ctx, f.org.ID, f.user.ID); !account.IsCode(err, account.CodeLastOwner) {
+				if err := f.s.RemoveMember(f.ctx, account.WriteOptions{}, f.org.ID, f.user.ID); !account.IsCode(err, account.CodeLastOwner) {
 					t.Fatalf("RemoveMember: got %v, want last_owner", err)
 				}
 			}
@@ -757,12 +757,12 @@ func TestRequestBudgets(t *testing.T) {
 		// entries, before its last transaction and after it.
 		{"DeleteAPIKey (no keys below, 2 ancestors)", 5, []string{"Query", "BatchGetItem", "Query", "TransactWriteItems", "Query"}, func(t *testing.T, f *budgetFixture) func() {
 			return func() {
-				must(t, f.s.DeleteAPIKey(f.ctx, f.deep.ID, nil), "DeleteAPIKey")
+				must(t, f.s.DeleteAPIKey(f.ctx, account.WriteOptions{}, f.deep.ID, nil), "DeleteAPIKey")
 			}
 		}},
 		{"DeleteAPIKey (2 keys below)", 10, []string{"Query", "Query", "Query", "Query", "Query", "Query", "TransactWriteItems", "Query", "Query", "Query"}, func(t *testing.T, f *budgetFixture) func() {
 			return func() {
-				must(t, f.s.DeleteAPIKey(f.ctx, f.key.ID, nil), "DeleteAPIKey")
+				must(t, f.s.DeleteAPIKey(f.ctx, account.WriteOptions{}, f.key.ID, nil), "DeleteAPIKey")
 			}
 		}},
 		{"DeleteAPIKey (2 keys below, 200 tokens of its own)", 10, []string{"Query", "Query", "Query", "Query", "Query", "Query", "TransactWriteItems", "Query", "Query", "Query"}, func(t *testing.T, f *budgetFixture) func() {
@@ -770,40 +770,40 @@ func TestRequestBudgets(t *testing.T) {
 			// stops before them (sk <= KEY), so they cost it nothing.
 			for i := range 200 {
 				at := f.now.Add(time.Duration(i) * time.Millisecond)
-				must(t, f.s.CreateToken(f.ctx, account.TokenRecord{ID: account.NewID(account.PrefixToken, at), KeyID: f.key.ID, Scopes: []string{"read:users"}, IssuedAt: at, ExpiresAt: at.Add(time.Hour)}), "CreateToken")
+				must(t, f.s.CreateToken(f.ctx, account.WriteOptions{}, account.TokenRecord{ID: account.NewID(account.PrefixToken, at), KeyID: f.key.ID, Scopes: []string{"read:users"}, IssuedAt: at, ExpiresAt: at.Add(time.Hour)}), "CreateToken")
 			}
 			return func() {
-				must(t, f.s.DeleteAPIKey(f.ctx, f.key.ID, nil), "DeleteAPIKey")
+				must(t, f.s.DeleteAPIKey(f.ctx, account.WriteOptions{}, f.key.ID, nil), "DeleteAPIKey")
 			}
 		}},
 		{"DeleteUser (3 memberships)", 3, []string{"UpdateItem", "Query", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
 			return func() {
-				must(t, f.s.DeleteUser(f.ctx, f.user.ID), "DeleteUser")
+				must(t, f.s.DeleteUser(f.ctx, account.WriteOptions{}, f.user.ID), "DeleteUser")
 			}
 		}},
 		{"DeleteUser (3 memberships, owner in 1)", 3, []string{"UpdateItem", "Query", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
 			f.twoOwners(t)
 			return func() {
-				must(t, f.s.DeleteUser(f.ctx, f.user.ID), "DeleteUser")
+				must(t, f.s.DeleteUser(f.ctx, account.WriteOptions{}, f.user.ID), "DeleteUser")
 			}
 		}},
 		// The organization's keys, read once more for their tokens' entries.
 		{"DeleteOrganization (3 members)", 6, []string{"TransactWriteItems", "GetItem", "Query", "Query", "Query", "TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
 			return func() {
-				must(t, f.s.DeleteOrganization(f.ctx, f.org.ID), "DeleteOrganization")
+				must(t, f.s.DeleteOrganization(f.ctx, account.WriteOptions{}, f.org.ID), "DeleteOrganization")
 			}
 		}},
 		{"DeleteOrganization (3 members, 2 keys)", 11, []string{"TransactWriteItems", "GetItem", "Query", "Query", "Query", "Query", "BatchGetItem", "Query", "TransactWriteItems", "Query", "Query"}, func(t *testing.T, f *budgetFixture) func() {
 			f.orgKeys(t)
 			return func() {
-				must(t, f.s.DeleteOrganization(f.ctx, f.org.ID), "DeleteOrganization")
+				must(t, f.s.DeleteOrganization(f.ctx, account.WriteOptions{}, f.org.ID), "DeleteOrganization")
 			}
 		}},
 		{"CreateAPIKey (bound to an organization, with an owner)", 1, []string{"TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
 			return func() {
 				k := newKey(f.tick())
 				k.OrganizationID, k.OwnerID = f.org.ID, "crm:4711"
-				must(t, f.s.CreateAPIKey(f.ctx, k), "CreateAPIKey")
+				must(t, f.s.CreateAPIKey(f.ctx, account.WriteOptions{}, k), "CreateAPIKey")
 			}
 		}},
 		{"GetAPIKeyByHash (key bound to an organization)", 2, []string{"GetItem", "BatchGetItem"}, func(t *testing.T, f *budgetFixture) func() {
@@ -827,7 +827,7 @@ func TestRequestBudgets(t *testing.T) {
 			for range 21 {
 				k := newKey(f.tick())
 				k.OrganizationID, k.OwnerID = f.org.ID, "crm:4711"
-				must(t, f.s.CreateAPIKey(f.ctx, k), "CreateAPIKey")
+				must(t, f.s.CreateAPIKey(f.ctx, account.WriteOptions{}, k), "CreateAPIKey")
 			}
 			return func() {
 				page, err := f.s.ListAPIKeys(f.ctx, account.APIKeyFilter{OrganizationID: f.org.ID}, page)
@@ -879,14 +879,14 @@ func TestRequestBudgets(t *testing.T) {
 			}
 		}},
 		{"CreateUser (with its idempotency record)", 1, []string{"TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
-			ctx := f.committing(t, "create-user")
-			return func() { must(t, f.s.CreateUser(ctx, newUser(f.tick())), "CreateUser") }
+			opts := f.committing(t, "create-user")
+			return func() { must(t, f.s.CreateUser(f.ctx, opts, newUser(f.tick())), "CreateUser") }
 		}},
 		{"CreateToken (with its idempotency record)", 1, []string{"TransactWriteItems"}, func(t *testing.T, f *budgetFixture) func() {
-			ctx := f.committing(t, "create-token")
+			opts := f.committing(t, "create-token")
 			return func() {
 				at := f.tick()
-				must(t, f.s.CreateToken(ctx, account.TokenRecord{ID: account.NewID(account.PrefixToken, at), KeyID: f.key.ID, Scopes: []string{"read:users"}, IssuedAt: at, ExpiresAt: at.Add(time.Hour)}), "CreateToken")
+				must(t, f.s.CreateToken(f.ctx, opts, account.TokenRecord{ID: account.NewID(account.PrefixToken, at), KeyID: f.key.ID, Scopes: []string{"read:users"}, IssuedAt: at, ExpiresAt: at.Add(time.Hour)}), "CreateToken")
 			}
 		}},
 		{"FinishIdempotency (an answer of 400 bytes)", 1, []string{"PutItem"}, func(t *testing.T, f *budgetFixture) func() {
@@ -938,13 +938,13 @@ func (f *budgetFixture) orgKeys(t *testing.T) (account.APIKey, account.TokenReco
 	t.Helper()
 	k := newKey(f.tick())
 	k.OrganizationID, k.OwnerID = f.org.ID, "crm:4711"
-	must(t, f.s.CreateAPIKey(f.ctx, k), "CreateAPIKey")
+	must(t, f.s.CreateAPIKey(f.ctx, account.WriteOptions{}, k), "CreateAPIKey")
 	child := newKey(f.tick())
 	child.OrganizationID, child.CreatedBy, child.Ancestors = f.org.ID, k.ID, []string{k.ID}
-	must(t, f.s.CreateAPIKey(f.ctx, child), "CreateAPIKey")
+	must(t, f.s.CreateAPIKey(f.ctx, account.WriteOptions{}, child), "CreateAPIKey")
 	at := f.tick()
 	tok := account.TokenRecord{ID: account.NewID(account.PrefixToken, at), KeyID: k.ID, Scopes: []string{"read:users"}, IssuedAt: at, ExpiresAt: at.Add(time.Hour)}
-	must(t, f.s.CreateToken(f.ctx, tok), "CreateToken")
+	must(t, f.s.CreateToken(f.ctx, account.WriteOptions{}, tok), "CreateToken")
 	return k, tok
 }
 
@@ -952,42 +952,42 @@ func newBudgetFixture(t *testing.T, client *dynamodb.Client) *budgetFixture {
 	t.Helper()
 	// A verify reads copy 1 of its items, as 15 in 16 do (see the HTTP
 	// budgets).
-	f := &budgetFixture{ctx: tablestore.WithReadShard(t.Context(), 1), s: dynamostore.New(client, dynamotest.NewTable(t, client), dynamostore.WithTimeout(dynamotest.Timeout)), now: time.Now().UTC().Truncate(time.Millisecond)}
+	f := &budgetFixture{ctx: t.Context(), s: dynamostore.New(client, dynamotest.NewTable(t, client), dynamostore.WithTimeout(dynamotest.Timeout)).ReadCopy(1), now: time.Now().UTC().Truncate(time.Millisecond)}
 	for range 25 {
-		must(t, f.s.CreateUser(f.ctx, newUser(f.tick())), "CreateUser")
-		must(t, f.s.CreateOrganization(f.ctx, newOrg(f.tick())), "CreateOrganization")
-		must(t, f.s.CreateAPIKey(f.ctx, newKey(f.tick())), "CreateAPIKey")
+		must(t, f.s.CreateUser(f.ctx, account.WriteOptions{}, newUser(f.tick())), "CreateUser")
+		must(t, f.s.CreateOrganization(f.ctx, account.WriteOptions{}, newOrg(f.tick())), "CreateOrganization")
+		must(t, f.s.CreateAPIKey(f.ctx, account.WriteOptions{}, newKey(f.tick())), "CreateAPIKey")
 	}
 	f.user, f.org, f.key = newUser(f.tick()), newOrg(f.tick()), newKey(f.tick())
-	must(t, f.s.CreateUser(f.ctx, f.user), "CreateUser")
+	must(t, f.s.CreateUser(f.ctx, account.WriteOptions{}, f.user), "CreateUser")
 	f.loner = newUser(f.tick())
-	must(t, f.s.CreateUser(f.ctx, f.loner), "CreateUser")
-	must(t, f.s.CreateOrganization(f.ctx, f.org), "CreateOrganization")
-	must(t, f.s.CreateAPIKey(f.ctx, f.key), "CreateAPIKey")
+	must(t, f.s.CreateUser(f.ctx, account.WriteOptions{}, f.loner), "CreateUser")
+	must(t, f.s.CreateOrganization(f.ctx, account.WriteOptions{}, f.org), "CreateOrganization")
+	must(t, f.s.CreateAPIKey(f.ctx, account.WriteOptions{}, f.key), "CreateAPIKey")
 	for range 2 {
 		o, u := newOrg(f.tick()), newUser(f.tick())
-		must(t, f.s.CreateOrganization(f.ctx, o), "CreateOrganization")
-		must(t, f.s.CreateUser(f.ctx, u), "CreateUser")
+		must(t, f.s.CreateOrganization(f.ctx, account.WriteOptions{}, o), "CreateOrganization")
+		must(t, f.s.CreateUser(f.ctx, account.WriteOptions{}, u), "CreateUser")
 		at := f.tick()
-		must(t, f.s.AddMember(f.ctx, account.Membership{OrganizationID: o.ID, UserID: f.user.ID, Role: "member", CreatedAt: at, UpdatedAt: at}), "AddMember")
-		must(t, f.s.AddMember(f.ctx, account.Membership{OrganizationID: f.org.ID, UserID: u.ID, Role: "member", CreatedAt: at, UpdatedAt: at}), "AddMember")
+		must(t, f.s.AddMember(f.ctx, account.WriteOptions{}, account.Membership{OrganizationID: o.ID, UserID: f.user.ID, Role: "member", CreatedAt: at, UpdatedAt: at}), "AddMember")
+		must(t, f.s.AddMember(f.ctx, account.WriteOptions{}, account.Membership{OrganizationID: f.org.ID, UserID: u.ID, Role: "member", CreatedAt: at, UpdatedAt: at}), "AddMember")
 	}
 	at := f.tick()
-	if err := f.s.AddMember(f.ctx, account.Membership{OrganizationID: f.org.ID, UserID: f.user.ID, Role: "member", CreatedAt: at, UpdatedAt: at}); err != nil {
+	if err := f.s.AddMember(f.ctx, account.WriteOptions{}, account.Membership{OrganizationID: f.org.ID, UserID: f.user.ID, Role: "member", CreatedAt: at, UpdatedAt: at}); err != nil {
 		t.Fatalf("AddMember: %v", err)
 	}
 	f.tok = account.TokenRecord{ID: account.NewID(account.PrefixToken, at), KeyID: f.key.ID, Scopes: []string{"read:users"}, IssuedAt: at, ExpiresAt: at.Add(time.Hour)}
-	must(t, f.s.CreateToken(f.ctx, f.tok), "CreateToken")
+	must(t, f.s.CreateToken(f.ctx, account.WriteOptions{}, f.tok), "CreateToken")
 	f.deep = f.key
 	for range 2 {
 		parent := f.deep
 		f.deep = newKey(f.tick())
 		f.deep.CreatedBy, f.deep.Ancestors = parent.ID, append(slices.Clip(parent.Ancestors), parent.ID)
-		must(t, f.s.CreateAPIKey(f.ctx, f.deep), "CreateAPIKey below a key")
+		must(t, f.s.CreateAPIKey(f.ctx, account.WriteOptions{}, f.deep), "CreateAPIKey below a key")
 	}
 	at = f.tick()
 	f.deepTok = account.TokenRecord{ID: account.NewID(account.PrefixToken, at), KeyID: f.deep.ID, Scopes: []string{"read:users"}, IssuedAt: at, ExpiresAt: at.Add(time.Hour)}
-	must(t, f.s.CreateToken(f.ctx, f.deepTok), "CreateToken")
+	must(t, f.s.CreateToken(f.ctx, account.WriteOptions{}, f.deepTok), "CreateToken")
 	must(t, f.s.PutPublicKeys(f.ctx, []byte(`{"keys":[]}`), at), "PutPublicKeys")
 	return f
 }
@@ -1027,11 +1027,11 @@ func (f *budgetFixture) claim(t *testing.T, r account.IdempotencyRecord) {
 	}
 }
 
-// committing claims key and returns a context whose store writes commit
-// its record with their change.
-func (f *budgetFixture) committing(t *testing.T, key string) context.Context {
+// committing claims key and returns the WriteOptions of store writes that
+// commit its record with their change.
+func (f *budgetFixture) committing(t *testing.T, key string) account.WriteOptions {
 	t.Helper()
 	r := f.idem(key)
 	f.claim(t, r)
-	return account.WithIdempotencyCommit(f.ctx, &account.IdempotencyCommit{KeyID: r.KeyID, Key: r.Key, Owner: r.Owner})
+	return account.WriteOptions{Commit: &account.IdempotencyCommit{KeyID: r.KeyID, Key: r.Key, Owner: r.Owner}}
 }

@@ -86,7 +86,7 @@ type ownerKind struct {
 	pair   func(id, otherID string) (orgID, userID string)
 	get    func(s *tablestore.Store, ctx context.Context, id string) error
 	rename func(s *tablestore.Store, ctx context.Context, id string, at time.Time) error
-	del    func(s *tablestore.Store, ctx context.Context, id string) error
+	del    func(s *tablestore.Store, ctx context.Context, opts account.WriteOptions, id string) error
 	// listed reports whether the kind's list shows the item.
 	listed func(s *tablestore.Store, ctx context.Context, id string) (bool, error)
 	// byUnique returns the ID of the item that holds a unique value; nil
@@ -109,11 +109,11 @@ var userKind = ownerKind{
 		if email != "" {
 			u.Email = email
 		}
-		return u.ID, u.Email, f.s.CreateUser(f.t.Context(), u)
+		return u.ID, u.Email, f.s.CreateUser(f.t.Context(), account.WriteOptions{}, u)
 	},
 	other: func(f *cascadeFixture) string {
 		o := newOrg(f.tick())
-		must(f.t, f.s.CreateOrganization(f.t.Context(), o), "CreateOrganization")
+		must(f.t, f.s.CreateOrganization(f.t.Context(), account.WriteOptions{}, o), "CreateOrganization")
 		return o.ID
 	},
 	pair: func(id, orgID string) (string, string) { return orgID, id },
@@ -123,7 +123,7 @@ var userKind = ownerKind{
 	},
 	rename: func(s *tablestore.Store, ctx context.Context, id string, at time.Time) error {
 		name := "Late Rename"
-		_, err := s.UpdateUser(ctx, id, account.UserPatch{Name: &name, UpdatedAt: at})
+		_, err := s.UpdateUser(ctx, account.WriteOptions{}, id, account.UserPatch{Name: &name, UpdatedAt: at})
 		return err
 	},
 	del: (*tablestore.Store).DeleteUser,
@@ -146,11 +146,11 @@ var orgKind = ownerKind{
 		if slug != "" {
 			o.Slug = slug
 		}
-		return o.ID, o.Slug, f.s.CreateOrganization(f.t.Context(), o)
+		return o.ID, o.Slug, f.s.CreateOrganization(f.t.Context(), account.WriteOptions{}, o)
 	},
 	other: func(f *cascadeFixture) string {
 		u := newUser(f.tick())
-		must(f.t, f.s.CreateUser(f.t.Context(), u), "CreateUser")
+		must(f.t, f.s.CreateUser(f.t.Context(), account.WriteOptions{}, u), "CreateUser")
 		return u.ID
 	},
 	pair: func(id, userID string) (string, string) { return id, userID },
@@ -160,7 +160,7 @@ var orgKind = ownerKind{
 	},
 	rename: func(s *tablestore.Store, ctx context.Context, id string, at time.Time) error {
 		name := "Late Rename"
-		_, err := s.UpdateOrganization(ctx, id, account.OrganizationPatch{Name: &name, UpdatedAt: at})
+		_, err := s.UpdateOrganization(ctx, account.WriteOptions{}, id, account.OrganizationPatch{Name: &name, UpdatedAt: at})
 		return err
 	},
 	del: (*tablestore.Store).DeleteOrganization,
@@ -185,7 +185,7 @@ func (f *cascadeFixture) withMemberships(k ownerKind, n int) (id, value string, 
 		others[i] = k.other(f)
 		orgID, userID := k.pair(id, others[i])
 		at := f.tick()
-		must(f.t, f.s.AddMember(ctx, account.Membership{OrganizationID: orgID, UserID: userID, Role: "member", CreatedAt: at, UpdatedAt: at}), "AddMember")
+		must(f.t, f.s.AddMember(ctx, account.WriteOptions{}, account.Membership{OrganizationID: orgID, UserID: userID, Role: "member", CreatedAt: at, UpdatedAt: at}), "AddMember")
 	}
 	return id, value, others
 }
@@ -229,7 +229,7 @@ func testDeleteBeyondOneTransaction(t *testing.T, k ownerKind) {
 	// Chunks: 50 memberships (100 items), 50, then the last 20 with the
 	// item and its guard. The second chunk fails.
 	f.failTransaction(k.flags + 2)
-	if err := k.del(f.s, ctx, id); !errors.Is(err, errInjected) {
+	if err := k.del(f.s, ctx, account.WriteOptions{}, id); !errors.Is(err, errInjected) {
 		t.Fatalf("Delete%s with a failing transaction: got %v, want the injected failure", k.name, err)
 	}
 	if own, other := f.sides(k, id, others); own != 70 || other != 70 {
@@ -251,7 +251,7 @@ func testDeleteBeyondOneTransaction(t *testing.T, k ownerKind) {
 	at := f.tick()
 	orgID, userID := k.pair(id, others[0])
 	late := account.Membership{OrganizationID: orgID, UserID: userID, Role: "member", CreatedAt: at, UpdatedAt: at}
-	if err := f.s.AddMember(ctx, late); !account.IsCode(err, account.CodeNotFound) {
+	if err := f.s.AddMember(ctx, account.WriteOptions{}, late); !account.IsCode(err, account.CodeNotFound) {
 		t.Errorf("AddMember to an item being deleted: got %v, want not_found", err)
 	}
 	// UpdateItem would otherwise succeed on an item the retry is about to remove.
@@ -259,11 +259,11 @@ func testDeleteBeyondOneTransaction(t *testing.T, k ownerKind) {
 		t.Errorf("Update%s of an item being deleted: got %v, want not_found", k.name, err)
 	}
 
-	must(t, k.del(f.s, ctx, id), "Delete"+k.name+" (retry)")
+	must(t, k.del(f.s, ctx, account.WriteOptions{}, id), "Delete"+k.name+" (retry)")
 	if own, other := f.sides(k, id, others); own != 0 || other != 0 {
 		t.Errorf("after the retry: %d and %d sides of memberships left, want none", own, other)
 	}
-	if err := k.del(f.s, ctx, id); !account.IsCode(err, account.CodeNotFound) {
+	if err := k.del(f.s, ctx, account.WriteOptions{}, id); !account.IsCode(err, account.CodeNotFound) {
 		t.Errorf("Delete%s after the retry: got %v, want not_found", k.name, err)
 	}
 	_, _, err = k.create(f, value)
@@ -287,7 +287,7 @@ func testDeleteFinishedByNextClaim(t *testing.T, k ownerKind) {
 	ctx := t.Context()
 	id, value, others := f.withMemberships(k, 60)
 	f.failTransaction(k.flags + 2) // 60 memberships: one chunk of 50, then the final transaction
-	if err := k.del(f.s, ctx, id); !errors.Is(err, errInjected) {
+	if err := k.del(f.s, ctx, account.WriteOptions{}, id); !errors.Is(err, errInjected) {
 		t.Fatalf("Delete%s with a failing final transaction: got %v, want the injected failure", k.name, err)
 	}
 	if err := k.get(f.s, ctx, id); !account.IsCode(err, account.CodeNotFound) {
@@ -307,7 +307,7 @@ func testDeleteFinishedByNextClaim(t *testing.T, k ownerKind) {
 	if own, other := f.sides(k, id, others); own != 0 || other != 0 {
 		t.Errorf("old item: %d and %d sides of memberships left, want none", own, other)
 	}
-	if err := k.del(f.s, ctx, id); !account.IsCode(err, account.CodeNotFound) {
+	if err := k.del(f.s, ctx, account.WriteOptions{}, id); !account.IsCode(err, account.CodeNotFound) {
 		t.Errorf("Delete%s of the old item: got %v, want not_found (finished by the claim)", k.name, err)
 	}
 
@@ -335,10 +335,10 @@ func (f *cascadeFixture) keyTree() (root account.APIKey, below []account.APIKey,
 			k.CreatedBy = parent.ID
 			k.Ancestors = append(slices.Clip(parent.Ancestors), parent.ID)
 		}
-		must(f.t, f.s.CreateAPIKey(ctx, k), "CreateAPIKey")
+		must(f.t, f.s.CreateAPIKey(ctx, account.WriteOptions{}, k), "CreateAPIKey")
 		at := f.tick()
 		tokens[k.ID] = account.TokenRecord{ID: account.NewID(account.PrefixToken, at), KeyID: k.ID, Scopes: []string{"read:users"}, IssuedAt: at, ExpiresAt: at.Add(time.Hour)}
-		must(f.t, f.s.CreateToken(ctx, tokens[k.ID]), "CreateToken")
+		must(f.t, f.s.CreateToken(ctx, account.WriteOptions{}, tokens[k.ID]), "CreateToken")
 		return k
 	}
 	root = add(nil)
@@ -403,7 +403,7 @@ func TestDeleteAPIKey_BeyondOneTransaction(t *testing.T) {
 	ctx := t.Context()
 	root, below, tokens := f.keyTree()
 	other := newKey(f.tick())
-	must(t, f.s.CreateAPIKey(ctx, other), "CreateAPIKey")
+	must(t, f.s.CreateAPIKey(ctx, account.WriteOptions{}, other), "CreateAPIKey")
 	all := append([]account.APIKey{root}, below...)
 	itemsBefore := f.itemsLeft(all)
 	copies := tablestore.ReadShards - 1
@@ -414,7 +414,7 @@ func TestDeleteAPIKey_BeyondOneTransaction(t *testing.T) {
 	// Transactions: the flag, MaxTreeKeys keys at a time, then the root
 	// and the last keys.
 	f.failTransaction(3)
-	if err := f.s.DeleteAPIKey(ctx, root.ID, nil); !errors.Is(err, errInjected) {
+	if err := f.s.DeleteAPIKey(ctx, account.WriteOptions{}, root.ID, nil); !errors.Is(err, errInjected) {
 		t.Fatalf("DeleteAPIKey with a failing transaction: got %v, want the injected failure", err)
 	}
 	if left, want := f.itemsLeft(all), itemsBefore-(3+copies)*tablestore.MaxTreeKeys; left != want {
@@ -430,7 +430,7 @@ func TestDeleteAPIKey_BeyondOneTransaction(t *testing.T) {
 	}
 	late := newKey(f.tick())
 	late.CreatedBy, late.Ancestors = root.ID, []string{root.ID}
-	if err := f.s.CreateAPIKey(ctx, late); !account.IsCode(err, account.CodeNotFound) {
+	if err := f.s.CreateAPIKey(ctx, account.WriteOptions{}, late); !account.IsCode(err, account.CodeNotFound) {
 		t.Errorf("CreateAPIKey below a root being deleted: got %v, want not_found", err)
 	}
 	if _, err := f.s.GetAPIKeyByHash(ctx, other.Hash); err != nil {
@@ -440,14 +440,14 @@ func TestDeleteAPIKey_BeyondOneTransaction(t *testing.T) {
 	// The retry sees the root, flagged, as it was: the service's checks
 	// apply to it as to any key.
 	var seen []account.APIKey
-	must(t, f.s.DeleteAPIKey(ctx, root.ID, func(k account.APIKey) error { seen = append(seen, k); return nil }), "DeleteAPIKey (retry)")
+	must(t, f.s.DeleteAPIKey(ctx, account.WriteOptions{}, root.ID, func(k account.APIKey) error { seen = append(seen, k); return nil }), "DeleteAPIKey (retry)")
 	if len(seen) == 0 || seen[0].ID != root.ID || !slices.Equal(seen[0].Scopes, root.Scopes) {
 		t.Errorf("allow saw %+v, want the root", seen)
 	}
 	if left := f.itemsLeft(all); left != 0 {
 		t.Errorf("after the retry: %d items left, want none", left)
 	}
-	if err := f.s.DeleteAPIKey(ctx, root.ID, nil); !account.IsCode(err, account.CodeNotFound) {
+	if err := f.s.DeleteAPIKey(ctx, account.WriteOptions{}, root.ID, nil); !account.IsCode(err, account.CodeNotFound) {
 		t.Errorf("DeleteAPIKey after the retry: got %v, want not_found", err)
 	}
 	if _, err := f.s.GetAPIKeyByHash(ctx, other.Hash); err != nil {
@@ -469,7 +469,7 @@ func TestDeleteAPIKey_FlagFails(t *testing.T) {
 		must(t, err, "RecordAPIKeyUse")
 	}
 	f.failTransaction(1)
-	if err := f.s.DeleteAPIKey(ctx, root.ID, nil); !errors.Is(err, errInjected) {
+	if err := f.s.DeleteAPIKey(ctx, account.WriteOptions{}, root.ID, nil); !errors.Is(err, errInjected) {
 		t.Fatalf("DeleteAPIKey with a failing flag: got %v, want the injected failure", err)
 	}
 	for _, k := range all {
@@ -478,7 +478,7 @@ func TestDeleteAPIKey_FlagFails(t *testing.T) {
 			t.Fatalf("GetAPIKeyByHash %s after a failed flag: got %+v, %v; want the key", k.ID, got, err)
 		}
 	}
-	must(t, f.s.DeleteAPIKey(ctx, root.ID, nil), "DeleteAPIKey (retry)")
+	must(t, f.s.DeleteAPIKey(ctx, account.WriteOptions{}, root.ID, nil), "DeleteAPIKey (retry)")
 	f.wantKeysGone("after the retry", all, tokens)
 	if left := f.itemsLeft(all); left != 0 {
 		t.Errorf("after the retry: %d items left, want none", left)
@@ -493,16 +493,16 @@ func TestDeleteAPIKey_KeyCreatedDuringDelete(t *testing.T) {
 	f := newCascadeFixture(t)
 	ctx := t.Context()
 	root := newKey(f.tick())
-	must(t, f.s.CreateAPIKey(ctx, root), "CreateAPIKey")
+	must(t, f.s.CreateAPIKey(ctx, account.WriteOptions{}, root), "CreateAPIKey")
 	child := newKey(f.tick())
 	child.CreatedBy, child.Ancestors = root.ID, []string{root.ID}
-	must(t, f.s.CreateAPIKey(ctx, child), "CreateAPIKey")
+	must(t, f.s.CreateAPIKey(ctx, account.WriteOptions{}, child), "CreateAPIKey")
 	late := newKey(f.tick())
 	late.CreatedBy, late.Ancestors = child.ID, []string{root.ID, child.ID}
 	var lateErr error
-	f.fail.run = func() { lateErr = f.s.CreateAPIKey(ctx, late) }
+	f.fail.run = func() { lateErr = f.s.CreateAPIKey(ctx, account.WriteOptions{}, late) }
 	f.failTransaction(1)
-	must(t, f.s.DeleteAPIKey(ctx, root.ID, nil), "DeleteAPIKey")
+	must(t, f.s.DeleteAPIKey(ctx, account.WriteOptions{}, root.ID, nil), "DeleteAPIKey")
 	must(t, lateErr, "CreateAPIKey during the delete")
 	// The create, the delete's first transaction (cancelled), its second.
 	if got := f.fail.calls.Load(); got != 5 {
@@ -563,7 +563,7 @@ func TestErrorMapping(t *testing.T) {
 			})
 			s := dynamostore.New(client, "latchkey", dynamostore.WithConflictRetries(2), dynamostore.WithTimeout(dynamotest.Timeout))
 			now := time.Now().UTC()
-			err := s.CreateUser(t.Context(), newUser(now))
+			err := s.CreateUser(t.Context(), account.WriteOptions{}, newUser(now))
 			if got := account.ErrorCode(err); got != tc.want {
 				t.Fatalf("CreateUser: got code %q (%v), want %q", got, err, tc.want)
 			}
@@ -597,11 +597,11 @@ func TestErrorMapping_SingleItemConflict(t *testing.T) {
 		write func(s *tablestore.Store) error
 	}{
 		{"UpdateUser", body, func(s *tablestore.Store) error {
-			_, err := s.UpdateUser(t.Context(), newUser(now).ID, account.UserPatch{Name: &name, UpdatedAt: now})
+			_, err := s.UpdateUser(t.Context(), account.WriteOptions{}, newUser(now).ID, account.UserPatch{Name: &name, UpdatedAt: now})
 			return err
 		}},
 		{"RevokeToken", cancelled, func(s *tablestore.Store) error {
-			_, err := s.RevokeToken(t.Context(), account.Revocation{TokenID: "tok_x", KeyID: "key_x", RevokedAt: now, ExpiresAt: now.Add(time.Hour)})
+			_, err := s.RevokeToken(t.Context(), account.WriteOptions{}, account.Revocation{TokenID: "tok_x", KeyID: "key_x", RevokedAt: now, ExpiresAt: now.Add(time.Hour)})
 			return err
 		}},
 	} {

@@ -54,7 +54,7 @@ func storeCalls(s *tablestore.Store, user account.User, org account.Organization
 	idem := account.IdempotencyRecord{KeyID: key.ID, Key: "deadline", Fingerprint: []byte{1}, Owner: "deadline", State: account.IdempotencyStarted,
 		LeaseUntil: at.Add(account.IdempotencyLease), CreatedAt: at, ExpiresAt: at.Add(account.IdempotencyRetention)}
 	return map[string]func(context.Context) error{
-		"CreateUser": func(ctx context.Context) error { return s.CreateUser(ctx, other) },
+		"CreateUser": func(ctx context.Context) error { return s.CreateUser(ctx, account.WriteOptions{}, other) },
 		"GetUser":    func(ctx context.Context) error { _, err := s.GetUser(ctx, user.ID); return err },
 		"LeaseStatusIndexes": func(ctx context.Context) error {
 			list := account.StatusListID(at, 0)
@@ -76,20 +76,20 @@ func storeCalls(s *tablestore.Store, user account.User, org account.Organization
 		},
 		"UpdateUser": func(ctx context.Context) error {
 			// An e-mail change: the read and the transaction.
-			_, err := s.UpdateUser(ctx, user.ID, account.UserPatch{Name: &name, Email: &other.Email, UpdatedAt: at})
+			_, err := s.UpdateUser(ctx, account.WriteOptions{}, user.ID, account.UserPatch{Name: &name, Email: &other.Email, UpdatedAt: at})
 			return err
 		},
 		"CreateUserInOrganization": func(ctx context.Context) error {
 			u := newUser(at.Add(time.Millisecond))
-			return s.CreateUserInOrganization(ctx, u, account.Membership{OrganizationID: org.ID, UserID: u.ID, Role: "member", CreatedAt: at, UpdatedAt: at})
+			return s.CreateUserInOrganization(ctx, account.WriteOptions{}, u, account.Membership{OrganizationID: org.ID, UserID: u.ID, Role: "member", CreatedAt: at, UpdatedAt: at})
 		},
-		"DeleteUser": func(ctx context.Context) error { return s.DeleteUser(ctx, user.ID) },
+		"DeleteUser": func(ctx context.Context) error { return s.DeleteUser(ctx, account.WriteOptions{}, user.ID) },
 		"ListUsers":  func(ctx context.Context) error { _, err := s.ListUsers(ctx, page); return err },
 		"ListOrganizationUsers": func(ctx context.Context) error {
 			_, err := s.ListOrganizationUsers(ctx, org.ID, page)
 			return err
 		},
-		"CreateOrganization": func(ctx context.Context) error { return s.CreateOrganization(ctx, newOrg(at)) },
+		"CreateOrganization": func(ctx context.Context) error { return s.CreateOrganization(ctx, account.WriteOptions{}, newOrg(at)) },
 		"GetOrganization":    func(ctx context.Context) error { _, err := s.GetOrganization(ctx, org.ID); return err },
 		"GetOrganizationBySlug": func(ctx context.Context) error {
 			_, err := s.GetOrganizationBySlug(ctx, org.Slug)
@@ -100,30 +100,30 @@ func storeCalls(s *tablestore.Store, user account.User, org account.Organization
 			return err
 		},
 		"UpdateOrganization": func(ctx context.Context) error {
-			_, err := s.UpdateOrganization(ctx, org.ID, account.OrganizationPatch{Name: &name, UpdatedAt: at})
+			_, err := s.UpdateOrganization(ctx, account.WriteOptions{}, org.ID, account.OrganizationPatch{Name: &name, UpdatedAt: at})
 			return err
 		},
-		"DeleteOrganization": func(ctx context.Context) error { return s.DeleteOrganization(ctx, org.ID) },
+		"DeleteOrganization": func(ctx context.Context) error { return s.DeleteOrganization(ctx, account.WriteOptions{}, org.ID) },
 		"ListOrganizations":  func(ctx context.Context) error { _, err := s.ListOrganizations(ctx, page); return err },
 		"AddMember": func(ctx context.Context) error {
-			return s.AddMember(ctx, account.Membership{OrganizationID: org.ID, UserID: other.ID, Role: "member", CreatedAt: at, UpdatedAt: at})
+			return s.AddMember(ctx, account.WriteOptions{}, account.Membership{OrganizationID: org.ID, UserID: other.ID, Role: "member", CreatedAt: at, UpdatedAt: at})
 		},
 		"GetMember": func(ctx context.Context) error { _, err := s.GetMember(ctx, org.ID, user.ID); return err },
 		"UpdateMember": func(ctx context.Context) error {
-			_, err := s.UpdateMember(ctx, org.ID, user.ID, account.MemberPatch{Role: "admin", UpdatedAt: at})
+			_, err := s.UpdateMember(ctx, account.WriteOptions{}, org.ID, user.ID, account.MemberPatch{Role: "admin", UpdatedAt: at})
 			return err
 		},
-		"RemoveMember":        func(ctx context.Context) error { return s.RemoveMember(ctx, org.ID, user.ID) },
+		"RemoveMember":        func(ctx context.Context) error { return s.RemoveMember(ctx, account.WriteOptions{}, org.ID, user.ID) },
 		"ListMembers":         func(ctx context.Context) error { _, err := s.ListMembers(ctx, org.ID, page); return err },
 		"ListUserMemberships": func(ctx context.Context) error { _, err := s.ListUserMemberships(ctx, user.ID, page); return err },
-		"CreateAPIKey":        func(ctx context.Context) error { return s.CreateAPIKey(ctx, newKey(at)) },
+		"CreateAPIKey":        func(ctx context.Context) error { return s.CreateAPIKey(ctx, account.WriteOptions{}, newKey(at)) },
 		"GetAPIKey":           func(ctx context.Context) error { _, err := s.GetAPIKey(ctx, key.ID); return err },
 		"GetAPIKeyByHash":     func(ctx context.Context) error { _, err := s.GetAPIKeyByHash(ctx, key.Hash); return err },
 		"UpdateAPIKey": func(ctx context.Context) error {
-			_, err := s.UpdateAPIKey(ctx, key.ID, account.APIKeyPatch{Name: &name}, nil)
+			_, err := s.UpdateAPIKey(ctx, account.WriteOptions{}, key.ID, account.APIKeyPatch{Name: &name}, nil)
 			return err
 		},
-		"DeleteAPIKey": func(ctx context.Context) error { return s.DeleteAPIKey(ctx, key.ID, nil) },
+		"DeleteAPIKey": func(ctx context.Context) error { return s.DeleteAPIKey(ctx, account.WriteOptions{}, key.ID, nil) },
 		"ChangeKeyUsage": func(ctx context.Context) error {
 			_, _, err := s.ChangeKeyUsage(ctx, key.ID, 0, account.UsageChange{Steps: []account.CounterStep{{Name: "r:deadline:1000:1", Delta: 1, Min: 1, Max: 10}}})
 			return err
@@ -145,13 +145,13 @@ func storeCalls(s *tablestore.Store, user account.User, org account.Organization
 			_, err := s.ListAPIKeys(ctx, account.APIKeyFilter{}, page)
 			return err
 		},
-		"CreateToken": func(ctx context.Context) error { return s.CreateToken(ctx, tok) },
+		"CreateToken": func(ctx context.Context) error { return s.CreateToken(ctx, account.WriteOptions{}, tok) },
 		"ListTokens": func(ctx context.Context) error {
 			_, err := s.ListTokens(ctx, key.ID, tok.IssuedAt.Add(-time.Hour), page)
 			return err
 		},
 		"RevokeToken": func(ctx context.Context) error {
-			_, err := s.RevokeToken(ctx, account.Revocation{TokenID: tok.ID, KeyID: key.ID, RevokedAt: at, ExpiresAt: tok.ExpiresAt})
+			_, err := s.RevokeToken(ctx, account.WriteOptions{}, account.Revocation{TokenID: tok.ID, KeyID: key.ID, RevokedAt: at, ExpiresAt: tok.ExpiresAt})
 			return err
 		},
 		"TokenStatus": func(ctx context.Context) error {
@@ -176,9 +176,13 @@ func storeCalls(s *tablestore.Store, user account.User, org account.Organization
 		"OrgMembershipSides":  func(ctx context.Context) error { _, err := s.OrgMembershipSides(ctx, org.ID); return err },
 		"APIKeyExpireAt":      func(ctx context.Context) error { _, _, err := s.APIKeyExpireAt(ctx, key.ID, key.Hash); return err },
 		"APIKeyItems":         func(ctx context.Context) error { _, err := s.APIKeyItems(ctx, key); return err },
+		"TokenStatusOfCopy": func(ctx context.Context) error {
+			_, err := s.TokenStatusOfCopy(ctx, 1, tok.ID, key.ID, nil, "", false)
+			return err
+		},
 		"PutEvent": func(ctx context.Context) error {
-			ctx = account.WithEventSource(ctx, &account.EventSource{Encode: func(account.Event) ([]byte, error) { return []byte(`{}`), nil }})
-			return s.PutEvent(ctx, account.PendingEvent{Type: account.EventOrganizationUpdated, Data: org}, account.NewEventID(at), at)
+			src := &account.EventSource{Encode: func(account.Event) ([]byte, error) { return []byte(`{}`), nil }}
+			return s.PutEvent(ctx, src, account.PendingEvent{Type: account.EventOrganizationUpdated, Data: org}, account.NewEventID(at), at)
 		},
 		"StoredEvent": func(ctx context.Context) error {
 			_, _, err := s.StoredEvent(ctx, account.NewEventID(at), at, org.ID)
@@ -205,18 +209,18 @@ func TestDeadline(t *testing.T) {
 	// Seeded with the default timeout: a DynamoDB Local just started is
 	// slow to answer its first requests.
 	seed := dynamostore.New(client, table, dynamostore.WithTimeout(dynamotest.Timeout))
-	must(t, seed.CreateUser(ctx, user), "CreateUser")
-	must(t, seed.CreateOrganization(ctx, org), "CreateOrganization")
-	must(t, seed.AddMember(ctx, account.Membership{OrganizationID: org.ID, UserID: user.ID, Role: "owner", CreatedAt: now, UpdatedAt: now}), "AddMember")
-	must(t, seed.CreateAPIKey(ctx, key), "CreateAPIKey")
-	must(t, seed.CreateToken(ctx, tok), "CreateToken")
+	must(t, seed.CreateUser(ctx, account.WriteOptions{}, user), "CreateUser")
+	must(t, seed.CreateOrganization(ctx, account.WriteOptions{}, org), "CreateOrganization")
+	must(t, seed.AddMember(ctx, account.WriteOptions{}, account.Membership{OrganizationID: org.ID, UserID: user.ID, Role: "owner", CreatedAt: now, UpdatedAt: now}), "AddMember")
+	must(t, seed.CreateAPIKey(ctx, account.WriteOptions{}, key), "CreateAPIKey")
+	must(t, seed.CreateToken(ctx, account.WriteOptions{}, tok), "CreateToken")
 	must(t, seed.PutPublicKeys(ctx, []byte(`{"keys":[]}`), now), "PutPublicKeys")
 	// Read back once the process is continued. No call made while it is
 	// frozen names this user: those requests sit in the socket and may
 	// still be carried out after SIGCONT (DeleteUser among them), so the
 	// seeded user may be gone by then.
 	probe := newUser(now)
-	must(t, seed.CreateUser(ctx, probe), "CreateUser")
+	must(t, seed.CreateUser(ctx, account.WriteOptions{}, probe), "CreateUser")
 	const timeout = 300 * time.Millisecond
 	s := dynamostore.New(client, table, dynamostore.WithTimeout(timeout))
 	calls := storeCalls(s, user, org, key, tok)

@@ -63,34 +63,16 @@ type eventItem struct {
 	ExpireAt int64  `dynamodbav:"expire_at"`
 }
 
-type pendingKey struct{}
-
-// withEvents returns ctx carrying events, the events of the next
-// transaction made under it (transactEvents): for a change whose events are
-// known before its one transaction.
-func withEvents(ctx context.Context, events ...account.PendingEvent) context.Context {
-	return context.WithValue(ctx, pendingKey{}, events)
-}
-
-// pendingEvents returns the events ctx carries for its transaction.
-func pendingEvents(ctx context.Context) []account.PendingEvent {
-	events, _ := ctx.Value(pendingKey{}).([]account.PendingEvent)
-	return events
-}
-
-// recording reports whether the writes made under ctx record events.
-func recording(ctx context.Context) bool { return account.EventSourceFrom(ctx) != nil }
-
-// eventItems returns the Puts of events, each with a new id made now (and
-// its organization's copy), or nothing when ctx carries no
+// eventItems returns the Puts of c's events, each with a new id made now
+// (and its organization's copy), or nothing when c has no
 // account.EventSource.
-func (s *Store) eventItems(ctx context.Context, events []account.PendingEvent) ([]Write, error) {
-	src := account.EventSourceFrom(ctx)
-	if src == nil || len(events) == 0 {
+func (s *Store) eventItems(c change) ([]Write, error) {
+	src := c.Events
+	if src == nil || len(c.events) == 0 {
 		return nil, nil
 	}
-	items := make([]Write, 0, eventCount(ctx, events))
-	for _, e := range events {
+	items := make([]Write, 0, eventCount(src, c.events))
+	for _, e := range c.events {
 		at := time.Now().UTC().Truncate(time.Millisecond)
 		id := account.NewEventID(at)
 		if s.serial != nil {
@@ -150,11 +132,10 @@ func (s *Store) eventPuts(src *account.EventSource, e account.PendingEvent, id s
 	return items, nil
 }
 
-// eventCount is the number of items that events add to a transaction made
-// under ctx: one each, and one more for each that belongs to an
-// organization.
-func eventCount(ctx context.Context, events []account.PendingEvent) int {
-	src := account.EventSourceFrom(ctx)
+// eventCount is the number of items that events add to a transaction
+// that records them with src: one each, and one more for each that belongs
+// to an organization; none without src.
+func eventCount(src *account.EventSource, events []account.PendingEvent) int {
 	if src == nil {
 		return 0
 	}

@@ -28,15 +28,14 @@ func TestDeleteAPIKey_EventsBeyondOneTransaction(t *testing.T) {
 		t.Fatalf("ClaimIdempotency: %v, %v", claimed, err)
 	}
 	commit := &account.IdempotencyCommit{KeyID: rec.KeyID, Key: rec.Key, Owner: rec.Owner}
-	ctx := account.WithIdempotencyCommit(t.Context(), commit)
-	ctx = account.WithEventSource(ctx, &account.EventSource{
+	opts := account.WriteOptions{Commit: commit, Events: &account.EventSource{
 		Actor: account.Actor{KeyID: "key_caller"}, RequestID: "req-tree",
 		Encode: func(e account.Event) ([]byte, error) {
 			return json.Marshal(map[string]string{"id": e.ID, "type": e.Type, "key": e.Data.(account.APIKey).ID})
 		},
-	})
+	}}
 	from := account.EventIDAt(time.Now().Add(-time.Second))
-	must(t, f.s.DeleteAPIKey(ctx, root.ID, nil), "DeleteAPIKey")
+	must(t, f.s.DeleteAPIKey(t.Context(), opts, root.ID, nil), "DeleteAPIKey")
 	if !commit.Applied() {
 		t.Error("the idempotency record was not committed with the delete")
 	}

@@ -72,18 +72,27 @@ const (
 	EventShards = eventShards
 )
 
-// WithReadShard returns ctx under which TokenStatus reads copy n.
-func WithReadShard(ctx context.Context, n int) context.Context { return withReadShard(ctx, n) }
+// ReadCopy makes every verify of s read copy n of its items (see
+// shards.go), -1 one at random, and returns s.
+func (s *Store) ReadCopy(n int) *Store {
+	s.readCopy = n
+	return s
+}
+
+// TokenStatusOfCopy is TokenStatus reading copy n.
+func (s *Store) TokenStatusOfCopy(ctx context.Context, n int, tokenID, keyID string, ancestors []string, orgID string, inline bool) (account.TokenStatus, error) {
+	return s.tokenStatus(ctx, n, tokenID, keyID, ancestors, orgID, inline)
+}
 
 // PutEvent writes the event e with the id made at at, as a change writes
 // it (eventPuts), in shard 0 of its day and of its organization's events,
 // in a transaction of its own.
-func (s *Store) PutEvent(ctx context.Context, e account.PendingEvent, id string, at time.Time) error {
-	puts, err := s.eventPuts(account.EventSourceFrom(ctx), e, id, at, 0, 0)
+func (s *Store) PutEvent(ctx context.Context, src *account.EventSource, e account.PendingEvent, id string, at time.Time) error {
+	puts, err := s.eventPuts(src, e, id, at, 0, 0)
 	if err != nil {
 		return err
 	}
-	return s.transact(ctx, puts)
+	return s.transact(ctx, change{}, puts)
 }
 
 // StoredEvent returns the JSON of the event id made at at, as stored in

@@ -12,19 +12,10 @@ import (
 // Idempotency records are one item each, IDEM#<key id>/IDEM#<key> (see
 // keys.go and docs/dynamodb.md), with TTL 24 hours after their creation.
 // The record of a request's change goes into the transaction of the change
-// itself: transactReturningOld appends it to every transaction made under
-// a context that carries an account.IdempotencyCommit, and a method whose
-// change takes several writes hides the commit from all but the last
-// (withoutCommit).
-
-// withoutCommit returns ctx without the idempotency commit it may carry,
-// nor the events it may carry for its transaction (withEvents), for a
-// write that is not the last of a change: the record must be committed
-// with the write that completes it, and the events with the write they
-// record.
-func withoutCommit(ctx context.Context) context.Context {
-	return withEvents(account.WithIdempotencyCommit(ctx, nil))
-}
+// itself: transactReturningOld appends it to every transaction of a change
+// whose account.WriteOptions hold an account.IdempotencyCommit, and a
+// method whose change takes several writes leaves the commit out of all
+// but the last (change.withoutCommit).
 
 // ClaimIdempotency is one conditional PutItem: it writes r unless a record
 // in force is there (account.IdempotencyRecord.InForceAt, as a condition),
@@ -138,12 +129,12 @@ func (s *Store) withCommit(c *account.IdempotencyCommit, items []Write, onCheckF
 // update made between the two; no request of the API both takes
 // Idempotency-Key and updates this way, so that is the price of keeping the
 // Store contract for any that would.
-func (s *Store) updateWithCommit(ctx context.Context, k key, upd Update, cond Cond, out any, notFound error) error {
+func (s *Store) updateWithCommit(ctx context.Context, c change, k key, upd Update, cond Cond, out any, notFound error) error {
 	it, err := s.update(k, upd, cond)
 	if err != nil {
 		return err
 	}
-	if err := s.transact(ctx, []Write{it}, notFound); err != nil {
+	if err := s.transact(ctx, c, []Write{it}, notFound); err != nil {
 		return err
 	}
 	found, err := s.getItem(ctx, k, out)

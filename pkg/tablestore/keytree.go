@@ -70,9 +70,9 @@ var errTreeChanged = errors.New("tablestore: the key tree changed during the del
 // WithConflictRetries times, then the store reports CodeConcurrentUpdate.
 // CodeNotFound if there is no key id or one of its ancestors is being
 // deleted.
-func (s *Store) DeleteAPIKey(ctx context.Context, id string, allow func(account.APIKey) error) error {
+func (s *Store) DeleteAPIKey(ctx context.Context, opts account.WriteOptions, id string, allow func(account.APIKey) error) error {
 	for attempt := 0; ; attempt++ {
-		err := s.deleteKeyTree(ctx, id, allow)
+		err := s.deleteKeyTree(ctx, newChange(opts), id, allow)
 		if !errors.Is(err, errTreeChanged) {
 			return err
 		}
@@ -126,6 +126,8 @@ func (s *Store) readKeyNode(ctx context.Context, id string) (keyNode, error) {
 type treeDelete struct {
 	s    *Store
 	root keyNode
+	// change is the caller's: its last transaction commits the record.
+	change change
 	// flagged is set once the root's copies carry deleting.
 	flagged bool
 	// queue holds, per key, the items that delete it, children first;
@@ -158,7 +160,7 @@ func (n keyNode) eventItems() int {
 
 // deleteKeyTree is one pass of DeleteAPIKey: errTreeChanged if the tree
 // changed under it.
-func (s *Store) deleteKeyTree(ctx context.Context, id string, allow func(account.APIKey) error) error {
+func (s *Store) deleteKeyTree(ctx context.Context, c change, id string, allow func(account.APIKey) error) error {
 	root, err := s.readKeyNode(ctx, id)
 	if err != nil {
 		return err
@@ -181,7 +183,7 @@ func (s *Store) deleteKeyTree(ctx context.Context, id string, allow func(account
 			return err
 		}
 	}
-	d := &treeDelete{s: s, root: root, flagged: root.item.Deleting}
+	d := &treeDelete{s: s, root: root, change: c, flagged: root.item.Deleting}
 	if err := d.walk(ctx, root); err != nil {
 		return err
 	}
@@ -199,7 +201,7 @@ func (s *Store) deleteKeyTree(ctx context.Context, id string, allow func(account
 	if err != nil {
 		return err
 	}
-	if err := d.transact(ctx, d.queued(items), append(root.event(), d.events...)); err != nil {
+	if err := d.transact(ctx, d.change, d.queued(items), append(root.event(), d.events...)); err != nil {
 		return err
 	}
 	_, err = s.invalidateKeyTokens(ctx, ids, start.Add(-time.Second), read)
@@ -241,11 +243,11 @@ func (d *treeDelete) walk(ctx context.Context, n keyNode) error {
 		// Not the last transaction: the idempotency record goes with the
 		// last, which deletes the root (maxTreeKeys leaves it room).
 		if !d.flagged {
-			if err := d.flag(withoutCommit(ctx)); err != nil {
+			if err := d.flag(ctx); err != nil {
 				return err
 			}
 		}
-		if err := d.transact(withoutCommit(ctx), d.queued(nil), d.events); err != nil {
+		if err := d.transact(ctx, d.change.withoutCommit(), d.queued(nil), d.events); err != nil {
 			return err
 		}
 		d.queue, d.events, d.items = d.queue[:0], nil, 0
@@ -313,7 +315,8 @@ func (d *treeDelete) queued(items []Write) []Write {
 // then on the root and every key below it are gone to readers, and no key
 // can be created below, nor change, the root. It is conditional on the
 // root's version, so that the copies flagged are the copies there are: a
-// new secret since the walk makes the delete start over.
+// new secret since the walk makes the delete start over. It is not the
+// last transaction of the delete, and records no event.
 func (d *treeDelete) flag(ctx context.Context) error {
 	set := set("deleting", true)
 	steps := []func() (Write, error){
@@ -343,19 +346,19 @@ func (d *treeDelete) flag(ctx context.Context) error {
 		return err
 	}
 	items = append(items, copies...)
-	if err := d.s.transact(ctx, items, errTreeChanged, errTreeChanged); err != nil {
+	if err := d.s.transact(ctx, d.change.withoutCommit(), items, errTreeChanged, errTreeChanged); err != nil {
 		return err
 	}
 	d.flagged = true
 	return nil
 }
 
-// transact runs one transaction of the delete, with the events of the keys
-// it deletes; a failed condition, on any item, is errTreeChanged.
-func (d *treeDelete) transact(ctx context.Context, items []Write, events []account.PendingEvent) error {
+// transact runs one transaction of the delete, of c with the events of the
+// keys it deletes; a failed condition, on any item, is errTreeChanged.
+func (d *treeDelete) transact(ctx context.Context, c change, items []Write, events []account.PendingEvent) error {
 	onCheckFailed := make([]error, len(items))
 	for i := range onCheckFailed {
 		onCheckFailed[i] = errTreeChanged
 	}
-	return d.s.transact(withEvents(ctx, events...), items, onCheckFailed...)
+	return d.s.transact(ctx, c.with(events...), items, onCheckFailed...)
 }

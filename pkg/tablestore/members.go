@@ -28,13 +28,13 @@ var (
 // transaction; for an owner, the check of the organization is the update
 // of its owner count. CodeNotFound naming the organization or the user;
 // CodeAlreadyMember.
-func (s *Store) AddMember(ctx context.Context, m account.Membership) error {
+func (s *Store) AddMember(ctx context.Context, opts account.WriteOptions, m account.Membership) error {
 	items, onCheckFailed, err := s.memberItems(m, true)
 	if err != nil {
 		return err
 	}
-	ctx = withEvents(ctx, account.PendingEvent{Type: account.EventOrganizationMembershipCreated, Data: m})
-	return s.transact(ctx, items, onCheckFailed...)
+	c := newChange(opts, account.PendingEvent{Type: account.EventOrganizationMembershipCreated, Data: m})
+	return s.transact(ctx, c, items, onCheckFailed...)
 }
 
 // memberItems are the items of a transaction that adds the membership m,
@@ -86,7 +86,7 @@ func (s *Store) GetMember(ctx context.Context, orgID, userID string) (account.Me
 // requests. Concurrent changes between roles other than owner do not
 // collide. If the membership changed in between, both are repeated, up to
 // updateAttempts times. CodeNotFound, CodeLastOwner.
-func (s *Store) UpdateMember(ctx context.Context, orgID, userID string, p account.MemberPatch) (account.Membership, error) {
+func (s *Store) UpdateMember(ctx context.Context, opts account.WriteOptions, orgID, userID string, p account.MemberPatch) (account.Membership, error) {
 	updatedAt := p.UpdatedAt.UTC()
 	for attempt := 0; ; attempt++ {
 		var it memberItem
@@ -129,7 +129,7 @@ func (s *Store) UpdateMember(ctx context.Context, orgID, userID string, p accoun
 		}
 		m := it.membership()
 		m.Role, m.UpdatedAt = p.Role, updatedAt
-		err = s.transact(withEvents(ctx, account.PendingEvent{Type: account.EventOrganizationMembershipUpdated, Data: m}), items, onCheckFailed...)
+		err = s.transact(ctx, newChange(opts, account.PendingEvent{Type: account.EventOrganizationMembershipUpdated, Data: m}), items, onCheckFailed...)
 		if err == nil {
 			return m, nil
 		}
@@ -149,9 +149,10 @@ func (s *Store) UpdateMember(ctx context.Context, orgID, userID string, p accoun
 // count on condition that another owner remains: 2 requests. A membership
 // that changed in between starts it over, up to updateAttempts times.
 // CodeNotFound, CodeLastOwner.
-func (s *Store) RemoveMember(ctx context.Context, orgID, userID string) error {
-	if recording(ctx) {
-		return s.removeMemberRecorded(ctx, orgID, userID)
+func (s *Store) RemoveMember(ctx context.Context, opts account.WriteOptions, orgID, userID string) error {
+	c := newChange(opts)
+	if c.recording() {
+		return s.removeMemberRecorded(ctx, c, orgID, userID)
 	}
 	for attempt := 0; ; attempt++ {
 		notOwner := condPresent.And(isOwner.Not())
@@ -168,7 +169,7 @@ func (s *Store) RemoveMember(ctx context.Context, orgID, userID string) error {
 		if err != nil {
 			return err
 		}
-		old, err := s.transactReturningOld(ctx, items, errChanged, account.ErrMembershipNotFound())
+		old, err := s.transactReturningOld(ctx, c, items, errChanged, account.ErrMembershipNotFound())
 		if !errors.Is(err, errChanged) {
 			return err
 		}
@@ -181,7 +182,7 @@ func (s *Store) RemoveMember(ctx context.Context, orgID, userID string) error {
 			if err != nil {
 				return err
 			}
-			err = s.transactSteps(ctx, steps)
+			err = s.transactSteps(ctx, c, steps)
 			if !errors.Is(err, errMembershipsChanged) {
 				return err
 			}
@@ -198,7 +199,7 @@ func (s *Store) RemoveMember(ctx context.Context, orgID, userID string) error {
 // transaction, on condition that the membership is still as read (role
 // and updated_at). A membership that changed in between starts it over,
 // up to updateAttempts times. 2 requests.
-func (s *Store) removeMemberRecorded(ctx context.Context, orgID, userID string) error {
+func (s *Store) removeMemberRecorded(ctx context.Context, c change, orgID, userID string) error {
 	for attempt := 0; ; attempt++ {
 		var it memberItem
 		found, err := s.getItem(ctx, orgMemberKey(orgID, userID), &it)
@@ -219,7 +220,7 @@ func (s *Store) removeMemberRecorded(ctx context.Context, orgID, userID string) 
 			return err
 		}
 		steps[0] = step{del, errMembershipsChanged, &account.PendingEvent{Type: account.EventOrganizationMembershipDeleted, Data: it.membership()}}
-		err = s.transactSteps(ctx, steps)
+		err = s.transactSteps(ctx, c, steps)
 		if !errors.Is(err, errMembershipsChanged) {
 			return err
 		}

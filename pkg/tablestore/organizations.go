@@ -10,13 +10,13 @@ import (
 // CreateOrganization writes the organization, its slug guard and its
 // external id guard (if it has one) in one transaction; see claim.
 // CodeSlugTaken, CodeExternalIDTaken.
-func (s *Store) CreateOrganization(ctx context.Context, o account.Organization) error {
-	ctx = withEvents(ctx, account.PendingEvent{Type: account.EventOrganizationCreated, Data: o})
+func (s *Store) CreateOrganization(ctx context.Context, opts account.WriteOptions, o account.Organization) error {
+	c := newChange(opts, account.PendingEvent{Type: account.EventOrganizationCreated, Data: o})
 	copies, err := s.orgCopyPuts(o.ID, false, time.Time{})
 	if err != nil {
 		return err
 	}
-	return s.create(ctx, newOrgItem(o), o.ID, []claimed{{uniqueSlug, o.Slug}, {uniqueOrgExtID, o.ExternalID}}, s.orgOwners(), copies, nil)
+	return s.create(ctx, c, newOrgItem(o), o.ID, []claimed{{uniqueSlug, o.Slug}, {uniqueOrgExtID, o.ExternalID}}, s.orgOwners(), copies, nil)
 }
 
 func (s *Store) orgOwners() owners {
@@ -53,7 +53,8 @@ func (s *Store) GetOrganizationByExternalID(ctx context.Context, externalID stri
 // no read, unless it changes the external id (see updateClaiming).
 // CodeNotFound, also while the organization is being deleted;
 // CodeExternalIDTaken.
-func (s *Store) UpdateOrganization(ctx context.Context, id string, p account.OrganizationPatch) (account.Organization, error) {
+func (s *Store) UpdateOrganization(ctx context.Context, opts account.WriteOptions, id string, p account.OrganizationPatch) (account.Organization, error) {
+	c := newChange(opts)
 	var it orgItem
 	// The item as read: none yet in the UpdateItem without a read.
 	stamp := func() time.Time { return account.NextUpdatedAt(p.UpdatedAt, it.UpdatedAt) }
@@ -67,8 +68,8 @@ func (s *Store) UpdateOrganization(ctx context.Context, id string, p account.Org
 		}
 		return setMetadata(upd, p.Metadata)
 	}
-	if p.ExternalID == nil && !recording(ctx) {
-		if err := s.updateItem(ctx, orgKey(id), upd(), condLive, &it, account.ErrOrganizationNotFound()); err != nil {
+	if p.ExternalID == nil && !c.recording() {
+		if err := s.updateItem(ctx, c, orgKey(id), upd(), condLive, &it, account.ErrOrganizationNotFound()); err != nil {
 			return account.Organization{}, err
 		}
 		return it.organization(), nil
@@ -79,7 +80,7 @@ func (s *Store) UpdateOrganization(ctx context.Context, id string, p account.Org
 		o.UpdatedAt = stamp()
 		return o
 	}
-	err := s.updateClaiming(ctx, orgKey(id), id, &it, upd, func() []move {
+	err := s.updateClaiming(ctx, c, orgKey(id), id, &it, upd, func() []move {
 		if p.ExternalID == nil {
 			return nil
 		}
@@ -99,7 +100,7 @@ func (s *Store) UpdateOrganization(ctx context.Context, id string, p account.Org
 // with an external id), and orgkeys.go for the keys, which go first (in
 // the same transactions), once the flag has made them stop working.
 // CodeNotFound.
-func (s *Store) DeleteOrganization(ctx context.Context, id string) (err error) {
+func (s *Store) DeleteOrganization(ctx context.Context, opts account.WriteOptions, id string) (err error) {
 	var o orgItem
 	if err := s.markOrgDeleting(ctx, id, &o); err != nil {
 		return err
@@ -134,7 +135,7 @@ func (s *Store) DeleteOrganization(ctx context.Context, id string) (err error) {
 	if err != nil {
 		return err
 	}
-	return s.deleteWithMemberships(ctx, id, orgKey(id), guards, tombs, keys, func(m memberSide) ([]step, error) {
+	return s.deleteWithMemberships(ctx, newChange(opts), id, orgKey(id), guards, tombs, keys, func(m memberSide) ([]step, error) {
 		// The organization goes too: its owner count does not matter.
 		org, err := s.del(orgMemberKey(id, m.otherID), Cond{})
 		if err != nil {
@@ -171,8 +172,7 @@ func (s *Store) markOrgDeleting(ctx context.Context, id string, out *orgItem) er
 		return err
 	}
 	// The first step of a delete: no event, and the record goes with the last.
-	ctx = withEvents(withoutCommit(ctx))
-	if err := s.transact(ctx, append([]Write{upd}, copies...), account.ErrOrganizationNotFound()); err != nil {
+	if err := s.transact(ctx, change{}, append([]Write{upd}, copies...), account.ErrOrganizationNotFound()); err != nil {
 		return err
 	}
 	found, err := s.getItem(ctx, orgKey(id), out)

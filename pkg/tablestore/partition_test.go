@@ -84,9 +84,9 @@ func TestList_ForeignPartition(t *testing.T) {
 	ctx := t.Context()
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	u, o := newUser(now), newOrg(now.Add(time.Millisecond))
-	must(t, store.CreateUser(ctx, u), "CreateUser")
-	must(t, store.CreateOrganization(ctx, o), "CreateOrganization")
-	must(t, store.AddMember(ctx, account.Membership{OrganizationID: o.ID, UserID: u.ID, Role: "member", CreatedAt: now, UpdatedAt: now}), "AddMember")
+	must(t, store.CreateUser(ctx, account.WriteOptions{}, u), "CreateUser")
+	must(t, store.CreateOrganization(ctx, account.WriteOptions{}, o), "CreateOrganization")
+	must(t, store.AddMember(ctx, account.WriteOptions{}, account.Membership{OrganizationID: o.ID, UserID: u.ID, Role: "member", CreatedAt: now, UpdatedAt: now}), "AddMember")
 	for _, gsi1pk := range []string{"USERS", "ORGS", "MEMBERS#" + o.ID, "MEMBERSHIPS#" + u.ID} {
 		plant(t, client, table, map[string]any{
 			"pk": "SLUG#planted-" + gsi1pk, "sk": "SLUG", "gsi1pk": gsi1pk, "gsi1sk": "~", // sorts after every ID and time

@@ -1,7 +1,6 @@
 package tablestore
 
 import (
-	"context"
 	"hash/fnv"
 	"math/rand/v2"
 	"strconv"
@@ -22,7 +21,7 @@ import (
 //     readShards-1 copies, each in a partition of its own
 //     (<pk>#<n>, same sort key), written in the same transaction as every
 //     change to the item, so that they never differ from it. A verify
-//     reads copy n of each, n chosen at random (readShard; copy 0 is the
+//     reads copy n of each, n chosen at random (verifyCopy; copy 0 is the
 //     item itself), in its one BatchGetItem: each copy takes a
 //     readShards-th of the reads, and 30,000 verifies a second of one
 //     token put 1,875 reads a second on each of its items. A key's copies
@@ -100,21 +99,15 @@ func copyKeys(id string, copyKey func(string, int) key) []key {
 	return ks
 }
 
-// readShard picks the copy a verify reads: at random, so that no pattern
+// verifyCopy picks the copy a verify reads: at random, so that no pattern
 // of requests (a client cycling through its tokens, say) keeps landing on
-// one copy; or the one ctx names (withReadShard, for tests of every copy).
-func readShard(ctx context.Context) int {
-	if n, ok := ctx.Value(readShardKey{}).(int); ok {
-		return n
+// one copy; or s.readCopy when a test set one (export_test.go), to measure
+// the same reads on every run.
+func (s *Store) verifyCopy() int {
+	if s.readCopy >= 0 {
+		return s.readCopy
 	}
 	return rand.IntN(readShards)
-}
-
-type readShardKey struct{}
-
-// withReadShard returns ctx under which a verify reads copy n.
-func withReadShard(ctx context.Context, n int) context.Context {
-	return context.WithValue(ctx, readShardKey{}, n)
 }
 
 // eventTurn counts the events this process has written; eventShard takes

@@ -125,13 +125,13 @@ func testHotItemsVerify(t *testing.T, inline bool) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	at := func(i int) time.Time { return now.Add(time.Duration(i) * time.Millisecond) }
 	org := newOrg(at(1))
-	must(t, s.CreateOrganization(ctx, org), "CreateOrganization")
+	must(t, s.CreateOrganization(ctx, account.WriteOptions{}, org), "CreateOrganization")
 	parent := newKey(at(2))
 	parent.OrganizationID = org.ID
-	must(t, s.CreateAPIKey(ctx, parent), "CreateAPIKey")
+	must(t, s.CreateAPIKey(ctx, account.WriteOptions{}, parent), "CreateAPIKey")
 	child := newKey(at(3))
 	child.OrganizationID, child.CreatedBy, child.Ancestors = org.ID, parent.ID, []string{parent.ID}
-	must(t, s.CreateAPIKey(ctx, child), "CreateAPIKey below a key")
+	must(t, s.CreateAPIKey(ctx, account.WriteOptions{}, child), "CreateAPIKey below a key")
 	var tokens []account.TokenRecord
 	for i := range 10 {
 		k := child
@@ -204,13 +204,13 @@ func testReadCopiesSeenAtOnce(t *testing.T, inline bool) {
 	tick := 0
 	next := func() time.Time { tick++; return now.Add(time.Duration(tick) * time.Millisecond) }
 	org := newOrg(next())
-	must(t, s.CreateOrganization(ctx, org), "CreateOrganization")
+	must(t, s.CreateOrganization(ctx, account.WriteOptions{}, org), "CreateOrganization")
 	parent := newKey(next())
 	parent.OrganizationID = org.ID
-	must(t, s.CreateAPIKey(ctx, parent), "CreateAPIKey")
+	must(t, s.CreateAPIKey(ctx, account.WriteOptions{}, parent), "CreateAPIKey")
 	child := newKey(next())
 	child.OrganizationID, child.CreatedBy, child.Ancestors = org.ID, parent.ID, []string{parent.ID}
-	must(t, s.CreateAPIKey(ctx, child), "CreateAPIKey below a key")
+	must(t, s.CreateAPIKey(ctx, account.WriteOptions{}, child), "CreateAPIKey below a key")
 	tok := account.NewID(account.PrefixToken, next())
 	other := account.NewID(account.PrefixToken, next())
 
@@ -219,7 +219,7 @@ func testReadCopiesSeenAtOnce(t *testing.T, inline bool) {
 		t.Helper()
 		out := make([]account.TokenStatus, tablestore.ReadShards)
 		for n := range out {
-			st, err := s.TokenStatus(tablestore.WithReadShard(ctx, n), tokenID, child.ID, child.Ancestors, org.ID, inline)
+			st, err := s.TokenStatusOfCopy(ctx, n, tokenID, child.ID, child.Ancestors, org.ID, inline)
 			must(t, err, "TokenStatus")
 			out[n] = st
 		}
@@ -236,29 +236,29 @@ func testReadCopiesSeenAtOnce(t *testing.T, inline bool) {
 	expect("a live token", tok, func(st account.TokenStatus) bool { return st.Key != nil && st.RevokedAt.IsZero() && !st.Key.Paused() })
 
 	revokedAt := next()
-	if _, err := s.RevokeToken(ctx, account.Revocation{TokenID: tok, KeyID: child.ID, RevokedAt: revokedAt, ExpiresAt: revokedAt.Add(time.Hour), Inline: inline}); err != nil {
+	if _, err := s.RevokeToken(ctx, account.WriteOptions{}, account.Revocation{TokenID: tok, KeyID: child.ID, RevokedAt: revokedAt, ExpiresAt: revokedAt.Add(time.Hour), Inline: inline}); err != nil {
 		t.Fatal(err)
 	}
 	expect("a revoked token", tok, func(st account.TokenStatus) bool { return st.RevokedAt.Equal(revokedAt) })
 	expect("another token of the key", other, func(st account.TokenStatus) bool { return st.Key != nil && st.RevokedAt.IsZero() })
 
 	disabled := true
-	_, err := s.UpdateAPIKey(ctx, parent.ID, account.APIKeyPatch{Disabled: &disabled, At: next()}, nil)
+	_, err := s.UpdateAPIKey(ctx, account.WriteOptions{}, parent.ID, account.APIKeyPatch{Disabled: &disabled, At: next()}, nil)
 	must(t, err, "UpdateAPIKey (disable the key above)")
 	expect("a key below a disabled key", other, func(st account.TokenStatus) bool { return st.Key != nil && st.Key.DisabledAbove })
 	disabled = false
-	_, err = s.UpdateAPIKey(ctx, parent.ID, account.APIKeyPatch{Disabled: &disabled, At: next()}, nil)
+	_, err = s.UpdateAPIKey(ctx, account.WriteOptions{}, parent.ID, account.APIKeyPatch{Disabled: &disabled, At: next()}, nil)
 	must(t, err, "UpdateAPIKey (enable it again)")
 	expect("a key below an enabled key", other, func(st account.TokenStatus) bool { return st.Key != nil && !st.Key.Paused() })
 
 	revokeAll := next()
-	_, err = s.UpdateAPIKey(ctx, child.ID, account.APIKeyPatch{RevokeTokens: true, At: revokeAll}, nil)
+	_, err = s.UpdateAPIKey(ctx, account.WriteOptions{}, child.ID, account.APIKeyPatch{RevokeTokens: true, At: revokeAll}, nil)
 	must(t, err, "UpdateAPIKey (revoke every token)")
 	expect("tokens revoked with their key's", other, func(st account.TokenStatus) bool {
 		return st.Key != nil && !st.Key.TokensRevokedBefore.Before(revokeAll)
 	})
 
-	must(t, s.DeleteOrganization(ctx, org.ID), "DeleteOrganization")
+	must(t, s.DeleteOrganization(ctx, account.WriteOptions{}, org.ID), "DeleteOrganization")
 	expect("a key of a deleted organization", other, func(st account.TokenStatus) bool { return st.Key == nil })
 }
 
@@ -270,24 +270,24 @@ func TestEventShards(t *testing.T) {
 	var m itemMeter
 	client := dynamotest.NewClient(t, m.option)
 	s := dynamostore.New(client, dynamotest.NewTable(t, client), dynamostore.WithTimeout(dynamotest.Timeout))
-	ctx := account.WithEventSource(t.Context(), &account.EventSource{
+	ctx, opts := t.Context(), account.WriteOptions{Events: &account.EventSource{
 		Actor: account.Actor{KeyID: "key_caller"}, RequestID: "req-shards",
 		Encode: func(e account.Event) ([]byte, error) {
 			return json.Marshal(map[string]string{"id": e.ID, "type": e.Type})
 		},
-	})
+	}}
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	from := account.EventIDAt(now.Add(-time.Second))
 	org := newOrg(now)
-	must(t, s.CreateOrganization(ctx, org), "CreateOrganization")
+	must(t, s.CreateOrganization(ctx, opts, org), "CreateOrganization")
 	const changes = 10 * tablestore.EventShards
 	for i := range changes {
 		if i%2 == 0 {
 			name := fmt.Sprintf("rename %d", i)
-			_, err := s.UpdateOrganization(ctx, org.ID, account.OrganizationPatch{Name: &name, UpdatedAt: now.Add(time.Duration(i+1) * time.Millisecond)})
+			_, err := s.UpdateOrganization(ctx, opts, org.ID, account.OrganizationPatch{Name: &name, UpdatedAt: now.Add(time.Duration(i+1) * time.Millisecond)})
 			must(t, err, "UpdateOrganization")
 		} else {
-			must(t, s.CreateUser(ctx, newUser(now.Add(time.Duration(i+1)*time.Millisecond))), "CreateUser")
+			must(t, s.CreateUser(ctx, opts, newUser(now.Add(time.Duration(i+1)*time.Millisecond))), "CreateUser")
 		}
 	}
 	written := time.Now()
@@ -392,16 +392,16 @@ func TestEventShards_Busy(t *testing.T) {
 	client := dynamotest.NewClient(t)
 	busy := &busyShards{Table: client}
 	s := tablestore.New(dynamostore.Port(busy, dynamotest.NewTable(t, client)))
-	ctx := account.WithEventSource(t.Context(), &account.EventSource{
+	ctx, opts := t.Context(), account.WriteOptions{Events: &account.EventSource{
 		Actor: account.Actor{KeyID: "key_caller"}, RequestID: "req-busy",
 		Encode: func(e account.Event) ([]byte, error) {
 			return json.Marshal(map[string]string{"id": e.ID, "type": e.Type})
 		},
-	})
+	}}
 	now := time.Now().UTC()
 	for i := range 3 {
 		tok := account.NewID(account.PrefixToken, now.Add(time.Duration(i)*time.Millisecond))
-		at, err := s.RevokeToken(ctx, account.Revocation{TokenID: tok, KeyID: "key_x", RevokedAt: now, ExpiresAt: now.Add(time.Hour)})
+		at, err := s.RevokeToken(ctx, opts, account.Revocation{TokenID: tok, KeyID: "key_x", RevokedAt: now, ExpiresAt: now.Add(time.Hour)})
 		if err != nil {
 			t.Fatalf("RevokeToken with %d of %d event shards busy: %v", tablestore.EventShards-1, tablestore.EventShards, err)
 		}
@@ -437,18 +437,18 @@ func TestVerify_OneItem(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	at := func(i int) time.Time { return now.Add(time.Duration(i) * time.Millisecond) }
 	org := newOrg(at(1))
-	must(t, s.CreateOrganization(ctx, org), "CreateOrganization")
+	must(t, s.CreateOrganization(ctx, account.WriteOptions{}, org), "CreateOrganization")
 	root := newKey(at(2))
-	must(t, s.CreateAPIKey(ctx, root), "CreateAPIKey")
+	must(t, s.CreateAPIKey(ctx, account.WriteOptions{}, root), "CreateAPIKey")
 	child := newKey(at(3))
 	child.CreatedBy, child.Ancestors = root.ID, []string{root.ID}
-	must(t, s.CreateAPIKey(ctx, child), "CreateAPIKey below a key")
+	must(t, s.CreateAPIKey(ctx, account.WriteOptions{}, child), "CreateAPIKey below a key")
 	bound := newKey(at(4))
 	bound.OrganizationID = org.ID
-	must(t, s.CreateAPIKey(ctx, bound), "CreateAPIKey bound to an organization")
+	must(t, s.CreateAPIKey(ctx, account.WriteOptions{}, bound), "CreateAPIKey bound to an organization")
 	// A key that holds revocations reads no more than one that holds none.
 	for i := range 5 {
-		_, err := s.RevokeToken(ctx, account.Revocation{TokenID: account.NewID(account.PrefixToken, at(10+i)), KeyID: root.ID, RevokedAt: at(20 + i), ExpiresAt: at(20 + i).Add(time.Hour), Inline: true})
+		_, err := s.RevokeToken(ctx, account.WriteOptions{}, account.Revocation{TokenID: account.NewID(account.PrefixToken, at(10+i)), KeyID: root.ID, RevokedAt: at(20 + i), ExpiresAt: at(20 + i).Add(time.Hour), Inline: true})
 		must(t, err, "RevokeToken")
 	}
 	tok := account.NewID(account.PrefixToken, at(30))
@@ -466,7 +466,7 @@ func TestVerify_OneItem(t *testing.T) {
 		for n := range tablestore.ReadShards {
 			m.reset()
 			got := calls.measure(func() {
-				st, err := s.TokenStatus(tablestore.WithReadShard(ctx, n), tok, c.k.ID, c.k.Ancestors, c.k.OrganizationID, c.inline)
+				st, err := s.TokenStatusOfCopy(ctx, n, tok, c.k.ID, c.k.Ancestors, c.k.OrganizationID, c.inline)
 				must(t, err, "TokenStatus")
 				if st.Key == nil || !st.RevokedAt.IsZero() {
 					t.Fatalf("%s: TokenStatus: got %+v, want the key, not revoked", c.what, st)
@@ -494,23 +494,22 @@ func TestReadCopies_Overflow(t *testing.T) {
 	tick := 0
 	next := func() time.Time { tick++; return now.Add(time.Duration(tick) * time.Millisecond) }
 	k := newKey(next())
-	must(t, s.CreateAPIKey(ctx, k), "CreateAPIKey")
+	must(t, s.CreateAPIKey(ctx, account.WriteOptions{}, k), "CreateAPIKey")
 	live := account.NewID(account.PrefixToken, next())
 	var last account.Revocation
 	for range 20 {
 		at := next()
 		last = account.Revocation{TokenID: account.NewID(account.PrefixToken, at), KeyID: k.ID, RevokedAt: at, ExpiresAt: at.Add(time.Hour), Inline: true}
-		_, err := s.RevokeToken(ctx, last)
+		_, err := s.RevokeToken(ctx, account.WriteOptions{}, last)
 		must(t, err, "RevokeToken")
 	}
 	for n := range tablestore.ReadShards {
-		c := tablestore.WithReadShard(ctx, n)
-		st, err := s.TokenStatus(c, last.TokenID, k.ID, nil, "", true)
+		st, err := s.TokenStatusOfCopy(ctx, n, last.TokenID, k.ID, nil, "", true)
 		must(t, err, "TokenStatus")
 		if !st.RevokedAt.Equal(last.RevokedAt) || st.Key == nil {
 			t.Errorf("copy %d: the token revoked past the key's room reads %+v, want revoked at %v", n, st, last.RevokedAt)
 		}
-		st, err = s.TokenStatus(c, live, k.ID, nil, "", true)
+		st, err = s.TokenStatusOfCopy(ctx, n, live, k.ID, nil, "", true)
 		must(t, err, "TokenStatus")
 		if !st.RevokedAt.IsZero() || st.Key == nil {
 			t.Errorf("copy %d: a live token reads %+v, want not revoked", n, st)

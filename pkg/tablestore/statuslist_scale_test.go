@@ -27,7 +27,7 @@ func TestStatusList_KeyWith10000Tokens(t *testing.T) {
 	ctx := t.Context()
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	k := newKey(now.Add(-time.Minute))
-	must(t, s.CreateAPIKey(ctx, k), "CreateAPIKey")
+	must(t, s.CreateAPIKey(ctx, account.WriteOptions{}, k), "CreateAPIKey")
 	list := account.StatusListID(now, 0)
 	end, err := s.LeaseStatusIndexes(ctx, list, tokens, account.StatusListExpiry(list))
 	must(t, err, "LeaseStatusIndexes")
@@ -40,7 +40,7 @@ func TestStatusList_KeyWith10000Tokens(t *testing.T) {
 			defer wg.Done()
 			for i := w; i < tokens; i += 16 {
 				at := now.Add(-time.Duration(tokens-i) * time.Millisecond)
-				errs <- s.CreateToken(ctx, account.TokenRecord{
+				errs <- s.CreateToken(ctx, account.WriteOptions{}, account.TokenRecord{
 					ID: account.NewID(account.PrefixToken, at), KeyID: k.ID, Scopes: []string{"read:users"},
 					IssuedAt: at, ExpiresAt: at.Add(time.Hour), Status: &account.StatusRef{List: list, Index: end - tokens + int64(i)},
 				})
@@ -89,7 +89,7 @@ func TestStatusList_KeyWith10000Tokens(t *testing.T) {
 	}
 	disabled, enabled := true, false
 	step("disable", func() {
-		_, err := s.UpdateAPIKey(ctx, k.ID, account.APIKeyPatch{Disabled: &disabled, At: time.Now()}, nil)
+		_, err := s.UpdateAPIKey(ctx, account.WriteOptions{}, k.ID, account.APIKeyPatch{Disabled: &disabled, At: time.Now()}, nil)
 		must(t, err, "UpdateAPIKey")
 	})
 	if n := count(account.StatusSuspended); n != tokens {
@@ -97,14 +97,14 @@ func TestStatusList_KeyWith10000Tokens(t *testing.T) {
 	}
 	step("fetch of the list (10,000 SUSPENDED)", func() { count(account.StatusSuspended) })
 	step("enable", func() {
-		_, err := s.UpdateAPIKey(ctx, k.ID, account.APIKeyPatch{Disabled: &enabled, At: time.Now()}, nil)
+		_, err := s.UpdateAPIKey(ctx, account.WriteOptions{}, k.ID, account.APIKeyPatch{Disabled: &enabled, At: time.Now()}, nil)
 		must(t, err, "UpdateAPIKey")
 	})
 	if n := count(account.StatusValid); n != tokens {
 		t.Errorf("after the enable: %d VALID, want %d", n, tokens)
 	}
 	step("revoke-all", func() {
-		_, err := s.UpdateAPIKey(ctx, k.ID, account.APIKeyPatch{RevokeTokens: true, At: time.Now()}, nil)
+		_, err := s.UpdateAPIKey(ctx, account.WriteOptions{}, k.ID, account.APIKeyPatch{RevokeTokens: true, At: time.Now()}, nil)
 		must(t, err, "UpdateAPIKey")
 	})
 	if n := count(account.StatusInvalid); n != tokens {

@@ -49,6 +49,9 @@ type Store struct {
 	serial    *sync.Mutex
 	lastEvent string
 	keys      keyMemo
+	// readCopy is the copy every verify reads, or -1 (New's) for one at
+	// random (see verifyCopy).
+	readCopy int
 }
 
 var _ account.Store = (*Store)(nil)
@@ -89,7 +92,7 @@ var defaultEventLag = EventLag(5 * time.Second)
 // New returns a Store over p: dynamostore's translation to DynamoDB, or
 // boltstore's table. Close closes p if it is an io.Closer.
 func New(p Port, opts ...Option) *Store {
-	s := &Store{port: p, conflictRetries: 8, eventLag: defaultEventLag}
+	s := &Store{port: p, conflictRetries: 8, eventLag: defaultEventLag, readCopy: -1}
 	s.closer, _ = p.(io.Closer)
 	for _, o := range opts {
 		o(s)
@@ -161,39 +164,70 @@ func build(items ...func() (Write, error)) ([]Write, error) {
 	return out, nil
 }
 
+// change is what a transaction writes besides its items, passed from the
+// Store method that makes the change down to each of its transactions:
+// the caller's account.WriteOptions (the EventSource that events are
+// written with, the idempotency commit) and the events of this
+// transaction.
+type change struct {
+	account.WriteOptions
+	events []account.PendingEvent
+}
+
+// newChange returns the change that opts make, with events.
+func newChange(opts account.WriteOptions, events ...account.PendingEvent) change {
+	return change{opts, events}
+}
+
+// with returns c with events in place of its own: for a transaction whose
+// events are known before it is made.
+func (c change) with(events ...account.PendingEvent) change {
+	c.events = events
+	return c
+}
+
+// withoutCommit returns c without its idempotency commit and its events,
+// for a write that is not the last of a change: the record must be
+// committed with the write that completes it, and the events with the
+// write they record.
+func (c change) withoutCommit() change {
+	return change{WriteOptions: account.WriteOptions{Events: c.Events}}
+}
+
+// recording reports whether the change records events.
+func (c change) recording() bool { return c.Events != nil }
+
 // transact runs one TransactWriteItems and maps a cancellation to
 // onCheckFailed (see cancellation), retrying conflicts (see retryConflicts).
-func (s *Store) transact(ctx context.Context, items []Write, onCheckFailed ...error) error {
-	_, err := s.transactReturningOld(ctx, items, onCheckFailed...)
+func (s *Store) transact(ctx context.Context, c change, items []Write, onCheckFailed ...error) error {
+	_, err := s.transactReturningOld(ctx, c, items, onCheckFailed...)
 	return err
 }
 
 // transactReturningOld is transact that also returns, when a condition
 // fails, the item as it was if that item asked for it
-// (ReturnValuesOnConditionCheckFailure ALL_OLD); nil otherwise. When ctx
-// carries an account.IdempotencyCommit, its record goes into the same
+// (ReturnValuesOnConditionCheckFailure ALL_OLD); nil otherwise. When c
+// has an account.IdempotencyCommit, its record goes into the same
 // transaction (withCommit), and is marked applied once it has committed.
-// The events ctx carries (withEvents) go into it too, with ids made
-// immediately before each attempt (see events.go).
-func (s *Store) transactReturningOld(ctx context.Context, items []Write, onCheckFailed ...error) (Item, error) {
-	c := account.IdempotencyCommitFrom(ctx)
-	items, onCheckFailed, err := s.withCommit(c, items, onCheckFailed)
+// c's events go into it too, with ids made immediately before each
+// attempt (see events.go).
+func (s *Store) transactReturningOld(ctx context.Context, c change, items []Write, onCheckFailed ...error) (Item, error) {
+	items, onCheckFailed, err := s.withCommit(c.Commit, items, onCheckFailed)
 	if err != nil {
 		return nil, err
 	}
-	events := pendingEvents(ctx)
 	var old Item
 	err = s.retryConflicts(ctx, func() error {
 		all := items
 		var err error
 		serial, inWriter := s.port.(SerialPort)
 		switch {
-		case len(events) == 0 || account.EventSourceFrom(ctx) == nil:
+		case len(c.events) == 0 || !c.recording():
 			err = s.port.Transact(ctx, all)
 		case s.serial != nil && inWriter:
 			// The ids are made in the table's writer: see SerialPort.
 			err = serial.TransactWith(ctx, all, func() ([]Write, error) {
-				return s.eventItems(ctx, events)
+				return s.eventItems(c)
 			})
 		default:
 			if s.serial != nil {
@@ -206,7 +240,7 @@ func (s *Store) transactReturningOld(ctx context.Context, items []Write, onCheck
 			// shards (eventItems takes them in turn), so that no change, a
 			// revocation least of all, fails because the event log is busy.
 			for busy := 0; ; busy++ {
-				evs, evErr := s.eventItems(ctx, events)
+				evs, evErr := s.eventItems(c)
 				if evErr != nil {
 					return evErr
 				}
@@ -226,8 +260,8 @@ func (s *Store) transactReturningOld(ctx context.Context, items []Write, onCheck
 		}
 		return storeErr(err)
 	})
-	if err == nil && c != nil {
-		c.MarkApplied()
+	if err == nil && c.Commit != nil {
+		c.Commit.MarkApplied()
 	}
 	return old, err
 }
@@ -363,12 +397,12 @@ func list[I, T any](ctx context.Context, s *Store, partition, owner string, p ac
 // requires at least that the item exists, and without one UpdateItem would
 // create an item from nothing.
 //
-// With an idempotency record to commit (ctx carries one), it is a
-// transaction of the update and the record instead, then a read (see
+// With an idempotency record to commit (c has one), or events to record,
+// it is a transaction of the update and those instead, then a read (see
 // updateWithCommit).
-func (s *Store) updateItem(ctx context.Context, k key, upd Update, cond Cond, out any, notFound error) error {
-	if account.IdempotencyCommitFrom(ctx) != nil || len(pendingEvents(ctx)) > 0 && recording(ctx) {
-		return s.updateWithCommit(ctx, k, upd, cond, out, notFound)
+func (s *Store) updateItem(ctx context.Context, c change, k key, upd Update, cond Cond, out any, notFound error) error {
+	if c.Commit != nil || len(c.events) > 0 && c.recording() {
+		return s.updateWithCommit(ctx, c, k, upd, cond, out, notFound)
 	}
 	w, err := s.update(k, upd, cond)
 	if err != nil {
@@ -392,8 +426,9 @@ func (s *Store) updateItem(ctx context.Context, k key, upd Update, cond Cond, ou
 // and returns the item as it now is. From then on AddMember refuses it, so
 // the membership Query that follows sees every membership there will be.
 func (s *Store) markDeleting(ctx context.Context, k key, out any, notFound error) error {
-	// The first step of a delete: the record goes with the last.
-	return s.updateItem(withoutCommit(ctx), k, set("deleting", true), condPresent, out, notFound)
+	// The first step of a delete: the record goes with the last, and the
+	// flag records no event.
+	return s.updateItem(ctx, change{}, k, set("deleting", true), condPresent, out, notFound)
 }
 
 // memberSides returns the IDs on the other side of every membership in the
@@ -469,10 +504,10 @@ type step struct {
 	event         *account.PendingEvent
 }
 
-// weight is the number of items steps take in a transaction made under
-// ctx: one each, and one more for each event.
-func weight(ctx context.Context, steps []step) int {
-	return len(steps) + eventCount(ctx, stepEvents(steps))
+// weight is the number of items steps take in a transaction of c: one
+// each, and one more for each event.
+func weight(c change, steps []step) int {
+	return len(steps) + eventCount(c.Events, stepEvents(steps))
 }
 
 // cascade deletes the memberships in groups (each group's items go in one
@@ -485,26 +520,26 @@ func weight(ctx context.Context, steps []step) int {
 // never without it. A failure in between leaves the owner in place, marked
 // deleting, with fewer memberships; retrying the delete finishes the job.
 // final must hold the owner first.
-func (s *Store) cascade(ctx context.Context, groups [][]step, final []step) error {
-	size := weight(ctx, final)
+func (s *Store) cascade(ctx context.Context, c change, groups [][]step, final []step) error {
+	size := weight(c, final)
 	for _, g := range groups {
-		size += weight(ctx, g)
+		size += weight(c, g)
 	}
 	room := maxTransactItems
-	if account.IdempotencyCommitFrom(ctx) != nil {
+	if c.Commit != nil {
 		room-- // the final transaction carries the idempotency record too
 	}
 	for size > room {
 		var chunk []step
 		n := 0
-		for len(groups) > 0 && n+weight(ctx, groups[0]) <= maxTransactItems {
+		for len(groups) > 0 && n+weight(c, groups[0]) <= maxTransactItems {
 			chunk = append(chunk, groups[0]...)
-			n += weight(ctx, groups[0])
-			size -= weight(ctx, groups[0])
+			n += weight(c, groups[0])
+			size -= weight(c, groups[0])
 			groups = groups[1:]
 		}
 		// Not the last transaction: the idempotency record goes with the last.
-		if err := s.transactSteps(withoutCommit(ctx), chunk); err != nil {
+		if err := s.transactSteps(ctx, c.withoutCommit(), chunk); err != nil {
 			return err
 		}
 	}
@@ -515,23 +550,22 @@ func (s *Store) cascade(ctx context.Context, groups [][]step, final []step) erro
 		events = append(events, stepEvents(g)...)
 	}
 	// The owner's event comes last, after those of what it held.
-	ctx = withEvents(ctx, append(events, stepEvents(final)...)...)
-	return s.transactStepsWith(ctx, all)
+	return s.transactStepsWith(ctx, c.with(append(events, stepEvents(final)...)...), all)
 }
 
 // transactSteps is transact over steps, with their events.
-func (s *Store) transactSteps(ctx context.Context, steps []step) error {
-	return s.transactStepsWith(withEvents(ctx, stepEvents(steps)...), steps)
+func (s *Store) transactSteps(ctx context.Context, c change, steps []step) error {
+	return s.transactStepsWith(ctx, c.with(stepEvents(steps)...), steps)
 }
 
-// transactStepsWith is transact over steps, with the events ctx carries.
-func (s *Store) transactStepsWith(ctx context.Context, steps []step) error {
+// transactStepsWith is transact over steps, with c's events.
+func (s *Store) transactStepsWith(ctx context.Context, c change, steps []step) error {
 	items := make([]Write, len(steps))
 	onCheckFailed := make([]error, len(steps))
 	for i, st := range steps {
 		items[i], onCheckFailed[i] = st.item, st.onCheckFailed
 	}
-	return s.transact(ctx, items, onCheckFailed...)
+	return s.transact(ctx, c, items, onCheckFailed...)
 }
 
 // errMembershipsChanged marks a cascade step that found a membership other
@@ -553,7 +587,7 @@ const cascadeAttempts = 5
 // not nil, gives groups that go before the memberships (an organization's
 // API keys). When a step fails with errMembershipsChanged or errKeyChanged
 // it starts over from the reads, up to cascadeAttempts times.
-func (s *Store) deleteWithMemberships(ctx context.Context, id string, owner key, guards []key, last []Write, first func(context.Context) ([][]step, error), group func(memberSide) ([]step, error), deleted account.PendingEvent, notFound error) error {
+func (s *Store) deleteWithMemberships(ctx context.Context, c change, id string, owner key, guards []key, last []Write, first func(context.Context) ([][]step, error), group func(memberSide) ([]step, error), deleted account.PendingEvent, notFound error) error {
 	ownedBy := attr("owner_id").Equal(id)
 	for attempt := 0; ; attempt++ {
 		var groups [][]step
@@ -589,7 +623,7 @@ func (s *Store) deleteWithMemberships(ctx context.Context, id string, owner key,
 		for _, it := range last {
 			final = append(final, step{it, nil, nil})
 		}
-		err = s.cascade(ctx, groups, final)
+		err = s.cascade(ctx, c, groups, final)
 		if !errors.Is(err, errMembershipsChanged) && !errors.Is(err, errKeyChanged) {
 			return err
 		}

@@ -85,7 +85,7 @@ func TestAPIKeyTTL(t *testing.T) {
 	expiring, forever := newKey(now), newKey(now.Add(time.Millisecond))
 	expiring.ExpiresAt = now.Add(time.Hour)
 	for _, k := range []account.APIKey{expiring, forever} {
-		must(t, s.CreateAPIKey(ctx, k), "CreateAPIKey")
+		must(t, s.CreateAPIKey(ctx, account.WriteOptions{}, k), "CreateAPIKey")
 	}
 	want := expiring.ExpiresAt.Add(account.ExpiredKeyRetention).Unix()
 	if byID, byHash, err := s.APIKeyExpireAt(ctx, expiring.ID, expiring.Hash); err != nil || byID != want || byHash != want {

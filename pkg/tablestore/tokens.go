@@ -11,14 +11,14 @@ import (
 // CreateToken writes the token record, in its key's partition, with one
 // PutItem; TTL removes it after the token expires. Token IDs are fresh
 // ULIDs, so there is nothing to guard.
-func (s *Store) CreateToken(ctx context.Context, t account.TokenRecord) error {
-	if account.IdempotencyCommitFrom(ctx) != nil {
+func (s *Store) CreateToken(ctx context.Context, opts account.WriteOptions, t account.TokenRecord) error {
+	if opts.Commit != nil {
 		// With its idempotency record: a transaction of the two.
 		it, err := s.put(newTokenItem(t), condAbsent)
 		if err != nil {
 			return err
 		}
-		return s.transact(ctx, []Write{it}, account.Internal(errors.New("tablestore: a token with this ID exists already")))
+		return s.transact(ctx, newChange(opts), []Write{it}, account.Internal(errors.New("tablestore: a token with this ID exists already")))
 	}
 	it, err := s.putAlways(newTokenItem(t))
 	if err != nil {
@@ -38,18 +38,16 @@ func (s *Store) CreateToken(ctx context.Context, t account.TokenRecord) error {
 // that neither is lost. A token without it, or of a key that is gone, is
 // revoked with its entry and the entry's read copies, as before the claim
 // existed (revokeEntry).
-func (s *Store) RevokeToken(ctx context.Context, r account.Revocation) (time.Time, error) {
-	if recording(ctx) {
-		ctx = withEvents(ctx, account.PendingEvent{Type: account.EventTokenRevoked, Data: r})
-	}
+func (s *Store) RevokeToken(ctx context.Context, opts account.WriteOptions, r account.Revocation) (time.Time, error) {
+	c := newChange(opts, account.PendingEvent{Type: account.EventTokenRevoked, Data: r})
 	if !r.Inline {
-		return s.revokeEntry(ctx, r, nil, true)
+		return s.revokeEntry(ctx, c, r, nil, true)
 	}
 	// Four times a PATCH's retries: a mass revocation of one key's tokens
 	// is the race this path loses most, and each lost pass costs one
 	// strongly consistent read.
 	for attempt := 0; ; attempt++ {
-		at, err := s.revokeInline(ctx, r)
+		at, err := s.revokeInline(ctx, c, r)
 		if !errors.Is(err, errKeyChanged) && !errors.Is(err, errTransactionConflict) {
 			return at, err
 		}
@@ -84,14 +82,14 @@ const expiredRevocationMargin = time.Minute
 // and RevokedOverflowUntil moved to the token's expiry if it is later
 // (otherwise the key is only checked to be the Version read, and not
 // rewritten). errKeyChanged if the key changed under it.
-func (s *Store) revokeInline(ctx context.Context, r account.Revocation) (time.Time, error) {
+func (s *Store) revokeInline(ctx context.Context, c change, r account.Revocation) (time.Time, error) {
 	k := apiKeyKey(r.KeyID)
 	av, err := s.getRaw(ctx, k)
 	if err != nil {
 		return time.Time{}, err
 	}
 	if av == nil {
-		return s.revokeEntry(ctx, r, nil, true)
+		return s.revokeEntry(ctx, c, r, nil, true)
 	}
 	it, err := s.keys.decode(k, av)
 	if err != nil {
@@ -99,7 +97,7 @@ func (s *Store) revokeInline(ctx context.Context, r account.Revocation) (time.Ti
 	}
 	if it.Deleting {
 		// Its tokens are refused for that; the entry records the time.
-		return s.revokeEntry(ctx, r, nil, true)
+		return s.revokeEntry(ctx, c, r, nil, true)
 	}
 	if e, ok := it.Revoked[r.TokenID]; ok {
 		// Nothing changed: no event, and the idempotency record stays
@@ -120,7 +118,7 @@ func (s *Store) revokeInline(ctx context.Context, r account.Revocation) (time.Ti
 			return time.Time{}, err
 		}
 	}
-	at, err := s.revokeEntry(ctx, r, keyItems, overflow)
+	at, err := s.revokeEntry(ctx, c, r, keyItems, overflow)
 	if !errors.Is(err, errRevokedOutside) {
 		return at, err
 	}
@@ -152,7 +150,7 @@ func (s *Store) revokeInline(ctx context.Context, r account.Revocation) (time.Ti
 		}
 		keyItems = append(keyItems, puts...)
 	}
-	if err := s.transact(withEvents(withoutCommit(ctx)), keyItems, errKeyChanged); err != nil {
+	if err := s.transact(ctx, c.withoutCommit(), keyItems, errKeyChanged); err != nil {
 		return time.Time{}, err
 	}
 	return at, nil
@@ -243,7 +241,7 @@ func (it apiKeyItem) withRevocation(r account.Revocation) (next *apiKeyItem, ove
 // cancellation, without a second request. A repeated revocation of a token
 // without the claim rewrites the copies of the entry in force, so that one
 // made by a version that wrote none reaches every copy.
-func (s *Store) revokeEntry(ctx context.Context, r account.Revocation, keyItems []Write, copies bool) (time.Time, error) {
+func (s *Store) revokeEntry(ctx context.Context, c change, r account.Revocation, keyItems []Write, copies bool) (time.Time, error) {
 	entry := newRevocationItem(r)
 	it, err := s.put(entry, condAbsent)
 	if err != nil {
@@ -269,7 +267,7 @@ func (s *Store) revokeEntry(ctx context.Context, r account.Revocation, keyItems 
 		return time.Time{}, err
 	}
 	items = append(items, flip...)
-	oldItem, err := s.transactReturningOld(ctx, items, onCheckFailed...)
+	oldItem, err := s.transactReturningOld(ctx, c, items, onCheckFailed...)
 	if err == nil {
 		return r.RevokedAt, nil
 	}
@@ -309,7 +307,7 @@ func (s *Store) revokeEntry(ctx context.Context, r account.Revocation, keyItems 
 	// revocation was made by a version that wrote none.
 	puts = append(puts, flip...)
 	// Nothing changed: no event, and the idempotency record stays started.
-	if err := s.transact(withEvents(withoutCommit(ctx)), puts); err != nil {
+	if err := s.transact(ctx, c.withoutCommit(), puts); err != nil {
 		return time.Time{}, err
 	}
 	return old.RevokedAt, nil
@@ -335,10 +333,14 @@ var errRevokedAlready = errors.New("tablestore: the token is revoked already")
 // items themselves with a second BatchGetItem (checkKey), which a token
 // this service issued, of a key created since, never needs.
 func (s *Store) TokenStatus(ctx context.Context, tokenID, keyID string, ancestors []string, orgID string, inline bool) (account.TokenStatus, error) {
+	return s.tokenStatus(ctx, s.verifyCopy(), tokenID, keyID, ancestors, orgID, inline)
+}
+
+// tokenStatus is TokenStatus reading copy n.
+func (s *Store) tokenStatus(ctx context.Context, n int, tokenID, keyID string, ancestors []string, orgID string, inline bool) (account.TokenStatus, error) {
 	if len(ancestors) > account.MaxKeyAncestors {
 		ancestors = nil // a hint, and not one this service wrote
 	}
-	n := readShard(ctx)
 	keys := make([]key, 0, 3+len(ancestors))
 	if !inline {
 		keys = append(keys, revocationCopyKey(tokenID, n))

@@ -42,7 +42,7 @@ type claimed struct {
 // off), and the error for one not found.
 type owners struct {
 	key          func(id string) key
-	finishDelete func(context.Context, string) error
+	finishDelete func(context.Context, account.WriteOptions, string) error
 	notFound     func() *account.Error
 }
 
@@ -50,7 +50,7 @@ type owners struct {
 // guards of its unique values in one transaction, with the items more
 // (whose failed conditions mean moreFailed); see claim. The error of the
 // first value taken, in the order given.
-func (s *Store) create(ctx context.Context, item any, id string, values []claimed, o owners, more []Write, moreFailed []error) error {
+func (s *Store) create(ctx context.Context, c change, item any, id string, values []claimed, o owners, more []Write, moreFailed []error) error {
 	steps := []func() (Write, error){
 		func() (Write, error) { return s.put(item, condAbsent) },
 	}
@@ -66,7 +66,7 @@ func (s *Store) create(ctx context.Context, item any, id string, values []claime
 	if err != nil {
 		return err
 	}
-	return s.claim(ctx, append(items, more...), append(onCheckFailed, moreFailed...), o)
+	return s.claim(ctx, c, append(items, more...), append(onCheckFailed, moreFailed...), o)
 }
 
 // claim runs a transaction that claims unique values (an e-mail, a slug,
@@ -79,12 +79,12 @@ func (s *Store) create(ctx context.Context, item any, id string, values []claime
 // conflict, nothing otherwise: the guard's old item, which names the
 // holder, comes back with the failed condition. If the holder cannot be
 // read, the conflict stands.
-func (s *Store) claim(ctx context.Context, items []Write, onCheckFailed []error, o owners) error {
-	old, err := s.transactReturningOld(ctx, items, onCheckFailed...)
-	if err == nil || !s.finishedAbandoned(ctx, err, old, o) {
+func (s *Store) claim(ctx context.Context, c change, items []Write, onCheckFailed []error, o owners) error {
+	old, err := s.transactReturningOld(ctx, c, items, onCheckFailed...)
+	if err == nil || !s.finishedAbandoned(ctx, c, err, old, o) {
 		return err
 	}
-	return s.transact(ctx, items, onCheckFailed...)
+	return s.transact(ctx, c, items, onCheckFailed...)
 }
 
 // putGuard claims a guard item for the owner id, on condition that nobody
@@ -101,7 +101,7 @@ func (s *Store) putGuard(k key, id string) (Write, error) {
 // finishedAbandoned reports whether err is a conflict over a guard (old,
 // its item as the failed condition returned it) held by an owner whose
 // delete was abandoned, and, if it is, finishes that delete first.
-func (s *Store) finishedAbandoned(ctx context.Context, err error, old Item, o owners) bool {
+func (s *Store) finishedAbandoned(ctx context.Context, c change, err error, old Item, o owners) bool {
 	switch account.ErrorCode(err) {
 	case account.CodeEmailTaken, account.CodeSlugTaken, account.CodeExternalIDTaken:
 	default:
@@ -118,7 +118,7 @@ func (s *Store) finishedAbandoned(ctx context.Context, err error, old Item, o ow
 		return false
 	}
 	// Another's delete, not this request's change: no idempotency record.
-	ferr := o.finishDelete(withoutCommit(ctx), g.OwnerID)
+	ferr := o.finishDelete(ctx, c.withoutCommit().WriteOptions, g.OwnerID)
 	return ferr == nil || account.IsCode(ferr, account.CodeNotFound)
 }
 
@@ -182,7 +182,7 @@ var errChanged = errors.New("tablestore: the item changed between the read and t
 // the moved values. event, read out after each read too, is the event of
 // the update, which goes into its write: the condition makes its object
 // the one the write leaves.
-func (s *Store) updateClaiming(ctx context.Context, k key, id string, out any, upd func() Update, moves func() []move, deleting func() bool, updatedAt func() time.Time, event func() account.PendingEvent, o owners) error {
+func (s *Store) updateClaiming(ctx context.Context, c change, k key, id string, out any, upd func() Update, moves func() []move, deleting func() bool, updatedAt func() time.Time, event func() account.PendingEvent, o owners) error {
 	for attempt := 0; ; attempt++ {
 		found, err := s.getItem(ctx, k, out)
 		if err != nil {
@@ -191,7 +191,7 @@ func (s *Store) updateClaiming(ctx context.Context, k key, id string, out any, u
 		if !found || deleting() {
 			return o.notFound()
 		}
-		ctx := withEvents(ctx, event())
+		c := c.with(event())
 		cond := condLive.And(attr("updated_at").Equal(updatedAt().UTC()))
 		u := upd()
 		steps := []func() (Write, error){nil}
@@ -218,7 +218,7 @@ func (s *Store) updateClaiming(ctx context.Context, k key, id string, out any, u
 				onCheckFailed = append(onCheckFailed, nil) // a guard not its owner's: a broken invariant
 			}
 		}
-		if len(steps) == 1 && recording(ctx) {
+		if len(steps) == 1 && c.recording() {
 			// Nothing to claim or free, but an event to write: one
 			// transaction of the update and the event, on the same
 			// condition; the caller has the item as read, and the patch.
@@ -226,11 +226,11 @@ func (s *Store) updateClaiming(ctx context.Context, k key, id string, out any, u
 			if it, err = s.update(k, u, cond); err != nil {
 				return err
 			}
-			err = s.transact(ctx, []Write{it}, errChanged)
+			err = s.transact(ctx, c, []Write{it}, errChanged)
 		} else if len(steps) == 1 {
 			// Nothing to claim or free: one UpdateItem, on the same
 			// condition. A failure is not found or a change: read again.
-			err = s.updateItem(ctx, k, u, cond, out, o.notFound())
+			err = s.updateItem(ctx, c, k, u, cond, out, o.notFound())
 			if !account.IsCode(err, account.CodeNotFound) {
 				return err
 			}
@@ -242,15 +242,15 @@ func (s *Store) updateClaiming(ctx context.Context, k key, id string, out any, u
 				return berr
 			}
 			var old Item
-			old, err = s.transactReturningOld(ctx, items, onCheckFailed...)
-			if err != nil && s.finishedAbandoned(ctx, err, old, o) {
+			old, err = s.transactReturningOld(ctx, c, items, onCheckFailed...)
+			if err != nil && s.finishedAbandoned(ctx, c, err, old, o) {
 				err = errChanged // read again, and claim the freed value
 			}
 		}
 		if !errors.Is(err, errChanged) {
 			return err
 		}
-		if err := s.backOffChanged(ctx, attempt); err != nil {
+		if err := s.backOffChanged(ctx, c, attempt); err != nil {
 			return err
 		}
 	}
@@ -268,15 +268,15 @@ const recordedUpdateAttempts = 40
 // an outage); for an update that
 // records its event, a jittered backoff before the next (see
 // recordedUpdateAttempts).
-func (s *Store) backOffChanged(ctx context.Context, attempt int) error {
+func (s *Store) backOffChanged(ctx context.Context, c change, attempt int) error {
 	limit := updateAttempts
-	if recording(ctx) {
+	if c.recording() {
 		limit = recordedUpdateAttempts
 	}
 	if attempt+1 >= limit {
 		return account.ErrConcurrentUpdate("resource")
 	}
-	if !recording(ctx) {
+	if !c.recording() {
 		return nil
 	}
 	backoff := time.Duration(2<<min(attempt, 5)) * time.Millisecond

@@ -10,9 +10,9 @@ import (
 // CreateUser writes the user, its e-mail guard and its external id guard
 // (if it has one) in one transaction; see claim for a value held by a user
 // whose delete was cut off. CodeEmailTaken, CodeExternalIDTaken.
-func (s *Store) CreateUser(ctx context.Context, u account.User) error {
-	ctx = withEvents(ctx, account.PendingEvent{Type: account.EventUserCreated, Data: u})
-	return s.create(ctx, newUserItem(u), u.ID, []claimed{{uniqueEmail, u.Email}, {uniqueUserExtID, u.ExternalID}}, s.userOwners(), nil, nil)
+func (s *Store) CreateUser(ctx context.Context, opts account.WriteOptions, u account.User) error {
+	c := newChange(opts, account.PendingEvent{Type: account.EventUserCreated, Data: u})
+	return s.create(ctx, c, newUserItem(u), u.ID, []claimed{{uniqueEmail, u.Email}, {uniqueUserExtID, u.ExternalID}}, s.userOwners(), nil, nil)
 }
 
 // CreateUserInOrganization writes the user, its guards and both sides of
@@ -20,15 +20,15 @@ func (s *Store) CreateUser(ctx context.Context, u account.User) error {
 // is live (AddMember's items, less the check of the user, whose Put is in
 // the same transaction): 1 request. CodeNotFound naming the organization,
 // CodeEmailTaken, CodeExternalIDTaken.
-func (s *Store) CreateUserInOrganization(ctx context.Context, u account.User, m account.Membership) error {
+func (s *Store) CreateUserInOrganization(ctx context.Context, opts account.WriteOptions, u account.User, m account.Membership) error {
 	member, memberFailed, err := s.memberItems(m, false)
 	if err != nil {
 		return err
 	}
-	ctx = withEvents(ctx,
+	c := newChange(opts,
 		account.PendingEvent{Type: account.EventUserCreated, Data: u},
 		account.PendingEvent{Type: account.EventOrganizationMembershipCreated, Data: m})
-	return s.create(ctx, newUserItem(u), u.ID, []claimed{{uniqueEmail, u.Email}, {uniqueUserExtID, u.ExternalID}}, s.userOwners(), member, memberFailed)
+	return s.create(ctx, c, newUserItem(u), u.ID, []claimed{{uniqueEmail, u.Email}, {uniqueUserExtID, u.ExternalID}}, s.userOwners(), member, memberFailed)
 }
 
 func (s *Store) userOwners() owners { return owners{userKey, s.DeleteUser, account.ErrUserNotFound} }
@@ -65,15 +65,16 @@ func (s *Store) GetUserByExternalID(ctx context.Context, externalID string) (acc
 // fields it holds, so a concurrent update of another field is kept, and
 // returns the item as written (ReturnValues ALL_NEW): no read before or
 // after. A user whose deletion has begun is not found. CodeNotFound.
-func (s *Store) UpdateUser(ctx context.Context, id string, p account.UserPatch) (account.User, error) {
+func (s *Store) UpdateUser(ctx context.Context, opts account.WriteOptions, id string, p account.UserPatch) (account.User, error) {
+	c := newChange(opts)
 	var it userItem
 	// The item as read: none yet in the UpdateItem without a read.
 	stamp := func() time.Time { return account.NextUpdatedAt(p.UpdatedAt, it.UpdatedAt) }
 	// A builder's operations live in a map that copies share: each
 	// attempt of updateClaiming builds its own.
 	upd := func() Update { return userChanges(set("updated_at", stamp()), p) }
-	if p.Email == nil && p.ExternalID == nil && !recording(ctx) {
-		if err := s.updateItem(ctx, userKey(id), upd(), condLive, &it, account.ErrUserNotFound()); err != nil {
+	if p.Email == nil && p.ExternalID == nil && !c.recording() {
+		if err := s.updateItem(ctx, c, userKey(id), upd(), condLive, &it, account.ErrUserNotFound()); err != nil {
 			return account.User{}, err
 		}
 		return it.user(), nil
@@ -87,7 +88,7 @@ func (s *Store) UpdateUser(ctx context.Context, id string, p account.UserPatch) 
 	// With events, every update reads the user first (updateClaiming), so
 	// that its event, written in the same transaction, holds the user as
 	// the update leaves it.
-	err := s.updateClaiming(ctx, userKey(id), id, &it, upd, func() []move {
+	err := s.updateClaiming(ctx, c, userKey(id), id, &it, upd, func() []move {
 		var moves []move
 		if p.Email != nil {
 			moves = append(moves, move{uniqueEmail, it.Email, *p.Email})
@@ -112,7 +113,7 @@ func (s *Store) UpdateUser(ctx context.Context, id string, p account.UserPatch) 
 // as an owner takes 1 from its owner count in the same transaction as the
 // membership (see leaveSteps), also when the user is its last owner,
 // which the API allows. CodeNotFound.
-func (s *Store) DeleteUser(ctx context.Context, id string) error {
+func (s *Store) DeleteUser(ctx context.Context, opts account.WriteOptions, id string) error {
 	var u userItem
 	if err := s.markDeleting(ctx, userKey(id), &u, account.ErrUserNotFound()); err != nil {
 		return err
@@ -121,7 +122,7 @@ func (s *Store) DeleteUser(ctx context.Context, id string) error {
 	if u.ExternalID != "" {
 		guards = append(guards, userExtKey(u.ExternalID))
 	}
-	return s.deleteWithMemberships(ctx, id, userKey(id), guards, nil, nil, func(m memberSide) ([]step, error) {
+	return s.deleteWithMemberships(ctx, newChange(opts), id, userKey(id), guards, nil, nil, func(m memberSide) ([]step, error) {
 		steps, err := s.leaveSteps(m.otherID, id, m.role, false)
 		if err == nil {
 			steps[0].event = &account.PendingEvent{Type: account.EventOrganizationMembershipDeleted, Data: m.membership("", id)}

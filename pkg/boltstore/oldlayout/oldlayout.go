@@ -53,25 +53,25 @@ type Counts struct {
 // Copy writes everything tx's file holds in the earlier layout into s:
 // users, organizations, memberships, API keys (hashes, ancestors,
 // previous secrets, flags) with their last use, token records and
-// revocations, each with the same ids and times. ctx carries no event
-// source, so the copy records no events. Expired token records and
+// revocations, each with the same ids and times. Its writes take no
+// event source (zero account.WriteOptions), so the copy records no events. Expired token records and
 // revocations are skipped; everything else that expired is left for the
 // new store's TTL, as it would have been for the old one's pruning.
 func Copy(ctx context.Context, tx *bolt.Tx, s *tablestore.Store, now time.Time) (Counts, error) {
 	var c Counts
 	var err error
 	if c.Users, err = each(tx, "users", func(_ []byte, it userItem) error {
-		return s.CreateUser(ctx, it.domain())
+		return s.CreateUser(ctx, account.WriteOptions{}, it.domain())
 	}); err != nil {
 		return c, err
 	}
 	if c.Organizations, err = each(tx, "orgs", func(_ []byte, it orgItem) error {
-		return s.CreateOrganization(ctx, it.domain())
+		return s.CreateOrganization(ctx, account.WriteOptions{}, it.domain())
 	}); err != nil {
 		return c, err
 	}
 	if c.Members, err = each(tx, "members", func(_ []byte, it memberItem) error {
-		return s.AddMember(ctx, it.domain())
+		return s.AddMember(ctx, account.WriteOptions{}, it.domain())
 	}); err != nil {
 		return c, err
 	}
@@ -86,7 +86,7 @@ func Copy(ctx context.Context, tx *bolt.Tx, s *tablestore.Store, now time.Time) 
 	slices.SortStableFunc(keys, func(a, b account.APIKey) int { return len(a.Ancestors) - len(b.Ancestors) })
 	uses := tx.Bucket([]byte("api_key_uses"))
 	for _, k := range keys {
-		if err := s.CreateAPIKey(ctx, k); err != nil {
+		if err := s.CreateAPIKey(ctx, account.WriteOptions{}, k); err != nil {
 			return c, fmt.Errorf("API key %s: %w", k.ID, err)
 		}
 		c.APIKeys++
@@ -107,7 +107,7 @@ func Copy(ctx context.Context, tx *bolt.Tx, s *tablestore.Store, now time.Time) 
 		if !it.ExpiresAt.After(now) {
 			return errSkip
 		}
-		return s.CreateToken(ctx, account.TokenRecord{ID: it.ID, KeyID: it.KeyID, Scopes: it.Scopes, Audience: it.Audience, IssuedAt: it.IssuedAt, ExpiresAt: it.ExpiresAt})
+		return s.CreateToken(ctx, account.WriteOptions{}, account.TokenRecord{ID: it.ID, KeyID: it.KeyID, Scopes: it.Scopes, Audience: it.Audience, IssuedAt: it.IssuedAt, ExpiresAt: it.ExpiresAt})
 	}); err != nil {
 		return c, err
 	}
@@ -115,7 +115,7 @@ func Copy(ctx context.Context, tx *bolt.Tx, s *tablestore.Store, now time.Time) 
 		if !it.ExpiresAt.After(now) {
 			return errSkip
 		}
-		_, err := s.RevokeToken(ctx, account.Revocation{TokenID: it.TokenID, KeyID: it.KeyID, RevokedAt: it.RevokedAt, ExpiresAt: it.ExpiresAt})
+		_, err := s.RevokeToken(ctx, account.WriteOptions{}, account.Revocation{TokenID: it.TokenID, KeyID: it.KeyID, RevokedAt: it.RevokedAt, ExpiresAt: it.ExpiresAt})
 		return err
 	}); err != nil {
 		return c, err

@@ -126,7 +126,7 @@ func TestOpen_MigratesOldLayout(t *testing.T) {
 		t.Fatalf("members: got %+v, %v", members, err)
 	}
 	// The owner count came with the owner: the last owner cannot leave.
-	if err := s.RemoveMember(ctx, org.ID, ada.ID); !account.IsCode(err, account.CodeLastOwner) {
+	if err := s.RemoveMember(ctx, account.WriteOptions{}, org.ID, ada.ID); !account.IsCode(err, account.CodeLastOwner) {
 		t.Errorf("removing the one owner: got %v, want %s", err, account.CodeLastOwner)
 	}
 	for secret, id := range map[string]string{rootSecret: root.ID, prevSecret: root.ID, childSecret: child.ID} {

@@ -181,7 +181,7 @@ func (p *Process) warmUp(tb testing.TB) {
 	now := time.Now().UTC()
 	u := account.User{ID: account.NewID(account.PrefixUser, now), Email: "warm-up@example.com", Name: "Warm-up", Role: "member", CreatedAt: now, UpdatedAt: now}
 	for _, err := range []error{
-		s.CreateUser(ctx, u),
+		s.CreateUser(ctx, account.WriteOptions{}, u),
 		func() error { _, err := s.GetUser(ctx, u.ID); return err }(),
 		func() error { _, err := s.ListUsers(ctx, account.ListParams{Limit: 1}); return err }(),
 		func() error {

@@ -263,59 +263,59 @@ func Seed(ctx context.Context, store account.Store) error {
 			return err
 		},
 		func() error {
-			return store.CreateAPIKey(ctx, account.APIKey{ID: KeyID, Name: "replay fixture", Hash: account.HashAPIKey(KeySecret), Last4: KeySecret[len(KeySecret)-4:], Scopes: []string{"*:*"}, CreatedAt: at})
+			return store.CreateAPIKey(ctx, account.WriteOptions{}, account.APIKey{ID: KeyID, Name: "replay fixture", Hash: account.HashAPIKey(KeySecret), Last4: KeySecret[len(KeySecret)-4:], Scopes: []string{"*:*"}, CreatedAt: at})
 		},
 		func() error {
-			return store.CreateAPIKey(ctx, account.APIKey{ID: OtherKeyID, Name: "ci reader", Hash: account.HashAPIKey(KeySecret + "-other"), Last4: "ther", Scopes: []string{"read:users"}, CreatedBy: KeyID, CreatedAt: at.Add(time.Minute)})
+			return store.CreateAPIKey(ctx, account.WriteOptions{}, account.APIKey{ID: OtherKeyID, Name: "ci reader", Hash: account.HashAPIKey(KeySecret + "-other"), Last4: "ther", Scopes: []string{"read:users"}, CreatedBy: KeyID, CreatedAt: at.Add(time.Minute)})
 		},
 		func() error {
-			return store.CreateUser(ctx, account.User{ID: UserID, Email: "alice@example.com", Name: "Alice", Role: "admin", ExternalID: "crm-alice", CreatedAt: at, UpdatedAt: at})
+			return store.CreateUser(ctx, account.WriteOptions{}, account.User{ID: UserID, Email: "alice@example.com", Name: "Alice", Role: "admin", ExternalID: "crm-alice", CreatedAt: at, UpdatedAt: at})
 		},
 		func() error {
-			return store.CreateUser(ctx, account.User{ID: OtherUser, Email: "bob@example.com", Name: "Bob", Role: "member", CreatedAt: at, UpdatedAt: at})
+			return store.CreateUser(ctx, account.WriteOptions{}, account.User{ID: OtherUser, Email: "bob@example.com", Name: "Bob", Role: "member", CreatedAt: at, UpdatedAt: at})
 		},
 		func() error {
-			return store.CreateOrganization(ctx, account.Organization{ID: OrgID, Name: "Acme", Slug: "acme", Plan: "pro", ExternalID: "acct-acme", CreatedAt: at, UpdatedAt: at})
+			return store.CreateOrganization(ctx, account.WriteOptions{}, account.Organization{ID: OrgID, Name: "Acme", Slug: "acme", Plan: "pro", ExternalID: "acct-acme", CreatedAt: at, UpdatedAt: at})
 		},
 		func() error {
-			return store.AddMember(ctx, account.Membership{OrganizationID: OrgID, UserID: UserID, Role: "owner", CreatedAt: at, UpdatedAt: at})
+			return store.AddMember(ctx, account.WriteOptions{}, account.Membership{OrganizationID: OrgID, UserID: UserID, Role: "owner", CreatedAt: at, UpdatedAt: at})
 		},
 		func() error {
-			return store.CreateUser(ctx, account.User{ID: SecondOwner, Email: "dora@example.com", Name: "Dora", Role: "member", CreatedAt: at, UpdatedAt: at})
+			return store.CreateUser(ctx, account.WriteOptions{}, account.User{ID: SecondOwner, Email: "dora@example.com", Name: "Dora", Role: "member", CreatedAt: at, UpdatedAt: at})
 		},
 		func() error {
-			return store.AddMember(ctx, account.Membership{OrganizationID: OrgID, UserID: SecondOwner, Role: "owner", CreatedAt: at.Add(time.Second), UpdatedAt: at.Add(time.Second)})
+			return store.AddMember(ctx, account.WriteOptions{}, account.Membership{OrganizationID: OrgID, UserID: SecondOwner, Role: "owner", CreatedAt: at.Add(time.Second), UpdatedAt: at.Add(time.Second)})
 		},
 		func() error {
-			return store.CreateAPIKey(ctx, account.APIKey{
+			return store.CreateAPIKey(ctx, account.WriteOptions{}, account.APIKey{
 				ID: OrgKeyID, Name: "acme ops", Hash: account.HashAPIKey(OrgKeySecret), Last4: "acme", Scopes: []string{"read:users", "write:users", "read:organizations", "read:events", "read:orders"},
 				CreatedBy: KeyID, Ancestors: []string{KeyID}, OrganizationID: OrgID, OwnerID: OrgKeyOwner, CreatedAt: at.Add(2 * time.Minute),
 			})
 		},
 		func() error {
-			return store.CreateAPIKey(ctx, account.APIKey{
+			return store.CreateAPIKey(ctx, account.WriteOptions{}, account.APIKey{
 				ID: RotatedKeyID, Name: "rotated", Hash: account.HashAPIKey(RotatedKeyPreviousSecret), Last4: RotatedKeyPreviousSecret[len(RotatedKeyPreviousSecret)-4:],
 				Scopes: []string{"write:api_keys", "read:users"}, CreatedBy: KeyID, Ancestors: []string{KeyID}, CreatedAt: at.Add(3 * time.Minute),
 			})
 		},
 		func() error {
 			current := KeySecret + "-rotated"
-			_, err := store.UpdateAPIKey(ctx, RotatedKeyID, account.APIKeyPatch{At: at.Add(4 * time.Minute), Rotate: &account.KeyRotation{
+			_, err := store.UpdateAPIKey(ctx, account.WriteOptions{}, RotatedKeyID, account.APIKeyPatch{At: at.Add(4 * time.Minute), Rotate: &account.KeyRotation{
 				Hash: account.HashAPIKey(current), Last4: current[len(current)-4:], PreviousUntil: time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC),
 			}}, nil)
 			return err
 		},
 		func() error {
-			return store.CreateAPIKey(ctx, account.APIKey{
+			return store.CreateAPIKey(ctx, account.WriteOptions{}, account.APIKey{
 				ID: OwnedKeyID, Name: "billing team", Hash: account.HashAPIKey(OwnedKeySecret), Last4: OwnedKeySecret[len(OwnedKeySecret)-4:],
 				Scopes: []string{"write:api_keys", "read:users"}, CreatedBy: KeyID, Ancestors: []string{KeyID}, OwnerID: OwnedKeyOwner, CreatedAt: at.Add(5 * time.Minute),
 			})
 		},
 		func() error {
-			return store.CreateOrganization(ctx, account.Organization{ID: OtherOrgID, Name: "Initech", Slug: "initech", Plan: "free", CreatedAt: at, UpdatedAt: at})
+			return store.CreateOrganization(ctx, account.WriteOptions{}, account.Organization{ID: OtherOrgID, Name: "Initech", Slug: "initech", Plan: "free", CreatedAt: at, UpdatedAt: at})
 		},
 		func() error {
-			return store.CreateAPIKey(ctx, account.APIKey{
+			return store.CreateAPIKey(ctx, account.WriteOptions{}, account.APIKey{
 				ID: LimitedKeyID, Name: "limited", Hash: account.HashAPIKey(LimitedKeySecret), Last4: LimitedKeySecret[len(LimitedKeySecret)-4:],
 				Scopes: []string{"read:users"}, CreatedBy: KeyID, Ancestors: []string{KeyID}, CreatedAt: at.Add(6 * time.Minute),
 				RateLimits: []account.RateLimit{limitedKeyLimit},
@@ -333,20 +333,20 @@ func Seed(ctx context.Context, store account.Store) error {
 			return err
 		},
 		func() error {
-			return store.CreateAPIKey(ctx, account.APIKey{
+			return store.CreateAPIKey(ctx, account.WriteOptions{}, account.APIKey{
 				ID: SpentKeyID, Name: "spent", Hash: account.HashAPIKey(KeySecret + "-spent"), Last4: "pent",
 				Scopes: []string{"read:orders"}, CreatedBy: KeyID, Ancestors: []string{KeyID}, CreatedAt: at.Add(7 * time.Minute),
 				Credits: &account.Credits{Remaining: 0, SetAt: at, Set: "replay"},
 			})
 		},
-		func() error { return store.CreateToken(ctx, fixtureToken()) },
+		func() error { return store.CreateToken(ctx, account.WriteOptions{}, fixtureToken()) },
 		func() error {
 			c := fixtureToken()
 			c.ID = OtherAudienceTokenID
-			return store.CreateToken(ctx, c)
+			return store.CreateToken(ctx, account.WriteOptions{}, c)
 		},
 		func() error {
-			_, err := store.RevokeToken(ctx, account.Revocation{
+			_, err := store.RevokeToken(ctx, account.WriteOptions{}, account.Revocation{
 				TokenID: RevokedTokenID, KeyID: KeyID, RevokedAt: at.Add(time.Hour), ExpiresAt: time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC),
 			})
 			return err
