@@ -893,11 +893,15 @@ func TestRequestBudgets(t *testing.T) {
 			return func() { must(t, f.s.ReleaseIdempotency(f.ctx, r.KeyID, r.Key, r.Owner), "ReleaseIdempotency") }
 		}},
 	}
+	// The fixture is written once through the store; each row gets a
+	// table of its own holding the same items, as a few batch writes.
+	fixture, table := newBudgetFixture(t, client)
+	items := dynamotest.Items(t, client, table)
 	var report strings.Builder
 	fmt.Fprintf(&report, "| store operation | budget | DynamoDB requests | capacity units (DynamoDB Local) |\n|---|---|---|---|\n")
 	for _, b := range budgets {
 		t.Run(b.op, func(t *testing.T) {
-			f := newBudgetFixture(t, client)
+			f := fixture.copyTo(t, client, items)
 			run := b.prepare(t, f)
 			calls := m.measure(run)
 			var ops []string
@@ -920,10 +924,6 @@ func TestRequestBudgets(t *testing.T) {
 	}
 }
 
-// newBudgetFixture makes a table holding 25 users, organizations and keys
-// (so that list pages are full), a user in 3 organizations and an
-// organization with 3 members, a key with two keys below it in a chain, a
-// token of the key and of the deepest key, and the public keys.
 // orgKeys binds two keys to the fixture's organization, one below the
 // other, and returns the first with a token of it.
 func (f *budgetFixture) orgKeys(t *testing.T) (account.APIKey, account.TokenRecord) {
@@ -940,11 +940,16 @@ func (f *budgetFixture) orgKeys(t *testing.T) (account.APIKey, account.TokenReco
 	return k, tok
 }
 
-func newBudgetFixture(t *testing.T, client *dynamodb.Client) *budgetFixture {
+// newBudgetFixture makes a table holding 25 users, organizations and keys
+// (so that list pages are full), a user in 3 organizations and an
+// organization with 3 members, a key with two keys below it in a chain, a
+// token of the key and of the deepest key, and the public keys. It returns
+// the fixture and its table.
+func newBudgetFixture(t *testing.T, client *dynamodb.Client) (*budgetFixture, string) {
 	t.Helper()
-	// A verify reads copy 1 of its items, as 15 in 16 do (see the HTTP
-	// budgets).
-	f := &budgetFixture{ctx: tablestore.WithReadShard(t.Context(), 1), s: dynamostore.New(client, dynamotest.NewTable(t, client), dynamostore.WithTimeout(dynamotest.Timeout)), now: time.Now().UTC().Truncate(time.Millisecond)}
+	table := dynamotest.NewTable(t, client)
+	f := &budgetFixture{now: time.Now().UTC().Truncate(time.Millisecond)}
+	f.use(t, client, table)
 	for range 25 {
 		must(t, f.s.CreateUser(f.ctx, newUser(f.tick())), "CreateUser")
 		must(t, f.s.CreateOrganization(f.ctx, newOrg(f.tick())), "CreateOrganization")
@@ -981,7 +986,24 @@ func newBudgetFixture(t *testing.T, client *dynamodb.Client) *budgetFixture {
 	f.deepTok = account.TokenRecord{ID: account.NewID(account.PrefixToken, at), KeyID: f.deep.ID, Scopes: []string{"read:users"}, IssuedAt: at, ExpiresAt: at.Add(time.Hour)}
 	must(t, f.s.CreateToken(f.ctx, f.deepTok), "CreateToken")
 	must(t, f.s.PutPublicKeys(f.ctx, []byte(`{"keys":[]}`), at), "PutPublicKeys")
-	return f
+	return f, table
+}
+
+// use points f at table, for t.
+func (f *budgetFixture) use(t *testing.T, client *dynamodb.Client, table string) {
+	// A verify reads copy 1 of its items, as 15 in 16 do (see the HTTP
+	// budgets).
+	f.ctx = tablestore.WithReadShard(t.Context(), 1)
+	f.s = dynamostore.New(client, table, dynamostore.WithTimeout(dynamotest.Timeout))
+}
+
+// copyTo returns a copy of f over a new table holding items, f's table's
+// items, for t: the same state as a fixture of t's own.
+func (f *budgetFixture) copyTo(t *testing.T, client *dynamodb.Client, items []map[string]types.AttributeValue) *budgetFixture {
+	t.Helper()
+	c := *f
+	c.use(t, client, dynamotest.NewTableWith(t, client, items))
+	return &c
 }
 
 func newUser(at time.Time) account.User {
