@@ -16,7 +16,7 @@ GO ?= go
 FUZZTIME ?= 30000x
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.6.1
 
-.PHONY: run run-dynamodb sam-local check test test-go test-client test-browser fuzz readme-check lint-go lint lint-openapi bench bench-go load docs-dynamodb
+.PHONY: run run-dynamodb sam-local check test test-go test-client test-browser fuzz readme-check lint-go lint lint-test lint-static lint-openapi bench bench-go load docs-dynamodb
 
 # Built, then run, rather than `go run`: on Ctrl-C the go tool exits 1 even
 # when the server shuts down cleanly, which would read as a failure.
@@ -58,7 +58,7 @@ check: lint-go
 	  echo "go test -v ./... | grep -B1 -- '--- SKIP' says which and why; make test runs them all."; \
 	fi
 
-test: lint test-go test-client test-browser fuzz readme-check
+test: lint-test test-go test-client test-browser fuzz readme-check
 
 # The verifier module's tests (they need nothing but Go); every Go test of
 # the main module, with DynamoDB Local and moto_server started around it (and
@@ -103,8 +103,18 @@ lint-go:
 	$(GO) vet ./...
 	cd verifier && $(GO) vet ./...
 
-# Everything lint-go does, plus staticcheck and a go.mod tidiness check.
-lint: lint-go lint-template lint-openapi
+# Everything lint-go does, plus cfn-lint, openapi.yaml's linters,
+# staticcheck and a go.mod tidiness check.
+lint: lint-go lint-template lint-openapi lint-static
+
+# make test's lint: lint but cfn-lint's runs, which test-go makes with the
+# same files and the same verdict (pkg/deploytest TestTemplate_CfnLint and
+# TestTemplate_CfnLintTransformed), about 10 s each; here only whether
+# cfn-lint is there, since those tests skip without it.
+lint-test: lint-go lint-openapi lint-static
+	@command -v cfn-lint >/dev/null 2>&1 || { echo "cfn-lint is missing; install it with: pip install cfn-lint" >&2; exit 1; }
+
+lint-static:
 	$(GO) run $(STATICCHECK) ./...
 	$(GO) mod tidy -diff
 	cd verifier && $(GO) run $(STATICCHECK) ./... && $(GO) mod tidy -diff

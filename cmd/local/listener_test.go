@@ -47,7 +47,7 @@ func dial(t *testing.T, l net.Listener) net.Conn {
 // waitForAccept returns once an Accept call of l waits for a place.
 func waitForAccept(t *testing.T, l *limitListener) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
 		l.mu.Lock()
 		waiting := l.waiting
 		l.mu.Unlock()
@@ -55,7 +55,7 @@ func waitForAccept(t *testing.T, l *limitListener) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("no Accept waits for a place after 10 s")
+			t.Fatal("no Accept waits for a place after 30 s")
 		}
 	}
 }
@@ -90,10 +90,10 @@ func TestLimitListener(t *testing.T) {
 			t.Fatalf("Accept: %v", a.err)
 		}
 		defer a.conn.Close()
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("the second connection waited on after the first turned idle")
 	}
-	client1.SetReadDeadline(time.Now().Add(5 * time.Second))
+	client1.SetReadDeadline(time.Now().Add(30 * time.Second))
 	if _, err := client1.Read(make([]byte, 1)); err != io.EOF {
 		t.Fatalf("the idle connection: read %v, want EOF (closed to make room)", err)
 	}
@@ -121,7 +121,7 @@ func TestLimitListener_Close(t *testing.T) {
 			a.conn.Close()
 			t.Fatal("Accept returned a connection after Close")
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Accept still waiting 5 s after Close")
+	case <-time.After(30 * time.Second):
+		t.Fatal("Accept still waiting 30 s after Close")
 	}
 }

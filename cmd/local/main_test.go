@@ -505,7 +505,7 @@ func adminKey(t *testing.T, s *server) string {
 	// The key is printed before the listening line, but to stdout, which
 	// another goroutine copies: on a loaded machine it may arrive after
 	// start has seen that line on stderr.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if m := printedKey.FindStringSubmatch(s.stdout.String()); m != nil {
 			return m[1]
 		}

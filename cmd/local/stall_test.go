@@ -74,7 +74,7 @@ func TestServer_StoreStalls(t *testing.T) {
 	// writes after any error line of the same request.
 	logged := func(substr string) (lines []string) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(30 * time.Second)
 		for {
 			var access int
 			lines = nil
@@ -90,7 +90,7 @@ func TestServer_StoreStalls(t *testing.T) {
 				return lines
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("%d access log lines within 10 s, want %d:\n%s", access, requests, s.stderr.String())
+				t.Fatalf("%d access log lines within 30 s, want %d:\n%s", access, requests, s.stderr.String())
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
@@ -132,14 +132,14 @@ func TestServer_StoreStalls(t *testing.T) {
 
 	p.Thaw(t)
 	thawed = true
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		res, body, _ := do("GET", "/v1/users", "")
 		if res.StatusCode == http.StatusOK {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("10 s after SIGCONT: got %d %v, want 200", res.StatusCode, body)
+			t.Fatalf("30 s after SIGCONT: got %d %v, want 200", res.StatusCode, body)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -296,8 +296,8 @@ func testAuthorizerTemplate(t *testing.T, tpl template) {
 // Latchkey stack exports (by the export's very name), with payload format
 // 2.0, simple responses and result caching off (so that a revocation counts
 // at once), on every route, and an AWS::Lambda::Permission lets that API,
-// and only it, invoke the authorizer. cfn-lint checks it in make test
-// (make lint-template).
+// and only it, invoke the authorizer. cfn-lint checks it
+// (TestTemplate_CfnLint).
 func TestExample_ProtectedAPI(t *testing.T) {
 	latchkey := loadTemplate(t)
 	ex := loadTemplateFile(t, "../../examples/protected-api/template.yaml")

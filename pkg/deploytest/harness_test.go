@@ -56,7 +56,7 @@ type backend struct {
 func newBackend(tb testing.TB) backend {
 	tb.Helper()
 	if os.Getenv(dynamotest.EndpointEnv) != "" {
-		return seeded(tb, dynamoBackend(tb))
+		return seededDynamo(tb)
 	}
 	return seeded(tb, boltBackend(tb))
 }
@@ -93,11 +93,40 @@ func seeded(tb testing.TB, b backend) backend {
 	return b
 }
 
+// seedItems are the items of a table seeded through the store, written
+// once (the fixture's times are fixed, and its rate-limit counters are
+// today's and tomorrow's) and copied into each table seededDynamo makes:
+// a few batch writes instead of the seed's twenty-odd transactions.
+var seedItems struct {
+	once  sync.Once
+	items []map[string]types.AttributeValue
+}
+
+// seededDynamo returns a DynamoDB backend over a new table holding the
+// seed's items, as seeded(tb, dynamoBackend(tb)) would write them.
+func seededDynamo(tb testing.TB) backend {
+	tb.Helper()
+	client := dynamotest.NewClient(tb)
+	seedItems.once.Do(func() {
+		b := seeded(tb, dynamoBackend(tb))
+		seedItems.items = dynamotest.Items(tb, client, b.table)
+	})
+	if len(seedItems.items) == 0 {
+		tb.Fatal("no seeded items: seeding the first table failed")
+	}
+	return dynamoBackendOn(tb, dynamotest.NewTableWith(tb, client, seedItems.items))
+}
+
 // dynamoBackend creates a table from tablestore.TableDefinition with an
 // unrecorded client and returns a store over a recording one.
 func dynamoBackend(tb testing.TB) backend {
 	tb.Helper()
-	table := dynamotest.NewTable(tb, dynamotest.NewClient(tb))
+	return dynamoBackendOn(tb, dynamotest.NewTable(tb, dynamotest.NewClient(tb)))
+}
+
+// dynamoBackendOn returns a store over table through a recording client.
+func dynamoBackendOn(tb testing.TB, table string) backend {
+	tb.Helper()
 	rec := &callRecorder{}
 	client := dynamotest.NewClient(tb, func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, rec.register) })
 	s := dynamostore.New(client, table, dynamostore.WithTimeout(dynamotest.Timeout))

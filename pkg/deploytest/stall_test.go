@@ -159,14 +159,14 @@ func TestLambda_StoreStalls(t *testing.T) {
 
 	p.Thaw(t)
 	thawed = true
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		res, _ := invoke("users-get.json")
 		if res.StatusCode == http.StatusOK {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("10 s after SIGCONT: got %d %s, want 200", res.StatusCode, responseBody(t, res))
+			t.Fatalf("30 s after SIGCONT: got %d %s, want 200", res.StatusCode, responseBody(t, res))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

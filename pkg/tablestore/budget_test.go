@@ -212,8 +212,7 @@ func keysChange(c account.UsageChange, read bool, ids ...string) []account.KeyUs
 // capacity units of every store operation, and fails if one exceeds its
 // budget. The table it logs is the one in docs/dynamodb.md.
 func TestRequestBudgets(t *testing.T) {
-	var m meter
-	client := dynamotest.NewClient(t, m.option)
+	client := dynamotest.NewClient(t)
 	page := account.ListParams{Limit: 20}
 	budgets := []budget{
 		{"TokenStatus (verify)", 1, []string{"BatchGetItem"}, func(t *testing.T, f *budgetFixture) func() {
@@ -901,37 +900,48 @@ func TestRequestBudgets(t *testing.T) {
 			return func() { must(t, f.s.ReleaseIdempotency(f.ctx, r.KeyID, r.Key, r.Owner), "ReleaseIdempotency") }
 		}},
 	}
-	var report strings.Builder
-	fmt.Fprintf(&report, "| store operation | budget | DynamoDB requests | capacity units (DynamoDB Local) |\n|---|---|---|---|\n")
-	for _, b := range budgets {
-		t.Run(b.op, func(t *testing.T) {
-			f := newBudgetFixture(t, client)
-			run := b.prepare(t, f)
-			calls := m.measure(run)
-			var ops []string
-			var units float64
-			for _, c := range calls {
-				ops = append(ops, c.op)
-				units += c.capacity
-			}
-			if len(calls) > b.maxCalls {
-				t.Errorf("%s made %d DynamoDB requests %v, budget %d", b.op, len(calls), ops, b.maxCalls)
-			}
-			if b.calls != nil && !slices.Equal(ops, b.calls) {
-				t.Errorf("%s made requests %v, want %v", b.op, ops, b.calls)
-			}
-			fmt.Fprintf(&report, "| %s | %d | %d (%s) | %g |\n", b.op, b.maxCalls, len(calls), strings.Join(ops, ", "), units)
-		})
-	}
+	// The fixture is written once through the store; each row gets a
+	// table of its own holding the same items, as a few batch writes.
+	fixture, table := newBudgetFixture(t, client)
+	items := dynamotest.Items(t, client, table)
+	// The rows run at once, each with a meter and a table of its own;
+	// the report keeps their order.
+	rows := make([]string, len(budgets))
+	t.Run("rows", func(t *testing.T) {
+		for i, b := range budgets {
+			t.Run(b.op, func(t *testing.T) {
+				t.Parallel()
+				rows[i] = measureBudget(t, b, fixture, items)
+			})
+		}
+	})
 	if !t.Failed() {
-		checkDocTable(t, "store", report.String())
+		checkDocTable(t, "store", "| store operation | budget | DynamoDB requests | capacity units (DynamoDB Local) |\n|---|---|---|---|\n"+strings.Join(rows, ""))
 	}
 }
 
-// newBudgetFixture makes a table holding 25 users, organizations and keys
-// (so that list pages are full), a user in 3 organizations and an
-// organization with 3 members, a key with two keys below it in a chain, a
-// token of the key and of the deepest key, and the public keys.
+// measureBudget runs b over a copy of fixture and returns its row of the
+// report.
+func measureBudget(t *testing.T, b budget, fixture *budgetFixture, items []map[string]types.AttributeValue) string {
+	var m meter
+	f := fixture.copyTo(t, dynamotest.NewClient(t, m.option), items)
+	run := b.prepare(t, f)
+	calls := m.measure(run)
+	var ops []string
+	var units float64
+	for _, c := range calls {
+		ops = append(ops, c.op)
+		units += c.capacity
+	}
+	if len(calls) > b.maxCalls {
+		t.Errorf("%s made %d DynamoDB requests %v, budget %d", b.op, len(calls), ops, b.maxCalls)
+	}
+	if b.calls != nil && !slices.Equal(ops, b.calls) {
+		t.Errorf("%s made requests %v, want %v", b.op, ops, b.calls)
+	}
+	return fmt.Sprintf("| %s | %d | %d (%s) | %g |\n", b.op, b.maxCalls, len(calls), strings.Join(ops, ", "), units)
+}
+
 // orgKeys binds two keys to the fixture's organization, one below the
 // other, and returns the first with a token of it.
 func (f *budgetFixture) orgKeys(t *testing.T) (account.APIKey, account.TokenRecord) {
@@ -948,11 +958,16 @@ func (f *budgetFixture) orgKeys(t *testing.T) (account.APIKey, account.TokenReco
 	return k, tok
 }
 
-func newBudgetFixture(t *testing.T, client *dynamodb.Client) *budgetFixture {
+// newBudgetFixture makes a table holding 25 users, organizations and keys
+// (so that list pages are full), a user in 3 organizations and an
+// organization with 3 members, a key with two keys below it in a chain, a
+// token of the key and of the deepest key, and the public keys. It returns
+// the fixture and its table.
+func newBudgetFixture(t *testing.T, client *dynamodb.Client) (*budgetFixture, string) {
 	t.Helper()
-	// A verify reads copy 1 of its items, as 15 in 16 do (see the HTTP
-	// budgets).
-	f := &budgetFixture{ctx: t.Context(), s: dynamostore.New(client, dynamotest.NewTable(t, client), dynamostore.WithTimeout(dynamotest.Timeout)).ReadCopy(1), now: time.Now().UTC().Truncate(time.Millisecond)}
+	table := dynamotest.NewTable(t, client)
+	f := &budgetFixture{now: time.Now().UTC().Truncate(time.Millisecond)}
+	f.use(t, client, table)
 	for range 25 {
 		must(t, f.s.CreateUser(f.ctx, account.WriteOptions{}, newUser(f.tick())), "CreateUser")
 		must(t, f.s.CreateOrganization(f.ctx, account.WriteOptions{}, newOrg(f.tick())), "CreateOrganization")
@@ -989,7 +1004,24 @@ func newBudgetFixture(t *testing.T, client *dynamodb.Client) *budgetFixture {
 	f.deepTok = account.TokenRecord{ID: account.NewID(account.PrefixToken, at), KeyID: f.deep.ID, Scopes: []string{"read:users"}, IssuedAt: at, ExpiresAt: at.Add(time.Hour)}
 	must(t, f.s.CreateToken(f.ctx, account.WriteOptions{}, f.deepTok), "CreateToken")
 	must(t, f.s.PutPublicKeys(f.ctx, []byte(`{"keys":[]}`), at), "PutPublicKeys")
-	return f
+	return f, table
+}
+
+// use points f at table, for t.
+func (f *budgetFixture) use(t *testing.T, client *dynamodb.Client, table string) {
+	// A verify reads copy 1 of its items, as 15 in 16 do (see the HTTP
+	// budgets).
+	f.ctx = t.Context()
+	f.s = dynamostore.New(client, table, dynamostore.WithTimeout(dynamotest.Timeout)).ReadCopy(1)
+}
+
+// copyTo returns a copy of f over a new table holding items, f's table's
+// items, for t: the same state as a fixture of t's own.
+func (f *budgetFixture) copyTo(t *testing.T, client *dynamodb.Client, items []map[string]types.AttributeValue) *budgetFixture {
+	t.Helper()
+	c := *f
+	c.use(t, client, dynamotest.NewTableWith(t, client, items))
+	return &c
 }
 
 func newUser(at time.Time) account.User {

@@ -326,7 +326,7 @@ func TestDeadline(t *testing.T) {
 	t.Run("Thawed", func(t *testing.T) {
 		// The continued process first works through what queued up while
 		// it was stopped; then the store answers as before.
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(30 * time.Second)
 		for {
 			got, err := s.GetUser(ctx, probe.ID)
 			if err == nil {
@@ -336,7 +336,7 @@ func TestDeadline(t *testing.T) {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("GetUser 10 s after SIGCONT: %v", err)
+				t.Fatalf("GetUser 30 s after SIGCONT: %v", err)
 			}
 			time.Sleep(100 * time.Millisecond)
 		}

@@ -16,6 +16,7 @@ import (
 // 100 items, the last one the root's event and the record too. Every key
 // gets exactly one api_key.deleted event, and the record is applied.
 func TestDeleteAPIKey_EventsBeyondOneTransaction(t *testing.T) {
+	t.Parallel() // it waits out the feed's lag, beside TestEventShards
 	f := newCascadeFixture(t)
 	root, below, _ := f.keyTree()
 	now := time.Now()

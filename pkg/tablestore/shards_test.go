@@ -267,6 +267,7 @@ func testReadCopiesSeenAtOnce(t *testing.T, inline bool) {
 // organization's copies included), and the feed, merged from the shards,
 // still lists every event once, in id order, forwards and backwards.
 func TestEventShards(t *testing.T) {
+	t.Parallel() // it waits out the feed's lag, beside TestDeleteAPIKey_EventsBeyondOneTransaction
 	var m itemMeter
 	client := dynamotest.NewClient(t, m.option)
 	s := dynamostore.New(client, dynamotest.NewTable(t, client), dynamostore.WithTimeout(dynamotest.Timeout))

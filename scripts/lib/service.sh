@@ -44,18 +44,19 @@ service_stop() {
 }
 
 # service_wait URL PROBE [ARGS...] polls PROBE every 0.1 s until it succeeds,
-# for up to 30 s; it fails with the service's log if the service exits first
-# or never answers. URL is for the messages.
+# for up to 120 s (DynamoDB Local's JVM took 16 s to answer at load 15 on 2
+# cores); it fails with the service's log if the service exits first or
+# never answers. URL is for the messages.
 service_wait() {
 	local url="$1"
 	shift
-	for _ in $(seq 1 300); do
+	for _ in $(seq 1 1200); do
 		"$@" && return 0
 		kill -0 "$service_pid" 2>/dev/null || { cat "$service_log" >&2; die "exited before it answered on $url"; }
 		sleep 0.1
 	done
 	cat "$service_log" >&2
-	die "did not answer on $url within 30 s"
+	die "did not answer on $url within 120 s"
 }
 
 # service_run CMD [ARGS...] runs CMD and exits with its status. Not exec: the

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -71,6 +72,46 @@ func NewTable(tb testing.TB, client *dynamodb.Client) string {
 			tb.Errorf("DeleteTable %s: %v", name, err)
 		}
 	})
+	return name
+}
+
+// Items returns every item of table, read with a consistent Scan: a
+// fixture written once through a store, for NewTableWith to give each test
+// a table of its own holding the same items.
+func Items(tb testing.TB, client *dynamodb.Client, table string) []map[string]types.AttributeValue {
+	tb.Helper()
+	var items []map[string]types.AttributeValue
+	pages := dynamodb.NewScanPaginator(client, &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(context.Background())
+		if err != nil {
+			tb.Fatalf("Scan %s: %v", table, err)
+		}
+		items = append(items, page.Items...)
+	}
+	return items
+}
+
+// NewTableWith creates a fresh table as NewTable does and puts items in
+// it, 25 to a BatchWriteItem: a few calls where writing the fixture
+// through a store takes one or more per item.
+func NewTableWith(tb testing.TB, client *dynamodb.Client, items []map[string]types.AttributeValue) string {
+	tb.Helper()
+	name := NewTable(tb, client)
+	for chunk := range slices.Chunk(items, 25) {
+		writes := make([]types.WriteRequest, len(chunk))
+		for i, item := range chunk {
+			writes[i] = types.WriteRequest{PutRequest: &types.PutRequest{Item: item}}
+		}
+		pending := map[string][]types.WriteRequest{name: writes}
+		for len(pending) > 0 {
+			out, err := client.BatchWriteItem(context.Background(), &dynamodb.BatchWriteItemInput{RequestItems: pending})
+			if err != nil {
+				tb.Fatalf("BatchWriteItem %s: %v", name, err)
+			}
+			pending = out.UnprocessedItems
+		}
+	}
 	return name
 }
 
