@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -93,6 +94,13 @@ func (a api) fetchList(uri string) []byte {
 		} `json:"status_list"`
 	}
 	json.Unmarshal(jwtPart(a.t, tok, 1), &c)
+	// A public list says nothing but the statuses: no key, token or
+	// organization ID (docs/security.md).
+	var members map[string]json.RawMessage
+	json.Unmarshal(jwtPart(a.t, tok, 1), &members)
+	if got := slices.Sorted(maps.Keys(members)); !slices.Equal(got, []string{"exp", "iat", "status_list", "sub", "ttl"}) {
+		a.t.Errorf("claims %q, want exp, iat, status_list, sub and ttl only", got)
+	}
 	if c.Sub != uri || c.Iat == 0 || c.Exp <= c.Iat || c.TTL != 10 || c.StatusList.Bits != 2 {
 		a.t.Errorf("claims %+v", c)
 	}
