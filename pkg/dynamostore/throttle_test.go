@@ -1,10 +1,17 @@
 package dynamostore_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"latchkey/pkg/account"
+	"latchkey/pkg/assembly"
 	"latchkey/pkg/dynamostore"
 	"latchkey/pkg/dynamostore/dynamotest"
 	"latchkey/pkg/httpapi/httpapitest"
@@ -22,6 +30,7 @@ import (
 // token to verify.
 type throttled struct {
 	proxy *dynamotest.Throttler
+	table string
 	env   *httpapitest.Env
 	token string
 }
@@ -36,7 +45,7 @@ func newThrottled(tb testing.TB, timeout time.Duration, opts ...dynamostore.Opti
 	store := dynamostore.New(proxy.Client(), table, append([]dynamostore.Option{dynamostore.WithTimeout(timeout)}, opts...)...)
 	env := httpapitest.NewServerOver(tb, store)
 	token, _ := env.IssueToken(tb, env.AdminKey, "", account.ScopeReadUsers)
-	return throttled{proxy: proxy, env: env, token: token}
+	return throttled{proxy: proxy, table: table, env: env, token: token}
 }
 
 // verify sends GET /v1/auth/verify with the token, under ctx, to h, and
@@ -150,3 +159,81 @@ func TestThrottling(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkVerifyThrottled measures verifies answered a second, and their
+// latency, at the verify path over a table behind a Throttler that
+// throttles a share of the calls, with this store's retryer ("sized") and
+// with the SDK's default one ("sdk", the store before): loadWorkers
+// verifiers at once, each with a client and store of its own as each
+// Lambda execution environment has (so a retry quota of its own), each
+// verify waited for before the next. Run it with a fixed count, as
+// scripts/throttle-bench.sh does: -benchtime=320x.
+func BenchmarkVerifyThrottled(b *testing.B) {
+	for _, share := range []float64{0, 0.3, 1} {
+		for _, retryer := range []string{"sdk", "sized"} {
+			b.Run(fmt.Sprintf("share=%v/retryer=%s", share, retryer), func(b *testing.B) {
+				var opts []dynamostore.Option
+				if retryer == "sdk" {
+					opts = append(opts, dynamostore.WithSDKRetryer())
+				}
+				s := newThrottled(b, dynamostore.DefaultTimeout, opts...)
+				handlers := make([]http.Handler, loadWorkers)
+				for i := range handlers {
+					handlers[i] = s.handler(b, opts...)
+				}
+				s.proxy.Throttle(share)
+				b.ResetTimer()
+				latencies, ok := s.load(handlers, b.N)
+				elapsed := b.Elapsed()
+				b.StopTimer()
+				slices.Sort(latencies)
+				b.ReportMetric(0, "ns/op")
+				b.ReportMetric(float64(b.N)/elapsed.Seconds(), "answers/s")
+				b.ReportMetric(float64(ok)/float64(b.N)*100, "%ok")
+				b.ReportMetric(ms(latencies[len(latencies)/2]), "p50-ms")
+				b.ReportMetric(ms(latencies[len(latencies)*99/100]), "p99-ms")
+			})
+		}
+	}
+}
+
+// loadWorkers is how many verifies the load keeps in flight.
+const loadWorkers = 8
+
+// handler returns another stack over the same table through the same
+// proxy, with a client and store of its own, that accepts s's token.
+func (s throttled) handler(tb testing.TB, opts ...dynamostore.Option) http.Handler {
+	tb.Helper()
+	store := dynamostore.New(s.proxy.Client(), s.table, append([]dynamostore.Option{dynamostore.WithTimeout(dynamostore.DefaultTimeout)}, opts...)...)
+	asm, err := assembly.New(assembly.Parts{
+		Store: store, CursorKey: bytes.Repeat([]byte("k"), 32), Issuer: httpapitest.Issuer,
+		SigningKey: s.env.PrivateKey, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return asm.Handler()
+}
+
+// load sends n verifies, one at a time on each handler, and returns their
+// latencies and how many were answered 200.
+func (s throttled) load(handlers []http.Handler, n int) ([]time.Duration, int) {
+	var next, ok atomic.Int64
+	latencies := make([]time.Duration, n)
+	var wg sync.WaitGroup
+	for _, h := range handlers {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
+				res, took := s.verify(context.Background(), h)
+				latencies[i] = took
+				if res.StatusCode == http.StatusOK {
+					ok.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return latencies, int(ok.Load())
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -1,6 +1,8 @@
 package dynamotest
 
 import (
+	"io"
+	"log"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -46,6 +48,9 @@ func NewThrottler(tb testing.TB, endpoint string) *Throttler {
 	// Enough idle connections for a load test's clients: the default
 	// two would open and close one per call.
 	proxy.Transport = &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256}
+	// A call its client abandoned at its deadline is expected under
+	// throttling, and answered 502 to nobody: not worth a log line.
+	proxy.ErrorLog = log.New(io.Discard, "", 0)
 	t := &Throttler{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t.calls.Add(1)
