@@ -44,11 +44,11 @@ type budgetRetryer struct {
 	budget time.Duration
 }
 
-func newRetryer(timeout time.Duration) budgetRetryer {
+func newRetryer(timeout time.Duration, attempts int) budgetRetryer {
 	maxBackoff := timeout / backoffShare
 	return budgetRetryer{
 		Standard: retry.NewStandard(func(o *retry.StandardOptions) {
-			o.MaxAttempts = MaxAttempts
+			o.MaxAttempts = attempts
 			o.MaxBackoff = maxBackoff
 			// One bound for every retry, not a doubling one: with two
 			// retries the doubling matters less than the cap, and the

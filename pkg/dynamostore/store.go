@@ -35,7 +35,8 @@ func WithConflictRetries(n int) Option {
 // that bounds every call with the timeout of WithTimeout: one place, so
 // that no call, present or future, can hang on a database that stopped
 // answering. The copy retries with a retryer of its own, sized to that
-// timeout (retry.go), whatever retry settings the client has. The event
+// timeout (retry.go): MaxAttempts attempts, or the client's RetryMaxAttempts
+// if it sets one; its other retry settings do not apply. The event
 // feed lags by tablestore.EventLag of that timeout.
 func New(client *dynamodb.Client, table string, opts ...Option) *tablestore.Store {
 	c := config{timeout: DefaultTimeout}
@@ -46,8 +47,12 @@ func New(client *dynamodb.Client, table string, opts ...Option) *tablestore.Stor
 	bounded := dynamodb.New(client.Options(), func(o *dynamodb.Options) {
 		o.APIOptions = append(o.APIOptions, bound.add)
 		if !c.sdkRetryer {
-			o.Retryer = newRetryer(c.timeout)
-			o.RetryMaxAttempts = 0 // else the SDK wraps the retryer with its own count
+			attempts := MaxAttempts
+			if o.RetryMaxAttempts > 0 {
+				attempts = o.RetryMaxAttempts // set on purpose: a test's 1
+			}
+			o.Retryer = newRetryer(c.timeout, attempts)
+			o.RetryMaxAttempts = 0 // counted by the retryer, not by a wrapper of the SDK's
 		}
 	})
 	return tablestore.New(Port(bounded, table), append([]tablestore.Option{tablestore.WithEventLag(tablestore.EventLag(c.timeout))}, c.store...)...)
