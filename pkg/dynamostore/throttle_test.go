@@ -35,15 +35,15 @@ type throttled struct {
 	token string
 }
 
-// newThrottled builds the stack over a fresh table, its store with the
-// call timeout given, and issues the token before any throttling.
-func newThrottled(tb testing.TB, timeout time.Duration, opts ...dynamostore.Option) throttled {
+// newThrottled builds the stack over a fresh table and issues the token,
+// before any throttling and with the tests' timeout, for a loaded machine.
+// The stacks under test are handler's.
+func newThrottled(tb testing.TB) throttled {
 	tb.Helper()
 	client := dynamotest.NewClient(tb)
 	table := dynamotest.NewTable(tb, client)
 	proxy := dynamotest.NewThrottler(tb, dynamotest.Endpoint(tb))
-	store := dynamostore.New(proxy.Client(), table, append([]dynamostore.Option{dynamostore.WithTimeout(timeout)}, opts...)...)
-	env := httpapitest.NewServerOver(tb, store)
+	env := httpapitest.NewServerOver(tb, dynamostore.New(client, table, dynamostore.WithTimeout(dynamotest.Timeout)))
 	token, _ := env.IssueToken(tb, env.AdminKey, "", account.ScopeReadUsers)
 	return throttled{proxy: proxy, table: table, env: env, token: token}
 }
@@ -89,12 +89,13 @@ func TestThrottling(t *testing.T) {
 	})
 
 	t.Run("AllThrottled", func(t *testing.T) {
-		s := newThrottled(t, timeout)
+		s := newThrottled(t)
+		h := s.handler(t, timeout)
 		s.proxy.Throttle(1)
 		const verifies = 5
 		before, _ := s.proxy.Calls()
 		for range verifies {
-			res, took := s.verify(t.Context(), s.env.Handler)
+			res, took := s.verify(t.Context(), h)
 			s.env.CheckResponse(t, res)
 			if res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") == "" ||
 				res.Header.Get("Content-Type") != "application/problem+json" {
@@ -116,13 +117,14 @@ func TestThrottling(t *testing.T) {
 	t.Run("CallerDeadline", func(t *testing.T) {
 		// Less than a fifth of the timeout left (a Lambda invocation near
 		// its end): no retry, and the answer before the caller's deadline.
-		s := newThrottled(t, timeout)
+		s := newThrottled(t)
+		h := s.handler(t, timeout)
 		s.proxy.Throttle(1)
 		const left = timeout / 6
 		ctx, cancel := context.WithTimeout(t.Context(), left)
 		defer cancel()
 		before, _ := s.proxy.Calls()
-		res, took := s.verify(ctx, s.env.Handler)
+		res, took := s.verify(ctx, h)
 		if res.StatusCode != http.StatusServiceUnavailable || took >= left {
 			t.Errorf("verify with %v left: %d after %v, want 503 before the deadline", left, res.StatusCode, took)
 		}
@@ -134,13 +136,14 @@ func TestThrottling(t *testing.T) {
 	t.Run("PartlyThrottled", func(t *testing.T) {
 		// DynamoDB Local answers the calls that pass: the tests' timeout,
 		// for a loaded machine.
-		s := newThrottled(t, dynamotest.Timeout)
+		s := newThrottled(t)
+		h := s.handler(t, dynamotest.Timeout)
 		const share, verifies = 0.3, 50
 		s.proxy.Throttle(share)
 		before, _ := s.proxy.Calls()
 		ok := 0
 		for range verifies {
-			res, _ := s.verify(t.Context(), s.env.Handler)
+			res, _ := s.verify(t.Context(), h)
 			switch res.StatusCode {
 			case http.StatusOK:
 				ok++
@@ -176,10 +179,10 @@ func BenchmarkVerifyThrottled(b *testing.B) {
 				if retryer == "sdk" {
 					opts = append(opts, dynamostore.WithSDKRetryer())
 				}
-				s := newThrottled(b, dynamostore.DefaultTimeout, opts...)
+				s := newThrottled(b)
 				handlers := make([]http.Handler, loadWorkers)
 				for i := range handlers {
-					handlers[i] = s.handler(b, opts...)
+					handlers[i] = s.handler(b, dynamostore.DefaultTimeout, opts...)
 				}
 				s.proxy.Throttle(share)
 				b.ResetTimer()
@@ -200,11 +203,12 @@ func BenchmarkVerifyThrottled(b *testing.B) {
 // loadWorkers is how many verifies the load keeps in flight.
 const loadWorkers = 8
 
-// handler returns another stack over the same table through the same
-// proxy, with a client and store of its own, that accepts s's token.
-func (s throttled) handler(tb testing.TB, opts ...dynamostore.Option) http.Handler {
+// handler returns a stack over the table through the proxy, with a
+// client and store of its own (the call timeout given), that accepts s's
+// token: as one Lambda execution environment has.
+func (s throttled) handler(tb testing.TB, timeout time.Duration, opts ...dynamostore.Option) http.Handler {
 	tb.Helper()
-	store := dynamostore.New(s.proxy.Client(), s.table, append([]dynamostore.Option{dynamostore.WithTimeout(dynamostore.DefaultTimeout)}, opts...)...)
+	store := dynamostore.New(s.proxy.Client(), s.table, append([]dynamostore.Option{dynamostore.WithTimeout(timeout)}, opts...)...)
 	asm, err := assembly.New(assembly.Parts{
 		Store: store, CursorKey: bytes.Repeat([]byte("k"), 32), Issuer: httpapitest.Issuer,
 		SigningKey: s.env.PrivateKey, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
