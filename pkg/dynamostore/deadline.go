@@ -16,8 +16,8 @@ import (
 // The bounds of the time one DynamoDB call may take (see WithTimeout). The
 // default leaves room for the few calls of a request, one after another,
 // within the Lambda functions' 10 s timeout and the local server's 30 s
-// write timeout; a healthy call takes milliseconds, and the SDK's retries of
-// a throttled one a second or two.
+// write timeout; a healthy call takes milliseconds, and the retries of a
+// throttled one less than a fifth of the timeout (retry.go).
 const (
 	DefaultTimeout = 3 * time.Second
 	MinTimeout     = 100 * time.Millisecond

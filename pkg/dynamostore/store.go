@@ -16,6 +16,9 @@ import (
 type config struct {
 	timeout time.Duration
 	store   []tablestore.Option
+	// sdkRetryer keeps the client's own retryer: only a test sets it
+	// (export_test.go), to measure the store as it was before newRetryer.
+	sdkRetryer bool
 }
 
 // Option configures the store New returns.
@@ -31,7 +34,10 @@ func WithConflictRetries(n int) Option {
 // through a copy of it (same HTTP client and connections, same middleware)
 // that bounds every call with the timeout of WithTimeout: one place, so
 // that no call, present or future, can hang on a database that stopped
-// answering. The event feed lags by tablestore.EventLag of that timeout.
+// answering. The copy retries with a retryer of its own, sized to that
+// timeout (retry.go): MaxAttempts attempts, or the client's RetryMaxAttempts
+// if it sets one; its other retry settings do not apply. The event
+// feed lags by tablestore.EventLag of that timeout.
 func New(client *dynamodb.Client, table string, opts ...Option) *tablestore.Store {
 	c := config{timeout: DefaultTimeout}
 	for _, o := range opts {
@@ -40,6 +46,14 @@ func New(client *dynamodb.Client, table string, opts ...Option) *tablestore.Stor
 	bound := deadline{timeout: c.timeout, table: table}
 	bounded := dynamodb.New(client.Options(), func(o *dynamodb.Options) {
 		o.APIOptions = append(o.APIOptions, bound.add)
+		if !c.sdkRetryer {
+			attempts := MaxAttempts
+			if o.RetryMaxAttempts > 0 {
+				attempts = o.RetryMaxAttempts // set on purpose: a test's 1
+			}
+			o.Retryer = newRetryer(c.timeout, attempts)
+			o.RetryMaxAttempts = 0 // counted by the retryer, not by a wrapper of the SDK's
+		}
 	})
 	return tablestore.New(Port(bounded, table), append([]tablestore.Option{tablestore.WithEventLag(tablestore.EventLag(c.timeout))}, c.store...)...)
 }
