@@ -1041,10 +1041,10 @@ func TestTemplate_CfnLintTransformed(t *testing.T) {
 		types[r.Type]++
 	}
 	// One version and one alias per function (the verify function's too,
-	// under its condition); a deployment group for each of the two
-	// gradually deployed.
-	if types["AWS::Lambda::Version"] != 6 || types["AWS::Lambda::Alias"] != 6 || types["AWS::CodeDeploy::DeploymentGroup"] != 2 {
-		t.Errorf("transformed: %d versions, %d aliases, %d deployment groups; want 6, 6, 2", types["AWS::Lambda::Version"], types["AWS::Lambda::Alias"], types["AWS::CodeDeploy::DeploymentGroup"])
+	// under its condition, and the canary hook's); a deployment group for
+	// each of the three gradually deployed.
+	if types["AWS::Lambda::Version"] != 7 || types["AWS::Lambda::Alias"] != 7 || types["AWS::CodeDeploy::DeploymentGroup"] != 3 {
+		t.Errorf("transformed: %d versions, %d aliases, %d deployment groups; want 7, 7, 3", types["AWS::Lambda::Version"], types["AWS::Lambda::Alias"], types["AWS::CodeDeploy::DeploymentGroup"])
 	}
 	file := filepath.Join(t.TempDir(), "transformed.json")
 	if err := os.WriteFile(file, out, 0o644); err != nil {
