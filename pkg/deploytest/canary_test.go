@@ -300,6 +300,9 @@ func firing(t *testing.T, tpl template, fn, version, logs string) map[string]flo
 	}
 	var lines []map[string]any
 	for _, l := range strings.Split(strings.TrimSpace(logs), "\n") {
+		if l == "" {
+			continue // no line at all: no data
+		}
 		var line map[string]any
 		if err := json.Unmarshal([]byte(l), &line); err != nil {
 			t.Fatalf("log line %q: %v", l, err)
@@ -418,6 +421,14 @@ func TestCanary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	urlEvent, err := replay.LoadEvent(filepath.Join(verifyURLEventsDir, "valid.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	authzEvent, err := replay.LoadAuthorizerEvent(filepath.Join(authorizerEventsDir, "valid.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	var down atomic.Bool
 	for _, c := range []struct {
 		name string
@@ -427,7 +438,7 @@ func TestCanary(t *testing.T) {
 		build func(canary.Targets) canary.Targets
 		// step is the step the check fails at; "" passes.
 		step string
-		// alarms are those of auth's version that fire.
+		// alarms are those of the new versions that fire.
 		alarms []string
 	}{
 		{name: "good"},
@@ -445,7 +456,7 @@ func TestCanary(t *testing.T) {
 		}, step: "verify before revocation"},
 		{name: "revocation ignored", wrap: func(s account.Store) account.Store { return forgetsRevocations{s} }, step: "verify after revocation"},
 		{name: "503 to everything", wrap: func(s account.Store) account.Store { return storeDown{s, &down} }, step: "issue a token",
-			alarms: []string{"AuthVersionServerErrorsAlarm", "AuthVersionVerificationErrorsAlarm"}},
+			alarms: []string{"AuthVersionServerErrorsAlarm", "AuthVersionVerificationErrorsAlarm", "AuthorizerVersionServerErrorsAlarm", "VerifyVersionServerErrorsAlarm"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -473,21 +484,30 @@ func TestCanary(t *testing.T) {
 			if strings.Contains(fmt.Sprint(err), replay.KeySecret) || strings.Contains(cb.auth.String(), replay.KeySecret) {
 				t.Errorf("the key is in the error or the logs")
 			}
-			// A minute of traffic: ten verifies of a valid token, beside the check.
+			// A minute of traffic beside the check: ten requests of a
+			// valid token to each function. A decision that fails is the
+			// authorizer's error (API Gateway answers 500).
 			for range 10 {
 				if _, err := targets.Auth(ctx, verifyEvent); err != nil {
 					t.Fatal(err)
 				}
+				if _, err := targets.Verify(ctx, urlEvent); err != nil {
+					t.Fatal(err)
+				}
+				targets.Authorizer(ctx, authzEvent)
 			}
-			got := firing(t, tpl, "AuthFunction", canaryVersion, cb.auth.String())
+			got := map[string]float64{}
+			for fn, logs := range map[string]string{"AuthFunction": cb.auth.String(), verifyID: cb.verify.String(), authorizerID: cb.authzLog.String()} {
+				maps.Copy(got, firing(t, tpl, fn, canaryVersion, logs))
+				// None for the version before: the lines are the new one's.
+				if old := firing(t, tpl, fn, "41", logs); len(old) != 0 {
+					t.Errorf("alarms of version 41 firing: %v", old)
+				}
+			}
 			if !slices.Equal(slices.Sorted(maps.Keys(got)), c.alarms) {
 				t.Errorf("alarms firing %v, want %v", got, c.alarms)
 			}
-			// And none for the version before: the lines are the new one's.
-			if old := firing(t, tpl, "AuthFunction", "41", cb.auth.String()); len(old) != 0 {
-				t.Errorf("alarms of version 41 firing: %v", old)
-			}
-			t.Logf("check %v in %v; auth's alarms firing %v", err, took.Round(time.Millisecond), got)
+			t.Logf("check %v in %v; alarms firing (percent) %v", err, took.Round(time.Millisecond), got)
 		})
 	}
 }
