@@ -17,11 +17,16 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	cdtypes "github.com/aws/aws-sdk-go-v2/service/codedeploy/types"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
 
 	"latchkey/pkg/account"
 	"latchkey/pkg/canary"
 	"latchkey/pkg/httpapi/httpapitest"
 	"latchkey/pkg/lambdaapp"
+	"latchkey/pkg/lambdaapp/authevents"
+	"latchkey/pkg/lambdaapp/canaryapp"
 	"latchkey/pkg/lambdaapp/lambdaenv"
 	"latchkey/pkg/lambdaapp/replay"
 )
@@ -508,6 +513,126 @@ func TestCanary(t *testing.T) {
 				t.Errorf("alarms firing %v, want %v", got, c.alarms)
 			}
 			t.Logf("check %v in %v; alarms firing (percent) %v", err, took.Round(time.Millisecond), got)
+		})
+	}
+}
+
+// lambdaFake invokes the handlers of a build as Lambda does: the payload
+// decoded into the function's event, its answer encoded, and a handler's
+// error as Lambda's function error.
+type lambdaFake struct {
+	t        *testing.T
+	handlers map[string]func(ctx context.Context, payload []byte) (any, error)
+	invoked  []string
+}
+
+func (f *lambdaFake) Invoke(ctx context.Context, in *lambda.InvokeInput, _ ...func(*lambda.Options)) (*lambda.InvokeOutput, error) {
+	name := aws.ToString(in.FunctionName)
+	f.invoked = append(f.invoked, name)
+	h, ok := f.handlers[name]
+	if !ok {
+		return nil, fmt.Errorf("ResourceNotFoundException: %s", name)
+	}
+	res, err := h(ctx, in.Payload)
+	if err != nil {
+		b, _ := json.Marshal(map[string]string{"errorMessage": err.Error(), "errorType": "errorString"})
+		return &lambda.InvokeOutput{StatusCode: 200, FunctionError: aws.String("Unhandled"), Payload: b}, nil
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return &lambda.InvokeOutput{StatusCode: 200, Payload: b}, nil
+}
+
+// TestCanaryHook_Lambda runs the hook's check as the hook does, through
+// lambda:InvokeFunction on the versions' ARNs (a stand-in of Lambda that
+// calls the real handlers, auth's through its one entry point for every
+// event), and reads its outcome: Succeeded for a good build, Failed for a
+// build whose store is down, with one log line that names the step and
+// holds neither the key nor a token.
+func TestCanaryHook_Lambda(t *testing.T) {
+	const (
+		authARN   = "arn:aws:lambda:us-east-1:123456789012:function:auth:7"
+		verifyARN = "arn:aws:lambda:us-east-1:123456789012:function:verify:3"
+		authzARN  = "arn:aws:lambda:us-east-1:123456789012:function:authorizer:5"
+	)
+	var down atomic.Bool
+	for _, c := range []struct {
+		name string
+		down bool
+		want cdtypes.LifecycleEventStatus
+		line string
+	}{
+		{"good", false, cdtypes.LifecycleEventStatusSucceeded, "canary check passed"},
+		{"store down", true, cdtypes.LifecycleEventStatusFailed, "canary check failed"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			b := newBackend(t)
+			t.Setenv(lambdaenv.EnvFunctionVersion, canaryVersion)
+			store := storeDown{b.store, &down}
+			auth, err := lambdaapp.New(ctx, replay.Config(lambdaapp.Auth, "latchkey"), lambdaapp.Deps{
+				Store: store, Keys: b.keys, Secrets: replay.NewSecrets(), Logger: discard,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			verify, err := lambdaapp.NewVerifying(ctx, replay.Config(lambdaapp.Verify, "latchkey"), lambdaapp.Deps{Store: store, Keys: b.keys, Logger: discard})
+			if err != nil {
+				t.Fatal(err)
+			}
+			authz := newAuthorizer(t, backend{store: store, keys: b.keys}, `{"*": {"audience": "https://orders.example.com"}}`, discard)
+			authEntry := authevents.Handler(auth, auth.Lambda())
+			fake := &lambdaFake{t: t, handlers: map[string]func(context.Context, []byte) (any, error){
+				authARN: func(ctx context.Context, p []byte) (any, error) { return authEntry(ctx, p) },
+				verifyARN: func(ctx context.Context, p []byte) (any, error) {
+					var ev events.APIGatewayV2HTTPRequest
+					if err := json.Unmarshal(p, &ev); err != nil {
+						return nil, err
+					}
+					return verify.Lambda()(ctx, ev)
+				},
+				authzARN: func(ctx context.Context, p []byte) (any, error) {
+					var ev events.APIGatewayV2CustomAuthorizerV2Request
+					if err := json.Unmarshal(p, &ev); err != nil {
+						return nil, err
+					}
+					return authz(ctx, ev)
+				},
+			}}
+			targets := canary.Targets{
+				Auth:       canaryapp.HTTPVersion(fake, authARN),
+				Verify:     canaryapp.HTTPVersion(fake, verifyARN),
+				Authorizer: canaryapp.AuthorizerVersion(fake, authzARN),
+			}
+			down.Store(c.down)
+			defer down.Store(false)
+			var logs httpapitest.SyncBuffer
+			got := canaryapp.Run(ctx, targets, func(context.Context) (string, error) { return replay.KeySecret, nil }, lambdaenv.NewLogger(&logs, canaryapp.Name))
+			if got != c.want {
+				t.Fatalf("outcome %s, want %s; logs:\n%s", got, c.want, logs.String())
+			}
+			lines := logs.Lines()
+			var line struct{ Msg, Error string }
+			if len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &line) != nil || line.Msg != c.line {
+				t.Fatalf("logs %q, want one line %q", lines, c.line)
+			}
+			if c.down && !strings.Contains(line.Error, "issue a token (auth): 503 unavailable") {
+				t.Errorf("error %q, want the step, the function and the answer", line.Error)
+			}
+			if strings.Contains(logs.String(), replay.KeySecret) || strings.Contains(logs.String(), "eyJ") {
+				t.Errorf("the key or a token is in the hook's log: %s", logs.String())
+			}
+			// Only the versions, each once at least; never an alias.
+			for _, arn := range fake.invoked {
+				if arn != authARN && arn != verifyARN && arn != authzARN {
+					t.Errorf("invoked %s", arn)
+				}
+			}
+			if !c.down && len(slices.Compact(slices.Sorted(slices.Values(fake.invoked)))) != 3 {
+				t.Errorf("invoked %v, want each of the three versions", fake.invoked)
+			}
 		})
 	}
 }
