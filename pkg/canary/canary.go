@@ -1,8 +1,9 @@
 // Package canary is the check a deployment runs against the new versions
 // of the verifying functions before CodeDeploy moves any traffic to them
 // (template.yaml CanaryHookFunction, DeploymentPreference.Hooks.PreTraffic):
-// it issues a token, verifies it, introspects it, asks the authorizer,
-// revokes it, and asks each again, and fails at the first wrong answer. A
+// it lists organizations and users, issues a token, verifies it,
+// introspects it, asks the authorizer, revokes it, and asks each again,
+// and fails at the first wrong answer. A
 // version that answers 5xx, finds every token invalid or ignores a
 // revocation never takes a request. Each function is reached as Lambda
 // calls it, with the events API Gateway and the function URL send (payload
@@ -39,6 +40,9 @@ type Targets struct {
 	Verify HTTPFunction
 	// Authorizer is the Lambda authorizer. Required.
 	Authorizer AuthorizerFunction
+	// Organizations and Users each list one page, with the key: their
+	// versions answer, and read the table. Nil skips them.
+	Organizations, Users HTTPFunction
 }
 
 // Scope is the one scope of the check's token: it opens nothing of
@@ -51,6 +55,27 @@ const Scope = "read:canary"
 // step fails; neither it nor apiKey is ever in an error.
 func Check(ctx context.Context, t Targets, apiKey string) (err error) {
 	c := &check{t: t, key: apiKey}
+	for _, l := range []struct {
+		fn         HTTPFunction
+		name, path string
+	}{{t.Organizations, "organizations", "/v1/organizations"}, {t.Users, "users", "/v1/users"}} {
+		if l.fn == nil {
+			continue
+		}
+		res, err := c.call(ctx, l.fn, c.request(http.MethodGet, l.path, "GET "+l.path, "Bearer "+c.key, "", ""))
+		if err != nil {
+			return &Failure{"list " + l.name, l.name, err.Error()}
+		}
+		var page struct {
+			Data []json.RawMessage `json:"data"`
+		}
+		if f := decode(res, http.StatusOK, &page); f != "" {
+			return &Failure{"list " + l.name, l.name, f}
+		}
+		if page.Data == nil {
+			return &Failure{"list " + l.name, l.name, "200 without data"}
+		}
+	}
 	tok, err := c.issue(ctx)
 	if err != nil {
 		return err

@@ -45,6 +45,8 @@ var canaryAlarms = []struct {
 	{"AuthVersionVerificationErrorsAlarm", "AuthFunction", "auth", "VerificationErrors", "Verifications"},
 	{"AuthorizerVersionServerErrorsAlarm", authorizerID, "authorizer", "ServerErrors", "Answers"},
 	{"VerifyVersionServerErrorsAlarm", verifyID, "verify", "ServerErrors", "Answers"},
+	{"OrganizationsVersionServerErrorsAlarm", "OrganizationsFunction", "organizations", "ServerErrors", "Answers"},
+	{"UsersVersionServerErrorsAlarm", "UsersFunction", "users", "ServerErrors", "Answers"},
 }
 
 // TestTemplate_CanaryAlarms: each canary alarm watches, over one minute,
@@ -100,7 +102,8 @@ func TestTemplate_CanaryHook(t *testing.T) {
 		t.Errorf("FunctionName %v, want CodeDeployHook_…", props["FunctionName"])
 	}
 	env := tpl.functionEnv(t, "CanaryHookFunction")
-	for k, want := range map[string]string{"AUTH_VERSION_ARN": "AuthFunction.Version", "AUTHORIZER_VERSION_ARN": authorizerID + ".Version", "ADMIN_KEY_SECRET_ARN": "AdminApiKeySecret"} {
+	for k, want := range map[string]string{"AUTH_VERSION_ARN": "AuthFunction.Version", "AUTHORIZER_VERSION_ARN": authorizerID + ".Version", "ADMIN_KEY_SECRET_ARN": "AdminApiKeySecret",
+		"ORGANIZATIONS_VERSION_ARN": "OrganizationsFunction.Version", "USERS_VERSION_ARN": "UsersFunction.Version"} {
 		if refOf(env[k]) != want {
 			t.Errorf("%s = %v, want !Ref %s", k, env[k], want)
 		}
@@ -135,7 +138,7 @@ func TestTemplate_CanaryHook(t *testing.T) {
 		add(tpl.resource(t, id, "AWS::IAM::RolePolicy")["PolicyDocument"])
 	}
 	want := map[string][]string{
-		"lambda:InvokeFunction":                           {`{"Ref":"AuthFunction.Version"}`, `{"Ref":"AuthorizerFunction.Version"}`, `{"Fn::If":["ServeVerifyUrl",{"Ref":"VerifyFunction.Version"},{"Ref":"AWS::NoValue"}]}`},
+		"lambda:InvokeFunction":                           {`{"Ref":"AuthFunction.Version"}`, `{"Ref":"AuthorizerFunction.Version"}`, `{"Fn::If":["ServeVerifyUrl",{"Ref":"VerifyFunction.Version"},{"Ref":"AWS::NoValue"}]}`, `{"Ref":"OrganizationsFunction.Version"}`, `{"Ref":"UsersFunction.Version"}`},
 		"codedeploy:PutLifecycleEventHookExecutionStatus": {`{"Fn::Sub":"arn:${AWS::Partition}:codedeploy:${AWS::Region}:${AWS::AccountId}:deploymentgroup:${ServerlessDeploymentApplication}/*"}`},
 		"secretsmanager:GetSecretValue":                   {`{"Ref":"AdminApiKeySecret"}`},
 		"logs:CreateLogStream":                            {`{"Fn::GetAtt":"CanaryHookLogGroup.Arn"}`},
@@ -346,8 +349,8 @@ func firing(t *testing.T, tpl template, fn, version, logs string) map[string]flo
 // canaryBuild is one build of the three functions the hook checks, over
 // one store, each logging as in Lambda (version 42) into its own buffer.
 type canaryBuild struct {
-	targets                canary.Targets
-	auth, verify, authzLog *httpapitest.SyncBuffer
+	targets                                   canary.Targets
+	auth, verify, authzLog, orgsLog, usersLog *httpapitest.SyncBuffer
 }
 
 const canaryVersion = "42"
@@ -362,7 +365,17 @@ func newCanaryBuild(t *testing.T, b backend, wrap func(account.Store) account.St
 	if wrap != nil {
 		store = wrap(store)
 	}
-	cb := canaryBuild{auth: &httpapitest.SyncBuffer{}, verify: &httpapitest.SyncBuffer{}, authzLog: &httpapitest.SyncBuffer{}}
+	cb := canaryBuild{auth: &httpapitest.SyncBuffer{}, verify: &httpapitest.SyncBuffer{}, authzLog: &httpapitest.SyncBuffer{}, orgsLog: &httpapitest.SyncBuffer{}, usersLog: &httpapitest.SyncBuffer{}}
+	admin := map[lambdaapp.Function]canary.HTTPFunction{}
+	for fn, buf := range map[lambdaapp.Function]*httpapitest.SyncBuffer{lambdaapp.Organizations: cb.orgsLog, lambdaapp.Users: cb.usersLog} {
+		app, err := lambdaapp.New(ctx, replay.Config(fn, "latchkey"), lambdaapp.Deps{
+			Store: store, Keys: b.keys, Secrets: replay.NewSecrets(), Logger: lambdaenv.NewLogger(buf, string(fn)),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		admin[fn] = canary.HTTPFunction(app.Lambda())
+	}
 	auth, err := lambdaapp.New(ctx, replay.Config(lambdaapp.Auth, "latchkey"), lambdaapp.Deps{
 		Store: store, Keys: b.keys, Secrets: replay.NewSecrets(), Logger: lambdaenv.NewLogger(cb.auth, "auth"),
 	})
@@ -375,7 +388,8 @@ func newCanaryBuild(t *testing.T, b backend, wrap func(account.Store) account.St
 		t.Fatal(err)
 	}
 	authz := newAuthorizer(t, backend{store: store, keys: b.keys}, `{"*": {"audience": "https://orders.example.com"}}`, lambdaenv.NewLogger(cb.authzLog, "authorizer"))
-	cb.targets = canary.Targets{Auth: canary.HTTPFunction(auth.Lambda()), Verify: canary.HTTPFunction(verify.Lambda()), Authorizer: canary.AuthorizerFunction(authz)}
+	cb.targets = canary.Targets{Auth: canary.HTTPFunction(auth.Lambda()), Verify: canary.HTTPFunction(verify.Lambda()), Authorizer: canary.AuthorizerFunction(authz),
+		Organizations: admin[lambdaapp.Organizations], Users: admin[lambdaapp.Users]}
 	return cb
 }
 
@@ -404,6 +418,13 @@ func (s storeDown) GetAPIKeyByHash(ctx context.Context, hash []byte) (account.AP
 		return account.APIKey{}, errStoreDown
 	}
 	return s.Store.GetAPIKeyByHash(ctx, hash)
+}
+
+func (s storeDown) ListOrganizations(ctx context.Context, p account.ListParams) (account.Page[account.Organization], error) {
+	if s.down.Load() {
+		return account.Page[account.Organization]{}, errStoreDown
+	}
+	return s.Store.ListOrganizations(ctx, p)
 }
 
 func (s storeDown) TokenStatus(ctx context.Context, tokenID, keyID string, ancestors []string, orgID string, inline bool) (account.TokenStatus, error) {
@@ -460,8 +481,8 @@ func TestCanary(t *testing.T) {
 			return g
 		}, step: "verify before revocation"},
 		{name: "revocation ignored", wrap: func(s account.Store) account.Store { return forgetsRevocations{s} }, step: "verify after revocation"},
-		{name: "503 to everything", wrap: func(s account.Store) account.Store { return storeDown{s, &down} }, step: "issue a token",
-			alarms: []string{"AuthVersionServerErrorsAlarm", "AuthVersionVerificationErrorsAlarm", "AuthorizerVersionServerErrorsAlarm", "VerifyVersionServerErrorsAlarm"}},
+		{name: "503 to everything", wrap: func(s account.Store) account.Store { return storeDown{s, &down} }, step: "list organizations",
+			alarms: []string{"AuthVersionServerErrorsAlarm", "AuthVersionVerificationErrorsAlarm", "AuthorizerVersionServerErrorsAlarm", "OrganizationsVersionServerErrorsAlarm", "VerifyVersionServerErrorsAlarm"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -471,10 +492,10 @@ func TestCanary(t *testing.T) {
 			if c.build != nil {
 				targets = c.build(targets)
 			}
-			for _, buf := range []*httpapitest.SyncBuffer{cb.auth, cb.verify, cb.authzLog} {
+			for _, buf := range []*httpapitest.SyncBuffer{cb.auth, cb.verify, cb.authzLog, cb.orgsLog, cb.usersLog} {
 				buf.Reset()
 			}
-			down.Store(c.wrap != nil && c.step == "issue a token")
+			down.Store(c.wrap != nil && c.step == "list organizations")
 			defer down.Store(false)
 			start := time.Now()
 			err := canary.Check(ctx, targets, replay.KeySecret)
@@ -502,7 +523,8 @@ func TestCanary(t *testing.T) {
 				targets.Authorizer(ctx, authzEvent)
 			}
 			got := map[string]float64{}
-			for fn, logs := range map[string]string{"AuthFunction": cb.auth.String(), verifyID: cb.verify.String(), authorizerID: cb.authzLog.String()} {
+			for fn, logs := range map[string]string{"AuthFunction": cb.auth.String(), verifyID: cb.verify.String(), authorizerID: cb.authzLog.String(),
+				"OrganizationsFunction": cb.orgsLog.String(), "UsersFunction": cb.usersLog.String()} {
 				maps.Copy(got, firing(t, tpl, fn, canaryVersion, logs))
 				// None for the version before: the lines are the new one's.
 				if old := firing(t, tpl, fn, "41", logs); len(old) != 0 {

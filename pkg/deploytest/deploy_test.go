@@ -1042,9 +1042,9 @@ func TestTemplate_CfnLintTransformed(t *testing.T) {
 	}
 	// One version and one alias per function (the verify function's too,
 	// under its condition, and the canary hook's); a deployment group for
-	// each of the three gradually deployed.
-	if types["AWS::Lambda::Version"] != 7 || types["AWS::Lambda::Alias"] != 7 || types["AWS::CodeDeploy::DeploymentGroup"] != 3 {
-		t.Errorf("transformed: %d versions, %d aliases, %d deployment groups; want 7, 7, 3", types["AWS::Lambda::Version"], types["AWS::Lambda::Alias"], types["AWS::CodeDeploy::DeploymentGroup"])
+	// each of the five gradually deployed.
+	if types["AWS::Lambda::Version"] != 7 || types["AWS::Lambda::Alias"] != 7 || types["AWS::CodeDeploy::DeploymentGroup"] != 5 {
+		t.Errorf("transformed: %d versions, %d aliases, %d deployment groups; want 7, 7, 5", types["AWS::Lambda::Version"], types["AWS::Lambda::Alias"], types["AWS::CodeDeploy::DeploymentGroup"])
 	}
 	checkCanaryTransformed(t, out)
 	file := filepath.Join(t.TempDir(), "transformed.json")
@@ -1073,7 +1073,7 @@ func checkCanaryTransformed(t *testing.T, out []byte) {
 	if err := json.Unmarshal(out, &doc); err != nil {
 		t.Fatal(err)
 	}
-	for _, fn := range []string{"AuthFunction", authorizerID, verifyID} {
+	for _, fn := range []string{"AuthFunction", authorizerID, verifyID, "OrganizationsFunction", "UsersFunction"} {
 		alias := doc.Resources[fn+"Aliaslive"]
 		update := path(alias, "UpdatePolicy", "CodeDeployLambdaAliasUpdate")
 		if refOf(path(update, "BeforeAllowTrafficHook")) != "CanaryHookFunction" || refOf(path(update, "DeploymentGroupName")) != fn+"DeploymentGroup" {

@@ -34,14 +34,14 @@ func TestTemplate_Aliases(t *testing.T) {
 	}
 }
 
-// TestTemplate_GradualDeployment: the auth function, the authorizer and
-// the verify URL, on which every API depends, move to a new version
+// TestTemplate_GradualDeployment: the auth function, the authorizer, the
+// verify URL, organizations and users move to a new version
 // gradually by default, after the canary's pre-traffic check
 // (CanaryHookFunction), rolled back by CodeDeploy when their alias's errors
 // or latency alarm fires, or an alarm of the new version's own answers
 // (5xx, and failed verifications; TestCanary_Alarms); a development stack
-// may deploy all at once. The other functions have no deployment
-// preference (their alias moves at once).
+// may deploy all at once. The publisher, which the stream invokes, has no
+// deployment preference (its alias moves at once), nor the hook.
 func TestTemplate_GradualDeployment(t *testing.T) {
 	tpl := loadTemplate(t)
 	p := tpl.parameter(t, "DeploymentType")
@@ -51,7 +51,7 @@ func TestTemplate_GradualDeployment(t *testing.T) {
 	if !slices.Contains(strs(p["AllowedValues"]), "AllAtOnce") {
 		t.Errorf("DeploymentType allows %v, want AllAtOnce among them (a development stack)", p["AllowedValues"])
 	}
-	gradual := []string{logicalID(lambdaapp.Auth), authorizerID, verifyID}
+	gradual := []string{logicalID(lambdaapp.Auth), authorizerID, verifyID, logicalID(lambdaapp.Organizations), logicalID(lambdaapp.Users)}
 	// The alarms of each version's own answers (canaryAlarms), by function.
 	versionAlarms := map[string][]string{}
 	for _, a := range canaryAlarms {
@@ -109,9 +109,14 @@ func TestTemplate_GradualDeployment(t *testing.T) {
 		if len(versionAlarms[fn]) == 0 || !slices.Equal(got, want) {
 			t.Errorf("%s: rollback alarms %v, want the alarms on its alias and its version's answers %v", fn, got, want)
 		}
+		// Organizations and users have no alarm on their alias: their
+		// version's 5xx roll them back.
 		wantMetrics := []string{"Duration", "Errors"}
-		if fn == verifyID {
+		switch fn {
+		case verifyID:
 			wantMetrics = []string{"Errors"}
+		case logicalID(lambdaapp.Organizations), logicalID(lambdaapp.Users):
+			wantMetrics = nil
 		}
 		if !slices.Equal(metrics, wantMetrics) {
 			t.Errorf("%s: its alias's alarms watch %v, want %v", fn, metrics, wantMetrics)

@@ -34,7 +34,9 @@ const (
 	EnvAuthVersionARN       = "AUTH_VERSION_ARN"
 	EnvAuthorizerVersionARN = "AUTHORIZER_VERSION_ARN"
 	// EnvVerifyVersionARN is empty in a stack without the verify URL.
-	EnvVerifyVersionARN = "VERIFY_VERSION_ARN"
+	EnvVerifyVersionARN        = "VERIFY_VERSION_ARN"
+	EnvOrganizationsVersionARN = "ORGANIZATIONS_VERSION_ARN"
+	EnvUsersVersionARN         = "USERS_VERSION_ARN"
 )
 
 // checkTimeout bounds one check below the function's timeout (60 s), so
@@ -69,8 +71,10 @@ func FromEnv(getenv func(string) string, logger *slog.Logger) (Handler, error) {
 		Auth:       HTTPVersion(lc, authARN),
 		Authorizer: AuthorizerVersion(lc, authorizerARN),
 	}
-	if v := getenv(EnvVerifyVersionARN); v != "" {
-		targets.Verify = HTTPVersion(lc, v)
+	for env, fn := range map[string]*canary.HTTPFunction{EnvVerifyVersionARN: &targets.Verify, EnvOrganizationsVersionARN: &targets.Organizations, EnvUsersVersionARN: &targets.Users} {
+		if v := getenv(env); v != "" {
+			*fn = HTTPVersion(lc, v)
+		}
 	}
 	return func(ctx context.Context, ev Event) error {
 		outcome := Run(ctx, targets, func(ctx context.Context) (string, error) {
