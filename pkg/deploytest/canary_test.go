@@ -93,8 +93,9 @@ func TestTemplate_CanaryAlarms(t *testing.T) {
 
 // TestTemplate_CanaryHook: the hook is named as CodeDeploy's role requires
 // (CodeDeployHook_*), checks the versions this deploy published, and may
-// invoke those versions, report to CodeDeploy, read the admin key, and
-// nothing else.
+// invoke those versions, report to CodeDeploy, read the admin key (its
+// IAM policy, the secret's resource policy and the KMS key's policy; not
+// the signing key), and nothing else.
 func TestTemplate_CanaryHook(t *testing.T) {
 	tpl := loadTemplate(t)
 	props := tpl.resource(t, "CanaryHookFunction", "AWS::Serverless::Function")
@@ -151,6 +152,37 @@ func TestTemplate_CanaryHook(t *testing.T) {
 	}
 	if fmt.Sprint(actions) != fmt.Sprint(want) {
 		t.Errorf("the hook may\n%v\nwant\n%v", actions, want)
+	}
+
+	// The admin key's resource policy lets the hook read it; the signing
+	// key's does not; the KMS key lets it decrypt, through Secrets Manager.
+	readers := func(policy string) string {
+		for _, st := range list(path(tpl.resource(t, policy, "AWS::SecretsManager::ResourcePolicy"), "ResourcePolicy", "Statement")) {
+			if path(st, "Effect") == "Deny" && slices.Contains(strs(path(st, "Action")), "secretsmanager:GetSecretValue") {
+				b, _ := json.Marshal(path(st, "Condition", "ArnNotEquals", "aws:PrincipalArn"))
+				return string(b)
+			}
+		}
+		return ""
+	}
+	if r := readers("AdminApiKeySecretPolicy"); !strings.Contains(r, `"CanaryHookRole.Arn"`) || !strings.Contains(r, `"AuthRole.Arn"`) {
+		t.Errorf("the admin key's readers %s, want auth's role, the hook's and the operators", r)
+	}
+	if r := readers("SigningKeySecretPolicy"); r == "" || strings.Contains(r, "CanaryHook") {
+		t.Errorf("the signing key's readers %s, want auth's role alone", r)
+	}
+	var decrypts []string
+	for _, st := range list(path(tpl.resource(t, "AuthSecretsKey", "AWS::KMS::Key"), "KeyPolicy", "Statement")) {
+		b, _ := json.Marshal(path(st, "Principal"))
+		if strings.Contains(string(b), "CanaryHookRole") {
+			decrypts = append(decrypts, strings.Join(strs(path(st, "Action")), " "))
+			if path(st, "Condition", "StringEquals", "kms:ViaService") == nil {
+				t.Errorf("AuthSecretsKey lets the hook decrypt outside Secrets Manager: %v", st)
+			}
+		}
+	}
+	if !slices.Equal(decrypts, []string{"kms:Decrypt"}) {
+		t.Errorf("AuthSecretsKey lets the hook %v, want kms:Decrypt alone", decrypts)
 	}
 }
 
