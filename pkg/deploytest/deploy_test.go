@@ -1048,11 +1048,12 @@ func TestTemplate_CfnLintTransformed(t *testing.T) {
 		types[r.Type]++
 	}
 	// One version and one alias per function (the verify function's too,
-	// under its condition); a deployment group for each of the two
-	// gradually deployed.
-	if types["AWS::Lambda::Version"] != 6 || types["AWS::Lambda::Alias"] != 6 || types["AWS::CodeDeploy::DeploymentGroup"] != 2 {
-		t.Errorf("transformed: %d versions, %d aliases, %d deployment groups; want 6, 6, 2", types["AWS::Lambda::Version"], types["AWS::Lambda::Alias"], types["AWS::CodeDeploy::DeploymentGroup"])
+	// under its condition, and the canary hook's); a deployment group for
+	// each of the five gradually deployed.
+	if types["AWS::Lambda::Version"] != 7 || types["AWS::Lambda::Alias"] != 7 || types["AWS::CodeDeploy::DeploymentGroup"] != 5 {
+		t.Errorf("transformed: %d versions, %d aliases, %d deployment groups; want 7, 7, 5", types["AWS::Lambda::Version"], types["AWS::Lambda::Alias"], types["AWS::CodeDeploy::DeploymentGroup"])
 	}
+	checkCanaryTransformed(t, out)
 	file := filepath.Join(t.TempDir(), "transformed.json")
 	if err := os.WriteFile(file, out, 0o644); err != nil {
 		t.Fatal(err)
@@ -1064,5 +1065,52 @@ func TestTemplate_CfnLintTransformed(t *testing.T) {
 		t.Fatalf("cfn-lint of the transformed template (exit %d):\n%s", exit.ExitCode(), lint)
 	case err != nil:
 		t.Fatal(err)
+	}
+}
+
+// checkCanaryTransformed holds the canary's order in what CloudFormation
+// receives: each gradually deployed function's alias runs the hook before
+// traffic (BeforeAllowTrafficHook), and waits on its deployment group
+// (UpdatePolicy names it), which names the version alarms, which name the
+// version the alias moves to: so CloudFormation has pointed the alarms at
+// the new version before CodeDeploy moves any traffic to it.
+func checkCanaryTransformed(t *testing.T, out []byte) {
+	t.Helper()
+	var doc struct{ Resources map[string]map[string]any }
+	if err := json.Unmarshal(out, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, fn := range []string{"AuthFunction", authorizerID, verifyID, "OrganizationsFunction", "UsersFunction"} {
+		alias := doc.Resources[fn+"Aliaslive"]
+		update := path(alias, "UpdatePolicy", "CodeDeployLambdaAliasUpdate")
+		if refOf(path(update, "BeforeAllowTrafficHook")) != "CanaryHookFunction" || refOf(path(update, "DeploymentGroupName")) != fn+"DeploymentGroup" {
+			t.Errorf("%sAliaslive: update policy %v, want the hook CanaryHookFunction and the group %sDeploymentGroup", fn, update, fn)
+			continue
+		}
+		version := fmt.Sprint(list(path(alias, "Properties", "FunctionVersion", "Fn::GetAtt"))...)
+		if !strings.HasPrefix(version, fn+"Version") {
+			t.Errorf("%sAliaslive: FunctionVersion %v, want the GetAtt of its version", fn, path(alias, "Properties", "FunctionVersion"))
+		}
+		alarms := path(doc.Resources[fn+"DeploymentGroup"], "Properties", "AlarmConfiguration")
+		if args := list(path(alarms, "Fn::If")); len(args) == 3 {
+			alarms = args[1]
+		}
+		found := false
+		for _, a := range list(path(alarms, "Alarms")) {
+			id := refOf(path(a, "Name"))
+			for _, m := range list(path(doc.Resources[id], "Properties", "Metrics")) {
+				for _, d := range list(path(m, "MetricStat", "Metric", "Dimensions")) {
+					if path(d, "Name") == "ExecutedVersion" {
+						found = true
+						if got := fmt.Sprint(list(path(d, "Value", "Fn::GetAtt"))...); got != version {
+							t.Errorf("%s watches version %s, the alias moves to %s", id, got, version)
+						}
+					}
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%sDeploymentGroup: no alarm of the new version among %v", fn, alarms)
+		}
 	}
 }

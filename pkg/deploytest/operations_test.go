@@ -294,6 +294,19 @@ func TestTemplate_Alarms(t *testing.T) {
 		}
 		want = append(want, latency)
 	}
+	// Issue 32: the verify URL's alias errors (it deploys gradually too)
+	// and its 5xx, and the canary's alarms of each new version's answers
+	// (TestTemplate_CanaryAlarms).
+	verifyAlias := fmt.Sprintf(`FunctionName=!Ref %s Resource={"Fn::Sub":"${%s}:live"}`, verifyID, verifyID)
+	want = append(want, findAlarm(t, alarms, "verify alias errors", "AWS/Lambda Errors "+verifyAlias),
+		findAlarm(t, alarms, "verify URL 5xx", "AWS/Lambda Url5xxCount FunctionName=!Ref "+verifyID, "AWS/Lambda UrlRequestCount FunctionName=!Ref "+verifyID))
+	for _, c := range canaryAlarms {
+		for _, a := range alarms {
+			if a.id == c.id {
+				want = append(want, a)
+			}
+		}
+	}
 	for _, fn := range tpl.functions() {
 		a := findAlarm(t, alarms, fn+" near its timeout", "AWS/Lambda Duration FunctionName=!Ref "+fn)
 		if a.id == "" {

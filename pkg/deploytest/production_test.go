@@ -34,11 +34,14 @@ func TestTemplate_Aliases(t *testing.T) {
 	}
 }
 
-// TestTemplate_GradualDeployment: the auth function and the authorizer,
-// on which every API depends, move to a new version gradually by default,
-// rolled back by CodeDeploy when their alias's errors or latency alarm
-// fires; a development stack may deploy all at once. The other functions
-// have no deployment preference (their alias moves at once).
+// TestTemplate_GradualDeployment: the auth function, the authorizer, the
+// verify URL, organizations and users move to a new version
+// gradually by default, after the canary's pre-traffic check
+// (CanaryHookFunction), rolled back by CodeDeploy when their alias's errors
+// or latency alarm fires, or an alarm of the new version's own answers
+// (5xx, and failed verifications; TestCanary_Alarms); a development stack
+// may deploy all at once. The publisher, which the stream invokes, has no
+// deployment preference (its alias moves at once), nor the hook.
 func TestTemplate_GradualDeployment(t *testing.T) {
 	tpl := loadTemplate(t)
 	p := tpl.parameter(t, "DeploymentType")
@@ -48,7 +51,12 @@ func TestTemplate_GradualDeployment(t *testing.T) {
 	if !slices.Contains(strs(p["AllowedValues"]), "AllAtOnce") {
 		t.Errorf("DeploymentType allows %v, want AllAtOnce among them (a development stack)", p["AllowedValues"])
 	}
-	gradual := []string{logicalID(lambdaapp.Auth), authorizerID}
+	gradual := []string{logicalID(lambdaapp.Auth), authorizerID, verifyID, logicalID(lambdaapp.Organizations), logicalID(lambdaapp.Users)}
+	// The alarms of each version's own answers (canaryAlarms), by function.
+	versionAlarms := map[string][]string{}
+	for _, a := range canaryAlarms {
+		versionAlarms[a.function] = append(versionAlarms[a.function], a.id)
+	}
 	alarms := tpl.alarms(t)
 	for _, fn := range tpl.functions() {
 		pref := tpl.resource(t, fn, "AWS::Serverless::Function")["DeploymentPreference"]
@@ -64,14 +72,29 @@ func TestTemplate_GradualDeployment(t *testing.T) {
 		if path(pref, "Enabled") == "false" {
 			t.Errorf("%s: DeploymentPreference disabled", fn)
 		}
-		// The rollback alarms: exactly the alarms on the function's alias,
-		// its errors and its latency.
+		if refOf(path(pref, "Hooks", "PreTraffic")) != "CanaryHookFunction" {
+			t.Errorf("%s: pre-traffic hook %v, want !Ref CanaryHookFunction", fn, path(pref, "Hooks", "PreTraffic"))
+		}
+		// The rollback alarms: exactly the alarms on the function's alias
+		// (errors, and latency but for the verify URL's), and those of
+		// its new version's answers. The verify URL's under its
+		// condition: SAM makes its deployment group whatever the
+		// function's condition.
+		rollback := path(pref, "Alarms")
+		if fn == verifyID {
+			args := list(path(rollback, "Fn::If"))
+			if len(args) != 3 || args[0] != "ServeVerifyUrl" || len(list(args[2])) != 0 {
+				t.Fatalf("%s: rollback alarms %v, want !If [ServeVerifyUrl, [...], []]", fn, rollback)
+			}
+			rollback = args[1]
+		}
 		var got []string
-		for _, a := range list(path(pref, "Alarms")) {
+		for _, a := range list(rollback) {
 			got = append(got, refOf(a))
 		}
 		slices.Sort(got)
-		var want, metrics []string
+		want := slices.Clone(versionAlarms[fn])
+		var metrics []string
 		for _, a := range alarms {
 			dims := strings.Join(a.metrics, " ")
 			if strings.Contains(dims, "FunctionName=!Ref "+fn+" ") && strings.Contains(dims, `Resource={"Fn::Sub":"${`+fn+`}:live"}`) {
@@ -81,12 +104,22 @@ func TestTemplate_GradualDeployment(t *testing.T) {
 				}
 			}
 		}
+		slices.Sort(want)
 		slices.Sort(metrics)
-		if len(got) == 0 || !slices.Equal(got, want) {
-			t.Errorf("%s: rollback alarms %v, want the alarms on its alias %v", fn, got, want)
+		if len(versionAlarms[fn]) == 0 || !slices.Equal(got, want) {
+			t.Errorf("%s: rollback alarms %v, want the alarms on its alias and its version's answers %v", fn, got, want)
 		}
-		if !slices.Equal(metrics, []string{"Duration", "Errors"}) {
-			t.Errorf("%s: its alias's alarms watch %v, want Duration (latency) and Errors", fn, metrics)
+		// Organizations and users have no alarm on their alias: their
+		// version's 5xx roll them back.
+		wantMetrics := []string{"Duration", "Errors"}
+		switch fn {
+		case verifyID:
+			wantMetrics = []string{"Errors"}
+		case logicalID(lambdaapp.Organizations), logicalID(lambdaapp.Users):
+			wantMetrics = nil
+		}
+		if !slices.Equal(metrics, wantMetrics) {
+			t.Errorf("%s: its alias's alarms watch %v, want %v", fn, metrics, wantMetrics)
 		}
 	}
 	// Other stacks attach the authorizer's alias: the export.

@@ -29,6 +29,10 @@ const (
 	EnvStoreTimeout = "STORE_TIMEOUT"
 )
 
+// EnvFunctionVersion is the version of the function that Lambda runs,
+// which Lambda sets: a number, or $LATEST.
+const EnvFunctionVersion = "AWS_LAMBDA_FUNCTION_VERSION"
+
 // Endpoint variables, the service-specific ones the AWS SDKs define. The
 // template declares them empty (the SDK then finds the regional endpoint);
 // set, they point the clients elsewhere: DynamoDB Local and moto in the
@@ -46,11 +50,17 @@ const InitTimeout = 8 * time.Second
 
 // NewLogger returns the logger of the function named name: JSON lines on w
 // (os.Stdout, which Lambda sends to CloudWatch Logs), each with the
-// function's name, each written before the call that logs it returns (a
-// line held back would wait for the next invocation of a frozen
-// environment, or be lost with it).
+// function's name and, in Lambda, the version that wrote it (the canary's
+// metric filters count each version's answers apart: template.yaml), each
+// written before the call that logs it returns (a line held back would
+// wait for the next invocation of a frozen environment, or be lost with
+// it).
 func NewLogger(w io.Writer, name string) *slog.Logger {
-	return slog.New(slog.NewJSONHandler(w, nil)).With("function", name)
+	logger := slog.New(slog.NewJSONHandler(w, nil)).With("function", name)
+	if v := os.Getenv(EnvFunctionVersion); v != "" {
+		logger = logger.With("version", v)
+	}
+	return logger
 }
 
 // Fail ends a function whose init failed: one JSON log line that says why,
