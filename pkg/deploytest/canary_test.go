@@ -429,7 +429,7 @@ func newCanaryBuild(t *testing.T, b backend, wrap func(account.Store) account.St
 // writes nothing.
 type forgetsRevocations struct{ account.Store }
 
-func (s forgetsRevocations) RevokeToken(_ context.Context, r account.Revocation) (time.Time, error) {
+func (s forgetsRevocations) RevokeToken(_ context.Context, _ account.WriteOptions, r account.Revocation) (time.Time, error) {
 	return r.RevokedAt, nil
 }
 
