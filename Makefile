@@ -67,12 +67,16 @@ test: lint-test test-go test-client test-browser fuzz readme-check
 # -p 4 on 2 cores: the store packages mostly wait on DynamoDB Local, a
 # process of its own, so four at once overlap that waiting (go test ./...
 # took 311 s against 379 s with the default -p 2, 2026-11-28).
+# -timeout 30m: go test's default of 10 minutes per package is a bound on
+# the machine, not on the code (each test guards its own waits): beside
+# four busy loops deploytest, doorstest and dynamostore each ran past it.
+GO_TEST_TIMEOUT ?= 30m
 test-go:
 	cd verifier && $(GO) test -count=1 ./...
 	scripts/dynamodb-local.sh scripts/moto.sh bash -c '\
-	  $(GO) test -count=1 -p 4 ./... && \
+	  $(GO) test -count=1 -timeout $(GO_TEST_TIMEOUT) -p 4 ./... && \
 	  echo "HTTP suite over DynamoDB Local (LATCHKEY_TEST_STORE=dynamodb):" && \
-	  LATCHKEY_TEST_STORE=dynamodb $(GO) test -count=1 ./pkg/httpapi/... ./pkg/console/...'
+	  LATCHKEY_TEST_STORE=dynamodb $(GO) test -count=1 -timeout $(GO_TEST_TIMEOUT) ./pkg/httpapi/... ./pkg/console/...'
 
 # The console's browser test (pkg/console TestBrowser_Session): Debian's
 # headless Chromium, installed by scripts/chromium.sh when missing, and

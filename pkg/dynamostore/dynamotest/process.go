@@ -177,7 +177,9 @@ func (p *Process) warmUp(tb testing.TB) {
 	if err := dynamostore.CreateTable(ctx, client, table); err != nil {
 		tb.Fatalf("warm up DynamoDB Local: %v", err)
 	}
-	s := dynamostore.New(client, table)
+	// The tests' Timeout, which scales with the load: a busy machine makes
+	// a first answer slow, not missing.
+	s := dynamostore.New(client, table, dynamostore.WithTimeout(Timeout))
 	now := time.Now().UTC()
 	u := account.User{ID: account.NewID(account.PrefixUser, now), Email: "warm-up@example.com", Name: "Warm-up", Role: "member", CreatedAt: now, UpdatedAt: now}
 	for _, err := range []error{
