@@ -55,6 +55,7 @@ import (
 	"latchkey/pkg/dynamostore"
 	"latchkey/pkg/httpapi"
 	"latchkey/pkg/token"
+	"latchkey/pkg/version"
 )
 
 // gcPercent is the local server's GOGC unless the environment sets one.
@@ -286,7 +287,7 @@ func run(logger *slog.Logger) error {
 	if err := bootstrapAdminKey(ctx, asm.Service, dir, cfg.adminKey, os.Stdout); err != nil {
 		return fmt.Errorf("bootstrap admin key: %w", err)
 	}
-	logger.Info("latchkey listening", "addr", "http://"+ln.Addr().String(), "issuer", issuer, "store", storeName,
+	logger.Info("latchkey listening", "version", version.Version, "addr", "http://"+ln.Addr().String(), "issuer", issuer, "store", storeName,
 		"max_connections", cfg.maxConns)
 	return serve(ctx, logger, srv, limited)
 }

@@ -2,8 +2,8 @@
 // AWS configuration of a Lambda execution environment, the variables the
 // template sets for more than one function, the JSON logger, and the rule
 // that an init failure is one log line and exit status 1. It imports no
-// AWS service and none of Latchkey's packages, so that each main links
-// only the clients and the code of what it serves.
+// AWS service and of Latchkey's packages only version (a constant), so
+// that each main links only the clients and the code of what it serves.
 package lambdaenv
 
 import (
@@ -15,6 +15,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+
+	"latchkey/pkg/version"
 )
 
 // Environment variables, set by template.yaml, that more than one function
@@ -48,9 +50,13 @@ const InitTimeout = 8 * time.Second
 // (os.Stdout, which Lambda sends to CloudWatch Logs), each with the
 // function's name, each written before the call that logs it returns (a
 // line held back would wait for the next invocation of a frozen
-// environment, or be lost with it).
+// environment, or be lost with it). Its first line is the start line,
+// with the release (version.Version): the log of an execution environment
+// says which release answered, whichever alias version ran it.
 func NewLogger(w io.Writer, name string) *slog.Logger {
-	return slog.New(slog.NewJSONHandler(w, nil)).With("function", name)
+	logger := slog.New(slog.NewJSONHandler(w, nil)).With("function", name)
+	logger.Info("start", "version", version.Version)
+	return logger
 }
 
 // Fail ends a function whose init failed: one JSON log line that says why,
