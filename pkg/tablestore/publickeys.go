@@ -68,3 +68,41 @@ func (s *Store) Published(ctx context.Context) (jwks []byte, issuer string, err 
 	}
 	return it.JWKS, it.Issuer, nil
 }
+
+// formatsItem is the formats item (CONFIG, FORMATS): account.Formats, one
+// attribute each, read by every process every account.FormatsRefresh.
+type formatsItem struct {
+	key
+	InlineRevocationSince *time.Time `dynamodbav:"inline_revocation_since,omitempty"`
+	SetBy                 string     `dynamodbav:"set_by,omitempty"`
+}
+
+// Formats returns the formats in force the table records, zero when it
+// records none (a table the previous release wrote last).
+func (s *Store) Formats(ctx context.Context) (account.Formats, error) {
+	var it formatsItem
+	if _, err := s.getItem(ctx, formatsKey(), &it); err != nil {
+		return account.Formats{}, err
+	}
+	f := account.Formats{SetBy: it.SetBy}
+	if it.InlineRevocationSince != nil {
+		f.InlineRevocationSince = it.InlineRevocationSince.UTC()
+	}
+	return f, nil
+}
+
+// PutFormats replaces the formats item with f: one PutItem, so that a
+// format f leaves out is out of force.
+func (s *Store) PutFormats(ctx context.Context, f account.Formats) error {
+	it := formatsItem{key: formatsKey(), SetBy: f.SetBy}
+	if !f.InlineRevocationSince.IsZero() {
+		since := f.InlineRevocationSince.UTC()
+		it.InlineRevocationSince = &since
+	}
+	w, err := s.putAlways(it)
+	if err != nil {
+		return err
+	}
+	_, err = s.port.Write(ctx, w, false)
+	return storeErr(err)
+}

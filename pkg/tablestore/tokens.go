@@ -120,7 +120,10 @@ func (s *Store) revokeInline(ctx context.Context, r account.Revocation) (time.Ti
 			return time.Time{}, err
 		}
 	}
-	at, err := s.revokeEntry(ctx, r, keyItems, overflow)
+	// The entry's copies too, overflow or not: a verify that does not rely
+	// on the key (the previous release's, and ours while the formats item
+	// does not put revocations on the key in force) reads them.
+	at, err := s.revokeEntry(ctx, r, keyItems, true)
 	if !errors.Is(err, errRevokedOutside) {
 		return at, err
 	}
@@ -383,6 +386,11 @@ func (s *Store) TokenStatus(ctx context.Context, tokenID, keyID string, ancestor
 	}
 	if !ok {
 		return st, nil
+	}
+	if e, held := it.Revoked[tokenID]; held && !inline && st.RevokedAt.IsZero() {
+		// A token with the claim read by its entry: a commit before 0.2.0
+		// revoked on the key without the entry's copies.
+		st.RevokedAt = time.Unix(0, e.RevokedAt).UTC()
 	}
 	if inline && !it.Deleting {
 		if err := s.inlineStatus(ctx, &st, it, tokenID, n); err != nil {
