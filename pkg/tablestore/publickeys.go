@@ -72,7 +72,6 @@ func (s *Store) Published(ctx context.Context) (jwks []byte, issuer string, err 
 // formatsItem is the formats item (CONFIG, FORMATS): account.Formats, one
 // attribute each, read by every process every account.FormatsRefresh.
 type formatsItem struct {
-	key
 	InlineRevocationSince *time.Time `dynamodbav:"inline_revocation_since,omitempty"`
 	SetBy                 string     `dynamodbav:"set_by,omitempty"`
 }
@@ -91,18 +90,16 @@ func (s *Store) Formats(ctx context.Context) (account.Formats, error) {
 	return f, nil
 }
 
-// PutFormats replaces the formats item with f: one PutItem, so that a
-// format f leaves out is out of force.
+// PutFormats records f in the formats item, creating it if missing: one
+// UpdateItem (the config partition takes no PutItem), which removes a
+// format f leaves out, so that it is out of force.
 func (s *Store) PutFormats(ctx context.Context, f account.Formats) error {
-	it := formatsItem{key: formatsKey(), SetBy: f.SetBy}
-	if !f.InlineRevocationSince.IsZero() {
-		since := f.InlineRevocationSince.UTC()
-		it.InlineRevocationSince = &since
+	upd := set("set_by", f.SetBy)
+	if f.InlineRevocationSince.IsZero() {
+		upd = upd.remove("inline_revocation_since")
+	} else {
+		upd = upd.set("inline_revocation_since", f.InlineRevocationSince.UTC())
 	}
-	w, err := s.putAlways(it)
-	if err != nil {
-		return err
-	}
-	_, err = s.port.Write(ctx, w, false)
+	_, err := s.port.Write(ctx, Write{Kind: WriteUpdate, Key: formatsKey(), Update: upd}, false)
 	return storeErr(err)
 }
