@@ -79,7 +79,10 @@ func TestMixedVersions(t *testing.T) {
 		Credentials: credentials.NewStaticCredentialsProvider("local", "local", ""),
 	})
 
+	// Each on a table and servers of its own, at once: most of each is
+	// waiting (FormatsRefresh, the feed's lag).
 	t.Run("Current", func(t *testing.T) {
+		t.Parallel()
 		lost := upgradeAndRollBack(t, client, bins["previous"], bins["current"])
 		for _, l := range lost {
 			t.Errorf("lost: %s", l)
@@ -87,6 +90,7 @@ func TestMixedVersions(t *testing.T) {
 		t.Logf("%s and %s: %d lost", previous.version, version.Version, len(lost))
 	})
 	t.Run("TooEarly", func(t *testing.T) {
+		t.Parallel()
 		lost := upgradeAndRollBack(t, client, bins["previous"], bins["too-early"])
 		if len(lost) == 0 {
 			t.Fatalf("the too-early build (%s) lost nothing: the scenario does not catch a format relied on too early", tooEarlyCommit)
