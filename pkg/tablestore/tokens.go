@@ -79,9 +79,11 @@ const expiredRevocationMargin = time.Minute
 // condition that it is still the Version read, the item with the
 // revocation added and the revocations of expired tokens dropped, and its
 // read copies, with the entry (the record of the first revocation time,
-// and what ListTokens reads). A key that holds maxInlineRevocations
-// already takes the revocation as an overflow: the entry and its copies,
-// and RevokedOverflowUntil moved to the token's expiry if it is later
+// and what ListTokens reads) and the entry's copies (what a verify that
+// does not rely on the key reads: the previous release's, and ours until
+// the formats item puts revocations on the key in force). A key that holds
+// maxInlineRevocations already takes the revocation as an overflow, with
+// RevokedOverflowUntil moved to the token's expiry if it is later
 // (otherwise the key is only checked to be the Version read, and not
 // rewritten). errKeyChanged if the key changed under it.
 func (s *Store) revokeInline(ctx context.Context, r account.Revocation) (time.Time, error) {
@@ -106,7 +108,7 @@ func (s *Store) revokeInline(ctx context.Context, r account.Revocation) (time.Ti
 		// started.
 		return time.Unix(0, e.RevokedAt).UTC(), nil
 	}
-	next, overflow := it.withRevocation(r)
+	next, _ := it.withRevocation(r)
 	cond := condLive.And(versionIs(it.Version))
 	var keyItems []Write
 	if next == nil {
@@ -138,7 +140,7 @@ func (s *Store) revokeInline(ctx context.Context, r account.Revocation) (time.Ti
 	}
 	first := r
 	first.RevokedAt = at
-	next, overflow = it.withRevocation(first)
+	next, overflow := it.withRevocation(first)
 	if next == nil {
 		return at, nil // full, and the overflow covers it already
 	}
