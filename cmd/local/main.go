@@ -23,7 +23,9 @@
 //	TOKEN_CACHE_MAX_ENTRIES, TOKEN_CACHE_MAX_BYTES
 //	                     bounds of the verified-token cache (default 32768 and 16 MiB)
 //	INLINE_REVOCATION    false issues tokens without the claim irv, revoked and verified as
-//	                     before it existed: the first step of an upgrade (default true)
+//	                     before it existed (default true: with the claim, once the formats
+//	                     item puts revocations on the key in force; over the embedded store
+//	                     the server does at start, over DynamoDB the deployment's step does)
 //	STATUS_LIST_TTL      the status lists' ttl in seconds, 1 to 300 (default 10)
 //	GOGC                 the Go collector's target (default 400 here, not Go's 100: see gcPercent)
 package main
@@ -56,6 +58,7 @@ import (
 	"latchkey/pkg/dynamostore"
 	"latchkey/pkg/httpapi"
 	"latchkey/pkg/token"
+	"latchkey/pkg/version"
 )
 
 // gcPercent is the local server's GOGC unless the environment sets one.
@@ -254,6 +257,15 @@ func run(logger *slog.Logger) error {
 		return err
 	}
 	defer store.Close()
+	if cfg.dynamoEndpoint == "" {
+		// The data file is this process's alone (bbolt's lock): no earlier
+		// release serves from it, so this one's formats are in force now.
+		// A table is shared: its formats are put in force by the step
+		// after a deployment (docs/deploying.md, "Formats in force").
+		if _, err := account.PutFormatsInForce(ctx, store, time.Now(), version.Version); err != nil {
+			return fmt.Errorf("record the formats in force: %w", err)
+		}
+	}
 
 	asm, err := assembly.New(assembly.Parts{
 		Store: store, CursorKey: cursorKey, Issuer: issuer, SigningKey: signingKey, Algorithm: cfg.signingAlg, Logger: logger,
@@ -293,7 +305,7 @@ func run(logger *slog.Logger) error {
 	if err := bootstrapAdminKey(ctx, asm.Service, dir, cfg.adminKey, os.Stdout); err != nil {
 		return fmt.Errorf("bootstrap admin key: %w", err)
 	}
-	logger.Info("latchkey listening", "addr", "http://"+ln.Addr().String(), "issuer", issuer, "store", storeName,
+	logger.Info("latchkey listening", "release", version.Version, "addr", "http://"+ln.Addr().String(), "issuer", issuer, "store", storeName,
 		"max_connections", cfg.maxConns)
 	return serve(ctx, logger, srv, limited)
 }

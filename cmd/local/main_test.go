@@ -24,6 +24,7 @@ import (
 
 	"latchkey/pkg/httpapi"
 	"latchkey/pkg/httpapi/httpapitest"
+	"latchkey/pkg/version"
 )
 
 var binary string
@@ -82,10 +83,13 @@ func startCmd(t *testing.T, cmd *exec.Cmd, dataDir string, env ...string) *serve
 		<-s.done
 	})
 	line := s.waitLog(t, "latchkey listening")
-	var l struct{ Addr string }
+	var l struct{ Addr, Release string }
 	json.Unmarshal([]byte(line), &l)
 	if !strings.HasPrefix(l.Addr, "http://127.0.0.1:") {
 		t.Fatalf("listening line has no loopback address: %s", line)
+	}
+	if l.Release != version.Version {
+		t.Fatalf("listening line: release %q, want %q: %s", l.Release, version.Version, line)
 	}
 	s.base = l.Addr
 	return s

@@ -86,7 +86,7 @@ func (s *Service) Authenticate(ctx context.Context, credential string) (Principa
 // parsed to the principal that presented it: the token's revocation entry,
 // its key and the key's ancestors decide, read in one round trip.
 func (s *Service) tokenPrincipal(ctx context.Context, claims TokenClaims, now time.Time) (Principal, error) {
-	status, err := s.store.TokenStatus(ctx, claims.ID, claims.KeyID, claims.KeyAncestors, claims.OrganizationID, claims.InlineRevocation)
+	status, err := s.verifier.tokenStatus(ctx, claims)
 	if err != nil {
 		return Principal{}, storeErr(err)
 	}

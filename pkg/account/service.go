@@ -17,11 +17,11 @@ type Options struct {
 	// Signer issues access tokens. Nil in processes that do not issue them;
 	// IssueToken then fails.
 	Signer TokenSigner
-	// NoInlineRevocation issues tokens without InlineRevocation, so that
-	// each is revoked and verified as before the claim existed: the first
-	// step of an upgrade from a release without it, while that release
-	// still serves (docs/deploying.md). Verify and revocation follow each
-	// token's claim whatever this says.
+	// NoInlineRevocation issues tokens without InlineRevocation even
+	// while the stored Formats put revocations on the key in force: each
+	// is then revoked and verified as before the claim existed. Verify and
+	// revocation follow each token's claim and the Formats whatever this
+	// says. No upgrade needs it (docs/deploying.md, "Formats in force").
 	NoInlineRevocation bool
 	// Parser checks access tokens. Required.
 	Parser TokenParser

@@ -334,6 +334,11 @@ type Store interface {
 	// token without it as before. The Key is the caller's: nothing in it is
 	// shared with the store's other reads.
 	TokenStatus(ctx context.Context, tokenID, keyID string, ancestors []string, orgID string, inline bool) (TokenStatus, error)
+	// Formats returns the formats in force the table records (zero
+	// Formats when it records none), strongly consistently.
+	Formats(ctx context.Context) (Formats, error)
+	// PutFormats records f as the formats in force.
+	PutFormats(ctx context.Context, f Formats) error
 
 	// LeaseStatusIndexes reserves the next n indexes of the status list id
 	// (retiring at expires) with one atomic addition, and returns the end

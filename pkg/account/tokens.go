@@ -30,10 +30,11 @@ type TokenClaims struct {
 	ExpiresAt time.Time
 	// InlineRevocation says that a revocation of the token is recorded
 	// on its key, which a verify reads anyway, so that the verify reads
-	// nothing else (Store.RevokeToken, Store.TokenStatus). Every token
-	// issued now says so, unless Options.NoInlineRevocation; one issued
-	// before the claim existed, or with that option, does not, and its
-	// revocation entry is read as it always was.
+	// nothing else (Store.RevokeToken, Store.TokenStatus) once the format
+	// is in force for it (Formats.InlineRevocationAt its IssuedAt). Every
+	// token issued while the format is in force says so, unless
+	// Options.NoInlineRevocation; one issued before, or with that option,
+	// does not, and its revocation entry is read as it always was.
 	InlineRevocation bool
 	// Secret is, on a console session (StartSession), the mark of the
 	// key's secret that signed in (SecretMark): the session lasts while
@@ -212,6 +213,7 @@ func (s *Service) IntrospectToken(ctx context.Context, p Principal, token string
 type TokenStatusReader interface {
 	// TokenStatus is Store.TokenStatus.
 	TokenStatus(ctx context.Context, tokenID, keyID string, ancestors []string, orgID string, inline bool) (TokenStatus, error)
+	FormatsReader
 	UsageStore
 }
 
@@ -224,6 +226,7 @@ type TokenVerifier struct {
 	parser  TokenParser
 	now     func() time.Time
 	limiter *limiter
+	formats *formatsCache
 }
 
 // NewTokenVerifier returns a TokenVerifier that checks signatures with
@@ -233,10 +236,21 @@ func NewTokenVerifier(store TokenStatusReader, parser TokenParser, now func() ti
 	if now == nil {
 		now = time.Now
 	}
+	utc := func() time.Time { return now().UTC().Truncate(time.Millisecond) }
 	return &TokenVerifier{
-		store: store, parser: parser, now: func() time.Time { return now().UTC().Truncate(time.Millisecond) },
+		store: store, parser: parser, now: utc,
 		limiter: &limiter{store: store},
+		formats: &formatsCache{store: store, now: utc},
 	}
+}
+
+// tokenStatus reads the status of the token claims describes: by its
+// key alone when it carries the claim irv and revocations on the key were
+// in force when it was issued (Formats), otherwise by its key and its
+// revocation entry, which every release writes.
+func (v *TokenVerifier) tokenStatus(ctx context.Context, claims TokenClaims) (TokenStatus, error) {
+	inline := claims.InlineRevocation && v.formats.get(ctx).InlineRevocationAt(claims.IssuedAt)
+	return v.store.TokenStatus(ctx, claims.ID, claims.KeyID, claims.KeyAncestors, claims.OrganizationID, inline)
 }
 
 // Verify checks an access token: signature, expiry, revocation entry,
@@ -270,7 +284,7 @@ func (v *TokenVerifier) verify(ctx context.Context, token string, accept func(To
 	case err != nil:
 		return Verification{Reason: ReasonInvalid, CheckedAt: now}, nil
 	}
-	status, err := v.store.TokenStatus(ctx, claims.ID, claims.KeyID, claims.KeyAncestors, claims.OrganizationID, claims.InlineRevocation)
+	status, err := v.tokenStatus(ctx, claims)
 	if err != nil {
 		return Verification{}, storeErr(err)
 	}
@@ -363,7 +377,7 @@ func (s *Service) issue(ctx context.Context, p Principal, scopes []string, lifet
 		IssuedAt:       now.Truncate(time.Second),
 		ExpiresAt:      now.Truncate(time.Second).Add(lifetime),
 
-		InlineRevocation: s.inline,
+		InlineRevocation: s.inline && s.verifier.formats.get(ctx).InlineRevocationAt(now),
 		Secret:           secret,
 	}
 	ref, err := s.statuses.allocate(ctx, now)

@@ -268,6 +268,10 @@ func (failingStore) KeyUsage(context.Context, int, ...string) (map[string]map[st
 	return nil, account.Unavailable(errors.New("ProvisionedThroughputExceededException"))
 }
 
+func (failingStore) Formats(context.Context) (account.Formats, error) {
+	return account.Formats{}, account.Unavailable(errors.New("ProvisionedThroughputExceededException"))
+}
+
 func (failingStore) TokenStatus(context.Context, string, string, []string, string, bool) (account.TokenStatus, error) {
 	return account.TokenStatus{}, account.Unavailable(errors.New("ProvisionedThroughputExceededException"))
 }

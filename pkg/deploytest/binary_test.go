@@ -37,6 +37,7 @@ import (
 	"latchkey/pkg/lambdaapp/publisherapp"
 	"latchkey/pkg/lambdaapp/replay"
 	"latchkey/pkg/tablestore"
+	"latchkey/pkg/version"
 )
 
 const secretsEndpointEnv = "LATCHKEY_TEST_SECRETSMANAGER_ENDPOINT"
@@ -59,8 +60,8 @@ func buildFunction(tb testing.TB, fn lambdaapp.Function) string {
 }
 
 // TestBinary_InitFailure runs a built function without its configuration:
-// it must exit 1 after one JSON log line naming what is missing, before any
-// request, rather than panic later.
+// it must exit 1 after its start line (with the release) and one JSON log
+// line naming what is missing, before any request, rather than panic later.
 func TestBinary_InitFailure(t *testing.T) {
 	bin := buildFunction(t, lambdaapp.Users)
 	cmd := exec.Command(bin)
@@ -73,14 +74,18 @@ func TestBinary_InitFailure(t *testing.T) {
 		t.Fatalf("exit: got %v, want status 1", err)
 	}
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-	if len(lines) != 1 || stderr.Len() != 0 {
-		t.Fatalf("want one log line on stdout and nothing on stderr; stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	if len(lines) != 2 || stderr.Len() != 0 {
+		t.Fatalf("want the start line and one more on stdout, and nothing on stderr; stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	}
+	var start struct{ Msg, Function, Release string }
+	if err := json.Unmarshal([]byte(lines[0]), &start); err != nil || start.Msg != "start" || start.Function != "users" || start.Release != version.Version {
+		t.Fatalf("start line: got %s, want start of users at %s", lines[0], version.Version)
 	}
 	var l struct {
 		Level, Msg, Function string
 	}
-	if err := json.Unmarshal([]byte(lines[0]), &l); err != nil {
-		t.Fatalf("log line is not JSON: %s", lines[0])
+	if err := json.Unmarshal([]byte(lines[1]), &l); err != nil {
+		t.Fatalf("log line is not JSON: %s", lines[1])
 	}
 	if l.Level != "ERROR" || l.Function != "users" || !strings.Contains(l.Msg, "CURSOR_KEY_SECRET_ARN") {
 		t.Fatalf("log line does not name the missing variables: %s", lines[0])

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"latchkey/pkg/account"
 	"latchkey/pkg/console"
 	"latchkey/pkg/dynamostore/dynamotest"
 	"latchkey/pkg/httpapi"
@@ -1111,6 +1112,40 @@ func checkCanaryTransformed(t *testing.T, out []byte) {
 		}
 		if !found {
 			t.Errorf("%sDeploymentGroup: no alarm of the new version among %v", fn, alarms)
+		}
+	}
+}
+
+// TestTemplate_Formats: the Formats custom resource, which puts this
+// release's stored formats in force (docs/deploying.md, "Formats in
+// force"), is served by the auth function and waits for every function's
+// alias: those always deployed by DependsOn, the optional ones (verify's
+// URL, the publisher) by a Ref under their condition. Its list names
+// revocations on the key, and nothing depends on it.
+func TestTemplate_Formats(t *testing.T) {
+	tpl := loadTemplate(t)
+	props := tpl.resource(t, "Formats", "Custom::Formats")
+	if got := path(props, "ServiceToken", "Fn::GetAtt"); got != logicalID(lambdaapp.Auth)+".Arn" {
+		t.Errorf("Formats ServiceToken: got !GetAtt %v, want the auth function", got)
+	}
+	if props["ServiceTimeout"] == nil {
+		t.Error("Formats has no ServiceTimeout")
+	}
+	if got := props[authevents.FormatsProperty]; got != account.FormatInlineRevocation {
+		t.Errorf("Formats %s: got %v, want %q", authevents.FormatsProperty, got, account.FormatInlineRevocation)
+	}
+	waits := strs(path(tpl["Resources"].(map[string]any)["Formats"], "DependsOn"))
+	for _, alias := range list(props["Aliases"]) {
+		if ref, ok := path(list(path(alias, "Fn::If"))[1], "Ref").(string); ok {
+			waits = append(waits, ref)
+		}
+	}
+	for id, r := range tpl["Resources"].(map[string]any) {
+		if path(r, "Type") == "AWS::Serverless::Function" && !slices.Contains(waits, id+"Aliaslive") {
+			t.Errorf("Formats does not wait for %sAliaslive", id)
+		}
+		if slices.Contains(strs(path(r, "DependsOn")), "Formats") {
+			t.Errorf("%s depends on Formats, which must run last", id)
 		}
 	}
 }

@@ -65,6 +65,7 @@ import (
 	"latchkey/pkg/logsample"
 	"latchkey/pkg/secrets"
 	"latchkey/pkg/token"
+	"latchkey/pkg/version"
 )
 
 // Handler serves an API Gateway HTTP API (payload format 2.0) event: the
@@ -251,6 +252,21 @@ func (a *App) TableName() string { return a.cfg.TableName }
 // Logger is the App's logger, which adds API Gateway's request id to the
 // lines logged with a request's context.
 func (a *App) Logger() *slog.Logger { return a.deps.Logger }
+
+// PutFormats puts this release's formats in force from FormatsMargin from
+// now (inForce), or every format out of force, in the table: the
+// template's Formats custom resource, which runs once every alias serves
+// the release, and again, without them, first in a rollback
+// (docs/deploying.md, "Formats in force"). Auth only.
+func (a *App) PutFormats(ctx context.Context, inForce bool) (account.Formats, error) {
+	if !a.cfg.Function.WritesCredentials() {
+		return account.Formats{}, fmt.Errorf("lambdaapp: the %s function cannot record the formats; only auth may write the config item", a.cfg.Function)
+	}
+	if !inForce {
+		return account.Formats{SetBy: version.Version}, account.PutFormatsOutOfForce(ctx, a.deps.Store, version.Version)
+	}
+	return account.PutFormatsInForce(ctx, a.deps.Store, a.deps.Now().Add(account.FormatsMargin), version.Version)
+}
 
 // RecordIssuer records issuer in the table, where every function reads it
 // with the public keys, and serves with it from the next request on. Other

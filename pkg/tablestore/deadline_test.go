@@ -165,6 +165,8 @@ func storeCalls(s *tablestore.Store, user account.User, org account.Organization
 		"PutPublicKeys": func(ctx context.Context) error { return s.PutPublicKeys(ctx, []byte(`{"keys":[]}`), at) },
 		"PutIssuer":     func(ctx context.Context) error { return s.PutIssuer(ctx, "https://auth.example.com") },
 		"Published":     func(ctx context.Context) error { _, _, err := s.Published(ctx); return err },
+		"Formats":       func(ctx context.Context) error { _, err := s.Formats(ctx); return err },
+		"PutFormats":    func(ctx context.Context) error { return s.PutFormats(ctx, account.Formats{SetBy: "test"}) },
 		"ClaimIdempotency": func(ctx context.Context) error {
 			_, _, err := s.ClaimIdempotency(ctx, idem, at)
 			return err

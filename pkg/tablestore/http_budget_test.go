@@ -33,6 +33,10 @@ func newService(t *testing.T, store account.Store) *assembly.Assembly {
 	// The clock stands still, so that each key's use is recorded once, at
 	// its first request, however long the test takes.
 	now := time.Now()
+	// As after a deployment's step: this release's formats in force.
+	if _, err := account.PutFormatsInForce(t.Context(), store, now, "test"); err != nil {
+		t.Fatal(err)
+	}
 	asm, err := assembly.New(assembly.Parts{
 		Store:      store,
 		CursorKey:  bytes.Repeat([]byte("c"), 32),
@@ -66,8 +70,14 @@ func TestHTTPRequestBudgets(t *testing.T) {
 	}
 	// The admin key's first use, unmeasured: the rows below show what a
 	// request costs once the key's use this minute is recorded.
-	if _, err := svc.Authenticate(t.Context(), admin); err != nil {
+	p, err := svc.Authenticate(t.Context(), admin)
+	if err != nil {
 		t.Fatalf("Authenticate: %v", err)
+	}
+	// And the process's read of the formats item, unmeasured too: one
+	// GetItem every FormatsRefresh, not a request's.
+	if _, _, err := svc.IssueToken(t.Context(), p, account.TokenRequest{Scopes: []string{"read:users"}}); err != nil {
+		t.Fatalf("IssueToken: %v", err)
 	}
 
 	// idemKey, when set, is sent as Idempotency-Key.

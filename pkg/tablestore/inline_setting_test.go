@@ -18,14 +18,15 @@ import (
 	"latchkey/pkg/tablestore"
 )
 
-// TestInlineRevocation_Setting: a service built with NoInlineRevocation
-// (INLINE_REVOCATION=false, the first step of an upgrade) issues tokens
-// without the claim irv, whose revocation, through the service, writes the
-// entry and its read copies (ReadShards items, as the release before the
-// claim wrote them) and nothing on the key, and whose verify reads the key
-// and the entry: 2 items in one BatchGetItem. With the setting on (the
-// default), as before: irv, the revocation on the key (with the entry
-// alone, no copies), one item read.
+// TestInlineRevocation_Setting: with the formats item putting revocations
+// on the key in force, a service built with NoInlineRevocation
+// (INLINE_REVOCATION=false) issues tokens without the claim irv, whose
+// revocation, through the service, writes the entry and its read copies
+// (ReadShards items, as the release before the claim wrote them) and
+// nothing on the key, and whose verify reads the key and the entry: 2
+// items in one BatchGetItem. With the setting on (the default): irv, the
+// revocation on the key and the entry with its copies too (which the
+// previous release reads after a rollback), one item read.
 func TestInlineRevocation_Setting(t *testing.T) {
 	var m itemMeter
 	var calls meter
@@ -37,13 +38,16 @@ func TestInlineRevocation_Setting(t *testing.T) {
 		keyWrites   bool
 		verifyItems int
 	}{
-		{"On", false, 1, true, 1},
+		{"On", false, tablestore.ReadShards, true, 1},
 		{"Off", true, tablestore.ReadShards, false, 2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := t.Context()
 			// A verify reads copy 1 of its items, as in the budgets.
 			store := dynamostore.New(client, dynamotest.NewTable(t, client), dynamostore.WithTimeout(dynamotest.Timeout)).ReadCopy(1)
+			if _, err := account.PutFormatsInForce(ctx, store, time.Now().Add(-time.Minute), "test"); err != nil {
+				t.Fatal(err)
+			}
 			_, priv, err := ed25519.GenerateKey(nil)
 			if err != nil {
 				t.Fatal(err)

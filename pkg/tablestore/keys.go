@@ -32,6 +32,7 @@ import (
 //	revocation entry     TOKEN#<tok_id>       REVOKED             -                    -
 //	read copy of one     TOKEN#<tok_id>#<n>   REVOKED             -                    -
 //	public signing keys  CONFIG               JWKS                -                    -
+//	formats in force     CONFIG               FORMATS             -                    -
 //	idempotency record   IDEM#<key_id>        IDEM#<key>          -                    -
 //	event                EVENT#<yyyy-mm-dd>[#<s>]  <evt_id>       -                    -
 //	event of an org      EVENTORG#<org_id>[#<s>]   <evt_id>       -                    -
@@ -82,6 +83,7 @@ const (
 	sortRevoked      = "REVOKED"
 	pkConfig         = "CONFIG"
 	sortJWKS         = "JWKS"
+	sortFormats      = "FORMATS"
 	listUsers        = "USERS"
 	listOrgs         = "ORGS"
 	listKeys         = "KEYS"
@@ -118,6 +120,7 @@ func keyOwnerLinkKey(owner, id string) key { return key{prefixKeyOwner + owner, 
 func tokenKey(keyID, id string) key        { return key{prefixKey + keyID, prefixToken + id} }
 func revocationKey(id string) key          { return key{prefixToken + id, sortRevoked} }
 func jwksKey() key                         { return key{pkConfig, sortJWKS} }
+func formatsKey() key                      { return key{pkConfig, sortFormats} }
 func statusLeaseKey(list string) key       { return key{pkStatusLists, list} }
 func statusChunkKey(list string, chunk int64) key {
 	return key{prefixStatus + list, fmt.Sprintf("%05d", chunk)}

@@ -68,3 +68,38 @@ func (s *Store) Published(ctx context.Context) (jwks []byte, issuer string, err 
 	}
 	return it.JWKS, it.Issuer, nil
 }
+
+// formatsItem is the formats item (CONFIG, FORMATS): account.Formats, one
+// attribute each, read by every process every account.FormatsRefresh.
+type formatsItem struct {
+	InlineRevocationSince *time.Time `dynamodbav:"inline_revocation_since,omitempty"`
+	SetBy                 string     `dynamodbav:"set_by,omitempty"`
+}
+
+// Formats returns the formats in force the table records, zero when it
+// records none (a table the previous release wrote last).
+func (s *Store) Formats(ctx context.Context) (account.Formats, error) {
+	var it formatsItem
+	if _, err := s.getItem(ctx, formatsKey(), &it); err != nil {
+		return account.Formats{}, err
+	}
+	f := account.Formats{SetBy: it.SetBy}
+	if it.InlineRevocationSince != nil {
+		f.InlineRevocationSince = it.InlineRevocationSince.UTC()
+	}
+	return f, nil
+}
+
+// PutFormats records f in the formats item, creating it if missing: one
+// UpdateItem (the config partition takes no PutItem), which removes a
+// format f leaves out, so that it is out of force.
+func (s *Store) PutFormats(ctx context.Context, f account.Formats) error {
+	upd := set("set_by", f.SetBy)
+	if f.InlineRevocationSince.IsZero() {
+		upd = upd.remove("inline_revocation_since")
+	} else {
+		upd = upd.set("inline_revocation_since", f.InlineRevocationSince.UTC())
+	}
+	_, err := s.port.Write(ctx, Write{Kind: WriteUpdate, Key: formatsKey(), Update: upd}, false)
+	return storeErr(err)
+}

@@ -77,9 +77,11 @@ const expiredRevocationMargin = time.Minute
 // condition that it is still the Version read, the item with the
 // revocation added and the revocations of expired tokens dropped, and its
 // read copies, with the entry (the record of the first revocation time,
-// and what ListTokens reads). A key that holds maxInlineRevocations
-// already takes the revocation as an overflow: the entry and its copies,
-// and RevokedOverflowUntil moved to the token's expiry if it is later
+// and what ListTokens reads) and the entry's copies (what a verify that
+// does not rely on the key reads: the previous release's, and ours until
+// the formats item puts revocations on the key in force). A key that holds
+// maxInlineRevocations already takes the revocation as an overflow, with
+// RevokedOverflowUntil moved to the token's expiry if it is later
 // (otherwise the key is only checked to be the Version read, and not
 // rewritten). errKeyChanged if the key changed under it.
 func (s *Store) revokeInline(ctx context.Context, c change, r account.Revocation) (time.Time, error) {
@@ -104,7 +106,7 @@ func (s *Store) revokeInline(ctx context.Context, c change, r account.Revocation
 		// started.
 		return time.Unix(0, e.RevokedAt).UTC(), nil
 	}
-	next, overflow := it.withRevocation(r)
+	next, _ := it.withRevocation(r)
 	cond := condLive.And(versionIs(it.Version))
 	var keyItems []Write
 	if next == nil {
@@ -118,7 +120,10 @@ func (s *Store) revokeInline(ctx context.Context, c change, r account.Revocation
 			return time.Time{}, err
 		}
 	}
-	at, err := s.revokeEntry(ctx, c, r, keyItems, overflow)
+	// The entry's copies too, overflow or not: a verify that does not rely
+	// on the key (the previous release's, and ours while the formats item
+	// does not put revocations on the key in force) reads them.
+	at, err := s.revokeEntry(ctx, c, r, keyItems, true)
 	if !errors.Is(err, errRevokedOutside) {
 		return at, err
 	}
@@ -133,7 +138,7 @@ func (s *Store) revokeInline(ctx context.Context, c change, r account.Revocation
 	}
 	first := r
 	first.RevokedAt = at
-	next, overflow = it.withRevocation(first)
+	next, overflow := it.withRevocation(first)
 	if next == nil {
 		return at, nil // full, and the overflow covers it already
 	}
@@ -395,6 +400,11 @@ func (s *Store) tokenStatus(ctx context.Context, n int, tokenID, keyID string, a
 	}
 	if !ok {
 		return st, nil
+	}
+	if e, held := it.Revoked[tokenID]; held && !inline && st.RevokedAt.IsZero() {
+		// A token with the claim read by its entry: a commit before 0.2.0
+		// revoked on the key without the entry's copies.
+		st.RevokedAt = time.Unix(0, e.RevokedAt).UTC()
 	}
 	if inline && !it.Deleting {
 		if err := s.inlineStatus(ctx, &st, it, tokenID, n); err != nil {

@@ -39,6 +39,7 @@ import (
 	"latchkey/pkg/mock"
 	"latchkey/pkg/teststore"
 	"latchkey/pkg/token"
+	"latchkey/pkg/version"
 )
 
 // Issuer is the iss claim of the tokens the test stack signs.
@@ -125,6 +126,11 @@ func newServer(tb testing.TB, store account.Store, wrap func(account.Store) acco
 	// A whole second, so that lifetimes computed from truncated token times
 	// come out exact.
 	clock := mock.NewClock(time.Now().Truncate(time.Second))
+	// As the local server over its data file: this release's formats in
+	// force from the start (docs/deploying.md, "Formats in force").
+	if _, err := account.PutFormatsInForce(context.Background(), store, clock.Now(), version.Version); err != nil {
+		tb.Fatal(err)
+	}
 	logs := &SyncBuffer{}
 	cache := token.NewCache(token.CacheOptions{})
 	asm, err := assembly.New(assembly.Parts{

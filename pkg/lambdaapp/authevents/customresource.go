@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -23,6 +24,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/smithy-go"
 
+	"latchkey/pkg/account"
 	"latchkey/pkg/lambdaapp"
 )
 
@@ -45,6 +47,16 @@ type BootstrapResult struct {
 // custom domain's), which only exists once the API does.
 const IssuerProperty = "Issuer"
 
+// FormatsProperty is the property of the template's Formats resource: the
+// stored formats the release relies on (account.FormatInlineRevocation),
+// put in force by its Create or Update, which run once every alias serves
+// the release (the resource depends on each alias). An Update without
+// them, which is what a stack rollback sends first (the previous
+// properties, in the reverse order of the update), and a Delete take
+// every format out of force and wait account.FormatsRefresh before they
+// answer, so that no instance relies on a format once an alias goes back.
+const FormatsProperty = "Formats"
+
 // Handler is the auth function's one handler, for the three kinds of event
 // that reach it, told apart by their fields:
 //
@@ -61,8 +73,13 @@ func Handler(app *lambdaapp.App, serveHTTP lambdaapp.Handler) EventHandler {
 		if err != nil {
 			return nil, err
 		}
+		if _, ok := ev.ResourceProperties[FormatsProperty]; isCustom && ok {
+			return answer(ctx, ev, app.TableName(), true, func(ctx context.Context) (map[string]any, error) {
+				return formats(ctx, app, ev)
+			})
+		}
 		if isCustom {
-			return answer(ctx, ev, app.TableName(), func(ctx context.Context) (map[string]any, error) {
+			return answer(ctx, ev, app.TableName(), false, func(ctx context.Context) (map[string]any, error) {
 				return customResource(ctx, app, ev)
 			})
 		}
@@ -106,6 +123,31 @@ func customResource(ctx context.Context, app *lambdaapp.App, ev cfn.Event) (map[
 	}
 	logger.InfoContext(ctx, "bootstrap for CloudFormation done", "request_type", string(ev.RequestType), "resource", ev.LogicalResourceID)
 	return data, nil
+}
+
+// formats serves the Formats resource (FormatsProperty).
+func formats(ctx context.Context, app *lambdaapp.App, ev cfn.Event) (map[string]any, error) {
+	names, _ := ev.ResourceProperties[FormatsProperty].(string)
+	inForce := ev.RequestType != cfn.RequestDelete && slices.Contains(strings.Fields(names), account.FormatInlineRevocation)
+	f, err := app.PutFormats(ctx, inForce)
+	if err != nil {
+		app.Logger().ErrorContext(ctx, "recording the formats for CloudFormation failed", "request_type", string(ev.RequestType), "error", err.Error())
+		return nil, err
+	}
+	if !inForce {
+		// Every instance reads the item again within FormatsRefresh.
+		select {
+		case <-time.After(account.FormatsRefresh + time.Second):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	since := ""
+	if !f.InlineRevocationSince.IsZero() {
+		since = f.InlineRevocationSince.Format(time.RFC3339)
+	}
+	app.Logger().InfoContext(ctx, "formats recorded for CloudFormation", "request_type", string(ev.RequestType), "inline_revocation_since", since)
+	return map[string]any{"InlineRevocationSince": since}, nil
 }
 
 // responseMargin is the time kept, before the invocation's deadline, to
@@ -158,15 +200,16 @@ func physicalID(ev cfn.Event, table string) string {
 // request's pre-signed ResponseURL as CloudFormation requires: SUCCESS
 // with the data, or FAILED with the error as the reason, which
 // CloudFormation shows in the stack's events (it names what failed, never
-// a secret's value). A Delete never runs work: nothing of this stack's
-// custom resources needs undoing (the table outlives the stack, and so
-// does what is in it), so it succeeds whatever state the table and the
-// secrets are in. The answer is the empty reason unless the response could
+// a secret's value). A Delete runs work only onDelete (the Formats
+// resource, whose Delete takes the formats out of force): nothing else of
+// this stack's custom resources needs undoing (the table outlives the
+// stack, and so does what is in it), so it succeeds whatever state the
+// table and the secrets are in. The answer is the empty reason unless the response could
 // not be sent; then the error makes Lambda retry the invocation.
-func answer(ctx context.Context, ev cfn.Event, table string, work func(context.Context) (map[string]any, error)) (any, error) {
+func answer(ctx context.Context, ev cfn.Event, table string, onDelete bool, work func(context.Context) (map[string]any, error)) (any, error) {
 	return cfn.LambdaWrap(func(ctx context.Context, ev cfn.Event) (string, map[string]any, error) {
 		id := physicalID(ev, table)
-		if ev.RequestType == cfn.RequestDelete {
+		if ev.RequestType == cfn.RequestDelete && (!onDelete || work == nil) {
 			return id, nil, nil
 		}
 		if deadline, ok := ctx.Deadline(); ok {
@@ -257,7 +300,7 @@ func (s *restarter) invoke(ctx context.Context, event json.RawMessage) (any, err
 		return nil, err
 	}
 	if isCustom && ev.RequestType == cfn.RequestDelete {
-		return answer(ctx, ev, "", nil)
+		return answer(ctx, ev, "", false, nil)
 	}
 	h, err := s.handler(ctx, isCustom)
 	if h != nil {
@@ -266,7 +309,7 @@ func (s *restarter) invoke(ctx context.Context, event json.RawMessage) (any, err
 	err = fmt.Errorf("the function could not start: %w", err)
 	if isCustom {
 		s.logger.ErrorContext(ctx, "custom resource request failed", "request_type", string(ev.RequestType), "resource", ev.LogicalResourceID, "error", err.Error())
-		return answer(ctx, ev, "", func(context.Context) (map[string]any, error) { return nil, err })
+		return answer(ctx, ev, "", false, func(context.Context) (map[string]any, error) { return nil, err })
 	}
 	return nil, err
 }

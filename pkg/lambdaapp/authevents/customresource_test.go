@@ -22,12 +22,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 	"github.com/aws/smithy-go"
 
+	"latchkey/pkg/account"
 	"latchkey/pkg/lambdaapp"
 	"latchkey/pkg/lambdaapp/authevents"
 	"latchkey/pkg/lambdaapp/replay"
 	"latchkey/pkg/lambdaapp/replay/replaytest"
 	"latchkey/pkg/mock"
 	"latchkey/pkg/token"
+	"latchkey/pkg/version"
 )
 
 // cfnResponses stands in for the pre-signed S3 URL of CloudFormation's
@@ -389,4 +391,55 @@ type deniedPut struct {
 
 func (d *deniedPut) PutSecretValue(context.Context, *secretsmanager.PutSecretValueInput, ...func(*secretsmanager.Options)) (*secretsmanager.PutSecretValueOutput, error) {
 	return nil, d.err
+}
+
+// TestApp_FormatsResource: the template's Formats resource puts
+// revocations on the key in force FormatsMargin after its Create (which
+// runs once every alias serves the release), and its Update back to a
+// list without them (a stack rollback's first step) and its Delete take
+// them out of force, answering only after FormatsRefresh, when no
+// instance relies on them any more.
+func TestApp_FormatsResource(t *testing.T) {
+	rs := newCfnResponses(t)
+	c := mock.NewClock(time.Now().Truncate(time.Second))
+	e := replaytest.NewEnv(t)
+	if err := e.Store.PutFormats(context.Background(), account.Formats{}); err != nil {
+		t.Fatal(err)
+	}
+	app, err := lambdaapp.New(context.Background(), replay.Config(lambdaapp.Auth, "latchkey"), lambdaapp.Deps{
+		Store: e.Store, Keys: e.Keys, Secrets: e.Secrets, Now: c.Now, Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	formats := func() account.Formats {
+		t.Helper()
+		f, err := e.Store.Formats(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	if res := rs.send(t, context.Background(), handler(app), rs.event(t, "formats-create.json")); res.Status != cfn.StatusSuccess {
+		t.Fatalf("Create: got %+v, want SUCCESS", res)
+	}
+	want := c.Now().Add(account.FormatsMargin).UTC()
+	if got := formats(); !got.InlineRevocationSince.Equal(want) || got.SetBy != version.Version {
+		t.Fatalf("after Create: got %+v, want revocations on the key from %v, set by %s", got, want, version.Version)
+	}
+	for _, name := range []string{"formats-update-rollback.json", "formats-delete.json"} {
+		if err := e.Store.PutFormats(context.Background(), account.Formats{InlineRevocationSince: want}); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		if res := rs.send(t, context.Background(), handler(app), rs.event(t, name)); res.Status != cfn.StatusSuccess {
+			t.Fatalf("%s: got %+v, want SUCCESS", name, res)
+		}
+		if took := time.Since(start); took < account.FormatsRefresh {
+			t.Errorf("%s answered after %v, want at least FormatsRefresh (%v)", name, took, account.FormatsRefresh)
+		}
+		if got := formats(); !got.InlineRevocationSince.IsZero() {
+			t.Errorf("after %s: got %+v, want revocations on the key out of force", name, got)
+		}
+	}
 }

@@ -2,8 +2,8 @@
 // AWS configuration of a Lambda execution environment, the variables the
 // template sets for more than one function, the JSON logger, and the rule
 // that an init failure is one log line and exit status 1. It imports no
-// AWS service and none of Latchkey's packages, so that each main links
-// only the clients and the code of what it serves.
+// AWS service and of Latchkey's packages only version (a constant), so
+// that each main links only the clients and the code of what it serves.
 package lambdaenv
 
 import (
@@ -15,6 +15,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+
+	"latchkey/pkg/version"
 )
 
 // Environment variables, set by template.yaml, that more than one function
@@ -54,12 +56,15 @@ const InitTimeout = 8 * time.Second
 // metric filters count each version's answers apart: template.yaml), each
 // written before the call that logs it returns (a line held back would
 // wait for the next invocation of a frozen environment, or be lost with
-// it).
+// it). Its first line is the start line, with the release
+// (version.Version): the log of an execution environment says which
+// release answered, whichever alias version ran it.
 func NewLogger(w io.Writer, name string) *slog.Logger {
 	logger := slog.New(slog.NewJSONHandler(w, nil)).With("function", name)
 	if v := os.Getenv(EnvFunctionVersion); v != "" {
 		logger = logger.With("version", v)
 	}
+	logger.Info("start", "release", version.Version)
 	return logger
 }
 

@@ -7,10 +7,13 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+	"time"
 
+	"latchkey/pkg/account"
 	"latchkey/pkg/boltstore"
 	"latchkey/pkg/lambdaapp/replay"
 	"latchkey/pkg/tablestore"
+	"latchkey/pkg/version"
 )
 
 // Env is one store and one Secrets Manager shared by the functions, as in
@@ -31,6 +34,11 @@ func NewEnv(tb testing.TB) Env {
 	}
 	tb.Cleanup(func() { s.Close() })
 	if err := replay.Seed(context.Background(), s); err != nil {
+		tb.Fatal(err)
+	}
+	// The formats in force since long before any clock a test sets, as
+	// over a data file no earlier release reached.
+	if _, err := account.PutFormatsInForce(context.Background(), s, time.Unix(0, 0), version.Version); err != nil {
 		tb.Fatal(err)
 	}
 	return Env{Store: s, Keys: &replay.MemoryKeys{}, Secrets: replay.NewSecrets()}

@@ -1,0 +1,400 @@
+package latchkey_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"latchkey/pkg/account"
+	"latchkey/pkg/dynamostore"
+	"latchkey/pkg/version"
+)
+
+// tooEarlyCommit is a build that relies on its new format at once: main
+// when issue 32 was filed, which issued tokens with the claim irv and read
+// their revocations from the key alone from its first request, whoever
+// still served (docs/deploying.md, "Formats in force").
+const tooEarlyCommit = "088ceed"
+
+// TestMixedVersions is docs/deploying.md's rule held against real builds:
+// the previous release (built from the commit CHANGELOG.md names) and this
+// checkout's local server, both on one DynamoDB Local table, through an
+// upgrade (both serve), the step that puts this release's formats in
+// force (the previous release stopped), and the rollback drill of
+// docs/operating.md (formats out of force, then the previous release
+// serves again beside this one, while revocations, disables and deletes
+// go on). Each revocation, disable and delete made by one version is
+// checked on the other, 16 verifies each (a verify reads one of 16 read
+// copies at random), and each change's event in both feeds: none may be
+// lost. The same scenario against the too-early build must lose some, or
+// the test proves nothing.
+func TestMixedVersions(t *testing.T) {
+	endpoint := os.Getenv("LATCHKEY_TEST_DYNAMODB_ENDPOINT")
+	if endpoint == "" {
+		t.Skip("needs DynamoDB Local (LATCHKEY_TEST_DYNAMODB_ENDPOINT unset; make test sets it)")
+	}
+	releases := changelogReleases(t)
+	previous := releases[1]
+	bins := map[string]string{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for name, commit := range map[string]string{"previous": previous.commit, "too-early": tooEarlyCommit, "current": ""} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			bin, err := buildLocal(t, commit)
+			if err != nil {
+				t.Errorf("%s (%s): %v", name, commit, err)
+				return
+			}
+			mu.Lock()
+			bins[name] = bin
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	client := dynamodb.New(dynamodb.Options{
+		Region: "us-east-1", BaseEndpoint: aws.String(endpoint),
+		Credentials: credentials.NewStaticCredentialsProvider("local", "local", ""),
+	})
+
+	// Each on a table and servers of its own, at once: most of each is
+	// waiting (FormatsRefresh, the feed's lag).
+	t.Run("Current", func(t *testing.T) {
+		t.Parallel()
+		lost := upgradeAndRollBack(t, client, bins["previous"], bins["current"])
+		for _, l := range lost {
+			t.Errorf("lost: %s", l)
+		}
+		t.Logf("%s and %s: %d lost", previous.version, version.Version, len(lost))
+	})
+	t.Run("TooEarly", func(t *testing.T) {
+		t.Parallel()
+		lost := upgradeAndRollBack(t, client, bins["previous"], bins["too-early"])
+		if len(lost) == 0 {
+			t.Fatalf("the too-early build (%s) lost nothing: the scenario does not catch a format relied on too early", tooEarlyCommit)
+		}
+		t.Logf("%s and the too-early build %s: %d lost:\n%s", previous.version, tooEarlyCommit, len(lost), strings.Join(lost, "\n"))
+	})
+}
+
+// buildLocal builds cmd/local at commit ("" for this checkout) and
+// returns the binary. A commit is taken from git (git archive), so the
+// clone must hold it: a shallow clone fails here, saying so, rather than
+// skipping the test. Nothing is downloaded (GOPROXY=off): every release
+// builds from the module cache this checkout's go.sum fills.
+func buildLocal(t *testing.T, commit string) (string, error) {
+	dir, out := ".", filepath.Join(t.TempDir(), "latchkey-local")
+	if commit != "" {
+		if err := exec.Command("git", "cat-file", "-e", commit+"^{commit}").Run(); err != nil {
+			return "", fmt.Errorf("this clone lacks commit %s, which CHANGELOG.md names (a shallow clone? git fetch --unshallow)", commit)
+		}
+		dir = filepath.Join(t.TempDir(), "src")
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return "", err
+		}
+		archive := exec.Command("git", "archive", commit)
+		untar := exec.Command("tar", "-x", "-C", dir)
+		pipe, err := archive.StdoutPipe()
+		if err != nil {
+			return "", err
+		}
+		untar.Stdin = pipe
+		if err := untar.Start(); err != nil {
+			return "", err
+		}
+		if err := archive.Run(); err != nil {
+			return "", fmt.Errorf("git archive %s: %w", commit, err)
+		}
+		if err := untar.Wait(); err != nil {
+			return "", fmt.Errorf("untar %s: %w", commit, err)
+		}
+	}
+	build := exec.Command("go", "build", "-buildvcs=false", "-o", out, "./cmd/local")
+	build.Dir = dir
+	build.Env = append(os.Environ(), "GOPROXY=off", "GOFLAGS=-mod=mod")
+	if b, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/local: %v\n%s", err, b)
+	}
+	return out, nil
+}
+
+// mixedAdminKey is the admin key every server of a scenario shares.
+const mixedAdminKey = "lk_mixed_versions_admin_key_0123456789abcdef"
+
+// localServer is one cmd/local process on the scenario's table.
+type localServer struct {
+	name string
+	base string
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// startLocal starts bin over DynamoDB at endpoint, table table, with the
+// secrets of dataDir (the same signing key for every server), and waits
+// for its listening line.
+func startLocal(t *testing.T, name, bin, endpoint, table, dataDir string) *localServer {
+	t.Helper()
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), "ADDR=127.0.0.1:0", "DATA_DIR="+dataDir, "DYNAMODB_ENDPOINT="+endpoint,
+		"TABLE_NAME="+table, "ADMIN_API_KEY="+mixedAdminKey, "ISSUER=http://latchkey.mixed.test")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &localServer{name: name, cmd: cmd, done: make(chan struct{})}
+	addr := make(chan string, 1)
+	go func() {
+		defer close(s.done)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			var l struct{ Msg, Addr string }
+			if json.Unmarshal(sc.Bytes(), &l) == nil && l.Msg == "latchkey listening" {
+				addr <- l.Addr
+			}
+		}
+		cmd.Wait()
+	}()
+	t.Cleanup(s.stop)
+	select {
+	case s.base = <-addr:
+	case <-s.done:
+		t.Fatalf("%s exited before listening", name)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s: no listening line within 30 s", name)
+	}
+	return s
+}
+
+func (s *localServer) stop() {
+	if s.cmd.ProcessState == nil {
+		s.cmd.Process.Kill()
+	}
+	<-s.done
+}
+
+// call makes one request with credential and decodes the JSON answer.
+func (s *localServer) call(t *testing.T, method, path, credential string, body any) (int, map[string]any) {
+	t.Helper()
+	var r io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, s.base+path, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+credential)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s on %s: %v", method, path, s.name, err)
+	}
+	defer res.Body.Close()
+	var out map[string]any
+	json.NewDecoder(res.Body).Decode(&out)
+	return res.StatusCode, out
+}
+
+// mixedKey is an API key made for the scenario.
+type mixedKey struct{ id, secret string }
+
+func (s *localServer) createKey(t *testing.T) mixedKey {
+	t.Helper()
+	code, out := s.call(t, "POST", "/v1/api-keys", mixedAdminKey, map[string]any{"name": "mixed", "scopes": []string{"read:users"}})
+	if code != http.StatusCreated {
+		t.Fatalf("create a key on %s: %d %v", s.name, code, out)
+	}
+	return mixedKey{id: out["id"].(string), secret: out["key"].(string)}
+}
+
+func (s *localServer) issue(t *testing.T, k mixedKey) string {
+	t.Helper()
+	code, out := s.call(t, "POST", "/v1/auth/token", k.secret, map[string]any{"scopes": []string{"read:users"}})
+	if code != http.StatusCreated {
+		t.Fatalf("issue a token on %s: %d %v", s.name, code, out)
+	}
+	return out["access_token"].(string)
+}
+
+func (s *localServer) mustDo(t *testing.T, what, method, path string, body any) {
+	t.Helper()
+	if code, out := s.call(t, method, path, mixedAdminKey, body); code >= 300 {
+		t.Fatalf("%s on %s: %d %v", what, s.name, code, out)
+	}
+}
+
+// validOnce reports whether any of 16 verifies of tok on s says valid.
+func (s *localServer) validOnce(t *testing.T, tok string) bool {
+	t.Helper()
+	for range 16 {
+		code, out := s.call(t, "GET", "/v1/auth/verify", tok, nil)
+		if code != http.StatusOK {
+			t.Fatalf("verify on %s: %d %v", s.name, code, out)
+		}
+		if out["valid"] == true {
+			return true
+		}
+	}
+	return false
+}
+
+// revokedInFeed returns the token.revoked events of s's feed, as JSON.
+func (s *localServer) revokedInFeed(t *testing.T) string {
+	t.Helper()
+	code, out := s.call(t, "GET", "/v1/events?types=token.revoked&limit=100", mixedAdminKey, nil)
+	if code != http.StatusOK {
+		t.Fatalf("the feed on %s: %d %v", s.name, code, out)
+	}
+	b, _ := json.Marshal(out["data"])
+	return string(b)
+}
+
+// jti returns a token's id, from its payload.
+func jti(t *testing.T, tok string) string {
+	t.Helper()
+	m := regexp.MustCompile(`"jti":"([^"]+)"`).FindStringSubmatch(payload(t, tok))
+	if m == nil {
+		t.Fatalf("no jti in %s", payload(t, tok))
+	}
+	return m[1]
+}
+
+func payload(t *testing.T, tok string) string {
+	t.Helper()
+	parts := strings.Split(tok, ".")
+	if len(parts) != 3 {
+		t.Fatalf("not a JWT: %q", tok)
+	}
+	b, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// upgradeAndRollBack runs the scenario with old as the previous release
+// and next as the release deployed over it, on a table of its own, and
+// returns what was lost: each a sentence naming the change and the
+// version that missed it.
+func upgradeAndRollBack(t *testing.T, client *dynamodb.Client, oldBin, nextBin string) []string {
+	endpoint := os.Getenv("LATCHKEY_TEST_DYNAMODB_ENDPOINT")
+	table := fmt.Sprintf("mixed-%d", time.Now().UnixNano())
+	data := t.TempDir()
+	old := startLocal(t, "previous", oldBin, endpoint, table, data)
+	next := startLocal(t, "next", nextBin, endpoint, table, data)
+	store := dynamostore.New(client, table)
+	ctx := context.Background()
+	var lost []string
+	revoked := func(by, on *localServer, tok, when string) {
+		if on.validOnce(t, tok) {
+			lost = append(lost, fmt.Sprintf("%s: a token revoked by %s verifies on %s", when, by.name, on.name))
+		}
+	}
+	revoke := func(s *localServer, _ mixedKey, tok string) {
+		t.Helper()
+		s.mustDo(t, "revoke", "POST", "/v1/auth/revoke", map[string]any{"token": tok})
+	}
+	var revocations []string
+
+	// 1. The deployment: both versions serve, each revokes, disables and
+	// deletes what the other issued.
+	for _, pair := range [][2]*localServer{{old, next}, {next, old}} {
+		by, on := pair[0], pair[1]
+		k := by.createKey(t)
+		tok := on.issue(t, k)
+		revoke(by, k, tok)
+		revocations = append(revocations, jti(t, tok))
+		revoked(by, on, tok, "upgrade")
+		revoked(by, by, tok, "upgrade")
+		d := on.createKey(t)
+		dtok := on.issue(t, d)
+		by.mustDo(t, "disable", "PATCH", "/v1/api-keys/"+d.id, map[string]any{"enabled": false})
+		if on.validOnce(t, dtok) {
+			lost = append(lost, fmt.Sprintf("upgrade: a key disabled by %s still verifies on %s", by.name, on.name))
+		}
+		g := on.createKey(t)
+		gtok := on.issue(t, g)
+		by.mustDo(t, "delete", "DELETE", "/v1/api-keys/"+g.id, nil)
+		if on.validOnce(t, gtok) {
+			lost = append(lost, fmt.Sprintf("upgrade: a key deleted by %s still verifies on %s", by.name, on.name))
+		}
+	}
+
+	// 2. Every alias serves the new release: the previous one stops, and
+	// the deployment's step puts the formats in force (no margin here:
+	// nothing of the previous release is in flight).
+	old.stop()
+	if _, err := account.PutFormatsInForce(ctx, store, time.Now(), version.Version); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(account.FormatsRefresh + time.Second)
+	k := next.createKey(t)
+	before := next.issue(t, k) // revoked by the previous release during the rollback
+	during := next.issue(t, k) // revoked by this one during the rollback
+	flipped := next.issue(t, k)
+	if !strings.Contains(payload(t, flipped), `"irv":true`) {
+		t.Fatalf("%s issues no claim irv with the formats in force: the scenario would not try them (%s)", next.name, payload(t, flipped))
+	}
+	revoke(next, k, flipped)
+	revocations = append(revocations, jti(t, flipped))
+
+	// 3. The rollback drill: formats out of force first, a wait, then the
+	// previous release serves beside this one while both revoke, and
+	// changes the key (which it rewrites without what it does not know).
+	if err := account.PutFormatsOutOfForce(ctx, store, version.Version); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(account.FormatsRefresh + time.Second)
+	old = startLocal(t, "previous", oldBin, endpoint, table, data)
+	revoke(old, k, before)
+	revoke(next, k, during)
+	revocations = append(revocations, jti(t, before), jti(t, during))
+	old.mustDo(t, "rename", "PATCH", "/v1/api-keys/"+k.id, map[string]any{"name": "renamed during the rollback"})
+	for _, s := range []*localServer{old, next} {
+		revoked(old, s, before, "rollback")
+		revoked(next, s, during, "rollback")
+		revoked(next, s, flipped, "rollback")
+	}
+	// The feed lists an event once it is EventLag old (5 s with the
+	// default store timeout): up to 10 s for the last.
+	for _, s := range []*localServer{old, next} {
+		missing := revocations
+		for deadline := time.Now().Add(10 * time.Second); len(missing) > 0 && time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+			feed := s.revokedInFeed(t)
+			missing = slices.DeleteFunc(slices.Clone(missing), func(id string) bool { return strings.Contains(feed, id) })
+		}
+		for _, id := range missing {
+			lost = append(lost, fmt.Sprintf("the event of %s's revocation is not in %s's feed", id, s.name))
+		}
+	}
+	return lost
+}
