@@ -667,10 +667,12 @@ func TestCanaryHook_Lambda(t *testing.T) {
 			if got != c.want {
 				t.Fatalf("outcome %s, want %s; logs:\n%s", got, c.want, logs.String())
 			}
+			// The logger's start line (the release), then the check's one.
 			lines := logs.Lines()
-			var line struct{ Msg, Error string }
-			if len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &line) != nil || line.Msg != c.line {
-				t.Fatalf("logs %q, want one line %q", lines, c.line)
+			var start, line struct{ Msg, Error string }
+			if len(lines) != 2 || json.Unmarshal([]byte(lines[0]), &start) != nil || start.Msg != "start" ||
+				json.Unmarshal([]byte(lines[1]), &line) != nil || line.Msg != c.line {
+				t.Fatalf("logs %q, want the start line and one line %q", lines, c.line)
 			}
 			if c.down && !strings.Contains(line.Error, "issue a token (auth): 503 unavailable") {
 				t.Errorf("error %q, want the step, the function and the answer", line.Error)
