@@ -29,7 +29,7 @@ import (
 // throttled is the HTTP stack over a table behind a Throttler, with a
 // token to verify.
 type throttled struct {
-	proxy *dynamotest.Throttler
+	proxy *Throttler
 	table string
 	env   *httpapitest.Env
 	token string
@@ -42,7 +42,7 @@ func newThrottled(tb testing.TB) throttled {
 	tb.Helper()
 	client := dynamotest.NewClient(tb)
 	table := dynamotest.NewTable(tb, client)
-	proxy := dynamotest.NewThrottler(tb, dynamotest.Endpoint(tb))
+	proxy := NewThrottler(tb, dynamotest.Endpoint(tb))
 	env := httpapitest.NewServerOver(tb, dynamostore.New(client, table, dynamostore.WithTimeout(dynamotest.Timeout)))
 	token, _ := env.IssueToken(tb, env.AdminKey, "", account.ScopeReadUsers)
 	return throttled{proxy: proxy, table: table, env: env, token: token}
@@ -76,7 +76,7 @@ func TestThrottling(t *testing.T) {
 
 	t.Run("WireFormat", func(t *testing.T) {
 		// The proxy's answer is what the SDK reads as DynamoDB throttling.
-		proxy := dynamotest.NewThrottler(t, dynamotest.Endpoint(t))
+		proxy := NewThrottler(t, dynamotest.Endpoint(t))
 		proxy.Throttle(1)
 		_, err := proxy.Client().GetItem(t.Context(), &dynamodb.GetItemInput{
 			TableName: aws.String("any"),

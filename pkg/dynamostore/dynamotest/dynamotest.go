@@ -42,10 +42,12 @@ func Endpoint(tb testing.TB) string {
 // real account. optFns may add middleware.
 func NewClient(tb testing.TB, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
 	tb.Helper()
-	return clientAt(Endpoint(tb), optFns...)
+	return ClientAt(Endpoint(tb), optFns...)
 }
 
-func clientAt(endpoint string, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
+// ClientAt returns a client for the DynamoDB (Local, or a proxy in front
+// of it) at endpoint, with the tests' region and static credentials.
+func ClientAt(endpoint string, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
 	opts := dynamodb.Options{
 		Region:       "us-east-1",
 		BaseEndpoint: aws.String(endpoint),

@@ -62,7 +62,7 @@ func StartProcess(tb testing.TB) *Process {
 
 // Client returns a client for this process, built like NewClient's.
 func (p *Process) Client(optFns ...func(*dynamodb.Options)) *dynamodb.Client {
-	return clientAt(p.Endpoint, optFns...)
+	return ClientAt(p.Endpoint, optFns...)
 }
 
 // Freeze stops the process with SIGSTOP.

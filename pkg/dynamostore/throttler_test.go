@@ -1,4 +1,4 @@
-package dynamotest
+package dynamostore_test
 
 import (
 	"io"
@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"latchkey/pkg/dynamostore/dynamotest"
 )
 
 // ThrottledBody is what DynamoDB answers a call to a throttled table, with
@@ -84,5 +86,5 @@ func (t *Throttler) Calls() (calls, throttled int64) {
 // Client returns a client for the proxy, built like NewClient's: each
 // client has a retryer, and its retry quota, of its own.
 func (t *Throttler) Client(optFns ...func(*dynamodb.Options)) *dynamodb.Client {
-	return clientAt(t.URL, optFns...)
+	return dynamotest.ClientAt(t.URL, optFns...)
 }
