@@ -93,7 +93,7 @@ func TestThrottling(t *testing.T) {
 		h := s.handler(t, timeout)
 		s.proxy.Throttle(1)
 		const verifies = 5
-		before, _ := s.proxy.Calls()
+		before := s.proxy.BatchGets()
 		for range verifies {
 			res, took := s.verify(t.Context(), h)
 			s.env.CheckResponse(t, res)
@@ -109,8 +109,8 @@ func TestThrottling(t *testing.T) {
 				t.Errorf("verify on a throttled table answered after %v, want within %v", took, bound)
 			}
 		}
-		if after, _ := s.proxy.Calls(); after-before != verifies*dynamostore.MaxAttempts {
-			t.Errorf("calls to DynamoDB for %d verifies: got %d, want %d (MaxAttempts each)", verifies, after-before, verifies*dynamostore.MaxAttempts)
+		if after := s.proxy.BatchGets(); after-before != verifies*dynamostore.MaxAttempts {
+			t.Errorf("verify's calls to DynamoDB (BatchGetItem) for %d verifies: got %d, want %d (MaxAttempts each)", verifies, after-before, verifies*dynamostore.MaxAttempts)
 		}
 	})
 
@@ -123,13 +123,13 @@ func TestThrottling(t *testing.T) {
 		const left = timeout / 6
 		ctx, cancel := context.WithTimeout(t.Context(), left)
 		defer cancel()
-		before, _ := s.proxy.Calls()
+		before := s.proxy.BatchGets()
 		res, took := s.verify(ctx, h)
 		if res.StatusCode != http.StatusServiceUnavailable || took >= left {
 			t.Errorf("verify with %v left: %d after %v, want 503 before the deadline", left, res.StatusCode, took)
 		}
-		if after, _ := s.proxy.Calls(); after-before != 1 {
-			t.Errorf("calls to DynamoDB with %v left: got %d, want 1", left, after-before)
+		if after := s.proxy.BatchGets(); after-before != 1 {
+			t.Errorf("verify's calls to DynamoDB (BatchGetItem) with %v left: got %d, want 1", left, after-before)
 		}
 	})
 

@@ -34,6 +34,7 @@ type Throttler struct {
 
 	share     atomic.Uint64 // math.Float64bits of the share throttled
 	calls     atomic.Int64
+	batchGets atomic.Int64 // of calls, the BatchGetItems: a verify's read
 	throttled atomic.Int64
 	seq       atomic.Int64
 }
@@ -56,6 +57,9 @@ func NewThrottler(tb testing.TB, endpoint string) *Throttler {
 	t := &Throttler{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t.calls.Add(1)
+		if r.Header.Get("X-Amz-Target") == batchGetItemTarget {
+			t.batchGets.Add(1)
+		}
 		if share := math.Float64frombits(t.share.Load()); share > 0 && rand.Float64() < share {
 			t.throttled.Add(1)
 			w.Header().Set("Content-Type", "application/x-amz-json-1.0")
@@ -76,6 +80,14 @@ func NewThrottler(tb testing.TB, endpoint string) *Throttler {
 func (t *Throttler) Throttle(share float64) {
 	t.share.Store(math.Float64bits(share))
 }
+
+// batchGetItemTarget is the X-Amz-Target of a BatchGetItem call.
+const batchGetItemTarget = "DynamoDB_20120810.BatchGetItem"
+
+// BatchGets returns how many BatchGetItem calls the proxy received: a
+// verify's read, without the process's own reads beside it (the formats
+// item, every account.FormatsRefresh).
+func (t *Throttler) BatchGets() int64 { return t.batchGets.Load() }
 
 // Calls returns how many calls the proxy received, and how many of them
 // it throttled.
