@@ -156,6 +156,15 @@ type Widget struct {
 		Period  int     `json:"period"`
 		Region  string  `json:"region"`
 		Metrics [][]any `json:"metrics"`
+		// InsightRule: a Contributor Insights rule's top contributors,
+		// in place of Metrics.
+		InsightRule *struct {
+			RuleName            string `json:"ruleName"`
+			MaxContributorCount int    `json:"maxContributorCount"`
+			OrderBy             string `json:"orderBy"`
+		} `json:"insightRule"`
+		// Markdown: a text widget's.
+		Markdown string `json:"markdown"`
 	} `json:"properties"`
 }
 
@@ -203,6 +212,9 @@ func Series(m []any, widgetStat string) (label, what string) {
 	return label, what
 }
 
+// markdownLink is a link of a text widget: [text](target).
+var markdownLink = regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`)
+
 // The grid: CloudWatch's 24 columns, and the height of one row unit.
 const (
 	colWidth  = 50
@@ -238,6 +250,15 @@ func Render(w io.Writer, template []byte, id string) error {
 		fmt.Fprintf(&b, "<clipPath id=\"w%d\"><rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/></clipPath>\n", n, x, y, wdt-4, hgt)
 		fmt.Fprintf(&b, "<g clip-path=\"url(#w%d)\">\n<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#ffffff\" stroke=\"#d5dbdb\"/>\n", n, x, y, wdt, hgt)
 		fmt.Fprintf(&b, "<text x=\"%d\" y=\"%d\" font-size=\"14\" font-weight=\"bold\" fill=\"#16191f\">%s</text>\n", x+10, y+20, html.EscapeString(wd.Properties.Title))
+		if wd.Type == "text" {
+			// Its markdown with each link's target left out.
+			text := markdownLink.ReplaceAllString(wd.Properties.Markdown, "$1")
+			fmt.Fprintf(&b, "<text x=\"%d\" y=\"%d\" font-size=\"12\" fill=\"#16191f\">%s</text>\n</g>\n", x+10, y+22, html.EscapeString(strings.ReplaceAll(text, "**", "")))
+			continue
+		}
+		if r := wd.Properties.InsightRule; r != nil {
+			fmt.Fprintf(&b, "<text x=\"%d\" y=\"%d\" font-size=\"11\" fill=\"#16191f\">Contributor Insights <tspan fill=\"#687078\">%s, top %d by %s</tspan></text>\n", x+10, y+hgt-10, html.EscapeString(r.RuleName), r.MaxContributorCount, html.EscapeString(r.OrderBy))
+		}
 		// The plot area: axes with no line on them.
 		px, py, pw, ph := x+40, y+32, wdt-56, hgt-50-16*len(wd.Properties.Metrics)
 		if ph < 20 {

@@ -53,7 +53,7 @@ func TestBody_Widgets(t *testing.T) {
 	var shown []string
 	verify := map[string]bool{} // what the verify widget shows
 	for _, w := range ws {
-		if w.Type != "metric" || w.X < 0 || w.Width < 1 || w.X+w.Width > 24 || w.Height < 1 {
+		if w.Type != "metric" && w.Type != "text" || w.X < 0 || w.Width < 1 || w.X+w.Width > 24 || w.Height < 1 {
 			t.Errorf("widget %q: type %s at x %d, width %d, height %d", w.Properties.Title, w.Type, w.X, w.Width, w.Height)
 		}
 		for x := w.X; x < w.X+w.Width; x++ {
@@ -63,6 +63,13 @@ func TestBody_Widgets(t *testing.T) {
 				}
 				taken[[2]int{x, y}] = w.Properties.Title
 			}
+		}
+		if w.Type == "text" {
+			shown = append(shown, w.Properties.Markdown)
+			continue
+		}
+		if r := w.Properties.InsightRule; r != nil {
+			shown = append(shown, "insight rule "+r.RuleName)
 		}
 		if w.Properties.Region != "us-east-1" || w.Properties.Period <= 0 {
 			t.Errorf("widget %q: region %q, period %d", w.Properties.Title, w.Properties.Region, w.Properties.Period)
@@ -84,6 +91,11 @@ func TestBody_Widgets(t *testing.T) {
 		"AWS/DynamoDB ReadThrottleEvents", "AWS/DynamoDB WriteThrottleEvents",
 		"AWS/Lambda IteratorAge (Maximum) FunctionName=latchkey-PublisherFunction",
 		"AWS/SQS ApproximateNumberOfMessagesVisible (Maximum) QueueName=latchkey-PublisherDeadLetterQueue",
+		// Issue 34: who sends the traffic, and where the hot keys are.
+		"insight rule latchkey-latchkey-api-top-clients", "insight rule latchkey-latchkey-api-top-clients-4xx",
+		"insight rule latchkey-latchkey-verify-url-top-clients", "insight rule latchkey-latchkey-verify-url-top-clients-4xx",
+		"(Contributor Insights for DynamoDB)", "#table?name=latchkey-Table&tab=monitoring",
+		"Latchkey/latchkey PublishFailedEntries",
 	} {
 		if !slices.ContainsFunc(shown, func(s string) bool { return strings.Contains(s, want) }) {
 			t.Errorf("no widget shows %s; shown:\n%s", want, strings.Join(shown, "\n"))

@@ -277,7 +277,10 @@ func TestTemplate_Alarms(t *testing.T) {
 	want = append(want,
 		findAlarm(t, alarms, "publisher iterator age", "AWS/Lambda IteratorAge FunctionName=!Ref "+publisherID),
 		findAlarm(t, alarms, "publisher dead-letter queue", `AWS/SQS ApproximateNumberOfMessagesVisible QueueName={"Fn::GetAtt":"PublisherDeadLetterQueue.QueueName"}`),
-		findAlarm(t, alarms, "publisher skipped events", "map[Fn::Sub:Latchkey/${AWS::StackName}] SkippedEvents"))
+		findAlarm(t, alarms, "publisher skipped events", "map[Fn::Sub:Latchkey/${AWS::StackName}] SkippedEvents"),
+		// Issue 34: the events EventBridge refused, before the retries
+		// run out (TestTemplate_PublisherFailedEntries).
+		findAlarm(t, alarms, "publisher failed entries", "map[Fn::Sub:Latchkey/${AWS::StackName}] PublishFailedEntries"))
 	// Issue 22: API Gateway's own throttling, the account's concurrency,
 	// each gradually deployed function's alias (errors and latency, which
 	// roll a deployment back: TestTemplate_GradualDeployment), and every
@@ -386,7 +389,8 @@ func gsiNames() []string {
 }
 
 // TestTemplate_LogGroups: the access log group is under /aws/vendedlogs/,
-// kept when the stack is deleted, for a retention of its own; each
+// kept when the stack is deleted, for a retention of its own, as the
+// verify URL's (its audit trail) is; each other
 // function's log group has the stack's retention and is deleted with the
 // stack; the access log line is JSON and carries what joins it to the
 // function's log lines.
@@ -418,6 +422,14 @@ func TestTemplate_LogGroups(t *testing.T) {
 		}
 		r := tpl["Resources"].(map[string]any)[id]
 		retention, policy := "LogRetentionDays", "Delete"
+		if id == "VerifyLogGroup" {
+			// Issue 34: the verify URL's request lines are its audit
+			// trail, kept as the access log is.
+			retention, policy = "AccessLogRetentionDays", "Retain"
+			if !strings.HasSuffix(name, "-${StackUuid}") {
+				t.Errorf("%s: name %q, want it ending with the stack's id", id, name)
+			}
+		}
 		if id == access {
 			// The audit trail outlives the stack, under a name of this
 			// stack's own (its id), so that a stack created again under
