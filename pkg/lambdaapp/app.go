@@ -47,6 +47,8 @@ import (
 	"context"
 	"crypto"
 	"crypto/rand"
+	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -62,6 +64,7 @@ import (
 	"latchkey/pkg/account"
 	"latchkey/pkg/assembly"
 	"latchkey/pkg/httpapi"
+	"latchkey/pkg/lambdaapp/lambdaenv"
 	"latchkey/pkg/logsample"
 	"latchkey/pkg/secrets"
 	"latchkey/pkg/token"
@@ -317,6 +320,10 @@ func (a *App) Bootstrap(ctx context.Context) error {
 // the current handler. The refresh runs here because a Lambda's background
 // goroutines are frozen between invocations.
 func (a *App) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if a.cfg.OriginSecret != "" && !a.throughEdge(r) {
+		a.refuseOutsideEdge(w, r)
+		return
+	}
 	a.refresh(r.Context())
 	// A function URL passes HEAD to the function and returns whatever body
 	// it is given (the API's routes take GET only); net/http's server
@@ -325,6 +332,41 @@ func (a *App) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w = bodiless{w}
 	}
 	a.current.Load().handler.ServeHTTP(w, r)
+}
+
+// OriginSecretHeader is lambdaenv's, which CloudFront adds.
+const OriginSecretHeader = lambdaenv.OriginSecretHeader
+
+// throughEdge reports whether r carries the origin secret, compared in
+// constant time.
+func (a *App) throughEdge(r *http.Request) bool {
+	return subtle.ConstantTimeCompare([]byte(r.Header.Get(OriginSecretHeader)), []byte(a.cfg.OriginSecret)) == 1
+}
+
+// refuseOutsideEdge answers a request that did not come through the edge:
+// 403 forbidden, as problem+json, before any key is read or credit spent,
+// and logs it (without the header's value) for the access log's 403.
+func (a *App) refuseOutsideEdge(w http.ResponseWriter, r *http.Request) {
+	id := RequestID(r)
+	a.deps.Logger.WarnContext(r.Context(), "request refused: not through the edge", "request_id", id,
+		"method", r.Method, "path", auditPath(r), "source_ip", SourceIP(r), "origin_secret_sent", r.Header.Get(OriginSecretHeader) != "")
+	pr := httpapi.ProblemOf(account.Errorf(account.CodeForbidden, "this endpoint is served through its CloudFront distribution only"))
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(pr.Status)
+	json.NewEncoder(w).Encode(map[string]any{ // cannot fail: strings and an int
+		"type": "https://latchkey.dev/problems/" + string(pr.Code), "title": pr.Title, "status": pr.Status,
+		"detail": pr.Detail, "code": pr.Code, "request_id": id,
+	})
+}
+
+// auditPath is r's path, cut at httpapi.MaxPathBytes, for a log line.
+func auditPath(r *http.Request) string {
+	p := r.URL.EscapedPath()
+	if len(p) > httpapi.MaxPathBytes {
+		p = p[:httpapi.MaxPathBytes]
+	}
+	return p
 }
 
 // bodiless is the response to HEAD: GET's status and headers, no body.

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -988,5 +989,99 @@ func TestApp_InlineRevocation(t *testing.T) {
 		if code, v := do(t, auth, "GET", "/v1/auth/verify", tok, ""); code != http.StatusOK || v["valid"] != false || v["reason"] != "revoked" {
 			t.Fatalf("NoInlineRevocation %v: verify of the revoked token: %d %v", off, code, v)
 		}
+	}
+}
+
+// TestApp_OriginSecret (issue 34): with ORIGIN_SECRET set, as the template
+// sets it when the edge is on, each function serves only the requests that
+// carry it in X-Origin-Secret (CloudFront adds it), and answers any other
+// 403 forbidden as problem+json, before it reads a key or spends a credit;
+// its log line never holds what was sent. Without it, nothing changes.
+func TestApp_OriginSecret(t *testing.T) {
+	const secret = "k3v9QZ2m8TtYwR4pL6nB1xC7dF0gH5jA9sE2uV8yN4qM3rK6"
+	t.Run("ConfigFromEnv", func(t *testing.T) {
+		env := map[string]string{lambdaapp.EnvTableName: "latchkey", lambdaapp.EnvCursorKeySecret: "arn:c", lambdaapp.EnvOriginSecret: secret}
+		cfg, err := lambdaapp.ConfigFromEnv(lambdaapp.Users, func(k string) string { return env[k] })
+		if err != nil || cfg.OriginSecret != secret {
+			t.Fatalf("got %q, %v; want the secret", cfg.OriginSecret, err)
+		}
+		env[lambdaapp.EnvOriginSecret] = "short-and-guessable"
+		_, err = lambdaapp.ConfigFromEnv(lambdaapp.Users, func(k string) string { return env[k] })
+		if err == nil || strings.Contains(err.Error(), "short-and-guessable") {
+			t.Fatalf("a short secret: %v, want refused without repeating it", err)
+		}
+	})
+	e := newEnv(t)
+	for _, fn := range []lambdaapp.Function{lambdaapp.Auth, lambdaapp.Organizations, lambdaapp.Users, lambdaapp.Verify} {
+		t.Run(string(fn), func(t *testing.T) {
+			logs := &httpapitest.SyncBuffer{}
+			cfg := replay.Config(fn, "latchkey")
+			cfg.OriginSecret = secret
+			deps := lambdaapp.Deps{Store: e.Store, Keys: e.Keys, Secrets: e.Secrets, Logger: slog.New(slog.NewJSONHandler(logs, nil))}
+			if fn == lambdaapp.Verify {
+				deps.Secrets = nil
+			}
+			app, err := lambdaapp.New(context.Background(), cfg, deps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			open := cfg
+			open.OriginSecret = ""
+			withoutEdge, err := lambdaapp.New(context.Background(), open, deps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev, err := replay.LoadEvent("../../events/auth-verify-no-credential.json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fn == lambdaapp.Organizations || fn == lambdaapp.Users {
+				if ev, err = replay.LoadEvent("../../events/" + string(fn) + "-get.json"); err != nil {
+					t.Fatal(err)
+				}
+				delete(ev.Headers, "authorization")
+			}
+			// What the function answers without the edge: the reference.
+			want, err := withoutEdge.Lambda()(context.Background(), ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, sent := range map[string]string{"Missing": "", "Wrong": secret[:len(secret)-1] + "X", "Prefix": secret[:40]} {
+				logs.Reset()
+				ev := ev
+				ev.Headers = maps.Clone(ev.Headers)
+				if sent != "" {
+					ev.Headers[strings.ToLower(lambdaapp.OriginSecretHeader)] = sent
+				}
+				res, err := app.Lambda()(context.Background(), ev)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var body map[string]any
+				if err := json.Unmarshal([]byte(res.Body), &body); err != nil {
+					t.Fatalf("%s: body %q: %v", name, res.Body, err)
+				}
+				if res.StatusCode != http.StatusForbidden || res.Headers["Content-Type"] != "application/problem+json" || body["code"] != "forbidden" ||
+					body["status"] != float64(403) || body["type"] != "https://latchkey.dev/problems/forbidden" || body["request_id"] != ev.RequestContext.RequestID {
+					t.Errorf("%s: %d %v %s, want 403 forbidden as problem+json with the request id", name, res.StatusCode, res.Headers, res.Body)
+				}
+				if !strings.Contains(logs.String(), "request refused: not through the edge") || sent != "" && strings.Contains(logs.String(), sent) {
+					t.Errorf("%s: the log says:\n%s", name, logs.String())
+				}
+			}
+			ev.Headers = maps.Clone(ev.Headers)
+			ev.Headers[strings.ToLower(lambdaapp.OriginSecretHeader)] = secret
+			logs.Reset()
+			got, err := app.Lambda()(context.Background(), ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.StatusCode != want.StatusCode || got.StatusCode == http.StatusForbidden {
+				t.Errorf("through the edge: %d %s, want %d as without it", got.StatusCode, got.Body, want.StatusCode)
+			}
+			if strings.Contains(logs.String(), secret) {
+				t.Errorf("the secret is in the log:\n%s", logs.String())
+			}
+		})
 	}
 }

@@ -88,6 +88,11 @@ const (
 	// seconds, 1 to 300 (account.ParseStatusTTL); 10 when unset.
 	EnvStatusListTTL = "STATUS_LIST_TTL"
 
+	// EnvOriginSecret is optional: with the edge on (template.yaml
+	// EdgeProtection), the value CloudFront sends in OriginSecretHeader;
+	// a request without it did not come through the edge and is refused.
+	EnvOriginSecret = lambdaenv.EnvOriginSecret
+
 	EnvDynamoDBEndpoint       = lambdaenv.EnvDynamoDBEndpoint
 	EnvSecretsManagerEndpoint = lambdaenv.EnvSecretsManagerEndpoint
 )
@@ -130,6 +135,10 @@ type Config struct {
 	// the request line of one success in N is logged, of every other
 	// request always. 0 or 1 logs every line.
 	SuccessLogEvery int
+	// OriginSecret is ORIGIN_SECRET: when set, every request must carry it
+	// in OriginSecretHeader (CloudFront adds it), or it is refused 403.
+	// Never logged.
+	OriginSecret string
 	// Console builds the console (console.Mount), which auth serves; the
 	// auth function's main sets it, so that the other functions link none
 	// of it. Ignored by the others (NewVerifying).
@@ -206,8 +215,16 @@ func ConfigFromEnv(fn Function, getenv func(string) string) (Config, error) {
 		// nobody could account for.
 		problems = append(problems, logsample.EnvEvery+": the verify function logs every request (it has no access log); leave it unset or 1")
 	}
+	if cfg.OriginSecret = getenv(EnvOriginSecret); cfg.OriginSecret != "" && len(cfg.OriginSecret) < MinOriginSecretLength {
+		// A short one could be guessed; its value is not repeated here.
+		problems = append(problems, fmt.Sprintf("%s: at least %d characters", EnvOriginSecret, MinOriginSecretLength))
+	}
 	if len(problems) > 0 {
 		return Config{}, errors.New(strings.Join(problems, "; "))
 	}
 	return cfg, nil
 }
+
+// MinOriginSecretLength is the shortest ORIGIN_SECRET taken: the template
+// generates 48 random letters and digits.
+const MinOriginSecretLength = 32

@@ -11,6 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -37,6 +39,10 @@ const (
 	EnvVerifyVersionARN        = "VERIFY_VERSION_ARN"
 	EnvOrganizationsVersionARN = "ORGANIZATIONS_VERSION_ARN"
 	EnvUsersVersionARN         = "USERS_VERSION_ARN"
+	// EnvOriginSecret is the functions' own (lambdaenv.EnvOriginSecret),
+	// set with the edge on: the check's requests carry it as CloudFront's
+	// do, or the versions would refuse them.
+	EnvOriginSecret = lambdaenv.EnvOriginSecret
 )
 
 // checkTimeout bounds one check below the function's timeout (60 s), so
@@ -67,13 +73,14 @@ func FromEnv(getenv func(string) string, logger *slog.Logger) (Handler, error) {
 		o.BaseEndpoint = lambdaenv.Endpoint(getenv, lambdaenv.EnvSecretsManagerEndpoint)
 	})
 	cd := codedeploy.NewFromConfig(cfg)
+	origin := getenv(EnvOriginSecret)
 	targets := canary.Targets{
-		Auth:       HTTPVersion(lc, authARN),
+		Auth:       ThroughEdge(HTTPVersion(lc, authARN), origin),
 		Authorizer: AuthorizerVersion(lc, authorizerARN),
 	}
 	for env, fn := range map[string]*canary.HTTPFunction{EnvVerifyVersionARN: &targets.Verify, EnvOrganizationsVersionARN: &targets.Organizations, EnvUsersVersionARN: &targets.Users} {
 		if v := getenv(env); v != "" {
-			*fn = HTTPVersion(lc, v)
+			*fn = ThroughEdge(HTTPVersion(lc, v), origin)
 		}
 	}
 	return func(ctx context.Context, ev Event) error {
@@ -126,6 +133,22 @@ func HTTPVersion(lc invoker, arn string) canary.HTTPFunction {
 	return func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		var res events.APIGatewayV2HTTPResponse
 		return res, invoke(ctx, lc, arn, req, &res)
+	}
+}
+
+// ThroughEdge adds the origin secret to each request fn is sent, as
+// CloudFront adds it; fn itself when there is none (the edge is off).
+func ThroughEdge(fn canary.HTTPFunction, secret string) canary.HTTPFunction {
+	if secret == "" {
+		return fn
+	}
+	return func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		req.Headers = maps.Clone(req.Headers)
+		if req.Headers == nil {
+			req.Headers = map[string]string{}
+		}
+		req.Headers[strings.ToLower(lambdaenv.OriginSecretHeader)] = secret
+		return fn(ctx, req)
 	}
 }
 

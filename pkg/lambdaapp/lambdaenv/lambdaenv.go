@@ -29,7 +29,19 @@ const (
 	EnvSigningAlg = "SIGNING_ALG"
 	// EnvStoreTimeout is optional: see dynamostore.ParseTimeout.
 	EnvStoreTimeout = "STORE_TIMEOUT"
+	// EnvOriginSecret is set with the edge on (template.yaml
+	// EdgeProtection): the value CloudFront sends in OriginSecretHeader,
+	// which the functions behind it require (lambdaapp) and the canary
+	// sends them.
+	EnvOriginSecret = "ORIGIN_SECRET"
 )
+
+// OriginSecretHeader is the header CloudFront adds to every request it
+// sends to the API and the verify URL when the edge is on: the proof that
+// a request came through the web ACL, as neither an HTTP API nor a
+// function URL serving a bearer token can be closed to all but
+// CloudFront otherwise.
+const OriginSecretHeader = "X-Origin-Secret"
 
 // EnvFunctionVersion is the version of the function that Lambda runs,
 // which Lambda sets: a number, or $LATEST.
