@@ -351,12 +351,19 @@ func TestTemplate_Issuer(t *testing.T) {
 		t.Error("IssuerConfig has no ServiceTimeout")
 	}
 	choice := list(path(props, authevents.IssuerProperty, "Fn::If"))
+	// Issue 34: without a custom domain, the edge's URL when it is on
+	// (the API's own refuses every request then).
+	edge := list(path(choice[2], "Fn::If"))
 	if len(choice) != 3 || choice[0] != "HasCustomDomain" ||
-		path(choice[1], "Fn::Sub") != "https://${CustomDomainName}" ||
-		path(choice[2], "Fn::Sub") != "https://${HttpApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}" {
-		t.Errorf("IssuerConfig %s: got %v, want the custom domain if one is given, else the API's URL", authevents.IssuerProperty, props[authevents.IssuerProperty])
+		path(choice[1], "Fn::Sub") != "https://${CustomDomainName}" || len(edge) != 3 || edge[0] != "EdgeProtected" ||
+		path(edge[1], "Fn::Sub") != "https://${EdgeDistribution.DomainName}" ||
+		path(edge[2], "Fn::Sub") != "https://${HttpApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}" {
+		t.Errorf("IssuerConfig %s: got %v, want the custom domain if one is given, else the edge's URL when it is on, else the API's URL", authevents.IssuerProperty, props[authevents.IssuerProperty])
 	}
-	if got, want := path(map[string]any(tpl), "Outputs", "ApiUrl", "Value", "Fn::Sub"), path(choice[2], "Fn::Sub"); got != want {
+	if got, want := path(map[string]any(tpl), "Outputs", "EdgeUrl", "Value", "Fn::Sub"), path(edge[1], "Fn::Sub"); got != want {
+		t.Errorf("the issuer behind the edge is %v, the EdgeUrl output %v: want the same", want, got)
+	}
+	if got, want := path(map[string]any(tpl), "Outputs", "ApiUrl", "Value", "Fn::Sub"), path(edge[2], "Fn::Sub"); got != want {
 		t.Errorf("the issuer without a custom domain is %v, the ApiUrl output %v: want the same", want, got)
 	}
 	if got := path(map[string]any(tpl), "Outputs", "Issuer", "Value", "Fn::GetAtt"); got != "IssuerConfig."+authevents.IssuerProperty {

@@ -2,7 +2,13 @@ package deploytest_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"latchkey/pkg/canary"
@@ -51,5 +57,181 @@ func TestCanary_ThroughEdge(t *testing.T) {
 	}
 	if canaryapp.EnvOriginSecret != lambdaenv.EnvOriginSecret || lambdaapp.EnvOriginSecret != lambdaenv.EnvOriginSecret {
 		t.Error("the hook and the functions read the origin secret from different variables")
+	}
+}
+
+// originSecretRef is what CloudFront sends and the functions are given:
+// the edge's generated secret, resolved by CloudFormation.
+const originSecretRef = "{{resolve:secretsmanager:${EdgeOriginSecret}:SecretString}}"
+
+// edgeFunctions are the functions behind the edge: every one serving the
+// API or the verify URL, and the canary hook, which calls them.
+var edgeFunctions = []string{"AuthFunction", "OrganizationsFunction", "UsersFunction", verifyID, "CanaryHookFunction"}
+
+// TestTemplate_Edge (issue 34): EdgeProtection, off by default, puts
+// CloudFront and a WAF web ACL in front of the API and the verify URL;
+// the web ACL's rate-based rules count per address and per Authorization
+// header, with limits from parameters, and answer 429; CloudFront sends
+// every request to the origins with the generated secret, which every
+// function behind it is given (and none with the edge off); the stack is
+// refused where it cannot make the web ACL.
+func TestTemplate_Edge(t *testing.T) {
+	tpl := loadTemplate(t)
+	if p := tpl.parameter(t, "EdgeProtection"); p["Default"] != "false" || !slices.Equal(strs(p["AllowedValues"]), []string{"false", "true"}) {
+		t.Errorf("EdgeProtection: default %v, allowed %v; want off by default", p["Default"], p["AllowedValues"])
+	}
+	for params, want := range map[string]bool{"": false, "EdgeProtection=true": true} {
+		p := map[string]string{}
+		if k, v, ok := strings.Cut(params, "="); ok {
+			p[k] = v
+		}
+		if got := tpl.condition(t, "EdgeProtected", p); got != want {
+			t.Errorf("%q: EdgeProtected %v, want %v", params, got, want)
+		}
+	}
+
+	t.Run("Off", func(t *testing.T) {
+		off := tpl.under(map[string]bool{"EdgeProtected": false, "CreateEdgeWebAcl": false, "EdgeServesVerifyUrl": false, "EdgeServesCustomDomain": false})
+		for _, section := range []string{"Resources", "Outputs"} {
+			for id, r := range off[section].(map[string]any) {
+				if path(r, "Condition") == "EdgeProtected" {
+					continue // an output under the condition (under drops resources only)
+				}
+				b, _ := json.Marshal(r)
+				if strings.HasPrefix(id, "Edge") || strings.Contains(string(b), "Edge") && id != "IssuerConfig" {
+					t.Errorf("%s %s is there with the edge off: %s", section, id, b)
+				}
+			}
+		}
+		for _, fn := range edgeFunctions {
+			if v, ok := off.functionEnv(t, fn)[lambdaenv.EnvOriginSecret]; ok {
+				t.Errorf("%s: %s is %v with the edge off", fn, lambdaenv.EnvOriginSecret, v)
+			}
+		}
+		if got := path(off.resource(t, "IssuerConfig", "Custom::Issuer"), "Issuer", "Fn::If"); fmt.Sprint(list(got)[2]) != "map[Fn::Sub:https://${HttpApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}]" {
+			t.Errorf("the issuer without a custom domain, edge off: %v", got)
+		}
+	})
+
+	for _, verifyURL := range []bool{false, true} {
+		t.Run(fmt.Sprintf("OnVerifyURL%v", verifyURL), func(t *testing.T) {
+			on := tpl.under(map[string]bool{"EdgeProtected": true, "CreateEdgeWebAcl": true, "ServeVerifyUrl": verifyURL, "EdgeServesVerifyUrl": verifyURL, "EdgeServesCustomDomain": false})
+			for _, fn := range edgeFunctions {
+				if fn == verifyID && !verifyURL {
+					continue
+				}
+				if got := path(on.functionEnv(t, fn)[lambdaenv.EnvOriginSecret], "Fn::Sub"); got != originSecretRef {
+					t.Errorf("%s: %s is %v, want %s", fn, lambdaenv.EnvOriginSecret, got, originSecretRef)
+				}
+			}
+			if fn := "AuthorizerFunction"; on.functionEnv(t, fn)[lambdaenv.EnvOriginSecret] != nil {
+				t.Errorf("%s, which no request of this stack's edge reaches, is given the origin secret", fn)
+			}
+			secret := on.resource(t, "EdgeOriginSecret", "AWS::SecretsManager::Secret")
+			if n, _ := strconv.Atoi(fmt.Sprint(path(secret, "GenerateSecretString", "PasswordLength"))); n < lambdaapp.MinOriginSecretLength {
+				t.Errorf("EdgeOriginSecret: %d characters, want at least %d (lambdaapp refuses a shorter one)", n, lambdaapp.MinOriginSecretLength)
+			}
+
+			dist := path(on.resource(t, "EdgeDistribution", "AWS::CloudFront::Distribution"), "DistributionConfig")
+			if got := fmt.Sprint(path(dist, "WebACLId")); got != "map[Fn::GetAtt:EdgeWebAcl.Arn]" {
+				t.Errorf("the distribution's web ACL is %s, want the stack's", got)
+			}
+			origins := map[string]any{}
+			for _, o := range list(path(dist, "Origins")) {
+				origins[fmt.Sprint(path(o, "Id"))] = o
+				headers := list(path(o, "OriginCustomHeaders"))
+				if len(headers) != 1 || path(headers[0], "HeaderName") != lambdaenv.OriginSecretHeader || path(headers[0], "HeaderValue", "Fn::Sub") != originSecretRef {
+					t.Errorf("origin %v sends %v, want %s: %s", path(o, "Id"), headers, lambdaenv.OriginSecretHeader, originSecretRef)
+				}
+				if path(o, "CustomOriginConfig", "OriginProtocolPolicy") != "https-only" {
+					t.Errorf("origin %v: %v, want https only", path(o, "Id"), path(o, "CustomOriginConfig"))
+				}
+			}
+			if got := fmt.Sprint(path(origins["api"], "DomainName")); got != "map[Fn::Sub:${HttpApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}]" {
+				t.Errorf("origin api is %s, want the HTTP API", got)
+			}
+			behaviors := append([]any{path(dist, "DefaultCacheBehavior")}, list(path(dist, "CacheBehaviors"))...)
+			for _, b := range behaviors {
+				// CachingDisabled and AllViewerExceptHostHeader, AWS's
+				// managed policies: nothing cached, Authorization passed.
+				if path(b, "CachePolicyId") != "4135ea2d-6df8-44a3-9df3-4b5a84be39ad" || path(b, "OriginRequestPolicyId") != "b689b0a8-53d0-40ab-baf2-68738e2966ac" || path(b, "ViewerProtocolPolicy") != "https-only" {
+					t.Errorf("cache behavior %v: want CachingDisabled, AllViewerExceptHostHeader, https only", b)
+				}
+			}
+			if path(behaviors[0], "TargetOriginId") != "api" {
+				t.Errorf("the default behavior goes to %v, want the API", path(behaviors[0], "TargetOriginId"))
+			}
+			if verifyURL {
+				if len(behaviors) != 2 || path(behaviors[1], "PathPattern") != "/v1/auth/verify" || path(behaviors[1], "TargetOriginId") != "verify-url" {
+					t.Errorf("behaviors %v, want /v1/auth/verify to the verify URL", behaviors[1:])
+				}
+				if got := fmt.Sprint(path(origins["verify-url"], "DomainName")); !strings.Contains(got, "VerifyUrlConfig.FunctionUrl") {
+					t.Errorf("origin verify-url is %s, want the verify function's URL", got)
+				}
+			} else if len(behaviors) != 1 || len(origins) != 1 {
+				t.Errorf("without the verify URL: %d behaviors, origins %v; want the API's alone", len(behaviors), origins)
+			}
+
+			acl := on.resource(t, "EdgeWebAcl", "AWS::WAFv2::WebACL")
+			if acl["Scope"] != "CLOUDFRONT" || path(acl, "DefaultAction", "Allow") == nil {
+				t.Errorf("EdgeWebAcl: scope %v, default %v; want CLOUDFRONT, allow", acl["Scope"], acl["DefaultAction"])
+			}
+			rates := map[string]string{} // aggregate key: limit parameter
+			for _, r := range list(acl["Rules"]) {
+				rb := path(r, "Statement", "RateBasedStatement")
+				if rb == nil {
+					continue
+				}
+				key := fmt.Sprint(path(rb, "AggregateKeyType"))
+				if key == "CUSTOM_KEYS" {
+					keys := list(path(rb, "CustomKeys"))
+					if len(keys) != 1 || !strings.EqualFold(fmt.Sprint(path(keys[0], "Header", "Name")), "authorization") {
+						t.Errorf("rule %v aggregates on %v, want the Authorization header alone", path(r, "Name"), keys)
+					}
+					key = "Authorization"
+				}
+				rates[key] = refOf(path(rb, "Limit"))
+				if path(r, "Action", "Block", "CustomResponse", "ResponseCode") != "429" {
+					t.Errorf("rule %v answers %v, want 429", path(r, "Name"), path(r, "Action"))
+				}
+				body := path(acl, "CustomResponseBodies", fmt.Sprint(path(r, "Action", "Block", "CustomResponse", "CustomResponseBodyKey")), "Content")
+				var problem map[string]any
+				if err := json.Unmarshal([]byte(fmt.Sprint(body)), &problem); err != nil || problem["code"] != "rate_limited" || problem["status"] != float64(429) {
+					t.Errorf("rule %v's body %v (%v), want a problem with code rate_limited", path(r, "Name"), body, err)
+				}
+			}
+			if fmt.Sprint(rates) != "map[Authorization:EdgeRateLimitPerAuthorization IP:EdgeRateLimitPerIp]" {
+				t.Errorf("rate-based rules %v, want one per address and one per Authorization header, each limited by its parameter", rates)
+			}
+			if got := path(on["Outputs"], "EdgeUrl", "Value", "Fn::Sub"); got != "https://${EdgeDistribution.DomainName}" {
+				t.Errorf("output EdgeUrl %v", got)
+			}
+		})
+	}
+
+	// Where the web ACL can be made (us-east-1), or is named.
+	ops := map[string]string{"OperatorPrincipalArns": "arn:aws:iam::123456789012:role/deployer", "AlarmEmail": "a@b.c"}
+	for params, deploys := range map[string]bool{
+		"AWS::Region=eu-west-1":                     true,
+		"AWS::Region=eu-west-1 EdgeProtection=true": false,
+		"AWS::Region=us-east-1 EdgeProtection=true": true,
+		"AWS::Region=eu-west-1 EdgeProtection=true EdgeWebAclArn=arn:aws:wafv2:us-east-1:123456789012:global/webacl/x/1":                                  true,
+		"AWS::Region=us-east-1 EdgeProtection=true CustomDomainName=auth.example.com":                                                                     false,
+		"AWS::Region=us-east-1 EdgeProtection=true CustomDomainName=auth.example.com EdgeCertificateArn=arn:aws:acm:us-east-1:123456789012:certificate/c": true,
+	} {
+		p := maps.Clone(ops)
+		for _, kv := range strings.Fields(params) {
+			k, v, _ := strings.Cut(kv, "=")
+			p[k] = v
+		}
+		ok := true
+		for _, rule := range path(map[string]any(tpl), "Rules").(map[string]any) {
+			for _, a := range list(path(rule, "Assertions")) {
+				ok = ok && tpl.ruleAssert(t, path(a, "Assert"), p)
+			}
+		}
+		if ok != deploys {
+			t.Errorf("%s: the rules allow the deploy: %v, want %v", params, ok, deploys)
+		}
 	}
 }
