@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -233,5 +234,92 @@ func TestTemplate_Edge(t *testing.T) {
 		if ok != deploys {
 			t.Errorf("%s: the rules allow the deploy: %v, want %v", params, ok, deploys)
 		}
+	}
+}
+
+// TestDocs_EdgeCost (issue 34): docs/cost.md's price of the edge per
+// million requests is computed from the prices it states, and the totals
+// of a verify behind it from the section's and the verifies' own.
+func TestDocs_EdgeCost(t *testing.T) {
+	b, err := os.ReadFile("../../docs/cost.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	const (
+		cloudFrontPerM   = 0.0100 * 100 // per 10,000 requests
+		wafPerM          = 0.60
+		outPerGB         = 0.085
+		toOriginPerGB    = 0.020
+		bytesPerGB       = 1 << 30
+		apiVerifyPerM    = 1.49 // docs/cost.md's verify through the API (TestDocs_CostArithmetic)
+		urlVerifyPerM    = 0.47 // and through the function URL
+		cloudFrontPrices = "| CloudFront (`EdgeProtection`), price class 100 | $0.0100 per 10,000 HTTPS requests; $0.085 per GB out to the internet (first 10 TB a month); $0.020 per GB to the origin |"
+		wafPrices        = "| AWS WAF (`EdgeProtection`) | $5.00 per web ACL and $1.00 per rule (a managed rule group is one) a month; $0.60 per million requests |"
+	)
+	for _, want := range []string{cloudFrontPrices, wafPrices, fmt.Sprintf("**$%.2f**", apiVerifyPerM), fmt.Sprintf("**$%.2f a million**", urlVerifyPerM)} {
+		if !strings.Contains(doc, want) {
+			t.Fatalf("docs/cost.md no longer says %q, which this test computes with", want)
+		}
+	}
+	_, section, ok := strings.Cut(doc, "\n## The edge\n")
+	if !ok {
+		t.Fatal("docs/cost.md has no section \"The edge\"")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	cell := func(label string) (money float64, bytes float64) {
+		t.Helper()
+		for _, line := range strings.Split(section, "\n") {
+			if !strings.HasPrefix(line, "| "+label) {
+				continue
+			}
+			cells := strings.Split(strings.Trim(line, "| "), " | ")
+			if len(cells) != 2 {
+				t.Fatalf("row %q: %d cells, want 2", label, len(cells))
+			}
+			if money, err = strconv.ParseFloat(strings.Trim(cells[1], "*$"), 64); err != nil {
+				t.Fatalf("row %q: %v", label, err)
+			}
+			if _, after, ok := strings.Cut(cells[0], ": "); ok {
+				bytes, _ = strconv.ParseFloat(strings.ReplaceAll(strings.Fields(after)[0], ",", ""), 64)
+			}
+			return money, bytes
+		}
+		t.Fatalf("the edge's section has no row %q", label)
+		return 0, 0
+	}
+	_, out := cell("CloudFront out to the internet")
+	_, in := cell("CloudFront to the origin")
+	want := map[string]float64{
+		"CloudFront requests":            cloudFrontPerM,
+		"AWS WAF requests":               wafPerM,
+		"CloudFront out to the internet": out * 1e6 / bytesPerGB * outPerGB,
+		"CloudFront to the origin":       in * 1e6 / bytesPerGB * toOriginPerGB,
+	}
+	total := 0.0
+	for label, w := range want {
+		total += w
+		if got, _ := cell(label); fmt.Sprintf("%.2f", got) != fmt.Sprintf("%.2f", w) {
+			t.Errorf("docs/cost.md, the edge's %s: $%.2f, computed $%.2f", label, got, w)
+		}
+	}
+	if out == 0 || in == 0 {
+		t.Errorf("the transfer rows name no bytes: out %v, in %v", out, in)
+	}
+	if got, _ := cell("**Total**"); fmt.Sprintf("%.2f", got) != fmt.Sprintf("%.2f", total) {
+		t.Errorf("docs/cost.md, the edge's total: $%.2f, computed $%.2f", got, total)
+	}
+	for _, v := range []struct {
+		what string
+		base float64
+	}{{"the API", apiVerifyPerM}, {"the verify URL", urlVerifyPerM}} {
+		if want := fmt.Sprintf("$%.2f + $%.2f = $%.2f", v.base, total, v.base+total); !strings.Contains(section, want) {
+			t.Errorf("the edge's section does not say %q for a verify through %s", want, v.what)
+		}
+	}
+	// The fixed part: the web ACL and one dollar per rule the template gives it.
+	rules := len(list(loadTemplate(t).resource(t, "EdgeWebAcl", "AWS::WAFv2::WebACL")["Rules"]))
+	if want := fmt.Sprintf("the web ACL $5.00 and its %d rules", rules); !strings.Contains(strings.Join(strings.Fields(section), " "), want) {
+		t.Errorf("the edge's section does not say %q (rules counted from template.yaml)", want)
 	}
 }
