@@ -96,6 +96,8 @@ func TestBody_Widgets(t *testing.T) {
 		"insight rule latchkey-latchkey-verify-url-top-clients", "insight rule latchkey-latchkey-verify-url-top-clients-4xx",
 		"(Contributor Insights for DynamoDB)", "#table?name=latchkey-Table&tab=monitoring",
 		"Latchkey/latchkey PublishFailedEntries",
+		"AWS/WAFV2 BlockedRequests (Sum) WebACL=latchkey-latchkey Rule=per-authorization",
+		"AWS/WAFV2 BlockedRequests (Sum) WebACL=latchkey-latchkey Rule=per-ip",
 	} {
 		if !slices.ContainsFunc(shown, func(s string) bool { return strings.Contains(s, want) }) {
 			t.Errorf("no widget shows %s; shown:\n%s", want, strings.Join(shown, "\n"))
