@@ -70,6 +70,10 @@ const (
 
 var rateLimitNamePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
 
+// CreditsPolicy names the credits in the RateLimit header fields, beside
+// the rate limits, which are named by their names: no rate limit takes it.
+const CreditsPolicy = "credits"
+
 // ValidRateLimitName reports whether s can name a rate limit: 1 to 32
 // letters, digits, "_" or "-", which a RateLimit header field carries as
 // it is.
@@ -101,6 +105,8 @@ func checkRateLimits(field string, req []RateLimitRequest, problems *Problems) [
 		n := len(*problems)
 		if !ValidRateLimitName(r.Name) {
 			problems.Add(f+".name", fmt.Sprintf("must be 1 to %d letters, digits, _ or -", maxRateLimitLen))
+		} else if r.Name == CreditsPolicy {
+			problems.Add(f+".name", fmt.Sprintf("%q names the credits in the RateLimit header fields: choose another name", CreditsPolicy))
 		} else if slices.ContainsFunc(req[:i], func(o RateLimitRequest) bool { return o.Name == r.Name }) {
 			problems.Add(f+".name", "is the name of another rate limit of the key: names are unique")
 		}
