@@ -193,18 +193,6 @@ func TestHTTPRequestBudgets(t *testing.T) {
 	soldTok := do("key below a key with credits, its first use in a minute", "POST", "/v1/auth/token", str(sold, "key"), map[string]any{"scopes": []string{"read:users"}}, 201, get, batch, upd, put)
 	do("token of a key below a key with credits", "GET", "/v1/auth/verify", str(soldTok, "access_token"), nil, 200, batch, tx, batch)
 
-	// A key bound to an organization with credits: the organization's
-	// limits come with the copy of it that verify reads anyway, and its
-	// usage record alone is one conditional write, as a key's own.
-	customer := do("organization with credits", "POST", "/v1/organizations", admin, map[string]any{
-		"name": "Customer", "slug": "budget-customer", "credits": map[string]any{"remaining": 10},
-	}, 201, tx)
-	bound := do("bound to an organization with credits", "POST", "/v1/api-keys", admin, map[string]any{
-		"name": "bound", "scopes": []string{"read:users"}, "organization_id": str(customer, "id"),
-	}, 201, get, tx)
-	boundTok := do("key of an organization with credits, its first use in a minute", "POST", "/v1/auth/token", str(bound, "key"), map[string]any{"scopes": []string{"read:users"}}, 201, get, batch, upd, put)
-	do("token of a key of an organization with credits", "GET", "/v1/auth/verify", str(boundTok, "access_token"), nil, 200, batch, upd)
-
 	// A key below a key: its requests check its ancestor too, its token's
 	// verify in the same round trip.
 	child := do("below a key", "POST", "/v1/api-keys", secret, map[string]any{"name": "svc child", "scopes": []string{"read:users"}}, 201, get, tx)
@@ -338,6 +326,21 @@ func TestHTTPRequestBudgets(t *testing.T) {
 	if v := do("organization deleted", "GET", "/v1/auth/verify", str(orgTok, "access_token"), nil, 200, batch); v["valid"] != false {
 		t.Errorf("verify of a token of a deleted organization's key: got %v, want valid false", v)
 	}
+	// A key bound to an organization with credits: the organization's
+	// limits come with the copy of it that verify reads anyway, and its
+	// usage record alone is one conditional write, as a key's own.
+	customer := do("organization with credits", "POST", "/v1/organizations", admin, map[string]any{
+		"name": "Customer", "slug": "budget-customer", "credits": map[string]any{"remaining": 10},
+	}, 201, get, tx)
+	bound := do("bound to an organization with credits", "POST", "/v1/api-keys", admin, map[string]any{
+		"name": "bound", "scopes": []string{"read:users"}, "organization_id": str(customer, "id"),
+	}, 201, get, tx)
+	boundTok := do("key of an organization with credits, its first use in a minute", "POST", "/v1/auth/token", str(bound, "key"), map[string]any{"scopes": []string{"read:users"}}, 201, get, batch, upd, put)
+	do("token of a key of an organization with credits", "GET", "/v1/auth/verify", str(boundTok, "access_token"), nil, 200, batch, upd)
+	// A change of its limits writes its item and its 15 read copies in
+	// one transaction.
+	do("its limits", "PATCH", "/v1/organizations/"+str(customer, "id"), admin, map[string]any{"credits": map[string]any{"remaining": 20}}, 200, get, get, tx, batch)
+
 	do("", "GET", "/v1/auth/jwks", "", nil, 200)
 
 	// The OAuth endpoints cost what the calls they stand for cost, with
