@@ -193,3 +193,32 @@ func TestVerify_LimitsState(t *testing.T) {
 		}
 	})
 }
+
+// TestLimits_CreditsSpentHeader: once a key's credits are spent, its
+// RateLimit fields say so (a "credits" policy with r=0, t to the next
+// refill, w for a daily one), where they showed only the uses left in
+// the rate limit's window.
+func TestLimits_CreditsSpentHeader(t *testing.T) {
+	onLimitStores(t, func(t *testing.T, a api) {
+		k := a.createLimitedKey(t, map[string]any{
+			"credits":     map[string]any{"remaining": 1, "refill": map[string]any{"amount": 1, "interval": "daily"}},
+			"rate_limits": []map[string]any{{"name": "minute", "limit": 10, "period": "1m"}},
+		})
+		tok := a.token(t, k.Key)
+		a.verify(t, tok)
+		v, res := a.verify(t, tok)
+		if v.Valid || v.Reason != "usage_exceeded" {
+			t.Fatalf("the second verification: %+v, want usage_exceeded", v)
+		}
+		// The clock is at the start of a UTC day: the refill is a day away.
+		if got, want := res.Header.Get("RateLimit"), `"minute";r=8;t=60, "credits";r=0;t=86400`; got != want {
+			t.Errorf("RateLimit: %q, want %q", got, want)
+		}
+		if got, want := res.Header.Get("RateLimit-Policy"), `"minute";q=10;w=60, "credits";q=1;w=86400`; got != want {
+			t.Errorf("RateLimit-Policy: %q, want %q", got, want)
+		}
+		if got := res.Header.Get("Retry-After"); got != "86400" {
+			t.Errorf("Retry-After: %q, want 86400, the refill", got)
+		}
+	})
+}
