@@ -180,15 +180,6 @@ func (k APIKey) Limits() KeyLimits {
 	return KeyLimits{KeyID: k.ID, RateLimits: k.RateLimits, Credits: k.Credits, ExpiresAt: k.ExpiresAt}
 }
 
-// Limits returns the organization's rate limits and credits, nil when it
-// has none: those the uses of its keys count against.
-func (o Organization) Limits() *KeyLimits {
-	if len(o.RateLimits) == 0 && o.Credits == nil {
-		return nil
-	}
-	return &KeyLimits{KeyID: o.ID, RateLimits: o.RateLimits, Credits: o.Credits}
-}
-
 // counts reports whether a use counts against l: it has rate limits, or
 // credits and the use spends one.
 func (l KeyLimits) counts(spend bool) bool {

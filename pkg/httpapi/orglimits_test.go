@@ -222,3 +222,35 @@ func TestLimits_CreditsSpentHeader(t *testing.T) {
 		}
 	})
 }
+
+// TestOrganizationLimits_IntrospectOwn: a key of an organization that
+// introspects its own token uses the organization's rate limit once per
+// request, as its own (the verification spends the organization's credit
+// but counts no second use).
+func TestOrganizationLimits_IntrospectOwn(t *testing.T) {
+	onLimitStores(t, func(t *testing.T, a api) {
+		id, _ := a.limitedOrg(t, nil, 0)
+		k := a.createLimitedKey(t, map[string]any{"organization_id": id})
+		want(t, a.do(http.MethodPatch, "/v1/organizations/"+id, a.AdminKey, map[string]any{
+			"rate_limits": []map[string]any{{"name": "minute", "limit": 3, "period": "1m"}},
+			"credits":     map[string]any{"remaining": 5},
+		}), http.StatusOK)
+		tok := a.token(t, k.Key)                                               // use 1
+		for i, r := range []string{`"minute";r=1;t=60`, `"minute";r=0;t=60`} { // uses 2 and 3
+			res := a.introspectAs(t, k.Key, tok)
+			want(t, res, http.StatusOK)
+			if got := res.Map(t); got["active"] != true {
+				t.Fatalf("introspection %d of its own token: got %v, want active", i+1, got)
+			}
+			if got := res.Header.Get("RateLimit"); got != r {
+				t.Errorf("introspection %d: RateLimit %q, want %q", i+1, got, r)
+			}
+		}
+		res := a.do(http.MethodGet, "/v1/organizations/"+id, a.AdminKey, nil)
+		want(t, res, http.StatusOK)
+		var org keyJSON
+		if res.Decode(t, &org); org.Credits == nil || org.Credits.Remaining != 3 {
+			t.Fatalf("the organization's credits: %+v, want 3 left (one per introspection)", org.Credits)
+		}
+	})
+}
