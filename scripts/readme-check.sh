@@ -82,7 +82,8 @@ expect=(
   '{"type":"user.created","key_id":"key_'
   '"rate_limits":[{"name":"day","limit":2,"period":"1d"}],"credits":{"remaining":100,"refill":null}'
   'Ratelimit-Policy: "day";q=2;w=86400'
-  '{"valid":false,"reason":"rate_limited"}'
+  '{"valid":false,"reason":"rate_limited","credits":{"remaining":99},"rate_limits":[{"name":"day","limit":2,"remaining":0,"reset":'
+  'Ratelimit: "day";r=0;t='
   '{"status":429,"code":"rate_limited"}'
 )
 for e in "${expect[@]}"; do

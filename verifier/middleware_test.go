@@ -3,10 +3,12 @@ package verifier_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/golang-jwt/jwt/v5"
 
@@ -154,6 +156,32 @@ func TestOnline(t *testing.T) {
 	is.set(func() { is.down = true })
 	_, err = v.Verify(ctx, is.token(is.claims(4)))
 	wantReason(t, err, verifier.ReasonUnavailable)
+
+	t.Run("Limits", func(t *testing.T) {
+		is := newIssuer(t)
+		other := http.NewServeMux()
+		other.HandleFunc("GET /v1/auth/verify", func(w http.ResponseWriter, r *http.Request) {
+			var c jwt.MapClaims
+			if _, _, err := jwt.NewParser().ParseUnverified(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "), &c); err != nil {
+				t.Error(err)
+			}
+			fmt.Fprintf(w, `{"valid": true, "token_id": %q, "credits": {"remaining": 7}, "rate_limits": [{"name": "minute", "limit": 100, "remaining": 42, "reset": 18}]}`, c["jti"])
+		})
+		srv := httptest.NewServer(other)
+		defer srv.Close()
+		v := is.verifier(verifier.Config{Online: true, VerifyURL: srv.URL + "/v1/auth/verify"})
+		c, err := v.Verify(ctx, is.token(is.claims(0)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := verifier.RateLimitState{Name: "minute", Limit: 100, Remaining: 42, Reset: 18 * time.Second}
+		if l := c.Limits; l == nil || l.Credits == nil || *l.Credits != 7 || len(l.RateLimits) != 1 || l.RateLimits[0] != want {
+			t.Fatalf("Limits: %+v, want 7 credits and %+v", c.Limits, want)
+		}
+		if c, err := is.verifier(verifier.Config{Online: true}).Verify(ctx, is.token(is.claims(1))); err != nil || c.Limits != nil {
+			t.Fatalf("a verification that counted against no limit: Limits %+v, %v; want nil", c.Limits, err)
+		}
+	})
 
 	t.Run("VerifyURL", func(t *testing.T) {
 		is := newIssuer(t)

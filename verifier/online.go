@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 )
 
 // verifyAnswer is the body of GET /v1/auth/verify (openapi.yaml,
@@ -14,6 +15,51 @@ type verifyAnswer struct {
 	Valid   bool   `json:"valid"`
 	Reason  string `json:"reason"`
 	TokenID string `json:"token_id"`
+	Credits *struct {
+		Remaining int64 `json:"remaining"`
+	} `json:"credits"`
+	RateLimits []struct {
+		Name      string `json:"name"`
+		Limit     int64  `json:"limit"`
+		Remaining int64  `json:"remaining"`
+		Reset     int64  `json:"reset"`
+	} `json:"rate_limits"`
+}
+
+// Limits is where the limits a verification counted a token against
+// stand after it: of the token's API key, the keys above it and its
+// organization, the tightest (verify's credits and rate_limits), for a
+// resource server to show its client how much is left.
+type Limits struct {
+	// Credits is the credits left, nil when the verification spent none.
+	Credits *int64
+	// RateLimits holds, for each period, the rate limit with the fewest
+	// uses left.
+	RateLimits []RateLimitState
+}
+
+// RateLimitState is a rate limit after a verification.
+type RateLimitState struct {
+	Name      string
+	Limit     int64
+	Remaining int64
+	// Reset is the time until the window ends, in whole seconds.
+	Reset time.Duration
+}
+
+// limits returns the Limits of the answer, nil when it has none.
+func (a verifyAnswer) limits() *Limits {
+	if a.Credits == nil && len(a.RateLimits) == 0 {
+		return nil
+	}
+	l := &Limits{}
+	if a.Credits != nil {
+		l.Credits = &a.Credits.Remaining
+	}
+	for _, r := range a.RateLimits {
+		l.RateLimits = append(l.RateLimits, RateLimitState{Name: r.Name, Limit: r.Limit, Remaining: r.Remaining, Reset: time.Duration(r.Reset) * time.Second})
+	}
+	return l
 }
 
 // verifyOnline asks Latchkey's verify endpoint about token, whose offline
@@ -42,6 +88,7 @@ func (v *Verifier) verifyOnline(ctx context.Context, token string, c *Claims) er
 	}
 	switch {
 	case a.Valid && a.TokenID == c.TokenID:
+		c.Limits = a.limits()
 		return nil
 	case a.Valid:
 		return refuse(ReasonUnavailable, "verify answered about another token", nil)

@@ -217,6 +217,10 @@ type Claims struct {
 	ExpiresAt      time.Time
 	// Status is the token's entry in a status list; nil when it has none.
 	Status *StatusRef
+	// Limits is, in the online mode, where the limits verify counted the
+	// token against stand after it; nil offline, and when it counted
+	// against none.
+	Limits *Limits
 }
 
 // StatusRef is a token's status claim: its index in the list at URI.

@@ -225,7 +225,7 @@ func (s *Service) ListAPIKeys(ctx context.Context, p Principal, r PageRequest, f
 		page.Items[i] = s.asOfNow(k)
 	}
 	// One read for the keys with credits on the page, none without.
-	if err := s.verifier.limiter.remainingCredits(ctx, page.Items, s.now()); err != nil {
+	if err := s.verifier.limiter.remainingCredits(ctx, keysCredits(page.Items), s.now()); err != nil {
 		return List[APIKey]{}, err
 	}
 	return toList(s.cursors, name, page), nil
@@ -415,7 +415,7 @@ func (s *Service) RotateAPIKey(ctx context.Context, p Principal, id string, req 
 // record (one read, for a key with credits only).
 func (s *Service) shown(ctx context.Context, k APIKey) (APIKey, error) {
 	keys := []APIKey{s.asOfNow(k)}
-	if err := s.verifier.limiter.remainingCredits(ctx, keys, s.now()); err != nil {
+	if err := s.verifier.limiter.remainingCredits(ctx, keysCredits(keys), s.now()); err != nil {
 		return APIKey{}, err
 	}
 	return keys[0], nil

@@ -70,6 +70,10 @@ const (
 
 var rateLimitNamePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
 
+// CreditsPolicy names the credits in the RateLimit header fields, beside
+// the rate limits, which are named by their names: no rate limit takes it.
+const CreditsPolicy = "credits"
+
 // ValidRateLimitName reports whether s can name a rate limit: 1 to 32
 // letters, digits, "_" or "-", which a RateLimit header field carries as
 // it is.
@@ -101,6 +105,8 @@ func checkRateLimits(field string, req []RateLimitRequest, problems *Problems) [
 		n := len(*problems)
 		if !ValidRateLimitName(r.Name) {
 			problems.Add(f+".name", fmt.Sprintf("must be 1 to %d letters, digits, _ or -", maxRateLimitLen))
+		} else if r.Name == CreditsPolicy {
+			problems.Add(f+".name", fmt.Sprintf("%q names the credits in the RateLimit header fields: choose another name", CreditsPolicy))
 		} else if slices.ContainsFunc(req[:i], func(o RateLimitRequest) bool { return o.Name == r.Name }) {
 			problems.Add(f+".name", "is the name of another rate limit of the key: names are unique")
 		}
@@ -156,8 +162,12 @@ func checkCredits(field string, req *CreditsRequest, now time.Time, problems *Pr
 func (k APIKey) Limited() bool { return len(k.RateLimits) > 0 || k.Credits != nil }
 
 // KeyLimits are the rate limits and credits of one key, which its uses and
-// those of every key below it count against (APIKey.LimitsAbove).
+// those of every key below it count against (APIKey.LimitsAbove), or of
+// one organization, which the uses of every key bound to it count against
+// (APIKey.OrganizationLimits).
 type KeyLimits struct {
+	// KeyID names the usage records: the key's id, or the organization's
+	// (IDs have distinct prefixes, so they never name the same record).
 	KeyID      string
 	RateLimits []RateLimit
 	Credits    *Credits
@@ -201,14 +211,17 @@ type LimitState struct {
 	Reset time.Duration
 }
 
-// KeyUsage is what a use of a limited key found: its limits after the use
-// (or as they were, when the use was refused) and, for a refused use, when
-// to try again.
+// KeyUsage is what a use of a limited key found: the limits it counted
+// against after the use (or as they were, when the use was refused) and,
+// for a refused use, when to try again. Of the limits of the key, of the
+// keys above it and of its organization, it holds the tightest: for each
+// period, the rate limit with the fewest uses left, and the credits with
+// the fewest left.
 type KeyUsage struct {
 	Limits []LimitState
-	// Credits is the key's remaining credits after the use, nil when the
-	// key has none or the use did not spend them.
-	Credits *int64
+	// Credits is where the tightest credits the use spent stand after it
+	// (or, refused, as they were); nil when it spent none.
+	Credits *CreditState
 	// Refused is ReasonRateLimited or ReasonUsageExceeded when the use was
 	// refused, "" when it was counted.
 	Refused string
@@ -216,6 +229,38 @@ type KeyUsage struct {
 	// end of the window of the limit reached, or the next refill; zero when
 	// the key's credits are spent for good.
 	RetryAfter time.Duration
+}
+
+// CreditState is where credits stand after a use.
+type CreditState struct {
+	// Remaining is the number left in the refill period.
+	Remaining int64
+	// Quota is what the period started with: the refill amount, or the
+	// remaining count as set in the period it was set in.
+	Quota int64
+	// Refill is the refill interval (RefillDaily, RefillMonthly), "" for
+	// none; Reset the time until the next refill, zero without.
+	Refill string
+	Reset  time.Duration
+}
+
+// merge adds found, what a use found of one more usage record, to u,
+// keeping the tightest: per period the rate limit with the fewest uses
+// left (the first found on a tie: the key's own, then those above it,
+// then the organization's), and the credits with the fewest left.
+func (u *KeyUsage) merge(found KeyUsage) {
+	for _, st := range found.Limits {
+		i := slices.IndexFunc(u.Limits, func(o LimitState) bool { return o.Period == st.Period })
+		switch {
+		case i < 0:
+			u.Limits = append(u.Limits, st)
+		case st.Remaining < u.Limits[i].Remaining:
+			u.Limits[i] = st
+		}
+	}
+	if c := found.Credits; c != nil && (u.Credits == nil || c.Remaining < u.Credits.Remaining) {
+		u.Credits = c
+	}
 }
 
 // UsageStore is the part of Store that counts the uses of limited keys.
@@ -452,16 +497,20 @@ func (u usagePlan) read(k KeyLimits, counters map[string]int64, applied bool, no
 		out.Limits = append(out.Limits, st)
 	}
 	if u.credit != "" {
+		c := *k.Credits
+		st := &CreditState{Quota: c.start(mustPeriod(c, now))}
 		left, ok := counters[u.credit]
 		if !ok {
-			left = k.Credits.start(mustPeriod(*k.Credits, now))
+			left = st.Quota
 		}
-		out.Credits = &left
+		st.Remaining = max(left, 0)
+		if c.Refill != nil {
+			st.Refill, st.Reset = c.Refill.Interval, u.refill.Sub(now)
+		}
+		out.Credits = st
 		if !applied && out.Refused == "" && left <= 0 {
 			out.Refused = ReasonUsageExceeded
-			if !u.refill.IsZero() {
-				out.RetryAfter = u.refill.Sub(now)
-			}
+			out.RetryAfter = st.Reset
 		}
 	}
 	if !applied && out.Refused == "" {
@@ -559,10 +608,12 @@ type limiter struct {
 }
 
 // use counts one use of k at now, spending a credit if spend is set,
-// against k's own limits and those of every limited key above it
-// (LimitsAbove), and returns what it found of k's own. A use that counts
+// against k's own limits, those of every limited key above it
+// (LimitsAbove) and those of its organization (OrganizationLimits), and
+// returns the tightest of what it found (KeyUsage). A use that counts
 // against nothing costs nothing: nil. A refused use changes no counter,
-// anywhere: a key's limits bound the uses of its whole subtree.
+// anywhere: a key's limits bound the uses of its whole subtree, an
+// organization's those of every key bound to it.
 //
 // A use writes to one usage record of each key it counts against: the
 // key's own alone with one conditional write (ChangeKeyUsage), several in
@@ -595,7 +646,7 @@ func (l *limiter) use(ctx context.Context, k APIKey, now time.Time, spend bool) 
 				if !ok {
 					break
 				}
-				refuse(r.shown(u))
+				refuse(u)
 				if !r.next() {
 					return refused, nil
 				}
@@ -622,13 +673,10 @@ func (l *limiter) use(ctx context.Context, k APIKey, now time.Time, spend bool) 
 			found := plans[i].read(r.limits, counters[i], false, now, r.shard, r.n)
 			if found.Refused != ReasonRateLimited {
 				// Credits are spent: one counter, on one record.
-				found = r.shown(found)
 				return &found, nil
 			}
 			l.full.set(r.limits, r.shard, now, found)
-			if r.own {
-				u.Limits = found.Limits
-			}
+			u.merge(found)
 			u.RetryAfter = max(u.RetryAfter, found.RetryAfter)
 			exhausted = !r.next() || exhausted
 		}
@@ -644,22 +692,22 @@ func (l *limiter) use(ctx context.Context, k APIKey, now time.Time, spend bool) 
 	return refused, nil
 }
 
-// usageRecord is one key a use counts against, and which of its usage
-// records the use tries.
+// usageRecord is one key (or organization) a use counts against, and
+// which of its usage records the use tries.
 type usageRecord struct {
 	limits KeyLimits
-	own    bool // the key used, whose limits the use answers
-	n      int  // its usage records
-	shard  int  // the one to try
-	left   int  // those not yet found full
+	n      int // its usage records
+	shard  int // the one to try
+	left   int // those not yet found full
 }
 
 // usageRecords returns the keys a use of k counts against, k first if it
-// does, then the keys above it, each at a record chosen at random. A key
-// without limits below none costs no allocation.
+// does, then the keys above it, then its organization, each at a record
+// chosen at random. A key without limits below none, in an organization
+// without, costs no allocation.
 func usageRecords(k APIKey, spend bool) []usageRecord {
 	var out []usageRecord
-	add := func(l KeyLimits, own bool) {
+	add := func(l KeyLimits) {
 		if !l.counts(spend) {
 			return
 		}
@@ -668,11 +716,14 @@ func usageRecords(k APIKey, spend bool) []usageRecord {
 		if n > 1 {
 			first = rand.IntN(n)
 		}
-		out = append(out, usageRecord{limits: l, own: own, n: n, shard: first, left: n})
+		out = append(out, usageRecord{limits: l, n: n, shard: first, left: n})
 	}
-	add(k.Limits(), true)
+	add(k.Limits())
 	for _, l := range k.LimitsAbove {
-		add(l, false)
+		add(l)
+	}
+	if k.OrganizationLimits != nil {
+		add(*k.OrganizationLimits)
 	}
 	return out
 }
@@ -685,20 +736,11 @@ func (r *usageRecord) next() bool {
 	return r.left > 0
 }
 
-// shown is u, what a use found of r, as the use answers it: with the
-// limits of the key used, those of a key above it left out (the RateLimit
-// fields describe the key's own).
-func (r usageRecord) shown(u KeyUsage) KeyUsage {
-	if !r.own {
-		u.Limits, u.Credits = nil, nil
-	}
-	return u
-}
-
 // change makes the changes of one use, one for each of recs: a key's own
 // alone in one write, which returns its counters; several in one
-// transaction, which reads back those of the records with rate limits
-// (for the RateLimit fields, and to remove their windows gone by).
+// transaction, which reads back those of the records with rate limits or
+// credits spent (for the answer's limits and the RateLimit fields, and to
+// remove their windows gone by).
 func (l *limiter) change(ctx context.Context, recs []usageRecord, plans []usagePlan) ([]map[string]int64, bool, error) {
 	if len(recs) == 1 {
 		c, applied, err := l.store.ChangeKeyUsage(ctx, recs[0].limits.KeyID, recs[0].shard, plans[0].change)
@@ -709,7 +751,7 @@ func (l *limiter) change(ctx context.Context, recs []usageRecord, plans []usageP
 	}
 	changes := make([]KeyUsageChange, len(recs))
 	for i, r := range recs {
-		changes[i] = KeyUsageChange{KeyID: r.limits.KeyID, Shard: r.shard, UsageChange: plans[i].change, ReadAfter: len(r.limits.RateLimits) > 0}
+		changes[i] = KeyUsageChange{KeyID: r.limits.KeyID, Shard: r.shard, UsageChange: plans[i].change, ReadAfter: len(r.limits.RateLimits) > 0 || plans[i].credit != ""}
 	}
 	counters, applied, err := l.store.ChangeKeysUsage(ctx, changes)
 	if err == nil && len(counters) != len(recs) {
@@ -719,17 +761,12 @@ func (l *limiter) change(ctx context.Context, recs []usageRecord, plans []usageP
 }
 
 // counted is the answer of a use that counted, from the counters it left:
-// the key's own limits, and the removal of windows gone by from each record
-// read.
+// the tightest of the limits of every record read, and the removal of
+// windows gone by from each.
 func (l *limiter) counted(ctx context.Context, recs []usageRecord, plans []usagePlan, counters []map[string]int64, now time.Time) *KeyUsage {
-	var own *KeyUsage
+	u := &KeyUsage{}
 	for i, r := range recs {
 		c := counters[i]
-		if r.own {
-			// A key with credits alone, counted with keys above it, is not
-			// read back: its count shows in GET.
-			own = &KeyUsage{}
-		}
 		if c == nil {
 			continue
 		}
@@ -737,18 +774,21 @@ func (l *limiter) counted(ctx context.Context, recs []usageRecord, plans []usage
 			// Best effort: a record that keeps them is only larger.
 			_, _, _ = l.store.ChangeKeyUsage(ctx, r.limits.KeyID, r.shard, UsageChange{Remove: stale, ExpiresAt: plans[i].change.ExpiresAt})
 		}
-		if r.own {
-			u := plans[i].read(r.limits, c, true, now, r.shard, r.n)
-			own = &u
-		}
+		u.merge(plans[i].read(r.limits, c, true, now, r.shard, r.n))
 	}
-	return own
+	return u
 }
 
-// creditsOnly returns k without the rate limits of it and of the keys
-// above it: for a verification whose use a request counted already.
+// creditsOnly returns k without the rate limits of it, of the keys above
+// it and of its organization: for a verification whose use a request
+// counted already.
 func (k APIKey) creditsOnly() APIKey {
 	k.RateLimits = nil
+	if o := k.OrganizationLimits; o != nil {
+		limits := *o
+		limits.RateLimits = nil
+		k.OrganizationLimits = &limits
+	}
 	if len(k.LimitsAbove) > 0 {
 		above := make([]KeyLimits, len(k.LimitsAbove))
 		for i, l := range k.LimitsAbove {
@@ -804,14 +844,30 @@ func errRateLimited(u *KeyUsage) *Error {
 	return &Error{Code: CodeRateLimited, Message: "a rate limit of this API key is reached: retry after the time Retry-After gives", Usage: u}
 }
 
-// remainingCredits sets the credits of each of keys that has them to
-// their count as of now, read from their usage records in one read: what
-// a client sees of a key. Keys without credits cost nothing.
-func (l *limiter) remainingCredits(ctx context.Context, keys []APIKey, now time.Time) error {
+// creditsOf is the credits of a key or organization, and the id of the
+// usage record that counts them.
+type creditsOf struct {
+	id      string
+	credits **Credits
+}
+
+// keysCredits returns the credits of each of keys.
+func keysCredits(keys []APIKey) []creditsOf {
+	out := make([]creditsOf, len(keys))
+	for i := range keys {
+		out[i] = creditsOf{keys[i].ID, &keys[i].Credits}
+	}
+	return out
+}
+
+// remainingCredits sets each of credits that is set to its count as of
+// now, read from the usage records in one read: what a client sees of a
+// key or an organization. Those without credits cost nothing.
+func (l *limiter) remainingCredits(ctx context.Context, credits []creditsOf, now time.Time) error {
 	var ids []string
-	for _, k := range keys {
-		if k.Credits != nil {
-			ids = append(ids, k.ID)
+	for _, c := range credits {
+		if *c.credits != nil {
+			ids = append(ids, c.id)
 		}
 	}
 	if len(ids) == 0 {
@@ -821,18 +877,18 @@ func (l *limiter) remainingCredits(ctx context.Context, keys []APIKey, now time.
 	if err != nil {
 		return storeErr(err)
 	}
-	for i, k := range keys {
-		if k.Credits == nil {
+	for _, co := range credits {
+		if *co.credits == nil {
 			continue
 		}
-		c := *k.Credits
+		c := **co.credits
 		p, _ := c.period(now)
-		if v, ok := usage[k.ID][creditCounter(c.Set, p)]; ok {
+		if v, ok := usage[co.id][creditCounter(c.Set, p)]; ok {
 			c.Remaining = v
 		} else {
 			c.Remaining = c.start(p)
 		}
-		keys[i].Credits = &c
+		*co.credits = &c
 	}
 	return nil
 }

@@ -9,6 +9,10 @@ type NewOrganization struct {
 	Plan       string // "" means DefaultPlan
 	ExternalID string // "" means none
 	Metadata   Metadata
+	// RateLimits and Credits bound the uses of the keys bound to the
+	// organization, together; none when empty, nil.
+	RateLimits []RateLimitRequest
+	Credits    *CreditsRequest
 }
 
 // OrganizationQuery filters and pages the organization list.
@@ -29,6 +33,13 @@ type OrganizationUpdate struct {
 	ExternalID *string
 	// Metadata replaces the metadata whole; nil or empty removes it.
 	Metadata *Metadata
+	// RateLimits, when set, replaces the rate limits; an empty list
+	// removes them.
+	RateLimits *[]RateLimitRequest
+	// SetCredits replaces the credits with Credits (nil removes them):
+	// the remaining count starts again from Credits.Remaining.
+	SetCredits bool
+	Credits    *CreditsRequest
 }
 
 // CreateOrganization creates an organization. CodeInsufficientScope,
@@ -55,6 +66,8 @@ func (s *Service) CreateOrganization(ctx context.Context, p Principal, req NewOr
 	o.ExternalID = checkExternalID("external_id", req.ExternalID, &problems)
 	req.Metadata.check("metadata", &problems)
 	o.Metadata = req.Metadata.normalized()
+	o.RateLimits = checkRateLimits("rate_limits", req.RateLimits, &problems)
+	o.Credits = checkCredits("credits", req.Credits, now, &problems)
 	if err := problems.Err(); err != nil {
 		return Organization{}, err
 	}
@@ -74,7 +87,27 @@ func (s *Service) GetOrganization(ctx context.Context, p Principal, id string) (
 		return Organization{}, ErrOrganizationNotFound()
 	}
 	o, err := s.store.GetOrganization(ctx, id)
-	return o, storeErr(err)
+	if err != nil {
+		return Organization{}, storeErr(err)
+	}
+	return s.organizationShown(ctx, o)
+}
+
+// organizationShown is o with its credits as of now, read from its usage
+// record (one read, for an organization with credits only).
+func (s *Service) organizationShown(ctx context.Context, o Organization) (Organization, error) {
+	orgs := []Organization{o}
+	return orgs[0], s.organizationsShown(ctx, orgs)
+}
+
+// organizationsShown sets the credits of each of orgs that has them to
+// their count as of now: one read for all of them, none without.
+func (s *Service) organizationsShown(ctx context.Context, orgs []Organization) error {
+	credits := make([]creditsOf, len(orgs))
+	for i := range orgs {
+		credits[i] = creditsOf{orgs[i].ID, &orgs[i].Credits}
+	}
+	return s.verifier.limiter.remainingCredits(ctx, credits, s.now())
 }
 
 // ListOrganizations lists organizations newest first, or finds one by slug
@@ -83,6 +116,14 @@ func (s *Service) GetOrganization(ctx context.Context, p Principal, id string) (
 // that one only, and finds no other by a lookup.
 // CodeInsufficientScope, CodeInvalidRequest.
 func (s *Service) ListOrganizations(ctx context.Context, p Principal, q OrganizationQuery) (List[Organization], error) {
+	list, err := s.listOrganizations(ctx, p, q)
+	if err != nil {
+		return List[Organization]{}, err
+	}
+	return list, s.organizationsShown(ctx, list.Items)
+}
+
+func (s *Service) listOrganizations(ctx context.Context, p Principal, q OrganizationQuery) (List[Organization], error) {
 	if err := p.Authorize(OpListOrganizations); err != nil {
 		return List[Organization]{}, err
 	}
@@ -124,8 +165,8 @@ func (s *Service) ListOrganizations(ctx context.Context, p Principal, q Organiza
 // UpdateOrganization changes the given fields of an organization, and only
 // those, in one atomic step; a new external id is claimed and the old one
 // freed in that step. A caller bound to the organization changes neither
-// its plan nor its external id, which are the integrator's
-// (CodeOutsideOrganization). CodeInsufficientScope, CodeNotFound,
+// its plan, nor its external id, nor its rate limits or credits, which are
+// the integrator's (CodeOutsideOrganization). CodeInsufficientScope, CodeNotFound,
 // CodeInvalidRequest, CodeExternalIDTaken.
 func (s *Service) UpdateOrganization(ctx context.Context, p Principal, id string, req OrganizationUpdate) (Organization, error) {
 	if err := p.Authorize(OpUpdateOrganization); err != nil {
@@ -162,12 +203,20 @@ func (s *Service) UpdateOrganization(ctx context.Context, p Principal, id string
 		m := req.Metadata.normalized()
 		metadata = &m
 	}
+	now := s.now()
+	patch := OrganizationPatch{ExternalID: ext, Metadata: metadata, UpdatedAt: now}
+	if req.RateLimits != nil {
+		limits := checkRateLimits("rate_limits", *req.RateLimits, &problems)
+		patch.RateLimits = &limits
+	}
+	if req.SetCredits {
+		patch.Credits = &CreditsChange{Credits: checkCredits("credits", req.Credits, now, &problems)}
+	}
 	if err := problems.Err(); err != nil {
 		return Organization{}, err
 	}
 	// The store applies the patch atomically: a concurrent PATCH of the
 	// other field cannot be overwritten with a value read before it.
-	patch := OrganizationPatch{ExternalID: ext, Metadata: metadata, UpdatedAt: s.now()}
 	if req.Name != nil {
 		patch.Name = &name
 	}
@@ -178,7 +227,7 @@ func (s *Service) UpdateOrganization(ctx context.Context, p Principal, id string
 	if err != nil {
 		return Organization{}, storeErr(err)
 	}
-	return o, nil
+	return s.organizationShown(ctx, o)
 }
 
 // DeleteOrganization deletes an organization and its memberships; its slug

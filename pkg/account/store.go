@@ -55,6 +55,11 @@ type OrganizationPatch struct {
 	ExternalID *string
 	// Metadata replaces the metadata whole; nil or empty removes it.
 	Metadata *Metadata
+	// RateLimits, when set, replaces the organization's rate limits; empty
+	// removes them. Credits, when set, replaces its credits. The store
+	// writes them on the organization's read copies too, in the same step.
+	RateLimits *[]RateLimit
+	Credits    *CreditsChange
 	// UpdatedAt is always written.
 	UpdatedAt time.Time
 }
@@ -74,6 +79,12 @@ func (p OrganizationPatch) Apply(o Organization) Organization {
 	}
 	if p.Metadata != nil {
 		o.Metadata = p.Metadata.OrNil()
+	}
+	if p.RateLimits != nil {
+		o.RateLimits = *p.RateLimits
+	}
+	if p.Credits != nil {
+		o.Credits = p.Credits.Credits
 	}
 	return o
 }

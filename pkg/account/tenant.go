@@ -163,6 +163,7 @@ var errDeleteOwnOrganization = &Error{Code: CodeOutsideOrganization, Message: "t
 // role, which is global, and external id, the integrator's identifier.
 var (
 	errOrganizationPlan       = &Error{Code: CodeOutsideOrganization, Message: "this API key is bound to an organization and acts inside it only: it cannot change its organization's plan; a key bound to no organization can"}
+	errOrganizationLimits     = &Error{Code: CodeOutsideOrganization, Message: "this API key is bound to an organization and acts inside it only: it cannot change its organization's rate_limits or credits, which bound its own uses; a key bound to no organization can"}
 	errOrganizationExternalID = &Error{Code: CodeOutsideOrganization, Message: "this API key is bound to an organization and acts inside it only: it cannot change its organization's external_id; a key bound to no organization can"}
 	errUserRole               = &Error{Code: CodeOutsideOrganization, Message: "this API key is bound to an organization and acts inside it only: it cannot set a user's role, which is global; a key bound to no organization can (the role in its organization is the membership's)"}
 	errUserExternalID         = &Error{Code: CodeOutsideOrganization, Message: "this API key is bound to an organization and acts inside it only: it cannot set a user's external_id, the integrator's identifier; a key bound to no organization can"}
@@ -170,7 +171,8 @@ var (
 
 // mayChangeOrganization returns the error that keeps the principal from
 // making the change req to an organization it sees, or nil: a bound
-// principal changes its organization's name and metadata only.
+// principal changes its organization's name and metadata only: not its
+// plan, external id or limits, which are the integrator's.
 func (p Principal) mayChangeOrganization(req OrganizationUpdate) error {
 	switch {
 	case !p.bound():
@@ -179,6 +181,8 @@ func (p Principal) mayChangeOrganization(req OrganizationUpdate) error {
 		return errOrganizationPlan
 	case req.ExternalID != nil:
 		return errOrganizationExternalID
+	case req.RateLimits != nil || req.SetCredits:
+		return errOrganizationLimits
 	}
 	return nil
 }

@@ -12,6 +12,11 @@ type Organization struct {
 	// unique among organizations; "" when there is none.
 	ExternalID string
 	Metadata   Metadata // nil when there is none
+	// RateLimits and Credits bound the uses of every key bound to the
+	// organization together, as a key's bound the uses of its own (see
+	// APIKey.OrganizationLimits); nil for none.
+	RateLimits []RateLimit
+	Credits    *Credits
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
 }
@@ -105,6 +110,11 @@ type APIKey struct {
 	// against each of them too. Never stored: the stores set it where they
 	// set DisabledAbove, from the ancestors' items they read anyway.
 	LimitsAbove []KeyLimits
+	// OrganizationLimits are the limits of the key's organization, nil
+	// when it has none (or the key none): a use of the key counts against
+	// them too. Never stored: the stores set it where they read the
+	// organization to know whether it is being deleted.
+	OrganizationLimits *KeyLimits
 
 	CreatedAt time.Time
 	ExpiresAt time.Time // zero: never expires

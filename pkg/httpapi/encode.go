@@ -111,12 +111,14 @@ type organizationResponse struct {
 	Plan       string            `json:"plan"`
 	ExternalID *string           `json:"external_id"`
 	Metadata   map[string]string `json:"metadata"`
+	RateLimits []rateLimitJSON   `json:"rate_limits"`
+	Credits    *creditsJSON      `json:"credits"`
 	CreatedAt  timestamp         `json:"created_at"`
 	UpdatedAt  timestamp         `json:"updated_at"`
 }
 
 func toOrganization(o account.Organization) organizationResponse {
-	return organizationResponse{o.ID, o.Name, o.Slug, o.Plan, optionalString(o.ExternalID), metadataResponse(o.Metadata), timestamp(o.CreatedAt), timestamp(o.UpdatedAt)}
+	return organizationResponse{o.ID, o.Name, o.Slug, o.Plan, optionalString(o.ExternalID), metadataResponse(o.Metadata), toRateLimits(o.RateLimits), toCredits(o.Credits), timestamp(o.CreatedAt), timestamp(o.UpdatedAt)}
 }
 
 type membershipResponse struct {
@@ -265,11 +267,50 @@ type verifyValidResponse struct {
 	// owner_id): null when it has none.
 	OrganizationID *string `json:"organization_id"`
 	OwnerID        *string `json:"owner_id"`
+	limitsState
 }
 
 type verifyInvalidResponse struct {
 	Valid  bool   `json:"valid"`
 	Reason string `json:"reason"`
+	limitsState
+}
+
+// limitsState is where the limits a verification counted against stand
+// after it, the tightest of the key's, the keys' above it and its
+// organization's (account.KeyUsage), for a resource server that shows
+// them without reading the RateLimit fields: left out when it counted
+// against none.
+type limitsState struct {
+	Credits    *creditsStateJSON `json:"credits,omitempty"`
+	RateLimits []limitStateJSON  `json:"rate_limits,omitempty"`
+}
+
+type creditsStateJSON struct {
+	Remaining int64 `json:"remaining"`
+}
+
+// limitStateJSON is a rate limit after a use: reset in whole seconds, as
+// the RateLimit field's t.
+type limitStateJSON struct {
+	Name      string `json:"name"`
+	Limit     int64  `json:"limit"`
+	Remaining int64  `json:"remaining"`
+	Reset     int64  `json:"reset"`
+}
+
+func toLimitsState(u *account.KeyUsage) limitsState {
+	var out limitsState
+	if u == nil {
+		return out
+	}
+	if u.Credits != nil {
+		out.Credits = &creditsStateJSON{Remaining: u.Credits.Remaining}
+	}
+	for _, l := range u.Limits {
+		out.RateLimits = append(out.RateLimits, limitStateJSON{Name: l.Name, Limit: l.Limit, Remaining: l.Remaining, Reset: seconds(l.Reset)})
+	}
+	return out
 }
 
 // secondsUntil is the whole seconds from now to t, never negative.

@@ -66,7 +66,7 @@ func (s *server) verifyToken(w http.ResponseWriter, r *http.Request, token strin
 	setRateLimitHeaders(w.Header(), v.Usage)
 	if !v.Valid {
 		info(r).refused = v.Reason
-		s.writeJSON(w, r, http.StatusOK, verifyInvalidResponse{Valid: false, Reason: v.Reason})
+		s.writeJSON(w, r, http.StatusOK, verifyInvalidResponse{Valid: false, Reason: v.Reason, limitsState: toLimitsState(v.Usage)})
 		return nil
 	}
 	c := v.Claims
@@ -82,6 +82,7 @@ func (s *server) verifyToken(w http.ResponseWriter, r *http.Request, token strin
 
 		OrganizationID: optionalString(c.OrganizationID),
 		OwnerID:        optionalString(c.OwnerID),
+		limitsState:    toLimitsState(v.Usage),
 	})
 	return nil
 }

@@ -12,6 +12,9 @@ type organizationRequest struct {
 	Plan       string         `json:"plan"`
 	ExternalID nullableString `json:"external_id"`
 	Metadata   metadataField  `json:"metadata"`
+
+	RateLimits rateLimitsField `json:"rate_limits"`
+	Credits    creditsField    `json:"credits"`
 }
 
 // organizationPatch uses pointers because an absent field stays as it is.
@@ -20,6 +23,9 @@ type organizationPatch struct {
 	Plan       *string        `json:"plan"`
 	ExternalID nullableString `json:"external_id"`
 	Metadata   metadataField  `json:"metadata"`
+
+	RateLimits rateLimitsField `json:"rate_limits"`
+	Credits    creditsField    `json:"credits"`
 }
 
 type memberRequest struct {
@@ -48,6 +54,7 @@ func (s *server) createOrganization(w http.ResponseWriter, r *http.Request, p ac
 	}
 	o, err := s.svc.CreateOrganization(r.Context(), p, account.NewOrganization{
 		Name: req.Name, Slug: req.Slug, Plan: req.Plan, ExternalID: req.ExternalID.Value, Metadata: req.Metadata.Value,
+		RateLimits: req.RateLimits.Value, Credits: req.Credits.Value,
 	})
 	if err != nil {
 		return err
@@ -73,6 +80,7 @@ func (s *server) updateOrganization(w http.ResponseWriter, r *http.Request, p ac
 	}
 	o, err := s.svc.UpdateOrganization(r.Context(), p, r.PathValue("id"), account.OrganizationUpdate{
 		Name: req.Name, Plan: req.Plan, ExternalID: req.ExternalID.update(), Metadata: req.Metadata.update(),
+		RateLimits: req.RateLimits.update(), SetCredits: req.Credits.Set, Credits: req.Credits.Value,
 	})
 	if err != nil {
 		return err

@@ -159,21 +159,38 @@ func seconds(d time.Duration) int64 {
 }
 
 // setRateLimitHeaders writes the RateLimit-Policy and RateLimit fields of
-// draft-ietf-httpapi-ratelimit-headers-10 for the key's rate limits (one
-// policy each, named by the limit: q the limit, w the period in seconds;
-// r the uses left, t the seconds until the window ends), and Retry-After
-// for a refused use. Nothing for a key without limits.
+// draft-ietf-httpapi-ratelimit-headers-10 for the limits a use counted
+// against (KeyUsage: the tightest of the key's, the keys' above it and its
+// organization's): one policy for each rate limit, named by the limit (q
+// the limit, w the period in seconds; r the uses left, t the seconds until
+// the window ends), and one named "credits" for the credits the use spent
+// (q what the refill period started with, w 86400 for a daily refill and
+// none otherwise, a month being no fixed number of seconds; r the credits
+// left, t the seconds until the next refill, none without one, as the
+// draft's example of a quota with no reset has none). Retry-After for a
+// refused use. Nothing for a use that counted against no limit.
 func setRateLimitHeaders(h http.Header, u *account.KeyUsage) {
 	if u == nil {
 		return
 	}
-	if len(u.Limits) > 0 {
-		policy := make([]string, 0, len(u.Limits))
-		state := make([]string, 0, len(u.Limits))
+	if len(u.Limits) > 0 || u.Credits != nil {
+		policy := make([]string, 0, len(u.Limits)+1)
+		state := make([]string, 0, len(u.Limits)+1)
 		for _, l := range u.Limits {
 			name := strconv.Quote(l.Name) // a name is letters, digits, _ and -
 			policy = append(policy, fmt.Sprintf("%s;q=%d;w=%d", name, l.Limit, seconds(l.Period)))
 			state = append(state, fmt.Sprintf("%s;r=%d;t=%d", name, l.Remaining, seconds(l.Reset)))
+		}
+		if c := u.Credits; c != nil {
+			name := strconv.Quote(account.CreditsPolicy)
+			p, st := fmt.Sprintf("%s;q=%d", name, c.Quota), fmt.Sprintf("%s;r=%d", name, c.Remaining)
+			if c.Refill == account.RefillDaily {
+				p += ";w=86400"
+			}
+			if c.Refill != "" {
+				st += fmt.Sprintf(";t=%d", seconds(c.Reset))
+			}
+			policy, state = append(policy, p), append(state, st)
 		}
 		h.Set("RateLimit-Policy", strings.Join(policy, ", "))
 		h.Set("RateLimit", strings.Join(state, ", "))

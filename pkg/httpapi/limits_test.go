@@ -673,8 +673,8 @@ func TestLimits_IntrospectOtherTenant(t *testing.T) {
 		if got := a.credits(t, victim.ID); got != 2 {
 			t.Fatalf("the other tenant's key's credits: got %d, want 2 (untouched)", got)
 		}
-		if v, res := a.verify(t, tok); !v.Valid || res.Header.Get("RateLimit") != `"minute";r=8;t=60` {
-			t.Fatalf("the owner's verify: got %+v, RateLimit %q; want valid, r=8 (issuance and this verify only)", v, res.Header.Get("RateLimit"))
+		if v, res := a.verify(t, tok); !v.Valid || res.Header.Get("RateLimit") != `"minute";r=8;t=60, "credits";r=1` {
+			t.Fatalf("the owner's verify: got %+v, RateLimit %q; want valid, r=8 (issuance and this verify only), and 1 of its 2 credits left", v, res.Header.Get("RateLimit"))
 		}
 	})
 }

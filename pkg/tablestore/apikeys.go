@@ -180,7 +180,8 @@ func (r *related) add(km *keyMemo, av Item) error {
 }
 
 // checkKey reports whether the key it (a copy read strongly consistently)
-// is live, and returns it with DisabledAbove and LimitsAbove set. A key is
+// is live, and returns it with DisabledAbove, LimitsAbove and
+// OrganizationLimits set. A key is
 // live when it is not being deleted, and neither is any of its Ancestors,
 // each of which still exists, nor its organization, which still exists.
 // A delete of a tree too large for one transaction flags only its root
@@ -224,12 +225,21 @@ func (s *Store) checkKey(ctx context.Context, it *apiKeyItem, have *related) (k 
 			}
 		}
 	}
+	var orgLimits *account.KeyLimits
 	if it.OrganizationID != "" {
-		if o, ok := find(r.orgs, it.OrganizationID); !ok || o.Deleting {
+		o, ok := find(r.orgs, it.OrganizationID)
+		if !ok || o.Deleting {
 			return account.APIKey{}, false, nil
+		}
+		if len(o.RateLimits) > 0 || o.Credits != nil {
+			// Its limits bound k's uses too: on the copy read, they cost
+			// no read.
+			ls, c := limitsOf(o.RateLimits, o.Credits)
+			orgLimits = &account.KeyLimits{KeyID: it.OrganizationID, RateLimits: ls, Credits: c}
 		}
 	}
 	k = it.apiKey()
+	k.OrganizationLimits = orgLimits
 	for _, id := range it.Ancestors {
 		a, ok := find(r.keys, id)
 		if !ok || a.Deleting {

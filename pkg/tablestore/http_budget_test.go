@@ -182,8 +182,8 @@ func TestHTTPRequestBudgets(t *testing.T) {
 	do("a key with credits, its count read with it", "GET", "/v1/api-keys/"+str(limited, "id"), admin, nil, 200, get, batch, batch)
 
 	// A key below a key with credits: its verifications spend the credits
-	// of both, in one transaction of the two usage records (a record of
-	// credits alone is not read back).
+	// of both, in one transaction of the two usage records, read back
+	// after it for the credits left that the answer shows.
 	seller := do("with credits, creating keys", "POST", "/v1/api-keys", admin, map[string]any{
 		"name": "reseller", "scopes": []string{"read:users", "write:api_keys"}, "credits": map[string]any{"remaining": 100},
 	}, 201, get, tx)
@@ -191,7 +191,7 @@ func TestHTTPRequestBudgets(t *testing.T) {
 		"name": "customer", "scopes": []string{"read:users"}, "credits": map[string]any{"remaining": 10},
 	}, 201, get, upd, tx)
 	soldTok := do("key below a key with credits, its first use in a minute", "POST", "/v1/auth/token", str(sold, "key"), map[string]any{"scopes": []string{"read:users"}}, 201, get, batch, upd, put)
-	do("token of a key below a key with credits", "GET", "/v1/auth/verify", str(soldTok, "access_token"), nil, 200, batch, tx)
+	do("token of a key below a key with credits", "GET", "/v1/auth/verify", str(soldTok, "access_token"), nil, 200, batch, tx, batch)
 
 	// A key below a key: its requests check its ancestor too, its token's
 	// verify in the same round trip.
@@ -326,6 +326,21 @@ func TestHTTPRequestBudgets(t *testing.T) {
 	if v := do("organization deleted", "GET", "/v1/auth/verify", str(orgTok, "access_token"), nil, 200, batch); v["valid"] != false {
 		t.Errorf("verify of a token of a deleted organization's key: got %v, want valid false", v)
 	}
+	// A key bound to an organization with credits: the organization's
+	// limits come with the copy of it that verify reads anyway, and its
+	// usage record alone is one conditional write, as a key's own.
+	customer := do("organization with credits", "POST", "/v1/organizations", admin, map[string]any{
+		"name": "Customer", "slug": "budget-customer", "credits": map[string]any{"remaining": 10},
+	}, 201, get, tx)
+	bound := do("bound to an organization with credits", "POST", "/v1/api-keys", admin, map[string]any{
+		"name": "bound", "scopes": []string{"read:users"}, "organization_id": str(customer, "id"),
+	}, 201, get, tx)
+	boundTok := do("key of an organization with credits, its first use in a minute", "POST", "/v1/auth/token", str(bound, "key"), map[string]any{"scopes": []string{"read:users"}}, 201, get, batch, upd, put)
+	do("token of a key of an organization with credits", "GET", "/v1/auth/verify", str(boundTok, "access_token"), nil, 200, batch, upd)
+	// A change of its limits writes its item and its 15 read copies in
+	// one transaction.
+	do("its limits", "PATCH", "/v1/organizations/"+str(customer, "id"), admin, map[string]any{"credits": map[string]any{"remaining": 20}}, 200, get, get, tx, batch)
+
 	do("", "GET", "/v1/auth/jwks", "", nil, 200)
 
 	// The OAuth endpoints cost what the calls they stand for cost, with

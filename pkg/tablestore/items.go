@@ -92,6 +92,19 @@ type orgItem struct {
 	Metadata   map[string]string `dynamodbav:"metadata,omitempty"`
 	// Deleting: as for userItem.
 	Deleting bool `dynamodbav:"deleting,omitempty"`
+	orgLimits
+}
+
+// orgLimits are an organization's limits, on its item and its read copies
+// alike: a verify reads them from the copy it reads, and every change of
+// them writes every copy in the same transaction.
+type orgLimits struct {
+	RateLimits []rateLimitItem `dynamodbav:"rate_limits,omitempty"`
+	Credits    *creditsItem    `dynamodbav:"credits,omitempty"`
+}
+
+func newOrgLimits(o account.Organization) orgLimits {
+	return orgLimits{RateLimits: rateLimitItems(o.RateLimits), Credits: newCreditsItem(o.Credits)}
 }
 
 func newOrgItem(o account.Organization) orgItem {
@@ -106,11 +119,15 @@ func newOrgItem(o account.Organization) orgItem {
 		UpdatedAt:  o.UpdatedAt.UTC(),
 		ExternalID: o.ExternalID,
 		Metadata:   o.Metadata,
+		orgLimits:  newOrgLimits(o),
 	}
 }
 
 func (it orgItem) organization() account.Organization {
+	ls, c := limitsOf(it.RateLimits, it.Credits)
 	return account.Organization{
+		RateLimits: ls,
+		Credits:    c,
 		ID:         idFrom(it.PK, prefixOrg),
 		Name:       it.Name,
 		Slug:       it.Slug,

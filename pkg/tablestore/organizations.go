@@ -12,7 +12,7 @@ import (
 // CodeSlugTaken, CodeExternalIDTaken.
 func (s *Store) CreateOrganization(ctx context.Context, opts account.WriteOptions, o account.Organization) error {
 	c := newChange(opts, account.PendingEvent{Type: account.EventOrganizationCreated, Data: o})
-	copies, err := s.orgCopyPuts(o.ID, false, time.Time{})
+	copies, err := s.orgCopyPuts(o.ID, false, time.Time{}, newOrgLimits(o))
 	if err != nil {
 		return err
 	}
@@ -50,9 +50,11 @@ func (s *Store) GetOrganizationByExternalID(ctx context.Context, externalID stri
 }
 
 // UpdateOrganization applies the patch as UpdateUser does: one UpdateItem,
-// no read, unless it changes the external id (see updateClaiming).
-// CodeNotFound, also while the organization is being deleted;
-// CodeExternalIDTaken.
+// no read, unless it changes the external id (see updateClaiming) or the
+// limits, which the read copies carry too: a change of them updates every
+// copy in the same transaction as the item, so that a verify reads the
+// limits the item has. CodeNotFound, also while the organization is being
+// deleted; CodeExternalIDTaken.
 func (s *Store) UpdateOrganization(ctx context.Context, opts account.WriteOptions, id string, p account.OrganizationPatch) (account.Organization, error) {
 	c := newChange(opts)
 	var it orgItem
@@ -66,9 +68,13 @@ func (s *Store) UpdateOrganization(ctx context.Context, opts account.WriteOption
 		if p.Plan != nil {
 			upd = upd.set("plan", *p.Plan)
 		}
-		return setMetadata(upd, p.Metadata)
+		return setOrgLimits(setMetadata(upd, p.Metadata), p)
 	}
-	if p.ExternalID == nil && !c.recording() {
+	copies, err := s.orgCopyUpdates(id, p)
+	if err != nil {
+		return account.Organization{}, err
+	}
+	if p.ExternalID == nil && !c.recording() && copies == nil {
 		if err := s.updateItem(ctx, c, orgKey(id), upd(), condLive, &it, account.ErrOrganizationNotFound()); err != nil {
 			return account.Organization{}, err
 		}
@@ -80,18 +86,60 @@ func (s *Store) UpdateOrganization(ctx context.Context, opts account.WriteOption
 		o.UpdatedAt = stamp()
 		return o
 	}
-	err := s.updateClaiming(ctx, c, orgKey(id), id, &it, upd, func() []move {
+	err = s.updateClaiming(ctx, c, orgKey(id), id, &it, upd, func() []move {
 		if p.ExternalID == nil {
 			return nil
 		}
 		return []move{{uniqueOrgExtID, it.ExternalID, *p.ExternalID}}
 	}, func() bool { return it.Deleting }, func() time.Time { return it.UpdatedAt }, func() account.PendingEvent {
 		return account.PendingEvent{Type: account.EventOrganizationUpdated, Data: patched()}
-	}, s.orgOwners())
+	}, s.orgOwners(), copies)
 	if err != nil {
 		return account.Organization{}, err
 	}
 	return patched(), nil
+}
+
+// setOrgLimits adds the limits the patch changes to an update of an
+// organization's item or of one of its read copies.
+func setOrgLimits(upd Update, p account.OrganizationPatch) Update {
+	if p.RateLimits != nil {
+		if ls := rateLimitItems(*p.RateLimits); ls != nil {
+			upd = upd.set("rate_limits", ls)
+		} else {
+			upd = upd.remove("rate_limits")
+		}
+	}
+	if p.Credits != nil {
+		if c := newCreditsItem(p.Credits.Credits); c != nil {
+			upd = upd.set("credits", c)
+		} else {
+			upd = upd.remove("credits")
+		}
+	}
+	return upd
+}
+
+// orgCopyUpdates returns the updates of the read copies of the
+// organization id that a patch of its limits makes, nil for a patch that
+// leaves them: unconditional, in the transaction whose update of the item
+// is conditional on its being live. An update, not a Put, so that a
+// change of one limit keeps the other, which the item as read might not
+// hold yet; a copy missing (an organization created before copies) is
+// created with the limits alone, which is all a verify reads of it.
+func (s *Store) orgCopyUpdates(id string, p account.OrganizationPatch) ([]Write, error) {
+	if p.RateLimits == nil && p.Credits == nil {
+		return nil, nil
+	}
+	out := make([]Write, 0, readShards-1)
+	for _, k := range copyKeys(id, orgCopyKey) {
+		w, err := s.update(k, setOrgLimits(set("owner_id", id), p), Cond{})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, w)
+	}
+	return out, nil
 }
 
 // DeleteOrganization deletes the organization, both sides of each of its
@@ -131,7 +179,7 @@ func (s *Store) DeleteOrganization(ctx context.Context, opts account.WriteOption
 	// The read copies stay, flagged, as tombstones that TTL removes (see
 	// tombstoneTTL): put again with their expiry, with the organization's
 	// delete.
-	tombs, err := s.orgCopyPuts(id, true, time.Now().Add(tombstoneTTL))
+	tombs, err := s.orgCopyPuts(id, true, time.Now().Add(tombstoneTTL), orgLimits{})
 	if err != nil {
 		return err
 	}
@@ -167,7 +215,7 @@ func (s *Store) markOrgDeleting(ctx context.Context, id string, out *orgItem) er
 	if err != nil {
 		return err
 	}
-	copies, err := s.orgCopyPuts(id, true, time.Time{})
+	copies, err := s.orgCopyPuts(id, true, time.Time{}, orgLimits{})
 	if err != nil {
 		return err
 	}

@@ -199,18 +199,21 @@ type orgCopyItem struct {
 	OwnerID  string `dynamodbav:"owner_id"`
 	Deleting bool   `dynamodbav:"deleting,omitempty"`
 	ExpireAt int64  `dynamodbav:"expire_at,omitempty"`
+	orgLimits
 }
 
 // orgCopyPuts returns the Puts of the copies of the organization id,
-// flagged deleting or not, expiring at expire unless it is zero.
-func (s *Store) orgCopyPuts(id string, deleting bool, expireAt time.Time) ([]Write, error) {
+// flagged deleting or not, expiring at expire unless it is zero, with
+// limits (none on the copies of an organization being deleted, whose keys
+// no longer work).
+func (s *Store) orgCopyPuts(id string, deleting bool, expireAt time.Time, limits orgLimits) ([]Write, error) {
 	items := make([]Write, 0, readShards-1)
 	var expire int64
 	if !expireAt.IsZero() {
 		expire = expireAt.Unix()
 	}
 	for _, k := range copyKeys(id, orgCopyKey) {
-		put, err := s.putAlways(orgCopyItem{key: k, OwnerID: id, Deleting: deleting, ExpireAt: expire})
+		put, err := s.putAlways(orgCopyItem{key: k, OwnerID: id, Deleting: deleting, ExpireAt: expire, orgLimits: limits})
 		if err != nil {
 			return nil, err
 		}

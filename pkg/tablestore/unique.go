@@ -181,8 +181,9 @@ var errChanged = errors.New("tablestore: the item changed between the read and t
 // the item this update changed. CodeNotFound (o.notFound); the conflicts of
 // the moved values. event, read out after each read too, is the event of
 // the update, which goes into its write: the condition makes its object
-// the one the write leaves.
-func (s *Store) updateClaiming(ctx context.Context, c change, k key, id string, out any, upd func() Update, moves func() []move, deleting func() bool, updatedAt func() time.Time, event func() account.PendingEvent, o owners) error {
+// the one the write leaves. also are writes that go into the same
+// transaction, unconditional (an organization's read copies).
+func (s *Store) updateClaiming(ctx context.Context, c change, k key, id string, out any, upd func() Update, moves func() []move, deleting func() bool, updatedAt func() time.Time, event func() account.PendingEvent, o owners, also []Write) error {
 	for attempt := 0; ; attempt++ {
 		found, err := s.getItem(ctx, k, out)
 		if err != nil {
@@ -217,6 +218,10 @@ func (s *Store) updateClaiming(ctx context.Context, c change, k key, id string, 
 				steps = append(steps, func() (Write, error) { return s.del(m.key(m.old), ownedBy) })
 				onCheckFailed = append(onCheckFailed, nil) // a guard not its owner's: a broken invariant
 			}
+		}
+		for _, w := range also {
+			steps = append(steps, func() (Write, error) { return w, nil })
+			onCheckFailed = append(onCheckFailed, nil) // unconditional
 		}
 		if len(steps) == 1 && c.recording() {
 			// Nothing to claim or free, but an event to write: one

@@ -48,16 +48,21 @@ func newCreditsItem(c *account.Credits) *creditsItem {
 
 // limits returns the key's rate limits and credits.
 func (it apiKeyItem) limits() ([]account.RateLimit, *account.Credits) {
+	return limitsOf(it.RateLimits, it.Credits)
+}
+
+// limitsOf returns the rate limits and credits an item holds.
+func limitsOf(rls []rateLimitItem, ci *creditsItem) ([]account.RateLimit, *account.Credits) {
 	var ls []account.RateLimit
-	for _, l := range it.RateLimits {
+	for _, l := range rls {
 		ls = append(ls, account.RateLimit{Name: l.Name, Limit: l.Limit, Period: time.Duration(l.PeriodMS) * time.Millisecond})
 	}
-	if it.Credits == nil {
+	if ci == nil {
 		return ls, nil
 	}
-	c := &account.Credits{Remaining: it.Credits.Remaining, SetAt: it.Credits.SetAt, Set: it.Credits.Set}
-	if it.Credits.RefillInterval != "" {
-		c.Refill = &account.CreditRefill{Amount: it.Credits.RefillAmount, Interval: it.Credits.RefillInterval}
+	c := &account.Credits{Remaining: ci.Remaining, SetAt: ci.SetAt, Set: ci.Set}
+	if ci.RefillInterval != "" {
+		c.Refill = &account.CreditRefill{Amount: ci.RefillAmount, Interval: ci.RefillInterval}
 	}
 	return ls, c
 }

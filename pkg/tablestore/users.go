@@ -99,7 +99,7 @@ func (s *Store) UpdateUser(ctx context.Context, opts account.WriteOptions, id st
 		return moves
 	}, func() bool { return it.Deleting }, func() time.Time { return it.UpdatedAt }, func() account.PendingEvent {
 		return account.PendingEvent{Type: account.EventUserUpdated, Data: patched()}
-	}, s.userOwners())
+	}, s.userOwners(), nil)
 	if err != nil {
 		return account.User{}, err
 	}
