@@ -1,0 +1,443 @@
+package account
+
+import (
+	"cmp"
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Usage analytics: every verification a process makes is counted by
+// outcome, with every token it issues, in memory, and the counts are
+// added to the table by a flush at most every UsageOptions.Every. No
+// verification pays a write of its own; each flush is exact however
+// often it is retried (UsageCounter.AddUsage). docs/usage.md.
+
+// The intervals of the usage buckets.
+const (
+	IntervalMinute = "minute"
+	IntervalHour   = "hour"
+	IntervalDay    = "day"
+)
+
+// OutcomeValid is the outcome of a valid verification; a refused one's
+// is its Reason.
+const OutcomeValid = "valid"
+
+// MaxUsageBuckets is the most buckets one usage answer spans.
+const MaxUsageBuckets = 1000
+
+// DefaultUsageFlush is how long a count waits in a process at most before
+// its flush begins (while the process runs; docs/usage.md).
+const DefaultUsageFlush = 5 * time.Second
+
+// UsageRetention is how long the buckets of each interval are kept
+// (from their start); the table's TTL removes them after.
+type UsageRetention struct {
+	Minute, Hour, Day time.Duration
+}
+
+// DefaultUsageRetention keeps minute buckets 48 hours, hour buckets 90
+// days and day buckets 2 years.
+var DefaultUsageRetention = UsageRetention{Minute: 48 * time.Hour, Hour: 90 * 24 * time.Hour, Day: 2 * 365 * 24 * time.Hour}
+
+// UsageOptions are how a process flushes its counts. Every zero flushes
+// only when asked (FlushUsage); a retention of zero is the default's.
+type UsageOptions struct {
+	Every     time.Duration
+	Retention UsageRetention
+	Logger    *slog.Logger
+}
+
+// UsageCounts are the counts of one bucket.
+type UsageCounts struct {
+	// Verifications by outcome: OutcomeValid or the refusal's reason.
+	Verifications map[string]int64
+	TokensIssued  int64
+	// Keys are, in an organization's counts, the verifications of each
+	// of its keys (all outcomes); nil in a key's.
+	Keys map[string]int64
+}
+
+// Add adds o to c.
+func (c *UsageCounts) Add(o UsageCounts) {
+	for k, n := range o.Verifications {
+		if c.Verifications == nil {
+			c.Verifications = map[string]int64{}
+		}
+		c.Verifications[k] += n
+	}
+	c.TokensIssued += o.TokensIssued
+	for k, n := range o.Keys {
+		if c.Keys == nil {
+			c.Keys = map[string]int64{}
+		}
+		c.Keys[k] += n
+	}
+}
+
+// UsageBucket is the counts of one interval that starts at Start.
+type UsageBucket struct {
+	Start time.Time
+	UsageCounts
+}
+
+// UsageDelta is what one flush adds to one bucket of one subject (a key's
+// or an organization's id).
+type UsageDelta struct {
+	Subject  string
+	Interval string
+	Start    time.Time
+	Counts   UsageCounts
+	// ExpireAt is when the bucket may be dropped (UsageRetention).
+	ExpireAt time.Time
+}
+
+// UsageFlush is one flush of a process: its Seq, one more than its last
+// flush's, and what it adds.
+type UsageFlush struct {
+	Process string
+	Seq     int64
+	Deltas  []UsageDelta
+}
+
+// UsageCounter is the part of Store that keeps the usage counts.
+type UsageCounter interface {
+	// AddUsage adds each delta of f to its bucket exactly once, however
+	// often f is retried, partly made or not: a store keeps each
+	// process's share of a bucket apart, with the Seq of the last flush
+	// that added to it, and skips a delta whose share has it already.
+	// CodeUnavailable when the table asks to retry later.
+	AddUsage(ctx context.Context, f UsageFlush) error
+	// ReadUsage returns the buckets of subject and interval whose Start
+	// is in [from, to), summed over processes, in time order; empty ones
+	// are not there.
+	ReadUsage(ctx context.Context, subject, interval string, from, to time.Time) ([]UsageBucket, error)
+}
+
+// usageSlot names one bucket of one subject.
+type usageSlot struct {
+	subject, interval string
+	start             time.Time
+}
+
+// usageTally holds a process's counts until they are flushed.
+type usageTally struct {
+	store   UsageCounter
+	now     func() time.Time
+	process string
+
+	mu       sync.Mutex
+	opts     UsageOptions
+	pending  map[usageSlot]*UsageCounts
+	last     time.Time // of the last flush begun
+	flushing bool
+
+	// flushMu makes one flush at a time; inflight is the flush begun and
+	// not yet made, which the next flush retries as it is, Seq and all,
+	// before it takes what was counted since.
+	flushMu  sync.Mutex
+	seq      int64
+	inflight *UsageFlush
+}
+
+func newUsageTally(store UsageCounter, now func() time.Time) *usageTally {
+	return &usageTally{
+		store: store, now: now, process: NewID("", now()), last: now(),
+		opts: UsageOptions{Retention: DefaultUsageRetention}, pending: map[usageSlot]*UsageCounts{},
+	}
+}
+
+func (t *usageTally) setOptions(o UsageOptions) {
+	if o.Retention == (UsageRetention{}) {
+		o.Retention = DefaultUsageRetention
+	}
+	t.mu.Lock()
+	t.opts = o
+	t.mu.Unlock()
+}
+
+// count adds one verification of the token of claims with outcome, or,
+// with outcome "", one issuance of it, to the buckets of its key and its
+// organization.
+func (t *usageTally) count(c TokenClaims, outcome string, at time.Time) {
+	if c.KeyID == "" {
+		return
+	}
+	var one UsageCounts
+	if outcome == "" {
+		one.TokensIssued = 1
+	} else {
+		one.Verifications = map[string]int64{outcome: 1}
+	}
+	t.mu.Lock()
+	for _, iv := range []string{IntervalMinute, IntervalHour, IntervalDay} {
+		start := bucketStart(iv, at)
+		t.slot(usageSlot{c.KeyID, iv, start}).Add(one)
+		if c.OrganizationID != "" {
+			org := one
+			if outcome != "" {
+				org.Keys = map[string]int64{c.KeyID: 1}
+			}
+			t.slot(usageSlot{c.OrganizationID, iv, start}).Add(org)
+		}
+	}
+	due := t.opts.Every > 0 && !t.flushing && at.Sub(t.last) >= t.opts.Every
+	if due {
+		t.flushing = true
+	}
+	t.mu.Unlock()
+	if due {
+		// In the background: the verification that finds the interval
+		// over does not wait for the write. On Lambda the goroutine runs
+		// while the invocation does, or resumes with the next one; a
+		// flush cut short is retried, exactly (AddUsage).
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			t.flush(ctx)
+		}()
+	}
+}
+
+func (t *usageTally) slot(s usageSlot) *UsageCounts {
+	c := t.pending[s]
+	if c == nil {
+		c = &UsageCounts{}
+		t.pending[s] = c
+	}
+	return c
+}
+
+// bucketStart is the start of the interval's bucket that holds at, in
+// UTC: a Truncate of an absolute time, which is midnight UTC for a day.
+func bucketStart(interval string, at time.Time) time.Time {
+	switch interval {
+	case IntervalMinute:
+		return at.UTC().Truncate(time.Minute)
+	case IntervalHour:
+		return at.UTC().Truncate(time.Hour)
+	}
+	return at.UTC().Truncate(24 * time.Hour)
+}
+
+// intervalLength is the length of the interval's buckets.
+func intervalLength(interval string) time.Duration {
+	switch interval {
+	case IntervalMinute:
+		return time.Minute
+	case IntervalHour:
+		return time.Hour
+	}
+	return 24 * time.Hour
+}
+
+func (r UsageRetention) of(interval string) time.Duration {
+	switch interval {
+	case IntervalMinute:
+		return r.Minute
+	case IntervalHour:
+		return r.Hour
+	}
+	return r.Day
+}
+
+// flush writes what the process counted: first the flush in flight, if a
+// failure left one, then what was counted since. A failure keeps it in
+// flight for the next flush, which retries it as it is.
+func (t *usageTally) flush(ctx context.Context) error {
+	t.flushMu.Lock()
+	defer t.flushMu.Unlock()
+	defer func() {
+		t.mu.Lock()
+		t.flushing = false
+		t.mu.Unlock()
+	}()
+	for range 2 {
+		if t.inflight == nil {
+			t.inflight = t.take()
+		}
+		if t.inflight == nil {
+			return nil
+		}
+		if err := t.store.AddUsage(ctx, *t.inflight); err != nil {
+			t.mu.Lock()
+			log := t.opts.Logger
+			t.mu.Unlock()
+			if log != nil {
+				log.WarnContext(ctx, "usage: a flush failed; the next one retries it", "seq", t.inflight.Seq, "error", err.Error())
+			}
+			return storeErr(err)
+		}
+		t.inflight = nil
+	}
+	return nil
+}
+
+// take makes a flush of the pending counts, nil when there are none.
+func (t *usageTally) take() *UsageFlush {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.last = t.now()
+	if len(t.pending) == 0 {
+		return nil
+	}
+	t.seq++
+	f := &UsageFlush{Process: t.process, Seq: t.seq}
+	for s, c := range t.pending {
+		f.Deltas = append(f.Deltas, UsageDelta{
+			Subject: s.subject, Interval: s.interval, Start: s.start, Counts: *c,
+			ExpireAt: s.start.Add(t.opts.Retention.of(s.interval)),
+		})
+	}
+	t.pending = map[usageSlot]*UsageCounts{}
+	return f
+}
+
+// outcome is what a verification v of a token with claims counts as: ""
+// for none. A token whose claims are unknown (forged, malformed) names
+// no key to count against, and ReasonInvalid with claims is another
+// tenant's token, which the caller may not see: neither is counted.
+func outcome(v Verification) string {
+	switch {
+	case v.Valid:
+		return OutcomeValid
+	case v.Reason == ReasonInvalid:
+		return ""
+	}
+	return v.Reason
+}
+
+// SetUsageOptions sets how the verifier flushes its counts.
+func (v *TokenVerifier) SetUsageOptions(o UsageOptions) { v.usage.setOptions(o) }
+
+// FlushUsage writes the counts of the process now: what the local server
+// does on shutdown, and a Lambda function when Lambda stops it.
+func (v *TokenVerifier) FlushUsage(ctx context.Context) error { return v.usage.flush(ctx) }
+
+// RunUsageFlush flushes every o.Every until ctx ends, then once more: a
+// long-lived process's loop, which also writes the counts of a process
+// that falls idle.
+func (v *TokenVerifier) RunUsageFlush(ctx context.Context, every time.Duration) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+			v.usage.flush(ctx)
+		case <-ctx.Done():
+			final, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			v.usage.flush(final)
+			cancel()
+			return
+		}
+	}
+}
+
+// UsageQuery asks for the usage of a key or an organization: buckets of
+// Interval (IntervalHour when ""), from From (inclusive; To less 24 hours
+// when zero) to To (exclusive; now when zero).
+type UsageQuery struct {
+	From, To time.Time
+	Interval string
+}
+
+// range checks q and answers its buckets' span. CodeInvalidRequest, or
+// CodeTooManyBuckets when it spans more than MaxUsageBuckets.
+func (q UsageQuery) span(now time.Time) (string, time.Time, time.Time, error) {
+	iv := q.Interval
+	if iv == "" {
+		iv = IntervalHour
+	}
+	to := q.To
+	if to.IsZero() {
+		to = now
+	}
+	from := q.From
+	if from.IsZero() {
+		from = to.Add(-24 * time.Hour)
+	}
+	var problems Problems
+	switch iv {
+	case IntervalMinute, IntervalHour, IntervalDay:
+	default:
+		problems.Add("interval", "must be minute, hour or day")
+	}
+	if from.After(to) {
+		problems.Add("from", "is after to")
+	}
+	if err := problems.Err(); err != nil {
+		return "", time.Time{}, time.Time{}, err
+	}
+	from = bucketStart(iv, from)
+	if n := (to.Sub(from) + intervalLength(iv) - 1) / intervalLength(iv); n > MaxUsageBuckets {
+		return "", time.Time{}, time.Time{}, &Error{Code: CodeTooManyBuckets, Message: "the range spans more than 1000 buckets of the interval: narrow it or take a longer interval"}
+	}
+	return iv, from, to, nil
+}
+
+// APIKeyUsage returns the usage of the key id, which the principal reads
+// as GetAPIKey does. CodeInvalidRequest, CodeTooManyBuckets, and
+// GetAPIKey's errors.
+func (s *Service) APIKeyUsage(ctx context.Context, p Principal, id string, q UsageQuery) ([]UsageBucket, error) {
+	iv, from, to, err := q.span(s.now())
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.GetAPIKey(ctx, p, id); err != nil {
+		return nil, err
+	}
+	b, err := s.store.ReadUsage(ctx, id, iv, from, to)
+	return b, storeErr(err)
+}
+
+// OrganizationUsage returns the usage of the organization id, every key
+// bound to it, which the principal reads as GetOrganization does.
+// CodeInvalidRequest, CodeTooManyBuckets, and GetOrganization's errors.
+func (s *Service) OrganizationUsage(ctx context.Context, p Principal, id string, q UsageQuery) ([]UsageBucket, error) {
+	iv, from, to, err := q.span(s.now())
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.GetOrganization(ctx, p, id); err != nil {
+		return nil, err
+	}
+	b, err := s.store.ReadUsage(ctx, id, iv, from, to)
+	return b, storeErr(err)
+}
+
+// KeyVerifications is the verifications of one key over a range.
+type KeyVerifications struct {
+	KeyID         string
+	Verifications int64
+}
+
+// TopKeys returns the keys of the organization id with the most
+// verifications (all outcomes) over q's range, at most n, most first (ties
+// by key id), as OrganizationUsage reads them.
+func (s *Service) TopKeys(ctx context.Context, p Principal, id string, q UsageQuery, n int) ([]KeyVerifications, error) {
+	buckets, err := s.OrganizationUsage(ctx, p, id, q)
+	if err != nil {
+		return nil, err
+	}
+	var sum UsageCounts
+	for _, b := range buckets {
+		sum.Add(UsageCounts{Keys: b.Keys})
+	}
+	out := make([]KeyVerifications, 0, len(sum.Keys))
+	for k, v := range sum.Keys {
+		out = append(out, KeyVerifications{KeyID: k, Verifications: v})
+	}
+	slices.SortFunc(out, func(a, b KeyVerifications) int {
+		if a.Verifications != b.Verifications {
+			return cmp.Compare(b.Verifications, a.Verifications)
+		}
+		return cmp.Compare(a.KeyID, b.KeyID)
+	})
+	if len(out) > n {
+		out = out[:n]
+	}
+	return out, nil
+}
