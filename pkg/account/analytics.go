@@ -317,7 +317,7 @@ func (v *TokenVerifier) SetUsageOptions(o UsageOptions) { v.usage.setOptions(o) 
 // does on shutdown, and a Lambda function when Lambda stops it.
 func (v *TokenVerifier) FlushUsage(ctx context.Context) error { return v.usage.flush(ctx) }
 
-// RunUsageFlush flushes every o.Every until ctx ends, then once more: a
+// RunUsageFlush flushes every every until ctx ends, then once more: a
 // long-lived process's loop, which also writes the counts of a process
 // that falls idle.
 func (v *TokenVerifier) RunUsageFlush(ctx context.Context, every time.Duration) {
@@ -334,6 +334,15 @@ func (v *TokenVerifier) RunUsageFlush(ctx context.Context, every time.Duration) 
 			return
 		}
 	}
+}
+
+// FlushUsage is TokenVerifier.FlushUsage for the service's verifier, which
+// also counts the tokens the service issues.
+func (s *Service) FlushUsage(ctx context.Context) error { return s.verifier.FlushUsage(ctx) }
+
+// RunUsageFlush is TokenVerifier.RunUsageFlush for the service's verifier.
+func (s *Service) RunUsageFlush(ctx context.Context, every time.Duration) {
+	s.verifier.RunUsageFlush(ctx, every)
 }
 
 // UsageQuery asks for the usage of a key or an organization: buckets of
@@ -382,6 +391,9 @@ func (q UsageQuery) span(now time.Time) (string, time.Time, time.Time, error) {
 // as GetAPIKey does. CodeInvalidRequest, CodeTooManyBuckets, and
 // GetAPIKey's errors.
 func (s *Service) APIKeyUsage(ctx context.Context, p Principal, id string, q UsageQuery) ([]UsageBucket, error) {
+	if err := p.Authorize(OpAPIKeyUsage); err != nil {
+		return nil, err
+	}
 	iv, from, to, err := q.span(s.now())
 	if err != nil {
 		return nil, err
@@ -397,6 +409,9 @@ func (s *Service) APIKeyUsage(ctx context.Context, p Principal, id string, q Usa
 // bound to it, which the principal reads as GetOrganization does.
 // CodeInvalidRequest, CodeTooManyBuckets, and GetOrganization's errors.
 func (s *Service) OrganizationUsage(ctx context.Context, p Principal, id string, q UsageQuery) ([]UsageBucket, error) {
+	if err := p.Authorize(OpOrganizationUsage); err != nil {
+		return nil, err
+	}
 	iv, from, to, err := q.span(s.now())
 	if err != nil {
 		return nil, err

@@ -18,11 +18,13 @@ const (
 	OpRotateAPIKey Operation = "RotateAPIKey"
 	OpDeleteAPIKey Operation = "DeleteAPIKey"
 
+	OpAPIKeyUsage        Operation = "APIKeyUsage"
 	OpListAPIKeyTokens   Operation = "ListAPIKeyTokens"
 	OpRevokeAPIKeyTokens Operation = "RevokeAPIKeyTokens"
 
 	OpCreateOrganization Operation = "CreateOrganization"
 	OpGetOrganization    Operation = "GetOrganization"
+	OpOrganizationUsage  Operation = "OrganizationUsage"
 	OpListOrganizations  Operation = "ListOrganizations"
 	OpUpdateOrganization Operation = "UpdateOrganization"
 	OpDeleteOrganization Operation = "DeleteOrganization"
@@ -99,10 +101,13 @@ var operations = map[Operation]access{
 	// the scope that revokes any one of them; neither is a change of the
 	// key's grants or secret, which write:api_keys guards.
 	OpListAPIKeyTokens:   {scope: ScopeReadAPIKeys, callers: keyOrSession},
+	// Usage is read as what it counts is.
+	OpAPIKeyUsage:        {scope: ScopeReadAPIKeys, callers: keyOrSession},
 	OpRevokeAPIKeyTokens: {scope: ScopeRevokeTokens, callers: keyOrSession, currentSecret: true},
 
 	OpCreateOrganization: {scope: ScopeWriteOrganizations},
 	OpGetOrganization:    {scope: ScopeReadOrganizations},
+	OpOrganizationUsage:  {scope: ScopeReadOrganizations},
 	OpListOrganizations:  {scope: ScopeReadOrganizations},
 	OpUpdateOrganization: {scope: ScopeWriteOrganizations},
 	OpDeleteOrganization: {scope: ScopeDeleteOrganizations},

@@ -31,6 +31,8 @@ type Options struct {
 	// and does not let fail it: a last use of an API key it could not
 	// record. Nil discards it.
 	Logger *slog.Logger
+	// Usage is how the process flushes its usage counts (analytics.go).
+	Usage UsageOptions
 }
 
 // Service carries out every operation of the API for an authenticated
@@ -70,12 +72,17 @@ func NewService(store Store, opts Options) (*Service, error) {
 	if log == nil {
 		log = discardLogger
 	}
+	verifier := NewTokenVerifier(store, opts.Parser, now)
+	if opts.Usage.Logger == nil {
+		opts.Usage.Logger = log
+	}
+	verifier.SetUsageOptions(opts.Usage)
 	return &Service{
 		store:    store,
 		signer:   opts.Signer,
 		inline:   !opts.NoInlineRevocation,
 		parser:   opts.Parser,
-		verifier: NewTokenVerifier(store, opts.Parser, now),
+		verifier: verifier,
 		cursors:  cursorCodec{key: opts.CursorKey},
 		now:      func() time.Time { return now().UTC().Truncate(time.Millisecond) },
 		statuses: &statusAllocator{store: store},

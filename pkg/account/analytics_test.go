@@ -1,0 +1,233 @@
+package account_test
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"latchkey/pkg/account"
+	"latchkey/pkg/teststore"
+)
+
+// usageEnv is a service with an organization and a key bound to it, and
+// that key's principal.
+type usageEnv struct {
+	*env
+	org account.Organization
+	key account.Principal
+}
+
+func newUsageEnv(t *testing.T, store account.Store) usageEnv {
+	t.Helper()
+	e := newEnvOver(t, store)
+	o := e.org(t, "acme")
+	_, secret, err := e.svc.CreateAPIKey(e.ctx, e.admin, account.NewAPIKey{Name: "acme key", OrganizationID: o.ID, Scopes: []string{"read:api_keys", "read:organizations"}})
+	if err != nil {
+		t.Fatalf("CreateAPIKey: %v", err)
+	}
+	return usageEnv{env: e, org: o, key: e.auth(t, secret)}
+}
+
+func (u usageEnv) token(t *testing.T, expiresIn string) string {
+	t.Helper()
+	tok, _, err := u.svc.IssueToken(u.ctx, u.key, account.TokenRequest{Scopes: []string{"read:api_keys"}, ExpiresIn: expiresIn})
+	if err != nil {
+		t.Fatalf("IssueToken: %v", err)
+	}
+	return tok
+}
+
+func (u usageEnv) verify(t *testing.T, svc *account.Service, tok string, want string) {
+	t.Helper()
+	v, err := svc.VerifyToken(u.ctx, tok)
+	if err != nil {
+		t.Fatalf("VerifyToken: %v", err)
+	}
+	if got := map[bool]string{true: account.OutcomeValid, false: v.Reason}[v.Valid]; got != want {
+		t.Fatalf("VerifyToken: got %s, want %s", got, want)
+	}
+}
+
+// total sums the key's and the organization's hour buckets of the last day.
+func (u usageEnv) total(t *testing.T) (key, org account.UsageCounts) {
+	t.Helper()
+	q := account.UsageQuery{Interval: account.IntervalHour, From: u.clock.Now().Add(-48 * time.Hour), To: u.clock.Now().Add(time.Hour)}
+	kb, err := u.svc.APIKeyUsage(u.ctx, u.admin, u.key.KeyID, q)
+	if err != nil {
+		t.Fatalf("APIKeyUsage: %v", err)
+	}
+	ob, err := u.svc.OrganizationUsage(u.ctx, u.admin, u.org.ID, q)
+	if err != nil {
+		t.Fatalf("OrganizationUsage: %v", err)
+	}
+	for _, b := range kb {
+		key.Add(b.UsageCounts)
+	}
+	for _, b := range ob {
+		org.Add(b.UsageCounts)
+	}
+	return key, org
+}
+
+func TestService_Usage(t *testing.T) {
+	t.Run("Outcomes", func(t *testing.T) {
+		u := newUsageEnv(t, teststore.Open(t))
+		tok, short := u.token(t, ""), u.token(t, "1m")
+		for range 3 {
+			u.verify(t, u.svc, tok, account.OutcomeValid)
+		}
+		if _, err := u.svc.IntrospectToken(u.ctx, u.admin, tok); err != nil {
+			t.Fatal(err)
+		}
+		u.verify(t, u.svc, "not a token", account.ReasonInvalid) // names no key: not counted
+		if _, err := u.svc.RevokeToken(u.ctx, u.admin, tok); err != nil {
+			t.Fatal(err)
+		}
+		u.verify(t, u.svc, tok, account.ReasonRevoked)
+		u.verify(t, u.svc, tok, account.ReasonRevoked)
+		u.clock.Advance(time.Minute)
+		u.verify(t, u.svc, short, account.ReasonExpired)
+		if err := u.svc.FlushUsage(u.ctx); err != nil {
+			t.Fatal(err)
+		}
+		key, org := u.total(t)
+		want := account.UsageCounts{Verifications: map[string]int64{"valid": 4, "revoked": 2, "expired": 1}, TokensIssued: 2}
+		if !reflect.DeepEqual(key, want) {
+			t.Errorf("key: got %+v, want %+v", key, want)
+		}
+		want.Keys = map[string]int64{u.key.KeyID: 7}
+		if !reflect.DeepEqual(org, want) {
+			t.Errorf("organization: got %+v, want %+v", org, want)
+		}
+		top, err := u.svc.TopKeys(u.ctx, u.admin, u.org.ID, account.UsageQuery{}, 10)
+		if err != nil || len(top) != 1 || top[0] != (account.KeyVerifications{KeyID: u.key.KeyID, Verifications: 7}) {
+			t.Errorf("TopKeys: got %+v, %v", top, err)
+		}
+	})
+	t.Run("TwoInstancesAndARestart", func(t *testing.T) {
+		// Two services on one store verify at once; then one restarts
+		// (shuts down, flushing on the way, and a new one takes over).
+		u := newUsageEnv(t, teststore.Open(t))
+		tok := u.token(t, "")
+		other := u.twin(t)
+		var wg sync.WaitGroup
+		for _, svc := range []*account.Service{u.svc, other} {
+			for range 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range 25 {
+						if _, err := svc.VerifyToken(u.ctx, tok); err != nil {
+							t.Error(err)
+						}
+					}
+				}()
+			}
+		}
+		wg.Wait()
+		ctx, stop := context.WithCancel(u.ctx)
+		done := make(chan struct{})
+		go func() { other.RunUsageFlush(ctx, time.Hour); close(done) }()
+		stop()
+		<-done
+		restarted := u.twin(t)
+		u.verify(t, restarted, tok, account.OutcomeValid)
+		for _, svc := range []*account.Service{u.svc, restarted} {
+			if err := svc.FlushUsage(u.ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		key, org := u.total(t)
+		if key.Verifications["valid"] != 201 || org.Verifications["valid"] != 201 || org.Keys[u.key.KeyID] != 201 {
+			t.Errorf("got key %+v, organization %+v, want 201 valid each", key, org)
+		}
+	})
+	t.Run("RetriedFlush", func(t *testing.T) {
+		// The first flush is made but its answer is lost; the next one
+		// retries it, and adds what was counted since, each once.
+		lost := &losingStore{Store: teststore.Open(t)}
+		u := newUsageEnv(t, lost)
+		tok := u.token(t, "")
+		u.verify(t, u.svc, tok, account.OutcomeValid)
+		lost.lose = 1
+		if err := u.svc.FlushUsage(u.ctx); err == nil {
+			t.Fatal("FlushUsage: got no error, want the lost answer's")
+		}
+		u.verify(t, u.svc, tok, account.OutcomeValid)
+		if err := u.svc.FlushUsage(u.ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := u.svc.FlushUsage(u.ctx); err != nil {
+			t.Fatal(err)
+		}
+		key, org := u.total(t)
+		if key.Verifications["valid"] != 2 || key.TokensIssued != 1 || org.Verifications["valid"] != 2 {
+			t.Errorf("got key %+v, organization %+v, want 2 valid and 1 token", key, org)
+		}
+	})
+	t.Run("Query", func(t *testing.T) {
+		u := newUsageEnv(t, teststore.Open(t))
+		now := u.clock.Now()
+		_, err := u.svc.APIKeyUsage(u.ctx, u.admin, u.key.KeyID, account.UsageQuery{Interval: account.IntervalMinute, From: now.Add(-1001 * time.Minute), To: now})
+		wantCode(t, err, account.CodeTooManyBuckets)
+		if _, err := u.svc.APIKeyUsage(u.ctx, u.admin, u.key.KeyID, account.UsageQuery{Interval: account.IntervalMinute, From: now.Add(-999 * time.Minute), To: now}); err != nil {
+			t.Errorf("999 minutes: %v", err)
+		}
+		_, err = u.svc.OrganizationUsage(u.ctx, u.admin, u.org.ID, account.UsageQuery{From: now, To: now.Add(-time.Hour)})
+		wantFields(t, err, "from")
+		_, err = u.svc.OrganizationUsage(u.ctx, u.admin, u.org.ID, account.UsageQuery{Interval: "week"})
+		wantFields(t, err, "interval")
+	})
+	t.Run("Tenancy", func(t *testing.T) {
+		u := newUsageEnv(t, teststore.Open(t))
+		if _, err := u.svc.OrganizationUsage(u.ctx, u.key, u.org.ID, account.UsageQuery{}); err != nil {
+			t.Errorf("own organization: %v", err)
+		}
+		if _, err := u.svc.APIKeyUsage(u.ctx, u.key, u.key.KeyID, account.UsageQuery{}); err != nil {
+			t.Errorf("own key: %v", err)
+		}
+		other := u.env.org(t, "other")
+		_, err := u.svc.OrganizationUsage(u.ctx, u.key, other.ID, account.UsageQuery{})
+		wantCode(t, err, account.CodeNotFound)
+		_, err = u.svc.APIKeyUsage(u.ctx, u.key, u.admin.KeyID, account.UsageQuery{})
+		wantCode(t, err, account.CodeNotFound)
+		reader, _ := u.env.key(t, "", "read:users")
+		_, err = u.svc.OrganizationUsage(u.ctx, reader, u.org.ID, account.UsageQuery{})
+		wantCode(t, err, account.CodeInsufficientScope)
+		_, err = u.svc.APIKeyUsage(u.ctx, reader, u.key.KeyID, account.UsageQuery{})
+		wantCode(t, err, account.CodeInsufficientScope)
+	})
+}
+
+// losingStore makes lose AddUsage calls, then fails them as if their
+// answers were lost.
+type losingStore struct {
+	account.Store
+	mu   sync.Mutex
+	lose int
+}
+
+func (s *losingStore) AddUsage(ctx context.Context, f account.UsageFlush) error {
+	err := s.Store.AddUsage(ctx, f)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil && s.lose > 0 {
+		s.lose--
+		return account.Unavailable(errors.New("the answer was lost"))
+	}
+	return err
+}
+
+// twin is another process's service over the same store, with the same
+// signing key: a second instance, or the same one restarted.
+func (e *env) twin(t *testing.T) *account.Service {
+	t.Helper()
+	svc, err := account.NewService(e.store, e.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc
+}
