@@ -100,7 +100,7 @@ var operations = map[Operation]access{
 	// A key's tokens are read as the key is, and revoked all at once with
 	// the scope that revokes any one of them; neither is a change of the
 	// key's grants or secret, which write:api_keys guards.
-	OpListAPIKeyTokens:   {scope: ScopeReadAPIKeys, callers: keyOrSession},
+	OpListAPIKeyTokens: {scope: ScopeReadAPIKeys, callers: keyOrSession},
 	// Usage is read as what it counts is.
 	OpAPIKeyUsage:        {scope: ScopeReadAPIKeys, callers: keyOrSession},
 	OpRevokeAPIKeyTokens: {scope: ScopeRevokeTokens, callers: keyOrSession, currentSecret: true},
