@@ -347,13 +347,14 @@ func (s *Service) RunUsageFlush(ctx context.Context, every time.Duration) {
 
 // UsageQuery asks for the usage of a key or an organization: buckets of
 // Interval (IntervalHour when ""), from From (inclusive; To less 24 hours
-// when zero) to To (exclusive; now when zero).
+// when zero, or less 999 minutes for minute buckets, which is all one
+// answer holds) to To (exclusive; now when zero).
 type UsageQuery struct {
 	From, To time.Time
 	Interval string
 }
 
-// range checks q and answers its buckets' span. CodeInvalidRequest, or
+// span checks q and answers its interval and range. CodeInvalidRequest, or
 // CodeTooManyBuckets when it spans more than MaxUsageBuckets.
 func (q UsageQuery) span(now time.Time) (string, time.Time, time.Time, error) {
 	iv := q.Interval
@@ -366,7 +367,8 @@ func (q UsageQuery) span(now time.Time) (string, time.Time, time.Time, error) {
 	}
 	from := q.From
 	if from.IsZero() {
-		from = to.Add(-24 * time.Hour)
+		// The last 24 hours, or as many minutes as one answer holds.
+		from = to.Add(-min(24*time.Hour, (MaxUsageBuckets-1)*intervalLength(iv)))
 	}
 	var problems Problems
 	switch iv {
