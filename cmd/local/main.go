@@ -119,6 +119,8 @@ type config struct {
 	noInlineRevocation bool
 	// skipFileCheck is CHECK_DATA_FILE=false.
 	skipFileCheck bool
+	// usage is USAGE_FLUSH_INTERVAL and USAGE_RETENTION_*.
+	usage account.UsageOptions
 }
 
 // fdReserve is the file descriptors the server needs besides its
@@ -179,6 +181,9 @@ func configFromEnv() (config, error) {
 		c.skipFileCheck = true
 	default:
 		return c, errors.New("CHECK_DATA_FILE must be true or false")
+	}
+	if c.usage, err = account.UsageOptionsFromEnv(os.Getenv); err != nil {
+		return c, err
 	}
 	c.tokenCache, err = token.CacheOptionsFromEnv(os.Getenv)
 	return c, err
@@ -267,7 +272,18 @@ func run(logger *slog.Logger) error {
 		}
 	}
 
+	// The usage counts are flushed every interval, and once more after the
+	// last request has been served (serve's shutdown), before the store
+	// closes: a clean stop loses none.
+	cfg.usage.Logger = logger
+	usage := account.NewUsageTally(store, cfg.usage, nil)
+	flushCtx, stopFlush := context.WithCancel(context.WithoutCancel(ctx))
+	flushed := make(chan struct{})
+	go func() { usage.Run(flushCtx, cfg.usage.Every); close(flushed) }()
+	defer func() { stopFlush(); <-flushed }()
+
 	asm, err := assembly.New(assembly.Parts{
+		Usage: usage,
 		Store: store, CursorKey: cursorKey, Issuer: issuer, SigningKey: signingKey, Algorithm: cfg.signingAlg, Logger: logger,
 		NoInlineRevocation: cfg.noInlineRevocation,
 		StatusListTTL:      cfg.statusListTTL,

@@ -3,6 +3,7 @@ package account
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -44,7 +45,7 @@ type UsageRetention struct {
 var DefaultUsageRetention = UsageRetention{Minute: 48 * time.Hour, Hour: 90 * 24 * time.Hour, Day: 2 * 365 * 24 * time.Hour}
 
 // UsageOptions are how a process flushes its counts. Every zero flushes
-// only when asked (FlushUsage); a retention of zero is the default's.
+// only when asked (Flush, Run); a retention of zero is the default's.
 type UsageOptions struct {
 	Every     time.Duration
 	Retention UsageRetention
@@ -123,14 +124,16 @@ type usageSlot struct {
 	start             time.Time
 }
 
-// usageTally holds a process's counts until they are flushed.
-type usageTally struct {
+// UsageTally holds a process's counts until they are flushed: one per
+// process, shared by the services it builds (a Lambda function rebuilds
+// its service after a key rotation, and keeps its tally).
+type UsageTally struct {
 	store   UsageCounter
 	now     func() time.Time
 	process string
+	opts    UsageOptions
 
 	mu       sync.Mutex
-	opts     UsageOptions
 	pending  map[usageSlot]*UsageCounts
 	last     time.Time // of the last flush begun
 	flushing bool
@@ -143,26 +146,25 @@ type usageTally struct {
 	inflight *UsageFlush
 }
 
-func newUsageTally(store UsageCounter, now func() time.Time) *usageTally {
-	return &usageTally{
-		store: store, now: now, process: NewID("", now()), last: now(),
-		opts: UsageOptions{Retention: DefaultUsageRetention}, pending: map[usageSlot]*UsageCounts{},
+// NewUsageTally returns the tally of a process that adds its counts to
+// store. now is the clock; time.Now when nil.
+func NewUsageTally(store UsageCounter, opts UsageOptions, now func() time.Time) *UsageTally {
+	if now == nil {
+		now = time.Now
 	}
-}
-
-func (t *usageTally) setOptions(o UsageOptions) {
-	if o.Retention == (UsageRetention{}) {
-		o.Retention = DefaultUsageRetention
+	if opts.Retention == (UsageRetention{}) {
+		opts.Retention = DefaultUsageRetention
 	}
-	t.mu.Lock()
-	t.opts = o
-	t.mu.Unlock()
+	return &UsageTally{
+		store: store, now: now, process: NewID("", now()), last: now(), opts: opts,
+		pending: map[usageSlot]*UsageCounts{},
+	}
 }
 
 // count adds one verification of the token of claims with outcome, or,
 // with outcome "", one issuance of it, to the buckets of its key and its
 // organization.
-func (t *usageTally) count(c TokenClaims, outcome string, at time.Time) {
+func (t *UsageTally) count(c TokenClaims, outcome string, at time.Time) {
 	if c.KeyID == "" {
 		return
 	}
@@ -202,7 +204,7 @@ func (t *usageTally) count(c TokenClaims, outcome string, at time.Time) {
 	}
 }
 
-func (t *usageTally) slot(s usageSlot) *UsageCounts {
+func (t *UsageTally) slot(s usageSlot) *UsageCounts {
 	c := t.pending[s]
 	if c == nil {
 		c = &UsageCounts{}
@@ -247,7 +249,7 @@ func (r UsageRetention) of(interval string) time.Duration {
 // flush writes what the process counted: first the flush in flight, if a
 // failure left one, then what was counted since. A failure keeps it in
 // flight for the next flush, which retries it as it is.
-func (t *usageTally) flush(ctx context.Context) error {
+func (t *UsageTally) flush(ctx context.Context) error {
 	t.flushMu.Lock()
 	defer t.flushMu.Unlock()
 	defer func() {
@@ -263,10 +265,7 @@ func (t *usageTally) flush(ctx context.Context) error {
 			return nil
 		}
 		if err := t.store.AddUsage(ctx, *t.inflight); err != nil {
-			t.mu.Lock()
-			log := t.opts.Logger
-			t.mu.Unlock()
-			if log != nil {
+			if log := t.opts.Logger; log != nil {
 				log.WarnContext(ctx, "usage: a flush failed; the next one retries it", "seq", t.inflight.Seq, "error", err.Error())
 			}
 			return storeErr(err)
@@ -277,7 +276,7 @@ func (t *usageTally) flush(ctx context.Context) error {
 }
 
 // take makes a flush of the pending counts, nil when there are none.
-func (t *usageTally) take() *UsageFlush {
+func (t *UsageTally) take() *UsageFlush {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.last = t.now()
@@ -310,40 +309,37 @@ func outcome(v Verification) string {
 	return v.Reason
 }
 
-// SetUsageOptions sets how the verifier flushes its counts.
-func (v *TokenVerifier) SetUsageOptions(o UsageOptions) { v.usage.setOptions(o) }
+// UseTally makes the verifier count into t, the process's tally.
+func (v *TokenVerifier) UseTally(t *UsageTally) { v.usage = t }
 
-// FlushUsage writes the counts of the process now: what the local server
-// does on shutdown, and a Lambda function when Lambda stops it.
-func (v *TokenVerifier) FlushUsage(ctx context.Context) error { return v.usage.flush(ctx) }
+// Flush writes the counts of the process now: what the local server does
+// on shutdown, and a Lambda function when Lambda stops it.
+func (t *UsageTally) Flush(ctx context.Context) error { return t.flush(ctx) }
 
-// RunUsageFlush flushes every every until ctx ends, then once more: a
-// long-lived process's loop, which also writes the counts of a process
-// that falls idle.
-func (v *TokenVerifier) RunUsageFlush(ctx context.Context, every time.Duration) {
+// Run flushes every every until ctx ends, then once more: a long-lived
+// process's loop, which also writes the counts of a process that falls
+// idle.
+func (t *UsageTally) Run(ctx context.Context, every time.Duration) {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
 		select {
 		case <-tick.C:
-			v.usage.flush(ctx)
+			t.flush(ctx)
 		case <-ctx.Done():
 			final, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			v.usage.flush(final)
+			t.flush(final)
 			cancel()
 			return
 		}
 	}
 }
 
-// FlushUsage is TokenVerifier.FlushUsage for the service's verifier, which
-// also counts the tokens the service issues.
-func (s *Service) FlushUsage(ctx context.Context) error { return s.verifier.FlushUsage(ctx) }
+// FlushUsage flushes the tally the service counts into (UsageTally.Flush).
+func (s *Service) FlushUsage(ctx context.Context) error { return s.verifier.usage.Flush(ctx) }
 
-// RunUsageFlush is TokenVerifier.RunUsageFlush for the service's verifier.
-func (s *Service) RunUsageFlush(ctx context.Context, every time.Duration) {
-	s.verifier.RunUsageFlush(ctx, every)
-}
+// UsageTally returns the tally the service counts into.
+func (s *Service) UsageTally() *UsageTally { return s.verifier.usage }
 
 // UsageQuery asks for the usage of a key or an organization: buckets of
 // Interval (IntervalHour when ""), from From (inclusive; To less 24 hours
@@ -457,4 +453,50 @@ func (s *Service) TopKeys(ctx context.Context, p Principal, id string, q UsageQu
 		out = out[:n]
 	}
 	return out, nil
+}
+
+// The environment that configures the usage counts (docs/configuration.md).
+const (
+	EnvUsageFlush           = "USAGE_FLUSH_INTERVAL"
+	EnvUsageRetentionMinute = "USAGE_RETENTION_MINUTE"
+	EnvUsageRetentionHour   = "USAGE_RETENTION_HOUR"
+	EnvUsageRetentionDay    = "USAGE_RETENTION_DAY"
+)
+
+// MaxUsageFlush bounds the flush interval: a count is written at most
+// this long after its verification while the process runs.
+const MaxUsageFlush = 10 * time.Second
+
+// UsageOptionsFromEnv reads the flush interval (1s to 10s, default 5s)
+// and the retention of each interval (a Go duration, at least its
+// bucket's length; defaults 48h, 2160h, 17520h) from getenv.
+func UsageOptionsFromEnv(getenv func(string) string) (UsageOptions, error) {
+	o := UsageOptions{Every: DefaultUsageFlush, Retention: DefaultUsageRetention}
+	if v := getenv(EnvUsageFlush); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second || d > MaxUsageFlush {
+			return o, fmt.Errorf("%s must be a duration from 1s to 10s, such as 5s", EnvUsageFlush)
+		}
+		o.Every = d
+	}
+	for _, r := range []struct {
+		env      string
+		interval string
+		to       *time.Duration
+	}{
+		{EnvUsageRetentionMinute, IntervalMinute, &o.Retention.Minute},
+		{EnvUsageRetentionHour, IntervalHour, &o.Retention.Hour},
+		{EnvUsageRetentionDay, IntervalDay, &o.Retention.Day},
+	} {
+		v := getenv(r.env)
+		if v == "" {
+			continue
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d < intervalLength(r.interval) {
+			return o, fmt.Errorf("%s must be a duration of at least one %s, such as %s", r.env, r.interval, DefaultUsageRetention.of(r.interval))
+		}
+		*r.to = d
+	}
+	return o, nil
 }

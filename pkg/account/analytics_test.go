@@ -130,7 +130,7 @@ func TestService_Usage(t *testing.T) {
 		wg.Wait()
 		ctx, stop := context.WithCancel(u.ctx)
 		done := make(chan struct{})
-		go func() { other.RunUsageFlush(ctx, time.Hour); close(done) }()
+		go func() { other.UsageTally().Run(ctx, time.Hour); close(done) }()
 		stop()
 		<-done
 		restarted := u.twin(t)

@@ -31,8 +31,9 @@ type Options struct {
 	// and does not let fail it: a last use of an API key it could not
 	// record. Nil discards it.
 	Logger *slog.Logger
-	// Usage is how the process flushes its usage counts (analytics.go).
-	Usage UsageOptions
+	// Usage is the process's tally of usage counts (analytics.go); nil
+	// for one of the service's own, which flushes only when asked.
+	Usage *UsageTally
 }
 
 // Service carries out every operation of the API for an authenticated
@@ -73,10 +74,9 @@ func NewService(store Store, opts Options) (*Service, error) {
 		log = discardLogger
 	}
 	verifier := NewTokenVerifier(store, opts.Parser, now)
-	if opts.Usage.Logger == nil {
-		opts.Usage.Logger = log
+	if opts.Usage != nil {
+		verifier.UseTally(opts.Usage)
 	}
-	verifier.SetUsageOptions(opts.Usage)
 	return &Service{
 		store:    store,
 		signer:   opts.Signer,

@@ -228,7 +228,7 @@ type TokenVerifier struct {
 	now     func() time.Time
 	limiter *limiter
 	formats *formatsCache
-	usage   *usageTally
+	usage   *UsageTally
 }
 
 // NewTokenVerifier returns a TokenVerifier that checks signatures with
@@ -243,7 +243,7 @@ func NewTokenVerifier(store TokenStatusReader, parser TokenParser, now func() ti
 		store: store, parser: parser, now: utc,
 		limiter: &limiter{store: store},
 		formats: &formatsCache{store: store, now: utc},
-		usage:   newUsageTally(store, utc),
+		usage:   NewUsageTally(store, UsageOptions{}, utc),
 	}
 }
 
