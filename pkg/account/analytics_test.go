@@ -168,6 +168,43 @@ func TestService_Usage(t *testing.T) {
 			t.Errorf("got key %+v, organization %+v, want 2 valid and 1 token", key, org)
 		}
 	})
+	t.Run("NoWritePerVerification", func(t *testing.T) {
+		// 200 verifications within the flush interval write nothing; the
+		// first after it starts one flush of 6 buckets, in the background.
+		counting := &losingStore{Store: teststore.Open(t)}
+		e := newUsageEnv(t, counting)
+		e.clock.Set(e.clock.Now().Truncate(time.Minute).Add(time.Minute)) // 5 s later is the same minute
+		tally := account.NewUsageTally(counting, account.UsageOptions{Every: 5 * time.Second}, e.clock.Now)
+		svc := e.twinWith(t, tally)
+		tok := e.token(t, "")
+		for range 200 {
+			e.verify(t, svc, tok, account.OutcomeValid)
+		}
+		if n, _ := counting.counts(); n != 0 {
+			t.Fatalf("flushes within the interval: got %d, want 0", n)
+		}
+		e.clock.Advance(5 * time.Second)
+		e.verify(t, svc, tok, account.OutcomeValid)
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			if n, deltas := counting.counts(); n == 1 {
+				if deltas != 6 {
+					t.Errorf("buckets written: got %d, want 6 (3 of the key, 3 of its organization)", deltas)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("no flush 10 s after the interval")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if err := tally.Flush(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+		if key, _ := e.total(t); key.Verifications["valid"] != 201 {
+			t.Errorf("got %+v, want 201 valid", key)
+		}
+	})
 	t.Run("Query", func(t *testing.T) {
 		u := newUsageEnv(t, teststore.Open(t))
 		now := u.clock.Now()
@@ -202,23 +239,44 @@ func TestService_Usage(t *testing.T) {
 	})
 }
 
-// losingStore makes lose AddUsage calls, then fails them as if their
-// answers were lost.
+// losingStore counts AddUsage calls and their deltas, and makes lose of
+// them, then fails them as if their answers were lost.
 type losingStore struct {
 	account.Store
-	mu   sync.Mutex
-	lose int
+	mu             sync.Mutex
+	lose           int
+	flushes, delta int
+}
+
+func (s *losingStore) counts() (flushes, deltas int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.flushes, s.delta
 }
 
 func (s *losingStore) AddUsage(ctx context.Context, f account.UsageFlush) error {
 	err := s.Store.AddUsage(ctx, f)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.flushes++
+	s.delta += len(f.Deltas)
 	if err == nil && s.lose > 0 {
 		s.lose--
 		return account.Unavailable(errors.New("the answer was lost"))
 	}
 	return err
+}
+
+// twinWith is twin counting into tally.
+func (e *env) twinWith(t *testing.T, tally *account.UsageTally) *account.Service {
+	t.Helper()
+	opts := e.opts
+	opts.Usage = tally
+	svc, err := account.NewService(e.store, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc
 }
 
 // twin is another process's service over the same store, with the same
