@@ -135,7 +135,7 @@ type UsageTally struct {
 
 	mu       sync.Mutex
 	pending  map[usageSlot]*UsageCounts
-	last     time.Time // of the last flush begun
+	last     time.Time // when the last flush began
 	flushing bool
 
 	// flushMu makes one flush at a time; inflight is the flush begun and
@@ -161,18 +161,24 @@ func NewUsageTally(store UsageCounter, opts UsageOptions, now func() time.Time) 
 	}
 }
 
-// count adds one verification of the token of claims with outcome, or,
-// with outcome "", one issuance of it, to the buckets of its key and its
-// organization.
-func (t *UsageTally) count(c TokenClaims, outcome string, at time.Time) {
+// verified counts a verification v of the token of claims c at at, if it
+// counts (outcome).
+func (t *UsageTally) verified(c TokenClaims, v Verification, at time.Time) {
+	if o := outcome(v); o != "" {
+		t.count(c, o, UsageCounts{Verifications: map[string]int64{o: 1}}, at)
+	}
+}
+
+// issued counts the issuance of the token of claims c at at.
+func (t *UsageTally) issued(c TokenClaims, at time.Time) {
+	t.count(c, "", UsageCounts{TokensIssued: 1}, at)
+}
+
+// count adds one, a verification with outcome or ("") an issuance, to the
+// buckets of c's key and organization.
+func (t *UsageTally) count(c TokenClaims, outcome string, one UsageCounts, at time.Time) {
 	if c.KeyID == "" {
 		return
-	}
-	var one UsageCounts
-	if outcome == "" {
-		one.TokensIssued = 1
-	} else {
-		one.Verifications = map[string]int64{outcome: 1}
 	}
 	t.mu.Lock()
 	for _, iv := range []string{IntervalMinute, IntervalHour, IntervalDay} {
@@ -252,6 +258,10 @@ func (r UsageRetention) of(interval string) time.Duration {
 func (t *UsageTally) flush(ctx context.Context) error {
 	t.flushMu.Lock()
 	defer t.flushMu.Unlock()
+	// A flush that fails waits the interval too before the next try.
+	t.mu.Lock()
+	t.last = t.now()
+	t.mu.Unlock()
 	defer func() {
 		t.mu.Lock()
 		t.flushing = false
@@ -279,7 +289,6 @@ func (t *UsageTally) flush(ctx context.Context) error {
 func (t *UsageTally) take() *UsageFlush {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.last = t.now()
 	if len(t.pending) == 0 {
 		return nil
 	}

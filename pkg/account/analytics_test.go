@@ -83,6 +83,16 @@ func TestService_Usage(t *testing.T) {
 			t.Fatal(err)
 		}
 		u.verify(t, u.svc, "not a token", account.ReasonInvalid) // names no key: not counted
+		// Another tenant's introspection learns nothing of the token and
+		// counts nothing against its key.
+		otherOrg := u.env.org(t, "other-tenant")
+		_, otherSecret, err := u.svc.CreateAPIKey(u.ctx, u.admin, account.NewAPIKey{Name: "other", OrganizationID: otherOrg.ID, Scopes: []string{"read:api_keys"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, err := u.svc.IntrospectToken(u.ctx, u.auth(t, otherSecret), tok); err != nil || v.Valid || v.Reason != account.ReasonInvalid {
+			t.Fatalf("IntrospectToken by another tenant: got %+v, %v; want invalid", v, err)
+		}
 		if _, err := u.svc.RevokeToken(u.ctx, u.admin, tok); err != nil {
 			t.Fatal(err)
 		}

@@ -283,7 +283,7 @@ func (v *TokenVerifier) verify(ctx context.Context, token string, accept func(To
 	var claims TokenClaims
 	defer func() {
 		if err == nil {
-			v.usage.count(claims, outcome(ver), now)
+			v.usage.verified(claims, ver, now)
 		}
 	}()
 	claims, err = v.parser.Parse(ctx, token, now)
@@ -410,7 +410,7 @@ func (s *Service) issue(ctx context.Context, p Principal, scopes []string, lifet
 	if err != nil {
 		return "", TokenClaims{}, storeErr(err)
 	}
-	s.verifier.usage.count(claims, "", now)
+	s.verifier.usage.issued(claims, now)
 	return token, claims, nil
 }
 
