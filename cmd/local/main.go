@@ -27,6 +27,9 @@
 //	                     item puts revocations on the key in force; over the embedded store
 //	                     the server does at start, over DynamoDB the deployment's step does)
 //	STATUS_LIST_TTL      the status lists' ttl in seconds, 1 to 300 (default 10)
+//	USAGE_FLUSH_INTERVAL how often the usage counts are written, 1s to 10s (default 5s; and at shutdown)
+//	USAGE_RETENTION_MINUTE, USAGE_RETENTION_HOUR, USAGE_RETENTION_DAY
+//	                     how long usage buckets are kept (default 48h, 2160h, 17520h)
 //	GOGC                 the Go collector's target (default 400 here, not Go's 100: see gcPercent)
 package main
 
