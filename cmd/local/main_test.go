@@ -451,6 +451,8 @@ func TestServer_BadConfiguration(t *testing.T) {
 		{"IssuerNotABaseURL", exec.Command(binary), "ISSUER=latchkey"},
 		{"InlineRevocationNotABoolean", exec.Command(binary), "INLINE_REVOCATION=yes"},
 		{"CheckDataFileNotABoolean", exec.Command(binary), "CHECK_DATA_FILE=no"},
+		{"UsageFlushOverTenSeconds", exec.Command(binary), "USAGE_FLUSH_INTERVAL=11s"},
+		{"UsageRetentionUnderABucket", exec.Command(binary), "USAGE_RETENTION_HOUR=30m"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dataDir := filepath.Join(t.TempDir(), "data")
