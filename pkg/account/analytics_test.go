@@ -215,6 +215,36 @@ func TestService_Usage(t *testing.T) {
 			t.Errorf("got %+v, want 201 valid", key)
 		}
 	})
+	t.Run("TopKeys", func(t *testing.T) {
+		u := newUsageEnv(t, teststore.Open(t))
+		k2, secret2, err := u.svc.CreateAPIKey(u.ctx, u.admin, account.NewAPIKey{Name: "second", OrganizationID: u.org.ID, Scopes: []string{"read:api_keys"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok1 := u.token(t, "")
+		tok2, _, err := u.svc.IssueToken(u.ctx, u.auth(t, secret2), account.TokenRequest{Scopes: []string{"read:api_keys"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			u.verify(t, u.svc, tok1, account.OutcomeValid)
+		}
+		for range 5 {
+			u.verify(t, u.svc, tok2, account.OutcomeValid)
+		}
+		if err := u.svc.FlushUsage(u.ctx); err != nil {
+			t.Fatal(err)
+		}
+		top, err := u.svc.TopKeys(u.ctx, u.admin, u.org.ID, account.UsageQuery{Interval: account.IntervalDay, From: u.clock.Now().Add(-30 * 24 * time.Hour)}, 10)
+		want := []account.KeyVerifications{{KeyID: k2.ID, Verifications: 5}, {KeyID: u.key.KeyID, Verifications: 3}}
+		if err != nil || !reflect.DeepEqual(top, want) {
+			t.Errorf("TopKeys: got %+v, %v; want %+v", top, err, want)
+		}
+		top, err = u.svc.TopKeys(u.ctx, u.key, u.org.ID, account.UsageQuery{}, 1)
+		if err != nil || !reflect.DeepEqual(top, want[:1]) {
+			t.Errorf("TopKeys, 1, by the bound key: got %+v, %v; want %+v", top, err, want[:1])
+		}
+	})
 	t.Run("Query", func(t *testing.T) {
 		u := newUsageEnv(t, teststore.Open(t))
 		now := u.clock.Now()
