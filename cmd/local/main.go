@@ -27,6 +27,9 @@
 //	                     item puts revocations on the key in force; over the embedded store
 //	                     the server does at start, over DynamoDB the deployment's step does)
 //	STATUS_LIST_TTL      the status lists' ttl in seconds, 1 to 300 (default 10)
+//	USAGE_FLUSH_INTERVAL how often the usage counts are written, 1s to 10s (default 5s; and at shutdown)
+//	USAGE_RETENTION_MINUTE, USAGE_RETENTION_HOUR, USAGE_RETENTION_DAY
+//	                     how long usage buckets are kept (default 48h, 2160h, 17520h)
 //	GOGC                 the Go collector's target (default 400 here, not Go's 100: see gcPercent)
 package main
 
@@ -119,6 +122,8 @@ type config struct {
 	noInlineRevocation bool
 	// skipFileCheck is CHECK_DATA_FILE=false.
 	skipFileCheck bool
+	// usage is USAGE_FLUSH_INTERVAL and USAGE_RETENTION_*.
+	usage account.UsageOptions
 }
 
 // fdReserve is the file descriptors the server needs besides its
@@ -179,6 +184,9 @@ func configFromEnv() (config, error) {
 		c.skipFileCheck = true
 	default:
 		return c, errors.New("CHECK_DATA_FILE must be true or false")
+	}
+	if c.usage, err = account.UsageOptionsFromEnv(os.Getenv); err != nil {
+		return c, err
 	}
 	c.tokenCache, err = token.CacheOptionsFromEnv(os.Getenv)
 	return c, err
@@ -267,7 +275,18 @@ func run(logger *slog.Logger) error {
 		}
 	}
 
+	// The usage counts are flushed every interval, and once more after the
+	// last request has been served (serve's shutdown), before the store
+	// closes: a clean stop loses none.
+	cfg.usage.Logger = logger
+	usage := account.NewUsageTally(store, cfg.usage, nil)
+	flushCtx, stopFlush := context.WithCancel(context.WithoutCancel(ctx))
+	flushed := make(chan struct{})
+	go func() { usage.Run(flushCtx, cfg.usage.Every); close(flushed) }()
+	defer func() { stopFlush(); <-flushed }()
+
 	asm, err := assembly.New(assembly.Parts{
+		Usage: usage,
 		Store: store, CursorKey: cursorKey, Issuer: issuer, SigningKey: signingKey, Algorithm: cfg.signingAlg, Logger: logger,
 		NoInlineRevocation: cfg.noInlineRevocation,
 		StatusListTTL:      cfg.statusListTTL,

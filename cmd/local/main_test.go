@@ -451,6 +451,8 @@ func TestServer_BadConfiguration(t *testing.T) {
 		{"IssuerNotABaseURL", exec.Command(binary), "ISSUER=latchkey"},
 		{"InlineRevocationNotABoolean", exec.Command(binary), "INLINE_REVOCATION=yes"},
 		{"CheckDataFileNotABoolean", exec.Command(binary), "CHECK_DATA_FILE=no"},
+		{"UsageFlushOverTenSeconds", exec.Command(binary), "USAGE_FLUSH_INTERVAL=11s"},
+		{"UsageRetentionUnderABucket", exec.Command(binary), "USAGE_RETENTION_HOUR=30m"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dataDir := filepath.Join(t.TempDir(), "data")
@@ -770,5 +772,48 @@ func TestServer_ConnectionTimeouts(t *testing.T) {
 				t.Errorf("closed after %v, before the timeout of %v", took, tc.timeout)
 			}
 		})
+	}
+}
+
+// TestServer_UsageFlushedOnShutdown: the counts of a server stopped
+// within its flush interval are written on the way out, so the next start
+// reads every verification and token of the last.
+func TestServer_UsageFlushedOnShutdown(t *testing.T) {
+	dataDir := filepath.Join(t.TempDir(), "data")
+	const issuer, flush = "ISSUER=http://latchkey.localhost:8080", "USAGE_FLUSH_INTERVAL=10s"
+	first := start(t, dataDir, issuer, flush)
+	admin := adminKey(t, first)
+	status, tok := first.call(t, "POST", "/v1/auth/token", admin, `{"scopes":["read:users"],"expires_in":"1h"}`)
+	if status != http.StatusCreated {
+		t.Fatalf("issue token: %d %v", status, tok)
+	}
+	var keyID string
+	for range 3 {
+		status, v := first.call(t, "GET", "/v1/auth/verify", tok["access_token"].(string), "")
+		if status != http.StatusOK || v["valid"] != true {
+			t.Fatalf("verify: %d %v", status, v)
+		}
+		keyID, _ = v["key_id"].(string)
+	}
+	if err := first.stop(t); err != nil {
+		t.Fatalf("exit after SIGTERM: %v\n%s", err, first.stderr.String())
+	}
+	second := start(t, dataDir, issuer, flush)
+	status, got := second.call(t, "GET", "/v1/api-keys/"+keyID+"/usage?interval=minute", admin, "")
+	if status != http.StatusOK {
+		t.Fatalf("usage: %d %v", status, got)
+	}
+	var valid, issued float64
+	for _, b := range got["data"].([]any) {
+		b := b.(map[string]any)
+		v, _ := b["verifications"].(map[string]any)["valid"].(float64)
+		valid += v
+		issued += b["tokens_issued"].(float64)
+	}
+	if valid != 3 || issued != 1 {
+		t.Errorf("usage after a restart: got %v valid, %v tokens issued; want 3 and 1 (%v)", valid, issued, got)
+	}
+	if err := second.stop(t); err != nil {
+		t.Fatalf("exit after SIGTERM: %v", err)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"sync/atomic"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
@@ -44,8 +45,18 @@ func main() {
 			return start(ctx, logger)
 		}, logger)
 	}
-	lambda.Start(h)
+	lambda.StartWithOptions(h, lambdaenv.FlushOnShutdown(logger, func(ctx context.Context) error {
+		if a := app.Load(); a != nil {
+			return a.FlushUsage(ctx)
+		}
+		return nil
+	}))
 }
+
+// app is the function's, once start has built it (maybe in a request,
+// after a failed init): its usage counts are flushed when Lambda stops
+// the instance.
+var app atomic.Pointer[lambdaapp.App]
 
 // start reads the configuration, builds the clients and the App (which
 // reads the secrets, publishes the public keys and ensures the bootstrap
@@ -56,9 +67,10 @@ func start(ctx context.Context, logger *slog.Logger) (authevents.EventHandler, e
 		return nil, err
 	}
 	cfg.Console = console.Mount
-	app, err := lambdaapp.NewSigning(ctx, cfg, deps)
+	a, err := lambdaapp.NewSigning(ctx, cfg, deps)
 	if err != nil {
 		return nil, err
 	}
-	return authevents.Handler(app, httpadapter.NewV2(app).ProxyWithContext), nil
+	app.Store(a)
+	return authevents.Handler(a, httpadapter.NewV2(a).ProxyWithContext), nil
 }

@@ -27,5 +27,5 @@ func main() {
 	if err != nil {
 		lambdaenv.Fail(logger, err)
 	}
-	lambda.Start(authorize)
+	lambda.StartWithOptions(authorize, lambdaenv.FlushOnShutdown(logger, authorizerapp.FlushUsage))
 }

@@ -35,5 +35,5 @@ func main() {
 	if err != nil {
 		lambdaenv.Fail(logger, err)
 	}
-	lambda.Start(httpadapter.NewV2(app).ProxyWithContext)
+	lambda.StartWithOptions(httpadapter.NewV2(app).ProxyWithContext, lambdaenv.FlushOnShutdown(logger, app.FlushUsage))
 }

@@ -203,3 +203,7 @@ func (p Problems) Err() error {
 	}
 	return &Error{Code: CodeInvalidRequest, Message: "the request is invalid", Fields: p}
 }
+
+// CodeTooManyBuckets answers a usage request whose range spans more than
+// MaxUsageBuckets buckets of its interval.
+const CodeTooManyBuckets Code = "too_many_buckets"

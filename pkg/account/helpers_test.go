@@ -30,6 +30,7 @@ type env struct {
 	admin  account.Principal
 	secret string // the admin key's secret
 	ctx    context.Context
+	opts   account.Options // the service's
 }
 
 // newEnv returns a service over a fresh store (teststore.Open: bbolt, or
@@ -76,6 +77,7 @@ func newService(tb testing.TB, store account.Store, opt func(*account.Options)) 
 	if opt != nil {
 		opt(&opts)
 	}
+	e.opts = opts
 	if e.svc, err = account.NewService(store, opts); err != nil {
 		tb.Fatalf("NewService: %v", err)
 	}

@@ -18,11 +18,13 @@ const (
 	OpRotateAPIKey Operation = "RotateAPIKey"
 	OpDeleteAPIKey Operation = "DeleteAPIKey"
 
+	OpAPIKeyUsage        Operation = "APIKeyUsage"
 	OpListAPIKeyTokens   Operation = "ListAPIKeyTokens"
 	OpRevokeAPIKeyTokens Operation = "RevokeAPIKeyTokens"
 
 	OpCreateOrganization Operation = "CreateOrganization"
 	OpGetOrganization    Operation = "GetOrganization"
+	OpOrganizationUsage  Operation = "OrganizationUsage"
 	OpListOrganizations  Operation = "ListOrganizations"
 	OpUpdateOrganization Operation = "UpdateOrganization"
 	OpDeleteOrganization Operation = "DeleteOrganization"
@@ -98,11 +100,14 @@ var operations = map[Operation]access{
 	// A key's tokens are read as the key is, and revoked all at once with
 	// the scope that revokes any one of them; neither is a change of the
 	// key's grants or secret, which write:api_keys guards.
-	OpListAPIKeyTokens:   {scope: ScopeReadAPIKeys, callers: keyOrSession},
+	OpListAPIKeyTokens: {scope: ScopeReadAPIKeys, callers: keyOrSession},
+	// Usage is read as what it counts is.
+	OpAPIKeyUsage:        {scope: ScopeReadAPIKeys, callers: keyOrSession},
 	OpRevokeAPIKeyTokens: {scope: ScopeRevokeTokens, callers: keyOrSession, currentSecret: true},
 
 	OpCreateOrganization: {scope: ScopeWriteOrganizations},
 	OpGetOrganization:    {scope: ScopeReadOrganizations},
+	OpOrganizationUsage:  {scope: ScopeReadOrganizations},
 	OpListOrganizations:  {scope: ScopeReadOrganizations},
 	OpUpdateOrganization: {scope: ScopeWriteOrganizations},
 	OpDeleteOrganization: {scope: ScopeDeleteOrganizations},

@@ -31,6 +31,9 @@ type Options struct {
 	// and does not let fail it: a last use of an API key it could not
 	// record. Nil discards it.
 	Logger *slog.Logger
+	// Usage is the process's tally of usage counts (analytics.go); nil
+	// for one of the service's own, which flushes only when asked.
+	Usage *UsageTally
 }
 
 // Service carries out every operation of the API for an authenticated
@@ -70,12 +73,16 @@ func NewService(store Store, opts Options) (*Service, error) {
 	if log == nil {
 		log = discardLogger
 	}
+	verifier := NewTokenVerifier(store, opts.Parser, now)
+	if opts.Usage != nil {
+		verifier.UseTally(opts.Usage)
+	}
 	return &Service{
 		store:    store,
 		signer:   opts.Signer,
 		inline:   !opts.NoInlineRevocation,
 		parser:   opts.Parser,
-		verifier: NewTokenVerifier(store, opts.Parser, now),
+		verifier: verifier,
 		cursors:  cursorCodec{key: opts.CursorKey},
 		now:      func() time.Time { return now().UTC().Truncate(time.Millisecond) },
 		statuses: &statusAllocator{store: store},

@@ -179,6 +179,7 @@ type WriteOptions struct {
 // wrapping ctx.Err(), with no code, when ctx ends before it has finished.
 type Store interface {
 	UsageStore
+	UsageCounter
 
 	// CreateUser stores a new user and claims its e-mail and its external
 	// id, if it has one. CodeEmailTaken if another user has the e-mail,

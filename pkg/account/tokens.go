@@ -215,6 +215,7 @@ type TokenStatusReader interface {
 	TokenStatus(ctx context.Context, tokenID, keyID string, ancestors []string, orgID string, inline bool) (TokenStatus, error)
 	FormatsReader
 	UsageStore
+	UsageCounter
 }
 
 // TokenVerifier checks access tokens, and nothing else: what
@@ -227,6 +228,7 @@ type TokenVerifier struct {
 	now     func() time.Time
 	limiter *limiter
 	formats *formatsCache
+	usage   *UsageTally
 }
 
 // NewTokenVerifier returns a TokenVerifier that checks signatures with
@@ -241,6 +243,7 @@ func NewTokenVerifier(store TokenStatusReader, parser TokenParser, now func() ti
 		store: store, parser: parser, now: utc,
 		limiter: &limiter{store: store},
 		formats: &formatsCache{store: store, now: utc},
+		usage:   NewUsageTally(store, UsageOptions{}, utc),
 	}
 }
 
@@ -275,9 +278,15 @@ func (v *TokenVerifier) VerifyFor(ctx context.Context, token string, accept func
 // verify is Verify with VerifyFor's accept (nil accepts all) and counted,
 // the id of a key whose use this request already counted against its rate
 // limits ("" for none): a token of that key spends its credit only.
-func (v *TokenVerifier) verify(ctx context.Context, token string, accept func(TokenClaims) string, counted string) (Verification, error) {
+func (v *TokenVerifier) verify(ctx context.Context, token string, accept func(TokenClaims) string, counted string) (ver Verification, err error) {
 	now := v.now()
-	claims, err := v.parser.Parse(ctx, token, now)
+	var claims TokenClaims
+	defer func() {
+		if err == nil {
+			v.usage.verified(claims, ver, now)
+		}
+	}()
+	claims, err = v.parser.Parse(ctx, token, now)
 	switch {
 	case errors.Is(err, ErrTokenExpired):
 		return Verification{Reason: ReasonExpired, CheckedAt: now}, nil
@@ -401,6 +410,7 @@ func (s *Service) issue(ctx context.Context, p Principal, scopes []string, lifet
 	if err != nil {
 		return "", TokenClaims{}, storeErr(err)
 	}
+	s.verifier.usage.issued(claims, now)
 	return token, claims, nil
 }
 

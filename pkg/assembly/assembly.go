@@ -35,6 +35,9 @@ import (
 type Parts struct {
 	// Store persists the domain. Required.
 	Store account.Store
+	// Usage is the process's tally of usage counts, which outlives an
+	// Assembly; nil for one of the service's own.
+	Usage *account.UsageTally
 	// CursorKey signs list cursors. Required; at least 32 bytes.
 	CursorKey []byte
 	// Issuer is the iss claim of the tokens signed and accepted.
@@ -132,7 +135,7 @@ func NewVerifier(p Parts) (*Assembly, error) {
 // through New.
 func build(p Parts, sign func(*Assembly, Parts, *account.Options) (seal []byte, err error)) (*Assembly, error) {
 	a := &Assembly{}
-	opts := account.Options{CursorKey: p.CursorKey, Now: p.Now, Parser: p.Verifier, Logger: p.Logger, NoInlineRevocation: p.NoInlineRevocation}
+	opts := account.Options{CursorKey: p.CursorKey, Now: p.Now, Parser: p.Verifier, Logger: p.Logger, NoInlineRevocation: p.NoInlineRevocation, Usage: p.Usage}
 	if p.Algorithm == "" {
 		p.Algorithm = token.EdDSA
 	}

@@ -268,6 +268,14 @@ func (failingStore) KeyUsage(context.Context, int, ...string) (map[string]map[st
 	return nil, account.Unavailable(errors.New("ProvisionedThroughputExceededException"))
 }
 
+func (failingStore) AddUsage(context.Context, account.UsageFlush) error {
+	return account.Unavailable(errors.New("ProvisionedThroughputExceededException"))
+}
+
+func (failingStore) ReadUsage(context.Context, string, string, time.Time, time.Time) ([]account.UsageBucket, error) {
+	return nil, account.Unavailable(errors.New("ProvisionedThroughputExceededException"))
+}
+
 func (failingStore) Formats(context.Context) (account.Formats, error) {
 	return account.Formats{}, account.Unavailable(errors.New("ProvisionedThroughputExceededException"))
 }

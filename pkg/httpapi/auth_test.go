@@ -78,6 +78,10 @@ var fixtures = map[string]fixture{
 		k, _ := a.CreateAPIKey(a.t, account.ScopeReadAPIKeys)
 		return "/v1/api-keys/" + k.ID + "/tokens", nil, http.StatusOK
 	},
+	"GET /v1/api-keys/{id}/usage": func(a api) (string, any, int) {
+		k, _ := a.CreateAPIKey(a.t, account.ScopeReadAPIKeys)
+		return "/v1/api-keys/" + k.ID + "/usage", nil, http.StatusOK
+	},
 	"POST /v1/api-keys/{id}/tokens/revoke": func(a api) (string, any, int) {
 		k, _ := a.CreateAPIKey(a.t, account.ScopeRevokeTokens)
 		return "/v1/api-keys/" + k.ID + "/tokens/revoke", map[string]any{}, http.StatusOK
@@ -93,6 +97,9 @@ var fixtures = map[string]fixture{
 	},
 	"GET /v1/organizations/{id}": func(a api) (string, any, int) {
 		return "/v1/organizations/" + a.CreateOrganization(a.t, uniqueSlug()).ID, nil, http.StatusOK
+	},
+	"GET /v1/organizations/{id}/usage": func(a api) (string, any, int) {
+		return "/v1/organizations/" + a.CreateOrganization(a.t, uniqueSlug()).ID + "/usage", nil, http.StatusOK
 	},
 	"PATCH /v1/organizations/{id}": func(a api) (string, any, int) {
 		return "/v1/organizations/" + a.CreateOrganization(a.t, uniqueSlug()).ID, map[string]any{"plan": "pro"}, http.StatusOK

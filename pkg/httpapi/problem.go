@@ -46,6 +46,7 @@ var codes = map[account.Code]struct {
 	account.CodeIdempotencyResponseLost: {http.StatusConflict, "Idempotent response lost"},
 
 	account.CodeUnknownEventType: {http.StatusBadRequest, "Unknown event type"},
+	account.CodeTooManyBuckets:   {http.StatusBadRequest, "Too many buckets"},
 
 	account.CodeOutsideOrganization: {http.StatusForbidden, "Outside the organization"},
 }

@@ -115,6 +115,7 @@ var routeTable = []routeDef{
 	{Route: Route{GroupAuth, http.MethodPatch, "/v1/api-keys/{id}", account.OpUpdateAPIKey, nil}, handler: (*server).updateAPIKey},
 	{Route: Route{GroupAuth, http.MethodDelete, "/v1/api-keys/{id}", account.OpDeleteAPIKey, nil}, handler: (*server).deleteAPIKey},
 	{Route: Route{GroupAuth, http.MethodPost, "/v1/api-keys/{id}/rotate", account.OpRotateAPIKey, nil}, handler: (*server).rotateAPIKey},
+	{Route: Route{GroupAuth, http.MethodGet, "/v1/api-keys/{id}/usage", account.OpAPIKeyUsage, usageQuery}, handler: (*server).apiKeyUsage},
 	{Route: Route{GroupAuth, http.MethodGet, "/v1/api-keys/{id}/tokens", account.OpListAPIKeyTokens, listQuery()}, handler: (*server).listAPIKeyTokens},
 	{Route: Route{GroupAuth, http.MethodPost, "/v1/api-keys/{id}/tokens/revoke", account.OpRevokeAPIKeyTokens, nil}, handler: (*server).revokeAPIKeyTokens},
 	{Route: Route{GroupAuth, http.MethodGet, "/v1/events", account.OpListEvents, listQuery("after", "before", "types")}, handler: (*server).listEvents},
@@ -124,6 +125,7 @@ var routeTable = []routeDef{
 	{Route: Route{GroupOrganizations, http.MethodGet, "/v1/organizations/{id}", account.OpGetOrganization, nil}, handler: (*server).getOrganization},
 	{Route: Route{GroupOrganizations, http.MethodPatch, "/v1/organizations/{id}", account.OpUpdateOrganization, nil}, handler: (*server).updateOrganization},
 	{Route: Route{GroupOrganizations, http.MethodDelete, "/v1/organizations/{id}", account.OpDeleteOrganization, nil}, handler: (*server).deleteOrganization},
+	{Route: Route{GroupOrganizations, http.MethodGet, "/v1/organizations/{id}/usage", account.OpOrganizationUsage, usageQuery}, handler: (*server).organizationUsage},
 	{Route: Route{GroupOrganizations, http.MethodGet, "/v1/organizations/{id}/members", account.OpListMembers, listQuery()}, handler: (*server).listMembers},
 	{Route: Route{GroupOrganizations, http.MethodPost, "/v1/organizations/{id}/members", account.OpAddMember, nil}, handler: (*server).addMember},
 	{Route: Route{GroupOrganizations, http.MethodGet, "/v1/organizations/{id}/members/{user_id}", account.OpGetMember, nil}, handler: (*server).getMember},
@@ -140,6 +142,9 @@ var routeTable = []routeDef{
 }
 
 // listQuery returns the query parameters of a list: paging, then extra.
+// usageQuery is the query of the usage routes.
+var usageQuery = []string{"from", "to", "interval"}
+
 func listQuery(extra ...string) []string {
 	return append([]string{"limit", "cursor"}, extra...)
 }

@@ -351,6 +351,14 @@ func (f *worstFixture) worstLoads() []routeLoad {
 			},
 		},
 		{
+			route:    route(http.MethodGet, "/v1/api-keys/{id}/usage"),
+			ordinary: noBody("ordinary", "/v1/api-keys/"+f.key.ID+"/usage", http.StatusOK),
+			worst: []load{
+				noBody("most_buckets", "/v1/api-keys/"+f.key.ID+"/usage?interval=day&from=2024-01-01T00:00:00Z&to=2026-09-01T00:00:00Z", http.StatusOK),
+				noBody("long_id", "/v1/api-keys/"+hugeID+"/usage", http.StatusNotFound),
+			},
+		},
+		{
 			route:    route(http.MethodGet, "/v1/api-keys/{id}/tokens"),
 			ordinary: noBody("ordinary", "/v1/api-keys/"+f.key.ID+"/tokens", http.StatusOK),
 			worst: append([]load{
@@ -400,6 +408,14 @@ func (f *worstFixture) worstLoads() []routeLoad {
 			route:    route(http.MethodGet, "/v1/organizations/{id}"),
 			ordinary: noBody("ordinary", org, http.StatusOK),
 			worst:    longIDs("/v1/organizations/"),
+		},
+		{
+			route:    route(http.MethodGet, "/v1/organizations/{id}/usage"),
+			ordinary: noBody("ordinary", org+"/usage", http.StatusOK),
+			worst: []load{
+				noBody("most_buckets", org+"/usage?interval=day&from=2024-01-01T00:00:00Z&to=2026-09-01T00:00:00Z", http.StatusOK),
+				noBody("too_many_buckets", org+"/usage?interval=minute&from=2000-01-01T00:00:00Z", http.StatusBadRequest),
+			},
 		},
 		{
 			route:    route(http.MethodPatch, "/v1/organizations/{id}"),

@@ -108,6 +108,10 @@ type App struct {
 	tokens *token.Cache
 	// successLog samples the request lines of successes, across rebuilds.
 	successLog *logsample.Sampler
+	// usage holds the instance's usage counts, across rebuilds, until a
+	// flush: in the background once the interval has passed, and when
+	// Lambda stops the instance (FlushUsage).
+	usage *account.UsageTally
 	// unusedCursorKey is the cursor key of a function that serves no list
 	// (verify): the service requires one, and the function makes and reads
 	// no cursor, so a random key that dies with the process stands in for
@@ -210,6 +214,8 @@ func newApp(cfg Config, deps Deps) (*App, error) {
 		cfg.SigningAlgorithm = token.EdDSA
 	}
 	a := &App{cfg: cfg, deps: deps, interval: deps.RefreshInterval, tokens: token.NewCache(cfg.TokenCache), successLog: logsample.New(cfg.SuccessLogEvery)}
+	cfg.Usage.Logger = deps.Logger
+	a.usage = account.NewUsageTally(deps.Store, cfg.Usage, deps.Now)
 	if a.interval <= 0 {
 		a.interval = secrets.DefaultRefreshInterval
 	}
@@ -319,6 +325,10 @@ func (a *App) Bootstrap(ctx context.Context) error {
 // ServeHTTP refreshes the keys if they are due, then serves the request with
 // the current handler. The refresh runs here because a Lambda's background
 // goroutines are frozen between invocations.
+// FlushUsage writes the instance's usage counts: main's hook for Lambda's
+// SIGTERM (docs/usage.md).
+func (a *App) FlushUsage(ctx context.Context) error { return a.usage.Flush(ctx) }
+
 func (a *App) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if a.cfg.OriginSecret != "" && !a.throughEdge(r) {
 		a.refuseOutsideEdge(w, r)
@@ -523,7 +533,7 @@ func (a *App) parts(cursorKey []byte, issuer string) assembly.Parts {
 	return assembly.Parts{
 		Store: a.deps.Store, CursorKey: cursorKey, Issuer: issuer,
 		Now: a.deps.Now, Logger: a.deps.Logger, RequestID: RequestID, Algorithm: a.cfg.SigningAlgorithm,
-		TokenCache: a.tokens, SuccessLog: a.successLog,
+		TokenCache: a.tokens, SuccessLog: a.successLog, Usage: a.usage,
 		NoInlineRevocation: a.cfg.NoInlineRevocation,
 		StatusListTTL:      a.cfg.StatusListTTL,
 	}

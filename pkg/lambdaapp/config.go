@@ -128,6 +128,9 @@ type Config struct {
 	NoInlineRevocation bool
 	// StatusListTTL is STATUS_LIST_TTL (auth alone serves the lists).
 	StatusListTTL time.Duration
+	// Usage is how the function flushes its usage counts
+	// (account.UsageOptionsFromEnv).
+	Usage account.UsageOptions
 	// TokenCache bounds the verified-token cache (token.EnvCacheMaxEntries,
 	// token.EnvCacheMaxBytes; optional).
 	TokenCache token.CacheOptions
@@ -204,6 +207,9 @@ func ConfigFromEnv(fn Function, getenv func(string) string) (Config, error) {
 		if err := account.CheckIssuer(cfg.Issuer); err != nil {
 			problems = append(problems, EnvIssuer+": "+err.Error())
 		}
+	}
+	if cfg.Usage, err = account.UsageOptionsFromEnv(getenv); err != nil {
+		problems = append(problems, err.Error())
 	}
 	if cfg.TokenCache, err = token.CacheOptionsFromEnv(getenv); err != nil {
 		problems = append(problems, err.Error())

@@ -65,6 +65,7 @@ func Run(t *testing.T, newStore func(t *testing.T) account.Store) {
 	t.Run("RecordAPIKeyUse", s.recordAPIKeyUse)
 	t.Run("KeyUsage", s.keyUsage)
 	t.Run("KeysUsage", s.keysUsage)
+	t.Run("Analytics", s.analytics)
 	t.Run("KeyOwners", s.keyOwners)
 	t.Run("DeleteAPIKey", s.deleteAPIKey)
 	t.Run("ListAPIKeys", func(t *testing.T) { runList(t, s, apiKeysList) })

@@ -144,6 +144,22 @@ type budgetFixture struct {
 	extra   int
 }
 
+// usageFlush is flush seq of one process: a valid verification and a
+// revoked one of f.key, in each bucket of f.key and of f.org.
+func (f *budgetFixture) usageFlush(seq int64) account.UsageFlush {
+	fl := account.UsageFlush{Process: "budget", Seq: seq}
+	for _, iv := range []string{account.IntervalMinute, account.IntervalHour, account.IntervalDay} {
+		c := account.UsageCounts{Verifications: map[string]int64{account.OutcomeValid: 1, account.ReasonRevoked: 1}}
+		org := c
+		org.Keys = map[string]int64{f.key.ID: 2}
+		start := f.now.Truncate(time.Hour)
+		fl.Deltas = append(fl.Deltas,
+			account.UsageDelta{Subject: f.key.ID, Interval: iv, Start: start, Counts: c, ExpireAt: start.Add(48 * time.Hour)},
+			account.UsageDelta{Subject: f.org.ID, Interval: iv, Start: start, Counts: org, ExpireAt: start.Add(48 * time.Hour)})
+	}
+	return fl
+}
+
 // twoOwners makes f.user and f.loner the owners of f.org.
 func (f *budgetFixture) twoOwners(t *testing.T) {
 	_, err := f.s.UpdateMember(f.ctx, account.WriteOptions{}, f.org.ID, f.user.ID, account.MemberPatch{Role: "owner", UpdatedAt: f.tick()})
@@ -426,6 +442,24 @@ func TestRequestBudgets(t *testing.T) {
 			return func() {
 				_, err := f.s.RecordAPIKeyUse(f.ctx, f.key, f.tick())
 				must(t, err, "RecordAPIKeyUse")
+			}
+		}},
+		{"AddUsage (a flush: a key of an organization, its 3 buckets and the organization's)", 6, slices.Repeat([]string{"UpdateItem"}, 6), func(t *testing.T, f *budgetFixture) func() {
+			return func() {
+				must(t, f.s.AddUsage(f.ctx, f.usageFlush(1)), "AddUsage")
+			}
+		}},
+		{"AddUsage (the same flush retried: every write skipped)", 6, slices.Repeat([]string{"UpdateItem"}, 6), func(t *testing.T, f *budgetFixture) func() {
+			must(t, f.s.AddUsage(f.ctx, f.usageFlush(1)), "AddUsage")
+			return func() {
+				must(t, f.s.AddUsage(f.ctx, f.usageFlush(1)), "AddUsage again")
+			}
+		}},
+		{"ReadUsage (a day of an organization's hour buckets)", 1, []string{"Query"}, func(t *testing.T, f *budgetFixture) func() {
+			must(t, f.s.AddUsage(f.ctx, f.usageFlush(1)), "AddUsage")
+			return func() {
+				_, err := f.s.ReadUsage(f.ctx, f.org.ID, account.IntervalHour, f.now.Add(-24*time.Hour), f.now.Add(time.Hour))
+				must(t, err, "ReadUsage")
 			}
 		}},
 		{"GetAPIKey", 1, []string{"BatchGetItem"}, func(t *testing.T, f *budgetFixture) func() {

@@ -38,6 +38,7 @@ import (
 //	event of an org      EVENTORG#<org_id>[#<s>]   <evt_id>       -                    -
 //	status list lease    STATUSLISTS          <list_id>           -                    -
 //	status list chunk    STATUS#<list_id>     <chunk, 5 digits>   -                    -
+//	usage bucket         USAGE#<key_id|org_id>  <m|h|d>#<start>#<process>  -           -
 //
 // Read copies (n from 1 to readShards-1; the item itself is copy 0) and
 // event shards (s from 1 to eventShards-1; shard 0 has no suffix) are
@@ -69,6 +70,7 @@ const (
 	prefixEvent      = "EVENT#"
 	prefixEventOrg   = "EVENTORG#"
 	prefixStatus     = "STATUS#"
+	prefixUsage      = "USAGE#"
 	pkStatusLists    = "STATUSLISTS"
 	sortUser         = "USER"
 	sortEmail        = "EMAIL"

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -60,6 +61,9 @@ type Config struct {
 	// functions: the line of one allowed request in N is logged, of every
 	// refusal always.
 	SuccessLogEvery int
+	// Usage is how the authorizer flushes its usage counts
+	// (account.UsageOptionsFromEnv).
+	Usage account.UsageOptions
 }
 
 // ConfigFromEnv reads the authorizer's configuration: TABLE_NAME,
@@ -91,6 +95,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	if cfg.SuccessLogEvery, err = logsample.ParseEvery(getenv(logsample.EnvEvery)); err != nil {
+		return Config{}, err
+	}
+	if cfg.Usage, err = account.UsageOptionsFromEnv(getenv); err != nil {
 		return Config{}, err
 	}
 	return cfg, nil
@@ -128,11 +135,29 @@ func New(ctx context.Context, cfg Config, deps Deps) (Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the public keys from the table: %w", err)
 	}
-	az := authorizer.New(account.NewTokenVerifier(deps.Store, keys, deps.Now), cfg.Routes, deps.Logger, logsample.New(cfg.SuccessLogEvery))
+	verifier := account.NewTokenVerifier(deps.Store, keys, deps.Now)
+	cfg.Usage.Logger = deps.Logger
+	tally := account.NewUsageTally(deps.Store, cfg.Usage, deps.Now)
+	usage.Store(tally)
+	verifier.UseTally(tally)
+	az := authorizer.New(verifier, cfg.Routes, deps.Logger, logsample.New(cfg.SuccessLogEvery))
 	return func(ctx context.Context, req events.APIGatewayV2CustomAuthorizerV2Request) (events.APIGatewayV2CustomAuthorizerSimpleResponse, error) {
 		keys.RefreshIfStale(ctx)
 		return az.Authorize(ctx, req)
 	}, nil
+}
+
+// usage is the tally of the authorizer New built last: one per process,
+// which main flushes when Lambda stops it (FlushUsage).
+var usage atomic.Pointer[account.UsageTally]
+
+// FlushUsage writes the usage counts of the authorizer New built, if
+// any: main's hook for Lambda's SIGTERM (docs/usage.md).
+func FlushUsage(ctx context.Context) error {
+	if u := usage.Load(); u != nil {
+		return u.Flush(ctx)
+	}
+	return nil
 }
 
 // FromEnv builds the authorizer from its environment: ConfigFromEnv, and

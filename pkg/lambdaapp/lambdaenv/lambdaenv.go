@@ -7,12 +7,14 @@
 package lambdaenv
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"time"
 
+	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
@@ -118,4 +120,22 @@ func Endpoint(getenv func(string) string, name string) *string {
 		return aws.String(u)
 	}
 	return nil
+}
+
+// ShutdownFlushTimeout is how long a function's flush on SIGTERM may take:
+// Lambda sends SIGKILL about 500 ms after SIGTERM.
+const ShutdownFlushTimeout = 400 * time.Millisecond
+
+// FlushOnShutdown has Lambda send the runtime SIGTERM before it stops the
+// instance (lambda.WithEnableSIGTERM registers an internal extension for
+// it), and runs flush then, with ShutdownFlushTimeout: the usage counts
+// an idle instance holds are written rather than lost (docs/usage.md).
+func FlushOnShutdown(logger *slog.Logger, flush func(context.Context) error) lambda.Option {
+	return lambda.WithEnableSIGTERM(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), ShutdownFlushTimeout)
+		defer cancel()
+		if err := flush(ctx); err != nil {
+			logger.Error("usage: the flush at shutdown failed; its counts are lost", "error", err.Error())
+		}
+	})
 }
