@@ -17,7 +17,7 @@ func TestRenderUsageChart(t *testing.T) {
 		got := string(renderUsageChart("day", w, []UsageBucket{
 			{Start: from, Verifications: map[string]int64{"valid": 30, "revoked": 10}, TokensIssued: 2},
 			{Start: from.Add(5 * time.Hour), Verifications: map[string]int64{"rate_limited": 5, "valid": 15, "mystery": 1}},
-			{Start: from.Add(-time.Hour), Verifications: map[string]int64{"valid": 999}},      // before the window
+			{Start: from.Add(-time.Hour), Verifications: map[string]int64{"valid": 999}},     // before the window
 			{Start: from.Add(24 * time.Hour), Verifications: map[string]int64{"valid": 999}}, // after it
 		}))
 		// Well-formed markup, as a browser's SVG parser needs it.
