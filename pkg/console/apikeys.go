@@ -167,6 +167,7 @@ type apiKeyData struct {
 	// that page (empty for the first).
 	Tokens page[account.TokenRecord]
 	Cursor string
+	Usage  usageView
 }
 
 var graces = []string{"0s", "1h", "1d", "7d"}
@@ -185,6 +186,7 @@ func (c *console) apiKeyPage(w http.ResponseWriter, r *http.Request, s *session,
 	d := apiKeyData{Key: keyRow{k, c.svc.Now()}, Graces: graces, Cursor: r.URL.Query().Get("cursor")}
 	l, err := c.svc.ListAPIKeyTokens(r.Context(), s.p, k.ID, account.PageRequest{Cursor: d.Cursor})
 	d.Tokens = listed(v, &status, l, err)
+	d.Usage = c.usage(r, s, k.ID, false)
 	v.Data = d
 	c.render(w, r, status, "api-key", v)
 }

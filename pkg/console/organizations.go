@@ -58,6 +58,7 @@ type organizationData struct {
 	// holds every member, so that the count is the organization's.
 	Owners   int
 	Complete bool
+	Usage    usageView
 }
 
 // membersPage is how many members the organization's page shows: enough
@@ -98,6 +99,7 @@ func (c *console) organizationPage(w http.ResponseWriter, r *http.Request, s *se
 			d.Members.Items[i].LastOwner = d.Members.Items[i].Role == account.OwnerRole
 		}
 	}
+	d.Usage = c.usage(r, s, id, true)
 	v.Data = d
 	c.render(w, r, status, "organization", v)
 }
