@@ -55,6 +55,9 @@ type apiKeysData struct {
 	// the create form offers.
 	Periods []string
 	Refills []string
+	// Choices are the organizations and users the filter and the form
+	// offer by name.
+	Choices choices
 }
 
 // expiries are the lifetimes the create form offers; "" never expires
@@ -106,7 +109,8 @@ func (c *console) apiKeys(w http.ResponseWriter, r *http.Request, s *session) {
 
 func (c *console) apiKeysPage(w http.ResponseWriter, r *http.Request, s *session, v *view, status int) {
 	q := r.URL.Query()
-	d := apiKeysData{OrganizationID: q.Get("organization_id"), Owner: q.Get("owner_id"), Expiries: expiries, Periods: periods, Refills: refills}
+	d := apiKeysData{OrganizationID: q.Get("organization_id"), Owner: q.Get("owner_id"), Expiries: expiries, Periods: periods, Refills: refills,
+		Choices: c.choicesFor(r, s, true, true)}
 	for _, sc := range account.KnownScopes() {
 		if s.Can(sc) {
 			d.Scopes = append(d.Scopes, sc)
@@ -170,6 +174,9 @@ type apiKeyData struct {
 	Tokens page[account.TokenRecord]
 	Cursor string
 	Usage  usageView
+	// OrgName and OwnerName name the key's organization and, when it is
+	// a user's id, its owner, where the session can read them.
+	OrgName, OwnerName string
 	// Limits are the rows of the rate limits form: the key's limits, or
 	// those sent, then blank rows up to account.MaxRateLimits.
 	Limits []limitRow
@@ -295,6 +302,16 @@ func (c *console) apiKeyPage(w http.ResponseWriter, r *http.Request, s *session,
 	d.Tokens = listed(v, &status, l, err)
 	d.Usage = c.usage(r, s, k.ID, false)
 	d.Limits, d.Periods, d.Refills = limitRows(v, k), periods, refills
+	if k.OrganizationID != "" && s.Can(account.ScopeReadOrganizations) {
+		if o, err := c.svc.GetOrganization(r.Context(), s.p, k.OrganizationID); err == nil {
+			d.OrgName = o.Name
+		}
+	}
+	if strings.HasPrefix(k.OwnerID, account.PrefixUser) && s.Can(account.ScopeReadUsers) {
+		if u, err := c.svc.GetUser(r.Context(), s.p, k.OwnerID); err == nil {
+			d.OwnerName = u.Email
+		}
+	}
 	v.Data = d
 	c.render(w, r, status, "api-key", v)
 }

@@ -2,6 +2,7 @@ package console
 
 import (
 	"net/http"
+	"slices"
 
 	"latchkey/pkg/account"
 )
@@ -59,7 +60,15 @@ type organizationData struct {
 	Owners   int
 	Complete bool
 	Usage    usageView
+	// Candidates are the users the add-member form offers by name: those
+	// not among the members shown. Nil when the form takes an e-mail
+	// address or id instead.
+	Candidates []account.User
 }
+
+// ChooseUser reports whether the add-member form offers the users by
+// name.
+func (d organizationData) ChooseUser() bool { return d.Candidates != nil }
 
 // membersPage is how many members the organization's page shows: enough
 // for most organizations to be seen whole, with the last-owner rule.
@@ -100,6 +109,16 @@ func (c *console) organizationPage(w http.ResponseWriter, r *http.Request, s *se
 		}
 	}
 	d.Usage = c.usage(r, s, id, true)
+	if s.Can(account.ScopeWriteOrganizations) {
+		if users := c.choicesFor(r, s, false, true).Users; users != nil {
+			d.Candidates = []account.User{}
+			for _, u := range users {
+				if !slices.ContainsFunc(d.Members.Items, func(m memberRow) bool { return m.UserID == u.ID }) {
+					d.Candidates = append(d.Candidates, u)
+				}
+			}
+		}
+	}
 	v.Data = d
 	c.render(w, r, status, "organization", v)
 }
