@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"latchkey/pkg/account"
 )
@@ -69,4 +70,31 @@ func TestConsole_ChooseByName(t *testing.T) {
 			t.Error("a session that cannot list organizations is not offered an id field")
 		}
 	})
+}
+
+// TestConsole_EventActors: the events feed names the key that made each
+// event, beside its id.
+func TestConsole_EventActors(t *testing.T) {
+	s := newStack(t)
+	admin := mustAuth(t, s.Env, s.AdminKey)
+	boot, err := s.Service.GetAPIKey(t.Context(), admin, admin.KeyID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	session := s.signIn(t, s.AdminKey)
+	if res := s.send(t, http.MethodPost, "/console/users", session, url.Values{"email": {"bob@example.com"}, "name": {"Bob"}, "role": {account.UserRoles[0]}}, sameOrigin); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("create a user: %d", res.StatusCode)
+	}
+	want := `<a href="/console/api-keys/` + admin.KeyID + `">` + boot.Name + `</a> <code class="small">` + admin.KeyID + `</code>`
+	// DynamoDB's feed shows an event seconds after it is written
+	// (tablestore.EventLag): read until it is there, for at most 30 s.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		page := s.send(t, http.MethodGet, "/console/events", session, nil, nil)
+		if strings.Contains(page.body, want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the events page does not name the actor: lacks %s", want)
+		}
+	}
 }
