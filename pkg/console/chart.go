@@ -165,6 +165,9 @@ func renderUsageChart(id string, w chartWindow, buckets []UsageBucket) template.
 	if len(outcomes) == 0 && tokensTotal == 0 {
 		b.WriteString(`<p class="muted">No verifications and no tokens issued in this period.</p>`)
 	} else {
+		// Its own scrolling region, reachable by keyboard, where a phone is
+		// too narrow for every outcome's column.
+		fmt.Fprintf(&b, `<div class="scroll" role="region" tabindex="0" aria-label="%s, as a table">`, esc(w.Title))
 		fmt.Fprintf(&b, `<table><caption class="sr-only">%s (UTC), steps with any use</caption><thead><tr><th scope="col">From</th>`, esc(w.Title))
 		for _, o := range outcomes {
 			fmt.Fprintf(&b, `<th scope="col">%s</th>`, esc(o))
@@ -180,7 +183,7 @@ func renderUsageChart(id string, w chartWindow, buckets []UsageBucket) template.
 			}
 			fmt.Fprintf(&b, `<td>%d</td></tr>`, tokens[i])
 		}
-		b.WriteString(`</tbody></table>`)
+		b.WriteString(`</tbody></table></div>`)
 	}
 	b.WriteString(`</details></figure>`)
 	return template.HTML(b.String())
