@@ -53,10 +53,10 @@ const (
 	chartLeft, chartRight   = 56, 8
 	chartTop, chartBottom   = 12, 28
 	chartPlotW, chartPlotH  = chartW - chartLeft - chartRight, chartH - chartTop - chartBottom
-	chartFont               = 13
+	chartFont               = 15
 	chartBarGap             = 0.15 // of a step's width, between bars
 	chartMaxXLabels         = 6
-	chartTimeLayout         = "Jan 2 15:04"
+	chartTimeLayout         = "15:04"
 	chartDayLayout          = "Jan 2"
 	chartTableTimeLayout    = "2006-01-02 15:04 UTC"
 	chartTableDayTimeLayout = "2006-01-02"
