@@ -177,7 +177,7 @@ func TestBrowser_Session(t *testing.T) {
 	b.step("add the member, chosen by name, as the owner", func() {
 		b.do(chromedp.Navigate(orgURL))
 		b.do(chromedp.WaitVisible(chromedp.ID("add-member")))
-		b.wantText("section:has(#usage)", "Usage is not available")
+		b.wantText("section:has(#usage)", "Usage")
 		b.wantText("#user_id", "ada@example.com (Ada Lovelace)")
 		b.do(chromedp.SetValue(chromedp.ID("user_id"), userID), chromedp.SetValue(chromedp.ID("role"), "owner"))
 		b.submit(`form[method="post"][action$="/members"]`, ".badge")
@@ -221,7 +221,7 @@ func TestBrowser_Session(t *testing.T) {
 		b.wantText(".facts", "100 per 1m")
 		b.wantText(".facts", "5000 left, refilled to 5000 monthly")
 		b.wantText(".facts", "Acme")
-		b.wantText("section:has(#usage)", "Usage is not available")
+		b.wantText("section:has(#usage)", "Usage")
 		b.page("key")
 	})
 	keyID := strings.TrimPrefix(keyURL, base+"/console/api-keys/")

@@ -50,9 +50,10 @@ func TestConsole_Usage(t *testing.T) {
 	s := newStack(t)
 
 	t.Run("NotAvailable", func(t *testing.T) {
-		admin := s.signIn(t, s.AdminKey)
+		u := s.withUsage(nil)
+		admin := u.signIn(t, u.AdminKey)
 		for _, p := range []string{"/console/api-keys/" + s.key.ID, "/console/organizations/" + s.org.ID} {
-			res := s.send(t, http.MethodGet, p, admin, nil, nil)
+			res := u.send(t, http.MethodGet, p, admin, nil, nil)
 			if res.StatusCode != http.StatusOK || !strings.Contains(res.body, "Usage is not available") {
 				t.Errorf("%s without a usage source: %d, want 200 saying usage is not available", p, res.StatusCode)
 			}
