@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"latchkey/pkg/account"
+	"latchkey/pkg/dynamostore/dynamotest"
+	"latchkey/pkg/tablestore"
 )
 
 // TestConsole_ChooseByName: the forms that ask for an organization or a
@@ -86,9 +88,10 @@ func TestConsole_EventActors(t *testing.T) {
 		t.Fatalf("create a user: %d", res.StatusCode)
 	}
 	want := `<a href="/console/api-keys/` + admin.KeyID + `">` + boot.Name + `</a> <code class="small">` + admin.KeyID + `</code>`
-	// DynamoDB's feed shows an event seconds after it is written
-	// (tablestore.EventLag): read until it is there, for at most 30 s.
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+	// DynamoDB's feed shows an event the store's lag after it is written
+	// (tablestore.EventLag of the tests' timeout, which grows with the
+	// machine's load): read until it is there, for that lag and 30 s more.
+	for deadline := time.Now().Add(tablestore.EventLag(dynamotest.Timeout) + 30*time.Second); ; time.Sleep(200 * time.Millisecond) {
 		page := s.send(t, http.MethodGet, "/console/events", session, nil, nil)
 		if strings.Contains(page.body, want) {
 			break
