@@ -32,6 +32,11 @@ python3 - README.md docs/guide.md >"$work/quickstart.sh" <<'PY'
 import re, sys
 readme, guide = (open(p).read() for p in sys.argv[1:3])
 section = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+# The walk-through goes on from the quick start: its steps, and the quick
+# start's, are numbered 1, 2, 3, … across both pages, each number once.
+steps = [int(n) for n in re.findall(r"^\*\*(\d+)\. ", section + "\n" + guide, re.M)]
+if steps != list(range(1, len(steps) + 1)):
+    sys.exit(f"readme-check: the steps of the quick start and the walk-through are numbered {steps}, not 1 to {len(steps)} once each")
 quick = re.findall(r"```sh\n(.*?)```", section, re.S)
 more = re.findall(r"```sh\n(.*?)```", guide, re.S)
 if len(quick) < 5 or len(more) < 7:
@@ -104,17 +109,64 @@ revoked=$(grep -n -m1 -F '"revoked":true' "$work/out.txt" | cut -d: -f1)
 # The lookup by external id found Ada (a list holding her, not an empty one).
 grep -qE '^\{"data":\[\{"id":"usr_[^"]*","email":"ada@example.com".*"external_id":"crm-4711"' "$work/out.txt" || {
   echo "readme-check: ?external_id= did not find the user:" >&2; cat "$work/out.txt" >&2; exit 1; }
-# Step 8: the retried create made one user, and the second answer was the first.
+# Step 9: the retried create made one user, and the second answer was the first.
 [ "$(grep -c -F '"email":"grace@example.com"' "$work/out.txt")" -eq 2 ] &&
   [ "$(grep -F '"email":"grace@example.com"' "$work/out.txt" | sort -u | wc -l)" -eq 1 ] && grep -qx 1 "$work/out.txt" || {
-  echo "readme-check: step 8 did not replay the create:" >&2; cat "$work/out.txt" >&2; exit 1; }
-# Step 10: the old and the new secret each got a token.
+  echo "readme-check: step 9 did not replay the create:" >&2; cat "$work/out.txt" >&2; exit 1; }
+# Step 11: the old and the new secret each got a token.
 [ "$(grep -c -F '{"token_type":"Bearer","scopes":["read:users"]}' "$work/out.txt")" -eq 2 ] || {
-  echo "readme-check: step 10 did not get a token with both secrets:" >&2; cat "$work/out.txt" >&2; exit 1; }
-# Step 11: the feed after the noted event holds exactly the user just created.
+  echo "readme-check: step 11 did not get a token with both secrets:" >&2; cat "$work/out.txt" >&2; exit 1; }
+# Step 12: the feed after the noted event holds exactly the user just created.
 [ "$(grep -c -F '{"type":"user.created","key_id":"key_' "$work/out.txt")" -eq 1 ] &&
   grep -qF '"email":"alan@example.com"}' "$work/out.txt" || {
-  echo "readme-check: step 11 did not show the one change after the noted event:" >&2; cat "$work/out.txt" >&2; exit 1; }
+  echo "readme-check: step 12 did not show the one change after the noted event:" >&2; cat "$work/out.txt" >&2; exit 1; }
+# Every sample answer the README's quick start and the walk-through show is
+# one the server gave, field for field: each JSON object of a json block
+# has the very keys (nested ones too) of an answer in the run, in the order
+# the pages show them. A sample that leaves out or adds a field fails here.
+python3 - README.md docs/guide.md "$work/out.txt" <<'PY' || { echo "readme-check: the output was:" >&2; cat "$work/out.txt" >&2; exit 1; }
+import json, re, sys
+readme, guide, out = (open(p).read() for p in sys.argv[1:4])
+quick = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+
+def objects(text):
+    found = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            v = json.loads(line)
+        except ValueError:
+            continue  # cut short on the page ("…"), or not JSON
+        if isinstance(v, dict):
+            found.append((line, v))
+    return found
+
+def keys(v, at=""):
+    if isinstance(v, dict):
+        return {at + k for k in v} | {p for k, x in v.items() for p in keys(x, at + k + ".")}
+    if isinstance(v, list):
+        return {p for x in v for p in keys(x, at[:-1] + "[].")} if at else set()
+    return set()
+
+samples = [o for block in re.findall(r"```json\n(.*?)```", quick + guide, re.S) for o in objects(block)]
+answers = objects(out)
+i, failed = 0, False
+for line, sample in samples:
+    want = keys(sample)
+    j = next((j for j in range(i, len(answers)) if keys(answers[j][1]) == want), None)
+    if j is None:
+        near = next((a for a in answers[i:] if list(a[1])[:1] == list(sample)[:1]), None)
+        print(f"readme-check: a sample answer has fields no answer of the run has:\n  {line}", file=sys.stderr)
+        if near:
+            got = keys(near[1])
+            print(f"  the next answer that starts alike: {near[0]}\n  missing from the sample: {sorted(got - want)}\n  not in the answer: {sorted(want - got)}", file=sys.stderr)
+        failed = True
+        continue
+    i = j + 1
+sys.exit(1 if failed else 0)
+PY
 # Keys and tokens stay in shell variables: the walk-through writes no file
 # into the directory it runs in, which for a reader is the checkout.
 written=$(cd "$work" && ls -A | grep -vxE 'quickstart\.sh|latchkey|data|server\.log|out\.txt' || true)

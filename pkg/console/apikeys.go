@@ -1,6 +1,8 @@
 package console
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -53,6 +55,9 @@ type apiKeysData struct {
 	// the create form offers.
 	Periods []string
 	Refills []string
+	// Choices are the organizations and users the filter and the form
+	// offer by name.
+	Choices choices
 }
 
 // expiries are the lifetimes the create form offers; "" never expires
@@ -104,7 +109,8 @@ func (c *console) apiKeys(w http.ResponseWriter, r *http.Request, s *session) {
 
 func (c *console) apiKeysPage(w http.ResponseWriter, r *http.Request, s *session, v *view, status int) {
 	q := r.URL.Query()
-	d := apiKeysData{OrganizationID: q.Get("organization_id"), Owner: q.Get("owner_id"), Expiries: expiries, Periods: periods, Refills: refills}
+	d := apiKeysData{OrganizationID: q.Get("organization_id"), Owner: q.Get("owner_id"), Expiries: expiries, Periods: periods, Refills: refills,
+		Choices: c.choicesFor(r, s, true, true)}
 	for _, sc := range account.KnownScopes() {
 		if s.Can(sc) {
 			d.Scopes = append(d.Scopes, sc)
@@ -167,6 +173,115 @@ type apiKeyData struct {
 	// that page (empty for the first).
 	Tokens page[account.TokenRecord]
 	Cursor string
+	Usage  usageView
+	// OrgName and OwnerName name the key's organization and, when it is
+	// a user's id, its owner, where the session can read them.
+	OrgName, OwnerName string
+	// Limits are the rows of the rate limits form: the key's limits, or
+	// those sent, then blank rows up to account.MaxRateLimits.
+	Limits []limitRow
+	// Periods and Refills are what the limits forms suggest and offer.
+	Periods, Refills []string
+}
+
+// limitRow is a row of the rate limits form, with its fields' errors.
+type limitRow struct {
+	Index                              int
+	Name, Limit, Period                string
+	NameError, LimitError, PeriodError string
+}
+
+// limitRows are the rate limits form's rows: as sent when the form is
+// shown again, the key's limits otherwise, and blank rows to fill
+// account.MaxRateLimits, so that a limit is added or removed without a
+// script.
+func limitRows(v *view, k account.APIKey) []limitRow {
+	rows := make([]limitRow, account.MaxRateLimits)
+	for i := range rows {
+		row := limitRow{Index: i, Period: "1m"}
+		f := fmt.Sprintf("rate_limits[%d]", i)
+		switch {
+		case v.Form.Get("part") == "rate_limits":
+			row.Name, row.Limit, row.Period = v.Form.Get(f+".name"), v.Form.Get(f+".limit"), v.Form.Get(f+".period")
+		case i < len(k.RateLimits):
+			l := k.RateLimits[i]
+			row.Name, row.Limit, row.Period = l.Name, strconv.FormatInt(l.Limit, 10), account.FormatPeriod(l.Period)
+		}
+		row.NameError, row.LimitError, row.PeriodError = v.FieldError(f+".name"), v.FieldError(f+".limit"), v.FieldError(f+".period")
+		rows[i] = row
+	}
+	return rows
+}
+
+// parseRateLimits reads the rate limits form: each row with a name, a
+// limit or a period (other than the blank rows' default) is a limit;
+// empty rows are none, which removes them. Problems are named by row, as
+// the service names them by limit: the service's are renamed to the rows
+// they came from (renameRows).
+func parseRateLimits(form url.Values) ([]account.RateLimitRequest, []int, error) {
+	var problems account.Problems
+	limits := []account.RateLimitRequest{}
+	var rows []int
+	for i := range account.MaxRateLimits {
+		f := fmt.Sprintf("rate_limits[%d]", i)
+		name, limit := strings.TrimSpace(form.Get(f+".name")), strings.TrimSpace(form.Get(f+".limit"))
+		if name == "" && limit == "" {
+			continue
+		}
+		n, err := strconv.ParseInt(limit, 10, 64)
+		if err != nil {
+			problems.Add(f+".limit", "must be a whole number")
+		}
+		limits = append(limits, account.RateLimitRequest{Name: name, Limit: n, Period: strings.TrimSpace(form.Get(f + ".period"))})
+		rows = append(rows, i)
+	}
+	return limits, rows, problems.Err()
+}
+
+// renameRows renames the service's problems of the i-th limit sent to
+// the form's row rows[i].
+func renameRows(err error, rows []int) error {
+	var e *account.Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	for i, f := range e.Fields {
+		var n int
+		var rest string
+		if _, scanErr := fmt.Sscanf(f.Field, "rate_limits[%d]", &n); scanErr != nil || n >= len(rows) {
+			continue
+		}
+		_, rest, _ = strings.Cut(f.Field, "]")
+		e.Fields[i].Field = fmt.Sprintf("rate_limits[%d]%s", rows[n], rest)
+	}
+	return err
+}
+
+// parseCredits reads the credits form: none when the count is empty,
+// which removes them; refilled to the amount given (the count, when
+// empty) each day or month when a refill is chosen.
+func parseCredits(form url.Values) (*account.CreditsRequest, error) {
+	var problems account.Problems
+	number := func(field, text string) int64 {
+		n, err := strconv.ParseInt(strings.TrimSpace(text), 10, 64)
+		if err != nil {
+			problems.Add(field, "must be a whole number")
+		}
+		return n
+	}
+	remaining := strings.TrimSpace(form.Get("credits.remaining"))
+	if remaining == "" {
+		return nil, nil
+	}
+	c := &account.CreditsRequest{Remaining: number("credits.remaining", remaining)}
+	if interval := form.Get("credits.refill.interval"); interval != "" {
+		amount := form.Get("credits.refill.amount")
+		if strings.TrimSpace(amount) == "" {
+			amount = remaining
+		}
+		c.Refill = &account.CreditRefill{Amount: number("credits.refill.amount", amount), Interval: interval}
+	}
+	return c, problems.Err()
 }
 
 var graces = []string{"0s", "1h", "1d", "7d"}
@@ -185,6 +300,18 @@ func (c *console) apiKeyPage(w http.ResponseWriter, r *http.Request, s *session,
 	d := apiKeyData{Key: keyRow{k, c.svc.Now()}, Graces: graces, Cursor: r.URL.Query().Get("cursor")}
 	l, err := c.svc.ListAPIKeyTokens(r.Context(), s.p, k.ID, account.PageRequest{Cursor: d.Cursor})
 	d.Tokens = listed(v, &status, l, err)
+	d.Usage = c.usage(r, s, k.ID, false)
+	d.Limits, d.Periods, d.Refills = limitRows(v, k), periods, refills
+	if k.OrganizationID != "" && s.Can(account.ScopeReadOrganizations) {
+		if o, err := c.svc.GetOrganization(r.Context(), s.p, k.OrganizationID); err == nil {
+			d.OrgName = o.Name
+		}
+	}
+	if strings.HasPrefix(k.OwnerID, account.PrefixUser) && s.Can(account.ScopeReadUsers) {
+		if u, err := c.svc.GetUser(r.Context(), s.p, k.OwnerID); err == nil {
+			d.OwnerName = u.Email
+		}
+	}
 	v.Data = d
 	c.render(w, r, status, "api-key", v)
 }
@@ -206,17 +333,43 @@ func (c *console) revokeAPIKeyTokens(w http.ResponseWriter, r *http.Request, s *
 	answer(w, r, s, newView(r, s, "API key", "api-keys"), err, c.apiKeyPage, "/console/api-keys/"+id, "tokens-revoked")
 }
 
-// updateAPIKey renames the key or replaces its metadata.
+// updateAPIKey renames the key or replaces its metadata, or, from the
+// page's other forms (part), replaces its rate limits or its credits,
+// under the API's rules (account.Service.UpdateAPIKey).
 func (c *console) updateAPIKey(w http.ResponseWriter, r *http.Request, s *session) {
 	id := r.PathValue("id")
 	v := newView(r, s, "API key", "api-keys")
 	err := func() error {
-		f, m, err := parseEdit(w, r, v)
-		if err != nil {
+		if err := parseForm(w, r); err != nil {
 			return err
 		}
-		name := f.Get("name")
-		_, err = c.svc.UpdateAPIKey(r.Context(), s.p, id, account.APIKeyUpdate{Name: &name, Metadata: &m})
+		f := r.PostForm
+		v.Form = f
+		var update account.APIKeyUpdate
+		switch f.Get("part") {
+		case "rate_limits":
+			limits, rows, err := parseRateLimits(f)
+			if err != nil {
+				return err
+			}
+			update.RateLimits = &limits
+			_, err = c.svc.UpdateAPIKey(r.Context(), s.p, id, update)
+			return renameRows(err, rows)
+		case "credits":
+			credits, err := parseCredits(f)
+			if err != nil {
+				return err
+			}
+			update.SetCredits, update.Credits = true, credits
+		default:
+			m, err := parseMetadata(f.Get("metadata"))
+			if err != nil {
+				return err
+			}
+			name := f.Get("name")
+			update.Name, update.Metadata = &name, &m
+		}
+		_, err := c.svc.UpdateAPIKey(r.Context(), s.p, id, update)
 		return err
 	}()
 	answer(w, r, s, v, err, c.apiKeyPage, "/console/api-keys/"+id, "saved")

@@ -47,13 +47,17 @@ type Config struct {
 	// Logger receives the causes of internal errors, with the request id.
 	// Nil means slog.Default().
 	Logger *slog.Logger
+	// Usage answers the usage the key and organization pages chart. Nil
+	// means none is counted: the pages say usage is not available.
+	Usage UsageSource
 }
 
 // console is the state shared by the handlers.
 type console struct {
-	svc   *account.Service
-	log   *slog.Logger
-	pages map[string]*template.Template
+	svc         *account.Service
+	log         *slog.Logger
+	usageSource UsageSource
+	pages       map[string]*template.Template
 }
 
 // route is one of the console's routes and what serves it.
@@ -137,7 +141,7 @@ func New(cfg Config) http.Handler {
 	if cfg.Service == nil {
 		panic("console: Config.Service is required")
 	}
-	c := &console{svc: cfg.Service, log: cfg.Logger, pages: parsePages()}
+	c := &console{svc: cfg.Service, log: cfg.Logger, usageSource: cfg.Usage, pages: parsePages()}
 	if c.log == nil {
 		c.log = slog.Default()
 	}

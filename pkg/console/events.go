@@ -81,7 +81,10 @@ func (e event) about(id string) bool {
 }
 
 type eventsData struct {
-	Items        []event
+	Items []event
+	// Actors name the keys that made the events, by id, where the
+	// session can read them and they still exist.
+	Actors       map[string]string
 	Type, Object string
 	Next         string
 	// Scanned is set when the object filter read its most pages without
@@ -135,6 +138,27 @@ func (c *console) events(w http.ResponseWriter, r *http.Request, s *session) {
 		}
 	}
 	d.Next = cursor
+	d.Actors = c.keyNames(r, s, d.Items)
 	v.Data = d
 	c.render(w, r, http.StatusOK, "events", v)
+}
+
+// keyNames reads the names of the keys that made events, once each.
+func (c *console) keyNames(r *http.Request, s *session, events []event) map[string]string {
+	names := map[string]string{}
+	if !s.Can(account.ScopeReadAPIKeys) {
+		return names
+	}
+	tried := map[string]bool{}
+	for _, e := range events {
+		id := e.Actor.KeyID
+		if id == "" || tried[id] {
+			continue
+		}
+		tried[id] = true
+		if k, err := c.svc.GetAPIKey(r.Context(), s.p, id); err == nil {
+			names[id] = k.Name
+		}
+	}
+	return names
 }

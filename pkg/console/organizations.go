@@ -2,6 +2,7 @@ package console
 
 import (
 	"net/http"
+	"slices"
 
 	"latchkey/pkg/account"
 )
@@ -58,7 +59,16 @@ type organizationData struct {
 	// holds every member, so that the count is the organization's.
 	Owners   int
 	Complete bool
+	Usage    usageView
+	// Candidates are the users the add-member form offers by name: those
+	// not among the members shown. Nil when the form takes an e-mail
+	// address or id instead.
+	Candidates []account.User
 }
+
+// ChooseUser reports whether the add-member form offers the users by
+// name.
+func (d organizationData) ChooseUser() bool { return d.Candidates != nil }
 
 // membersPage is how many members the organization's page shows: enough
 // for most organizations to be seen whole, with the last-owner rule.
@@ -96,6 +106,17 @@ func (c *console) organizationPage(w http.ResponseWriter, r *http.Request, s *se
 	if d.Complete && d.Owners == 1 {
 		for i := range d.Members.Items {
 			d.Members.Items[i].LastOwner = d.Members.Items[i].Role == account.OwnerRole
+		}
+	}
+	d.Usage = c.usage(r, s, id, true)
+	if s.Can(account.ScopeWriteOrganizations) {
+		if users := c.choicesFor(r, s, false, true).Users; users != nil {
+			d.Candidates = []account.User{}
+			for _, u := range users {
+				if !slices.ContainsFunc(d.Members.Items, func(m memberRow) bool { return m.UserID == u.ID }) {
+					d.Candidates = append(d.Candidates, u)
+				}
+			}
 		}
 	}
 	v.Data = d

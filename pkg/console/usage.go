@@ -1,0 +1,138 @@
+package console
+
+import (
+	"context"
+	"html/template"
+	"net/http"
+	"time"
+
+	"latchkey/pkg/account"
+	"latchkey/pkg/httpapi"
+)
+
+// UsageSource answers the usage the key and organization pages chart: the
+// usage API's answers (GET /v1/api-keys/{id}/usage,
+// /v1/organizations/{id}/usage), under the same tenant and scope rules as
+// reading the key or organization. Config.Usage nil means the deployment
+// counts no usage: the pages say so.
+type UsageSource interface {
+	// KeyUsage returns the key's buckets of interval ("minute", "hour"
+	// or "day") from from (inclusive) to to (exclusive), in time order,
+	// empty ones left out. CodeNotFound, CodeInsufficientScope.
+	KeyUsage(ctx context.Context, p account.Principal, keyID string, from, to time.Time, interval string) ([]UsageBucket, error)
+	// OrganizationUsage returns the buckets of every key bound to the
+	// organization, as KeyUsage. CodeNotFound, CodeInsufficientScope.
+	OrganizationUsage(ctx context.Context, p account.Principal, orgID string, from, to time.Time, interval string) ([]UsageBucket, error)
+	// TopKeys returns the organization's keys with the most verifications
+	// from from to to, most first, at most n. CodeNotFound,
+	// CodeInsufficientScope.
+	TopKeys(ctx context.Context, p account.Principal, orgID string, from, to time.Time, n int) ([]KeyUsageTotal, error)
+}
+
+// KeyUsageTotal is one key's usage over a span: verifications by outcome
+// and token issuances.
+type KeyUsageTotal struct {
+	KeyID         string
+	Verifications map[string]int64
+	TokensIssued  int64
+}
+
+// topKeys is how many keys an organization's page ranks.
+const topKeys = 10
+
+// usageView is the usage section of a key's or organization's page.
+type usageView struct {
+	// Available is false when the deployment counts no usage.
+	Available bool
+	// Problem is why the usage could not be read, if it could not.
+	Problem *httpapi.Problem
+	// Day and Month are the charts of the last 24 hours, by hour, and of
+	// the last 30 days, by day.
+	Day, Month template.HTML
+	// Top ranks the organization's keys over the last 30 days.
+	Top []topKeyRow
+}
+
+// topKeyRow is a key of the ranking, with its name when the session can
+// read it.
+type topKeyRow struct {
+	KeyUsageTotal
+	Name  string
+	Total int64
+}
+
+// usageWindows are the spans the pages chart, ending with the step that
+// holds now: 24 hours by hour, 30 days by day (UTC).
+func usageWindows(now time.Time) (day, month chartWindow) {
+	now = now.UTC()
+	hour := now.Truncate(time.Hour)
+	today := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
+	return chartWindow{Title: "Verifications, last 24 hours (by hour)", From: hour.Add(-23 * time.Hour), Step: time.Hour, Steps: 24},
+		chartWindow{Title: "Verifications, last 30 days (by day)", From: today.AddDate(0, 0, -29), Step: 24 * time.Hour, Steps: 30}
+}
+
+// usage reads and charts the usage of a key (org false) or an
+// organization, with its top keys. A failure shows on the section, not on
+// the page: an internal one is logged with the request id.
+func (c *console) usage(r *http.Request, s *session, id string, org bool) usageView {
+	if c.usageSource == nil {
+		return usageView{}
+	}
+	u := usageView{Available: true}
+	day, month := usageWindows(c.svc.Now())
+	read := func(w chartWindow, interval string) ([]UsageBucket, error) {
+		to := w.From.Add(time.Duration(w.Steps) * w.Step)
+		if org {
+			return c.usageSource.OrganizationUsage(r.Context(), s.p, id, w.From, to, interval)
+		}
+		return c.usageSource.KeyUsage(r.Context(), s.p, id, w.From, to, interval)
+	}
+	err := func() error {
+		hours, err := read(day, "hour")
+		if err != nil {
+			return err
+		}
+		days, err := read(month, "day")
+		if err != nil {
+			return err
+		}
+		prefix := "key"
+		if org {
+			prefix = "org"
+		}
+		u.Day = renderUsageChart(prefix+"-day", day, hours)
+		u.Month = renderUsageChart(prefix+"-month", month, days)
+		if !org {
+			return nil
+		}
+		top, err := c.usageSource.TopKeys(r.Context(), s.p, id, month.From, month.From.AddDate(0, 0, month.Steps), topKeys)
+		if err != nil {
+			return err
+		}
+		for _, t := range top {
+			row := topKeyRow{KeyUsageTotal: t}
+			for _, n := range t.Verifications {
+				row.Total += n
+			}
+			if k, err := c.svc.GetAPIKey(r.Context(), s.p, t.KeyID); err == nil {
+				row.Name = k.Name
+			}
+			u.Top = append(u.Top, row)
+		}
+		return nil
+	}()
+	if err != nil {
+		u.Day, u.Month, u.Top = "", "", nil
+		u.Problem = problemView(err)
+		if u.Problem.Code == account.CodeInternal || u.Problem.Code == account.CodeUnavailable {
+			c.log.ErrorContext(r.Context(), "console usage failed", "request_id", httpapi.RequestID(r), "error", err.Error())
+		}
+	}
+	return u
+}
+
+// Valid is the key's valid verifications.
+func (t topKeyRow) Valid() int64 { return t.Verifications["valid"] }
+
+// Refused is the key's verifications of any other outcome.
+func (t topKeyRow) Refused() int64 { return t.Total - t.Valid() }
