@@ -129,7 +129,7 @@ func Routes() []httpapi.Route {
 // Mount returns the console over svc as an httpapi.Mount, its routes and
 // handler: an httpapi.MountFunc.
 func Mount(svc *account.Service, log *slog.Logger) httpapi.Mount {
-	return httpapi.Mount{Group: httpapi.GroupAuth, Routes: Routes(), Handler: New(Config{Service: svc, Logger: log}),
+	return httpapi.Mount{Group: httpapi.GroupAuth, Routes: Routes(), Handler: New(Config{Service: svc, Logger: log, Usage: serviceUsage{svc}}),
 		Prefix: Path, Headers: setHeaders}
 }
 

@@ -136,3 +136,52 @@ func (t topKeyRow) Valid() int64 { return t.Verifications["valid"] }
 
 // Refused is the key's verifications of any other outcome.
 func (t topKeyRow) Refused() int64 { return t.Total - t.Valid() }
+
+// serviceUsage is the UsageSource of a deployment that counts usage: the
+// service's usage reads, under its tenant and scope rules.
+type serviceUsage struct{ svc *account.Service }
+
+func (s serviceUsage) KeyUsage(ctx context.Context, p account.Principal, keyID string, from, to time.Time, interval string) ([]UsageBucket, error) {
+	b, err := s.svc.APIKeyUsage(ctx, p, keyID, account.UsageQuery{From: from, To: to, Interval: interval})
+	return chartBuckets(b), err
+}
+
+func (s serviceUsage) OrganizationUsage(ctx context.Context, p account.Principal, orgID string, from, to time.Time, interval string) ([]UsageBucket, error) {
+	b, err := s.svc.OrganizationUsage(ctx, p, orgID, account.UsageQuery{From: from, To: to, Interval: interval})
+	return chartBuckets(b), err
+}
+
+// TopKeys ranks the organization's keys, then reads each one's outcomes
+// and issuances over the same days: the ranking's buckets hold only each
+// key's total.
+func (s serviceUsage) TopKeys(ctx context.Context, p account.Principal, orgID string, from, to time.Time, n int) ([]KeyUsageTotal, error) {
+	q := account.UsageQuery{From: from, To: to, Interval: account.IntervalDay}
+	top, err := s.svc.TopKeys(ctx, p, orgID, q, n)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]KeyUsageTotal, 0, len(top))
+	for _, k := range top {
+		buckets, err := s.svc.APIKeyUsage(ctx, p, k.KeyID, q)
+		if account.ErrorCode(err) == account.CodeNotFound {
+			continue // deleted since it was counted
+		}
+		if err != nil {
+			return nil, err
+		}
+		var sum account.UsageCounts
+		for _, b := range buckets {
+			sum.Add(b.UsageCounts)
+		}
+		out = append(out, KeyUsageTotal{KeyID: k.KeyID, Verifications: sum.Verifications, TokensIssued: sum.TokensIssued})
+	}
+	return out, nil
+}
+
+func chartBuckets(in []account.UsageBucket) []UsageBucket {
+	out := make([]UsageBucket, len(in))
+	for i, b := range in {
+		out[i] = UsageBucket{Start: b.Start, Verifications: b.Verifications, TokensIssued: b.TokensIssued}
+	}
+	return out
+}

@@ -149,3 +149,49 @@ func TestConsole_Usage(t *testing.T) {
 		}
 	})
 }
+
+// TestConsole_UsageCounted: the console the stack mounts charts the
+// service's own counts: a bound key's verifications by outcome and its
+// token, on its page and its organization's, once the process flushed.
+func TestConsole_UsageCounted(t *testing.T) {
+	s := newStack(t)
+	ctx := t.Context()
+	admin := mustAuth(t, s.Env, s.AdminKey)
+	k, secret, err := s.Service.CreateAPIKey(ctx, admin, account.NewAPIKey{Name: "billed", Scopes: []string{account.ScopeReadUsers}, OrganizationID: s.org.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, _, err := s.Service.IssueToken(ctx, mustAuth(t, s.Env, secret), account.TokenRequest{Scopes: []string{account.ScopeReadUsers}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if v, err := s.Service.VerifyToken(ctx, token); err != nil || !v.Valid {
+			t.Fatalf("verify: %+v, %v", v, err)
+		}
+	}
+	if _, err := s.Service.RevokeToken(ctx, admin, token); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := s.Service.VerifyToken(ctx, token); err != nil || v.Valid {
+		t.Fatalf("verify after revoking: %+v, %v", v, err)
+	}
+	if err := s.Service.FlushUsage(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	cookie := s.signIn(t, s.AdminKey)
+	want := "3 verifications (valid 2, revoked 1); 1 token issued."
+	res := s.send(t, http.MethodGet, "/console/api-keys/"+k.ID, cookie, nil, nil)
+	if !strings.Contains(res.body, want) {
+		t.Errorf("the key's page lacks %q", want)
+	}
+	res = s.send(t, http.MethodGet, "/console/organizations/"+s.org.ID, cookie, nil, nil)
+	if !strings.Contains(res.body, want) {
+		t.Errorf("the organization's page lacks %q", want)
+	}
+	row := `<td><a href="/console/api-keys/` + k.ID + `">billed</a> <code class="small">` + k.ID + `</code></td><td>3</td><td>2</td><td>1</td><td>1</td>`
+	if !strings.Contains(res.body, row) {
+		t.Errorf("the organization's page lacks the key's row %q", row)
+	}
+}
