@@ -51,6 +51,13 @@ func (f Formats) StatusListsAt(issuedAt time.Time) bool {
 	return !f.StatusListsSince.IsZero() && !issuedAt.Before(f.StatusListsSince)
 }
 
+// servesStatusList says whether the list id is of the period of status
+// lists in force: only then is it served.
+func (f Formats) servesStatusList(id string) bool {
+	_, since, ok := parseStatusListID(id)
+	return ok && !f.StatusListsSince.IsZero() && since.Equal(f.StatusListsSince)
+}
+
 // FormatsMargin is how long after the step that puts a format in force it
 // comes into force: longer than a request of the earlier release that was
 // in flight when the aliases switched (the functions' timeouts are at most
@@ -136,20 +143,34 @@ type formatsCache struct {
 	now   func() time.Time
 	mu    sync.Mutex
 	f     Formats
+	err   error // of the read f is from
 	read  time.Time
 }
 
 func (c *formatsCache) get(ctx context.Context) Formats {
+	f, _ := c.cached(ctx, false)
+	return f
+}
+
+// load is get for a caller that must tell "out of force" from "unknown",
+// such as a status list, whose 404 a resource server takes for good: it
+// reads again after a failed read, and returns that read's error.
+func (c *formatsCache) load(ctx context.Context) (Formats, error) {
+	return c.cached(ctx, true)
+}
+
+func (c *formatsCache) cached(ctx context.Context, failedAgain bool) (Formats, error) {
 	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.read.IsZero() && now.Sub(c.read) < FormatsRefresh && !now.Before(c.read) {
-		return c.f
+	fresh := !c.read.IsZero() && now.Sub(c.read) < FormatsRefresh && !now.Before(c.read)
+	if fresh && (c.err == nil || !failedAgain) {
+		return c.f, c.err
 	}
 	f, err := c.store.Formats(ctx)
 	if err != nil {
 		f = Formats{}
 	}
-	c.f, c.read = f, now
-	return f
+	c.f, c.err, c.read = f, err, now
+	return f, err
 }

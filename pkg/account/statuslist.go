@@ -170,24 +170,24 @@ func sameStatusList(a, b string) bool {
 
 // StatusListToken returns the signed Status List Token of the list id at
 // now, valid for ttl: CodeNotFound for a list that is not live, or not of
-// the period of status lists in force, read from the store at each call
-// (not the process's copy) so that a list is not served once a rollback
-// has taken the format out of force. The list is read strongly
+// the period of status lists in force (Formats, as this process read it
+// within FormatsRefresh: before the earlier release serves again after a
+// rollback). A failed read of the formats is CodeUnavailable, never a 404,
+// which a resource server takes for good. The list is read strongly
 // consistently: a change answered before is in it.
 func (s *Service) StatusListToken(ctx context.Context, id string, ttl time.Duration) (string, error) {
 	if s.signer == nil {
 		return "", Unavailable(errors.New("account: this process has no token signer"))
 	}
-	_, since, ok := parseStatusListID(id)
 	now := s.now()
-	if !ok || !now.Before(StatusListExpiry(id)) {
+	if !ValidStatusListID(id) || !now.Before(StatusListExpiry(id)) {
 		return "", ErrStatusListNotFound()
 	}
-	f, err := s.store.Formats(ctx)
+	f, err := s.verifier.formats.load(ctx)
 	if err != nil {
 		return "", storeErr(err)
 	}
-	if f.StatusListsSince.IsZero() || !f.StatusListsSince.Equal(since) {
+	if !f.servesStatusList(id) {
 		return "", ErrStatusListNotFound()
 	}
 	// iat is the start of the current period of statusPeriods ttl: the
@@ -233,7 +233,7 @@ func (s *Service) StatusLists(ctx context.Context) ([]string, error) {
 	if s.signer == nil {
 		return nil, Unavailable(errors.New("account: this process has no token signer"))
 	}
-	f, err := s.store.Formats(ctx)
+	f, err := s.verifier.formats.load(ctx)
 	if err != nil {
 		return nil, storeErr(err)
 	}
@@ -243,7 +243,7 @@ func (s *Service) StatusLists(ctx context.Context) ([]string, error) {
 	}
 	out := []string{}
 	for _, id := range ids {
-		if _, since, ok := parseStatusListID(id); ok && !f.StatusListsSince.IsZero() && since.Equal(f.StatusListsSince) {
+		if f.servesStatusList(id) {
 			out = append(out, StatusListURI(s.signer.Issuer(), id))
 		}
 	}
