@@ -1,11 +1,15 @@
 package account_test
 
 import (
+	"context"
+	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"latchkey/pkg/account"
+	"latchkey/pkg/teststore"
 )
 
 // TestService_Formats: docs/deploying.md's rule for revocations on the
@@ -163,6 +167,45 @@ func TestService_Formats(t *testing.T) {
 			t.Fatalf("PutFormats(all) = %+v, %v; want status lists from now", f, err)
 		}
 	})
+}
+
+// TestService_StatusListFormatsUnread: a list is served or not by the
+// formats in force; while they cannot be read, it answers unavailable,
+// never not found, which a resource server takes for good, and is served
+// again at the next read that works.
+func TestService_StatusListFormatsUnread(t *testing.T) {
+	store := &formatsFailing{Store: teststore.Open(t)}
+	e := newEnvOver(t, store)
+	if _, err := account.PutFormatsInForce(e.ctx, e.store, e.clock.Now(), "test"); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := e.key(t, "", "read:users")
+	_, claims, err := e.svc.IssueToken(e.ctx, p, account.TokenRequest{Scopes: []string{"read:users"}})
+	if err != nil || claims.Status == nil {
+		t.Fatalf("IssueToken: status %+v, %v", claims.Status, err)
+	}
+	store.fail.Store(true)
+	e.clock.Advance(account.FormatsRefresh + time.Second)
+	if _, err := e.svc.StatusListToken(e.ctx, claims.Status.List, time.Minute); account.ErrorCode(err) != account.CodeUnavailable {
+		t.Fatalf("StatusListToken with the formats unread: %v; want %s", err, account.CodeUnavailable)
+	}
+	store.fail.Store(false)
+	if _, err := e.svc.StatusListToken(e.ctx, claims.Status.List, time.Minute); err != nil {
+		t.Fatalf("StatusListToken once the formats read again: %v", err)
+	}
+}
+
+// formatsFailing is a store whose Formats fails while fail is set.
+type formatsFailing struct {
+	account.Store
+	fail atomic.Bool
+}
+
+func (s *formatsFailing) Formats(ctx context.Context) (account.Formats, error) {
+	if s.fail.Load() {
+		return account.Formats{}, account.Unavailable(errors.New("throttled"))
+	}
+	return s.Store.Formats(ctx)
 }
 
 // listStatus returns the status of c's entry in its list, as served.
