@@ -3,12 +3,14 @@ package latchkey_test
 import (
 	"bufio"
 	"bytes"
+	"compress/zlib"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,15 +85,18 @@ func TestMixedVersions(t *testing.T) {
 	// waiting (FormatsRefresh, the feed's lag).
 	t.Run("Current", func(t *testing.T) {
 		t.Parallel()
-		lost := upgradeAndRollBack(t, client, bins["previous"], bins["current"])
+		lost, served := upgradeAndRollBack(t, client, bins["previous"], bins["current"])
 		for _, l := range lost {
 			t.Errorf("lost: %s", l)
+		}
+		if served == 0 {
+			t.Error("no status list served: the scenario did not try them")
 		}
 		t.Logf("%s and %s: %d lost", previous.version, version.Version, len(lost))
 	})
 	t.Run("TooEarly", func(t *testing.T) {
 		t.Parallel()
-		lost := upgradeAndRollBack(t, client, bins["previous"], bins["too-early"])
+		lost, _ := upgradeAndRollBack(t, client, bins["previous"], bins["too-early"])
 		if len(lost) == 0 {
 			t.Fatalf("the too-early build (%s) lost nothing: the scenario does not catch a format relied on too early", tooEarlyCommit)
 		}
@@ -149,6 +154,8 @@ type localServer struct {
 	base string
 	cmd  *exec.Cmd
 	done chan struct{}
+	// listsServed counts the status lists listedValid read from it.
+	listsServed int
 }
 
 // startLocal starts bin over DynamoDB at endpoint, table table, with the
@@ -301,11 +308,79 @@ func payload(t *testing.T, tok string) string {
 	return string(b)
 }
 
+// listedValid reports whether tok carries a status claim whose list s
+// serves saying VALID: what a resource server that verifies offline
+// (docs/protect-your-api.md) would accept. A token without the claim, or
+// whose list s answers 404 for, is refused by such a server or checked
+// by its signature alone (the previous release's tokens), and says
+// nothing of a lost change.
+func (s *localServer) listedValid(t *testing.T, tok string) bool {
+	t.Helper()
+	var c struct {
+		Status *struct {
+			StatusList struct {
+				Idx int64  `json:"idx"`
+				URI string `json:"uri"`
+			} `json:"status_list"`
+		} `json:"status"`
+	}
+	if err := json.Unmarshal([]byte(payload(t, tok)), &c); err != nil {
+		t.Fatal(err)
+	}
+	if c.Status == nil {
+		return false
+	}
+	u, err := url.Parse(c.Status.StatusList.URI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.Get(s.base + u.Path)
+	if err != nil {
+		t.Fatalf("GET %s on %s: %v", u.Path, s.name, err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	switch res.StatusCode {
+	case http.StatusNotFound:
+		return false
+	case http.StatusOK:
+	default:
+		t.Fatalf("GET %s on %s: %d %s", u.Path, s.name, res.StatusCode, body)
+	}
+	var l struct {
+		StatusList struct {
+			Bits int    `json:"bits"`
+			Lst  string `json:"lst"`
+		} `json:"status_list"`
+	}
+	if err := json.Unmarshal([]byte(payload(t, string(body))), &l); err != nil || l.StatusList.Bits != 2 {
+		t.Fatalf("the list %s on %s: bits %d, %v", u.Path, s.name, l.StatusList.Bits, err)
+	}
+	z, err := base64.RawURLEncoding.DecodeString(l.StatusList.Lst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := zlib.NewReader(bytes.NewReader(z))
+	if err != nil {
+		t.Fatal(err)
+	}
+	statuses, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := c.Status.StatusList.Idx
+	if i/4 >= int64(len(statuses)) {
+		t.Fatalf("the list %s on %s holds %d entries, the token's index is %d", u.Path, s.name, 4*len(statuses), i)
+	}
+	s.listsServed++
+	return statuses[i/4]>>(uint(i%4)*2)&3 == 0
+}
+
 // upgradeAndRollBack runs the scenario with old as the previous release
 // and next as the release deployed over it, on a table of its own, and
 // returns what was lost: each a sentence naming the change and the
-// version that missed it.
-func upgradeAndRollBack(t *testing.T, client *dynamodb.Client, oldBin, nextBin string) []string {
+// version that missed it; and how many status lists next served.
+func upgradeAndRollBack(t *testing.T, client *dynamodb.Client, oldBin, nextBin string) (lost []string, listsServed int) {
 	endpoint := os.Getenv("LATCHKEY_TEST_DYNAMODB_ENDPOINT")
 	table := fmt.Sprintf("mixed-%d", time.Now().UnixNano())
 	data := t.TempDir()
@@ -313,11 +388,24 @@ func upgradeAndRollBack(t *testing.T, client *dynamodb.Client, oldBin, nextBin s
 	next := startLocal(t, "next", nextBin, endpoint, table, data)
 	store := dynamostore.New(client, table)
 	ctx := context.Background()
-	var lost []string
+	// This release serves status lists (the previous one none): an
+	// entry it serves as VALID for a token revoked, disabled or deleted
+	// is a change lost to every resource server that verifies offline.
+	listedAt := map[string]bool{} // when and token: each checked once
+	listed := func(by *localServer, tok, change, when string) {
+		if listedAt[when+tok] {
+			return
+		}
+		listedAt[when+tok] = true
+		if next.listedValid(t, tok) {
+			lost = append(lost, fmt.Sprintf("%s: the status list %s serves says VALID for a token %s by %s", when, next.name, change, by.name))
+		}
+	}
 	revoked := func(by, on *localServer, tok, when string) {
 		if on.validOnce(t, tok) {
 			lost = append(lost, fmt.Sprintf("%s: a token revoked by %s verifies on %s", when, by.name, on.name))
 		}
+		listed(by, tok, "revoked", when)
 	}
 	revoke := func(s *localServer, _ mixedKey, tok string) {
 		t.Helper()
@@ -341,12 +429,14 @@ func upgradeAndRollBack(t *testing.T, client *dynamodb.Client, oldBin, nextBin s
 		if on.validOnce(t, dtok) {
 			lost = append(lost, fmt.Sprintf("upgrade: a key disabled by %s still verifies on %s", by.name, on.name))
 		}
+		listed(by, dtok, "of a key disabled", "upgrade")
 		g := on.createKey(t)
 		gtok := on.issue(t, g)
 		by.mustDo(t, "delete", "DELETE", "/v1/api-keys/"+g.id, nil)
 		if on.validOnce(t, gtok) {
 			lost = append(lost, fmt.Sprintf("upgrade: a key deleted by %s still verifies on %s", by.name, on.name))
 		}
+		listed(by, gtok, "of a key deleted", "upgrade")
 	}
 
 	// 2. Every alias serves the new release: the previous one stops, and
@@ -366,6 +456,9 @@ func upgradeAndRollBack(t *testing.T, client *dynamodb.Client, oldBin, nextBin s
 	}
 	revoke(next, k, flipped)
 	revocations = append(revocations, jti(t, flipped))
+	revoked(next, next, flipped, "in force")
+	d := next.createKey(t)
+	dtok := next.issue(t, d) // its key disabled by the previous release during the rollback
 
 	// 3. The rollback drill: formats out of force first, a wait, then the
 	// previous release serves beside this one while both revoke, and
@@ -379,11 +472,16 @@ func upgradeAndRollBack(t *testing.T, client *dynamodb.Client, oldBin, nextBin s
 	revoke(next, k, during)
 	revocations = append(revocations, jti(t, before), jti(t, during))
 	old.mustDo(t, "rename", "PATCH", "/v1/api-keys/"+k.id, map[string]any{"name": "renamed during the rollback"})
+	old.mustDo(t, "disable", "PATCH", "/v1/api-keys/"+d.id, map[string]any{"enabled": false})
 	for _, s := range []*localServer{old, next} {
 		revoked(old, s, before, "rollback")
 		revoked(next, s, during, "rollback")
 		revoked(next, s, flipped, "rollback")
+		if s.validOnce(t, dtok) {
+			lost = append(lost, fmt.Sprintf("rollback: a key disabled by %s still verifies on %s", old.name, s.name))
+		}
 	}
+	listed(old, dtok, "of a key disabled", "rollback")
 	// The feed lists an event once it is EventLag old (5 s with the
 	// default store timeout): up to 10 s for the last.
 	for _, s := range []*localServer{old, next} {
@@ -396,5 +494,18 @@ func upgradeAndRollBack(t *testing.T, client *dynamodb.Client, oldBin, nextBin s
 			lost = append(lost, fmt.Sprintf("the event of %s's revocation is not in %s's feed", id, s.name))
 		}
 	}
-	return lost
+	// 4. Forward again: the previous release stops, the step puts the
+	// formats in force anew. What it changed stays changed, in the
+	// verify and in every list served.
+	old.stop()
+	if _, err := account.PutFormatsInForce(ctx, store, time.Now(), version.Version); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(account.FormatsRefresh + time.Second)
+	revoked(old, next, before, "forward again")
+	if next.validOnce(t, dtok) {
+		lost = append(lost, fmt.Sprintf("forward again: a key disabled by %s still verifies on %s", old.name, next.name))
+	}
+	listed(old, dtok, "of a key disabled", "forward again")
+	return lost, next.listsServed
 }

@@ -5,6 +5,7 @@ import (
 	"compress/zlib"
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -29,6 +30,12 @@ const (
 	maxListTokenBytes = 4 << 20
 	maxListBytes      = 16 << 20
 )
+
+// errListGone is a 404 for a list: Latchkey says it serves it no more
+// (its status lists were taken out of force, by a rollback, since its
+// tokens were issued: a revocation may have missed it), so a cached copy
+// is dropped rather than used as while Latchkey is unreachable.
+var errListGone = errors.New("the issuer no longer serves this status list")
 
 // listUnusedAfter is how long a list no token has named stays cached: the
 // lists of tokens that have expired are dropped.
@@ -167,6 +174,10 @@ func (ls *lists) refresh(ctx context.Context, l *list, uri string, st *listState
 	next, err := ls.fetch(ctx, uri, st)
 	if err != nil {
 		l.retryAt, l.lastErr = now.Add(min(time.Second, ls.v.cfg.DefaultTTL)), err
+		if errors.Is(err, errListGone) {
+			l.state.Store(nil)
+			return nil, err
+		}
 		if st.usable(now, stale, leeway) {
 			return st, nil
 		}
@@ -201,6 +212,9 @@ func (ls *lists) fetch(ctx context.Context, uri string, prev *listState) (*listS
 			return nil, fmt.Errorf("GET %s: 304, and the list it confirms has expired", uri)
 		}
 		return &next, nil
+	}
+	if res.StatusCode == http.StatusNotFound {
+		return nil, fmt.Errorf("GET %s: %s: %w", uri, res.Status, errListGone)
 	}
 	if res.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET %s: %s", uri, res.Status)

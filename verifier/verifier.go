@@ -32,10 +32,12 @@
 // When Latchkey cannot be reached the Verifier fails closed, within a
 // bound: a cached status list is used until it is Config.StaleLists times
 // its ttl old, and after that every token it covers is refused with
-// ReasonUnavailable until a fetch succeeds. The online mode refuses at
-// once. A token without a status claim (issued before Latchkey published
-// status lists) is accepted on its signature and claims alone, and so
-// until it expires, unless Config.RequireStatus.
+// ReasonUnavailable until a fetch succeeds. A list Latchkey answers 404
+// for is not used from the cache: its tokens are refused at once. The
+// online mode refuses at once. A token without a status claim (issued
+// while the deployment's status lists were not in force: before its
+// upgrade's last step, or after a rollback) is accepted on its signature
+// and claims alone, and so until it expires, unless Config.RequireStatus.
 //
 // Refusals are *Error values whose Reason is one of the words Latchkey's
 // verify endpoint answers (revoked, disabled, expired, invalid,
@@ -81,8 +83,10 @@ type Config struct {
 	// DefaultLeeway, a negative value none.
 	Leeway time.Duration
 	// RequireStatus refuses (ReasonInvalid) tokens that carry no status
-	// claim. Off by default, so that tokens issued before the deployment
-	// published status lists keep working until they expire.
+	// claim. Off by default: Latchkey issues tokens without one while its
+	// status lists are not in force (during an upgrade until its last
+	// step, and after a rollback until the next upgrade's), and those
+	// would all be refused.
 	RequireStatus bool
 	// StaleLists is how many times its ttl a cached status list may be
 	// used while it cannot be fetched again; 0 is DefaultStaleLists. Past

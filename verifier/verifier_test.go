@@ -447,6 +447,39 @@ func TestVerify_StaleList(t *testing.T) {
 	}
 }
 
+// TestVerify_ListGone: a list Latchkey answers 404 for (its status lists
+// were taken out of force by a rollback since: the previous release may
+// have revoked its tokens without flipping their entries) is not used
+// from the cache, as a list that cannot be fetched is: its tokens are
+// refused at the first fetch that finds it gone, and until it is served
+// again.
+func TestVerify_ListGone(t *testing.T) {
+	is := newIssuer(t)
+	v := is.verifier(verifier.Config{})
+	ctx := context.Background()
+	tok := is.token(is.claims(3))
+	if _, err := v.Verify(ctx, tok); err != nil {
+		t.Fatal(err)
+	}
+	statuses := is.statuses["/statuslists/1"]
+	is.set(func() { delete(is.statuses, "/statuslists/1") })
+	is.clock.Add(9 * time.Second)
+	if _, err := v.Verify(ctx, tok); err != nil {
+		t.Fatalf("within ttl: %v, want the copy fetched used", err)
+	}
+	is.clock.Add(time.Second)
+	_, err := v.Verify(ctx, tok)
+	wantReason(t, err, verifier.ReasonUnavailable)
+	is.clock.Add(time.Second)
+	_, err = v.Verify(ctx, tok)
+	wantReason(t, err, verifier.ReasonUnavailable)
+	is.set(func() { is.statuses["/statuslists/1"] = statuses })
+	is.clock.Add(time.Second)
+	if _, err := v.Verify(ctx, tok); err != nil {
+		t.Fatalf("served again: %v", err)
+	}
+}
+
 // TestVerify_ListTokenRules: a Status List Token that breaks a rule of the
 // draft is not used, and the token it would cover is refused
 // (unavailable): no statement about its status can be made (section 8.3).

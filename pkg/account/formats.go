@@ -2,6 +2,7 @@ package account
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 )
@@ -26,6 +27,14 @@ type Formats struct {
 	// claim only while it is in force. Every revocation still writes the
 	// entry and its read copies, which the previous release reads.
 	InlineRevocationSince time.Time
+	// StatusListsSince is when status lists came into force, zero while
+	// they are not: tokens are issued with the claim status only while
+	// they are, and a list is served only if it belongs to this period
+	// (its ID carries the time, StatusListID), since every version that
+	// served while its indexes were leased flipped its entries. The
+	// previous release flips none, so a list of an earlier period, which
+	// it may have served beside, is never served again.
+	StatusListsSince time.Time
 	// SetBy is the release (version.Version) that recorded the item.
 	SetBy string
 }
@@ -34,6 +43,19 @@ type Formats struct {
 // a token issued at issuedAt.
 func (f Formats) InlineRevocationAt(issuedAt time.Time) bool {
 	return !f.InlineRevocationSince.IsZero() && !issuedAt.Before(f.InlineRevocationSince)
+}
+
+// StatusListsAt says whether status lists are in force for a token
+// issued at issuedAt.
+func (f Formats) StatusListsAt(issuedAt time.Time) bool {
+	return !f.StatusListsSince.IsZero() && !issuedAt.Before(f.StatusListsSince)
+}
+
+// servesStatusList says whether the list id is of the period of status
+// lists in force: only then is it served.
+func (f Formats) servesStatusList(id string) bool {
+	_, since, ok := parseStatusListID(id)
+	return ok && !f.StatusListsSince.IsZero() && since.Equal(f.StatusListsSince)
 }
 
 // FormatsMargin is how long after the step that puts a format in force it
@@ -55,28 +77,55 @@ const FormatsRefresh = 5 * time.Second
 // InlineRevocationSince) in the template's Formats custom resource.
 const FormatInlineRevocation = "inline-revocation"
 
+// FormatStatusLists names the status lists (Formats' StatusListsSince).
+const FormatStatusLists = "status-lists"
+
+// ReleaseFormats are the formats this release relies on: what the
+// template's Formats custom resource names, space-separated.
+var ReleaseFormats = []string{FormatInlineRevocation, FormatStatusLists}
+
 // PutFormatsInForce puts in force, in store, the formats this release
-// relies on, from at (the step's time plus FormatsMargin, or the time of
-// a start over a table no other process can reach), and returns what it
-// recorded. Formats in force already keep their time: the tokens issued
-// since are relied on already. Called by the step that runs once every
-// alias serves this release (the Formats custom resource), never by a
-// process that serves while the previous release may.
+// relies on (ReleaseFormats), from at (the step's time plus FormatsMargin,
+// or the time of a start over a table no other process can reach), and
+// returns what it recorded: PutFormats with every one of them.
 func PutFormatsInForce(ctx context.Context, store Store, at time.Time, release string) (Formats, error) {
+	return PutFormats(ctx, store, ReleaseFormats, at, release)
+}
+
+// PutFormats puts in force, in store, the formats names names from at,
+// and takes every other out of force, and returns what it recorded.
+// Formats in force already keep their time: the tokens issued since are
+// relied on already. Called by the step that runs once every alias serves
+// this release (the Formats custom resource), never by a process that
+// serves while the previous release may, and by a rollback's first step
+// with the previous release's names (none for a release before the
+// item), which must then wait FormatsRefresh before that release serves.
+func PutFormats(ctx context.Context, store Store, names []string, at time.Time, release string) (Formats, error) {
 	current, err := store.Formats(ctx)
 	if err != nil {
 		return Formats{}, storeErr(err)
 	}
-	f := Formats{InlineRevocationSince: current.InlineRevocationSince, SetBy: release}
-	if f.InlineRevocationSince.IsZero() {
-		f.InlineRevocationSince = at.UTC().Truncate(time.Second)
+	at = at.UTC().Truncate(time.Second)
+	since := func(name string, t time.Time) time.Time {
+		switch {
+		case !slices.Contains(names, name):
+			return time.Time{}
+		case t.IsZero():
+			return at
+		}
+		return t
+	}
+	f := Formats{
+		InlineRevocationSince: since(FormatInlineRevocation, current.InlineRevocationSince),
+		StatusListsSince:      since(FormatStatusLists, current.StatusListsSince),
+		SetBy:                 release,
 	}
 	return f, storeErr(store.PutFormats(ctx, f))
 }
 
 // PutFormatsOutOfForce takes every format out of force in store: the first
-// step of a rollback to the previous release, which must then wait
-// FormatsRefresh before that release serves.
+// step of a rollback to a release before the formats item, which must
+// then wait FormatsRefresh before that release serves.
 func PutFormatsOutOfForce(ctx context.Context, store Store, release string) error {
 	return storeErr(store.PutFormats(ctx, Formats{SetBy: release}))
 }
@@ -94,20 +143,34 @@ type formatsCache struct {
 	now   func() time.Time
 	mu    sync.Mutex
 	f     Formats
+	err   error // of the read f is from
 	read  time.Time
 }
 
 func (c *formatsCache) get(ctx context.Context) Formats {
+	f, _ := c.cached(ctx, false)
+	return f
+}
+
+// load is get for a caller that must tell "out of force" from "unknown",
+// such as a status list, whose 404 a resource server takes for good: it
+// reads again after a failed read, and returns that read's error.
+func (c *formatsCache) load(ctx context.Context) (Formats, error) {
+	return c.cached(ctx, true)
+}
+
+func (c *formatsCache) cached(ctx context.Context, failedAgain bool) (Formats, error) {
 	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.read.IsZero() && now.Sub(c.read) < FormatsRefresh && !now.Before(c.read) {
-		return c.f
+	fresh := !c.read.IsZero() && now.Sub(c.read) < FormatsRefresh && !now.Before(c.read)
+	if fresh && (c.err == nil || !failedAgain) {
+		return c.f, c.err
 	}
 	f, err := c.store.Formats(ctx)
 	if err != nil {
 		f = Formats{}
 	}
-	c.f, c.read = f, now
-	return f
+	c.f, c.err, c.read = f, err, now
+	return f, err
 }

@@ -45,12 +45,20 @@ func StatusListFromURI(issuer, uri string) (string, bool) {
 	return id, ok && ValidStatusListID(id)
 }
 
-// A list's ID is its issuance window, the UTC hour (yyyymmddhh), and a
-// part number: "2026112900-0". A window's tokens take part 0 until it holds
-// MaxStatusListSize entries, then part 1, and so on.
+// A list's ID is its issuance window, the UTC hour (yyyymmddhh), a part
+// number, and the period of status lists it belongs to, the
+// Formats.StatusListsSince under which its tokens were issued
+// (yyyymmddhhmmss): "2026112900-0-20261128120000". A window's tokens take
+// part 0 until it holds MaxStatusListSize entries, then part 1, and so on.
+// A list is served only while its period is the one in force
+// (StatusListToken): if the format went out of force since (a rollback),
+// the previous release may have revoked its tokens without flipping their
+// entries, so it answers CodeNotFound for good, and a resource server
+// fails closed.
 const (
 	statusWindow       = time.Hour
 	statusWindowLayout = "2006010215"
+	statusPeriodLayout = "20060102150405"
 	// MaxStatusListSize bounds a list: 2^20 entries, 256 KiB of statuses
 	// before compression.
 	MaxStatusListSize = 1 << 20
@@ -59,22 +67,33 @@ const (
 	StatusBlock = 128
 )
 
-// StatusListID returns the ID of part of the window of t.
-func StatusListID(t time.Time, part int) string {
-	return t.UTC().Truncate(statusWindow).Format(statusWindowLayout) + "-" + strconv.Itoa(part)
+// StatusListID returns the ID of part of the window of t in the period
+// that began at since (Formats.StatusListsSince).
+func StatusListID(since, t time.Time, part int) string {
+	return t.UTC().Truncate(statusWindow).Format(statusWindowLayout) + "-" + strconv.Itoa(part) + "-" + since.UTC().Format(statusPeriodLayout)
+}
+
+// parseStatusListID returns the window's start and the period of the list
+// id; false if id is not a list ID this service makes.
+func parseStatusListID(id string) (window, since time.Time, ok bool) {
+	w, rest, ok1 := strings.Cut(id, "-")
+	p, per, ok2 := strings.Cut(rest, "-")
+	if !ok1 || !ok2 || len(w) != len(statusWindowLayout) || len(p) == 0 || len(p) > 4 || len(per) != len(statusPeriodLayout) {
+		return time.Time{}, time.Time{}, false
+	}
+	window, err1 := time.Parse(statusWindowLayout, w)
+	since, err2 := time.Parse(statusPeriodLayout, per)
+	n, err3 := strconv.Atoi(p)
+	if err1 != nil || err2 != nil || err3 != nil || n < 0 || strconv.Itoa(n) != p {
+		return time.Time{}, time.Time{}, false
+	}
+	return window, since, true
 }
 
 // ValidStatusListID reports whether id is a list ID this service makes.
 func ValidStatusListID(id string) bool {
-	w, p, ok := strings.Cut(id, "-")
-	if !ok || len(w) != len(statusWindowLayout) || len(p) == 0 || len(p) > 4 {
-		return false
-	}
-	if _, err := time.Parse(statusWindowLayout, w); err != nil {
-		return false
-	}
-	n, err := strconv.Atoi(p)
-	return err == nil && n >= 0 && strconv.Itoa(n) == p
+	_, _, ok := parseStatusListID(id)
+	return ok
 }
 
 // StatusListExpiry is when the list id retires: every token of its window
@@ -112,12 +131,13 @@ type statusAllocator struct {
 	store Store
 }
 
-// allocate returns a fresh entry in the list of the window of now, leasing
-// a block of StatusBlock indexes when this process has none left there.
-func (a *statusAllocator) allocate(ctx context.Context, now time.Time) (StatusRef, error) {
+// allocate returns a fresh entry in the list of the window of now in the
+// period since, leasing a block of StatusBlock indexes when this process
+// has none left there.
+func (a *statusAllocator) allocate(ctx context.Context, since, now time.Time) (StatusRef, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if id := StatusListID(now, 0); a.list == "" || !strings.HasPrefix(a.list, id[:len(statusWindowLayout)+1]) {
+	if id := StatusListID(since, now, 0); a.list == "" || !sameStatusList(a.list, id) {
 		a.list, a.part, a.next, a.end = id, 0, 0, 0
 	}
 	for a.next >= a.end {
@@ -130,7 +150,7 @@ func (a *statusAllocator) allocate(ctx context.Context, now time.Time) (StatusRe
 			if a.part > 9999 {
 				return StatusRef{}, Unavailable(errors.New("account: every status list of this hour is full"))
 			}
-			a.list = StatusListID(now, a.part)
+			a.list = StatusListID(since, now, a.part)
 			continue
 		}
 		a.next, a.end = end-StatusBlock, end
@@ -140,18 +160,34 @@ func (a *statusAllocator) allocate(ctx context.Context, now time.Time) (StatusRe
 	return ref, nil
 }
 
+// sameStatusList reports whether the lists a and b are of the same window
+// and period, whatever their parts.
+func sameStatusList(a, b string) bool {
+	wa, sa, _ := parseStatusListID(a)
+	wb, sb, _ := parseStatusListID(b)
+	return wa.Equal(wb) && sa.Equal(sb)
+}
+
 // StatusListToken returns the signed Status List Token of the list id at
-// now, valid for ttl: CodeNotFound for a list that is not live. The list is
-// read strongly consistently: a change answered before is in it.
+// now, valid for ttl: CodeNotFound for a list that is not live, or not of
+// the period of status lists in force (Formats, as this process read it
+// within FormatsRefresh: before the earlier release serves again after a
+// rollback). A failed read of the formats is CodeUnavailable, never a 404,
+// which a resource server takes for good. The list is read strongly
+// consistently: a change answered before is in it.
 func (s *Service) StatusListToken(ctx context.Context, id string, ttl time.Duration) (string, error) {
 	if s.signer == nil {
 		return "", Unavailable(errors.New("account: this process has no token signer"))
 	}
-	if !ValidStatusListID(id) {
+	now := s.now()
+	if !ValidStatusListID(id) || !now.Before(StatusListExpiry(id)) {
 		return "", ErrStatusListNotFound()
 	}
-	now := s.now()
-	if !now.Before(StatusListExpiry(id)) {
+	f, err := s.verifier.formats.load(ctx)
+	if err != nil {
+		return "", storeErr(err)
+	}
+	if !f.servesStatusList(id) {
 		return "", ErrStatusListNotFound()
 	}
 	// iat is the start of the current period of statusPeriods ttl: the
@@ -191,19 +227,25 @@ type StatusListClaims struct {
 	List      StatusList
 }
 
-// StatusLists returns the uris of every live list, for the aggregation
-// endpoint.
+// StatusLists returns the uris of every live list of the period in force,
+// for the aggregation endpoint: those StatusListToken serves.
 func (s *Service) StatusLists(ctx context.Context) ([]string, error) {
 	if s.signer == nil {
 		return nil, Unavailable(errors.New("account: this process has no token signer"))
+	}
+	f, err := s.verifier.formats.load(ctx)
+	if err != nil {
+		return nil, storeErr(err)
 	}
 	ids, err := s.store.ListStatusLists(ctx, s.now())
 	if err != nil {
 		return nil, storeErr(err)
 	}
-	out := make([]string, len(ids))
-	for i, id := range ids {
-		out[i] = StatusListURI(s.signer.Issuer(), id)
+	out := []string{}
+	for _, id := range ids {
+		if f.servesStatusList(id) {
+			out = append(out, StatusListURI(s.signer.Issuer(), id))
+		}
 	}
 	return out, nil
 }

@@ -22,18 +22,24 @@ func TestParseStatusTTL(t *testing.T) {
 	}
 }
 
-// TestStatusListID: a list's ID is its UTC hour and part; only those
-// parse, and it retires a day and two hours after its hour began.
+// TestStatusListID: a list's ID is its UTC hour, part and period (the
+// time status lists came into force); only those parse, and it retires a
+// day and two hours after its hour began.
 func TestStatusListID(t *testing.T) {
 	at := time.Date(2026, 11, 29, 0, 41, 5, 0, time.FixedZone("CET", 3600))
-	id := account.StatusListID(at, 7)
-	if id != "2026112823-7" {
-		t.Errorf("StatusListID = %q, want 2026112823-7", id)
+	since := time.Date(2026, 11, 28, 12, 0, 30, 0, time.UTC)
+	id := account.StatusListID(since, at, 7)
+	if want := "2026112823-7-20261128120030"; id != want {
+		t.Errorf("StatusListID = %q, want %s", id, want)
 	}
 	if got, want := account.StatusListExpiry(id), time.Date(2026, 11, 30, 1, 0, 0, 0, time.UTC); !got.Equal(want) {
 		t.Errorf("StatusListExpiry = %v, want %v", got, want)
 	}
-	for _, bad := range []string{"", "2026112823", "2026112823-", "2026112823-01", "2026113223-0", "2026112823-12345", "x026112823-0", "2026112823-0/../x"} {
+	for _, bad := range []string{
+		"", "2026112823", "2026112823-", "2026112823-0", "2026112823-01-20261128120030", "2026113223-0-20261128120030",
+		"2026112823-12345-20261128120030", "x026112823-0-20261128120030", "2026112823-0-2026112812003", "2026112823-0-20261128126030",
+		"2026112823-0-20261128120030/../x", "2026112823-0-20261128120030-1",
+	} {
 		if account.ValidStatusListID(bad) {
 			t.Errorf("ValidStatusListID(%q) = true", bad)
 		}

@@ -41,7 +41,8 @@ type TokenClaims struct {
 	// that secret is the key's current one. "" on any other token.
 	Secret string
 	// Status is the token's entry in a status list (the claim status); nil
-	// on a token issued before status lists existed.
+	// on a token issued while status lists were not in force
+	// (Formats.StatusListsAt its IssuedAt), or before they existed.
 	Status *StatusRef
 }
 
@@ -374,6 +375,7 @@ func (s *Service) issue(ctx context.Context, p Principal, scopes []string, lifet
 		return "", TokenClaims{}, Unavailable(errors.New("account: this process has no token signer"))
 	}
 	now := s.now()
+	formats := s.verifier.formats.get(ctx)
 	claims := TokenClaims{
 		ID:             NewID(PrefixToken, now),
 		KeyID:          p.KeyID,
@@ -386,14 +388,18 @@ func (s *Service) issue(ctx context.Context, p Principal, scopes []string, lifet
 		IssuedAt:       now.Truncate(time.Second),
 		ExpiresAt:      now.Truncate(time.Second).Add(lifetime),
 
-		InlineRevocation: s.inline && s.verifier.formats.get(ctx).InlineRevocationAt(now),
+		InlineRevocation: s.inline && formats.InlineRevocationAt(now),
 		Secret:           secret,
 	}
-	ref, err := s.statuses.allocate(ctx, now)
-	if err != nil {
-		return "", TokenClaims{}, storeErr(err)
+	if formats.StatusListsAt(now) {
+		// Only then: a token whose entry the previous release, serving
+		// beside this one, would not flip when it revokes it has none.
+		ref, err := s.statuses.allocate(ctx, formats.StatusListsSince, now)
+		if err != nil {
+			return "", TokenClaims{}, storeErr(err)
+		}
+		claims.Status = &ref
 	}
-	claims.Status = &ref
 	if !p.KeyExpiresAt.IsZero() && p.KeyExpiresAt.Before(claims.ExpiresAt) {
 		claims.ExpiresAt = p.KeyExpiresAt.Truncate(time.Second)
 	}

@@ -1128,7 +1128,8 @@ func checkCanaryTransformed(t *testing.T, out []byte) {
 // force"), is served by the auth function and waits for every function's
 // alias: those always deployed by DependsOn, the optional ones (verify's
 // URL, the publisher) by a Ref under their condition. Its list names
-// revocations on the key, and nothing depends on it.
+// this release's formats (revocations on the key, status lists), and
+// nothing depends on it.
 func TestTemplate_Formats(t *testing.T) {
 	tpl := loadTemplate(t)
 	props := tpl.resource(t, "Formats", "Custom::Formats")
@@ -1138,8 +1139,8 @@ func TestTemplate_Formats(t *testing.T) {
 	if props["ServiceTimeout"] == nil {
 		t.Error("Formats has no ServiceTimeout")
 	}
-	if got := props[authevents.FormatsProperty]; got != account.FormatInlineRevocation {
-		t.Errorf("Formats %s: got %v, want %q", authevents.FormatsProperty, got, account.FormatInlineRevocation)
+	if got, want := props[authevents.FormatsProperty], strings.Join(account.ReleaseFormats, " "); got != want {
+		t.Errorf("Formats %s: got %v, want %q", authevents.FormatsProperty, got, want)
 	}
 	waits := strs(path(tpl["Resources"].(map[string]any)["Formats"], "DependsOn"))
 	for _, alias := range list(props["Aliases"]) {

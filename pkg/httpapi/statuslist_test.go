@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"latchkey/pkg/account"
 	"latchkey/pkg/httpapi/httpapitest"
@@ -268,5 +269,45 @@ func TestStatusList(t *testing.T) {
 		a.wantStatus("bound", account.StatusValid, bound, below.token)
 		want(t, a.do(http.MethodDelete, "/v1/organizations/"+org.ID, a.AdminKey, nil), http.StatusNoContent)
 		a.wantStatus("organization deleted", account.StatusInvalid, bound, below.token)
+	})
+
+	t.Run("OutOfForce", func(t *testing.T) {
+		// A rollback's first step: the previous release, which flips no
+		// entry, may serve from now on, so no list of this period is
+		// served, now or once the format is in force again (a new
+		// period); tokens issued meanwhile carry no claim.
+		path := strings.TrimPrefix(refOf(t, root.token).URI, httpapitest.Issuer)
+		if err := account.PutFormatsOutOfForce(t.Context(), a.Store, "test"); err != nil {
+			t.Fatal(err)
+		}
+		// Every process has read the item once the rollback lets the
+		// previous release serve.
+		a.Clock.Advance(account.FormatsRefresh + time.Second)
+		wantProblem(t, a.do(http.MethodGet, path, "", nil), http.StatusNotFound, "not_found")
+		var got struct {
+			StatusLists []string `json:"status_lists"`
+		}
+		res := a.do(http.MethodGet, "/v1/auth/status-lists", "", nil)
+		want(t, res, http.StatusOK)
+		if res.Decode(t, &got); len(got.StatusLists) != 0 {
+			t.Errorf("status_lists out of force: %v, want none", got.StatusLists)
+		}
+		if tok := a.tokenOf(t, other.secret); strings.Contains(string(jwtPart(t, tok, 1)), `"status"`) {
+			t.Errorf("a token issued out of force carries the claim status: %s", string(jwtPart(t, tok, 1)))
+		}
+
+		a.Clock.Advance(time.Second)
+		if _, err := account.PutFormatsInForce(t.Context(), a.Store, a.Clock.Now(), "test"); err != nil {
+			t.Fatal(err)
+		}
+		a.Clock.Advance(account.FormatsRefresh + time.Second)
+		wantProblem(t, a.do(http.MethodGet, path, "", nil), http.StatusNotFound, "not_found")
+		fresh := a.tokenOf(t, other.secret)
+		a.wantStatus("in force again", account.StatusValid, fresh)
+		res = a.do(http.MethodGet, "/v1/auth/status-lists", "", nil)
+		want(t, res, http.StatusOK)
+		if res.Decode(t, &got); len(got.StatusLists) != 1 || got.StatusLists[0] != refOf(t, fresh).URI {
+			t.Errorf("status_lists in force again: %v, want %s alone", got.StatusLists, refOf(t, fresh).URI)
+		}
 	})
 }

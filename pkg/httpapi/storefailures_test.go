@@ -168,7 +168,7 @@ func storeFailureRequests(now time.Time, token string) map[string][]storeFailure
 		"GET /v1/auth/jwks":    {}, // served from the keys in memory: no store
 		// Public, no credential: read from the store.
 		"GET /v1/auth/status-lists":      {{}},
-		"GET /v1/auth/status-lists/{id}": {{fixed: account.StatusListID(now, 0)}},
+		"GET /v1/auth/status-lists/{id}": {{fixed: account.StatusListID(now, now, 0)}},
 		// The OAuth endpoints, their client authenticated by
 		// client_secret_basic, bodies in form encoding.
 		"POST /oauth2/token":      {{body: "grant_type=client_credentials&scope=read%3Ausers"}},

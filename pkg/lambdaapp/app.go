@@ -262,19 +262,20 @@ func (a *App) TableName() string { return a.cfg.TableName }
 // lines logged with a request's context.
 func (a *App) Logger() *slog.Logger { return a.deps.Logger }
 
-// PutFormats puts this release's formats in force from FormatsMargin from
-// now (inForce), or every format out of force, in the table: the
-// template's Formats custom resource, which runs once every alias serves
-// the release, and again, without them, first in a rollback
-// (docs/deploying.md, "Formats in force"). Auth only.
-func (a *App) PutFormats(ctx context.Context, inForce bool) (account.Formats, error) {
+// PutFormats puts the formats names (of this release's,
+// account.ReleaseFormats) in force from FormatsMargin from now, and every
+// other out of force, in the table: the template's Formats custom
+// resource, which runs once every alias serves the release, and again,
+// with the previous release's names (none before the item), first in a
+// rollback (docs/deploying.md, "Formats in force"). Auth only.
+func (a *App) PutFormats(ctx context.Context, names []string) (account.Formats, error) {
 	if !a.cfg.Function.WritesCredentials() {
 		return account.Formats{}, fmt.Errorf("lambdaapp: the %s function cannot record the formats; only auth may write the config item", a.cfg.Function)
 	}
-	if !inForce {
+	if len(names) == 0 {
 		return account.Formats{SetBy: version.Version}, account.PutFormatsOutOfForce(ctx, a.deps.Store, version.Version)
 	}
-	return account.PutFormatsInForce(ctx, a.deps.Store, a.deps.Now().Add(account.FormatsMargin), version.Version)
+	return account.PutFormats(ctx, a.deps.Store, names, a.deps.Now().Add(account.FormatsMargin), version.Version)
 }
 
 // RecordIssuer records issuer in the table, where every function reads it

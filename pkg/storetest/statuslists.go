@@ -16,7 +16,7 @@ import (
 func (s suite) statusLists(t *testing.T) {
 	t.Run("LeaseConcurrently", func(t *testing.T) {
 		f := s.fix(t)
-		list := account.StatusListID(f.base, 0)
+		list := account.StatusListID(f.base, f.base, 0)
 		ends := make([]int64, concurrency)
 		var wg sync.WaitGroup
 		for i := range concurrency {
@@ -45,12 +45,12 @@ func (s suite) statusLists(t *testing.T) {
 	})
 	t.Run("NotFound", func(t *testing.T) {
 		f := s.fix(t)
-		_, err := f.s.GetStatusList(f.ctx, account.StatusListID(f.base, 3))
+		_, err := f.s.GetStatusList(f.ctx, account.StatusListID(f.base, f.base, 3))
 		wantErr(t, "GetStatusList", err, account.ErrStatusListNotFound())
 	})
 	t.Run("Flips", func(t *testing.T) {
 		f := s.fix(t)
-		list := account.StatusListID(f.base, 0)
+		list := account.StatusListID(f.base, f.base, 0)
 		end, err := f.s.LeaseStatusIndexes(f.ctx, list, account.StatusBlock, account.StatusListExpiry(list))
 		f.ok(err, "LeaseStatusIndexes")
 		next := end - account.StatusBlock
@@ -105,7 +105,7 @@ func (s suite) statusLists(t *testing.T) {
 	})
 	t.Run("List", func(t *testing.T) {
 		f := s.fix(t)
-		older, newer := account.StatusListID(f.base.Add(-2*time.Hour), 0), account.StatusListID(f.base, 0)
+		older, newer := account.StatusListID(f.base, f.base.Add(-2*time.Hour), 0), account.StatusListID(f.base, f.base, 0)
 		for _, id := range []string{older, newer} {
 			_, err := f.s.LeaseStatusIndexes(f.ctx, id, account.StatusBlock, account.StatusListExpiry(id))
 			f.ok(err, "LeaseStatusIndexes")

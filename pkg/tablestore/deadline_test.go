@@ -57,12 +57,12 @@ func storeCalls(s *tablestore.Store, user account.User, org account.Organization
 		"CreateUser": func(ctx context.Context) error { return s.CreateUser(ctx, account.WriteOptions{}, other) },
 		"GetUser":    func(ctx context.Context) error { _, err := s.GetUser(ctx, user.ID); return err },
 		"LeaseStatusIndexes": func(ctx context.Context) error {
-			list := account.StatusListID(at, 0)
+			list := account.StatusListID(at, at, 0)
 			_, err := s.LeaseStatusIndexes(ctx, list, account.StatusBlock, account.StatusListExpiry(list))
 			return err
 		},
 		"GetStatusList": func(ctx context.Context) error {
-			_, err := s.GetStatusList(ctx, account.StatusListID(at, 0))
+			_, err := s.GetStatusList(ctx, account.StatusListID(at, at, 0))
 			if account.ErrorCode(err) == account.CodeNotFound {
 				return nil // the lease may not have been made: the read was
 			}

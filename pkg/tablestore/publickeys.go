@@ -73,6 +73,7 @@ func (s *Store) Published(ctx context.Context) (jwks []byte, issuer string, err 
 // attribute each, read by every process every account.FormatsRefresh.
 type formatsItem struct {
 	InlineRevocationSince *time.Time `dynamodbav:"inline_revocation_since,omitempty"`
+	StatusListsSince      *time.Time `dynamodbav:"status_lists_since,omitempty"`
 	SetBy                 string     `dynamodbav:"set_by,omitempty"`
 }
 
@@ -87,6 +88,9 @@ func (s *Store) Formats(ctx context.Context) (account.Formats, error) {
 	if it.InlineRevocationSince != nil {
 		f.InlineRevocationSince = it.InlineRevocationSince.UTC()
 	}
+	if it.StatusListsSince != nil {
+		f.StatusListsSince = it.StatusListsSince.UTC()
+	}
 	return f, nil
 }
 
@@ -95,10 +99,15 @@ func (s *Store) Formats(ctx context.Context) (account.Formats, error) {
 // format f leaves out, so that it is out of force.
 func (s *Store) PutFormats(ctx context.Context, f account.Formats) error {
 	upd := set("set_by", f.SetBy)
-	if f.InlineRevocationSince.IsZero() {
-		upd = upd.remove("inline_revocation_since")
-	} else {
-		upd = upd.set("inline_revocation_since", f.InlineRevocationSince.UTC())
+	for _, a := range []struct {
+		name  string
+		since time.Time
+	}{{"inline_revocation_since", f.InlineRevocationSince}, {"status_lists_since", f.StatusListsSince}} {
+		if a.since.IsZero() {
+			upd = upd.remove(a.name)
+		} else {
+			upd = upd.set(a.name, a.since.UTC())
+		}
 	}
 	_, err := s.port.Write(ctx, Write{Kind: WriteUpdate, Key: formatsKey(), Update: upd}, false)
 	return storeErr(err)

@@ -28,7 +28,7 @@ func TestStatusList_KeyWith10000Tokens(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	k := newKey(now.Add(-time.Minute))
 	must(t, s.CreateAPIKey(ctx, account.WriteOptions{}, k), "CreateAPIKey")
-	list := account.StatusListID(now, 0)
+	list := account.StatusListID(now, now, 0)
 	end, err := s.LeaseStatusIndexes(ctx, list, tokens, account.StatusListExpiry(list))
 	must(t, err, "LeaseStatusIndexes")
 

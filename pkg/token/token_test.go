@@ -341,7 +341,7 @@ func TestSigner_Longest(t *testing.T) {
 	c.OrganizationID = account.NewID(account.PrefixOrganization, now)
 	c.InlineRevocation = true
 	// The status claim at its longest: the last index of the last part.
-	c.Status = &account.StatusRef{List: "2026112210-9999", Index: account.MaxStatusListSize - 1}
+	c.Status = &account.StatusRef{List: "2026112210-9999-20261122100000", Index: account.MaxStatusListSize - 1}
 	// The largest RSA key allowed, whose signature is the longest.
 	largest, err := rsa.GenerateKey(rand.Reader, token.MaxRSAKeyBits)
 	if err != nil {

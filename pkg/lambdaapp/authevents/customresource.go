@@ -48,13 +48,14 @@ type BootstrapResult struct {
 const IssuerProperty = "Issuer"
 
 // FormatsProperty is the property of the template's Formats resource: the
-// stored formats the release relies on (account.FormatInlineRevocation),
-// put in force by its Create or Update, which run once every alias serves
-// the release (the resource depends on each alias). An Update without
-// them, which is what a stack rollback sends first (the previous
-// properties, in the reverse order of the update), and a Delete take
-// every format out of force and wait account.FormatsRefresh before they
-// answer, so that no instance relies on a format once an alias goes back.
+// stored formats the release relies on (account.ReleaseFormats, space-
+// separated), put in force by its Create or Update, which run once every
+// alias serves the release (the resource depends on each alias). An
+// Update with fewer, which is what a stack rollback sends first (the
+// previous properties, in the reverse order of the update), takes the
+// others out of force, and a Delete every format; both wait
+// account.FormatsRefresh before they answer, so that no instance relies
+// on a format once an alias goes back.
 const FormatsProperty = "Formats"
 
 // Handler is the auth function's one handler, for the three kinds of event
@@ -125,29 +126,43 @@ func customResource(ctx context.Context, app *lambdaapp.App, ev cfn.Event) (map[
 	return data, nil
 }
 
-// formats serves the Formats resource (FormatsProperty).
+// formats serves the Formats resource (FormatsProperty): the formats it
+// names in force, every other out of force (all of them on a Delete).
 func formats(ctx context.Context, app *lambdaapp.App, ev cfn.Event) (map[string]any, error) {
-	names, _ := ev.ResourceProperties[FormatsProperty].(string)
-	inForce := ev.RequestType != cfn.RequestDelete && slices.Contains(strings.Fields(names), account.FormatInlineRevocation)
-	f, err := app.PutFormats(ctx, inForce)
+	property, _ := ev.ResourceProperties[FormatsProperty].(string)
+	var names []string
+	if ev.RequestType != cfn.RequestDelete {
+		names = strings.Fields(property)
+	}
+	f, err := app.PutFormats(ctx, names)
 	if err != nil {
 		app.Logger().ErrorContext(ctx, "recording the formats for CloudFormation failed", "request_type", string(ev.RequestType), "error", err.Error())
 		return nil, err
 	}
-	if !inForce {
-		// Every instance reads the item again within FormatsRefresh.
+	if slices.ContainsFunc(account.ReleaseFormats, func(n string) bool { return !slices.Contains(names, n) }) {
+		// One went out of force, or was not in force: every instance
+		// reads the item again within FormatsRefresh.
 		select {
 		case <-time.After(account.FormatsRefresh + time.Second):
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
 	}
-	since := ""
-	if !f.InlineRevocationSince.IsZero() {
-		since = f.InlineRevocationSince.Format(time.RFC3339)
+	data := map[string]any{
+		"InlineRevocationSince": rfc3339(f.InlineRevocationSince),
+		"StatusListsSince":      rfc3339(f.StatusListsSince),
 	}
-	app.Logger().InfoContext(ctx, "formats recorded for CloudFormation", "request_type", string(ev.RequestType), "inline_revocation_since", since)
-	return map[string]any{"InlineRevocationSince": since}, nil
+	app.Logger().InfoContext(ctx, "formats recorded for CloudFormation", "request_type", string(ev.RequestType),
+		"inline_revocation_since", data["InlineRevocationSince"], "status_lists_since", data["StatusListsSince"])
+	return data, nil
+}
+
+// rfc3339 is t as RFC 3339, "" for the zero time (a format out of force).
+func rfc3339(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.Format(time.RFC3339)
 }
 
 // responseMargin is the time kept, before the invocation's deadline, to

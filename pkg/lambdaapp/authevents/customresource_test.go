@@ -394,7 +394,8 @@ func (d *deniedPut) PutSecretValue(context.Context, *secretsmanager.PutSecretVal
 }
 
 // TestApp_FormatsResource: the template's Formats resource puts
-// revocations on the key in force FormatsMargin after its Create (which
+// revocations on the key and status lists in force FormatsMargin after
+// its Create (which
 // runs once every alias serves the release), and its Update back to a
 // list without them (a stack rollback's first step) and its Delete take
 // them out of force, answering only after FormatsRefresh, when no
@@ -424,11 +425,11 @@ func TestApp_FormatsResource(t *testing.T) {
 		t.Fatalf("Create: got %+v, want SUCCESS", res)
 	}
 	want := c.Now().Add(account.FormatsMargin).UTC()
-	if got := formats(); !got.InlineRevocationSince.Equal(want) || got.SetBy != version.Version {
-		t.Fatalf("after Create: got %+v, want revocations on the key from %v, set by %s", got, want, version.Version)
+	if got := formats(); !got.InlineRevocationSince.Equal(want) || !got.StatusListsSince.Equal(want) || got.SetBy != version.Version {
+		t.Fatalf("after Create: got %+v, want revocations on the key and status lists from %v, set by %s", got, want, version.Version)
 	}
 	for _, name := range []string{"formats-update-rollback.json", "formats-delete.json"} {
-		if err := e.Store.PutFormats(context.Background(), account.Formats{InlineRevocationSince: want}); err != nil {
+		if err := e.Store.PutFormats(context.Background(), account.Formats{InlineRevocationSince: want, StatusListsSince: want}); err != nil {
 			t.Fatal(err)
 		}
 		start := time.Now()
@@ -438,8 +439,8 @@ func TestApp_FormatsResource(t *testing.T) {
 		if took := time.Since(start); took < account.FormatsRefresh {
 			t.Errorf("%s answered after %v, want at least FormatsRefresh (%v)", name, took, account.FormatsRefresh)
 		}
-		if got := formats(); !got.InlineRevocationSince.IsZero() {
-			t.Errorf("after %s: got %+v, want revocations on the key out of force", name, got)
+		if got := formats(); !got.InlineRevocationSince.IsZero() || !got.StatusListsSince.IsZero() {
+			t.Errorf("after %s: got %+v, want revocations on the key and status lists out of force", name, got)
 		}
 	}
 }

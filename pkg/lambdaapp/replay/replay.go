@@ -95,8 +95,9 @@ const (
 	// OrdersAudience is the audience the orders API expects.
 	OrdersAudience = "https://orders.example.com"
 	// StatusListID is a status list Seed leases indexes of: of an hour far
-	// ahead, so that it is live whenever the events are replayed.
-	StatusListID = "2099010100-0"
+	// ahead, so that it is live whenever the events are replayed, in the
+	// period of status lists Seed puts in force (since the epoch).
+	StatusListID = "2099010100-0-19700101000000"
 	// OrdersTokenID is a valid token for OrdersAudience.
 	OrdersTokenID = "tok_01KF0EF3Y00000000000000007"
 	// BillingTokenID is a valid token for another API's audience.
@@ -258,6 +259,12 @@ func Config(fn lambdaapp.Function, table string) lambdaapp.Config {
 func Seed(ctx context.Context, store account.Store) error {
 	at := fixtureTime
 	steps := []func() error{
+		func() error {
+			// Status lists in force, as over a table no earlier release
+			// reached, so that StatusListID is served.
+			_, err := account.PutFormats(ctx, store, []string{account.FormatStatusLists}, time.Unix(0, 0), "replay")
+			return err
+		},
 		func() error {
 			_, err := store.LeaseStatusIndexes(ctx, StatusListID, account.StatusBlock, account.StatusListExpiry(StatusListID))
 			return err
