@@ -62,8 +62,11 @@ test: lint-test test-go test-client test-browser fuzz readme-check
 
 # The verifier module's tests (they need nothing but Go); every Go test of
 # the main module, with DynamoDB Local and moto_server started around it (and
-# stopped afterwards, pass or fail), so that no store test skips; then the
-# HTTP suite again, unchanged, over DynamoDB Local instead of bbolt.
+# stopped afterwards, pass or fail), so that no store test skips; and beside
+# it the HTTP suite again, unchanged, over DynamoDB Local instead of bbolt,
+# its output kept in a file and printed after go test ./...'s (both must
+# pass). Beside, not after: both mostly wait on DynamoDB Local and on the
+# event feed's lag, and one run's waits overlap the other's work.
 # -p 4 on 2 cores: the store packages mostly wait on DynamoDB Local, a
 # process of its own, so four at once overlap that waiting (go test ./...
 # took 311 s against 379 s with the default -p 2, 2026-11-28).
@@ -74,9 +77,12 @@ GO_TEST_TIMEOUT ?= 30m
 test-go:
 	cd verifier && $(GO) test -count=1 ./...
 	scripts/dynamodb-local.sh scripts/moto.sh bash -c '\
-	  $(GO) test -count=1 -timeout $(GO_TEST_TIMEOUT) -p 4 ./... && \
-	  echo "HTTP suite over DynamoDB Local (LATCHKEY_TEST_STORE=dynamodb):" && \
-	  LATCHKEY_TEST_STORE=dynamodb $(GO) test -count=1 -timeout $(GO_TEST_TIMEOUT) ./pkg/httpapi/... ./pkg/console/...'
+	  out=$$(mktemp) && trap "rm -f $$out" EXIT; \
+	  LATCHKEY_TEST_STORE=dynamodb $(GO) test -count=1 -timeout $(GO_TEST_TIMEOUT) ./pkg/httpapi/... ./pkg/console/... >"$$out" 2>&1 & http=$$!; \
+	  $(GO) test -count=1 -timeout $(GO_TEST_TIMEOUT) -p 4 ./...; all=$$?; \
+	  wait $$http; dynamodb=$$?; \
+	  echo "HTTP suite over DynamoDB Local (LATCHKEY_TEST_STORE=dynamodb), run beside it:"; cat "$$out"; \
+	  (( all == 0 && dynamodb == 0 ))'
 
 # The console's browser test (pkg/console TestBrowser_Session): Debian's
 # headless Chromium, installed by scripts/chromium.sh when missing, and

@@ -297,10 +297,10 @@ func TestBrowser_Session(t *testing.T) {
 		b.click(`form[action="/console/events"] button[type="submit"]`, "main h1")
 		// DynamoDB's feed shows an event once every earlier one is
 		// committed, seconds after it (tablestore.EventLag): the page is
-		// loaded again until the event is there, for at most 30 s.
-		for deadline := time.Now().Add(30 * time.Second); !b.exists("tbody"); {
+		// loaded again until the event is there, for at most eventWait.
+		for deadline := time.Now().Add(eventWait); !b.exists("tbody"); {
 			if time.Now().After(deadline) {
-				t.Fatalf("the key's disable is not in the events after 30 s")
+				t.Fatalf("the key's disable is not in the events after %v", eventWait)
 			}
 			time.Sleep(500 * time.Millisecond)
 			b.click(`form[action="/console/events"] button[type="submit"]`, "main h1")

@@ -11,8 +11,16 @@ import (
 
 	"latchkey/pkg/account"
 	"latchkey/pkg/console"
+	"latchkey/pkg/dynamostore/dynamotest"
 	"latchkey/pkg/httpapi/httpapitest"
+	"latchkey/pkg/tablestore"
 )
+
+// eventWait bounds a wait for an event to show in the feed: DynamoDB's feed
+// shows it tablestore.EventLag after it is written, and the tests' store
+// timeout that the lag follows grows with the machine's load
+// (dynamotest.Timeout); 30 s more for the calls around it.
+var eventWait = tablestore.EventLag(dynamotest.Timeout) + 30*time.Second
 
 // stack is the test stack with an organization, a user and a key, so that
 // every console path has real ids to name.
@@ -446,14 +454,14 @@ func TestConsole_APIKeys(t *testing.T) {
 		t.Errorf("the key's page does not show its limit and credits")
 	}
 	// DynamoDB's feed shows an event seconds after it is written
-	// (tablestore.EventLag): read until it is there, for at most 30 s.
+	// (tablestore.EventLag): read until it is there, for at most eventWait.
 	var events account.List[account.StoredEvent]
-	for deadline := time.Now().Add(30 * time.Second); len(events.Items) == 0; time.Sleep(200 * time.Millisecond) {
+	for deadline := time.Now().Add(eventWait); len(events.Items) == 0; time.Sleep(200 * time.Millisecond) {
 		if events, err = s.Service.ListEvents(t.Context(), admin, account.EventListParams{Types: account.EventAPIKeyCreated}); err != nil {
 			t.Fatal(err)
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("no api_key.created event after 30 s")
+			t.Fatalf("no api_key.created event after %v", eventWait)
 		}
 	}
 	ev := string(events.Items[0].JSON)

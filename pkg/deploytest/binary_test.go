@@ -47,16 +47,49 @@ const secretsEndpointEnv = "LATCHKEY_TEST_SECRETSMANAGER_ENDPOINT"
 // -trimpath is left out: it changes no behaviour, and without it the build
 // reuses the packages `go test` has just compiled instead of compiling every
 // dependency again.
+//
+// Each function is built once for the package's tests, which run five
+// binaries twelve times: a build whose packages are all
+// compiled still links, seconds of CPU each. The binaries are only run,
+// never changed.
 func buildFunction(tb testing.TB, fn lambdaapp.Function) string {
 	tb.Helper()
-	out := filepath.Join(tb.TempDir(), "bootstrap")
+	built.mu.Lock()
+	defer built.mu.Unlock()
+	if bin, ok := built.bins[fn]; ok {
+		return bin
+	}
+	if built.dir == "" {
+		dir, err := os.MkdirTemp("", "deploytest-functions-")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		built.dir, built.bins = dir, map[lambdaapp.Function]string{}
+	}
+	out := filepath.Join(built.dir, string(fn), "bootstrap")
 	cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-ldflags=-s -w", "-o", out, "./functions/"+string(fn))
 	cmd.Dir = "../.."
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		tb.Fatalf("go build ./functions/%s: %v\n%s", fn, err, b)
 	}
+	built.bins[fn] = out
 	return out
+}
+
+// built holds buildFunction's binaries, in a directory TestMain removes.
+var built struct {
+	mu   sync.Mutex
+	dir  string
+	bins map[lambdaapp.Function]string
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		_ = os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
 }
 
 // TestBinary_InitFailure runs a built function without its configuration:
@@ -424,14 +457,7 @@ func BenchmarkColdStart(b *testing.B) {
 // others.
 func buildAuthorizer(tb testing.TB) string {
 	tb.Helper()
-	out := filepath.Join(tb.TempDir(), "bootstrap")
-	cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-ldflags=-s -w", "-o", out, "./functions/authorizer")
-	cmd.Dir = "../.."
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("go build ./functions/authorizer: %v\n%s", err, b)
-	}
-	return out
+	return buildFunction(tb, authorizerapp.Name)
 }
 
 // authorizerEnv is the authorizer's environment as the template sets it,

@@ -31,8 +31,15 @@ import (
 // store's lifetime (close it with t.Cleanup).
 func Run(t *testing.T, newStore func(t *testing.T) account.Store) {
 	s := suite{newStore: newStore}
+	// The tests that wait for the event feed start first and run beside
+	// the rest (see waiting).
+	w := waiting{t: t}
+	w.Run("CreateUserInOrganization", s.createUserInOrganization)
+	w.Run("Events", s.events)
+	w.Run("OrganizationEvents", s.organizationEvents)
+	defer w.Wait()
+
 	t.Run("CreateUser", func(t *testing.T) { s.createUser(t); s.createUserUnique(t) })
-	t.Run("CreateUserInOrganization", s.createUserInOrganization)
 	t.Run("GetUser", s.getUser)
 	t.Run("GetUserByEmail", s.getUserByEmail)
 	t.Run("GetUserByExternalID", s.getUserByExternalID)
@@ -79,14 +86,34 @@ func Run(t *testing.T, newStore func(t *testing.T) account.Store) {
 	t.Run("StatusLists", s.statusLists)
 
 	t.Run("Idempotency", s.idempotency)
-
-	s.runEvents(t)
 }
 
-func (s suite) runEvents(t *testing.T) {
-	t.Run("Events", s.events)
-	t.Run("OrganizationEvents", s.organizationEvents)
+// waiting runs subtests that spend their time waiting for the event feed:
+// a store may hold its newest events back (DynamoDB: EventLag, the store
+// timeout plus 2 s, which the tests scale with the machine's load, so
+// 12 to 42 s per wait). Each runs at once, in a goroutine of its own,
+// beside every other subtest, rather than in one of go test's -parallel
+// slots (GOMAXPROCS of them, 2 here), which it would hold while it
+// sleeps: in two slots, the seven of them took four waits in a row on
+// DynamoDB Local, and the rest of the suite waited behind them. They use
+// waitingFix, not fix: a parallel subtest would pause until its parent
+// returned, and the parent waits for them (Wait).
+type waiting struct {
+	t  *testing.T
+	wg sync.WaitGroup
 }
+
+// Run starts fn as the subtest name of w.t, in a goroutine of its own.
+func (w *waiting) Run(name string, fn func(t *testing.T)) {
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		w.t.Run(name, fn)
+	}()
+}
+
+// Wait returns when every subtest Run started has ended.
+func (w *waiting) Wait() { w.wg.Wait() }
 
 // concurrency is how many goroutines race in the uniqueness tests.
 const concurrency = 50
@@ -112,6 +139,13 @@ type fixture struct {
 func (s suite) fix(t *testing.T) *fixture {
 	t.Helper()
 	t.Parallel()
+	return s.waitingFix(t)
+}
+
+// waitingFix is fix for a subtest that waiting runs: already beside the
+// others, not parallel.
+func (s suite) waitingFix(t *testing.T) *fixture {
+	t.Helper()
 	return &fixture{
 		t:   t,
 		s:   s.newStore(t),

@@ -17,8 +17,10 @@ func (s suite) createUserInOrganization(t *testing.T) {
 		at := f.now()
 		return account.Membership{OrganizationID: orgID, UserID: userID, Role: account.DefaultMemberRole, CreatedAt: at, UpdatedAt: at}
 	}
+	// OK waits for the feed: it runs first, not in parallel, in a group
+	// that waiting runs.
 	t.Run("OK", func(t *testing.T) {
-		f := s.fix(t)
+		f := s.waitingFix(t)
 		from := start()
 		o := f.org()
 		u := f.newUser()
@@ -107,7 +109,7 @@ func organizationUsersList(f *fixture) listOps[account.User] {
 // belong to an organization (EventSource.Organization), in order both
 // ways, and no other.
 func (s suite) organizationEvents(t *testing.T) {
-	f := s.fix(t)
+	f := s.waitingFix(t)
 	from := start()
 	bound := withSource("req-bound")
 	o, other := f.org(), f.org()
