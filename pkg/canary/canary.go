@@ -50,6 +50,11 @@ type Targets struct {
 	// Organizations and Users each list one page, with the key: their
 	// versions answer, and read the table. Nil skips them.
 	Organizations, Users HTTPFunction
+	// Audience is the audience of the token issued; empty for Latchkey's
+	// own, which the authorizer never admits. The authorizer's refusal
+	// says something of the revocation only when its rules admitted the
+	// token before (a rule for GET /canary, or "*", with this audience).
+	Audience string
 }
 
 // Scope is the one scope of the check's token: it opens nothing of
@@ -127,7 +132,12 @@ type token struct{ value, id string }
 
 func (c *check) issue(ctx context.Context) (token, error) {
 	const step = "issue a token"
-	body := `{"scopes":["` + Scope + `"],"expires_in":"5m"}`
+	req := map[string]any{"scopes": []string{Scope}, "expires_in": "5m"}
+	if c.t.Audience != "" {
+		req["audience"] = c.t.Audience
+	}
+	b, _ := json.Marshal(req)
+	body := string(b)
 	res, err := c.call(ctx, c.t.Auth, c.request(http.MethodPost, "/v1/auth/token", "POST /v1/auth/token", "Bearer "+c.key, "application/json", body))
 	if err != nil {
 		return token{}, &Failure{step, "auth", err.Error()}
@@ -170,7 +180,7 @@ func (c *check) revoke(ctx context.Context, tok token) error {
 // answer.
 func (c *check) verifyAll(ctx context.Context, tok token, valid bool) error {
 	for _, p := range c.paths(tok, valid) {
-		if err := p.ask(ctx); err != nil {
+		if err := p.ask(ctx); err != nil && !errors.Is(err, errNotApplicable) {
 			return err
 		}
 	}
@@ -178,16 +188,17 @@ func (c *check) verifyAll(ctx context.Context, tok token, valid bool) error {
 }
 
 // path is one way a relying party learns of a revocation; ask returns nil
-// when its answer is the right one, and errNotApplicable when the token
-// does not use it.
+// when its answer is the right one, and errNotApplicable when it says
+// nothing of this token's revocation.
 type path struct {
 	name string
 	ask  func(ctx context.Context) error
 }
 
-// errNotApplicable is a path the token does not use: a token without the
-// status claim (the status-lists format is not in force) has no entry in
-// any list.
+// errNotApplicable is a path that says nothing of the token's revocation:
+// a token without the status claim (the status-lists format is not in
+// force) has no entry in any list; an authorizer that refuses the valid
+// token (no rule admits it) refuses the revoked one whatever it knows.
 var errNotApplicable = errors.New("not applicable")
 
 // The paths, by name (the probe's log lines and metrics name them).
@@ -253,7 +264,8 @@ func (c *check) paths(tok token, valid bool) []path {
 	}}, path{PathAuthorizer, func(ctx context.Context) error {
 		// The authorizer's rules (AuthorizerRoutes) decide whether a valid
 		// token opens a route, so before the revocation only an answer is
-		// required; after it, a refusal.
+		// required (a refusal: not applicable, see Targets.Audience);
+		// after it, a refusal.
 		step := "ask the authorizer " + when
 		c.n++
 		areq := events.APIGatewayV2CustomAuthorizerV2Request{
@@ -268,6 +280,9 @@ func (c *check) paths(tok token, valid bool) []path {
 		}
 		if !valid && decision.IsAuthorized {
 			return &Failure{step, "authorizer", "authorized a revoked token"}
+		}
+		if valid && !decision.IsAuthorized {
+			return errNotApplicable
 		}
 		return nil
 	}}, path{PathStatusList, func(ctx context.Context) error {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -42,6 +44,24 @@ func stale(next canary.HTTPFunction, prefix string) canary.HTTPFunction {
 		}
 		once.Do(func() { first, firstErr = next(ctx, req) })
 		return first, firstErr
+	}
+}
+
+// lateAuthorizer answers with its first decision for d, then as next: an
+// authorizer that caches its decisions for d.
+func lateAuthorizer(next canary.AuthorizerFunction, d time.Duration) canary.AuthorizerFunction {
+	var first events.APIGatewayV2CustomAuthorizerSimpleResponse
+	var at time.Time
+	return func(ctx context.Context, req events.APIGatewayV2CustomAuthorizerV2Request) (events.APIGatewayV2CustomAuthorizerSimpleResponse, error) {
+		if at.IsZero() {
+			res, err := next(ctx, req)
+			first, at = res, time.Now()
+			return res, err
+		}
+		if time.Since(at) < d {
+			return first, nil
+		}
+		return next(ctx, req)
 	}
 }
 
@@ -118,19 +138,35 @@ func withoutStatusClaim(t *testing.T, g canary.Targets) canary.Targets {
 // one path that failed, and the run is not ok. Neither the key nor a token
 // is ever in the log.
 func TestProbe(t *testing.T) {
+	tpl := loadTemplate(t)
 	for _, c := range []struct {
 		name   string
 		build  func(canary.Targets) canary.Targets
 		failed string // the path that fails; "" none
+		// slow is the path that refuses after its bound; "" none.
+		slow string
 		// noStatus: the status list is not applicable.
 		noStatus bool
+		// ownAudience: the token is for Latchkey's own API, which no
+		// authorizer rule admits: the authorizer is not applicable.
+		ownAudience bool
 	}{
 		{name: "good"},
 		{name: "verify URL never sees the revocation", build: func(g canary.Targets) canary.Targets { g.Verify = stale(g.Verify, ""); return g }, failed: canary.PathVerifyURL},
 		{name: "status list never shows the revocation", build: func(g canary.Targets) canary.Targets { g.Auth = stale(g.Auth, account.StatusListPath); return g }, failed: canary.PathStatusList},
 		{name: "no status claim", noStatus: true},
+		{name: "no authorizer rule admits the token", ownAudience: true},
+		{name: "authorizer later than its bound", build: func(g canary.Targets) canary.Targets {
+			g.Authorizer = lateAuthorizer(g.Authorizer, 300*time.Millisecond)
+			return g
+		}, slow: canary.PathAuthorizer},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			if c.slow != "" {
+				bound := canary.Bounds[c.slow]
+				canary.Bounds[c.slow] = 100 * time.Millisecond
+				defer func() { canary.Bounds[c.slow] = bound }()
+			}
 			b := newBackend(t)
 			targets := newCanaryBuild(t, b, nil).targets
 			if c.build != nil {
@@ -139,12 +175,16 @@ func TestProbe(t *testing.T) {
 			if c.noStatus {
 				targets = withoutStatusClaim(t, targets)
 			}
+			if !c.ownAudience {
+				// The build's authorizer rule: "*" for this audience.
+				targets.Audience = "https://orders.example.com"
+			}
 			var logs httpapitest.SyncBuffer
 			start := time.Now()
 			ok := probeapp.Run(context.Background(), targets, func(context.Context) (string, error) { return replay.KeySecret, nil }, time.Second, lambdaenv.NewLogger(&logs, probeapp.Name))
 			took := time.Since(start)
-			if ok != (c.failed == "") {
-				t.Errorf("ok %v, want %v; logs:\n%s", ok, c.failed == "", logs.String())
+			if ok != (c.failed == "" && c.slow == "") {
+				t.Errorf("ok %v, want %v; logs:\n%s", ok, !ok, logs.String())
 			}
 			if strings.Contains(logs.String(), replay.KeySecret) || strings.Contains(logs.String(), "eyJ") {
 				t.Errorf("the key or a token is in the probe's log: %s", logs.String())
@@ -178,7 +218,11 @@ func TestProbe(t *testing.T) {
 					if line.Outcome != canary.Failed || line.SeenMS != nil || !strings.Contains(line.Error, "after revocation") {
 						t.Errorf("%s: %+v, want failed with the wrong answer", p, line)
 					}
-				case p == canary.PathStatusList && c.noStatus:
+				case p == c.slow:
+					if line.Outcome != canary.Slow || line.SeenMS == nil || *line.SeenMS < 300 {
+						t.Errorf("%s: %+v, want slow, seen after 300 ms", p, line)
+					}
+				case p == canary.PathStatusList && c.noStatus, p == canary.PathAuthorizer && c.ownAudience:
 					if line.Outcome != canary.NotApplicable || line.SeenMS != nil {
 						t.Errorf("%s: %+v, want not applicable", p, line)
 					}
@@ -186,7 +230,103 @@ func TestProbe(t *testing.T) {
 					t.Errorf("%s: %+v, want refused within %v", p, line, canary.Bounds[p])
 				}
 			}
-			t.Logf("probe in %v: %v", took.Round(time.Millisecond), got)
+			// What the template's metric filters make of the lines: one
+			// problem per failed path (ProbeFailedAlarm fires at one), one
+			// run, and the time of each path that refused.
+			problems, runs, seen := probeMetrics(t, tpl, logs.Lines())
+			wantProblems := 0.0
+			if c.failed != "" || c.slow != "" {
+				wantProblems = 1
+			}
+			if problems != wantProblems || runs != 1 {
+				t.Errorf("ProbeProblems %v, ProbeRuns %v; want %v, 1", problems, runs, wantProblems)
+			}
+			for p, line := range got {
+				if v, ok := seen[p]; ok != (line.SeenMS != nil) || (ok && v != *line.SeenMS) {
+					t.Errorf("ProbeSeenMs of %s: %v (%v), want %v", p, v, ok, line.SeenMS)
+				}
+			}
+			t.Logf("probe in %v; ProbeSeenMs %v", took.Round(time.Millisecond), seen)
 		})
 	}
+}
+
+// TestTemplate_Probe (issue 34): the probe runs every minute on the live
+// aliases of auth, the authorizer and (with the URL) verify, with the
+// admin key; it may invoke those aliases, read the admin key (its IAM
+// policy, the secret's resource policy, the KMS key's) and write its log,
+// and nothing else; its alarms fire on a failed or slow path in a minute,
+// and on five minutes without a finished run.
+func TestTemplate_Probe(t *testing.T) {
+	tpl := loadTemplate(t)
+	props := tpl.resource(t, "ProbeFunction", "AWS::Serverless::Function")
+	var schedules []string
+	for _, ev := range path(props, "Events").(map[string]any) {
+		if path(ev, "Type") == "Schedule" {
+			schedules = append(schedules, fmt.Sprint(path(ev, "Properties", "Schedule")))
+		}
+	}
+	if !slices.Equal(schedules, []string{"rate(1 minute)"}) {
+		t.Errorf("schedules %v, want rate(1 minute)", schedules)
+	}
+	env := tpl.functionEnv(t, "ProbeFunction")
+	for k, want := range map[string]string{probeapp.EnvAuthAliasARN: "AuthFunctionAliaslive", probeapp.EnvAuthorizerAliasARN: authorizerID + "Aliaslive", probeapp.EnvKeySecretARN: "AdminApiKeySecret", probeapp.EnvAudience: "ProbeAudience"} {
+		if refOf(env[k]) != want {
+			t.Errorf("%s = %v, want !Ref %s", k, env[k], want)
+		}
+	}
+	if b, _ := json.Marshal(env[probeapp.EnvVerifyAliasARN]); string(b) != `{"Fn::If":["ServeVerifyUrl",{"Ref":"VerifyFunctionAliaslive"},""]}` {
+		t.Errorf("%s = %s", probeapp.EnvVerifyAliasARN, b)
+	}
+	want := map[string][]string{
+		"lambda:InvokeFunction":         {`{"Ref":"AuthFunctionAliaslive"}`, `{"Ref":"AuthorizerFunctionAliaslive"}`, `{"Fn::If":["ServeVerifyUrl",{"Ref":"VerifyFunctionAliaslive"},{"Ref":"AWS::NoValue"}]}`},
+		"secretsmanager:GetSecretValue": {`{"Ref":"AdminApiKeySecret"}`},
+		"logs:CreateLogStream":          {`{"Fn::GetAtt":"ProbeLogGroup.Arn"}`},
+		"logs:PutLogEvents":             {`{"Fn::GetAtt":"ProbeLogGroup.Arn"}`},
+	}
+	if got := roleActions(t, tpl, "ProbeRole", "ProbeInvokePolicy", "ProbeSecretsPolicy"); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("the probe may\n%v\nwant\n%v", got, want)
+	}
+	checkReadsAdminKeyOnly(t, tpl, "ProbeRole")
+
+	for id, want := range map[string]string{
+		"ProbeFailedAlarm":  "ProbeProblems Sum 60 1 GreaterThanOrEqualToThreshold AlarmProbeProblemsThreshold notBreaching",
+		"ProbeMissingAlarm": "ProbeRuns Sum 300 1 LessThanThreshold AlarmProbeRunsThreshold breaching",
+	} {
+		a := tpl.resource(t, id, "AWS::CloudWatch::Alarm")
+		got := fmt.Sprint(a["MetricName"], " ", a["Statistic"], " ", a["Period"], " ", a["EvaluationPeriods"], " ", a["ComparisonOperator"], " ", refOf(a["Threshold"]), " ", a["TreatMissingData"])
+		if got != want || path(a, "Namespace", "Fn::Sub") != "Latchkey/${AWS::StackName}" {
+			t.Errorf("%s: %s, want %s", id, got, want)
+		}
+	}
+}
+
+// probeMetrics applies the template's metric filters on the probe's log
+// group to its lines: the ProbeProblems and ProbeRuns sums, and each
+// path's ProbeSeenMs.
+func probeMetrics(t *testing.T, tpl template, logs []string) (problems, runs float64, seen map[string]float64) {
+	t.Helper()
+	seen = map[string]float64{}
+	for _, l := range logs {
+		var line map[string]any
+		if err := json.Unmarshal([]byte(l), &line); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range metricFilters(t, tpl, "ProbeFunction", "ProbeProblems") {
+			if v, _, ok := f.apply(t, line); ok {
+				problems += v
+			}
+		}
+		for _, f := range metricFilters(t, tpl, "ProbeFunction", "ProbeRuns") {
+			if v, _, ok := f.apply(t, line); ok {
+				runs += v
+			}
+		}
+		for _, f := range metricFilters(t, tpl, "ProbeFunction", "ProbeSeenMs") {
+			if v, dims, ok := f.apply(t, line); ok {
+				seen[strings.TrimPrefix(dims, "Path=")] = v
+			}
+		}
+	}
+	return problems, runs, seen
 }

@@ -32,7 +32,10 @@ const (
 	EnvAuthAliasARN       = "AUTH_ALIAS_ARN"
 	EnvAuthorizerAliasARN = "AUTHORIZER_ALIAS_ARN"
 	EnvVerifyAliasARN     = "VERIFY_ALIAS_ARN" // empty without the verify URL
-	EnvOriginSecret       = lambdaenv.EnvOriginSecret
+	// EnvAudience is optional: the probe token's audience (canary.Targets
+	// Audience), one the authorizer's rules admit on GET /canary.
+	EnvAudience     = "PROBE_AUDIENCE"
+	EnvOriginSecret = lambdaenv.EnvOriginSecret
 )
 
 const (
@@ -67,6 +70,7 @@ func FromEnv(getenv func(string) string, logger *slog.Logger) (Handler, error) {
 	targets := canary.Targets{
 		Auth:       canaryapp.ThroughEdge(canaryapp.HTTPVersion(lc, authARN), origin),
 		Authorizer: canaryapp.AuthorizerVersion(lc, authorizerARN),
+		Audience:   getenv(EnvAudience),
 	}
 	if v := getenv(EnvVerifyAliasARN); v != "" {
 		targets.Verify = canaryapp.ThroughEdge(canaryapp.HTTPVersion(lc, v), origin)
