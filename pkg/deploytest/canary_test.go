@@ -640,40 +640,7 @@ func TestCanaryHook_Lambda(t *testing.T) {
 			b := newBackend(t)
 			t.Setenv(lambdaenv.EnvFunctionVersion, canaryVersion)
 			store := storeDown{b.store, &down}
-			auth, err := lambdaapp.New(ctx, replay.Config(lambdaapp.Auth, "latchkey"), lambdaapp.Deps{
-				Store: store, Keys: b.keys, Secrets: replay.NewSecrets(), Logger: discard,
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			verify, err := lambdaapp.NewVerifying(ctx, replay.Config(lambdaapp.Verify, "latchkey"), lambdaapp.Deps{Store: store, Keys: b.keys, Logger: discard})
-			if err != nil {
-				t.Fatal(err)
-			}
-			authz := newAuthorizer(t, backend{store: store, keys: b.keys}, `{"*": {"audience": "https://orders.example.com"}}`, discard)
-			authEntry := authevents.Handler(auth, auth.Lambda())
-			fake := &lambdaFake{t: t, handlers: map[string]func(context.Context, []byte) (any, error){
-				authARN: func(ctx context.Context, p []byte) (any, error) { return authEntry(ctx, p) },
-				verifyARN: func(ctx context.Context, p []byte) (any, error) {
-					var ev events.APIGatewayV2HTTPRequest
-					if err := json.Unmarshal(p, &ev); err != nil {
-						return nil, err
-					}
-					return verify.Lambda()(ctx, ev)
-				},
-				authzARN: func(ctx context.Context, p []byte) (any, error) {
-					var ev events.APIGatewayV2CustomAuthorizerV2Request
-					if err := json.Unmarshal(p, &ev); err != nil {
-						return nil, err
-					}
-					return authz(ctx, ev)
-				},
-			}}
-			targets := canary.Targets{
-				Auth:       canaryapp.HTTPVersion(fake, authARN),
-				Verify:     canaryapp.HTTPVersion(fake, verifyARN),
-				Authorizer: canaryapp.AuthorizerVersion(fake, authzARN),
-			}
+			fake, targets := lambdaTargets(t, store, b.keys, authARN, verifyARN, authzARN)
 			down.Store(c.down)
 			defer down.Store(false)
 			var logs httpapitest.SyncBuffer
@@ -705,4 +672,48 @@ func TestCanaryHook_Lambda(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lambdaTargets builds the real handlers of auth, verify and the
+// authorizer over store and returns a stand-in of Lambda that calls them
+// by the ARNs given, auth's through its one entry point for every event,
+// with the targets that invoke them through it.
+func lambdaTargets(t *testing.T, store account.Store, keys lambdaapp.PublicKeyStore, authARN, verifyARN, authzARN string) (*lambdaFake, canary.Targets) {
+	t.Helper()
+	ctx := context.Background()
+	auth, err := lambdaapp.New(ctx, replay.Config(lambdaapp.Auth, "latchkey"), lambdaapp.Deps{
+		Store: store, Keys: keys, Secrets: replay.NewSecrets(), Logger: discard,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	verify, err := lambdaapp.NewVerifying(ctx, replay.Config(lambdaapp.Verify, "latchkey"), lambdaapp.Deps{Store: store, Keys: keys, Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	authz := newAuthorizer(t, backend{store: store, keys: keys}, `{"*": {"audience": "https://orders.example.com"}}`, discard)
+	authEntry := authevents.Handler(auth, auth.Lambda())
+	fake := &lambdaFake{t: t, handlers: map[string]func(context.Context, []byte) (any, error){
+		authARN: func(ctx context.Context, p []byte) (any, error) { return authEntry(ctx, p) },
+		verifyARN: func(ctx context.Context, p []byte) (any, error) {
+			var ev events.APIGatewayV2HTTPRequest
+			if err := json.Unmarshal(p, &ev); err != nil {
+				return nil, err
+			}
+			return verify.Lambda()(ctx, ev)
+		},
+		authzARN: func(ctx context.Context, p []byte) (any, error) {
+			var ev events.APIGatewayV2CustomAuthorizerV2Request
+			if err := json.Unmarshal(p, &ev); err != nil {
+				return nil, err
+			}
+			return authz(ctx, ev)
+		},
+	}}
+	targets := canary.Targets{
+		Auth:       canaryapp.HTTPVersion(fake, authARN),
+		Verify:     canaryapp.HTTPVersion(fake, verifyARN),
+		Authorizer: canaryapp.AuthorizerVersion(fake, authzARN),
+	}
+	return fake, targets
 }

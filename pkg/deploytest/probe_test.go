@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -329,4 +331,57 @@ func probeMetrics(t *testing.T, tpl template, logs []string) (problems, runs flo
 		}
 	}
 	return problems, runs, seen
+}
+
+// TestProbe_Lambda runs the probe as Lambda does: the schedule's event
+// (events/schedule/probe.json) into the handler main starts, which invokes
+// the live aliases through lambda:InvokeFunction (a stand-in of Lambda that
+// calls the real handlers): every path refuses the revoked token, one line
+// each, and each alias was invoked; an event that is not the schedule's
+// is an error, and probes nothing.
+func TestProbe_Lambda(t *testing.T) {
+	const (
+		authARN   = "arn:aws:lambda:us-east-1:123456789012:function:auth:live"
+		verifyARN = "arn:aws:lambda:us-east-1:123456789012:function:verify:live"
+		authzARN  = "arn:aws:lambda:us-east-1:123456789012:function:authorizer:live"
+	)
+	raw, err := os.ReadFile(filepath.Join(eventsDir, "schedule", "probe.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev events.EventBridgeEvent
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		t.Fatal(err)
+	}
+	b := newBackend(t)
+	fake, targets := lambdaTargets(t, b.store, b.keys, authARN, verifyARN, authzARN)
+	targets.Audience = "https://orders.example.com"
+	var logs httpapitest.SyncBuffer
+	handler := probeapp.NewHandler(targets, func(context.Context) (string, error) { return replay.KeySecret, nil }, lambdaenv.NewLogger(&logs, probeapp.Name))
+	if err := handler(context.Background(), ev); err != nil {
+		t.Fatal(err)
+	}
+	outcomes := map[string]string{}
+	for _, l := range logs.Lines() {
+		var line probeLine
+		if err := json.Unmarshal([]byte(l), &line); err != nil {
+			t.Fatal(err)
+		}
+		if line.Msg == "probe path" {
+			outcomes[line.Path] = line.Outcome
+		}
+	}
+	want := map[string]string{canary.PathVerify: canary.Refused, canary.PathVerifyURL: canary.Refused, canary.PathIntrospect: canary.Refused, canary.PathAuthorizer: canary.Refused, canary.PathStatusList: canary.Refused}
+	if !maps.Equal(outcomes, want) {
+		t.Errorf("outcomes %v, want %v; logs:\n%s", outcomes, want, logs.String())
+	}
+	if got := slices.Compact(slices.Sorted(slices.Values(fake.invoked))); !slices.Equal(got, []string{authARN, authzARN, verifyARN}) {
+		t.Errorf("invoked %v, want the three aliases", got)
+	}
+
+	ev.DetailType = "Object Created"
+	logs.Reset()
+	if err := handler(context.Background(), ev); err == nil || logs.String() != "" {
+		t.Errorf("another event: error %v, logs %q; want an error and no probe", err, logs.String())
+	}
 }

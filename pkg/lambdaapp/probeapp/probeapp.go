@@ -82,12 +82,22 @@ func FromEnv(getenv func(string) string, logger *slog.Logger) (Handler, error) {
 		}
 		return aws.ToString(out.SecretString), nil
 	}
-	return func(ctx context.Context, _ events.EventBridgeEvent) error {
-		Run(ctx, targets, key, Wait, logger)
+	return NewHandler(targets, key, logger), nil
+}
+
+// NewHandler runs the probe on t with the key that key reads, once per
+// scheduled event.
+func NewHandler(t canary.Targets, key func(context.Context) (string, error), logger *slog.Logger) Handler {
+	return func(ctx context.Context, ev events.EventBridgeEvent) error {
+		if ev.DetailType != "Scheduled Event" {
+			// Only the schedule invokes it (its role and the template).
+			return fmt.Errorf("probe: unexpected event %q", ev.DetailType)
+		}
+		Run(ctx, t, key, Wait, logger)
 		// A failed probe is its log lines and its alarm, not a Lambda
-		// error: EventBridge would retry it, a second probe.
+		// error: Lambda would retry the invocation, a second probe.
 		return nil
-	}, nil
+	}
 }
 
 // Run reads the key and runs the probe, and logs its outcome: a line per
