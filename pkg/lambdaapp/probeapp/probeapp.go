@@ -13,9 +13,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"latchkey/pkg/canary"
 	"latchkey/pkg/lambdaapp/canaryapp"
@@ -49,7 +46,7 @@ const (
 )
 
 // Handler is what the probe's main passes to lambda.Start: a scheduled
-// event (events/probe-scheduled.json).
+// event (events/schedule/probe.json).
 type Handler func(ctx context.Context, ev events.EventBridgeEvent) error
 
 // FromEnv reads the environment and builds the clients, at init.
@@ -58,14 +55,10 @@ func FromEnv(getenv func(string) string, logger *slog.Logger) (Handler, error) {
 	if secretARN == "" || authARN == "" || authorizerARN == "" {
 		return nil, fmt.Errorf("%s, %s and %s are required", EnvKeySecretARN, EnvAuthAliasARN, EnvAuthorizerAliasARN)
 	}
-	cfg, err := lambdaenv.AWSConfig(getenv)
+	_, lc, key, err := canaryapp.Clients(getenv, secretARN)
 	if err != nil {
 		return nil, err
 	}
-	lc := lambda.NewFromConfig(cfg)
-	sm := secretsmanager.NewFromConfig(cfg, func(o *secretsmanager.Options) {
-		o.BaseEndpoint = lambdaenv.Endpoint(getenv, lambdaenv.EnvSecretsManagerEndpoint)
-	})
 	origin := getenv(EnvOriginSecret)
 	targets := canary.Targets{
 		Auth:       canaryapp.ThroughEdge(canaryapp.HTTPVersion(lc, authARN), origin),
@@ -74,13 +67,6 @@ func FromEnv(getenv func(string) string, logger *slog.Logger) (Handler, error) {
 	}
 	if v := getenv(EnvVerifyAliasARN); v != "" {
 		targets.Verify = canaryapp.ThroughEdge(canaryapp.HTTPVersion(lc, v), origin)
-	}
-	key := func(ctx context.Context) (string, error) {
-		out, err := sm.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(secretARN)})
-		if err != nil {
-			return "", err
-		}
-		return aws.ToString(out.SecretString), nil
 	}
 	return NewHandler(targets, key, logger), nil
 }
