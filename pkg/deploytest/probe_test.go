@@ -49,18 +49,24 @@ func stale(next canary.HTTPFunction, prefix string) canary.HTTPFunction {
 	}
 }
 
-// lateAuthorizer answers with its first decision for d, then as next: an
-// authorizer that caches its decisions for d.
+// lateAuthorizer answers with its first decision until d after its
+// second request, then as next: an authorizer that caches its decisions
+// for d (the probe asks it once before the revocation).
 func lateAuthorizer(next canary.AuthorizerFunction, d time.Duration) canary.AuthorizerFunction {
 	var first events.APIGatewayV2CustomAuthorizerSimpleResponse
-	var at time.Time
+	var calls int
+	var second time.Time
 	return func(ctx context.Context, req events.APIGatewayV2CustomAuthorizerV2Request) (events.APIGatewayV2CustomAuthorizerSimpleResponse, error) {
-		if at.IsZero() {
+		calls++
+		switch {
+		case calls == 1:
 			res, err := next(ctx, req)
-			first, at = res, time.Now()
+			first = res
 			return res, err
-		}
-		if time.Since(at) < d {
+		case calls == 2:
+			second = time.Now()
+			return first, nil
+		case time.Since(second) < d:
 			return first, nil
 		}
 		return next(ctx, req)
