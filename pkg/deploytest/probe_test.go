@@ -391,3 +391,35 @@ func TestProbe_Lambda(t *testing.T) {
 		t.Errorf("another event: error %v, logs %q; want an error and no probe", err, logs.String())
 	}
 }
+
+// TestProbe_CannotIssue: a probe whose key is refused asks no path; its
+// one "probe failed" line names the step and the answer, and the
+// template's filters count it a problem (ProbeFailedAlarm fires) and a
+// run.
+func TestProbe_CannotIssue(t *testing.T) {
+	tpl := loadTemplate(t)
+	targets := newCanaryBuild(t, newBackend(t), nil).targets
+	var logs httpapitest.SyncBuffer
+	if probeapp.Run(context.Background(), targets, func(context.Context) (string, error) { return "not-the-key-of-anyone-at-all-0123456789", nil }, time.Second, lambdaenv.NewLogger(&logs, probeapp.Name)) {
+		t.Fatal("ok with a refused key")
+	}
+	var failed []probeLine
+	for _, l := range logs.Lines() {
+		var line probeLine
+		if err := json.Unmarshal([]byte(l), &line); err != nil {
+			t.Fatal(err)
+		}
+		if line.Msg == "probe path" {
+			t.Errorf("a path was asked: %s", l)
+		}
+		if line.Msg == "probe failed" {
+			failed = append(failed, line)
+		}
+	}
+	if len(failed) != 1 || !strings.Contains(failed[0].Error, "issue a token (auth): 401") {
+		t.Errorf("probe failed lines %+v, want one naming the step and the 401", failed)
+	}
+	if problems, runs, _ := probeMetrics(t, tpl, logs.Lines()); problems != 1 || runs != 1 {
+		t.Errorf("ProbeProblems %v, ProbeRuns %v; want 1, 1", problems, runs)
+	}
+}
