@@ -176,7 +176,7 @@ ARTIFACTS_DIR ?= bin/lambda
 FUNCTION ?= auth
 EVENT ?= events/auth-verify.json
 
-.PHONY: build-AuthFunction build-OrganizationsFunction build-UsersFunction build-AuthorizerFunction build-PublisherFunction build-VerifyFunction build-CanaryHookFunction build-lambdas invoke lint-template bench-lambda
+.PHONY: build-AuthFunction build-OrganizationsFunction build-UsersFunction build-AuthorizerFunction build-PublisherFunction build-VerifyFunction build-CanaryHookFunction build-ProbeFunction build-lambdas invoke lint-template bench-lambda
 
 build-AuthFunction:
 	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/auth
@@ -199,10 +199,13 @@ build-VerifyFunction:
 build-CanaryHookFunction:
 	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/canaryhook
 
-# All seven, without sam, into bin/lambda/<function>/bootstrap, with sizes.
+build-ProbeFunction:
+	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/probe
+
+# All eight, without sam, into bin/lambda/<function>/bootstrap, with sizes.
 build-lambdas:
-	for fn in auth organizations users authorizer publisher verify canaryhook; do $(LAMBDA_BUILD) -o bin/lambda/$$fn/bootstrap ./functions/$$fn; done
-	@for fn in auth organizations users authorizer publisher verify canaryhook; do printf '%-14s %6.2f MiB\n' $$fn "$$(echo "$$(stat -c %s bin/lambda/$$fn/bootstrap) / 1048576" | bc -l)"; done
+	for fn in auth organizations users authorizer publisher verify canaryhook probe; do $(LAMBDA_BUILD) -o bin/lambda/$$fn/bootstrap ./functions/$$fn; done
+	@for fn in auth organizations users authorizer publisher verify canaryhook probe; do printf '%-14s %6.2f MiB\n' $$fn "$$(echo "$$(stat -c %s bin/lambda/$$fn/bootstrap) / 1048576" | bc -l)"; done
 
 # One event through one function, like `sam local invoke -e`, without Docker:
 #   make invoke FUNCTION=users EVENT=events/users-get.json

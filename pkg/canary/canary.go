@@ -12,15 +12,22 @@
 package canary
 
 import (
+	"bytes"
+	"compress/zlib"
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"latchkey/pkg/account"
 )
 
 // HTTPFunction answers an HTTP API or function URL request as the auth and
@@ -43,6 +50,11 @@ type Targets struct {
 	// Organizations and Users each list one page, with the key: their
 	// versions answer, and read the table. Nil skips them.
 	Organizations, Users HTTPFunction
+	// Audience is the audience of the token issued; empty for Latchkey's
+	// own, which the authorizer never admits. The authorizer's refusal
+	// says something of the revocation only when its rules admitted the
+	// token before (a rule for GET /canary, or "*", with this audience).
+	Audience string
 }
 
 // Scope is the one scope of the check's token: it opens nothing of
@@ -120,7 +132,12 @@ type token struct{ value, id string }
 
 func (c *check) issue(ctx context.Context) (token, error) {
 	const step = "issue a token"
-	body := `{"scopes":["` + Scope + `"],"expires_in":"5m"}`
+	req := map[string]any{"scopes": []string{Scope}, "expires_in": "5m"}
+	if c.t.Audience != "" {
+		req["audience"] = c.t.Audience
+	}
+	b, _ := json.Marshal(req)
+	body := string(b)
 	res, err := c.call(ctx, c.t.Auth, c.request(http.MethodPost, "/v1/auth/token", "POST /v1/auth/token", "Bearer "+c.key, "application/json", body))
 	if err != nil {
 		return token{}, &Failure{step, "auth", err.Error()}
@@ -158,14 +175,48 @@ func (c *check) revoke(ctx context.Context, tok token) error {
 	return nil
 }
 
-// verifyAll asks every target about tok, which is valid before the
-// revocation and invalid (revoked) after it.
+// verifyAll asks every path about tok, which is valid before the
+// revocation and invalid (revoked) after it, and stops at the first wrong
+// answer.
 func (c *check) verifyAll(ctx context.Context, tok token, valid bool) error {
+	for _, p := range c.paths(tok, valid) {
+		if err := p.ask(ctx); err != nil && !errors.Is(err, errNotApplicable) {
+			return err
+		}
+	}
+	return nil
+}
+
+// path is one way a relying party learns of a revocation; ask returns nil
+// when its answer is the right one, and errNotApplicable when it says
+// nothing of this token's revocation.
+type path struct {
+	name string
+	ask  func(ctx context.Context) error
+}
+
+// errNotApplicable is a path that says nothing of the token's revocation:
+// a token without the status claim (the status-lists format is not in
+// force) has no entry in any list; an authorizer that refuses the valid
+// token (no rule admits it) refuses the revoked one whatever it knows.
+var errNotApplicable = errors.New("not applicable")
+
+// The paths, by name (the probe's log lines and metrics name them).
+const (
+	PathVerify     = "verify"
+	PathVerifyURL  = "verify-url"
+	PathIntrospect = "introspect"
+	PathAuthorizer = "authorizer"
+	PathStatusList = "status-list"
+)
+
+// paths are the targets' answers about tok, each checked for valid.
+func (c *check) paths(tok token, valid bool) []path {
 	when := "before revocation"
 	if !valid {
 		when = "after revocation"
 	}
-	verify := func(fn HTTPFunction, name, routeKey string) error {
+	verify := func(ctx context.Context, fn HTTPFunction, name, routeKey string) error {
 		step := "verify " + when
 		res, err := c.call(ctx, fn, c.request(http.MethodGet, "/v1/auth/verify", routeKey, "Bearer "+tok.value, "", ""))
 		if err != nil {
@@ -187,52 +238,167 @@ func (c *check) verifyAll(ctx context.Context, tok token, valid bool) error {
 		}
 		return nil
 	}
-	if err := verify(c.t.Auth, "auth", "GET /v1/auth/verify"); err != nil {
-		return err
-	}
+	out := []path{{PathVerify, func(ctx context.Context) error { return verify(ctx, c.t.Auth, "auth", "GET /v1/auth/verify") }}}
 	if c.t.Verify != nil {
 		// A function URL's events name no route.
-		if err := verify(c.t.Verify, "verify", "$default"); err != nil {
-			return err
-		}
+		out = append(out, path{PathVerifyURL, func(ctx context.Context) error { return verify(ctx, c.t.Verify, "verify", "$default") }})
 	}
+	out = append(out, path{PathIntrospect, func(ctx context.Context) error {
+		step := "introspect " + when
+		form := url.Values{"token": {tok.value}}.Encode()
+		res, err := c.call(ctx, c.t.Auth, c.request(http.MethodPost, "/oauth2/introspect", "POST /oauth2/introspect", "Bearer "+c.key, "application/x-www-form-urlencoded", form))
+		if err != nil {
+			return &Failure{step, "auth", err.Error()}
+		}
+		var in struct {
+			Active bool   `json:"active"`
+			JTI    string `json:"jti"`
+		}
+		if f := decode(res, http.StatusOK, &in); f != "" {
+			return &Failure{step, "auth", f}
+		}
+		if in.Active != valid || (valid && in.JTI != tok.id) {
+			return &Failure{step, "auth", fmt.Sprintf("active %v, jti %q; want active %v", in.Active, in.JTI, valid)}
+		}
+		return nil
+	}}, path{PathAuthorizer, func(ctx context.Context) error {
+		// The authorizer's rules (AuthorizerRoutes) decide whether a valid
+		// token opens a route, so before the revocation only an answer is
+		// required (a refusal: not applicable, see Targets.Audience);
+		// after it, a refusal.
+		step := "ask the authorizer " + when
+		c.n++
+		areq := events.APIGatewayV2CustomAuthorizerV2Request{
+			Version: "2.0", Type: "REQUEST", RouteKey: "GET /canary", RawPath: "/canary",
+			Headers:        map[string]string{"authorization": "Bearer " + tok.value},
+			RequestContext: events.APIGatewayV2HTTPRequestContext{RequestID: c.requestID(), RouteKey: "GET /canary", Stage: "$default"},
+		}
+		areq.RequestContext.HTTP.Method, areq.RequestContext.HTTP.Path = http.MethodGet, "/canary"
+		decision, err := c.t.Authorizer(ctx, areq)
+		if err != nil {
+			return &Failure{step, "authorizer", err.Error()}
+		}
+		if !valid && decision.IsAuthorized {
+			return &Failure{step, "authorizer", "authorized a revoked token"}
+		}
+		if valid && !decision.IsAuthorized {
+			return errNotApplicable
+		}
+		return nil
+	}}, path{PathStatusList, func(ctx context.Context) error {
+		return c.statusList(ctx, tok, valid, "read the status list "+when)
+	}})
+	return out
+}
 
-	step := "introspect " + when
-	form := url.Values{"token": {tok.value}}.Encode()
-	res, err := c.call(ctx, c.t.Auth, c.request(http.MethodPost, "/oauth2/introspect", "POST /oauth2/introspect", "Bearer "+c.key, "application/x-www-form-urlencoded", form))
+// statusList reads the token's entry in the list its status claim names,
+// as the auth function serves it, and checks it is VALID before the
+// revocation and INVALID after; errNotApplicable when the token has no
+// status claim. The probe issued the token and reads its own claim, so it
+// does not check the signatures: the verifier module does for a relying
+// party.
+func (c *check) statusList(ctx context.Context, tok token, valid bool, step string) error {
+	var claims struct {
+		Status *struct {
+			StatusList struct {
+				Index *int64 `json:"idx"`
+				URI   string `json:"uri"`
+			} `json:"status_list"`
+		} `json:"status"`
+	}
+	if err := jwsPayload(tok.value, &claims); err != nil {
+		return &Failure{step, "auth", "the token's payload: " + err.Error()}
+	}
+	if claims.Status == nil {
+		return errNotApplicable
+	}
+	ref := claims.Status.StatusList
+	u, err := url.Parse(ref.URI)
+	if ref.Index == nil || err != nil || !strings.HasPrefix(u.Path, account.StatusListPath) {
+		return &Failure{step, "auth", "the token's status claim names no list of this issuer"}
+	}
+	req := c.request(http.MethodGet, u.Path, "GET "+account.StatusListPath+"{id}", "", "", "")
+	delete(req.Headers, "authorization") // the lists are public
+	req.PathParameters = map[string]string{"id": strings.TrimPrefix(u.Path, account.StatusListPath)}
+	res, err := c.call(ctx, c.t.Auth, req)
 	if err != nil {
 		return &Failure{step, "auth", err.Error()}
 	}
-	var in struct {
-		Active bool   `json:"active"`
-		JTI    string `json:"jti"`
+	if res.StatusCode != http.StatusOK {
+		return &Failure{step, "auth", decode(res, http.StatusOK, nil)}
 	}
-	if f := decode(res, http.StatusOK, &in); f != "" {
-		return &Failure{step, "auth", f}
+	var list struct {
+		StatusList struct {
+			Bits int    `json:"bits"`
+			Lst  string `json:"lst"`
+		} `json:"status_list"`
 	}
-	if in.Active != valid || (valid && in.JTI != tok.id) {
-		return &Failure{step, "auth", fmt.Sprintf("active %v, jti %q; want active %v", in.Active, in.JTI, valid)}
+	body := res.Body
+	if res.IsBase64Encoded {
+		b, err := base64.StdEncoding.DecodeString(body)
+		if err != nil {
+			return &Failure{step, "auth", "200 with a body that is not base64"}
+		}
+		body = string(b)
 	}
-
-	// The authorizer's rules (AuthorizerRoutes) decide whether a valid
-	// token opens a route, so before the revocation only an answer is
-	// required; after it, a refusal.
-	step = "ask the authorizer " + when
-	c.n++
-	areq := events.APIGatewayV2CustomAuthorizerV2Request{
-		Version: "2.0", Type: "REQUEST", RouteKey: "GET /canary", RawPath: "/canary",
-		Headers:        map[string]string{"authorization": "Bearer " + tok.value},
-		RequestContext: events.APIGatewayV2HTTPRequestContext{RequestID: c.requestID(), RouteKey: "GET /canary", Stage: "$default"},
+	if err := jwsPayload(body, &list); err != nil {
+		return &Failure{step, "auth", "the Status List Token's payload: " + err.Error()}
 	}
-	areq.RequestContext.HTTP.Method, areq.RequestContext.HTTP.Path = http.MethodGet, "/canary"
-	decision, err := c.t.Authorizer(ctx, areq)
+	if list.StatusList.Bits != account.StatusBits {
+		return &Failure{step, "auth", fmt.Sprintf("bits %d, want %d", list.StatusList.Bits, account.StatusBits)}
+	}
+	statuses, err := decompress(list.StatusList.Lst)
 	if err != nil {
-		return &Failure{step, "authorizer", err.Error()}
+		return &Failure{step, "auth", "lst: " + err.Error()}
 	}
-	if !valid && decision.IsAuthorized {
-		return &Failure{step, "authorizer", "authorized a revoked token"}
+	got, want := account.StatusList{Statuses: statuses}.Status(*ref.Index), account.StatusInvalid
+	if valid {
+		want = account.StatusValid
+	}
+	if got != want {
+		return &Failure{step, "auth", fmt.Sprintf("status %d at idx %d, want %d", got, *ref.Index, want)}
 	}
 	return nil
+}
+
+// jwsPayload decodes the JSON payload of the compact JWS jws into v.
+func jwsPayload(jws string, v any) error {
+	parts := strings.Split(jws, ".")
+	if len(parts) != 3 {
+		return errors.New("not a compact JWS")
+	}
+	b, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return errors.New("not base64url")
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return errors.New("not JSON")
+	}
+	return nil
+}
+
+// decompress returns the byte array of lst (draft-ietf-oauth-status-list,
+// section 4.1): base64url without padding of a ZLIB stream (RFC 1950),
+// of at most the largest list's bytes.
+func decompress(lst string) ([]byte, error) {
+	z, err := base64.RawURLEncoding.DecodeString(lst)
+	if err != nil {
+		return nil, errors.New("not base64url")
+	}
+	r, err := zlib.NewReader(bytes.NewReader(z))
+	if err != nil {
+		return nil, errors.New("not ZLIB")
+	}
+	defer r.Close()
+	max := int64(account.MaxStatusListSize*account.StatusBits/8 + 1)
+	b, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err != nil {
+		return nil, errors.New("not ZLIB")
+	}
+	if int64(len(b)) > max {
+		return nil, errors.New("larger than the largest list")
+	}
+	return b, nil
 }
 
 // request is an HTTP API (payload 2.0) request as API Gateway sends it.

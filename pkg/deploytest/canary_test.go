@@ -112,6 +112,28 @@ func TestTemplate_CanaryHook(t *testing.T) {
 	if b, _ := json.Marshal(env["VERIFY_VERSION_ARN"]); string(b) != `{"Fn::If":["ServeVerifyUrl",{"Ref":"VerifyFunction.Version"},""]}` {
 		t.Errorf("VERIFY_VERSION_ARN = %s", b)
 	}
+	actions := roleActions(t, tpl, "CanaryHookRole", "CanaryHookInvokePolicy", "CanaryHookSecretsPolicy")
+	want := map[string][]string{
+		"lambda:InvokeFunction":                           {`{"Ref":"AuthFunction.Version"}`, `{"Ref":"AuthorizerFunction.Version"}`, `{"Fn::If":["ServeVerifyUrl",{"Ref":"VerifyFunction.Version"},{"Ref":"AWS::NoValue"}]}`, `{"Ref":"OrganizationsFunction.Version"}`, `{"Ref":"UsersFunction.Version"}`},
+		"codedeploy:PutLifecycleEventHookExecutionStatus": {`{"Fn::Sub":"arn:${AWS::Partition}:codedeploy:${AWS::Region}:${AWS::AccountId}:deploymentgroup:${ServerlessDeploymentApplication}/*"}`},
+		"secretsmanager:GetSecretValue":                   {`{"Ref":"AdminApiKeySecret"}`},
+		"logs:CreateLogStream":                            {`{"Fn::GetAtt":"CanaryHookLogGroup.Arn"}`},
+		"logs:PutLogEvents":                               {`{"Fn::GetAtt":"CanaryHookLogGroup.Arn"}`},
+	}
+	if fmt.Sprint(actions) != fmt.Sprint(want) {
+		t.Errorf("the hook may\n%v\nwant\n%v", actions, want)
+	}
+
+	// The admin key's resource policy lets the hook read it; the signing
+	// key's does not; the KMS key lets it decrypt, through Secrets Manager.
+	checkReadsAdminKeyOnly(t, tpl, "CanaryHookRole")
+}
+
+// roleActions returns what role may do, by action, with the resources
+// (as JSON), from its own policies and the role policies named; X-Ray's
+// aside (TracingEnabled).
+func roleActions(tb testing.TB, tpl template, role string, policies ...string) map[string][]string {
+	tb.Helper()
 	actions := map[string][]string{}
 	add := func(doc any) {
 		for _, st := range list(path(doc, "Statement")) {
@@ -128,34 +150,26 @@ func TestTemplate_CanaryHook(t *testing.T) {
 				res = append(res, string(b))
 			}
 			for _, a := range strs(path(st, "Action")) {
-				actions[a] = append(actions[a], res...)
+				if !strings.HasPrefix(a, "xray:") {
+					actions[a] = append(actions[a], res...)
+				}
 			}
 		}
 	}
-	for _, p := range list(tpl.resource(t, "CanaryHookRole", "AWS::IAM::Role")["Policies"]) {
+	for _, p := range list(tpl.resource(tb, role, "AWS::IAM::Role")["Policies"]) {
 		add(path(p, "PolicyDocument"))
 	}
-	for _, id := range []string{"CanaryHookInvokePolicy", "CanaryHookSecretsPolicy"} {
-		add(tpl.resource(t, id, "AWS::IAM::RolePolicy")["PolicyDocument"])
+	for _, id := range policies {
+		add(tpl.resource(tb, id, "AWS::IAM::RolePolicy")["PolicyDocument"])
 	}
-	want := map[string][]string{
-		"lambda:InvokeFunction":                           {`{"Ref":"AuthFunction.Version"}`, `{"Ref":"AuthorizerFunction.Version"}`, `{"Fn::If":["ServeVerifyUrl",{"Ref":"VerifyFunction.Version"},{"Ref":"AWS::NoValue"}]}`, `{"Ref":"OrganizationsFunction.Version"}`, `{"Ref":"UsersFunction.Version"}`},
-		"codedeploy:PutLifecycleEventHookExecutionStatus": {`{"Fn::Sub":"arn:${AWS::Partition}:codedeploy:${AWS::Region}:${AWS::AccountId}:deploymentgroup:${ServerlessDeploymentApplication}/*"}`},
-		"secretsmanager:GetSecretValue":                   {`{"Ref":"AdminApiKeySecret"}`},
-		"logs:CreateLogStream":                            {`{"Fn::GetAtt":"CanaryHookLogGroup.Arn"}`},
-		"logs:PutLogEvents":                               {`{"Fn::GetAtt":"CanaryHookLogGroup.Arn"}`},
-	}
-	for a := range actions {
-		if strings.HasPrefix(a, "xray:") {
-			delete(actions, a)
-		}
-	}
-	if fmt.Sprint(actions) != fmt.Sprint(want) {
-		t.Errorf("the hook may\n%v\nwant\n%v", actions, want)
-	}
+	return actions
+}
 
-	// The admin key's resource policy lets the hook read it; the signing
-	// key's does not; the KMS key lets it decrypt, through Secrets Manager.
+// checkReadsAdminKeyOnly: the admin key's resource policy lets role read
+// it, beside auth's role; the signing key's does not; the KMS key lets it
+// decrypt, through Secrets Manager, and nothing else.
+func checkReadsAdminKeyOnly(t *testing.T, tpl template, role string) {
+	t.Helper()
 	readers := func(policy string) string {
 		for _, st := range list(path(tpl.resource(t, policy, "AWS::SecretsManager::ResourcePolicy"), "ResourcePolicy", "Statement")) {
 			if path(st, "Effect") == "Deny" && slices.Contains(strs(path(st, "Action")), "secretsmanager:GetSecretValue") {
@@ -165,24 +179,24 @@ func TestTemplate_CanaryHook(t *testing.T) {
 		}
 		return ""
 	}
-	if r := readers("AdminApiKeySecretPolicy"); !strings.Contains(r, `"CanaryHookRole.Arn"`) || !strings.Contains(r, `"AuthRole.Arn"`) {
-		t.Errorf("the admin key's readers %s, want auth's role, the hook's and the operators", r)
+	if r := readers("AdminApiKeySecretPolicy"); !strings.Contains(r, `"`+role+`.Arn"`) || !strings.Contains(r, `"AuthRole.Arn"`) {
+		t.Errorf("the admin key's readers %s, want auth's role, %s and the operators", r, role)
 	}
-	if r := readers("SigningKeySecretPolicy"); r == "" || strings.Contains(r, "CanaryHook") {
+	if r := readers("SigningKeySecretPolicy"); r == "" || strings.Contains(r, role) {
 		t.Errorf("the signing key's readers %s, want auth's role alone", r)
 	}
 	var decrypts []string
 	for _, st := range list(path(tpl.resource(t, "AuthSecretsKey", "AWS::KMS::Key"), "KeyPolicy", "Statement")) {
 		b, _ := json.Marshal(path(st, "Principal"))
-		if strings.Contains(string(b), "CanaryHookRole") {
+		if strings.Contains(string(b), `"`+role+`.Arn"`) {
 			decrypts = append(decrypts, strings.Join(strs(path(st, "Action")), " "))
 			if path(st, "Condition", "StringEquals", "kms:ViaService") == nil {
-				t.Errorf("AuthSecretsKey lets the hook decrypt outside Secrets Manager: %v", st)
+				t.Errorf("AuthSecretsKey lets %s decrypt outside Secrets Manager: %v", role, st)
 			}
 		}
 	}
 	if !slices.Equal(decrypts, []string{"kms:Decrypt"}) {
-		t.Errorf("AuthSecretsKey lets the hook %v, want kms:Decrypt alone", decrypts)
+		t.Errorf("AuthSecretsKey lets %s %v, want kms:Decrypt alone", role, decrypts)
 	}
 }
 
@@ -626,40 +640,7 @@ func TestCanaryHook_Lambda(t *testing.T) {
 			b := newBackend(t)
 			t.Setenv(lambdaenv.EnvFunctionVersion, canaryVersion)
 			store := storeDown{b.store, &down}
-			auth, err := lambdaapp.New(ctx, replay.Config(lambdaapp.Auth, "latchkey"), lambdaapp.Deps{
-				Store: store, Keys: b.keys, Secrets: replay.NewSecrets(), Logger: discard,
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			verify, err := lambdaapp.NewVerifying(ctx, replay.Config(lambdaapp.Verify, "latchkey"), lambdaapp.Deps{Store: store, Keys: b.keys, Logger: discard})
-			if err != nil {
-				t.Fatal(err)
-			}
-			authz := newAuthorizer(t, backend{store: store, keys: b.keys}, `{"*": {"audience": "https://orders.example.com"}}`, discard)
-			authEntry := authevents.Handler(auth, auth.Lambda())
-			fake := &lambdaFake{t: t, handlers: map[string]func(context.Context, []byte) (any, error){
-				authARN: func(ctx context.Context, p []byte) (any, error) { return authEntry(ctx, p) },
-				verifyARN: func(ctx context.Context, p []byte) (any, error) {
-					var ev events.APIGatewayV2HTTPRequest
-					if err := json.Unmarshal(p, &ev); err != nil {
-						return nil, err
-					}
-					return verify.Lambda()(ctx, ev)
-				},
-				authzARN: func(ctx context.Context, p []byte) (any, error) {
-					var ev events.APIGatewayV2CustomAuthorizerV2Request
-					if err := json.Unmarshal(p, &ev); err != nil {
-						return nil, err
-					}
-					return authz(ctx, ev)
-				},
-			}}
-			targets := canary.Targets{
-				Auth:       canaryapp.HTTPVersion(fake, authARN),
-				Verify:     canaryapp.HTTPVersion(fake, verifyARN),
-				Authorizer: canaryapp.AuthorizerVersion(fake, authzARN),
-			}
+			fake, targets := lambdaTargets(t, store, b.keys, authARN, verifyARN, authzARN)
 			down.Store(c.down)
 			defer down.Store(false)
 			var logs httpapitest.SyncBuffer
@@ -691,4 +672,48 @@ func TestCanaryHook_Lambda(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lambdaTargets builds the real handlers of auth, verify and the
+// authorizer over store and returns a stand-in of Lambda that calls them
+// by the ARNs given, auth's through its one entry point for every event,
+// with the targets that invoke them through it.
+func lambdaTargets(t *testing.T, store account.Store, keys lambdaapp.PublicKeyStore, authARN, verifyARN, authzARN string) (*lambdaFake, canary.Targets) {
+	t.Helper()
+	ctx := context.Background()
+	auth, err := lambdaapp.New(ctx, replay.Config(lambdaapp.Auth, "latchkey"), lambdaapp.Deps{
+		Store: store, Keys: keys, Secrets: replay.NewSecrets(), Logger: discard,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	verify, err := lambdaapp.NewVerifying(ctx, replay.Config(lambdaapp.Verify, "latchkey"), lambdaapp.Deps{Store: store, Keys: keys, Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	authz := newAuthorizer(t, backend{store: store, keys: keys}, `{"*": {"audience": "https://orders.example.com"}}`, discard)
+	authEntry := authevents.Handler(auth, auth.Lambda())
+	fake := &lambdaFake{t: t, handlers: map[string]func(context.Context, []byte) (any, error){
+		authARN: func(ctx context.Context, p []byte) (any, error) { return authEntry(ctx, p) },
+		verifyARN: func(ctx context.Context, p []byte) (any, error) {
+			var ev events.APIGatewayV2HTTPRequest
+			if err := json.Unmarshal(p, &ev); err != nil {
+				return nil, err
+			}
+			return verify.Lambda()(ctx, ev)
+		},
+		authzARN: func(ctx context.Context, p []byte) (any, error) {
+			var ev events.APIGatewayV2CustomAuthorizerV2Request
+			if err := json.Unmarshal(p, &ev); err != nil {
+				return nil, err
+			}
+			return authz(ctx, ev)
+		},
+	}}
+	targets := canary.Targets{
+		Auth:       canaryapp.HTTPVersion(fake, authARN),
+		Verify:     canaryapp.HTTPVersion(fake, verifyARN),
+		Authorizer: canaryapp.AuthorizerVersion(fake, authzARN),
+	}
+	return fake, targets
 }

@@ -66,8 +66,8 @@ func TestCanary_ThroughEdge(t *testing.T) {
 const originSecretRef = "{{resolve:secretsmanager:${EdgeOriginSecret}:SecretString}}"
 
 // edgeFunctions are the functions behind the edge: every one serving the
-// API or the verify URL, and the canary hook, which calls them.
-var edgeFunctions = []string{"AuthFunction", "OrganizationsFunction", "UsersFunction", verifyID, "CanaryHookFunction"}
+// API or the verify URL, and the canary hook and the probe, which call them.
+var edgeFunctions = []string{"AuthFunction", "OrganizationsFunction", "UsersFunction", verifyID, "CanaryHookFunction", "ProbeFunction"}
 
 // TestTemplate_Edge (issue 34): EdgeProtection, off by default, puts
 // CloudFront and a WAF web ACL in front of the API and the verify URL;

@@ -328,6 +328,11 @@ func TestTemplate_Alarms(t *testing.T) {
 		}
 		want = append(want, a)
 	}
+	// Issue 34: the probe's paths that failed or were slow, and its runs
+	// (TestTemplate_Probe).
+	want = append(want,
+		findAlarm(t, alarms, "probe problems", "map[Fn::Sub:Latchkey/${AWS::StackName}] ProbeProblems"),
+		findAlarm(t, alarms, "probe runs", "map[Fn::Sub:Latchkey/${AWS::StackName}] ProbeRuns"))
 	if t.Failed() {
 		return
 	}
@@ -341,7 +346,9 @@ func TestTemplate_Alarms(t *testing.T) {
 		} else if p := tpl.parameter(t, a.threshold); p["Type"] != "Number" || p["Default"] == nil {
 			t.Errorf("%s: threshold parameter %s has type %v, default %v", a.id, a.threshold, p["Type"], p["Default"])
 		}
-		if a.props["TreatMissingData"] != "notBreaching" {
+		if a.id == "ProbeMissingAlarm" {
+			// No data is the probe not running: TestTemplate_Probe.
+		} else if a.props["TreatMissingData"] != "notBreaching" {
 			t.Errorf("%s: TreatMissingData %v, want notBreaching (no traffic is no error)", a.id, a.props["TreatMissingData"])
 		}
 		for _, k := range []string{"AlarmActions", "OKActions"} {

@@ -64,14 +64,10 @@ func FromEnv(getenv func(string) string, logger *slog.Logger) (Handler, error) {
 	if secretARN == "" || authARN == "" || authorizerARN == "" {
 		return nil, fmt.Errorf("%s, %s and %s are required", EnvAdminKeySecretARN, EnvAuthVersionARN, EnvAuthorizerVersionARN)
 	}
-	cfg, err := lambdaenv.AWSConfig(getenv)
+	cfg, lc, key, err := Clients(getenv, secretARN)
 	if err != nil {
 		return nil, err
 	}
-	lc := lambda.NewFromConfig(cfg)
-	sm := secretsmanager.NewFromConfig(cfg, func(o *secretsmanager.Options) {
-		o.BaseEndpoint = lambdaenv.Endpoint(getenv, lambdaenv.EnvSecretsManagerEndpoint)
-	})
 	cd := codedeploy.NewFromConfig(cfg)
 	origin := getenv(EnvOriginSecret)
 	targets := canary.Targets{
@@ -84,13 +80,7 @@ func FromEnv(getenv func(string) string, logger *slog.Logger) (Handler, error) {
 		}
 	}
 	return func(ctx context.Context, ev Event) error {
-		outcome := Run(ctx, targets, func(ctx context.Context) (string, error) {
-			out, err := sm.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(secretARN)})
-			if err != nil {
-				return "", err
-			}
-			return aws.ToString(out.SecretString), nil
-		}, logger)
+		outcome := Run(ctx, targets, key, logger)
 		// Reported whatever happened: CodeDeploy otherwise waits an hour.
 		_, err := cd.PutLifecycleEventHookExecutionStatus(ctx, &codedeploy.PutLifecycleEventHookExecutionStatusInput{
 			DeploymentId:                  aws.String(ev.DeploymentID),
@@ -102,6 +92,28 @@ func FromEnv(getenv func(string) string, logger *slog.Logger) (Handler, error) {
 		}
 		return err
 	}, nil
+}
+
+// Clients builds, at init, what a check of the functions needs: the
+// Lambda client that invokes them, and the reader of the secret of the
+// key it issues its token with (secretARN), read at each check so that a
+// rotated key is used at once. The hook and the probe share it.
+func Clients(getenv func(string) string, secretARN string) (aws.Config, *lambda.Client, func(context.Context) (string, error), error) {
+	cfg, err := lambdaenv.AWSConfig(getenv)
+	if err != nil {
+		return aws.Config{}, nil, nil, err
+	}
+	sm := secretsmanager.NewFromConfig(cfg, func(o *secretsmanager.Options) {
+		o.BaseEndpoint = lambdaenv.Endpoint(getenv, lambdaenv.EnvSecretsManagerEndpoint)
+	})
+	key := func(ctx context.Context) (string, error) {
+		out, err := sm.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(secretARN)})
+		if err != nil {
+			return "", err
+		}
+		return aws.ToString(out.SecretString), nil
+	}
+	return cfg, lambda.NewFromConfig(cfg), key, nil
 }
 
 // Run reads the key and runs the check, logging its outcome: one line,
