@@ -152,13 +152,18 @@ func TestConsole_Usage(t *testing.T) {
 
 // TestConsole_UsageCounted: the console the stack mounts charts the
 // service's own counts: a bound key's verifications by outcome and its
-// token, on its page and its organization's, once the process flushed.
+// token, on its page and its organization's, once the process flushed;
+// the organization's page shows its limits, with the credits left.
 func TestConsole_UsageCounted(t *testing.T) {
 	s := newStack(t)
 	ctx := t.Context()
 	admin := mustAuth(t, s.Env, s.AdminKey)
 	k, secret, err := s.Service.CreateAPIKey(ctx, admin, account.NewAPIKey{Name: "billed", Scopes: []string{account.ScopeReadUsers}, OrganizationID: s.org.ID})
 	if err != nil {
+		t.Fatal(err)
+	}
+	limits := []account.RateLimitRequest{{Name: "per_minute", Limit: 100, Period: "1m"}}
+	if _, err := s.Service.UpdateOrganization(ctx, admin, s.org.ID, account.OrganizationUpdate{RateLimits: &limits, SetCredits: true, Credits: &account.CreditsRequest{Remaining: 10}}); err != nil {
 		t.Fatal(err)
 	}
 	token, _, err := s.Service.IssueToken(ctx, mustAuth(t, s.Env, secret), account.TokenRequest{Scopes: []string{account.ScopeReadUsers}})
@@ -189,6 +194,13 @@ func TestConsole_UsageCounted(t *testing.T) {
 	res = s.send(t, http.MethodGet, "/console/organizations/"+s.org.ID, cookie, nil, nil)
 	if !strings.Contains(res.body, want) {
 		t.Errorf("the organization's page lacks %q", want)
+	}
+	// The organization's limits, its credits as of now: two valid
+	// verifications spent two.
+	for _, want := range []string{"100 per 1m", "8 left"} {
+		if !strings.Contains(res.body, want) {
+			t.Errorf("the organization's page lacks its limit %q", want)
+		}
 	}
 	row := `<td><a href="/console/api-keys/` + k.ID + `">billed</a> <code class="small">` + k.ID + `</code></td><td>3</td><td>2</td><td>1</td><td>1</td>`
 	if !strings.Contains(res.body, row) {
