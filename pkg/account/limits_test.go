@@ -192,28 +192,7 @@ func TestLimits_SubtreeExact(t *testing.T) {
 		_, s1 := e.create(ps, account.NewAPIKey{Credits: credits(10)})
 		_, s2 := e.create(ps, account.NewAPIKey{Credits: credits(10)})
 		toks := []string{e.token(s1), e.token(s2)}
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		reasons := map[string]int{}
-		for i := range 30 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				v, err := e.svc.VerifyToken(context.Background(), toks[i%2])
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				mu.Lock()
-				defer mu.Unlock()
-				if v.Valid {
-					reasons["valid"]++
-				} else {
-					reasons[v.Reason]++
-				}
-			}()
-		}
-		wg.Wait()
+		reasons := e.verifyAll(30, toks)
 		if reasons["valid"] != 10 || reasons[account.ReasonUsageExceeded] != 20 {
 			t.Fatalf("30 simultaneous verifications below a key with 10 credits: %v, want 10 valid, 20 usage_exceeded", reasons)
 		}
