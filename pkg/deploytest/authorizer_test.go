@@ -197,12 +197,14 @@ func checkVerifierPrivilege(t *testing.T, tpl template, id string, actions map[s
 	if got, want := granted, sortedKeys(actions); !slices.Equal(got, want) {
 		t.Errorf("DynamoDB actions:\n policy %v\n code   %v", got, want)
 	}
-	// The one write, the count of a use, is in the usage records only.
+	// The one write, the count of a use against the limits (KEYLIMIT#)
+	// and of a verification in the usage counts (USAGE#), is in those
+	// records only.
 	if got := strs(limits["Action"]); !slices.Equal(got, []string{"dynamodb:UpdateItem"}) {
 		t.Errorf("Limits statement actions %v, want UpdateItem alone", got)
 	}
-	if got := strs(path(limits, "Condition", "ForAllValues:StringLike", "dynamodb:LeadingKeys")); !slices.Equal(got, []string{"KEYLIMIT#*"}) {
-		t.Errorf("Limits statement leading keys %v, want KEYLIMIT#* alone", got)
+	if got := strs(path(limits, "Condition", "ForAllValues:StringLike", "dynamodb:LeadingKeys")); !slices.Equal(got, []string{"KEYLIMIT#*", "USAGE#*"}) {
+		t.Errorf("Limits statement leading keys %v, want KEYLIMIT#* and USAGE#* alone", got)
 	}
 	if usedIndex || resolveARN(statement["Resource"]) != tableARN {
 		t.Errorf("Table statement resource %v (the code used an index: %v); want the table alone", statement["Resource"], usedIndex)

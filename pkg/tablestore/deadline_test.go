@@ -69,7 +69,18 @@ func storeCalls(s *tablestore.Store, user account.User, org account.Organization
 			return err
 		},
 		"ListStatusLists": func(ctx context.Context) error { _, err := s.ListStatusLists(ctx, at); return err },
-		"GetUserByEmail":  func(ctx context.Context) error { _, err := s.GetUserByEmail(ctx, user.Email); return err },
+		"AddUsage": func(ctx context.Context) error {
+			hour := at.Truncate(time.Hour)
+			return s.AddUsage(ctx, account.UsageFlush{Process: "deadline", Seq: 1, Deltas: []account.UsageDelta{{
+				Subject: key.ID, Interval: account.IntervalHour, Start: hour, ExpireAt: hour.Add(account.DefaultUsageRetention.Hour),
+				Counts: account.UsageCounts{Verifications: map[string]int64{account.OutcomeValid: 1}},
+			}}})
+		},
+		"ReadUsage": func(ctx context.Context) error {
+			_, err := s.ReadUsage(ctx, key.ID, account.IntervalHour, at.Add(-time.Hour), at)
+			return err
+		},
+		"GetUserByEmail": func(ctx context.Context) error { _, err := s.GetUserByEmail(ctx, user.Email); return err },
 		"GetUserByExternalID": func(ctx context.Context) error {
 			_, err := s.GetUserByExternalID(ctx, "crm-1")
 			return err
