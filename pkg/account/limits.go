@@ -895,3 +895,50 @@ func (l *limiter) remainingCredits(ctx context.Context, credits []creditsOf, now
 
 // FormatPeriod is a rate limit's period as the API shows it: 1s, 15m, 1d.
 func FormatPeriod(d time.Duration) string { return formatDuration(d) }
+
+// rateLimitStates returns where each of k's rate limits stands now, summed
+// over every usage record its uses spread over: exact, where a use's own
+// answer holds one shard's estimate. Nil for a key without rate limits.
+func (l *limiter) rateLimitStates(ctx context.Context, k KeyLimits, now time.Time) ([]LimitState, error) {
+	if len(k.RateLimits) == 0 {
+		return nil, nil
+	}
+	out := make([]LimitState, len(k.RateLimits))
+	for i, rl := range k.RateLimits {
+		_, end := window(rl.Period, now)
+		out[i] = LimitState{RateLimit: rl, Reset: end.Sub(now)}
+	}
+	n := k.usageShards()
+	for j := range n {
+		usage, err := l.store.KeyUsage(ctx, j, k.KeyID)
+		if err != nil {
+			return nil, storeErr(err)
+		}
+		for i, rl := range k.RateLimits {
+			w, _ := window(rl.Period, now)
+			out[i].Remaining += max(share(rl.Limit, j, n)-usage[k.KeyID][limitCounter(rl, w)], 0)
+		}
+	}
+	return out, nil
+}
+
+// APIKeyRateLimits returns where each rate limit of the key id stands now,
+// for a principal that reads the key (GetAPIKey): uses left in the window
+// and the time until it ends. Reading counts no use.
+func (s *Service) APIKeyRateLimits(ctx context.Context, p Principal, id string) ([]LimitState, error) {
+	k, err := s.GetAPIKey(ctx, p, id)
+	if err != nil {
+		return nil, err
+	}
+	return s.verifier.limiter.rateLimitStates(ctx, k.Limits(), s.now())
+}
+
+// OrganizationRateLimits is APIKeyRateLimits for the rate limits of the
+// organization id, which every key bound to it counts against.
+func (s *Service) OrganizationRateLimits(ctx context.Context, p Principal, id string) ([]LimitState, error) {
+	o, err := s.GetOrganization(ctx, p, id)
+	if err != nil {
+		return nil, err
+	}
+	return s.verifier.limiter.rateLimitStates(ctx, KeyLimits{KeyID: o.ID, RateLimits: o.RateLimits, Credits: o.Credits}, s.now())
+}

@@ -303,3 +303,36 @@ func TestLimits_WritesAbove(t *testing.T) {
 		check("d and a limited", [][]string{{d.ID, a.ID}})
 	})
 }
+
+// TestLimits_RateLimitStates: what a key's page shows of its rate limits
+// is exact, summed over every usage record its uses spread over (a limit
+// of 5,000 a second spreads them over 10), and reading it counts no use.
+func TestLimits_RateLimitStates(t *testing.T) {
+	onEachStore(t, nil, func(t *testing.T, e limitsEnv) {
+		k, secret := e.create(e.secret, account.NewAPIKey{RateLimits: []account.RateLimitRequest{{Name: "per_second", Limit: 5000, Period: "1s"}}})
+		tok := e.token(secret)
+		states := func() account.LimitState {
+			t.Helper()
+			s, err := e.svc.APIKeyRateLimits(e.ctx, e.admin, k.ID)
+			if err != nil || len(s) != 1 {
+				t.Fatalf("APIKeyRateLimits: %+v, %v", s, err)
+			}
+			return s[0]
+		}
+		before := states()
+		if before.Remaining >= 5000 || before.Remaining < 4990 || before.Reset != time.Second {
+			t.Fatalf("after issuing a token: %+v, want a few uses below 5000 left, reset in 1s", before)
+		}
+		for range 7 {
+			if v := e.verify(tok); !v.Valid {
+				t.Fatalf("verify: %+v", v)
+			}
+		}
+		if after := states(); after.Remaining != before.Remaining-7 {
+			t.Errorf("after 7 verifications: %d left, want %d", after.Remaining, before.Remaining-7)
+		}
+		if again := states(); again.Remaining != before.Remaining-7 {
+			t.Errorf("read again: %d left, want %d (a read counts no use)", again.Remaining, before.Remaining-7)
+		}
+	})
+}

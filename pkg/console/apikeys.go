@@ -182,6 +182,28 @@ type apiKeyData struct {
 	Limits []limitRow
 	// Periods and Refills are what the limits forms suggest and offer.
 	Periods, Refills []string
+	// RateLimits are where the key's rate limits stand now.
+	RateLimits []rateLimitNow
+}
+
+// rateLimitNow is where a rate limit stands: uses left in its window, and
+// when the window ends.
+type rateLimitNow struct {
+	account.LimitState
+	ResetsAt time.Time
+}
+
+// rateLimitsNow returns states as the pages show them, or, when they could
+// not be read, the limits alone with nothing left known (Remaining -1).
+func rateLimitsNow(limits []account.RateLimit, states []account.LimitState, err error, now time.Time) []rateLimitNow {
+	out := make([]rateLimitNow, len(limits))
+	for i, l := range limits {
+		out[i] = rateLimitNow{LimitState: account.LimitState{RateLimit: l, Remaining: -1}}
+		if err == nil && i < len(states) {
+			out[i] = rateLimitNow{LimitState: states[i], ResetsAt: now.Add(states[i].Reset)}
+		}
+	}
+	return out
 }
 
 // limitRow is a row of the rate limits form, with its fields' errors.
@@ -302,6 +324,8 @@ func (c *console) apiKeyPage(w http.ResponseWriter, r *http.Request, s *session,
 	d.Tokens = listed(v, &status, l, err)
 	d.Usage = c.usage(r, s, k.ID, false)
 	d.Limits, d.Periods, d.Refills = limitRows(v, k), periods, refills
+	states, err := c.svc.APIKeyRateLimits(r.Context(), s.p, k.ID)
+	d.RateLimits = rateLimitsNow(k.RateLimits, states, err, c.svc.Now())
 	if k.OrganizationID != "" && s.Can(account.ScopeReadOrganizations) {
 		if o, err := c.svc.GetOrganization(r.Context(), s.p, k.OrganizationID); err == nil {
 			d.OrgName = o.Name

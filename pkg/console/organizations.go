@@ -60,6 +60,8 @@ type organizationData struct {
 	Owners   int
 	Complete bool
 	Usage    usageView
+	// RateLimits are where the organization's rate limits stand now.
+	RateLimits []rateLimitNow
 	// Candidates are the users the add-member form offers by name: those
 	// not among the members shown. Nil when the form takes an e-mail
 	// address or id instead.
@@ -90,6 +92,8 @@ func (c *console) organizationPage(w http.ResponseWriter, r *http.Request, s *se
 	l, err := c.svc.ListMembers(r.Context(), s.p, id, account.PageRequest{Limit: membersPage, Cursor: cursor})
 	members := listed(v, &status, l, err)
 	d := organizationData{Org: o, Complete: cursor == "" && !l.HasMore}
+	states, err := c.svc.OrganizationRateLimits(r.Context(), s.p, o.ID)
+	d.RateLimits = rateLimitsNow(o.RateLimits, states, err, c.svc.Now())
 	d.Members.Next = members.Next
 	for _, m := range members.Items {
 		row := memberRow{Membership: m}

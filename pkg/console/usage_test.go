@@ -195,9 +195,10 @@ func TestConsole_UsageCounted(t *testing.T) {
 	if !strings.Contains(res.body, want) {
 		t.Errorf("the organization's page lacks %q", want)
 	}
-	// The organization's limits, its credits as of now: two valid
-	// verifications spent two.
-	for _, want := range []string{"100 per 1m", "8 left"} {
+	// The organization's limits as of now: the token's issuance and two
+	// valid verifications used three of the minute's 100, the two
+	// verifications two credits.
+	for _, want := range []string{"97 of 100 per 1m left until", "8 left"} {
 		if !strings.Contains(res.body, want) {
 			t.Errorf("the organization's page lacks its limit %q", want)
 		}
