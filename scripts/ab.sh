@@ -26,6 +26,8 @@
 #     instructions that make it, not what the kernel does for it). A round
 #     in which the collector runs counts up to 8% more on both sides; the
 #     A/B ratio moves by 1 to 3% between rounds, however loaded the machine.
+#     Debian 12's valgrind 3.19 cannot run Go 1.26 binaries (SIGILL on the
+#     RDTSCP of runtime.cputicks, 2026-11-29): use a newer valgrind.
 # Both servers run on the embedded store at their own defaults (GOGC as
 # cmd/local sets it). Traffic goes to 127.0.0.1 only.
 set -euo pipefail
