@@ -29,7 +29,7 @@ func TestCodec_AsAttributeValue(t *testing.T) {
 	byID, byHash := newAPIKeyItems(k)
 	byID.Version, byID.Children, byID.Deleting = 3, 2, true
 	byID.Revoked = map[string]inlineRevocation{"tok_1": {RevokedAt: 9, ExpiresAt: 10}}
-	byID.RevokedOverflowUntil = &later
+	byID.RevokedOverflowUntil, byID.RevokedOverflowIssuedBefore = &later, &now
 	orgSide, userSide := newMemberItems(account.Membership{OrganizationID: "org_1", UserID: "usr_1", Role: "owner", CreatedAt: now, UpdatedAt: later})
 	items := []any{
 		newUserItem(account.User{ID: "usr_1", Email: "a@b.c", Name: "A", Role: "admin", CreatedAt: now, UpdatedAt: later, ExternalID: "e", Metadata: map[string]string{"k": "v"}}),

@@ -65,8 +65,8 @@ func TestInlineRevocations_Size(t *testing.T) {
 			at := now.Add(time.Duration(i) * time.Second)
 			it.Revoked[account.NewID(account.PrefixToken, at)] = inlineRevocation{RevokedAt: at.UnixNano(), ExpiresAt: at.Add(account.MaxTokenLifetime).Unix()}
 		}
-		until := now.Add(account.MaxTokenLifetime)
-		it.RevokedOverflowUntil = &until
+		until, before := now.Add(account.MaxTokenLifetime), now.Add(time.Millisecond)
+		it.RevokedOverflowUntil, it.RevokedOverflowIssuedBefore = &until, &before
 		return it
 	}
 	size := func(it apiKeyItem) int {

@@ -254,6 +254,22 @@ type apiKeyItem struct {
 	// a new one.
 	Revoked              map[string]inlineRevocation `dynamodbav:"revoked,omitempty"`
 	RevokedOverflowUntil *time.Time                  `dynamodbav:"revoked_overflow_until,omitempty"`
+	// RevokedOverflowIssuedBefore is a millisecond after the issuance (the
+	// time in its ID) of the last-issued token of the overflow: a token
+	// issued since cannot be in it, and its verify reads the key alone.
+	// Set with RevokedOverflowUntil and dropped with it; absent on an
+	// overflow begun by a commit before it existed, which then holds any
+	// token issued before RevokedOverflowUntil until it ends.
+	RevokedOverflowIssuedBefore *time.Time `dynamodbav:"revoked_overflow_issued_before,omitempty"`
+}
+
+// overflowMayHold reports whether the token tokenID may be one of those
+// revoked outside the key's item (RevokedOverflowUntil): issued before the
+// overflow's end and, where the key records it, not after the last-issued
+// of them.
+func (it *apiKeyItem) overflowMayHold(tokenID string) bool {
+	return it.RevokedOverflowUntil != nil && issuedBefore(tokenID, *it.RevokedOverflowUntil) &&
+		(it.RevokedOverflowIssuedBefore == nil || issuedBefore(tokenID, *it.RevokedOverflowIssuedBefore))
 }
 
 // inlineRevocation is a token's revocation on its key: short names and
@@ -324,7 +340,7 @@ func (it apiKeyItem) hashCopy() apiKeyItem {
 	it.Children = 0
 	// A secret authenticates the key, not a token: no revocations, so a
 	// revocation need not write this copy.
-	it.Revoked, it.RevokedOverflowUntil = nil, nil
+	it.Revoked, it.RevokedOverflowUntil, it.RevokedOverflowIssuedBefore = nil, nil, nil
 	return it
 }
 

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+	"time"
 
 	"latchkey/pkg/account"
 )
@@ -64,6 +65,82 @@ func (km *keyMemo) decode(k key, av Item) (*apiKeyItem, error) {
 		km.mu.Unlock()
 	}
 	return e.item, nil
+}
+
+// overflowMemo remembers, by key ID, the overflow of each key whose
+// revocations overflowed (apiKeyItem.RevokedOverflowUntil) as this
+// process's last verify of it read it: a verify of a token such a key may
+// hold reads the entry's copy in its one request, where a process that
+// has not seen the overflow yet reads it with a second (once per key, and
+// then knows). The key read decides; this only chooses what is read with
+// it, so a stale entry costs one item too many or one request more,
+// never a revocation.
+type overflowMemo struct {
+	mu sync.RWMutex
+	m  map[string]keyOverflow
+}
+
+// keyOverflow is the overflow of a key: apiKeyItem's RevokedOverflowUntil
+// and RevokedOverflowIssuedBefore, in Unix nanoseconds, 0 for absent.
+type keyOverflow struct {
+	until, issuedBefore int64
+}
+
+func newKeyOverflow(it *apiKeyItem) keyOverflow {
+	var o keyOverflow
+	if it.RevokedOverflowUntil != nil {
+		o.until = it.RevokedOverflowUntil.UnixNano()
+	}
+	if it.RevokedOverflowIssuedBefore != nil {
+		o.issuedBefore = it.RevokedOverflowIssuedBefore.UnixNano()
+	}
+	return o
+}
+
+// mayHold reports whether the key keyID, as last seen, has an overflow
+// that may hold the token tokenID.
+func (om *overflowMemo) mayHold(keyID, tokenID string) bool {
+	om.mu.RLock()
+	o, ok := om.m[keyID]
+	om.mu.RUnlock()
+	if !ok {
+		return false
+	}
+	until := time.Unix(0, o.until)
+	it := apiKeyItem{RevokedOverflowUntil: &until}
+	if o.issuedBefore != 0 {
+		before := time.Unix(0, o.issuedBefore)
+		it.RevokedOverflowIssuedBefore = &before
+	}
+	return it.overflowMayHold(tokenID)
+}
+
+// saw records the overflow of the key item it, read for keyID, or that it
+// has none.
+func (om *overflowMemo) saw(keyID string, it *apiKeyItem) {
+	o := newKeyOverflow(it)
+	om.mu.RLock()
+	known := om.m[keyID]
+	om.mu.RUnlock()
+	if known == o {
+		return // as known: most often a key without an overflow
+	}
+	om.mu.Lock()
+	defer om.mu.Unlock()
+	if o.until == 0 {
+		delete(om.m, keyID)
+		return
+	}
+	if om.m == nil {
+		om.m = map[string]keyOverflow{}
+	}
+	if _, ok := om.m[keyID]; !ok && len(om.m) >= keyMemoMax {
+		for old := range om.m { // any one: the map's order is random
+			delete(om.m, old)
+			break
+		}
+	}
+	om.m[keyID] = o
 }
 
 // keyOf returns the key of an item read, without decoding the rest.

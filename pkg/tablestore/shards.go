@@ -136,7 +136,7 @@ func orgEventShard(id string) int {
 func (it apiKeyItem) readCopy(n int) apiKeyItem {
 	c := it.hashCopy()
 	c.key = apiKeyCopyKey(it.KeyID, n)
-	c.Revoked, c.RevokedOverflowUntil = it.Revoked, it.RevokedOverflowUntil
+	c.Revoked, c.RevokedOverflowUntil, c.RevokedOverflowIssuedBefore = it.Revoked, it.RevokedOverflowUntil, it.RevokedOverflowIssuedBefore
 	return c
 }
 

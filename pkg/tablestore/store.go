@@ -49,6 +49,7 @@ type Store struct {
 	serial    *sync.Mutex
 	lastEvent string
 	keys      keyMemo
+	overflows overflowMemo
 	// readCopy is the copy every verify reads, or -1 (New's) for one at
 	// random (see verifyCopy).
 	readCopy int

@@ -133,7 +133,7 @@ func (s *Store) revokeInline(ctx context.Context, c change, r account.Revocation
 	// covers it, the key takes it now, at its first time: the repeat that
 	// docs/deploying.md asks for after the upgrade. Nothing else changed:
 	// no event, and the idempotency record stays started.
-	if it.RevokedOverflowUntil != nil && !it.RevokedOverflowUntil.Before(r.ExpiresAt) && issuedBefore(r.TokenID, *it.RevokedOverflowUntil) {
+	if it.overflowCovers(r) {
 		return at, nil
 	}
 	first := r
@@ -180,6 +180,11 @@ func (s *Store) inlineKeyItems(k key, it *apiKeyItem, next apiKeyItem) ([]Write,
 	} else {
 		upd = upd.remove("revoked_overflow_until")
 	}
+	if next.RevokedOverflowIssuedBefore != nil {
+		upd = upd.set("revoked_overflow_issued_before", next.RevokedOverflowIssuedBefore.UTC())
+	} else {
+		upd = upd.remove("revoked_overflow_issued_before")
+	}
 	if next.CopiesSince != nil {
 		upd = upd.set("copies_since", next.CopiesSince.UTC())
 	}
@@ -201,7 +206,7 @@ func (s *Store) inlineKeyItems(k key, it *apiKeyItem, next apiKeyItem) ([]Write,
 // entry's copies that a verify reads). The revocations of tokens expired by
 // r.RevokedAt are dropped, and so is an overflow that has ended. Nil, with
 // overflow, when the key need not change: it is full, and its overflow
-// lasts past the token's expiry already.
+// covers the token already (overflowCovers).
 func (it apiKeyItem) withRevocation(r account.Revocation) (next *apiKeyItem, overflow bool) {
 	// Dropped a while after expiry, not at once: a verifier whose clock is
 	// behind this one's still takes the token for live meanwhile.
@@ -216,7 +221,7 @@ func (it apiKeyItem) withRevocation(r account.Revocation) (next *apiKeyItem, ove
 	n.Version++
 	n.Revoked = live
 	if n.RevokedOverflowUntil != nil && !n.RevokedOverflowUntil.After(gone) {
-		n.RevokedOverflowUntil = nil
+		n.RevokedOverflowUntil, n.RevokedOverflowIssuedBefore = nil, nil
 	}
 	if n.CopiesSince == nil {
 		// A key from before read copies gets them now, as with a PATCH.
@@ -227,8 +232,20 @@ func (it apiKeyItem) withRevocation(r account.Revocation) (next *apiKeyItem, ove
 		live[r.TokenID] = inlineRevocation{RevokedAt: r.RevokedAt.UnixNano(), ExpiresAt: r.ExpiresAt.Unix()}
 		return &n, false
 	}
-	if n.RevokedOverflowUntil != nil && !n.RevokedOverflowUntil.Before(r.ExpiresAt) && len(live) == len(it.Revoked) && it.CopiesSince != nil {
+	if n.overflowCovers(r) && len(live) == len(it.Revoked) && it.CopiesSince != nil {
 		return nil, true
+	}
+	// An overflow begun without the bound of issuance (a commit before it
+	// existed) may hold a token issued after this one: it keeps none.
+	if n.RevokedOverflowUntil == nil || n.RevokedOverflowIssuedBefore != nil {
+		before := r.ExpiresAt.UTC() // a token whose ID tells no time was issued before its expiry
+		if at, ok := account.IDTime(account.PrefixToken, r.TokenID); ok {
+			before = at.Add(time.Millisecond).UTC()
+		}
+		if n.RevokedOverflowIssuedBefore != nil && n.RevokedOverflowIssuedBefore.After(before) {
+			before = *n.RevokedOverflowIssuedBefore
+		}
+		n.RevokedOverflowIssuedBefore = &before
 	}
 	until := r.ExpiresAt.UTC()
 	if n.RevokedOverflowUntil != nil && n.RevokedOverflowUntil.After(until) {
@@ -236,6 +253,13 @@ func (it apiKeyItem) withRevocation(r account.Revocation) (next *apiKeyItem, ove
 	}
 	n.RevokedOverflowUntil = &until
 	return &n, true
+}
+
+// overflowCovers reports whether the key's overflow holds r's token
+// already, if it is revoked outside the item: it lasts to the token's
+// expiry, and a verify of the token reads the entry (overflowMayHold).
+func (it *apiKeyItem) overflowCovers(r account.Revocation) bool {
+	return it.RevokedOverflowUntil != nil && !it.RevokedOverflowUntil.Before(r.ExpiresAt) && it.overflowMayHold(r.TokenID)
 }
 
 // revokeEntry writes the revocation entry unless one exists, with its
@@ -330,9 +354,11 @@ var errRevokedAlready = errors.New("tablestore: the token is revoked already")
 // ancestors or organization (2 RCU without the claim; a TransactGetItems
 // would cost twice as much), 1 more RCU per ancestor and for the
 // organization. A token with the claim is revoked when its key's item says
-// so (apiKeyItem.Revoked); its entry's copy n is read, with a second
-// BatchGetItem, only while the key has an overflow that may hold it
-// (RevokedOverflowUntil later than the token's issuance). The key's own
+// so (apiKeyItem.Revoked); its entry's copy n is read only while the key
+// has an overflow that may hold it (overflowMayHold: issued before
+// RevokedOverflowUntil and not after the last token revoked that way):
+// in the one BatchGetItem when this process's last verify of the key saw
+// that overflow (overflowMemo), with a second one when it did not. The key's own
 // Ancestors and OrganizationID decide: any the hints left out, and any
 // copy that data written before copies existed lacks, are read from the
 // items themselves with a second BatchGetItem (checkKey), which a token
@@ -356,6 +382,12 @@ func (s *Store) tokenStatus(ctx context.Context, n int, tokenID, keyID string, a
 	}
 	if orgID != "" {
 		keys = append(keys, orgCopyKey(orgID, n))
+	}
+	// A token that its key's overflow may hold, as this process last read
+	// the key: the entry's copy in this request, not in a second one.
+	entryRead := inline && s.overflows.mayHold(keyID, tokenID)
+	if entryRead {
+		keys = append(keys, revocationCopyKey(tokenID, n))
 	}
 	read, err := s.batchGet(ctx, keys)
 	if err != nil {
@@ -407,7 +439,8 @@ func (s *Store) tokenStatus(ctx context.Context, n int, tokenID, keyID string, a
 		st.RevokedAt = time.Unix(0, e.RevokedAt).UTC()
 	}
 	if inline && !it.Deleting {
-		if err := s.inlineStatus(ctx, &st, it, tokenID, n); err != nil {
+		s.overflows.saw(keyID, it)
+		if err := s.inlineStatus(ctx, &st, it, tokenID, n, entryRead); err != nil {
 			return account.TokenStatus{}, err
 		}
 	}
@@ -426,15 +459,14 @@ func (s *Store) tokenStatus(ctx context.Context, n int, tokenID, keyID string, a
 
 // inlineStatus sets st.RevokedAt for the token tokenID, which carries the
 // claim, from its key's item it: its inline revocation, or, while an
-// overflow may hold it, copy n of its entry.
-func (s *Store) inlineStatus(ctx context.Context, st *account.TokenStatus, it *apiKeyItem, tokenID string, n int) error {
+// overflow may hold it, copy n of its entry, read with a second request
+// unless entryRead (st has it then).
+func (s *Store) inlineStatus(ctx context.Context, st *account.TokenStatus, it *apiKeyItem, tokenID string, n int, entryRead bool) error {
 	if e, ok := it.Revoked[tokenID]; ok {
 		st.RevokedAt = time.Unix(0, e.RevokedAt).UTC()
 		return nil
 	}
-	// Every token revoked outside the item expires by the overflow's end,
-	// and was issued before it: no token issued since can be one of them.
-	if it.RevokedOverflowUntil == nil || !issuedBefore(tokenID, *it.RevokedOverflowUntil) {
+	if entryRead || !it.overflowMayHold(tokenID) {
 		return nil
 	}
 	read, err := s.batchGet(ctx, []key{revocationCopyKey(tokenID, n)})
