@@ -2,6 +2,7 @@ package tablestore
 
 import (
 	"context"
+	"maps"
 	"time"
 
 	"latchkey/pkg/account"
@@ -72,6 +73,10 @@ const (
 	EventShards = eventShards
 )
 
+// MaxInlineRevocations is how many revocations of live tokens a key's
+// item holds.
+const MaxInlineRevocations = maxInlineRevocations
+
 // ReadCopy makes every verify of s read copy n of its items (see
 // shards.go), -1 one at random, and returns s.
 func (s *Store) ReadCopy(n int) *Store {
@@ -107,4 +112,22 @@ func (s *Store) StoredEvent(ctx context.Context, id string, at time.Time, org st
 		return "", "", err
 	}
 	return day.Event, ofOrg.Event, nil
+}
+
+// DropOverflowBound removes revoked_overflow_issued_before from the key's
+// item and its read copies: an overflow as a commit before the bound wrote
+// it.
+func (s *Store) DropOverflowBound(ctx context.Context, keyID string) error {
+	read, err := s.batchGet(ctx, append([]key{apiKeyKey(keyID)}, copyKeys(keyID, apiKeyCopyKey)...))
+	if err != nil {
+		return err
+	}
+	for _, av := range read {
+		av = maps.Clone(av) // a Port may remember what it answered
+		delete(av, "revoked_overflow_issued_before")
+		if _, err := s.port.Write(ctx, Write{Kind: WritePut, Item: av}, false); err != nil {
+			return err
+		}
+	}
+	return nil
 }
