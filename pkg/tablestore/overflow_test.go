@@ -228,3 +228,24 @@ func TestRevocationOverflow_WithoutBound(t *testing.T) {
 		o.verifies(t, p, m, tablestore.New(p).ReadCopy(1), "a token issued since, before the overflow's end", newer, false, 1, 1)
 	})
 }
+
+// TestRevocationOverflow_RepeatAfterBound: a token revoked by its entry
+// alone (by the release before the claim), issued after the last token
+// of its key's overflow and expiring before the overflow's end, is taken
+// by the key when revoked again: the overflow's bound moves to cover it,
+// so that its verify, which reads the key, refuses it.
+func TestRevocationOverflow_RepeatAfterBound(t *testing.T) {
+	onBothCounted(t, func(t *testing.T, p *countingPort, m *meter) {
+		s := tablestore.New(p).ReadCopy(1)
+		o := newOverflowKey(t, s)
+		o.fill(t, s)
+		o.revokeLiving(t, s, o.token(), o.next(), 2*time.Hour)
+		tr := o.token()
+		issued, _ := account.IDTime(account.PrefixToken, tr)
+		first := account.Revocation{TokenID: tr, KeyID: o.key.ID, RevokedAt: o.next(), ExpiresAt: issued.Add(time.Hour)}
+		_, err := s.RevokeToken(t.Context(), account.WriteOptions{}, first)
+		must(t, err, "RevokeToken by the earlier version")
+		o.revoke(t, s, tr, o.next())
+		o.verifies(t, p, m, tablestore.New(p).ReadCopy(1), "the token revoked again", tr, true, 1, 1)
+	})
+}
