@@ -259,10 +259,33 @@ func TestRequestBudgets(t *testing.T) {
 				}
 			}
 		}},
-		{"TokenStatus (verify, a token with the claim, its key's revocations overflowing)", 2, []string{"BatchGetItem", "BatchGetItem"}, func(t *testing.T, f *budgetFixture) func() {
+		{"TokenStatus (verify, a token with the claim, its key's revocations overflowing, issued before the last overflowed: this process's first verify of the key)", 2, []string{"BatchGetItem", "BatchGetItem"}, func(t *testing.T, f *budgetFixture) func() {
 			f.revokeOthers(t, 17)
 			return func() {
 				st, err := f.s.TokenStatus(f.ctx, f.tok.ID, f.key.ID, nil, "", true)
+				must(t, err, "TokenStatus")
+				if st.Key == nil || !st.RevokedAt.IsZero() {
+					t.Fatalf("TokenStatus: got %+v, want the key, not revoked", st)
+				}
+			}
+		}},
+		{"TokenStatus (verify, the same, the overflow known to this process)", 1, []string{"BatchGetItem"}, func(t *testing.T, f *budgetFixture) func() {
+			f.revokeOthers(t, 17)
+			_, err := f.s.TokenStatus(f.ctx, f.tok.ID, f.key.ID, nil, "", true)
+			must(t, err, "TokenStatus")
+			return func() {
+				st, err := f.s.TokenStatus(f.ctx, f.tok.ID, f.key.ID, nil, "", true)
+				must(t, err, "TokenStatus")
+				if st.Key == nil || !st.RevokedAt.IsZero() {
+					t.Fatalf("TokenStatus: got %+v, want the key, not revoked", st)
+				}
+			}
+		}},
+		{"TokenStatus (verify, a token with the claim issued after its key's last overflowed revocation)", 1, []string{"BatchGetItem"}, func(t *testing.T, f *budgetFixture) func() {
+			f.revokeOthers(t, 17)
+			tok := account.NewID(account.PrefixToken, f.tick())
+			return func() {
+				st, err := f.s.TokenStatus(f.ctx, tok, f.key.ID, nil, "", true)
 				must(t, err, "TokenStatus")
 				if st.Key == nil || !st.RevokedAt.IsZero() {
 					t.Fatalf("TokenStatus: got %+v, want the key, not revoked", st)
