@@ -247,9 +247,10 @@ type apiKeyItem struct {
 	// item under the ID and its read copies: a verify of such a token reads
 	// the key and nothing else. At most maxInlineRevocations of tokens not
 	// yet expired; a revocation past them goes to the entry and its copies,
-	// and moves RevokedOverflowUntil to the latest expiry among them, until
-	// which a verify of a token not found here reads its entry's copy too
-	// (see RevokeToken). Read only, once decoded: the key memo hands the
+	// and moves RevokedOverflowUntil to the latest expiry among them and
+	// RevokedOverflowIssuedBefore past the last-issued of them; a verify of
+	// a token not found here, issued before both, reads its entry's copy
+	// too (overflowMayHold). Read only, once decoded: the key memo hands the
 	// same map to every reader (clone leaves it), and a revocation writes
 	// a new one.
 	Revoked              map[string]inlineRevocation `dynamodbav:"revoked,omitempty"`
