@@ -441,12 +441,7 @@ func (s *Service) APIKeyUsageOf(ctx context.Context, p Principal, k APIKey, q Us
 	if err := p.Decide(ActionRead, k); err != nil {
 		return nil, err
 	}
-	iv, from, to, err := q.span(s.now())
-	if err != nil {
-		return nil, err
-	}
-	b, err := s.store.ReadUsage(ctx, k.ID, iv, from, to)
-	return b, storeErr(err)
+	return s.readUsage(ctx, k.ID, q)
 }
 
 // OrganizationUsageOf is OrganizationUsage of the organization o as the
@@ -457,11 +452,17 @@ func (s *Service) OrganizationUsageOf(ctx context.Context, p Principal, o Organi
 	if err := p.mayReadOrganization(OpOrganizationUsage, o.ID); err != nil {
 		return nil, err
 	}
+	return s.readUsage(ctx, o.ID, q)
+}
+
+// readUsage reads the buckets of the key or organization id over q's
+// range, once its reader's rule is checked.
+func (s *Service) readUsage(ctx context.Context, id string, q UsageQuery) ([]UsageBucket, error) {
 	iv, from, to, err := q.span(s.now())
 	if err != nil {
 		return nil, err
 	}
-	b, err := s.store.ReadUsage(ctx, o.ID, iv, from, to)
+	b, err := s.store.ReadUsage(ctx, id, iv, from, to)
 	return b, storeErr(err)
 }
 

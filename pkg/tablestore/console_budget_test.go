@@ -1,10 +1,6 @@
 package tablestore_test
 
 import (
-	"bytes"
-	"crypto/ed25519"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -14,8 +10,6 @@ import (
 	"time"
 
 	"latchkey/pkg/account"
-	"latchkey/pkg/assembly"
-	"latchkey/pkg/console"
 	"latchkey/pkg/dynamostore"
 	"latchkey/pkg/dynamostore/dynamotest"
 )
@@ -29,22 +23,7 @@ func TestConsoleRequestBudgets(t *testing.T) {
 	var m meter
 	client := dynamotest.NewClient(t, m.option)
 	store := dynamostore.New(client, dynamotest.NewTable(t, client), dynamostore.WithTimeout(dynamotest.Timeout)).ReadCopy(1)
-	_, priv, err := ed25519.GenerateKey(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	if _, err := account.PutFormatsInForce(t.Context(), store, now, "test"); err != nil {
-		t.Fatal(err)
-	}
-	const issuer = "https://latchkey.test"
-	asm, err := assembly.New(assembly.Parts{
-		Store: store, CursorKey: bytes.Repeat([]byte("c"), 32), Issuer: issuer, SigningKey: priv,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: func() time.Time { return now }, Console: console.Mount,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	asm := newService(t, store)
 	svc, h := asm.Service, asm.Handler()
 	ctx := t.Context()
 	secret := account.NewAPIKeySecret()
@@ -86,10 +65,10 @@ func TestConsoleRequestBudgets(t *testing.T) {
 	}
 
 	form := url.Values{"api_key": {secret}}
-	req := httptest.NewRequest(http.MethodPost, issuer+"/console/sign-in", strings.NewReader(form.Encode()))
+	req := httptest.NewRequest(http.MethodPost, testIssuer+"/console/sign-in", strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Sec-Fetch-Site", "same-origin")
-	req.Header.Set("Origin", issuer)
+	req.Header.Set("Origin", testIssuer)
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	var session *http.Cookie
@@ -109,7 +88,7 @@ func TestConsoleRequestBudgets(t *testing.T) {
 	)
 	view := func(path string, want ...string) {
 		t.Helper()
-		req := httptest.NewRequest(http.MethodGet, issuer+path, nil)
+		req := httptest.NewRequest(http.MethodGet, testIssuer+path, nil)
 		req.AddCookie(session)
 		rec := httptest.NewRecorder()
 		calls := m.measure(func() { h.ServeHTTP(rec, req) })
