@@ -430,6 +430,42 @@ func (s *Service) OrganizationUsage(ctx context.Context, p Principal, id string,
 	return b, storeErr(err)
 }
 
+// APIKeyUsageOf is APIKeyUsage of the key k as the principal just read it
+// (GetAPIKey), for a page that shows both: the read rule is checked again
+// on k, with no read. CodeInvalidRequest, CodeTooManyBuckets,
+// CodeInsufficientScope, CodeNotFound.
+func (s *Service) APIKeyUsageOf(ctx context.Context, p Principal, k APIKey, q UsageQuery) ([]UsageBucket, error) {
+	if err := p.Authorize(OpAPIKeyUsage); err != nil {
+		return nil, err
+	}
+	if err := p.Decide(ActionRead, k); err != nil {
+		return nil, err
+	}
+	return s.readUsage(ctx, k.ID, q)
+}
+
+// OrganizationUsageOf is OrganizationUsage of the organization o as the
+// principal just read it (GetOrganization), with no read of it.
+// CodeInvalidRequest, CodeTooManyBuckets, CodeInsufficientScope,
+// CodeNotFound.
+func (s *Service) OrganizationUsageOf(ctx context.Context, p Principal, o Organization, q UsageQuery) ([]UsageBucket, error) {
+	if err := p.mayReadOrganization(OpOrganizationUsage, o.ID); err != nil {
+		return nil, err
+	}
+	return s.readUsage(ctx, o.ID, q)
+}
+
+// readUsage reads the buckets of the key or organization id over q's
+// range, once its reader's rule is checked.
+func (s *Service) readUsage(ctx context.Context, id string, q UsageQuery) ([]UsageBucket, error) {
+	iv, from, to, err := q.span(s.now())
+	if err != nil {
+		return nil, err
+	}
+	b, err := s.store.ReadUsage(ctx, id, iv, from, to)
+	return b, storeErr(err)
+}
+
 // KeyVerifications is the verifications of one key over a range.
 type KeyVerifications struct {
 	KeyID         string
@@ -444,6 +480,13 @@ func (s *Service) TopKeys(ctx context.Context, p Principal, id string, q UsageQu
 	if err != nil {
 		return nil, err
 	}
+	return RankKeys(buckets, n), nil
+}
+
+// RankKeys returns the keys an organization's buckets count with the most
+// verifications, at most n, most first (ties by key id): TopKeys of
+// buckets read already.
+func RankKeys(buckets []UsageBucket, n int) []KeyVerifications {
 	var sum UsageCounts
 	for _, b := range buckets {
 		sum.Add(UsageCounts{Keys: b.Keys})
@@ -461,7 +504,7 @@ func (s *Service) TopKeys(ctx context.Context, p Principal, id string, q UsageQu
 	if len(out) > n {
 		out = out[:n]
 	}
-	return out, nil
+	return out
 }
 
 // The environment that configures the usage counts (docs/configuration.md).

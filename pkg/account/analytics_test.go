@@ -277,6 +277,32 @@ func TestService_Usage(t *testing.T) {
 		_, err = u.svc.APIKeyUsage(u.ctx, reader, u.key.KeyID, account.UsageQuery{})
 		wantCode(t, err, account.CodeInsufficientScope)
 	})
+	// A page that read the key or organization passes it on, unread again
+	// (the console): the rule of reading it still holds on what it passes.
+	t.Run("TenancyOfWhatWasRead", func(t *testing.T) {
+		u := newUsageEnv(t, teststore.Open(t))
+		other := u.env.org(t, "other")
+		adminKey, err := u.svc.GetAPIKey(u.ctx, u.admin, u.admin.KeyID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = u.svc.OrganizationUsageOf(u.ctx, u.key, other, account.UsageQuery{})
+		wantCode(t, err, account.CodeNotFound)
+		_, err = u.svc.OrganizationRateLimits(u.ctx, u.key, other)
+		wantCode(t, err, account.CodeNotFound)
+		_, err = u.svc.APIKeyUsageOf(u.ctx, u.key, adminKey, account.UsageQuery{})
+		wantCode(t, err, account.CodeNotFound)
+		_, err = u.svc.APIKeyRateLimits(u.ctx, u.key, adminKey)
+		wantCode(t, err, account.CodeNotFound)
+		reader, _ := u.env.key(t, "", "read:users")
+		_, err = u.svc.OrganizationUsageOf(u.ctx, reader, u.org, account.UsageQuery{})
+		wantCode(t, err, account.CodeInsufficientScope)
+		_, err = u.svc.APIKeyUsageOf(u.ctx, reader, adminKey, account.UsageQuery{})
+		wantCode(t, err, account.CodeInsufficientScope)
+		if _, err := u.svc.OrganizationUsageOf(u.ctx, u.key, u.org, account.UsageQuery{}); err != nil {
+			t.Errorf("own organization: %v", err)
+		}
+	})
 }
 
 // losingStore counts AddUsage calls and their deltas, and makes lose of

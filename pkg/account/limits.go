@@ -922,22 +922,23 @@ func (l *limiter) rateLimitStates(ctx context.Context, k KeyLimits, now time.Tim
 	return out, nil
 }
 
-// APIKeyRateLimits returns where each rate limit of the key id stands now,
-// for a principal that reads the key (GetAPIKey): uses left in the window
-// and the time until it ends. Reading counts no use.
-func (s *Service) APIKeyRateLimits(ctx context.Context, p Principal, id string) ([]LimitState, error) {
-	k, err := s.GetAPIKey(ctx, p, id)
-	if err != nil {
+// APIKeyRateLimits returns where each rate limit of the key k stands now:
+// uses left in the window and the time until it ends. k is the key as the
+// principal just read it (GetAPIKey), which the page that shows both has
+// read already: the read rule is checked again on it, with no read.
+// Reading counts no use.
+func (s *Service) APIKeyRateLimits(ctx context.Context, p Principal, k APIKey) ([]LimitState, error) {
+	if err := p.Decide(ActionRead, k); err != nil {
 		return nil, err
 	}
 	return s.verifier.limiter.rateLimitStates(ctx, k.Limits(), s.now())
 }
 
 // OrganizationRateLimits is APIKeyRateLimits for the rate limits of the
-// organization id, which every key bound to it counts against.
-func (s *Service) OrganizationRateLimits(ctx context.Context, p Principal, id string) ([]LimitState, error) {
-	o, err := s.GetOrganization(ctx, p, id)
-	if err != nil {
+// organization o, as the principal read it (GetOrganization), which every
+// key bound to it counts against.
+func (s *Service) OrganizationRateLimits(ctx context.Context, p Principal, o Organization) ([]LimitState, error) {
+	if err := p.mayReadOrganization(OpGetOrganization, o.ID); err != nil {
 		return nil, err
 	}
 	return s.verifier.limiter.rateLimitStates(ctx, KeyLimits{KeyID: o.ID, RateLimits: o.RateLimits, Credits: o.Credits}, s.now())

@@ -313,7 +313,7 @@ func TestLimits_RateLimitStates(t *testing.T) {
 		tok := e.token(secret)
 		states := func() account.LimitState {
 			t.Helper()
-			s, err := e.svc.APIKeyRateLimits(e.ctx, e.admin, k.ID)
+			s, err := e.svc.APIKeyRateLimits(e.ctx, e.admin, k)
 			if err != nil || len(s) != 1 {
 				t.Fatalf("APIKeyRateLimits: %+v, %v", s, err)
 			}

@@ -80,17 +80,27 @@ func (s *Service) CreateOrganization(ctx context.Context, p Principal, req NewOr
 // GetOrganization returns an organization. CodeInsufficientScope,
 // CodeNotFound, also for another than a bound caller's own.
 func (s *Service) GetOrganization(ctx context.Context, p Principal, id string) (Organization, error) {
-	if err := p.Authorize(OpGetOrganization); err != nil {
+	if err := p.mayReadOrganization(OpGetOrganization, id); err != nil {
 		return Organization{}, err
-	}
-	if !ValidID(PrefixOrganization, id) || !p.seesOrganization(id) {
-		return Organization{}, ErrOrganizationNotFound()
 	}
 	o, err := s.store.GetOrganization(ctx, id)
 	if err != nil {
 		return Organization{}, storeErr(err)
 	}
 	return s.organizationShown(ctx, o)
+}
+
+// mayReadOrganization is the rule of reading the organization id by op,
+// checked before any read: CodeInsufficientScope, CodeNotFound for another
+// than a bound caller's own.
+func (p Principal) mayReadOrganization(op Operation, id string) error {
+	if err := p.Authorize(op); err != nil {
+		return err
+	}
+	if !ValidID(PrefixOrganization, id) || !p.seesOrganization(id) {
+		return ErrOrganizationNotFound()
+	}
+	return nil
 }
 
 // organizationShown is o with its credits as of now, read from its usage

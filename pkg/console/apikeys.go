@@ -322,9 +322,9 @@ func (c *console) apiKeyPage(w http.ResponseWriter, r *http.Request, s *session,
 	d := apiKeyData{Key: keyRow{k, c.svc.Now()}, Graces: graces, Cursor: r.URL.Query().Get("cursor")}
 	l, err := c.svc.ListAPIKeyTokens(r.Context(), s.p, k.ID, account.PageRequest{Cursor: d.Cursor})
 	d.Tokens = listed(v, &status, l, err)
-	d.Usage = c.usage(r, s, k.ID, false)
+	d.Usage = c.usage(r, s, k, nil)
 	d.Limits, d.Periods, d.Refills = limitRows(v, k), periods, refills
-	states, err := c.svc.APIKeyRateLimits(r.Context(), s.p, k.ID)
+	states, err := c.svc.APIKeyRateLimits(r.Context(), s.p, k)
 	d.RateLimits = rateLimitsNow(k.RateLimits, states, err, c.svc.Now())
 	if k.OrganizationID != "" && s.Can(account.ScopeReadOrganizations) {
 		if o, err := c.svc.GetOrganization(r.Context(), s.p, k.OrganizationID); err == nil {

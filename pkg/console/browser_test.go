@@ -586,7 +586,7 @@ func (b *browser) writeReport() {
 // outcome, on most steps, so that the charts show stacks of each colour.
 type sampleUsage struct{ svc *account.Service }
 
-func (sampleUsage) KeyUsage(_ context.Context, _ account.Principal, _ string, from, to time.Time, interval string) ([]console.UsageBucket, error) {
+func (sampleUsage) KeyUsage(_ context.Context, _ account.Principal, _ account.APIKey, from, to time.Time, interval string) ([]console.UsageBucket, error) {
 	step := time.Hour
 	if interval == "day" {
 		step = 24 * time.Hour
@@ -604,19 +604,19 @@ func (sampleUsage) KeyUsage(_ context.Context, _ account.Principal, _ string, fr
 	return out, nil
 }
 
-func (u sampleUsage) OrganizationUsage(ctx context.Context, p account.Principal, id string, from, to time.Time, interval string) ([]console.UsageBucket, error) {
-	return u.KeyUsage(ctx, p, id, from, to, interval)
+func (u sampleUsage) OrganizationUsage(ctx context.Context, p account.Principal, _ account.Organization, from, to time.Time, interval string) ([]console.UsageBucket, error) {
+	return u.KeyUsage(ctx, p, account.APIKey{}, from, to, interval)
 }
 
 // TopKeys ranks the organization's keys, the first it lists most used.
-func (u sampleUsage) TopKeys(ctx context.Context, p account.Principal, orgID string, _, _ time.Time, n int) ([]console.KeyUsageTotal, error) {
-	l, err := u.svc.ListAPIKeys(ctx, p, account.PageRequest{}, account.APIKeyFilter{OrganizationID: orgID})
+func (u sampleUsage) TopKeys(ctx context.Context, p account.Principal, o account.Organization, _, _ time.Time, n int) ([]console.KeyUsageTotal, error) {
+	l, err := u.svc.ListAPIKeys(ctx, p, account.PageRequest{}, account.APIKeyFilter{OrganizationID: o.ID})
 	if err != nil {
 		return nil, err
 	}
 	var out []console.KeyUsageTotal
 	for i, k := range l.Items[:min(n, len(l.Items))] {
-		out = append(out, console.KeyUsageTotal{KeyID: k.ID, TokensIssued: int64(40 / (i + 1)),
+		out = append(out, console.KeyUsageTotal{KeyID: k.ID, Name: k.Name, TokensIssued: int64(40 / (i + 1)),
 			Verifications: map[string]int64{"valid": int64(9000 / (i + 1)), "rate_limited": int64(120 / (i + 1))}})
 	}
 	return out, nil

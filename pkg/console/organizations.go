@@ -92,7 +92,7 @@ func (c *console) organizationPage(w http.ResponseWriter, r *http.Request, s *se
 	l, err := c.svc.ListMembers(r.Context(), s.p, id, account.PageRequest{Limit: membersPage, Cursor: cursor})
 	members := listed(v, &status, l, err)
 	d := organizationData{Org: o, Complete: cursor == "" && !l.HasMore}
-	states, err := c.svc.OrganizationRateLimits(r.Context(), s.p, o.ID)
+	states, err := c.svc.OrganizationRateLimits(r.Context(), s.p, o)
 	d.RateLimits = rateLimitsNow(o.RateLimits, states, err, c.svc.Now())
 	d.Members.Next = members.Next
 	for _, m := range members.Items {
@@ -112,7 +112,7 @@ func (c *console) organizationPage(w http.ResponseWriter, r *http.Request, s *se
 			d.Members.Items[i].LastOwner = d.Members.Items[i].Role == account.OwnerRole
 		}
 	}
-	d.Usage = c.usage(r, s, id, true)
+	d.Usage = c.usage(r, s, account.APIKey{}, &o)
 	if s.Can(account.ScopeWriteOrganizations) {
 		if users := c.choicesFor(r, s, false, true).Users; users != nil {
 			d.Candidates = []account.User{}

@@ -13,26 +13,28 @@ import (
 // UsageSource answers the usage the key and organization pages chart: the
 // usage API's answers (GET /v1/api-keys/{id}/usage,
 // /v1/organizations/{id}/usage), under the same tenant and scope rules as
-// reading the key or organization. Config.Usage nil means the deployment
-// counts no usage: the pages say so.
+// reading the key or organization. It is given the key or organization
+// as the page read it, which it need not read again. Config.Usage nil
+// means the deployment counts no usage: the pages say so.
 type UsageSource interface {
 	// KeyUsage returns the key's buckets of interval ("minute", "hour"
 	// or "day") from from (inclusive) to to (exclusive), in time order,
 	// empty ones left out. CodeNotFound, CodeInsufficientScope.
-	KeyUsage(ctx context.Context, p account.Principal, keyID string, from, to time.Time, interval string) ([]UsageBucket, error)
+	KeyUsage(ctx context.Context, p account.Principal, k account.APIKey, from, to time.Time, interval string) ([]UsageBucket, error)
 	// OrganizationUsage returns the buckets of every key bound to the
 	// organization, as KeyUsage. CodeNotFound, CodeInsufficientScope.
-	OrganizationUsage(ctx context.Context, p account.Principal, orgID string, from, to time.Time, interval string) ([]UsageBucket, error)
+	OrganizationUsage(ctx context.Context, p account.Principal, o account.Organization, from, to time.Time, interval string) ([]UsageBucket, error)
 	// TopKeys returns the organization's keys with the most verifications
-	// from from to to, most first, at most n. CodeNotFound,
-	// CodeInsufficientScope.
-	TopKeys(ctx context.Context, p account.Principal, orgID string, from, to time.Time, n int) ([]KeyUsageTotal, error)
+	// from from to to, most first, at most n, of those the principal
+	// reads. CodeNotFound, CodeInsufficientScope.
+	TopKeys(ctx context.Context, p account.Principal, o account.Organization, from, to time.Time, n int) ([]KeyUsageTotal, error)
 }
 
 // KeyUsageTotal is one key's usage over a span: verifications by outcome
-// and token issuances.
+// and token issuances, with the key's name.
 type KeyUsageTotal struct {
 	KeyID         string
+	Name          string
 	Verifications map[string]int64
 	TokensIssued  int64
 }
@@ -53,11 +55,9 @@ type usageView struct {
 	Top []topKeyRow
 }
 
-// topKeyRow is a key of the ranking, with its name when the session can
-// read it.
+// topKeyRow is a key of the ranking.
 type topKeyRow struct {
 	KeyUsageTotal
-	Name  string
 	Total int64
 }
 
@@ -71,10 +71,11 @@ func usageWindows(now time.Time) (day, month chartWindow) {
 		chartWindow{Title: "Verifications, last 30 days (by day)", From: today.AddDate(0, 0, -29), Step: 24 * time.Hour, Steps: 30}
 }
 
-// usage reads and charts the usage of a key (org false) or an
-// organization, with its top keys. A failure shows on the section, not on
-// the page: an internal one is logged with the request id.
-func (c *console) usage(r *http.Request, s *session, id string, org bool) usageView {
+// usage reads and charts the usage of the key k, or of the organization o
+// with its top keys when o is not nil, each as the page read it. A failure
+// shows on the section, not on the page: an internal one is logged with
+// the request id.
+func (c *console) usage(r *http.Request, s *session, k account.APIKey, o *account.Organization) usageView {
 	if c.usageSource == nil {
 		return usageView{}
 	}
@@ -82,10 +83,10 @@ func (c *console) usage(r *http.Request, s *session, id string, org bool) usageV
 	day, month := usageWindows(c.svc.Now())
 	read := func(w chartWindow, interval string) ([]UsageBucket, error) {
 		to := w.From.Add(time.Duration(w.Steps) * w.Step)
-		if org {
-			return c.usageSource.OrganizationUsage(r.Context(), s.p, id, w.From, to, interval)
+		if o != nil {
+			return c.usageSource.OrganizationUsage(r.Context(), s.p, *o, w.From, to, interval)
 		}
-		return c.usageSource.KeyUsage(r.Context(), s.p, id, w.From, to, interval)
+		return c.usageSource.KeyUsage(r.Context(), s.p, k, w.From, to, interval)
 	}
 	err := func() error {
 		hours, err := read(day, "hour")
@@ -97,15 +98,15 @@ func (c *console) usage(r *http.Request, s *session, id string, org bool) usageV
 			return err
 		}
 		prefix := "key"
-		if org {
+		if o != nil {
 			prefix = "org"
 		}
 		u.Day = renderUsageChart(prefix+"-day", day, hours)
 		u.Month = renderUsageChart(prefix+"-month", month, days)
-		if !org {
+		if o == nil {
 			return nil
 		}
-		top, err := c.usageSource.TopKeys(r.Context(), s.p, id, month.From, month.From.AddDate(0, 0, month.Steps), topKeys)
+		top, err := c.usageSource.TopKeys(r.Context(), s.p, *o, month.From, month.From.AddDate(0, 0, month.Steps), topKeys)
 		if err != nil {
 			return err
 		}
@@ -113,9 +114,6 @@ func (c *console) usage(r *http.Request, s *session, id string, org bool) usageV
 			row := topKeyRow{KeyUsageTotal: t}
 			for _, n := range t.Verifications {
 				row.Total += n
-			}
-			if k, err := c.svc.GetAPIKey(r.Context(), s.p, t.KeyID); err == nil {
-				row.Name = k.Name
 			}
 			u.Top = append(u.Top, row)
 		}
@@ -141,31 +139,36 @@ func (t topKeyRow) Refused() int64 { return t.Total - t.Valid() }
 // service's usage reads, under its tenant and scope rules.
 type serviceUsage struct{ svc *account.Service }
 
-func (s serviceUsage) KeyUsage(ctx context.Context, p account.Principal, keyID string, from, to time.Time, interval string) ([]UsageBucket, error) {
-	b, err := s.svc.APIKeyUsage(ctx, p, keyID, account.UsageQuery{From: from, To: to, Interval: interval})
+func (s serviceUsage) KeyUsage(ctx context.Context, p account.Principal, k account.APIKey, from, to time.Time, interval string) ([]UsageBucket, error) {
+	b, err := s.svc.APIKeyUsageOf(ctx, p, k, account.UsageQuery{From: from, To: to, Interval: interval})
 	return chartBuckets(b), err
 }
 
-func (s serviceUsage) OrganizationUsage(ctx context.Context, p account.Principal, orgID string, from, to time.Time, interval string) ([]UsageBucket, error) {
-	b, err := s.svc.OrganizationUsage(ctx, p, orgID, account.UsageQuery{From: from, To: to, Interval: interval})
+func (s serviceUsage) OrganizationUsage(ctx context.Context, p account.Principal, o account.Organization, from, to time.Time, interval string) ([]UsageBucket, error) {
+	b, err := s.svc.OrganizationUsageOf(ctx, p, o, account.UsageQuery{From: from, To: to, Interval: interval})
 	return chartBuckets(b), err
 }
 
-// TopKeys ranks the organization's keys, then reads each one's outcomes
-// and issuances over the same days: the ranking's buckets hold only each
-// key's total.
-func (s serviceUsage) TopKeys(ctx context.Context, p account.Principal, orgID string, from, to time.Time, n int) ([]KeyUsageTotal, error) {
+// TopKeys ranks the organization's keys, then reads each one, and its
+// outcomes and issuances over the same days: the organization's buckets
+// hold only each key's total (docs/console.md).
+func (s serviceUsage) TopKeys(ctx context.Context, p account.Principal, o account.Organization, from, to time.Time, n int) ([]KeyUsageTotal, error) {
 	q := account.UsageQuery{From: from, To: to, Interval: account.IntervalDay}
-	top, err := s.svc.TopKeys(ctx, p, orgID, q, n)
+	buckets, err := s.svc.OrganizationUsageOf(ctx, p, o, q)
 	if err != nil {
 		return nil, err
 	}
+	top := account.RankKeys(buckets, n)
 	out := make([]KeyUsageTotal, 0, len(top))
-	for _, k := range top {
-		buckets, err := s.svc.APIKeyUsage(ctx, p, k.KeyID, q)
+	for _, t := range top {
+		k, err := s.svc.GetAPIKey(ctx, p, t.KeyID)
 		if account.ErrorCode(err) == account.CodeNotFound {
-			continue // deleted since it was counted
+			continue // deleted since it was counted, or one the principal does not see
 		}
+		if err != nil {
+			return nil, err
+		}
+		buckets, err := s.svc.APIKeyUsageOf(ctx, p, k, q)
 		if err != nil {
 			return nil, err
 		}
@@ -173,7 +176,7 @@ func (s serviceUsage) TopKeys(ctx context.Context, p account.Principal, orgID st
 		for _, b := range buckets {
 			sum.Add(b.UsageCounts)
 		}
-		out = append(out, KeyUsageTotal{KeyID: k.KeyID, Verifications: sum.Verifications, TokensIssued: sum.TokensIssued})
+		out = append(out, KeyUsageTotal{KeyID: k.ID, Name: k.Name, Verifications: sum.Verifications, TokensIssued: sum.TokensIssued})
 	}
 	return out, nil
 }

@@ -13,21 +13,21 @@ import (
 
 // usageFake is a console.UsageSource of function fields.
 type usageFake struct {
-	keyUsage func(ctx context.Context, p account.Principal, keyID string, from, to time.Time, interval string) ([]console.UsageBucket, error)
-	orgUsage func(ctx context.Context, p account.Principal, orgID string, from, to time.Time, interval string) ([]console.UsageBucket, error)
-	topKeys  func(ctx context.Context, p account.Principal, orgID string, from, to time.Time, n int) ([]console.KeyUsageTotal, error)
+	keyUsage func(ctx context.Context, p account.Principal, id string, from, to time.Time, interval string) ([]console.UsageBucket, error)
+	orgUsage func(ctx context.Context, p account.Principal, id string, from, to time.Time, interval string) ([]console.UsageBucket, error)
+	topKeys  func(ctx context.Context, p account.Principal, id string, from, to time.Time, n int) ([]console.KeyUsageTotal, error)
 }
 
-func (f usageFake) KeyUsage(ctx context.Context, p account.Principal, keyID string, from, to time.Time, interval string) ([]console.UsageBucket, error) {
-	return f.keyUsage(ctx, p, keyID, from, to, interval)
+func (f usageFake) KeyUsage(ctx context.Context, p account.Principal, k account.APIKey, from, to time.Time, interval string) ([]console.UsageBucket, error) {
+	return f.keyUsage(ctx, p, k.ID, from, to, interval)
 }
 
-func (f usageFake) OrganizationUsage(ctx context.Context, p account.Principal, orgID string, from, to time.Time, interval string) ([]console.UsageBucket, error) {
-	return f.orgUsage(ctx, p, orgID, from, to, interval)
+func (f usageFake) OrganizationUsage(ctx context.Context, p account.Principal, o account.Organization, from, to time.Time, interval string) ([]console.UsageBucket, error) {
+	return f.orgUsage(ctx, p, o.ID, from, to, interval)
 }
 
-func (f usageFake) TopKeys(ctx context.Context, p account.Principal, orgID string, from, to time.Time, n int) ([]console.KeyUsageTotal, error) {
-	return f.topKeys(ctx, p, orgID, from, to, n)
+func (f usageFake) TopKeys(ctx context.Context, p account.Principal, o account.Organization, from, to time.Time, n int) ([]console.KeyUsageTotal, error) {
+	return f.topKeys(ctx, p, o.ID, from, to, n)
 }
 
 var _ console.UsageSource = usageFake{}
@@ -86,7 +86,7 @@ func TestConsole_Usage(t *testing.T) {
 			},
 			topKeys: func(_ context.Context, _ account.Principal, id string, from, to time.Time, n int) ([]console.KeyUsageTotal, error) {
 				calls = append(calls, call{id, from, to, "top"})
-				return []console.KeyUsageTotal{{KeyID: s.key.ID, Verifications: map[string]int64{"valid": 90, "rate_limited": 10}, TokensIssued: 5}}, nil
+				return []console.KeyUsageTotal{{KeyID: s.key.ID, Name: "worker", Verifications: map[string]int64{"valid": 90, "rate_limited": 10}, TokensIssued: 5}}, nil
 			},
 		})
 		admin := u.signIn(t, u.AdminKey)

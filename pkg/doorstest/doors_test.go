@@ -106,12 +106,17 @@ const (
 	actRevokeAllAdmin               // revoke every token of the bootstrap admin key
 	actRevokeToken                  // revoke the target's token
 	actDelete                       // delete the target
+	actKeyUsage                     // read the target's usage: allowed shows it (the API's buckets, the console page's charts)
+	actKeyLimitsLeft                // read the uses left of the target's rate limit (the console's key page)
+	actOrgUsage                     // read the usage of the target's organization, A
+	actOrgLimitsLeft                // read the uses left of A's rate limit (the console's organization page)
 	actEvents                       // read the feed: allowed shows the target's api_key.created, not_found does not
 	numActions
 )
 
 var actionNames = [numActions]string{"GetKey", "ListKeys", "ListTokens", "Introspect", "Verify", "VerifyHead", "IssueToken", "SignIn",
-	"CreateKey", "Rename", "Disable", "RateLimits", "Credits", "Rotate", "RevokeAll", "RevokeAllAdmin", "RevokeToken", "Delete", "Events"}
+	"CreateKey", "Rename", "Disable", "RateLimits", "Credits", "Rotate", "RevokeAll", "RevokeAllAdmin", "RevokeToken", "Delete",
+	"KeyUsage", "KeyLimitsLeft", "OrgUsage", "OrgLimitsLeft", "Events"}
 
 // result is the kind of answer a cell gets.
 type result int
@@ -182,7 +187,12 @@ var (
 //   - a key with an owner sees that owner's keys and tokens only: another
 //     owner's token is inactive to its introspection and it cannot revoke
 //     one (forbidden); the feed, a grant of its own (read:events), shows
-//     it what it shows a key without an owner (docs/security.md).
+//     it what it shows a key without an owner (docs/security.md);
+//   - a key's usage and the uses left of its limits are read as the key
+//     is (OpAPIKeyUsage, GetAPIKey), an organization's as the
+//     organization is (OpOrganizationUsage, GetOrganization): a key bound
+//     to another is not found; an owner confines keys and tokens, not the
+//     organization a key is not bound to.
 var decisions = map[action][numWhos]outcome{
 	//                 Admin Above Sibling Below OrgThis OrgOther Owned Previous Stale
 	actGetKey:         {ok, ok, ok, ok, ok, nf, nf, ok, unauth},
@@ -202,6 +212,10 @@ var decisions = map[action][numWhos]outcome{
 	actRevokeAllAdmin: {ok, forb, scope, nf, nf, nf, nf, prev, unauth},
 	actRevokeToken:    {ok, ok, ok, ok, ok, outside, forb, ok, unauth},
 	actDelete:         {ok, ok, ok, up, ok, nf, nf, prev, unauth},
+	actKeyUsage:       {ok, ok, ok, ok, ok, nf, nf, ok, unauth},
+	actKeyLimitsLeft:  {ok, ok, ok, ok, ok, nf, nf, ok, unauth},
+	actOrgUsage:       {ok, ok, ok, ok, ok, nf, ok, ok, unauth},
+	actOrgLimitsLeft:  {ok, ok, ok, ok, ok, nf, ok, ok, unauth},
 	actEvents:         {ok, ok, ok, ok, ok, nf, ok, ok, unauth},
 }
 
@@ -227,10 +241,12 @@ type doorRule struct {
 
 // The actions of each door's rules.
 var (
-	keyReads   = []action{actGetKey, actListKeys, actListTokens}
+	keyReads   = []action{actGetKey, actListKeys, actListTokens, actKeyUsage}
 	keyChanges = []action{actCreateKey, actRename, actDisable, actRotate, actRevokeAll, actRevokeAllAdmin, actDelete}
 	keyLimits  = []action{actRateLimits, actCredits}
 	tokenUses  = []action{actRevokeToken, actEvents}
+	orgReads   = []action{actOrgUsage}
+	limitsLeft = []action{actKeyLimitsLeft, actOrgLimitsLeft}
 )
 
 func join(lists ...[]action) []action {
@@ -255,27 +271,28 @@ var (
 // judged. Every (door, action, form) must be in exactly one row.
 var doorRules = []doorRule{
 	{doorAPI, join(keyReads, keyChanges, keyLimits, []action{actIssueToken}), [numForms]rule{decided, sessionNoAPICredential, tokenManagesNoKey}},
-	{doorAPI, tokenUses, [numForms]rule{decided, sessionNoAPICredential, decided}},
+	{doorAPI, join(tokenUses, orgReads), [numForms]rule{decided, sessionNoAPICredential, decided}},
 	{doorAPI, []action{actVerify}, [numForms]rule{keyIsNoToken, decided, decided}},
 	{doorAPI, []action{actVerifyHead}, [numForms]rule{headNoVerdict, headNoVerdict, headNoVerdict}},
 	{doorAPI, []action{actIntrospect}, allNA("introspection is /oauth2/introspect: the OAuth door")},
 	{doorAPI, []action{actSignIn}, allNA("sign-in is the console's")},
+	{doorAPI, limitsLeft, allNA("the API shows no rate limit's uses left but the caller's own, in verify's answer (Verify); the credits left are GetKey's")},
 
-	{doorConsole, join(keyReads, keyChanges, tokenUses, []action{actIntrospect}), [numForms]rule{notACookie, decided, notACookie}},
+	{doorConsole, join(keyReads, keyChanges, tokenUses, orgReads, limitsLeft, []action{actIntrospect}), [numForms]rule{notACookie, decided, notACookie}},
 	{doorConsole, []action{actSignIn}, [numForms]rule{decided, always(unauth), always(forb)}},
 	{doorConsole, keyLimits, allNA("the console has no form that changes a key's rate limits or credits")},
 	{doorConsole, []action{actIssueToken}, allNA("the console issues no access token")},
 	{doorConsole, []action{actVerify, actVerifyHead}, allNA("the console's token page is introspection: the Introspect cell")},
 
 	{doorOAuth, []action{actIssueToken, actIntrospect, actRevokeToken}, [numForms]rule{decided, notAClientSecret, notAClientSecret}},
-	{doorOAuth, join(keyReads, keyChanges, keyLimits, []action{actEvents, actVerify, actVerifyHead, actSignIn}), allNA("/oauth2 issues, introspects and revokes tokens only")},
+	{doorOAuth, join(keyReads, keyChanges, keyLimits, orgReads, limitsLeft, []action{actEvents, actVerify, actVerifyHead, actSignIn}), allNA("/oauth2 issues, introspects and revokes tokens only")},
 
 	{doorAuthorizer, []action{actVerify}, [numForms]rule{keyIsNoToken, always(inact), decided}},
-	{doorAuthorizer, join(keyReads, keyChanges, keyLimits, tokenUses, []action{actIntrospect, actVerifyHead, actIssueToken, actSignIn}), allNA("the authorizer decides one thing: whether a token opens a route (Verify)")},
+	{doorAuthorizer, join(keyReads, keyChanges, keyLimits, tokenUses, orgReads, limitsLeft, []action{actIntrospect, actVerifyHead, actIssueToken, actSignIn}), allNA("the authorizer decides one thing: whether a token opens a route (Verify)")},
 
 	{doorVerifyURL, []action{actVerify}, [numForms]rule{keyIsNoToken, decided, decided}},
 	{doorVerifyURL, []action{actVerifyHead}, [numForms]rule{headNoVerdict, headNoVerdict, headNoVerdict}},
-	{doorVerifyURL, join(keyReads, keyChanges, keyLimits, tokenUses, []action{actIntrospect, actIssueToken, actSignIn}), allNA("the verify URL serves verify alone; any other path is 404")},
+	{doorVerifyURL, join(keyReads, keyChanges, keyLimits, tokenUses, orgReads, limitsLeft, []action{actIntrospect, actIssueToken, actSignIn}), allNA("the verify URL serves verify alone; any other path is 404")},
 }
 
 func allNA(reason string) [numForms]rule {

@@ -39,8 +39,13 @@ const dynamoTimeout = 5 * time.Second
 
 // managerScopes are the grants of every key below above: what managing
 // the target takes (a key reads and changes only keys within its grants),
-// the feed, and the orders API's scope for the authorizer.
-var managerScopes = []string{"read:api_keys", "write:api_keys", "revoke:tokens", "read:events", "read:orders"}
+// the feed, reading its organization, and the orders API's scope for the
+// authorizer.
+var managerScopes = []string{"read:api_keys", "write:api_keys", "revoke:tokens", "read:events", "read:organizations", "read:orders"}
+
+// orgRateLimits is organization A's rate limit, whose uses left its
+// console page shows.
+const orgRateLimits = `[{"name":"org-day","limit":1000000,"period":"1d"}]`
 
 // targetLimits are the target's rate limit and credits, and the below
 // key's: a limited key's uses bound those of every key below it.
@@ -151,7 +156,7 @@ func newFixture(t *testing.T, st string) *fixture {
 // build makes the tree and every principal's credentials.
 func (f *fixture) build() {
 	admin := replay.AdminSecret
-	f.orgA = f.jsonOK(f.api("POST", "/v1/organizations", admin, `{"name":"Acme","slug":"acme"}`), http.StatusCreated)["id"].(string)
+	f.orgA = f.jsonOK(f.api("POST", "/v1/organizations", admin, `{"name":"Acme","slug":"acme","rate_limits":`+orgRateLimits+`}`), http.StatusCreated)["id"].(string)
 	f.orgB = f.jsonOK(f.api("POST", "/v1/organizations", admin, `{"name":"Initech","slug":"initech"}`), http.StatusCreated)["id"].(string)
 
 	above := f.createKey(admin, `{"name":"above","scopes":["*:*"]}`)
@@ -604,6 +609,24 @@ func (f *fixture) do(c cell) outcome {
 			return consoleOutcome(f.console("POST", "/console/api-keys/"+t+"/delete", f.bearer(p), "confirm=yes"))
 		}
 		return apiOutcome(f.api("DELETE", "/v1/api-keys/"+t, f.bearer(p), ""))
+	case actKeyUsage:
+		if c.door == doorConsole {
+			res := f.console("GET", "/console/api-keys/"+t, f.bearer(p), "")
+			return seen(consoleOutcome(res), strings.Contains(res.body, usageCharts), "the page shows no usage charts")
+		}
+		return apiOutcome(f.api("GET", "/v1/api-keys/"+t+"/usage", f.bearer(p), ""))
+	case actOrgUsage:
+		if c.door == doorConsole {
+			res := f.console("GET", "/console/organizations/"+f.orgA, f.bearer(p), "")
+			return seen(consoleOutcome(res), strings.Contains(res.body, usageCharts), "the page shows no usage charts")
+		}
+		return apiOutcome(f.api("GET", "/v1/organizations/"+f.orgA+"/usage", f.bearer(p), ""))
+	case actKeyLimitsLeft:
+		res := f.console("GET", "/console/api-keys/"+t, f.bearer(p), "")
+		return seen(consoleOutcome(res), limitLeft("20000 per 1d").MatchString(res.body), "the page shows no uses left of the day limit")
+	case actOrgLimitsLeft:
+		res := f.console("GET", "/console/organizations/"+f.orgA, f.bearer(p), "")
+		return seen(consoleOutcome(res), limitLeft("1000000 per 1d").MatchString(res.body), "the page shows no uses left of the org-day limit")
 	case actEvents:
 		if c.door == doorConsole {
 			res := f.console("GET", "/console/events?"+url.Values{"type": {"api_key.created"}, "object": {f.firstTarget}}.Encode(), f.bearer(p), "")
@@ -674,6 +697,16 @@ func (f *fixture) listKeys(c cell) outcome {
 		}
 		cursor = next
 	}
+}
+
+// usageCharts marks a page's usage section that shows its charts, not a
+// problem.
+const usageCharts = `<div class="charts">`
+
+// limitLeft matches a rate limit of a page that shows the uses left of
+// what, a limit and its period.
+func limitLeft(what string) *regexp.Regexp {
+	return regexp.MustCompile(`<span>\d+ of ` + regexp.QuoteMeta(what) + ` left until `)
 }
 
 var nextKeysPage = regexp.MustCompile(`<a href="(/console/api-keys\?[^"]*cursor=[^"]*)"`)

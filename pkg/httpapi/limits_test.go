@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -89,6 +90,38 @@ func (a api) verify(t *testing.T, tok string) (verifyJSON, *httpapitest.Response
 	var v verifyJSON
 	res.Decode(t, &v)
 	return v, res
+}
+
+// verifyAll sends n verifications at once, toks in turn, and counts the
+// answers by reason ("valid" for a valid one); check, when given, sees
+// each refusal.
+func (a api) verifyAll(t *testing.T, n int, toks []string, check func(v verifyLimitsJSON, res *httpapitest.Response)) map[string]int {
+	t.Helper()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	reasons := map[string]int{}
+	for i := range n {
+		wg.Go(func() {
+			res := a.do(http.MethodGet, "/v1/auth/verify", toks[i%len(toks)], nil)
+			var v verifyLimitsJSON
+			if err := json.Unmarshal(res.Body, &v); err != nil || res.StatusCode != http.StatusOK {
+				t.Errorf("verify: %d %s", res.StatusCode, res.Body)
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if v.Valid {
+				reasons["valid"]++
+				return
+			}
+			reasons[v.Reason]++
+			if check != nil {
+				check(v, res)
+			}
+		})
+	}
+	wg.Wait()
+	return reasons
 }
 
 func perMinute(n int) map[string]any {
@@ -295,30 +328,8 @@ func TestLimits_Exact(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			onLimitStores(t, func(t *testing.T, a api) {
 				k := a.createLimitedKey(t, limits)
-				tok := a.token(t, k.Key)
-				var wg sync.WaitGroup
-				results := make(chan account.Verification, 40)
-				for range 40 {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						v, err := a.Service.VerifyToken(context.Background(), tok)
-						if err != nil {
-							t.Error(err)
-						}
-						results <- v
-					}()
-				}
-				wg.Wait()
-				close(results)
-				valid := 0
-				for v := range results {
-					if v.Valid {
-						valid++
-					}
-				}
-				if valid != 19 {
-					t.Fatalf("valid answers: got %d, want 19", valid)
+				if got := a.verifyAll(t, 40, []string{a.token(t, k.Key)}, nil); got["valid"] != 19 {
+					t.Fatalf("answers: got %v, want 19 valid", got)
 				}
 			})
 		})
@@ -335,30 +346,8 @@ func TestLimits_Sharded(t *testing.T) {
 		k := a.createLimitedKey(t, map[string]any{"rate_limits": []map[string]any{
 			{"name": "burst", "limit": 10000, "period": "1s"}, {"name": "day", "limit": 4000, "period": "1d"},
 		}})
-		tok := a.token(t, k.Key)
-		results := make(chan bool, 40)
-		var wg sync.WaitGroup
-		for range 40 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				v, err := a.Service.VerifyToken(context.Background(), tok)
-				if err != nil {
-					t.Error(err)
-				}
-				results <- v.Valid
-			}()
-		}
-		wg.Wait()
-		close(results)
-		valid := 0
-		for ok := range results {
-			if ok {
-				valid++
-			}
-		}
-		if valid != 40 {
-			t.Fatalf("valid answers: got %d, want 40", valid)
+		if got := a.verifyAll(t, 40, []string{a.token(t, k.Key)}, nil); got["valid"] != 40 {
+			t.Fatalf("answers: got %v, want 40 valid", got)
 		}
 		shards := a.dayCounts(t, k.ID, 21)
 		used, total := 0, int64(0)

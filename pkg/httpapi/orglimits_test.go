@@ -2,8 +2,9 @@ package httpapi_test
 
 import (
 	"net/http"
-	"sync"
 	"testing"
+
+	"latchkey/pkg/httpapi/httpapitest"
 )
 
 // verifyLimitsJSON is a verify answer with the state of its limits.
@@ -49,33 +50,11 @@ func (a api) limitedOrg(t *testing.T, body map[string]any, n int) (string, []str
 func TestOrganizationLimits_Exact(t *testing.T) {
 	onLimitStores(t, func(t *testing.T, a api) {
 		id, toks := a.limitedOrg(t, map[string]any{"credits": map[string]any{"remaining": 10}}, 2)
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		reasons := map[string]int{}
-		for i := range 30 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				res := a.do(http.MethodGet, "/v1/auth/verify", toks[i%2], nil)
-				if res.StatusCode != http.StatusOK {
-					t.Errorf("verify: %d", res.StatusCode)
-					return
-				}
-				var v verifyLimitsJSON
-				res.Decode(t, &v)
-				mu.Lock()
-				defer mu.Unlock()
-				if v.Valid {
-					reasons["valid"]++
-					return
-				}
-				reasons[v.Reason]++
-				if v.Credits == nil || v.Credits.Remaining != 0 || res.Header.Get("RateLimit") != `"credits";r=0` || res.Header.Get("RateLimit-Policy") != `"credits";q=10` {
-					t.Errorf("a refusal: credits %+v, RateLimit %q, RateLimit-Policy %q; want 0 left, in the body and the fields", v.Credits, res.Header.Get("RateLimit"), res.Header.Get("RateLimit-Policy"))
-				}
-			}()
-		}
-		wg.Wait()
+		reasons := a.verifyAll(t, 30, toks, func(v verifyLimitsJSON, res *httpapitest.Response) {
+			if v.Credits == nil || v.Credits.Remaining != 0 || res.Header.Get("RateLimit") != `"credits";r=0` || res.Header.Get("RateLimit-Policy") != `"credits";q=10` {
+				t.Errorf("a refusal: credits %+v, RateLimit %q, RateLimit-Policy %q; want 0 left, in the body and the fields", v.Credits, res.Header.Get("RateLimit"), res.Header.Get("RateLimit-Policy"))
+			}
+		})
 		if reasons["valid"] != 10 || reasons["usage_exceeded"] != 20 {
 			t.Fatalf("30 simultaneous verifications over two keys of an organization with 10 credits: %v, want 10 valid, 20 usage_exceeded", reasons)
 		}
@@ -94,26 +73,7 @@ func TestOrganizationLimits_RateLimitExact(t *testing.T) {
 	onLimitStores(t, func(t *testing.T, a api) {
 		id, toks := a.limitedOrg(t, nil, 2)
 		want(t, a.do(http.MethodPatch, "/v1/organizations/"+id, a.AdminKey, perMinute(10)), http.StatusOK)
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		reasons := map[string]int{}
-		for i := range 30 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				res := a.do(http.MethodGet, "/v1/auth/verify", toks[i%2], nil)
-				var v verifyLimitsJSON
-				res.Decode(t, &v)
-				mu.Lock()
-				defer mu.Unlock()
-				if v.Valid {
-					reasons["valid"]++
-				} else {
-					reasons[v.Reason]++
-				}
-			}()
-		}
-		wg.Wait()
+		reasons := a.verifyAll(t, 30, toks, nil)
 		if reasons["valid"] != 10 || reasons["rate_limited"] != 20 {
 			t.Fatalf("30 simultaneous verifications over two keys of an organization allowed 10 a minute: %v, want 10 valid, 20 rate_limited", reasons)
 		}

@@ -17,13 +17,19 @@ import (
 
 	"latchkey/pkg/account"
 	"latchkey/pkg/assembly"
+	"latchkey/pkg/console"
 	"latchkey/pkg/dynamostore"
 	"latchkey/pkg/dynamostore/dynamotest"
 	"latchkey/pkg/tablestore"
 )
 
-// newService returns the stack the servers build (assembly.New) over
-// store, signing and checking tokens with a new Ed25519 key.
+// testIssuer is the issuer of newService's tokens, and its console's
+// origin.
+const testIssuer = "https://latchkey.test"
+
+// newService returns the stack the servers that sign build (assembly.New)
+// over store, console included, signing and checking tokens with a new
+// Ed25519 key.
 func newService(t *testing.T, store account.Store) *assembly.Assembly {
 	t.Helper()
 	_, priv, err := ed25519.GenerateKey(nil)
@@ -40,10 +46,11 @@ func newService(t *testing.T, store account.Store) *assembly.Assembly {
 	asm, err := assembly.New(assembly.Parts{
 		Store:      store,
 		CursorKey:  bytes.Repeat([]byte("c"), 32),
-		Issuer:     "https://latchkey.test",
+		Issuer:     testIssuer,
 		SigningKey: priv,
 		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Now:        func() time.Time { return now },
+		Console:    console.Mount,
 	})
 	if err != nil {
 		t.Fatal(err)
