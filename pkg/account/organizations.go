@@ -71,6 +71,7 @@ func (s *Service) CreateOrganization(ctx context.Context, p Principal, req NewOr
 	if err := problems.Err(); err != nil {
 		return Organization{}, err
 	}
+	o.Credits.spread(o.RateLimits)
 	if err := s.store.CreateOrganization(ctx, p.Write, o); err != nil {
 		return Organization{}, storeErr(err)
 	}
@@ -214,6 +215,18 @@ func (s *Service) UpdateOrganization(ctx context.Context, p Principal, id string
 	}
 	if err := problems.Err(); err != nil {
 		return Organization{}, err
+	}
+	if c := patch.Credits; c != nil && c.Credits != nil {
+		limits := patch.RateLimits
+		if limits == nil {
+			// Only to size the credits' records, as for a key.
+			o, err := s.store.GetOrganization(ctx, id)
+			if err != nil {
+				return Organization{}, storeErr(err)
+			}
+			limits = &o.RateLimits
+		}
+		c.Credits.spread(*limits)
 	}
 	// The store applies the patch atomically: a concurrent PATCH of the
 	// other field cannot be overwritten with a value read before it.
