@@ -316,17 +316,19 @@ func (s *Service) UpdateAPIKey(ctx context.Context, p Principal, id string, req 
 		return APIKey{}, err
 	}
 	if c := patch.Credits; c != nil && c.Credits != nil {
-		limits := patch.RateLimits
-		if limits == nil {
+		var limits []RateLimit
+		if patch.RateLimits != nil {
+			limits = *patch.RateLimits
+		} else if c.Credits.maxRecords() > 1 {
 			// Only to size the credits' records: a rate limit changed
 			// meanwhile changes how fast they spread, not their count.
 			k, err := s.store.GetAPIKey(ctx, id)
 			if err != nil {
 				return APIKey{}, storeErr(err)
 			}
-			limits = &k.RateLimits
+			limits = k.RateLimits
 		}
-		c.Credits.spread(*limits)
+		c.Credits.spread(limits)
 	}
 	// As for a delete: the store reads the key, asks whether it may change,
 	// and changes the key it read.

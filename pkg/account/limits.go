@@ -394,23 +394,28 @@ func (c Credits) records() int {
 
 // spread sizes the usage records of c, credits about to be set on a key
 // or organization whose rate limits are limits: as many as the rates
-// need (rateShards), but no more than leaves each a share of minShare of
-// a period's credits (the refill amount, or the count set without a
-// refill), so that few credits stay on one record. A key whose limits
+// need (rateShards), but no more than maxRecords. A key whose limits
 // change later keeps the size until its credits are set again.
 func (c *Credits) spread(limits []RateLimit) {
 	if c == nil {
 		return
 	}
-	amount := c.Remaining
-	if c.Refill != nil {
-		amount = c.Refill.Amount
-	}
-	n := min(rateShards(limits), int(min(max(amount/minShare, 1), MaxUsageShards)))
+	n := min(rateShards(limits), c.maxRecords())
 	c.Set, _, _ = strings.Cut(c.Set, recordsSep)
 	if n > 1 {
 		c.Set += recordsSep + strconv.Itoa(n)
 	}
+}
+
+// maxRecords is the most usage records c may spread over: each keeps a
+// share of minShare of a period's credits (the refill amount, or the
+// count set without a refill), so that few credits stay on one record.
+func (c Credits) maxRecords() int {
+	amount := c.Remaining
+	if c.Refill != nil {
+		amount = c.Refill.Amount
+	}
+	return int(min(max(amount/minShare, 1), MaxUsageShards))
 }
 
 // share is the part of limit a shard j of n counts.

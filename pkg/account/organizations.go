@@ -217,16 +217,18 @@ func (s *Service) UpdateOrganization(ctx context.Context, p Principal, id string
 		return Organization{}, err
 	}
 	if c := patch.Credits; c != nil && c.Credits != nil {
-		limits := patch.RateLimits
-		if limits == nil {
+		var limits []RateLimit
+		if patch.RateLimits != nil {
+			limits = *patch.RateLimits
+		} else if c.Credits.maxRecords() > 1 {
 			// Only to size the credits' records, as for a key.
 			o, err := s.store.GetOrganization(ctx, id)
 			if err != nil {
 				return Organization{}, storeErr(err)
 			}
-			limits = &o.RateLimits
+			limits = o.RateLimits
 		}
-		c.Credits.spread(*limits)
+		c.Credits.spread(limits)
 	}
 	// The store applies the patch atomically: a concurrent PATCH of the
 	// other field cannot be overwritten with a value read before it.
