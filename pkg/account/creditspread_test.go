@@ -2,6 +2,7 @@ package account_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 
@@ -258,4 +259,72 @@ func (e limitsEnv) creditsLeft(id string) int64 {
 		e.t.Fatalf("GetAPIKey: no credits")
 	}
 	return k.Credits.Remaining
+}
+
+// TestLimits_CreditsPreviousRelease: what docs/deploying.md says of the
+// previous release (0.1.0), which counts a key's credits on record 0
+// alone, from the count set (if_not_exists(counter, remaining) - 1):
+// credits it set (a setting's name without a number of records) count on
+// record 0 alone here too, as it counts them, however fast the key; and
+// on credits this release spread, once record 0 holds its share, 0.1.0's
+// uses spend that share and no more.
+func TestLimits_CreditsPreviousRelease(t *testing.T) {
+	onEachStore(t, func(s account.Store) account.Store { return &usageRecords{Store: s} }, func(t *testing.T, e limitsEnv) {
+		rec := e.store.(*usageRecords)
+		previousUse := func(id, set string, remaining int64) bool {
+			t.Helper()
+			_, ok, err := e.store.ChangeKeyUsage(e.ctx, id, 0, account.UsageChange{Steps: []account.CounterStep{{Name: "c:" + set + ":0", Start: remaining, Delta: -1, Min: 0, Max: account.MaxCredits}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ok
+		}
+
+		// Credits set by 0.1.0 on a key allowed 5,000 a second.
+		k, secret := e.create(e.secret, account.NewAPIKey{RateLimits: fastCredits.RateLimits})
+		const legacy = "ABCDEFGHIJKLMNOP"
+		_, err := e.store.UpdateAPIKey(e.ctx, account.WriteOptions{}, k.ID, account.APIKeyPatch{At: e.clock.Now(), Credits: &account.CreditsChange{Credits: &account.Credits{Remaining: 1000, SetAt: e.clock.Now(), Set: legacy}}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		toks := []string{e.token(secret)}
+		writes, _ := rec.during(func() {
+			if reasons := e.verifyMany(50, toks); reasons["valid"] != 50 {
+				t.Fatalf("50 verifications: %v, want 50 valid", reasons)
+			}
+		})
+		if shards := shardsOf(writes, k.ID); len(shards) != 1 || !shards[0] {
+			t.Errorf("credits set by the previous release: records written %v, want record 0 alone", shards)
+		}
+		for range 10 {
+			if !previousUse(k.ID, legacy, 1000) {
+				t.Fatal("a use by the previous release refused")
+			}
+		}
+		if left := e.creditsLeft(k.ID); left != 940 {
+			t.Errorf("after 50 uses here and 10 by the previous release: %d left, want 940", left)
+		}
+
+		// Credits this release spread over 10 records, record 0 holding
+		// its share of 100, 1 spent.
+		s, _ := e.create(e.secret, fastCredits)
+		set := s.Credits.Set
+		if !strings.HasSuffix(set, "/10") {
+			t.Fatalf("credits of a key allowed 5,000 a second with 1,000: setting %q, want 10 records", set)
+		}
+		_, ok, err := e.store.ChangeKeyUsage(e.ctx, s.ID, 0, account.UsageChange{Steps: []account.CounterStep{{Name: "c:" + set + ":0", Start: 100, Delta: -1, Min: 0, Max: account.MaxCredits}}})
+		if err != nil || !ok {
+			t.Fatalf("a use of record 0: %v, %v", ok, err)
+		}
+		spent := 0
+		for previousUse(s.ID, set, 1000) {
+			spent++
+		}
+		if spent != 99 {
+			t.Errorf("the previous release on spread credits: %d uses, want 99 (record 0's share left)", spent)
+		}
+		if left := e.creditsLeft(s.ID); left != 900 {
+			t.Errorf("after: %d left, want 900 (the other records' shares)", left)
+		}
+	})
 }

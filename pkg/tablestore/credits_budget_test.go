@@ -53,7 +53,7 @@ func TestCreditsBudget(t *testing.T) {
 		upd   = "UpdateItem"
 	)
 	var report strings.Builder
-	verify := func(what string, valid bool, want ...[]string) {
+	verify := func(what string, valid bool, want ...[]string) float64 {
 		t.Helper()
 		var v account.Verification
 		calls := m.measure(func() {
@@ -75,8 +75,18 @@ func TestCreditsBudget(t *testing.T) {
 			t.Errorf("%s: DynamoDB requests %v, want one of %v", what, ops, want)
 		}
 		fmt.Fprintf(&report, "| %s | %d (%s) | %g |\n", what, len(ops), strings.Join(ops, ", "), units)
+		return units
 	}
-	verify("a use", true, []string{batch, upd})
+	// The capacity DynamoDB Local reports: the verify's read 1 RRU, a
+	// write 1 WRU, a failed conditional write 0 (AWS bills 1 WRU), the
+	// read of 8 records 8 RRU.
+	units := func(what string, got, want float64) {
+		t.Helper()
+		if got != want {
+			t.Errorf("%s: %g capacity units, want %g", what, got, want)
+		}
+	}
+	units("a use", verify("a use", true, []string{batch, upd}), 2)
 	// Every record spent but one, which keeps a credit.
 	counter := "c:" + k.Credits.Set + ":0"
 	recs := make([]account.UsageRecord, 10)
@@ -102,7 +112,7 @@ func TestCreditsBudget(t *testing.T) {
 		}
 	}
 	verify("the last credit", true, []string{batch, upd}, []string{batch, upd, upd}, []string{batch, upd, upd, batch, upd})
-	verify("the first use refused, every record spent", false, []string{batch, upd, upd, batch})
-	verify("the next use refused in the process", false, []string{batch})
+	units("the first refusal", verify("the first use refused, every record spent", false, []string{batch, upd, upd, batch}), 9)
+	units("the next refusal", verify("the next use refused in the process", false, []string{batch}), 1)
 	t.Logf("a verification of a key with credits on 10 records (DynamoDB Local; it reports 0 for a failed conditional write):\n| use | DynamoDB requests | capacity units |\n|---|---|---|\n%s", report.String())
 }
