@@ -39,8 +39,9 @@ type Credits struct {
 	// SetAt is when Remaining was set: the refill period it counts in.
 	// Set is a random name for that setting: it names the counter the
 	// uses spend from, so that setting Remaining again, even within the
-	// same millisecond, starts a new one. Both kept by the store, never
-	// shown.
+	// same millisecond, starts a new one; after recordsSep, the number
+	// of usage records the count spreads over (records). Both kept by the
+	// store, never shown.
 	SetAt time.Time
 	Set   string
 }
@@ -566,7 +567,7 @@ func (u usagePlan) read(k KeyLimits, counters map[string]int64, applied bool, no
 		}
 		// As for rate limits: exact with one record, an estimate from
 		// this record's spending with more.
-		st.Remaining = max(st.Quota-(start-left)*int64(n), 0)
+		st.Remaining = min(max(st.Quota-(start-left)*int64(n), 0), st.Quota)
 		if c.Refill != nil {
 			st.Refill, st.Reset = c.Refill.Interval, u.refill.Sub(now)
 		}
@@ -848,9 +849,9 @@ func (l *limiter) use(ctx context.Context, k APIKey, now time.Time, spend bool) 
 // the refusal of the rate limits when only records whose rate limits
 // are full have some.
 //
-// Moves end: the record a use moves to had credits when read, so a
-// write that finds it spent means other uses spent them, and a key's
-// credits are finite.
+// Moves end: a record found spent is never read again (credits only go
+// down), so a use reads at most once per record of the key, and only
+// when another use spent the credits it picked.
 func (l *limiter) nextCredits(ctx context.Context, r *usageRecord, now time.Time) (bool, *KeyUsage, error) {
 	r.spent = append(r.spent, r.shard)
 	if len(r.spent) < min(maxShardTries, r.n) {
