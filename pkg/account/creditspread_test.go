@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"latchkey/pkg/account"
 )
@@ -325,6 +326,46 @@ func TestLimits_CreditsPreviousRelease(t *testing.T) {
 		}
 		if left := e.creditsLeft(s.ID); left != 900 {
 			t.Errorf("after: %d left, want 900 (the other records' shares)", left)
+		}
+	})
+}
+
+// TestLimits_CreditsSpreadRefill: spread credits start again at a refill
+// and at a new setting, as on one record: credits of 300 refilled to
+// 1,000 a day spread over 10 records (sized by the refill); 310 uses give
+// 300 valid; a day later the refill's 1,000 are there, on every record,
+// whatever this process found spent the day before; credits of 50 set
+// again then stay on one record and give 50.
+func TestLimits_CreditsSpreadRefill(t *testing.T) {
+	onEachStore(t, func(s account.Store) account.Store { return &usageRecords{Store: s} }, func(t *testing.T, e limitsEnv) {
+		rec := e.store.(*usageRecords)
+		k, secret := e.create(e.secret, account.NewAPIKey{RateLimits: fastCredits.RateLimits, Credits: &account.CreditsRequest{Remaining: 300, Refill: &account.CreditRefill{Amount: 1000, Interval: account.RefillDaily}}})
+		toks := []string{e.token(secret)}
+		var reasons map[string]int
+		writes, _ := rec.during(func() { reasons = e.verifyMany(310, toks) })
+		if reasons["valid"] != 300 || reasons[account.ReasonUsageExceeded] != 10 {
+			t.Fatalf("310 verifications against 300 credits: %v, want 300 valid, 10 usage_exceeded", reasons)
+		}
+		if got := len(shardsOf(writes, k.ID)); got != 10 {
+			t.Errorf("credits refilled to 1,000 a day: %d records written, want 10", got)
+		}
+		e.clock.Advance(24 * time.Hour)
+		toks[0] = e.token(secret)
+		if v := e.verify(toks[0]); !v.Valid {
+			t.Fatalf("a day later: %+v, want valid", v)
+		}
+		if left := e.creditsLeft(k.ID); left != 999 {
+			t.Errorf("a day later, after one use: %d left, want 999", left)
+		}
+		if err := e.setCredits(e.secret, k.ID, 50); err != nil {
+			t.Fatal(err)
+		}
+		writes, _ = rec.during(func() { reasons = e.verifyMany(60, toks) })
+		if reasons["valid"] != 50 || reasons[account.ReasonUsageExceeded] != 10 {
+			t.Fatalf("60 verifications against 50 credits set again: %v, want 50 valid, 10 usage_exceeded", reasons)
+		}
+		if got := len(shardsOf(writes, k.ID)); got != 1 {
+			t.Errorf("50 credits: %d records written, want 1", got)
 		}
 	})
 }
