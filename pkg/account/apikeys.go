@@ -72,6 +72,7 @@ func (s *Service) CreateAPIKey(ctx context.Context, p Principal, req NewAPIKey) 
 	if err := problems.Err(); err != nil {
 		return APIKey{}, "", err
 	}
+	credits.spread(limits)
 	// A key bound to an organization, or with an owner, creates keys of
 	// its own organization and owner when the request names none.
 	org, owner := req.OrganizationID, req.OwnerID
@@ -313,6 +314,21 @@ func (s *Service) UpdateAPIKey(ctx context.Context, p Principal, id string, req 
 	}
 	if err := problems.Err(); err != nil {
 		return APIKey{}, err
+	}
+	if c := patch.Credits; c != nil && c.Credits != nil {
+		var limits []RateLimit
+		if patch.RateLimits != nil {
+			limits = *patch.RateLimits
+		} else if c.Credits.maxRecords() > 1 {
+			// Only to size the credits' records: a rate limit changed
+			// meanwhile changes how fast they spread, not their count.
+			k, err := s.store.GetAPIKey(ctx, id)
+			if err != nil {
+				return APIKey{}, storeErr(err)
+			}
+			limits = k.RateLimits
+		}
+		c.Credits.spread(limits)
 	}
 	// As for a delete: the store reads the key, asks whether it may change,
 	// and changes the key it read.

@@ -39,8 +39,9 @@ type Credits struct {
 	// SetAt is when Remaining was set: the refill period it counts in.
 	// Set is a random name for that setting: it names the counter the
 	// uses spend from, so that setting Remaining again, even within the
-	// same millisecond, starts a new one. Both kept by the store, never
-	// shown.
+	// same millisecond, starts a new one; after recordsSep, the number
+	// of usage records the count spreads over (records). Both kept by the
+	// store, never shown.
 	SetAt time.Time
 	Set   string
 }
@@ -281,10 +282,17 @@ type UsageStore interface {
 	// changes too); or false, with the counters of each record whose
 	// bounds refused, as they were. The others are nil.
 	ChangeKeysUsage(ctx context.Context, changes []KeyUsageChange) ([]map[string]int64, bool, error)
-	// KeyUsage returns the counters of the usage record number shard of
-	// each key of keyIDs, read strongly consistently, by key id: one read
-	// for a page of keys. A key whose record does not exist has none.
-	KeyUsage(ctx context.Context, shard int, keyIDs ...string) (map[string]map[string]int64, error)
+	// KeyUsage returns the counters of each usage record of recs, read
+	// strongly consistently, in the order of recs: one read for a page of
+	// 100 records. A record that does not exist has none (an empty map).
+	KeyUsage(ctx context.Context, recs ...UsageRecord) ([]map[string]int64, error)
+}
+
+// UsageRecord names the usage record number Shard of the key (or
+// organization) KeyID.
+type UsageRecord struct {
+	KeyID string
+	Shard int
 }
 
 // KeyUsageChange is a change of the usage record number Shard of the key
@@ -342,20 +350,73 @@ const maxShardTries = 2
 const staleCounters = 8
 
 // usageShards is the number of usage records the uses of k spread over:
-// enough for its highest rate at usesPerShard each, but no more than
-// leaves every limit a share of minShare. A key with credits has one: its
-// credits are one counter.
+// its credits' (Credits.records), fixed when they were set, or for a key
+// without credits as many as its rate limits need (rateShards).
 func (k KeyLimits) usageShards() int {
 	if k.Credits != nil {
-		return 1
+		return k.Credits.records()
 	}
+	return rateShards(k.RateLimits)
+}
+
+// rateShards is the number of usage records limits need: enough for the
+// highest rate at usesPerShard each, but no more than leaves every limit
+// a share of minShare.
+func rateShards(limits []RateLimit) int {
 	rate := 0.0
 	n := int64(MaxUsageShards)
-	for _, l := range k.RateLimits {
+	for _, l := range limits {
 		rate = max(rate, float64(l.Limit)/l.Period.Seconds())
 		n = min(n, l.Limit/minShare)
 	}
 	return max(min(int(math.Ceil(rate/usesPerShard)), int(n)), 1)
+}
+
+// recordsSep ends the random part of Credits.Set when the credits spread
+// over several usage records, before their number: "<random>/8". A Set
+// without it (one record, and every setting of the previous release)
+// counts on record 0 alone, as that release does. The number lives in
+// the setting's name, which every release keeps as it is, because the
+// shares of a setting must never change while it counts.
+const recordsSep = "/"
+
+// records is the number of usage records c's count spreads over.
+func (c Credits) records() int {
+	_, n, ok := strings.Cut(c.Set, recordsSep)
+	if !ok {
+		return 1
+	}
+	v, err := strconv.Atoi(n)
+	if err != nil || v < 1 || v > MaxUsageShards {
+		return 1
+	}
+	return v
+}
+
+// spread sizes the usage records of c, credits about to be set on a key
+// or organization whose rate limits are limits: as many as the rates
+// need (rateShards), but no more than maxRecords. A key whose limits
+// change later keeps the size until its credits are set again.
+func (c *Credits) spread(limits []RateLimit) {
+	if c == nil {
+		return
+	}
+	n := min(rateShards(limits), c.maxRecords())
+	c.Set, _, _ = strings.Cut(c.Set, recordsSep)
+	if n > 1 {
+		c.Set += recordsSep + strconv.Itoa(n)
+	}
+}
+
+// maxRecords is the most usage records c may spread over: each keeps a
+// share of minShare of a period's credits (the refill amount, or the
+// count set without a refill), so that few credits stay on one record.
+func (c Credits) maxRecords() int {
+	amount := c.Remaining
+	if c.Refill != nil {
+		amount = c.Refill.Amount
+	}
+	return int(min(max(amount/minShare, 1), MaxUsageShards))
 }
 
 // share is the part of limit a shard j of n counts.
@@ -457,7 +518,7 @@ func plan(k KeyLimits, now time.Time, j, n int, spend bool) usagePlan {
 		if spend {
 			u.credit = name
 			u.refill = next
-			u.change.Steps = append(u.change.Steps, CounterStep{Name: name, Start: c.start(p), Delta: -1, Min: 0, Max: MaxCredits})
+			u.change.Steps = append(u.change.Steps, CounterStep{Name: name, Start: share(c.start(p), j, n), Delta: -1, Min: 0, Max: MaxCredits})
 			if c.Refill != nil {
 				u.change.Remove = append(u.change.Remove, creditCounter(c.Set, p-1))
 			}
@@ -499,11 +560,14 @@ func (u usagePlan) read(k KeyLimits, counters map[string]int64, applied bool, no
 	if u.credit != "" {
 		c := *k.Credits
 		st := &CreditState{Quota: c.start(mustPeriod(c, now))}
+		start := share(st.Quota, j, n)
 		left, ok := counters[u.credit]
 		if !ok {
-			left = st.Quota
+			left = start
 		}
-		st.Remaining = max(left, 0)
+		// As for rate limits: exact with one record, an estimate from
+		// this record's spending with more.
+		st.Remaining = min(max(st.Quota-(start-left)*int64(n), 0), st.Quota)
 		if c.Refill != nil {
 			st.Refill, st.Reset = c.Refill.Interval, u.refill.Sub(now)
 		}
@@ -560,7 +624,7 @@ type fullWindow struct {
 func limitsKey(k KeyLimits, shard int) string {
 	var b strings.Builder
 	b.WriteString(k.KeyID)
-	fmt.Fprintf(&b, "\x00%d", shard)
+	fmt.Fprintf(&b, "\x00%d/%d", shard, k.usageShards())
 	for _, l := range k.RateLimits {
 		fmt.Fprintf(&b, "\x00%s\x00%d\x00%d", l.Name, l.Limit, l.Period)
 	}
@@ -600,6 +664,60 @@ func (f *fullWindows) set(k KeyLimits, shard int, now time.Time, u KeyUsage) {
 	f.entries[limitsKey(k, shard)] = fullWindow{at: now, usage: u}
 }
 
+// spentKey names the credits of k a use spends at now: the counter of
+// their setting and refill period, on every record of k.
+func spentKey(k KeyLimits, now time.Time) string {
+	p, _ := k.Credits.period(now)
+	return k.KeyID + "\x00" + creditCounter(k.Credits.Set, p)
+}
+
+// spent returns the refusal of a use of k's credits at now if this
+// process found them spent on every record. Credits only go down until
+// the next refill, and setting them again names another counter, so the
+// refusal holds until the refill (for good without one): a key out of
+// credits costs no write, and no read of its records, per refusal.
+func (f *fullWindows) spent(k KeyLimits, now time.Time) (KeyUsage, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	key := spentKey(k, now)
+	e, ok := f.entries[key]
+	if !ok {
+		return KeyUsage{}, false
+	}
+	since := now.Sub(e.at)
+	if since < 0 || e.usage.RetryAfter > 0 && since >= e.usage.RetryAfter {
+		delete(f.entries, key)
+		return KeyUsage{}, false
+	}
+	u := e.usage
+	if u.RetryAfter > 0 {
+		u.RetryAfter -= since
+	}
+	// The rate limits as they were, for the windows not yet ended.
+	u.Limits = nil
+	for _, st := range e.usage.Limits {
+		if st.Reset > since {
+			st.Reset -= since
+			u.Limits = append(u.Limits, st)
+		}
+	}
+	if c := u.Credits; c != nil {
+		cs := *c
+		cs.Reset = max(cs.Reset-since, 0)
+		u.Credits = &cs
+	}
+	return u, true
+}
+
+func (f *fullWindows) setSpent(k KeyLimits, now time.Time, u KeyUsage) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.entries == nil || len(f.entries) >= maxUseEntries {
+		f.entries = make(map[string]fullWindow)
+	}
+	f.entries[spentKey(k, now)] = fullWindow{at: now, usage: u}
+}
+
 // limiter counts the uses of limited keys: the rule of rate limits and
 // credits, over a UsageStore.
 type limiter struct {
@@ -627,10 +745,22 @@ type limiter struct {
 // use answers the soonest RetryAfter among its tries (the earliest a
 // record frees), each try the latest of the records that refused it (all
 // of them must free).
+//
+// Credits are exact however many records they spread over: a record
+// whose credits are spent sends the use to another (nextCredits), and
+// the use is refused for credits only once every record is spent, which
+// this process then remembers for the rest of the refill period.
 func (l *limiter) use(ctx context.Context, k APIKey, now time.Time, spend bool) (*KeyUsage, error) {
 	recs := usageRecords(k, spend)
 	if len(recs) == 0 {
 		return nil, nil
+	}
+	for _, r := range recs {
+		if spend && r.limits.Credits != nil {
+			if u, ok := l.full.spent(r.limits, now); ok {
+				return &u, nil
+			}
+		}
 	}
 	var refused *KeyUsage
 	refuse := func(u KeyUsage) {
@@ -638,7 +768,7 @@ func (l *limiter) use(ctx context.Context, k APIKey, now time.Time, spend bool) 
 			refused = &u
 		}
 	}
-	for tries := 0; tries < maxShardTries; tries++ {
+	for tries := 0; tries < maxShardTries; {
 		for i := range recs {
 			r := &recs[i]
 			for {
@@ -664,21 +794,37 @@ func (l *limiter) use(ctx context.Context, k APIKey, now time.Time, spend bool) 
 			return l.counted(ctx, recs, plans, counters, now), nil
 		}
 		u := KeyUsage{Refused: ReasonRateLimited}
-		exhausted := false
+		full, moved, exhausted := false, false, false
 		for i := range recs {
 			r := &recs[i]
 			if counters[i] == nil {
 				continue // its bounds held
 			}
 			found := plans[i].read(r.limits, counters[i], false, now, r.shard, r.n)
-			if found.Refused != ReasonRateLimited {
-				// Credits are spent: one counter, on one record.
-				return &found, nil
+			if found.Refused == ReasonUsageExceeded {
+				ok, refusal, err := l.nextCredits(ctx, r, now)
+				switch {
+				case err != nil:
+					return nil, err
+				case refusal != nil:
+					refuse(*refusal)
+					return refused, nil
+				case !ok:
+					found.Credits.Remaining = 0 // on every record
+					l.full.setSpent(r.limits, now, found)
+					return &found, nil
+				}
+				moved = true
+				continue
 			}
+			full = true
 			l.full.set(r.limits, r.shard, now, found)
 			u.merge(found)
 			u.RetryAfter = max(u.RetryAfter, found.RetryAfter)
 			exhausted = !r.next() || exhausted
+		}
+		if moved && !full {
+			continue // a record with credits left, and no try spent
 		}
 		if u.RetryAfter == 0 {
 			// A bound refused the change, whatever the records say.
@@ -688,17 +834,118 @@ func (l *limiter) use(ctx context.Context, k APIKey, now time.Time, spend bool) 
 		if exhausted {
 			break
 		}
+		tries++
 	}
 	return refused, nil
+}
+
+// nextCredits moves r, whose record this use found without credits, to
+// another record of the key with credits left: the next one, as for a
+// full record of rate limits, then, once maxShardTries records were
+// found spent, one of the others that has credits and room in its rate
+// limits, all read in one strongly consistent read. Records spend
+// evenly, so that read comes near the end of the credits only. It
+// reports false when no record has credits left (they are spent), with
+// the refusal of the rate limits when only records whose rate limits
+// are full have some.
+//
+// Moves end: a record found spent is never read again (credits only go
+// down), so a use reads at most once per record of the key, and only
+// when another use spent the credits it picked.
+func (l *limiter) nextCredits(ctx context.Context, r *usageRecord, now time.Time) (bool, *KeyUsage, error) {
+	r.spent = append(r.spent, r.shard)
+	if len(r.spent) < min(maxShardTries, r.n) {
+		r.shard = (r.shard + 1) % r.n
+		return true, nil, nil
+	}
+	var others []UsageRecord
+	for j := range r.n {
+		if !slices.Contains(r.spent, j) {
+			others = append(others, UsageRecord{KeyID: r.limits.KeyID, Shard: j})
+		}
+	}
+	if len(others) == 0 {
+		return false, nil, nil
+	}
+	counters, err := l.store.KeyUsage(ctx, others...)
+	if err != nil {
+		return false, nil, storeErr(err)
+	}
+	if len(counters) != len(others) {
+		return false, nil, Internal(fmt.Errorf("KeyUsage: %d answers for %d records", len(counters), len(others)))
+	}
+	var total int64
+	lefts := make([]int64, len(others))
+	var refusal *KeyUsage
+	for i, o := range others {
+		p := plan(r.limits, now, o.Shard, r.n, true)
+		left := p.creditsLeft(counters[i])
+		switch {
+		case left <= 0:
+			r.spent = append(r.spent, o.Shard)
+		case p.fits(counters[i]):
+			lefts[i] = left
+			total += left
+		default: // credits, but a rate limit full
+			found := p.read(r.limits, counters[i], false, now, o.Shard, r.n)
+			if refusal == nil || found.RetryAfter < refusal.RetryAfter {
+				refusal = &found
+			}
+		}
+	}
+	if total == 0 {
+		return false, refusal, nil
+	}
+	// At random, in proportion to the credits left, so that the uses that
+	// reach the end together spread over the records that have some.
+	pick := rand.Int64N(total)
+	for i, left := range lefts {
+		if pick < left {
+			r.shard = others[i].Shard
+			break
+		}
+		pick -= left
+	}
+	return true, nil, nil
+}
+
+// creditsLeft is what a record holding counters has left of the credits
+// u spends.
+func (u usagePlan) creditsLeft(counters map[string]int64) int64 {
+	for _, st := range u.change.Steps {
+		if st.Name == u.credit {
+			if v, ok := counters[st.Name]; ok {
+				return v
+			}
+			return st.Start
+		}
+	}
+	return 0
+}
+
+// fits reports whether the store would apply u's change to a record
+// holding counters: its condition, checked on counters read.
+func (u usagePlan) fits(counters map[string]int64) bool {
+	for _, st := range u.change.Steps {
+		v, ok := counters[st.Name]
+		if !ok {
+			v = st.Start
+		}
+		if v+st.Delta < st.Min || v+st.Delta > st.Max {
+			return false
+		}
+	}
+	return true
 }
 
 // usageRecord is one key (or organization) a use counts against, and
 // which of its usage records the use tries.
 type usageRecord struct {
 	limits KeyLimits
-	n      int // its usage records
-	shard  int // the one to try
-	left   int // those not yet found full
+	n      int   // its usage records
+	shard  int   // the one to try
+	left   int   // those not yet found full
+	spent  []int // those found without credits
 }
 
 // usageRecords returns the keys a use of k counts against, k first if it
@@ -861,21 +1108,27 @@ func keysCredits(keys []APIKey) []creditsOf {
 }
 
 // remainingCredits sets each of credits that is set to its count as of
-// now, read from the usage records in one read: what a client sees of a
-// key or an organization. Those without credits cost nothing.
+// now, the sum of its usage records, read in one read (a page of 100
+// records): what a client sees of a key or an organization. Those
+// without credits cost nothing.
 func (l *limiter) remainingCredits(ctx context.Context, credits []creditsOf, now time.Time) error {
-	var ids []string
+	var recs []UsageRecord
 	for _, c := range credits {
 		if *c.credits != nil {
-			ids = append(ids, c.id)
+			for j := range (*c.credits).records() {
+				recs = append(recs, UsageRecord{KeyID: c.id, Shard: j})
+			}
 		}
 	}
-	if len(ids) == 0 {
+	if len(recs) == 0 {
 		return nil
 	}
-	usage, err := l.store.KeyUsage(ctx, 0, ids...)
+	usage, err := l.store.KeyUsage(ctx, recs...)
 	if err != nil {
 		return storeErr(err)
+	}
+	if len(usage) != len(recs) {
+		return Internal(fmt.Errorf("KeyUsage: %d answers for %d records", len(usage), len(recs)))
 	}
 	for _, co := range credits {
 		if *co.credits == nil {
@@ -883,10 +1136,15 @@ func (l *limiter) remainingCredits(ctx context.Context, credits []creditsOf, now
 		}
 		c := **co.credits
 		p, _ := c.period(now)
-		if v, ok := usage[co.id][creditCounter(c.Set, p)]; ok {
-			c.Remaining = v
-		} else {
-			c.Remaining = c.start(p)
+		name, start, n := creditCounter(c.Set, p), c.start(p), c.records()
+		c.Remaining = 0
+		for j := range n {
+			if v, ok := usage[0][name]; ok {
+				c.Remaining += v
+			} else {
+				c.Remaining += share(start, j, n)
+			}
+			usage = usage[1:]
 		}
 		*co.credits = &c
 	}
@@ -897,8 +1155,9 @@ func (l *limiter) remainingCredits(ctx context.Context, credits []creditsOf, now
 func FormatPeriod(d time.Duration) string { return formatDuration(d) }
 
 // rateLimitStates returns where each of k's rate limits stands now, summed
-// over every usage record its uses spread over: exact, where a use's own
-// answer holds one shard's estimate. Nil for a key without rate limits.
+// over every usage record its uses spread over (one read): exact, where a
+// use's own answer holds one shard's estimate. Nil for a key without rate
+// limits.
 func (l *limiter) rateLimitStates(ctx context.Context, k KeyLimits, now time.Time) ([]LimitState, error) {
 	if len(k.RateLimits) == 0 {
 		return nil, nil
@@ -909,14 +1168,21 @@ func (l *limiter) rateLimitStates(ctx context.Context, k KeyLimits, now time.Tim
 		out[i] = LimitState{RateLimit: rl, Reset: end.Sub(now)}
 	}
 	n := k.usageShards()
+	recs := make([]UsageRecord, n)
 	for j := range n {
-		usage, err := l.store.KeyUsage(ctx, j, k.KeyID)
-		if err != nil {
-			return nil, storeErr(err)
-		}
+		recs[j] = UsageRecord{KeyID: k.KeyID, Shard: j}
+	}
+	usage, err := l.store.KeyUsage(ctx, recs...)
+	if err != nil {
+		return nil, storeErr(err)
+	}
+	if len(usage) != n {
+		return nil, Internal(fmt.Errorf("KeyUsage: %d answers for %d records", len(usage), n))
+	}
+	for j, counters := range usage {
 		for i, rl := range k.RateLimits {
 			w, _ := window(rl.Period, now)
-			out[i].Remaining += max(share(rl.Limit, j, n)-usage[k.KeyID][limitCounter(rl, w)], 0)
+			out[i].Remaining += max(share(rl.Limit, j, n)-counters[limitCounter(rl, w)], 0)
 		}
 	}
 	return out, nil

@@ -71,6 +71,7 @@ func (s *Service) CreateOrganization(ctx context.Context, p Principal, req NewOr
 	if err := problems.Err(); err != nil {
 		return Organization{}, err
 	}
+	o.Credits.spread(o.RateLimits)
 	if err := s.store.CreateOrganization(ctx, p.Write, o); err != nil {
 		return Organization{}, storeErr(err)
 	}
@@ -224,6 +225,20 @@ func (s *Service) UpdateOrganization(ctx context.Context, p Principal, id string
 	}
 	if err := problems.Err(); err != nil {
 		return Organization{}, err
+	}
+	if c := patch.Credits; c != nil && c.Credits != nil {
+		var limits []RateLimit
+		if patch.RateLimits != nil {
+			limits = *patch.RateLimits
+		} else if c.Credits.maxRecords() > 1 {
+			// Only to size the credits' records, as for a key.
+			o, err := s.store.GetOrganization(ctx, id)
+			if err != nil {
+				return Organization{}, storeErr(err)
+			}
+			limits = o.RateLimits
+		}
+		c.Credits.spread(limits)
 	}
 	// The store applies the patch atomically: a concurrent PATCH of the
 	// other field cannot be overwritten with a value read before it.

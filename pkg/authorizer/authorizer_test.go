@@ -264,7 +264,7 @@ func (failingStore) ChangeKeysUsage(context.Context, []account.KeyUsageChange) (
 	return nil, false, account.Unavailable(errors.New("ProvisionedThroughputExceededException"))
 }
 
-func (failingStore) KeyUsage(context.Context, int, ...string) (map[string]map[string]int64, error) {
+func (failingStore) KeyUsage(context.Context, ...account.UsageRecord) ([]map[string]int64, error) {
 	return nil, account.Unavailable(errors.New("ProvisionedThroughputExceededException"))
 }
 

@@ -343,6 +343,11 @@ func TestDocs_CostArithmetic(t *testing.T) {
 				t.Errorf("docs/cost.md, a limited key's %s: $%.2f, computed $%.2f", label, got, want)
 			}
 		}
+		// A use on the last credits of a key with 64 records: 2 failed
+		// writes, the read of the 62 others, the write.
+		if got, want := money(cells("DynamoDB of a use on a key's last credits")[1]), 3*wruPerM+62*rruPerM; fmt.Sprintf("%.2f", got) != fmt.Sprintf("%.2f", want) {
+			t.Errorf("docs/cost.md, a use on a key's last credits: $%.3f, computed $%.3f", got, want)
+		}
 		verifyAll := total[0] + added
 		if got := money(totals[2]); fmt.Sprintf("%.2f", got) != fmt.Sprintf("%.2f", verifyAll) {
 			t.Errorf("docs/cost.md, a limited key's verify in all: $%.2f, computed $%.2f ($%.2f + $%.2f)", got, verifyAll, total[0], added)

@@ -369,12 +369,12 @@ func (a api) dayCounts(t *testing.T, keyID string, n int) []int64 {
 	t.Helper()
 	var shards []int64
 	for j := range n {
-		usage, err := a.Store.KeyUsage(context.Background(), j, keyID)
+		usage, err := a.Store.KeyUsage(context.Background(), account.UsageRecord{KeyID: keyID, Shard: j})
 		if err != nil {
 			t.Fatal(err)
 		}
 		var day int64
-		for name, n := range usage[keyID] {
+		for name, n := range usage[0] {
 			if strings.HasPrefix(name, "r:day:") {
 				day += n
 			}

@@ -44,9 +44,9 @@ func (s suite) keyUsage(t *testing.T) {
 		if counted != 19 {
 			t.Fatalf("uses counted: got %d, want 19", counted)
 		}
-		usage, err := f.s.KeyUsage(f.ctx, 0, "key_exact")
+		usage, err := f.s.KeyUsage(f.ctx, records("key_exact")...)
 		f.ok(err, "KeyUsage")
-		if got, want := usage["key_exact"], map[string]int64{"r:w:1000:1": 19, "c:x:0": 81}; !maps.Equal(got, want) {
+		if got, want := usage[0], map[string]int64{"r:w:1000:1": 19, "c:x:0": 81}; !maps.Equal(got, want) {
 			t.Fatalf("KeyUsage: got %v, want %v", got, want)
 		}
 	})
@@ -87,12 +87,45 @@ func (s suite) keyUsage(t *testing.T) {
 		if want := map[string]int64{"r:a:1000:2": 1, "r:a:1000:3": 1}; !ok || !maps.Equal(got, want) {
 			t.Fatalf("after a remove: got %v, %v; want %v", got, ok, want)
 		}
-		usage, err := f.s.KeyUsage(f.ctx, 0, "key_none", "key_rm")
+		usage, err := f.s.KeyUsage(f.ctx, records("key_none", "key_rm")...)
 		f.ok(err, "KeyUsage")
-		if want := map[string]int64{"r:a:1000:2": 1, "r:a:1000:3": 1}; len(usage) != 1 || !maps.Equal(usage["key_rm"], want) {
-			t.Fatalf("KeyUsage of a key never used and one used: %v; want only the second, %v", usage, want)
+		if want := map[string]int64{"r:a:1000:2": 1, "r:a:1000:3": 1}; len(usage) != 2 || len(usage[0]) != 0 || usage[0] == nil || !maps.Equal(usage[1], want) {
+			t.Fatalf("KeyUsage of a key never used and one used: %v; want [map[] %v]", usage, want)
 		}
 	})
+	t.Run("Records", func(t *testing.T) {
+		// The records of one key and another's, each shard its own, come
+		// back in the order asked, one never written included.
+		f := s.fix(t)
+		for shard, n := range []int64{5, 7, 0, 9} {
+			if n == 0 {
+				continue
+			}
+			_, _, err := f.s.ChangeKeyUsage(f.ctx, "key_rec", shard, account.UsageChange{Steps: []account.CounterStep{step("c:s:0", n, -1, 0, 100)}})
+			f.ok(err, "ChangeKeyUsage")
+		}
+		_, _, err := f.s.ChangeKeyUsage(f.ctx, "key_other", 1, account.UsageChange{Steps: []account.CounterStep{step("c:s:0", 3, -1, 0, 100)}})
+		f.ok(err, "ChangeKeyUsage")
+		usage, err := f.s.KeyUsage(f.ctx, account.UsageRecord{KeyID: "key_rec", Shard: 3}, account.UsageRecord{KeyID: "key_other", Shard: 1},
+			account.UsageRecord{KeyID: "key_rec", Shard: 2}, account.UsageRecord{KeyID: "key_rec", Shard: 0}, account.UsageRecord{KeyID: "key_rec", Shard: 1})
+		f.ok(err, "KeyUsage")
+		var got []int64
+		for _, u := range usage {
+			got = append(got, u["c:s:0"])
+		}
+		if want := []int64{8, 2, 0, 4, 6}; !reflect.DeepEqual(got, want) || usage[2] == nil {
+			t.Fatalf("KeyUsage of shards 3, 1 (another key), 2, 0, 1: got %v (%v), want %v", got, usage, want)
+		}
+	})
+}
+
+// records names record 0 of each key of ids.
+func records(ids ...string) []account.UsageRecord {
+	out := make([]account.UsageRecord, len(ids))
+	for i, id := range ids {
+		out[i] = account.UsageRecord{KeyID: id}
+	}
+	return out
 }
 
 // keysUsage checks ChangeKeysUsage, the one step that counts a use of a
@@ -119,10 +152,10 @@ func (s suite) keysUsage(t *testing.T) {
 		if ok || len(got) != 2 || got[0] != nil || !maps.Equal(got[1], map[string]int64{"c:x:0": 0}) {
 			t.Fatalf("use past the parent's credits: got %v, %v; want [nil map[c:x:0:0]], refused", got, ok)
 		}
-		usage, err := f.s.KeyUsage(f.ctx, 0, "key_child", "key_parent")
+		usage, err := f.s.KeyUsage(f.ctx, records("key_child", "key_parent")...)
 		f.ok(err, "KeyUsage")
-		if want := map[string]int64{"c:x:0": 4}; !maps.Equal(usage["key_child"], want) {
-			t.Fatalf("the child's record after a refused use: %v, want %v", usage["key_child"], want)
+		if want := map[string]int64{"c:x:0": 4}; !maps.Equal(usage[0], want) {
+			t.Fatalf("the child's record after a refused use: %v, want %v", usage[0], want)
 		}
 		// A record that does not exist yet, refused at its start, comes
 		// back empty, not nil.
@@ -151,9 +184,9 @@ func (s suite) keysUsage(t *testing.T) {
 		for _, err := range errs {
 			f.ok(err, "ChangeKeysUsage")
 		}
-		usage, err := f.s.KeyUsage(f.ctx, 0, "key_a", "key_b", "key_top")
+		usage, err := f.s.KeyUsage(f.ctx, records("key_a", "key_b", "key_top")...)
 		f.ok(err, "KeyUsage")
-		if spent := 200 - usage["key_a"]["c:x:0"] - usage["key_b"]["c:x:0"]; counted != 10 || usage["key_top"]["c:x:0"] != 0 || spent != 10 {
+		if spent := 200 - usage[0]["c:x:0"] - usage[1]["c:x:0"]; counted != 10 || usage[2]["c:x:0"] != 0 || spent != 10 {
 			t.Fatalf("counted %d, usage %v; want 10 counted, the parent's credits spent, 10 spent by the children", counted, usage)
 		}
 	})

@@ -145,7 +145,7 @@ func storeCalls(s *tablestore.Store, user account.User, org account.Organization
 			return err
 		},
 		"KeyUsage": func(ctx context.Context) error {
-			_, err := s.KeyUsage(ctx, 0, key.ID)
+			_, err := s.KeyUsage(ctx, account.UsageRecord{KeyID: key.ID})
 			return err
 		},
 		"RecordAPIKeyUse": func(ctx context.Context) error {

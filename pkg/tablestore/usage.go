@@ -218,26 +218,32 @@ func (s *Store) usageUpdate(keyID string, shard int, c account.UsageChange) (Wri
 }
 
 // KeyUsage reads the records' items with strongly consistent
-// BatchGetItem requests: one for a page of up to 100 keys.
-func (s *Store) KeyUsage(ctx context.Context, shard int, keyIDs ...string) (map[string]map[string]int64, error) {
-	ks := make([]key, len(keyIDs))
-	for i, id := range keyIDs {
-		ks[i] = keyLimitKey(id, shard)
+// BatchGetItem requests: one for a page of up to 100 records.
+func (s *Store) KeyUsage(ctx context.Context, recs ...account.UsageRecord) ([]map[string]int64, error) {
+	ks := make([]key, len(recs))
+	at := make(map[string]int, len(recs))
+	for i, r := range recs {
+		ks[i] = keyLimitKey(r.KeyID, r.Shard)
+		at[ks[i].PK] = i
 	}
 	read, err := s.batchGetWith(ctx, ks, true)
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]map[string]int64, len(read))
+	out := make([]map[string]int64, len(recs))
 	for _, av := range read {
-		var it struct {
-			KeyID string `dynamodbav:"key_id"`
+		pk, _ := av["pk"].(S)
+		i, ok := at[string(pk)]
+		if !ok {
+			return nil, account.Internal(fmt.Errorf("tablestore: read a usage record not asked for: %q", pk))
 		}
-		if err := unmarshal(av, &it); err != nil {
+		if out[i], err = counters(av); err != nil {
 			return nil, err
 		}
-		if out[it.KeyID], err = counters(av); err != nil {
-			return nil, err
+	}
+	for i := range out {
+		if out[i] == nil {
+			out[i] = map[string]int64{}
 		}
 	}
 	return out, nil
