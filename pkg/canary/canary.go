@@ -57,9 +57,10 @@ type Targets struct {
 	Audience string
 }
 
-// Scope is the one scope of the check's token: it opens nothing of
-// Latchkey's API, whose scopes name its resources.
-const Scope = "read:canary"
+// Scope is the one scope of the check's token, the probe key's one grant
+// (account.ProbeScope): it opens nothing of Latchkey's API, whose scopes
+// name its resources.
+const Scope = account.ProbeScope
 
 // Check runs the check with apiKey, a key whose grant covers Scope, and
 // returns nil when every answer was right, else a *Failure naming the first
