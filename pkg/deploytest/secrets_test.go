@@ -11,12 +11,15 @@ import (
 )
 
 // The principals the secrets' resource policies are judged for: the auth
-// function's role, two operators (OperatorPrincipalArns), and another
-// principal of the account that an IAM policy allows everything.
+// function's role, the canary hook's and the probe's, two operators
+// (OperatorPrincipalArns), and another principal of the account that an
+// IAM policy allows everything.
 var (
-	authPrincipal  = "role:AuthRole"
-	operatorARNs   = []string{"arn:aws:iam::123456789012:role/deployer", "arn:aws:iam::123456789012:role/break-glass"}
-	otherPrincipal = "arn:aws:iam::123456789012:role/admin"
+	authPrincipal   = "role:AuthRole"
+	canaryPrincipal = "role:CanaryHookRole"
+	probePrincipal  = "role:ProbeRole"
+	operatorARNs    = []string{"arn:aws:iam::123456789012:role/deployer", "arn:aws:iam::123456789012:role/break-glass"}
+	otherPrincipal  = "arn:aws:iam::123456789012:role/admin"
 )
 
 // secretWrites are the actions that change what a secret holds or who may
@@ -119,17 +122,20 @@ func deniedBy(tb testing.TB, statements []any, principal, action string) bool {
 // the auth function reads the signing key and only it and the operators
 // change it (it puts an RSA key with RS256; the operators rotate it and
 // deploy the stack); only they read the admin key, and only the operators
-// change it. Another principal of the account, allowed everything by IAM,
-// can neither read nor write either, nor lift the policies.
+// change it; the probe key is read by them, the canary hook and the probe,
+// which use it, and changed by the operators alone. Another principal of
+// the account, allowed everything by IAM, can neither read nor write any,
+// nor lift the policies.
 func TestTemplate_SecretResourcePolicies(t *testing.T) {
 	tpl := loadTemplate(t)
-	everyone := append([]string{authPrincipal, otherPrincipal}, operatorARNs...)
+	everyone := append([]string{authPrincipal, canaryPrincipal, probePrincipal, otherPrincipal}, operatorARNs...)
 	for _, c := range []struct {
 		secret          string
 		readers, writer []string
 	}{
 		{"SigningKeySecret", []string{authPrincipal}, append([]string{authPrincipal}, operatorARNs...)},
 		{"AdminApiKeySecret", append([]string{authPrincipal}, operatorARNs...), operatorARNs},
+		{"ProbeKeySecret", append([]string{authPrincipal, canaryPrincipal, probePrincipal}, operatorARNs...), operatorARNs},
 	} {
 		statements := secretPolicy(t, tpl, c.secret)
 		if statements == nil {
