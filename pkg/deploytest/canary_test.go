@@ -407,7 +407,7 @@ func newCanaryBuild(t *testing.T, b backend, wrap func(account.Store) account.St
 		store = wrap(store)
 	}
 	cb := canaryBuild{auth: &httpapitest.SyncBuffer{}, verify: &httpapitest.SyncBuffer{}, authzLog: &httpapitest.SyncBuffer{}, orgsLog: &httpapitest.SyncBuffer{}, usersLog: &httpapitest.SyncBuffer{}}
-	admin := map[lambdaapp.Function]canary.HTTPFunction{}
+	lists := map[lambdaapp.Function]canary.HTTPFunction{}
 	for fn, buf := range map[lambdaapp.Function]*httpapitest.SyncBuffer{lambdaapp.Organizations: cb.orgsLog, lambdaapp.Users: cb.usersLog} {
 		app, err := lambdaapp.New(ctx, replay.Config(fn, "latchkey"), lambdaapp.Deps{
 			Store: store, Keys: b.keys, Secrets: replay.NewSecrets(), Logger: lambdaenv.NewLogger(buf, string(fn)),
@@ -415,7 +415,7 @@ func newCanaryBuild(t *testing.T, b backend, wrap func(account.Store) account.St
 		if err != nil {
 			t.Fatal(err)
 		}
-		admin[fn] = canary.HTTPFunction(app.Lambda())
+		lists[fn] = canary.HTTPFunction(app.Lambda())
 	}
 	auth, err := lambdaapp.New(ctx, replay.Config(lambdaapp.Auth, "latchkey"), lambdaapp.Deps{
 		Store: store, Keys: b.keys, Secrets: replay.NewSecrets(), Logger: lambdaenv.NewLogger(cb.auth, "auth"),
@@ -430,7 +430,7 @@ func newCanaryBuild(t *testing.T, b backend, wrap func(account.Store) account.St
 	}
 	authz := newAuthorizer(t, backend{store: store, keys: b.keys}, `{"*": {"audience": "https://orders.example.com"}}`, lambdaenv.NewLogger(cb.authzLog, "authorizer"))
 	cb.targets = canary.Targets{Auth: canary.HTTPFunction(auth.Lambda()), Verify: canary.HTTPFunction(verify.Lambda()), Authorizer: canary.AuthorizerFunction(authz),
-		Organizations: admin[lambdaapp.Organizations], Users: admin[lambdaapp.Users]}
+		Organizations: lists[lambdaapp.Organizations], Users: lists[lambdaapp.Users]}
 	return cb
 }
 
@@ -522,6 +522,14 @@ func TestCanary(t *testing.T) {
 			return g
 		}, step: "verify before revocation"},
 		{name: "revocation ignored", wrap: func(s account.Store) account.Store { return forgetsRevocations{s} }, step: "verify after revocation"},
+		// A users version that lets the probe key list what its grant does
+		// not cover.
+		{name: "scope ignored", build: func(g canary.Targets) canary.Targets {
+			g.Users = func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+				return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusOK, Body: `{"data":[],"next_cursor":null}`}, nil
+			}
+			return g
+		}, step: "list users"},
 		{name: "503 to everything", wrap: func(s account.Store) account.Store { return storeDown{s, &down} }, step: "list organizations",
 			alarms: []string{"AuthVersionServerErrorsAlarm", "AuthVersionVerificationErrorsAlarm", "AuthorizerVersionServerErrorsAlarm", "OrganizationsVersionServerErrorsAlarm", "VerifyVersionServerErrorsAlarm"}},
 	} {
