@@ -17,7 +17,8 @@ import (
 // it, through the API, on each store; every route that needs a scope of
 // Latchkey's (keys, users, organizations, events) refuses it 403
 // insufficient_scope, it issues no token of another scope, and it neither
-// revokes nor reads another key's token.
+// revokes nor reads another key's token. The admin key neither rotates
+// nor deletes it (403 forbidden): it is managed by configuration.
 func TestProbeKey(t *testing.T) {
 	for name, newStore := range httpapitest.Stores(t) {
 		t.Run(name, func(t *testing.T) {
@@ -95,6 +96,11 @@ func TestProbeKey(t *testing.T) {
 			if v := verify(otherToken); v["valid"] != true {
 				t.Errorf("another key's token after the probe key's attempts: %v, want valid", v)
 			}
+
+			// The admin key neither rotates nor deletes it: its record follows
+			// its configured secret.
+			wantProblem(t, a.do(http.MethodPost, "/v1/api-keys/"+probeID+"/rotate", env.AdminKey, map[string]any{}), http.StatusForbidden, string(account.CodeForbidden))
+			wantProblem(t, a.do(http.MethodDelete, "/v1/api-keys/"+probeID, env.AdminKey, nil), http.StatusForbidden, string(account.CodeForbidden))
 
 			// And it revokes its own.
 			res = a.do(http.MethodPost, "/v1/auth/revoke", probe, map[string]any{"token": issued.AccessToken})
