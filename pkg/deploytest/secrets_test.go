@@ -219,3 +219,25 @@ func TestDocs_SecretReadersCanDecrypt(t *testing.T) {
 		}
 	}
 }
+
+// TestTemplate_AdminKeyNarrowedAfterProbeKey (issue 34): the admin key's
+// resource policy, which no longer lets the canary hook and the probe read
+// it, changes only once both use the probe key (the hook's function,
+// which CodeDeploy invokes, and the probe's live alias, which its
+// schedule invokes): an upgrade from a release where they read the admin
+// key refuses neither, and pages nobody.
+func TestTemplate_AdminKeyNarrowedAfterProbeKey(t *testing.T) {
+	tpl := loadTemplate(t)
+	r := tpl["Resources"].(map[string]any)["AdminApiKeySecretPolicy"]
+	deps := strs(path(r, "DependsOn"))
+	for _, want := range []string{"CanaryHookFunction", "ProbeFunctionAliaslive"} {
+		if !slices.Contains(deps, want) {
+			t.Errorf("AdminApiKeySecretPolicy DependsOn %v, want %s among them", deps, want)
+		}
+	}
+	for fn, env := range map[string]string{"CanaryHookFunction": "PROBE_KEY_SECRET_ARN", "ProbeFunction": "PROBE_KEY_SECRET_ARN"} {
+		if got := refOf(tpl.functionEnv(t, fn)[env]); got != "ProbeKeySecret" {
+			t.Errorf("%s %s = !Ref %s, want ProbeKeySecret", fn, env, got)
+		}
+	}
+}
