@@ -20,10 +20,11 @@
 //     bootstrap admin API key secret, and it reads the probe key's (which
 //     the canary and the probe use), and makes sure those keys exist
 //     (EnsureBootstrapKey, EnsureProbeKey): it is the only function that
-//     may write the items that decide which credentials are valid (public keys, API keys
-//     and their hash items, token records, revocation entries), and
-//     template.yaml denies those writes to the other two roles, since a role
-//     that could write the public key item could mint any token.
+//     may write the items that decide which credentials are valid (public
+//     keys, API keys and their hash items, token records, revocation
+//     entries), and template.yaml denies those writes to the other two
+//     roles, since a role that could write the public key item could mint
+//     any token.
 //   - organizations and users never see the private key or the admin key:
 //     they verify tokens with a token.KeySet over the JWKS read from the
 //     table, reloaded every refresh interval and whenever a token names a
