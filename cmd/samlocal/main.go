@@ -164,7 +164,7 @@ func run(ctx context.Context, env localEnv, issuer, dynamoURL, smURL string, out
 	if err := dynamostore.New(db, table).PutIssuer(ctx, issuer); err != nil {
 		return fmt.Errorf("record the issuer: %w", err)
 	}
-	for _, k := range []string{lambdaapp.EnvSigningKeySecret, lambdaapp.EnvAdminKeySecret, lambdaapp.EnvCursorKeySecret} {
+	for _, k := range []string{lambdaapp.EnvSigningKeySecret, lambdaapp.EnvAdminKeySecret, lambdaapp.EnvCursorKeySecret, lambdaapp.EnvProbeKeySecret} {
 		if err := ensureSecret(ctx, sm, env.get(k)); err != nil {
 			return fmt.Errorf("moto at %s: %w", smURL, err)
 		}
@@ -202,7 +202,7 @@ func run(ctx context.Context, env localEnv, issuer, dynamoURL, smURL string, out
 Ready for sam local start-api (%[1]s):
   DynamoDB Local %[2]s, table %[3]s
   moto           %[4]s, secrets %[5]s
-  issuer %[9]s recorded; bootstrap done: public keys published, admin key installed
+  issuer %[9]s recorded; bootstrap done: public keys published, admin and probe keys installed
 
 Admin API key of this local stack (its value in moto; Authorization: Bearer <key>):
 
@@ -218,7 +218,7 @@ then, for example:
     curl -s http://127.0.0.1:3000/v1/users -H "Authorization: Bearer %[6]s"
 
 `, env.path, dynamoURL, table, smURL,
-		strings.Join(slices.Sorted(slices.Values([]string{env.get(lambdaapp.EnvSigningKeySecret), env.get(lambdaapp.EnvAdminKeySecret), env.get(lambdaapp.EnvCursorKeySecret)})), ", "),
+		strings.Join(slices.Sorted(slices.Values([]string{env.get(lambdaapp.EnvSigningKeySecret), env.get(lambdaapp.EnvAdminKeySecret), env.get(lambdaapp.EnvCursorKeySecret), env.get(lambdaapp.EnvProbeKeySecret)})), ", "),
 		aws.ToString(admin.SecretString), Region, DockerHost, issuer)
 	return err
 }

@@ -9,6 +9,17 @@ import (
 // MinBootstrapKeyLength is the shortest admin key accepted from configuration.
 const MinBootstrapKeyLength = 32
 
+// The probe key's grant and owner (EnsureProbeKey). ProbeScope is the one
+// scope of the token the canary and the probe issue: it opens nothing of
+// Latchkey's API, whose scopes name its resources. ProbeOwnerID is the
+// probe key's OwnerID, so that it introspects and revokes the tokens of
+// its own owner only (Principal.seesToken), and its tokens say whose they
+// are (owner_id).
+const (
+	ProbeScope   = "read:canary"
+	ProbeOwnerID = "latchkey-probe"
+)
+
 // EnsureBootstrapKey makes secret the bootstrap admin key (grant "*:*"),
 // creating its record if needed and deleting any older bootstrap key, so
 // that changing the configured key retires the old one. created is when the
@@ -21,15 +32,37 @@ const MinBootstrapKeyLength = 32
 // last is the newest. Safe to call from several processes at once.
 // CodeInvalidRequest for a secret unfit to be a key.
 func (s *Service) EnsureBootstrapKey(ctx context.Context, secret string, created time.Time) error {
+	return s.ensureConfiguredKey(ctx, "admin", APIKey{Name: "bootstrap admin key", Scopes: []string{ScopeAll}, Bootstrap: true}, secret, created)
+}
+
+// EnsureProbeKey makes secret the probe key, as EnsureBootstrapKey makes
+// the admin key, retiring any older probe key: the key the canary and the
+// probe issue, check and revoke their tokens with, and nothing else. Its
+// one grant is ProbeScope, its owner ProbeOwnerID: it lists and changes no
+// key, user or organization, and sees no other owner's token.
+// CodeInvalidRequest for a secret unfit to be a key.
+func (s *Service) EnsureProbeKey(ctx context.Context, secret string, created time.Time) error {
+	return s.ensureConfiguredKey(ctx, "probe", APIKey{Name: "probe key", Scopes: []string{ProbeScope}, OwnerID: ProbeOwnerID, Probe: true}, secret, created)
+}
+
+// ensureConfiguredKey makes secret the key like describes (its Name,
+// Scopes, OwnerID and kind: Bootstrap or Probe), retiring the older keys
+// of its kind. what names the key in errors.
+func (s *Service) ensureConfiguredKey(ctx context.Context, what string, like APIKey, secret string, created time.Time) error {
 	if len(secret) < MinBootstrapKeyLength {
-		return Errorf(CodeInvalidRequest, "the admin API key must be at least %d characters", MinBootstrapKeyLength)
+		return Errorf(CodeInvalidRequest, "the %s API key must be at least %d characters", what, MinBootstrapKeyLength)
 	}
 	if looksLikeJWT(secret) {
 		// Authenticate would take it for an access token and never find it.
-		return Errorf(CodeInvalidRequest, "the admin API key must not have the shape of a JWT (eyJ….….…)")
+		return Errorf(CodeInvalidRequest, "the %s API key must not have the shape of a JWT (eyJ….….…)", what)
 	}
 	hash := HashAPIKey(secret)
-	_, err := s.store.GetAPIKeyByHash(ctx, hash)
+	found, err := s.store.GetAPIKeyByHash(ctx, hash)
+	if err == nil && !sameKind(found, like) {
+		// Another key's secret (the admin key's, configured as the
+		// probe's): it would act with that key's grants.
+		return Errorf(CodeInvalidRequest, "the %s API key is the secret of another key", what)
+	}
 	if err == nil || !IsCode(err, CodeNotFound) {
 		// Present already (the common cold start: one read), or a store failure.
 		return err
@@ -37,21 +70,14 @@ func (s *Service) EnsureBootstrapKey(ctx context.Context, secret string, created
 	if created.IsZero() {
 		created = s.now()
 	}
-	current := APIKey{
-		ID:        NewID(PrefixAPIKey, s.now()),
-		Name:      "bootstrap admin key",
-		Hash:      hash,
-		Last4:     last4(secret),
-		Scopes:    []string{ScopeAll},
-		Bootstrap: true,
-		CreatedAt: created,
-	}
-	keys, err := s.bootstrapKeys(ctx)
+	current := like
+	current.ID, current.Hash, current.Last4, current.CreatedAt = NewID(PrefixAPIKey, s.now()), hash, last4(secret), created
+	keys, err := s.configuredKeys(ctx, like)
 	if err != nil {
 		return err
 	}
 	for _, k := range keys {
-		if newerBootstrapKey(k, current) {
+		if newerConfiguredKey(k, current) {
 			// secret has been replaced: the key stays retired.
 			return nil
 		}
@@ -66,7 +92,7 @@ func (s *Service) EnsureBootstrapKey(ctx context.Context, secret string, created
 	// index lags a little, which narrows the window rather than closing
 	// it), and both agree which is newer, so the older key is deleted
 	// whichever process sees both.
-	if keys, err = s.bootstrapKeys(ctx); err != nil {
+	if keys, err = s.configuredKeys(ctx, like); err != nil {
 		return err
 	}
 	for _, k := range keys {
@@ -75,15 +101,16 @@ func (s *Service) EnsureBootstrapKey(ctx context.Context, secret string, created
 			break
 		}
 	}
+	only := onlyKind(like)
 	for _, k := range keys {
-		if k.ID != current.ID && newerBootstrapKey(k, current) {
-			return ignoreNotFound(s.store.DeleteAPIKey(ctx, WriteOptions{}, current.ID, onlyBootstrap))
+		if k.ID != current.ID && newerConfiguredKey(k, current) {
+			return ignoreNotFound(s.store.DeleteAPIKey(ctx, WriteOptions{}, current.ID, only))
 		}
 	}
-	// Every other bootstrap key is older: retire it.
+	// Every other key of the kind is older: retire it.
 	for _, k := range keys {
 		if k.ID != current.ID {
-			if err := ignoreNotFound(s.store.DeleteAPIKey(ctx, WriteOptions{}, k.ID, onlyBootstrap)); err != nil {
+			if err := ignoreNotFound(s.store.DeleteAPIKey(ctx, WriteOptions{}, k.ID, only)); err != nil {
 				return err
 			}
 		}
@@ -91,27 +118,36 @@ func (s *Service) EnsureBootstrapKey(ctx context.Context, secret string, created
 	return nil
 }
 
-// onlyBootstrap lets EnsureBootstrapKey delete bootstrap keys and nothing
-// else. A bootstrap key is nobody's ancestor, so deleting one deletes no
-// other key: the keys it created stay, as keys of the administrator.
-func onlyBootstrap(k APIKey) error {
-	if !k.Bootstrap {
-		return Internal(fmt.Errorf("account: key %s is not a bootstrap key", k.ID))
-	}
-	return nil
+// sameKind reports whether a and b are configured keys of one kind: both
+// bootstrap admin keys, or both probe keys.
+func sameKind(a, b APIKey) bool {
+	return (a.Bootstrap || a.Probe) && a.Bootstrap == b.Bootstrap && a.Probe == b.Probe
 }
 
-// newerBootstrapKey reports whether a was created after b. Keys of one
+// onlyKind lets ensureConfiguredKey delete keys of like's kind and nothing
+// else. A configured key is nobody's ancestor, so deleting one deletes no
+// other key: the keys the admin key created stay, as keys of the
+// administrator.
+func onlyKind(like APIKey) func(APIKey) error {
+	return func(k APIKey) error {
+		if !sameKind(k, like) {
+			return Internal(fmt.Errorf("account: key %s is not a configured key of the kind it retires", k.ID))
+		}
+		return nil
+	}
+}
+
+// newerConfiguredKey reports whether a was created after b. Keys of one
 // instant are ordered by ID, so that every process agrees on which to keep.
-func newerBootstrapKey(a, b APIKey) bool {
+func newerConfiguredKey(a, b APIKey) bool {
 	if !a.CreatedAt.Equal(b.CreatedAt) {
 		return a.CreatedAt.After(b.CreatedAt)
 	}
 	return a.ID > b.ID
 }
 
-// bootstrapKeys lists every bootstrap key.
-func (s *Service) bootstrapKeys(ctx context.Context) ([]APIKey, error) {
+// configuredKeys lists every key of like's kind.
+func (s *Service) configuredKeys(ctx context.Context, like APIKey) ([]APIKey, error) {
 	var out []APIKey
 	params := ListParams{Limit: MaxPageSize}
 	for {
@@ -120,7 +156,7 @@ func (s *Service) bootstrapKeys(ctx context.Context) ([]APIKey, error) {
 			return nil, err
 		}
 		for _, k := range page.Items {
-			if k.Bootstrap {
+			if sameKind(k, like) {
 				out = append(out, k)
 			}
 		}
@@ -142,6 +178,6 @@ func ignoreNotFound(err error) error {
 // HasBootstrapKey reports whether a bootstrap admin key exists. The local
 // server generates and shows a key only when none does.
 func (s *Service) HasBootstrapKey(ctx context.Context) (bool, error) {
-	keys, err := s.bootstrapKeys(ctx)
+	keys, err := s.configuredKeys(ctx, APIKey{Bootstrap: true})
 	return len(keys) > 0, err
 }

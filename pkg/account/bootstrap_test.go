@@ -174,3 +174,107 @@ func TestService_EnsureBootstrapKey(t *testing.T) {
 		}
 	})
 }
+
+// probeKeys returns the probe keys in the store.
+func probeKeys(t *testing.T, e *env) []account.APIKey {
+	t.Helper()
+	list, err := e.svc.ListAPIKeys(e.ctx, e.admin, account.PageRequest{Limit: "100"}, account.APIKeyFilter{})
+	if err != nil {
+		t.Fatalf("ListAPIKeys: %v", err)
+	}
+	var out []account.APIKey
+	for _, k := range list.Items {
+		if k.Probe {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// TestService_EnsureProbeKey: the probe key is made from its configured
+// secret as the admin key is, with the probe's one grant and owner, and
+// each kind of configured key retires only older keys of its own kind.
+func TestService_EnsureProbeKey(t *testing.T) {
+	t.Run("OK", func(t *testing.T) {
+		e := newEnv(t)
+		secret := account.NewAPIKeySecret()
+		if err := e.svc.EnsureProbeKey(e.ctx, secret, time.Time{}); err != nil {
+			t.Fatalf("EnsureProbeKey: %v", err)
+		}
+		keys := probeKeys(t, e)
+		if len(keys) != 1 {
+			t.Fatalf("got %d probe keys, want 1", len(keys))
+		}
+		k := keys[0]
+		if !slices.Equal(k.Scopes, []string{account.ProbeScope}) || k.OwnerID != account.ProbeOwnerID || k.Bootstrap || k.CreatedBy != "" || len(k.Ancestors) != 0 || !k.ExpiresAt.IsZero() {
+			t.Errorf("got %+v; want grant %s, owner %s, not bootstrap, no creator, no expiry", k, account.ProbeScope, account.ProbeOwnerID)
+		}
+		if p := e.auth(t, secret); p.KeyID != k.ID || p.KeyBootstrap {
+			t.Errorf("the secret authenticates as %s (bootstrap %v), want %s", p.KeyID, p.KeyBootstrap, k.ID)
+		}
+		if keys := bootstrapKeys(t, e); len(keys) != 1 || keys[0].ID != e.admin.KeyID {
+			t.Errorf("got bootstrap keys %v, want only the admin key %s", keys, e.admin.KeyID)
+		}
+	})
+	t.Run("NewSecretRetiresOld", func(t *testing.T) {
+		e := newEnv(t)
+		old, newer := account.NewAPIKeySecret(), account.NewAPIKeySecret()
+		at := e.clock.Now()
+		if err := e.svc.EnsureProbeKey(e.ctx, old, at); err != nil {
+			t.Fatalf("EnsureProbeKey: %v", err)
+		}
+		if err := e.svc.EnsureProbeKey(e.ctx, newer, at.Add(time.Minute)); err != nil {
+			t.Fatalf("EnsureProbeKey with a new secret: %v", err)
+		}
+		_, err := e.svc.Authenticate(e.ctx, old)
+		wantCode(t, err, account.CodeUnauthorized)
+		p := e.auth(t, newer)
+		if keys := probeKeys(t, e); len(keys) != 1 || keys[0].ID != p.KeyID {
+			t.Errorf("got probe keys %v, want only %s", keys, p.KeyID)
+		}
+		// An instance still holding the old secret brings nothing back.
+		if err := e.svc.EnsureProbeKey(e.ctx, old, at); err != nil {
+			t.Fatalf("EnsureProbeKey with the older secret: %v", err)
+		}
+		_, err = e.svc.Authenticate(e.ctx, old)
+		wantCode(t, err, account.CodeUnauthorized)
+		e.auth(t, e.secret)
+	})
+	t.Run("KindsRetireOnlyTheirOwn", func(t *testing.T) {
+		// A new admin secret keeps the probe key, and a new probe secret
+		// the admin key.
+		e := newEnv(t)
+		probe := account.NewAPIKeySecret()
+		if err := e.svc.EnsureProbeKey(e.ctx, probe, e.clock.Now()); err != nil {
+			t.Fatalf("EnsureProbeKey: %v", err)
+		}
+		admin := account.NewAPIKeySecret()
+		if err := e.svc.EnsureBootstrapKey(e.ctx, admin, e.clock.Now().Add(time.Minute)); err != nil {
+			t.Fatalf("EnsureBootstrapKey: %v", err)
+		}
+		e.auth(t, probe)
+		if err := e.svc.EnsureProbeKey(e.ctx, account.NewAPIKeySecret(), e.clock.Now().Add(2*time.Minute)); err != nil {
+			t.Fatalf("EnsureProbeKey: %v", err)
+		}
+		if p := e.auth(t, admin); !p.KeyBootstrap {
+			t.Errorf("the admin secret authenticates a key that is not the bootstrap key")
+		}
+	})
+	t.Run("ErrAnotherKeysSecret", func(t *testing.T) {
+		// The admin secret configured as the probe's would let the probe
+		// act as the admin: refused, and nothing changes.
+		e := newEnv(t)
+		wantCode(t, e.svc.EnsureProbeKey(e.ctx, e.secret, time.Time{}), account.CodeInvalidRequest)
+		if keys := probeKeys(t, e); len(keys) != 0 {
+			t.Errorf("got probe keys %v, want none", keys)
+		}
+		if p := e.auth(t, e.secret); !p.KeyBootstrap {
+			t.Errorf("the admin secret no longer authenticates the bootstrap key")
+		}
+	})
+	t.Run("ErrShortSecret", func(t *testing.T) {
+		e := newEnv(t)
+		err := e.svc.EnsureProbeKey(e.ctx, strings.Repeat("x", account.MinBootstrapKeyLength-1), time.Time{})
+		wantCode(t, err, account.CodeInvalidRequest)
+	})
+}

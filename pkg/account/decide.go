@@ -122,6 +122,10 @@ func (p Principal) Decide(a Action, k APIKey) error {
 		return Errorf(CodeForbidden, "the bootstrap admin key is managed by configuration and cannot be deleted through the API")
 	case a == ActionRevokeTokens && k.Bootstrap && k.ID != p.KeyID:
 		return Errorf(CodeForbidden, "the bootstrap admin key is managed by configuration: only it revokes all of its tokens")
+	case (a == ActionRotate || a == ActionDelete) && k.Probe:
+		// Its record follows its configured secret: a new secret here, or
+		// none, would stop the probe until auth made the record again.
+		return Errorf(CodeForbidden, "the probe key is managed by configuration: put a new value in its secret (ProbeKeySecret) instead")
 	case a == ActionSetLimits:
 		return p.maySetLimits(k)
 	case a == ActionRotate && k.ID != p.KeyID:

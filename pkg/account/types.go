@@ -61,6 +61,10 @@ type APIKey struct {
 	// At most MaxKeyAncestors.
 	Ancestors []string
 	Bootstrap bool // the admin key from configuration; cannot be deleted or disabled through the API
+	// Probe marks the probe key from configuration (EnsureProbeKey), which
+	// the canary and the probe issue, check and revoke their tokens with:
+	// replacing its secret retires it.
+	Probe bool
 	// OrganizationID is the organization the key is bound to, "" for none:
 	// the keys below it are bound to it too, a key bound to it acts on the
 	// keys of no other organization, its tokens say it (org_id), and

@@ -1,7 +1,7 @@
 // Package canary is the check a deployment runs against the new versions
 // of the verifying functions before CodeDeploy moves any traffic to them
 // (template.yaml CanaryHookFunction, DeploymentPreference.Hooks.PreTraffic):
-// it lists organizations and users, issues a token, verifies it,
+// it asks organizations and users for a list, issues a token, verifies it,
 // introspects it, asks the authorizer, revokes it, and asks each again,
 // and fails at the first wrong answer. A
 // version that answers 5xx, finds every token invalid or ignores a
@@ -47,8 +47,10 @@ type Targets struct {
 	Verify HTTPFunction
 	// Authorizer is the Lambda authorizer. Required.
 	Authorizer AuthorizerFunction
-	// Organizations and Users each list one page, with the key: their
-	// versions answer, and read the table. Nil skips them.
+	// Organizations and Users are each asked for one page with the key,
+	// the probe key, which may not list them: the right refusal (403
+	// insufficient_scope) says their versions start, read their secret
+	// and the key's item, and apply its grant. Nil skips them.
 	Organizations, Users HTTPFunction
 	// Audience is the audience of the token issued; empty for Latchkey's
 	// own, which the authorizer never admits. The authorizer's refusal
@@ -57,14 +59,16 @@ type Targets struct {
 	Audience string
 }
 
-// Scope is the one scope of the check's token: it opens nothing of
-// Latchkey's API, whose scopes name its resources.
-const Scope = "read:canary"
+// Scope is the one scope of the check's token, the probe key's one grant
+// (account.ProbeScope): it opens nothing of Latchkey's API, whose scopes
+// name its resources.
+const Scope = account.ProbeScope
 
-// Check runs the check with apiKey, a key whose grant covers Scope, and
-// returns nil when every answer was right, else a *Failure naming the first
-// wrong one. The token it issues lives 5 minutes and is revoked even when a
-// step fails; neither it nor apiKey is ever in an error.
+// Check runs the check with apiKey, the probe key (account.EnsureProbeKey:
+// its grant is Scope alone), and returns nil when every answer was right,
+// else a *Failure naming the first wrong one. The token it issues lives 5
+// minutes and is revoked even when a step fails; neither it nor apiKey is
+// ever in an error.
 func Check(ctx context.Context, t Targets, apiKey string) (err error) {
 	c := &check{t: t, key: apiKey}
 	for _, l := range []struct {
@@ -78,14 +82,8 @@ func Check(ctx context.Context, t Targets, apiKey string) (err error) {
 		if err != nil {
 			return &Failure{"list " + l.name, l.name, err.Error()}
 		}
-		var page struct {
-			Data []json.RawMessage `json:"data"`
-		}
-		if f := decode(res, http.StatusOK, &page); f != "" {
+		if f := refused(res, http.StatusForbidden, string(account.CodeInsufficientScope)); f != "" {
 			return &Failure{"list " + l.name, l.name, f}
-		}
-		if page.Data == nil {
-			return &Failure{"list " + l.name, l.name, "200 without data"}
 		}
 	}
 	tok, err := c.issue(ctx)
@@ -427,6 +425,21 @@ func (c *check) call(ctx context.Context, fn HTTPFunction, req events.APIGateway
 		return res, fmt.Errorf("invocation failed: %w", err)
 	}
 	return res, nil
+}
+
+// refused says what was wrong with res unless it is the problem of status
+// and code: "" when it is.
+func refused(res events.APIGatewayV2HTTPResponse, status int, code string) string {
+	var p struct {
+		Code string `json:"code"`
+	}
+	if f := decode(res, status, &p); f != "" {
+		return f
+	}
+	if p.Code != code {
+		return fmt.Sprintf("%d %s, want %d %s", res.StatusCode, p.Code, status, code)
+	}
+	return ""
 }
 
 // decode reads res's JSON body into v when its status is want, and

@@ -93,9 +93,9 @@ func TestTemplate_CanaryAlarms(t *testing.T) {
 
 // TestTemplate_CanaryHook: the hook is named as CodeDeploy's role requires
 // (CodeDeployHook_*), checks the versions this deploy published, and may
-// invoke those versions, report to CodeDeploy, read the admin key (its
+// invoke those versions, report to CodeDeploy, read the probe key (its
 // IAM policy, the secret's resource policy and the KMS key's policy; not
-// the signing key), and nothing else.
+// the admin or signing key), and nothing else.
 func TestTemplate_CanaryHook(t *testing.T) {
 	tpl := loadTemplate(t)
 	props := tpl.resource(t, "CanaryHookFunction", "AWS::Serverless::Function")
@@ -103,7 +103,7 @@ func TestTemplate_CanaryHook(t *testing.T) {
 		t.Errorf("FunctionName %v, want CodeDeployHook_…", props["FunctionName"])
 	}
 	env := tpl.functionEnv(t, "CanaryHookFunction")
-	for k, want := range map[string]string{"AUTH_VERSION_ARN": "AuthFunction.Version", "AUTHORIZER_VERSION_ARN": authorizerID + ".Version", "ADMIN_KEY_SECRET_ARN": "AdminApiKeySecret",
+	for k, want := range map[string]string{"AUTH_VERSION_ARN": "AuthFunction.Version", "AUTHORIZER_VERSION_ARN": authorizerID + ".Version", canaryapp.EnvKeySecretARN: "ProbeKeySecret",
 		"ORGANIZATIONS_VERSION_ARN": "OrganizationsFunction.Version", "USERS_VERSION_ARN": "UsersFunction.Version"} {
 		if refOf(env[k]) != want {
 			t.Errorf("%s = %v, want !Ref %s", k, env[k], want)
@@ -116,7 +116,7 @@ func TestTemplate_CanaryHook(t *testing.T) {
 	want := map[string][]string{
 		"lambda:InvokeFunction":                           {`{"Ref":"AuthFunction.Version"}`, `{"Ref":"AuthorizerFunction.Version"}`, `{"Fn::If":["ServeVerifyUrl",{"Ref":"VerifyFunction.Version"},{"Ref":"AWS::NoValue"}]}`, `{"Ref":"OrganizationsFunction.Version"}`, `{"Ref":"UsersFunction.Version"}`},
 		"codedeploy:PutLifecycleEventHookExecutionStatus": {`{"Fn::Sub":"arn:${AWS::Partition}:codedeploy:${AWS::Region}:${AWS::AccountId}:deploymentgroup:${ServerlessDeploymentApplication}/*"}`},
-		"secretsmanager:GetSecretValue":                   {`{"Ref":"AdminApiKeySecret"}`},
+		"secretsmanager:GetSecretValue":                   {`{"Ref":"ProbeKeySecret"}`},
 		"logs:CreateLogStream":                            {`{"Fn::GetAtt":"CanaryHookLogGroup.Arn"}`},
 		"logs:PutLogEvents":                               {`{"Fn::GetAtt":"CanaryHookLogGroup.Arn"}`},
 	}
@@ -124,9 +124,10 @@ func TestTemplate_CanaryHook(t *testing.T) {
 		t.Errorf("the hook may\n%v\nwant\n%v", actions, want)
 	}
 
-	// The admin key's resource policy lets the hook read it; the signing
-	// key's does not; the KMS key lets it decrypt, through Secrets Manager.
-	checkReadsAdminKeyOnly(t, tpl, "CanaryHookRole")
+	// The probe key's resource policy lets the hook read it; the admin and
+	// signing keys' do not; the KMS key lets it decrypt, through Secrets
+	// Manager.
+	checkReadsProbeKeyOnly(t, tpl, "CanaryHookRole")
 }
 
 // roleActions returns what role may do, by action, with the resources
@@ -165,25 +166,19 @@ func roleActions(tb testing.TB, tpl template, role string, policies ...string) m
 	return actions
 }
 
-// checkReadsAdminKeyOnly: the admin key's resource policy lets role read
-// it, beside auth's role; the signing key's does not; the KMS key lets it
-// decrypt, through Secrets Manager, and nothing else.
-func checkReadsAdminKeyOnly(t *testing.T, tpl template, role string) {
+// checkReadsProbeKeyOnly: of the secrets under AuthSecretsKey, role may
+// read the probe key alone, by the resource policies (the probe key's,
+// beside auth's role; neither the admin key's nor the signing key's); the
+// KMS key lets it decrypt, through Secrets Manager, and nothing else.
+func checkReadsProbeKeyOnly(t *testing.T, tpl template, role string) {
 	t.Helper()
-	readers := func(policy string) string {
-		for _, st := range list(path(tpl.resource(t, policy, "AWS::SecretsManager::ResourcePolicy"), "ResourcePolicy", "Statement")) {
-			if path(st, "Effect") == "Deny" && slices.Contains(strs(path(st, "Action")), "secretsmanager:GetSecretValue") {
-				b, _ := json.Marshal(path(st, "Condition", "ArnNotEquals", "aws:PrincipalArn"))
-				return string(b)
-			}
+	for secret, want := range map[string]bool{"ProbeKeySecret": true, "AdminApiKeySecret": false, "SigningKeySecret": false} {
+		if got := !deniedBy(t, secretPolicy(t, tpl, secret), "role:"+role, "secretsmanager:GetSecretValue"); got != want {
+			t.Errorf("%s: %s may read it: %v, want %v", secret, role, got, want)
 		}
-		return ""
 	}
-	if r := readers("AdminApiKeySecretPolicy"); !strings.Contains(r, `"`+role+`.Arn"`) || !strings.Contains(r, `"AuthRole.Arn"`) {
-		t.Errorf("the admin key's readers %s, want auth's role, %s and the operators", r, role)
-	}
-	if r := readers("SigningKeySecretPolicy"); r == "" || strings.Contains(r, role) {
-		t.Errorf("the signing key's readers %s, want auth's role alone", r)
+	if deniedBy(t, secretPolicy(t, tpl, "ProbeKeySecret"), authPrincipal, "secretsmanager:GetSecretValue") {
+		t.Errorf("ProbeKeySecret: auth's role may not read it, and so makes no probe key")
 	}
 	var decrypts []string
 	for _, st := range list(path(tpl.resource(t, "AuthSecretsKey", "AWS::KMS::Key"), "KeyPolicy", "Statement")) {
@@ -412,7 +407,7 @@ func newCanaryBuild(t *testing.T, b backend, wrap func(account.Store) account.St
 		store = wrap(store)
 	}
 	cb := canaryBuild{auth: &httpapitest.SyncBuffer{}, verify: &httpapitest.SyncBuffer{}, authzLog: &httpapitest.SyncBuffer{}, orgsLog: &httpapitest.SyncBuffer{}, usersLog: &httpapitest.SyncBuffer{}}
-	admin := map[lambdaapp.Function]canary.HTTPFunction{}
+	lists := map[lambdaapp.Function]canary.HTTPFunction{}
 	for fn, buf := range map[lambdaapp.Function]*httpapitest.SyncBuffer{lambdaapp.Organizations: cb.orgsLog, lambdaapp.Users: cb.usersLog} {
 		app, err := lambdaapp.New(ctx, replay.Config(fn, "latchkey"), lambdaapp.Deps{
 			Store: store, Keys: b.keys, Secrets: replay.NewSecrets(), Logger: lambdaenv.NewLogger(buf, string(fn)),
@@ -420,7 +415,7 @@ func newCanaryBuild(t *testing.T, b backend, wrap func(account.Store) account.St
 		if err != nil {
 			t.Fatal(err)
 		}
-		admin[fn] = canary.HTTPFunction(app.Lambda())
+		lists[fn] = canary.HTTPFunction(app.Lambda())
 	}
 	auth, err := lambdaapp.New(ctx, replay.Config(lambdaapp.Auth, "latchkey"), lambdaapp.Deps{
 		Store: store, Keys: b.keys, Secrets: replay.NewSecrets(), Logger: lambdaenv.NewLogger(cb.auth, "auth"),
@@ -435,7 +430,7 @@ func newCanaryBuild(t *testing.T, b backend, wrap func(account.Store) account.St
 	}
 	authz := newAuthorizer(t, backend{store: store, keys: b.keys}, `{"*": {"audience": "https://orders.example.com"}}`, lambdaenv.NewLogger(cb.authzLog, "authorizer"))
 	cb.targets = canary.Targets{Auth: canary.HTTPFunction(auth.Lambda()), Verify: canary.HTTPFunction(verify.Lambda()), Authorizer: canary.AuthorizerFunction(authz),
-		Organizations: admin[lambdaapp.Organizations], Users: admin[lambdaapp.Users]}
+		Organizations: lists[lambdaapp.Organizations], Users: lists[lambdaapp.Users]}
 	return cb
 }
 
@@ -527,6 +522,14 @@ func TestCanary(t *testing.T) {
 			return g
 		}, step: "verify before revocation"},
 		{name: "revocation ignored", wrap: func(s account.Store) account.Store { return forgetsRevocations{s} }, step: "verify after revocation"},
+		// A users version that lets the probe key list what its grant does
+		// not cover.
+		{name: "scope ignored", build: func(g canary.Targets) canary.Targets {
+			g.Users = func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+				return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusOK, Body: `{"data":[],"next_cursor":null}`}, nil
+			}
+			return g
+		}, step: "list users"},
 		{name: "503 to everything", wrap: func(s account.Store) account.Store { return storeDown{s, &down} }, step: "list organizations",
 			alarms: []string{"AuthVersionServerErrorsAlarm", "AuthVersionVerificationErrorsAlarm", "AuthorizerVersionServerErrorsAlarm", "OrganizationsVersionServerErrorsAlarm", "VerifyVersionServerErrorsAlarm"}},
 	} {
@@ -544,7 +547,7 @@ func TestCanary(t *testing.T) {
 			down.Store(c.wrap != nil && c.step == "list organizations")
 			defer down.Store(false)
 			start := time.Now()
-			err := canary.Check(ctx, targets, replay.KeySecret)
+			err := canary.Check(ctx, targets, replay.ProbeSecret)
 			took := time.Since(start)
 			var f *canary.Failure
 			switch {
@@ -553,7 +556,7 @@ func TestCanary(t *testing.T) {
 			case c.step != "" && (!errors.As(err, &f) || f.Step != c.step):
 				t.Fatalf("check: %v; want a failure at %q", err, c.step)
 			}
-			if strings.Contains(fmt.Sprint(err), replay.KeySecret) || strings.Contains(cb.auth.String(), replay.KeySecret) {
+			if strings.Contains(fmt.Sprint(err), replay.ProbeSecret) || strings.Contains(cb.auth.String(), replay.ProbeSecret) {
 				t.Errorf("the key is in the error or the logs")
 			}
 			// A minute of traffic beside the check: ten requests of a
@@ -644,7 +647,7 @@ func TestCanaryHook_Lambda(t *testing.T) {
 			down.Store(c.down)
 			defer down.Store(false)
 			var logs httpapitest.SyncBuffer
-			got := canaryapp.Run(ctx, targets, func(context.Context) (string, error) { return replay.KeySecret, nil }, lambdaenv.NewLogger(&logs, canaryapp.Name))
+			got := canaryapp.Run(ctx, targets, func(context.Context) (string, error) { return replay.ProbeSecret, nil }, lambdaenv.NewLogger(&logs, canaryapp.Name))
 			if got != c.want {
 				t.Fatalf("outcome %s, want %s; logs:\n%s", got, c.want, logs.String())
 			}
@@ -658,7 +661,7 @@ func TestCanaryHook_Lambda(t *testing.T) {
 			if c.down && !strings.Contains(line.Error, "issue a token (auth): 503 unavailable") {
 				t.Errorf("error %q, want the step, the function and the answer", line.Error)
 			}
-			if strings.Contains(logs.String(), replay.KeySecret) || strings.Contains(logs.String(), "eyJ") {
+			if strings.Contains(logs.String(), replay.ProbeSecret) || strings.Contains(logs.String(), "eyJ") {
 				t.Errorf("the key or a token is in the hook's log: %s", logs.String())
 			}
 			// Only the versions, each once at least; never an alias.

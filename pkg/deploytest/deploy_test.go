@@ -312,6 +312,7 @@ func testBootstrap(t *testing.T, tpl template) {
 	env := tpl.functionEnv(t, logicalID(writer))
 	for prop, variable := range map[string]string{
 		"Table": lambdaapp.EnvTableName, "AdminKeySecret": lambdaapp.EnvAdminKeySecret, "SigningKeySecret": lambdaapp.EnvSigningKeySecret,
+		"ProbeKeySecret": lambdaapp.EnvProbeKeySecret,
 	} {
 		if got, want := refOf(props[prop]), refOf(env[variable]); got == "" || got != want {
 			t.Errorf("Bootstrap %s: got !Ref %q, want !Ref %q as %s's %s", prop, got, want, writer, variable)

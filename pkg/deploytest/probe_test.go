@@ -189,12 +189,12 @@ func TestProbe(t *testing.T) {
 			}
 			var logs httpapitest.SyncBuffer
 			start := time.Now()
-			ok := probeapp.Run(context.Background(), targets, func(context.Context) (string, error) { return replay.KeySecret, nil }, time.Second, lambdaenv.NewLogger(&logs, probeapp.Name))
+			ok := probeapp.Run(context.Background(), targets, func(context.Context) (string, error) { return replay.ProbeSecret, nil }, time.Second, lambdaenv.NewLogger(&logs, probeapp.Name))
 			took := time.Since(start)
 			if ok != (c.failed == "" && c.slow == "") {
 				t.Errorf("ok %v, want %v; logs:\n%s", ok, !ok, logs.String())
 			}
-			if strings.Contains(logs.String(), replay.KeySecret) || strings.Contains(logs.String(), "eyJ") {
+			if strings.Contains(logs.String(), replay.ProbeSecret) || strings.Contains(logs.String(), "eyJ") {
 				t.Errorf("the key or a token is in the probe's log: %s", logs.String())
 			}
 			got := map[string]probeLine{}
@@ -261,8 +261,9 @@ func TestProbe(t *testing.T) {
 
 // TestTemplate_Probe (issue 34): the probe runs every minute on the live
 // aliases of auth, the authorizer and (with the URL) verify, with the
-// admin key; it may invoke those aliases, read the admin key (its IAM
-// policy, the secret's resource policy, the KMS key's) and write its log,
+// probe key; it may invoke those aliases, read the probe key (its IAM
+// policy, the secret's resource policy, the KMS key's; not the admin or
+// signing key) and write its log,
 // and nothing else; its alarms fire on a failed or slow path in a minute,
 // and on five minutes without a finished run.
 func TestTemplate_Probe(t *testing.T) {
@@ -278,7 +279,7 @@ func TestTemplate_Probe(t *testing.T) {
 		t.Errorf("schedules %v, want rate(1 minute)", schedules)
 	}
 	env := tpl.functionEnv(t, "ProbeFunction")
-	for k, want := range map[string]string{probeapp.EnvAuthAliasARN: "AuthFunctionAliaslive", probeapp.EnvAuthorizerAliasARN: authorizerID + "Aliaslive", probeapp.EnvKeySecretARN: "AdminApiKeySecret", probeapp.EnvAudience: "ProbeAudience"} {
+	for k, want := range map[string]string{probeapp.EnvAuthAliasARN: "AuthFunctionAliaslive", probeapp.EnvAuthorizerAliasARN: authorizerID + "Aliaslive", probeapp.EnvKeySecretARN: "ProbeKeySecret", probeapp.EnvAudience: "ProbeAudience"} {
 		if refOf(env[k]) != want {
 			t.Errorf("%s = %v, want !Ref %s", k, env[k], want)
 		}
@@ -288,14 +289,14 @@ func TestTemplate_Probe(t *testing.T) {
 	}
 	want := map[string][]string{
 		"lambda:InvokeFunction":         {`{"Ref":"AuthFunctionAliaslive"}`, `{"Ref":"AuthorizerFunctionAliaslive"}`, `{"Fn::If":["ServeVerifyUrl",{"Ref":"VerifyFunctionAliaslive"},{"Ref":"AWS::NoValue"}]}`},
-		"secretsmanager:GetSecretValue": {`{"Ref":"AdminApiKeySecret"}`},
+		"secretsmanager:GetSecretValue": {`{"Ref":"ProbeKeySecret"}`},
 		"logs:CreateLogStream":          {`{"Fn::GetAtt":"ProbeLogGroup.Arn"}`},
 		"logs:PutLogEvents":             {`{"Fn::GetAtt":"ProbeLogGroup.Arn"}`},
 	}
 	if got := roleActions(t, tpl, "ProbeRole", "ProbeInvokePolicy", "ProbeSecretsPolicy"); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("the probe may\n%v\nwant\n%v", got, want)
 	}
-	checkReadsAdminKeyOnly(t, tpl, "ProbeRole")
+	checkReadsProbeKeyOnly(t, tpl, "ProbeRole")
 
 	for id, want := range map[string]string{
 		"ProbeFailedAlarm":  "ProbeProblems Sum 60 1 GreaterThanOrEqualToThreshold AlarmProbeProblemsThreshold notBreaching",
@@ -363,7 +364,7 @@ func TestProbe_Lambda(t *testing.T) {
 	fake, targets := lambdaTargets(t, b.store, b.keys, authARN, verifyARN, authzARN)
 	targets.Audience = "https://orders.example.com"
 	var logs httpapitest.SyncBuffer
-	handler := probeapp.NewHandler(targets, func(context.Context) (string, error) { return replay.KeySecret, nil }, lambdaenv.NewLogger(&logs, probeapp.Name))
+	handler := probeapp.NewHandler(targets, func(context.Context) (string, error) { return replay.ProbeSecret, nil }, lambdaenv.NewLogger(&logs, probeapp.Name))
 	if err := handler(context.Background(), ev); err != nil {
 		t.Fatal(err)
 	}

@@ -439,17 +439,26 @@ func readSamconfig(t *testing.T, name string) map[string]map[string]string {
 
 // TestDocs_CountsFromTemplate: the numbers docs/cost.md states about the
 // template are counted from it, not trusted: the routes (the detailed
-// metrics line) and the alarms (the fixed cost line).
+// metrics line), the alarms (the fixed cost line), and the secrets every
+// stack has ($0.40 each; the edge's origin secret is priced with the
+// edge).
 func TestDocs_CountsFromTemplate(t *testing.T) {
 	tpl := loadTemplate(t)
 	routes := len(tpl.functionEvents(t))
 	alarms := len(tpl.alarms(t))
+	secrets := 0
+	for _, r := range tpl["Resources"].(map[string]any) {
+		if path(r, "Type") == "AWS::SecretsManager::Secret" && path(r, "Condition") == nil {
+			secrets++
+		}
+	}
 	b, err := os.ReadFile("../../docs/cost.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	doc := string(b)
-	for _, want := range []string{fmt.Sprintf("if all %d routes are", routes), fmt.Sprintf("| %d alarms watching", alarms)} {
+	for _, want := range []string{fmt.Sprintf("if all %d routes are", routes), fmt.Sprintf("| %d alarms watching", alarms),
+		fmt.Sprintf("| %d secrets (", secrets), fmt.Sprintf(") | $%.2f |", 0.40*float64(secrets))} {
 		if !strings.Contains(doc, want) {
 			t.Errorf("docs/cost.md does not say %q (counted from template.yaml)", want)
 		}

@@ -11,12 +11,15 @@ import (
 )
 
 // The principals the secrets' resource policies are judged for: the auth
-// function's role, two operators (OperatorPrincipalArns), and another
-// principal of the account that an IAM policy allows everything.
+// function's role, the canary hook's and the probe's, two operators
+// (OperatorPrincipalArns), and another principal of the account that an
+// IAM policy allows everything.
 var (
-	authPrincipal  = "role:AuthRole"
-	operatorARNs   = []string{"arn:aws:iam::123456789012:role/deployer", "arn:aws:iam::123456789012:role/break-glass"}
-	otherPrincipal = "arn:aws:iam::123456789012:role/admin"
+	authPrincipal   = "role:AuthRole"
+	canaryPrincipal = "role:CanaryHookRole"
+	probePrincipal  = "role:ProbeRole"
+	operatorARNs    = []string{"arn:aws:iam::123456789012:role/deployer", "arn:aws:iam::123456789012:role/break-glass"}
+	otherPrincipal  = "arn:aws:iam::123456789012:role/admin"
 )
 
 // secretWrites are the actions that change what a secret holds or who may
@@ -119,17 +122,20 @@ func deniedBy(tb testing.TB, statements []any, principal, action string) bool {
 // the auth function reads the signing key and only it and the operators
 // change it (it puts an RSA key with RS256; the operators rotate it and
 // deploy the stack); only they read the admin key, and only the operators
-// change it. Another principal of the account, allowed everything by IAM,
-// can neither read nor write either, nor lift the policies.
+// change it; the probe key is read by them, the canary hook and the probe,
+// which use it, and changed by the operators alone. Another principal of
+// the account, allowed everything by IAM, can neither read nor write any,
+// nor lift the policies.
 func TestTemplate_SecretResourcePolicies(t *testing.T) {
 	tpl := loadTemplate(t)
-	everyone := append([]string{authPrincipal, otherPrincipal}, operatorARNs...)
+	everyone := append([]string{authPrincipal, canaryPrincipal, probePrincipal, otherPrincipal}, operatorARNs...)
 	for _, c := range []struct {
 		secret          string
 		readers, writer []string
 	}{
 		{"SigningKeySecret", []string{authPrincipal}, append([]string{authPrincipal}, operatorARNs...)},
 		{"AdminApiKeySecret", append([]string{authPrincipal}, operatorARNs...), operatorARNs},
+		{"ProbeKeySecret", append([]string{authPrincipal, canaryPrincipal, probePrincipal}, operatorARNs...), operatorARNs},
 	} {
 		statements := secretPolicy(t, tpl, c.secret)
 		if statements == nil {
@@ -210,6 +216,28 @@ func TestDocs_SecretReadersCanDecrypt(t *testing.T) {
 		}
 		if st := secretPolicy(t, tpl, secret); st != nil && deniedBy(t, st, operatorARNs[0], "secretsmanager:GetSecretValue") {
 			t.Errorf("%s: the operators read %s, but its resource policy denies them", c.where, secret)
+		}
+	}
+}
+
+// TestTemplate_AdminKeyNarrowedAfterProbeKey (issue 34): the admin key's
+// resource policy, which no longer lets the canary hook and the probe read
+// it, changes only once both use the probe key (the hook's function,
+// which CodeDeploy invokes, and the probe's live alias, which its
+// schedule invokes): an upgrade from a release where they read the admin
+// key refuses neither, and pages nobody.
+func TestTemplate_AdminKeyNarrowedAfterProbeKey(t *testing.T) {
+	tpl := loadTemplate(t)
+	r := tpl["Resources"].(map[string]any)["AdminApiKeySecretPolicy"]
+	deps := strs(path(r, "DependsOn"))
+	for _, want := range []string{"CanaryHookFunction", "ProbeFunctionAliaslive"} {
+		if !slices.Contains(deps, want) {
+			t.Errorf("AdminApiKeySecretPolicy DependsOn %v, want %s among them", deps, want)
+		}
+	}
+	for fn, env := range map[string]string{"CanaryHookFunction": "PROBE_KEY_SECRET_ARN", "ProbeFunction": "PROBE_KEY_SECRET_ARN"} {
+		if got := refOf(tpl.functionEnv(t, fn)[env]); got != "ProbeKeySecret" {
+			t.Errorf("%s %s = !Ref %s, want ProbeKeySecret", fn, env, got)
 		}
 	}
 }

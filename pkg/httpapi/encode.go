@@ -211,9 +211,10 @@ func toAPIKey(k account.APIKey) apiKeyResponse {
 }
 
 // maskKey shows enough of a key to recognise it and nothing to use. A
-// bootstrap key comes from configuration and need not carry our prefix.
+// bootstrap or probe key comes from configuration and need not carry our
+// prefix.
 func maskKey(k account.APIKey) string {
-	if k.Bootstrap {
+	if k.Bootstrap || k.Probe {
 		return "…" + k.Last4
 	}
 	return account.APIKeyPrefix + "…" + k.Last4

@@ -17,12 +17,14 @@
 //   - auth reads the signing key secret (it alone issues tokens), derives
 //     the Ed25519 key, and publishes the public keys (current and, after a
 //     rotation, previous) as a JWKS item in the table. It alone reads the
-//     bootstrap admin API key secret and makes sure that key exists
-//     (EnsureBootstrapKey): it is the only function that may write the
-//     items that decide which credentials are valid (public keys, API keys
-//     and their hash items, token records, revocation entries), and
-//     template.yaml denies those writes to the other two roles, since a role
-//     that could write the public key item could mint any token.
+//     bootstrap admin API key secret, and it reads the probe key's (which
+//     the canary and the probe use), and makes sure those keys exist
+//     (EnsureBootstrapKey, EnsureProbeKey): it is the only function that
+//     may write the items that decide which credentials are valid (public
+//     keys, API keys and their hash items, token records, revocation
+//     entries), and template.yaml denies those writes to the other two
+//     roles, since a role that could write the public key item could mint
+//     any token.
 //   - organizations and users never see the private key or the admin key:
 //     they verify tokens with a token.KeySet over the JWKS read from the
 //     table, reloaded every refresh interval and whenever a token names a
@@ -138,7 +140,7 @@ type built struct {
 // versions are what a built handler was made from: the secret versions,
 // and the issuer, which the deployment may record or change while the
 // function is warm.
-type versions struct{ signing, signingPrevious, admin, cursor, issuer string }
+type versions struct{ signing, signingPrevious, admin, probe, cursor, issuer string }
 
 // issuer is ISSUER when it is configured, else the one recorded in the
 // table ("" until the deployment has recorded it).
@@ -450,8 +452,9 @@ func (a *App) buildVerifying(ctx context.Context, cache *secrets.Cache, prev *bu
 
 // buildSigning makes auth's service and handler from the secrets in cache,
 // as buildVerifying does the others', with the signing key secret and the
-// admin key secret besides. With a nil prev, or when a secret changed, it
-// publishes the public keys and ensures the bootstrap admin key.
+// admin and probe key secrets besides. With a nil prev, or when a secret
+// changed, it publishes the public keys and ensures the bootstrap admin
+// key and the probe key.
 func (a *App) buildSigning(ctx context.Context, cache *secrets.Cache, prev *built) (*built, error) {
 	// Before the cache reads the signing secret: with RS256, a cold start
 	// or a bootstrap (prev nil; each with a fresh cache) first makes it an
@@ -461,7 +464,11 @@ func (a *App) buildSigning(ctx context.Context, cache *secrets.Cache, prev *buil
 			return nil, err
 		}
 	}
-	cursor, err := a.readCursorKey(ctx, cache, secrets.Key{ID: a.cfg.AdminKeySecret}, secrets.Key{ID: a.cfg.SigningKeySecret, Previous: true})
+	others := []secrets.Key{{ID: a.cfg.AdminKeySecret}, {ID: a.cfg.SigningKeySecret, Previous: true}}
+	if a.cfg.ProbeKeySecret != "" {
+		others = append(others, secrets.Key{ID: a.cfg.ProbeKeySecret})
+	}
+	cursor, err := a.readCursorKey(ctx, cache, others...)
 	if err != nil {
 		return nil, err
 	}
@@ -469,11 +476,17 @@ func (a *App) buildSigning(ctx context.Context, cache *secrets.Cache, prev *buil
 	if err != nil {
 		return nil, fmt.Errorf("read the admin key secret: %w", err)
 	}
+	var probe secrets.Value
+	if a.cfg.ProbeKeySecret != "" {
+		if probe, err = cache.Get(ctx, a.cfg.ProbeKeySecret); err != nil {
+			return nil, fmt.Errorf("read the probe key secret: %w", err)
+		}
+	}
 	signing, err := cache.GetWithPrevious(ctx, a.cfg.SigningKeySecret)
 	if err != nil {
 		return nil, fmt.Errorf("read the signing key secret: %w", err)
 	}
-	v := versions{signing.Current.ID, signing.Previous.ID, admin.Current.ID, cursor.Current.ID, a.issuer()}
+	v := versions{signing.Current.ID, signing.Previous.ID, admin.Current.ID, probe.Current.ID, cursor.Current.ID, a.issuer()}
 	if prev != nil && prev.versions == v {
 		return prev, nil
 	}
@@ -506,6 +519,12 @@ func (a *App) buildSigning(ctx context.Context, cache *secrets.Cache, prev *buil
 		// holding the admin key from before a rotation cannot undo it.
 		if err := asm.Service.EnsureBootstrapKey(ctx, admin.Current.Value, admin.Current.CreatedAt); err != nil {
 			return nil, fmt.Errorf("ensure the bootstrap admin key: %w", err)
+		}
+	}
+	if a.cfg.ProbeKeySecret != "" && (prev == nil || prev.versions.probe != v.probe) {
+		// The same way: a rotation of the probe secret retires the old key.
+		if err := asm.Service.EnsureProbeKey(ctx, probe.Current.Value, probe.Current.CreatedAt); err != nil {
+			return nil, fmt.Errorf("ensure the probe key: %w", err)
 		}
 	}
 	return &built{handler: asm.Handler(a.cfg.Function.Group()), versions: v}, nil

@@ -367,6 +367,36 @@ func TestApp_AdminKeyRotation(t *testing.T) {
 	}
 }
 
+// TestApp_ProbeKeyRotation (issue 34): auth makes the probe key from its
+// secret at its start, as it makes the admin key: the key authenticates in
+// every function and holds no scope of theirs (403 insufficient_scope). A
+// new probe secret works once auth's refresh is due and it serves a
+// request, and the old key is retired (401); the admin key is untouched.
+func TestApp_ProbeKeyRotation(t *testing.T) {
+	e := newEnv(t)
+	c := mock.NewClock(time.Now())
+	auth := e.app(t, lambdaapp.Auth, c)
+	users := e.app(t, lambdaapp.Users, c)
+	if code, body := do(t, users, "GET", "/v1/users", replay.ProbeSecret, ""); code != http.StatusForbidden || body["code"] != string(account.CodeInsufficientScope) {
+		t.Fatalf("probe key: got %d %v, want 403 insufficient_scope", code, body["code"])
+	}
+	rotated := replay.ProbeSecret + "-rotated"
+	e.Secrets.Put(replay.ProbeARN, rotated)
+	c.Advance(secrets.DefaultRefreshInterval)
+	if code, _ := do(t, auth, "GET", "/v1/auth/jwks", "", ""); code != http.StatusOK {
+		t.Fatalf("auth: got %d, want 200", code)
+	}
+	if code, body := do(t, users, "GET", "/v1/users", rotated, ""); code != http.StatusForbidden || body["code"] != string(account.CodeInsufficientScope) {
+		t.Fatalf("new probe key after auth's refresh: got %d %v, want 403 insufficient_scope", code, body["code"])
+	}
+	if code, _ := do(t, users, "GET", "/v1/users", replay.ProbeSecret, ""); code != http.StatusUnauthorized {
+		t.Fatalf("old probe key after auth's refresh: got %d, want 401", code)
+	}
+	if code, _ := do(t, users, "GET", "/v1/users", replay.AdminSecret, ""); code != http.StatusOK {
+		t.Fatalf("admin key after the probe key's rotation: got %d, want 200", code)
+	}
+}
+
 // TestApp_OnlyAuthReadsTheAdminKey: organizations and users start, serve
 // and refresh without the admin key secret, and cannot be made to bootstrap.
 func TestApp_OnlyAuthReadsTheAdminKey(t *testing.T) {
@@ -868,11 +898,12 @@ func (p *concurrencyProbe) GetSecretValue(ctx context.Context, in *secretsmanage
 }
 
 // TestApp_ColdStartReadsSecretsAtOnce: a cold start reads its secrets
-// concurrently: auth's four reads (cursor key, admin key, signing key
-// current and previous) are in flight together, so its init waits for one
-// round trip to Secrets Manager, not four. The others read one secret.
+// concurrently: auth's five reads (cursor key, admin key, probe key,
+// signing key current and previous) are in flight together, so its init
+// waits for one round trip to Secrets Manager, not five. The others read
+// one secret.
 func TestApp_ColdStartReadsSecretsAtOnce(t *testing.T) {
-	for fn, want := range map[lambdaapp.Function]int{lambdaapp.Auth: 4, lambdaapp.Organizations: 1, lambdaapp.Users: 1} {
+	for fn, want := range map[lambdaapp.Function]int{lambdaapp.Auth: 5, lambdaapp.Organizations: 1, lambdaapp.Users: 1} {
 		t.Run(string(fn), func(t *testing.T) {
 			e := newEnv(t)
 			if fn != lambdaapp.Auth {

@@ -58,7 +58,7 @@ func (f Function) SignsTokens() bool { return f == Auth }
 // items that decide which credentials are valid: the published public keys,
 // API keys and their hash items, token records and revocation entries. Only
 // auth may; template.yaml denies those writes to the other roles. So only
-// auth reads the admin key secret and ensures the bootstrap admin key, at
+// auth reads the admin and probe key secrets and ensures those keys, at
 // its start, on a secret refresh, and when Bootstrap is invoked (at deploy
 // time, by the template's Bootstrap custom resource).
 func (f Function) WritesCredentials() bool { return f == Auth }
@@ -79,9 +79,12 @@ const (
 	EnvIssuer           = lambdaenv.EnvIssuer
 	EnvSigningKeySecret = "SIGNING_KEY_SECRET_ARN"
 	EnvAdminKeySecret   = "ADMIN_KEY_SECRET_ARN"
-	EnvCursorKeySecret  = "CURSOR_KEY_SECRET_ARN"
-	EnvSigningAlg       = lambdaenv.EnvSigningAlg
-	EnvStoreTimeout     = lambdaenv.EnvStoreTimeout
+	// EnvProbeKeySecret is optional, auth only: the probe key's secret
+	// (account.EnsureProbeKey), which the canary and the probe read too.
+	EnvProbeKeySecret  = "PROBE_KEY_SECRET_ARN"
+	EnvCursorKeySecret = "CURSOR_KEY_SECRET_ARN"
+	EnvSigningAlg      = lambdaenv.EnvSigningAlg
+	EnvStoreTimeout    = lambdaenv.EnvStoreTimeout
 	// EnvInlineRevocation is optional, auth only: token.EnvInlineRevocation.
 	EnvInlineRevocation = token.EnvInlineRevocation
 	// EnvStatusListTTL is optional, auth only: the status lists' ttl in
@@ -112,6 +115,9 @@ type Config struct {
 	// AdminKeySecret is the ARN of the bootstrap admin API key secret;
 	// auth only.
 	AdminKeySecret string
+	// ProbeKeySecret is the ARN of the probe key's secret; auth only, and
+	// optional: without it auth ensures no probe key.
+	ProbeKeySecret string
 	// CursorKeySecret is the ARN of the list-cursor HMAC key secret; every
 	// function but Verify, which serves no list.
 	CursorKeySecret string
@@ -172,6 +178,7 @@ func ConfigFromEnv(fn Function, getenv func(string) string) (Config, error) {
 	if fn.WritesCredentials() {
 		cfg.AdminKeySecret = getenv(EnvAdminKeySecret)
 		required = append(required, struct{ name, value string }{EnvAdminKeySecret, cfg.AdminKeySecret})
+		cfg.ProbeKeySecret = getenv(EnvProbeKeySecret)
 	}
 	if fn.SignsTokens() {
 		cfg.SigningKeySecret = getenv(EnvSigningKeySecret)

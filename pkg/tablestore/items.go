@@ -198,6 +198,9 @@ type apiKeyItem struct {
 	CreatedBy string   `dynamodbav:"created_by,omitempty"`
 	Ancestors []string `dynamodbav:"ancestors,omitempty"`
 	Bootstrap bool     `dynamodbav:"bootstrap,omitempty"`
+	// Probe is absent on every other key: a release before it reads the
+	// probe key as an ordinary key, which it is but for its retirement.
+	Probe bool `dynamodbav:"probe,omitempty"`
 	// OrganizationID and OwnerID are listed in the key's KEYORG# and
 	// KEYOWNER# partitions too (see keyLinkItem).
 	OrganizationID string            `dynamodbav:"organization_id,omitempty"`
@@ -303,6 +306,7 @@ func newAPIKeyItems(k account.APIKey) (byID, byHash apiKeyItem) {
 		CreatedBy: k.CreatedBy,
 		Ancestors: k.Ancestors,
 		Bootstrap: k.Bootstrap,
+		Probe:     k.Probe,
 		Disabled:  k.Disabled,
 
 		OrganizationID: k.OrganizationID,
@@ -367,6 +371,7 @@ func (it apiKeyItem) apiKey() account.APIKey {
 		CreatedBy: it.CreatedBy,
 		Ancestors: it.Ancestors,
 		Bootstrap: it.Bootstrap,
+		Probe:     it.Probe,
 		Metadata:  it.Metadata,
 
 		OrganizationID: it.OrganizationID,

@@ -1,7 +1,9 @@
 // Package canaryapp is the canary hook's Lambda wiring: CodeDeploy invokes
 // it before it moves traffic to the new versions (template.yaml
 // CanaryHookFunction); it runs canary.Check against those versions through
-// lambda:InvokeFunction, with the bootstrap admin key, and reports the
+// lambda:InvokeFunction, with the probe key (account.EnsureProbeKey: it
+// may issue, check and revoke its own tokens and nothing else), and
+// reports the
 // outcome with codedeploy:PutLifecycleEventHookExecutionStatus.
 package canaryapp
 
@@ -32,7 +34,7 @@ const Name = "canary"
 // The hook's environment (template.yaml): the secret of the key the check
 // issues its token with, and the ARNs of the versions it checks.
 const (
-	EnvAdminKeySecretARN    = "ADMIN_KEY_SECRET_ARN"
+	EnvKeySecretARN         = "PROBE_KEY_SECRET_ARN"
 	EnvAuthVersionARN       = "AUTH_VERSION_ARN"
 	EnvAuthorizerVersionARN = "AUTHORIZER_VERSION_ARN"
 	// EnvVerifyVersionARN is empty in a stack without the verify URL.
@@ -60,9 +62,9 @@ type Handler func(ctx context.Context, ev Event) error
 
 // FromEnv reads the environment and builds the clients, at init.
 func FromEnv(getenv func(string) string, logger *slog.Logger) (Handler, error) {
-	secretARN, authARN, authorizerARN := getenv(EnvAdminKeySecretARN), getenv(EnvAuthVersionARN), getenv(EnvAuthorizerVersionARN)
+	secretARN, authARN, authorizerARN := getenv(EnvKeySecretARN), getenv(EnvAuthVersionARN), getenv(EnvAuthorizerVersionARN)
 	if secretARN == "" || authARN == "" || authorizerARN == "" {
-		return nil, fmt.Errorf("%s, %s and %s are required", EnvAdminKeySecretARN, EnvAuthVersionARN, EnvAuthorizerVersionARN)
+		return nil, fmt.Errorf("%s, %s and %s are required", EnvKeySecretARN, EnvAuthVersionARN, EnvAuthorizerVersionARN)
 	}
 	cfg, lc, key, err := Clients(getenv, secretARN)
 	if err != nil {

@@ -1,9 +1,9 @@
 // Package probeapp is the probe's Lambda wiring: an EventBridge schedule
 // invokes it every minute (template.yaml ProbeFunction); it runs
 // canary.Probe against the live aliases of auth, the authorizer and verify
-// through lambda:InvokeFunction, with the admin key, and logs one line per
-// path: the metric filters on its log group make of them the probe's
-// metrics, and its alarms watch those.
+// through lambda:InvokeFunction, with the probe key (the canary's), and
+// logs one line per path: the metric filters on its log group make of them
+// the probe's metrics, and its alarms watch those.
 package probeapp
 
 import (

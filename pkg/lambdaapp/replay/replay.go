@@ -84,9 +84,11 @@ const (
 	SigningSecret = "replay-signing-secret-0000000000000000000000000000"
 	AdminSecret   = "replay-admin-key-000000000000000000000000000000000"
 	CursorSecret  = "replay-cursor-secret-00000000000000000000000000000"
+	ProbeSecret   = "replay-probe-key-000000000000000000000000000000000"
 	SigningARN    = "arn:aws:secretsmanager:us-east-1:123456789012:secret:SigningKeySecret-AbCdEf"
 	AdminARN      = "arn:aws:secretsmanager:us-east-1:123456789012:secret:AdminApiKeySecret-AbCdEf"
 	CursorARN     = "arn:aws:secretsmanager:us-east-1:123456789012:secret:CursorKeySecret-AbCdEf"
+	ProbeARN      = "arn:aws:secretsmanager:us-east-1:123456789012:secret:ProbeKeySecret-AbCdEf"
 )
 
 // The authorizer's fixture (events/authorizer/): tokens of KeyID for the
@@ -241,7 +243,7 @@ func Config(fn lambdaapp.Function, table string) lambdaapp.Config {
 		cfg.Console = console.Mount // as functions/auth passes it
 	}
 	if fn.WritesCredentials() {
-		cfg.AdminKeySecret = AdminARN
+		cfg.AdminKeySecret, cfg.ProbeKeySecret = AdminARN, ProbeARN
 	}
 	if fn.SignsTokens() {
 		cfg.SigningKeySecret = SigningARN
@@ -486,7 +488,7 @@ var _ secrets.Client = (*Secrets)(nil)
 // NewSecrets returns the fixture's three secrets.
 func NewSecrets() *Secrets {
 	return &Secrets{
-		versions: map[string][]string{SigningARN: {SigningSecret}, AdminARN: {AdminSecret}, CursorARN: {CursorSecret}},
+		versions: map[string][]string{SigningARN: {SigningSecret}, AdminARN: {AdminSecret}, CursorARN: {CursorSecret}, ProbeARN: {ProbeSecret}},
 		reads:    map[string]bool{},
 		writes:   map[string]bool{},
 	}
