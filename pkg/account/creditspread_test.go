@@ -327,6 +327,32 @@ func TestLimits_CreditsPreviousRelease(t *testing.T) {
 		if left := e.creditsLeft(s.ID); left != 900 {
 			t.Errorf("after: %d left, want 900 (the other records' shares)", left)
 		}
+
+		// Credits this release spread whose first uses all landed on
+		// other records (record 0's rate limit full for the second), then
+		// the previous release on record 0: together never more valid
+		// answers than the 1,000 credits.
+		f, fsecret := e.create(e.secret, fastCredits)
+		fset := f.Credits.Set
+		second := f.RateLimits[0]
+		_, ok, err = e.store.ChangeKeyUsage(e.ctx, f.ID, 0, account.UsageChange{Steps: []account.CounterStep{{Name: account.RateLimitCounter(second, e.clock.Now()), Start: 0, Delta: 500, Min: 0, Max: 500}}})
+		if err != nil || !ok {
+			t.Fatalf("filling record 0's rate limit: %v, %v", ok, err)
+		}
+		ftoks := []string{e.token(fsecret)}
+		valid := e.verifyMany(300, ftoks)["valid"]
+		previous := 0
+		for previousUse(f.ID, fset, 1000) {
+			previous++
+		}
+		if previous != 100 {
+			t.Errorf("the previous release on spread credits whose record 0 this release never spent from: %d uses, want 100 (record 0's share)", previous)
+		}
+		e.clock.Advance(time.Second)
+		valid += e.verifyMany(1000, ftoks)["valid"]
+		if valid+previous != 1000 {
+			t.Errorf("1,000 credits: %d valid verifications here and %d uses by the previous release, want 1,000 in all", valid, previous)
+		}
 	})
 }
 

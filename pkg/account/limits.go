@@ -614,6 +614,7 @@ func (u usagePlan) stale(counters map[string]int64) []string {
 type fullWindows struct {
 	mu      sync.Mutex
 	entries map[string]fullWindow
+	zero    map[string]bool // credits whose record 0 is started
 }
 
 type fullWindow struct {
@@ -718,6 +719,24 @@ func (f *fullWindows) setSpent(k KeyLimits, now time.Time, u KeyUsage) {
 	f.entries[spentKey(k, now)] = fullWindow{at: now, usage: u}
 }
 
+// started reports whether this process found record 0 of k's spread
+// credits holding the counter of now's period (startRecordZero): a
+// counter, once there, stays until the period ends.
+func (f *fullWindows) started(k KeyLimits, now time.Time) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.zero[spentKey(k, now)]
+}
+
+func (f *fullWindows) setStarted(k KeyLimits, now time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.zero == nil || len(f.zero) >= maxUseEntries {
+		f.zero = make(map[string]bool)
+	}
+	f.zero[spentKey(k, now)] = true
+}
+
 // limiter counts the uses of limited keys: the rule of rate limits and
 // credits, over a UsageStore.
 type limiter struct {
@@ -786,9 +805,17 @@ func (l *limiter) use(ctx context.Context, k APIKey, now time.Time, spend bool) 
 		for i, r := range recs {
 			plans[i] = plan(r.limits, now, r.shard, r.n, spend)
 		}
+		if err := l.startRecordZero(ctx, recs, plans, now); err != nil {
+			return nil, err
+		}
 		counters, applied, err := l.change(ctx, recs, plans)
 		if err != nil {
 			return nil, storeErr(err)
+		}
+		for i, r := range recs {
+			if _, ok := counters[i][plans[i].credit]; ok && r.shard == 0 && r.n > 1 {
+				l.full.setStarted(r.limits, now)
+			}
 		}
 		if applied {
 			return l.counted(ctx, recs, plans, counters, now), nil
@@ -837,6 +864,29 @@ func (l *limiter) use(ctx context.Context, k APIKey, now time.Time, spend bool) 
 		tries++
 	}
 	return refused, nil
+}
+
+// startRecordZero makes sure, before a use spends credits that spread
+// over several records from another record than 0, that record 0 holds
+// the period's counter, started at its share: the previous release
+// (0.1.0) counts on record 0 alone, from if_not_exists(counter, the
+// whole count), and would give again what this release spent on the
+// other records. One write, with no step but that start, the first time
+// in the process per key (or organization) and period; a use that
+// writes record 0 starts it itself.
+func (l *limiter) startRecordZero(ctx context.Context, recs []usageRecord, plans []usagePlan, now time.Time) error {
+	for i, r := range recs {
+		if plans[i].credit == "" || r.n == 1 || r.shard == 0 || l.full.started(r.limits, now) {
+			continue
+		}
+		c := *r.limits.Credits
+		start := CounterStep{Name: plans[i].credit, Start: share(c.start(mustPeriod(c, now)), 0, r.n), Min: 0, Max: MaxCredits}
+		if _, _, err := l.store.ChangeKeyUsage(ctx, r.limits.KeyID, 0, UsageChange{Steps: []CounterStep{start}, ExpiresAt: plans[i].change.ExpiresAt}); err != nil {
+			return storeErr(err)
+		}
+		l.full.setStarted(r.limits, now)
+	}
+	return nil
 }
 
 // nextCredits moves r, whose record this use found without credits, to
