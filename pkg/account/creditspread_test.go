@@ -353,6 +353,29 @@ func TestLimits_CreditsPreviousRelease(t *testing.T) {
 		if valid+previous != 1000 {
 			t.Errorf("1,000 credits: %d valid verifications here and %d uses by the previous release, want 1,000 in all", valid, previous)
 		}
+
+		// Credits set here on several records whose first use is the
+		// previous release's: a key created with them, a PATCH of them,
+		// an organization created with them. Record 0 was started when
+		// they were set: 0.1.0 spends its share of 100, not 1,000.
+		c, _ := e.create(e.secret, fastCredits)
+		patched, err := e.svc.UpdateAPIKey(e.ctx, e.as(e.secret), f.ID, account.APIKeyUpdate{SetCredits: true, Credits: credits(1000)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := e.svc.CreateOrganization(e.ctx, e.as(e.secret), account.NewOrganization{Name: "Spread", Slug: "spread", RateLimits: fastCredits.RateLimits, Credits: credits(1000)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for what, setting := range map[string]struct{ id, set string }{"a key created": {c.ID, c.Credits.Set}, "a PATCH of a key's credits": {f.ID, patched.Credits.Set}, "an organization created": {o.ID, o.Credits.Set}} {
+			uses := 0
+			for previousUse(setting.id, setting.set, 1000) {
+				uses++
+			}
+			if uses != 100 {
+				t.Errorf("%s with 1,000 credits on 10 records, then the previous release first: %d uses, want 100 (record 0's share)", what, uses)
+			}
+		}
 	})
 }
 

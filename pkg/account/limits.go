@@ -805,7 +805,7 @@ func (l *limiter) use(ctx context.Context, k APIKey, now time.Time, spend bool) 
 		for i, r := range recs {
 			plans[i] = plan(r.limits, now, r.shard, r.n, spend)
 		}
-		if err := l.startRecordZero(ctx, recs, plans, now); err != nil {
+		if err := l.startRecordsZero(ctx, recs, plans, now); err != nil {
 			return nil, err
 		}
 		counters, applied, err := l.change(ctx, recs, plans)
@@ -866,27 +866,52 @@ func (l *limiter) use(ctx context.Context, k APIKey, now time.Time, spend bool) 
 	return refused, nil
 }
 
-// startRecordZero makes sure, before a use spends credits that spread
+// startRecordsZero makes sure, before a use spends credits that spread
 // over several records from another record than 0, that record 0 holds
-// the period's counter, started at its share: the previous release
-// (0.1.0) counts on record 0 alone, from if_not_exists(counter, the
-// whole count), and would give again what this release spent on the
-// other records. One write, with no step but that start, the first time
-// in the process per key (or organization) and period; a use that
-// writes record 0 starts it itself.
-func (l *limiter) startRecordZero(ctx context.Context, recs []usageRecord, plans []usagePlan, now time.Time) error {
+// the period's counter (startRecordZero): the first time in the process
+// per key (or organization) and period; a use that writes record 0
+// starts it itself.
+func (l *limiter) startRecordsZero(ctx context.Context, recs []usageRecord, plans []usagePlan, now time.Time) error {
 	for i, r := range recs {
 		if plans[i].credit == "" || r.n == 1 || r.shard == 0 || l.full.started(r.limits, now) {
 			continue
 		}
-		c := *r.limits.Credits
-		start := CounterStep{Name: plans[i].credit, Start: share(c.start(mustPeriod(c, now)), 0, r.n), Min: 0, Max: MaxCredits}
-		if _, _, err := l.store.ChangeKeyUsage(ctx, r.limits.KeyID, 0, UsageChange{Steps: []CounterStep{start}, ExpiresAt: plans[i].change.ExpiresAt}); err != nil {
-			return storeErr(err)
+		if err := l.startRecordZero(ctx, r.limits, now); err != nil {
+			return err
 		}
-		l.full.setStarted(r.limits, now)
 	}
 	return nil
+}
+
+// startRecordZero writes the counter of k's spread credits for now's
+// period on record 0, started at record 0's share, unless it is there:
+// the previous release (0.1.0) counts on record 0 alone, from
+// if_not_exists(counter, the whole count), and would give again what
+// this release spends on the other records. Once it is there, 0.1.0
+// spends record 0's share and no more.
+func (l *limiter) startRecordZero(ctx context.Context, k KeyLimits, now time.Time) error {
+	u := plan(k, now, 0, k.Credits.records(), true)
+	i := slices.IndexFunc(u.change.Steps, func(st CounterStep) bool { return st.Name == u.credit })
+	start := u.change.Steps[i]
+	start.Delta = 0
+	if _, _, err := l.store.ChangeKeyUsage(ctx, k.KeyID, 0, UsageChange{Steps: []CounterStep{start}, ExpiresAt: u.change.ExpiresAt}); err != nil {
+		return storeErr(err)
+	}
+	l.full.setStarted(k, now)
+	return nil
+}
+
+// startCredits starts record 0 of credits just set on several records
+// (startRecordZero), so that 0.1.0 finds it even when it serves their
+// first use. Best effort: the setting is stored, and this release's
+// first use in each process starts the record anyway.
+func (s *Service) startCredits(ctx context.Context, k KeyLimits) {
+	if k.Credits == nil || k.Credits.records() == 1 {
+		return
+	}
+	if err := s.verifier.limiter.startRecordZero(ctx, k, k.Credits.SetAt); err != nil {
+		s.log.WarnContext(ctx, "record 0 of spread credits was not started", "key_id", k.KeyID, "error", err.Error())
+	}
 }
 
 // nextCredits moves r, whose record this use found without credits, to
