@@ -2,6 +2,7 @@ package account_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -272,13 +273,19 @@ func (e limitsEnv) creditsLeft(id string) int64 {
 func TestLimits_CreditsPreviousRelease(t *testing.T) {
 	onEachStore(t, func(s account.Store) account.Store { return &usageRecords{Store: s} }, func(t *testing.T, e limitsEnv) {
 		rec := e.store.(*usageRecords)
-		previousUse := func(id, set string, remaining int64) bool {
+		// previousUseIn is a use by 0.1.0 in the refill period p (0
+		// without a refill).
+		previousUseIn := func(p int64, id, set string, remaining int64) bool {
 			t.Helper()
-			_, ok, err := e.store.ChangeKeyUsage(e.ctx, id, 0, account.UsageChange{Steps: []account.CounterStep{{Name: "c:" + set + ":0", Start: remaining, Delta: -1, Min: 0, Max: account.MaxCredits}}})
+			_, ok, err := e.store.ChangeKeyUsage(e.ctx, id, 0, account.UsageChange{Steps: []account.CounterStep{{Name: "c:" + set + ":" + strconv.FormatInt(p, 10), Start: remaining, Delta: -1, Min: 0, Max: account.MaxCredits}}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			return ok
+		}
+		previousUse := func(id, set string, remaining int64) bool {
+			t.Helper()
+			return previousUseIn(0, id, set, remaining)
 		}
 
 		// Credits set by 0.1.0 on a key allowed 5,000 a second.
@@ -375,6 +382,26 @@ func TestLimits_CreditsPreviousRelease(t *testing.T) {
 			if uses != 100 {
 				t.Errorf("%s with 1,000 credits on 10 records, then the previous release first: %d uses, want 100 (record 0's share)", what, uses)
 			}
+		}
+
+		// Credits refilled daily: a day in which this release served a
+		// use starts the next day's count on record 0 too, so the
+		// previous release serving that day's first use spends record 0's
+		// share of the refill.
+		r, rsecret := e.create(e.secret, account.NewAPIKey{RateLimits: fastCredits.RateLimits, Credits: &account.CreditsRequest{Remaining: 1000, Refill: &account.CreditRefill{Amount: 1000, Interval: account.RefillDaily}}})
+		for range 2 {
+			e.clock.Advance(24 * time.Hour)
+			if v := e.verify(e.token(rsecret)); !v.Valid {
+				t.Fatalf("a use of credits refilled daily: %+v", v)
+			}
+		}
+		e.clock.Advance(24 * time.Hour)
+		uses := 0
+		for previousUseIn(e.clock.Now().Unix()/86400, r.ID, r.Credits.Set, 1000) {
+			uses++
+		}
+		if uses != 100 {
+			t.Errorf("credits refilled to 1,000 a day on 10 records, the previous release first on a day after one this release served: %d uses, want 100 (record 0's share)", uses)
 		}
 	})
 }

@@ -491,6 +491,7 @@ type usagePlan struct {
 	change  UsageChange
 	names   []string // the counter of each rate limit, in k.RateLimits order
 	credit  string   // the credit counter, "" when the use spends none
+	next    string   // on record 0, the next refill period's (startRecordZero)
 	ends    []time.Time
 	refill  time.Time
 	current map[string]bool
@@ -521,6 +522,13 @@ func plan(k KeyLimits, now time.Time, j, n int, spend bool) usagePlan {
 			u.change.Steps = append(u.change.Steps, CounterStep{Name: name, Start: share(c.start(p), j, n), Delta: -1, Min: 0, Max: MaxCredits})
 			if c.Refill != nil {
 				u.change.Remove = append(u.change.Remove, creditCounter(c.Set, p-1))
+				if j == 0 && n > 1 {
+					// Started ahead, for 0.1.0 (startRecordZero): this
+					// release may not serve the next period's first use.
+					u.next = creditCounter(c.Set, p+1)
+					u.current[u.next] = true
+					u.change.Steps = append(u.change.Steps, CounterStep{Name: u.next, Start: share(c.Refill.Amount, 0, n), Min: 0, Max: MaxCredits})
+				}
 			}
 		}
 		// Credits are the key's for as long as it lives: a record that
@@ -884,17 +892,22 @@ func (l *limiter) startRecordsZero(ctx context.Context, recs []usageRecord, plan
 }
 
 // startRecordZero writes the counter of k's spread credits for now's
-// period on record 0, started at record 0's share, unless it is there:
-// the previous release (0.1.0) counts on record 0 alone, from
+// period on record 0, started at record 0's share, unless it is there,
+// and with a refill the next period's too (as every use of record 0
+// does): the previous release (0.1.0) counts on record 0 alone, from
 // if_not_exists(counter, the whole count), and would give again what
 // this release spends on the other records. Once it is there, 0.1.0
 // spends record 0's share and no more.
 func (l *limiter) startRecordZero(ctx context.Context, k KeyLimits, now time.Time) error {
 	u := plan(k, now, 0, k.Credits.records(), true)
-	i := slices.IndexFunc(u.change.Steps, func(st CounterStep) bool { return st.Name == u.credit })
-	start := u.change.Steps[i]
-	start.Delta = 0
-	if _, _, err := l.store.ChangeKeyUsage(ctx, k.KeyID, 0, UsageChange{Steps: []CounterStep{start}, ExpiresAt: u.change.ExpiresAt}); err != nil {
+	var steps []CounterStep
+	for _, st := range u.change.Steps {
+		if st.Name == u.credit || st.Name == u.next {
+			st.Delta = 0
+			steps = append(steps, st)
+		}
+	}
+	if _, _, err := l.store.ChangeKeyUsage(ctx, k.KeyID, 0, UsageChange{Steps: steps, ExpiresAt: u.change.ExpiresAt}); err != nil {
 		return storeErr(err)
 	}
 	l.full.setStarted(k, now)
