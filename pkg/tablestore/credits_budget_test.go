@@ -38,14 +38,23 @@ func TestCreditsBudget(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Authenticate: %v", err)
 	}
-	k, secret, err := svc.CreateAPIKey(t.Context(), p, account.NewAPIKey{
-		Name: "fast", Scopes: []string{"read:users"},
-		RateLimits: []account.RateLimitRequest{{Name: "second", Limit: 5000, Period: "1s"}},
-		Credits:    &account.CreditsRequest{Remaining: 1000},
+	var k account.APIKey
+	var secret string
+	created := m.measure(func() {
+		k, secret, err = svc.CreateAPIKey(t.Context(), p, account.NewAPIKey{
+			Name: "fast", Scopes: []string{"read:users"},
+			RateLimits: []account.RateLimitRequest{{Name: "second", Limit: 5000, Period: "1s"}},
+			Credits:    &account.CreditsRequest{Remaining: 1000},
+		})
 	})
 	if err != nil {
 		t.Fatalf("CreateAPIKey: %v", err)
 	}
+	// Its last request starts record 0 of the credits (startCredits).
+	if last := created[len(created)-1]; last.op != "UpdateItem" || last.capacity != 1 {
+		t.Errorf("the creation of a key with credits on 10 records: requests %v, want an UpdateItem of 1 WRU last", created)
+	}
+	t.Logf("the creation of a key with credits on 10 records: %d requests, %+v", len(created), created)
 	// The key's requests and verifications run in another process, which
 	// did not set the credits (that one started their record 0:
 	// startCredits). Its read of the formats item goes with the token's
