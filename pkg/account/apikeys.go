@@ -126,6 +126,7 @@ func (s *Service) CreateAPIKey(ctx context.Context, p Principal, req NewAPIKey) 
 	if err != nil {
 		return APIKey{}, "", storeErr(err)
 	}
+	s.startCredits(ctx, key.Limits())
 	return key, secret, nil
 }
 
@@ -359,6 +360,9 @@ func (s *Service) UpdateAPIKey(ctx context.Context, p Principal, id string, req 
 	})
 	if err != nil {
 		return APIKey{}, storeErr(err)
+	}
+	if patch.Credits != nil {
+		s.startCredits(ctx, k.Limits())
 	}
 	return s.shown(ctx, k)
 }

@@ -2,6 +2,7 @@ package account_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -272,13 +273,19 @@ func (e limitsEnv) creditsLeft(id string) int64 {
 func TestLimits_CreditsPreviousRelease(t *testing.T) {
 	onEachStore(t, func(s account.Store) account.Store { return &usageRecords{Store: s} }, func(t *testing.T, e limitsEnv) {
 		rec := e.store.(*usageRecords)
-		previousUse := func(id, set string, remaining int64) bool {
+		// previousUseIn is a use by 0.1.0 in the refill period p (0
+		// without a refill).
+		previousUseIn := func(p int64, id, set string, remaining int64) bool {
 			t.Helper()
-			_, ok, err := e.store.ChangeKeyUsage(e.ctx, id, 0, account.UsageChange{Steps: []account.CounterStep{{Name: "c:" + set + ":0", Start: remaining, Delta: -1, Min: 0, Max: account.MaxCredits}}})
+			_, ok, err := e.store.ChangeKeyUsage(e.ctx, id, 0, account.UsageChange{Steps: []account.CounterStep{{Name: "c:" + set + ":" + strconv.FormatInt(p, 10), Start: remaining, Delta: -1, Min: 0, Max: account.MaxCredits}}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			return ok
+		}
+		previousUse := func(id, set string, remaining int64) bool {
+			t.Helper()
+			return previousUseIn(0, id, set, remaining)
 		}
 
 		// Credits set by 0.1.0 on a key allowed 5,000 a second.
@@ -326,6 +333,75 @@ func TestLimits_CreditsPreviousRelease(t *testing.T) {
 		}
 		if left := e.creditsLeft(s.ID); left != 900 {
 			t.Errorf("after: %d left, want 900 (the other records' shares)", left)
+		}
+
+		// Credits this release spread whose first uses all landed on
+		// other records (record 0's rate limit full for the second), then
+		// the previous release on record 0: together never more valid
+		// answers than the 1,000 credits.
+		f, fsecret := e.create(e.secret, fastCredits)
+		fset := f.Credits.Set
+		second := f.RateLimits[0]
+		_, ok, err = e.store.ChangeKeyUsage(e.ctx, f.ID, 0, account.UsageChange{Steps: []account.CounterStep{{Name: account.RateLimitCounter(second, e.clock.Now()), Start: 0, Delta: 500, Min: 0, Max: 500}}})
+		if err != nil || !ok {
+			t.Fatalf("filling record 0's rate limit: %v, %v", ok, err)
+		}
+		ftoks := []string{e.token(fsecret)}
+		valid := e.verifyMany(300, ftoks)["valid"]
+		previous := 0
+		for previousUse(f.ID, fset, 1000) {
+			previous++
+		}
+		if previous != 100 {
+			t.Errorf("the previous release on spread credits whose record 0 this release never spent from: %d uses, want 100 (record 0's share)", previous)
+		}
+		e.clock.Advance(time.Second)
+		valid += e.verifyMany(1000, ftoks)["valid"]
+		if valid+previous != 1000 {
+			t.Errorf("1,000 credits: %d valid verifications here and %d uses by the previous release, want 1,000 in all", valid, previous)
+		}
+
+		// Credits set here on several records whose first use is the
+		// previous release's: a key created with them, a PATCH of them,
+		// an organization created with them. Record 0 was started when
+		// they were set: 0.1.0 spends its share of 100, not 1,000.
+		c, _ := e.create(e.secret, fastCredits)
+		patched, err := e.svc.UpdateAPIKey(e.ctx, e.as(e.secret), f.ID, account.APIKeyUpdate{SetCredits: true, Credits: credits(1000)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := e.svc.CreateOrganization(e.ctx, e.as(e.secret), account.NewOrganization{Name: "Spread", Slug: "spread", RateLimits: fastCredits.RateLimits, Credits: credits(1000)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for what, setting := range map[string]struct{ id, set string }{"a key created": {c.ID, c.Credits.Set}, "a PATCH of a key's credits": {f.ID, patched.Credits.Set}, "an organization created": {o.ID, o.Credits.Set}} {
+			uses := 0
+			for previousUse(setting.id, setting.set, 1000) {
+				uses++
+			}
+			if uses != 100 {
+				t.Errorf("%s with 1,000 credits on 10 records, then the previous release first: %d uses, want 100 (record 0's share)", what, uses)
+			}
+		}
+
+		// Credits refilled daily: a day in which this release served a
+		// use starts the next day's count on record 0 too, so the
+		// previous release serving that day's first use spends record 0's
+		// share of the refill.
+		r, rsecret := e.create(e.secret, account.NewAPIKey{RateLimits: fastCredits.RateLimits, Credits: &account.CreditsRequest{Remaining: 1000, Refill: &account.CreditRefill{Amount: 1000, Interval: account.RefillDaily}}})
+		for range 2 {
+			e.clock.Advance(24 * time.Hour)
+			if v := e.verify(e.token(rsecret)); !v.Valid {
+				t.Fatalf("a use of credits refilled daily: %+v", v)
+			}
+		}
+		e.clock.Advance(24 * time.Hour)
+		uses := 0
+		for previousUseIn(e.clock.Now().Unix()/86400, r.ID, r.Credits.Set, 1000) {
+			uses++
+		}
+		if uses != 100 {
+			t.Errorf("credits refilled to 1,000 a day on 10 records, the previous release first on a day after one this release served: %d uses, want 100 (record 0's share)", uses)
 		}
 	})
 }

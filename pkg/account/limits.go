@@ -491,6 +491,7 @@ type usagePlan struct {
 	change  UsageChange
 	names   []string // the counter of each rate limit, in k.RateLimits order
 	credit  string   // the credit counter, "" when the use spends none
+	next    string   // on record 0, the next refill period's (startRecordZero)
 	ends    []time.Time
 	refill  time.Time
 	current map[string]bool
@@ -521,6 +522,13 @@ func plan(k KeyLimits, now time.Time, j, n int, spend bool) usagePlan {
 			u.change.Steps = append(u.change.Steps, CounterStep{Name: name, Start: share(c.start(p), j, n), Delta: -1, Min: 0, Max: MaxCredits})
 			if c.Refill != nil {
 				u.change.Remove = append(u.change.Remove, creditCounter(c.Set, p-1))
+				if j == 0 && n > 1 {
+					// Started ahead, for 0.1.0 (startRecordZero): this
+					// release may not serve the next period's first use.
+					u.next = creditCounter(c.Set, p+1)
+					u.current[u.next] = true
+					u.change.Steps = append(u.change.Steps, CounterStep{Name: u.next, Start: share(c.Refill.Amount, 0, n), Min: 0, Max: MaxCredits})
+				}
 			}
 		}
 		// Credits are the key's for as long as it lives: a record that
@@ -614,6 +622,7 @@ func (u usagePlan) stale(counters map[string]int64) []string {
 type fullWindows struct {
 	mu      sync.Mutex
 	entries map[string]fullWindow
+	zero    map[string]bool // credits whose record 0 is started
 }
 
 type fullWindow struct {
@@ -718,6 +727,24 @@ func (f *fullWindows) setSpent(k KeyLimits, now time.Time, u KeyUsage) {
 	f.entries[spentKey(k, now)] = fullWindow{at: now, usage: u}
 }
 
+// started reports whether this process found record 0 of k's spread
+// credits holding the counter of now's period (startRecordZero): a
+// counter, once there, stays until the period ends.
+func (f *fullWindows) started(k KeyLimits, now time.Time) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.zero[spentKey(k, now)]
+}
+
+func (f *fullWindows) setStarted(k KeyLimits, now time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.zero == nil || len(f.zero) >= maxUseEntries {
+		f.zero = make(map[string]bool)
+	}
+	f.zero[spentKey(k, now)] = true
+}
+
 // limiter counts the uses of limited keys: the rule of rate limits and
 // credits, over a UsageStore.
 type limiter struct {
@@ -786,9 +813,17 @@ func (l *limiter) use(ctx context.Context, k APIKey, now time.Time, spend bool) 
 		for i, r := range recs {
 			plans[i] = plan(r.limits, now, r.shard, r.n, spend)
 		}
+		if err := l.startRecordsZero(ctx, recs, plans, now); err != nil {
+			return nil, err
+		}
 		counters, applied, err := l.change(ctx, recs, plans)
 		if err != nil {
 			return nil, storeErr(err)
+		}
+		for i, r := range recs {
+			if _, ok := counters[i][plans[i].credit]; ok && r.shard == 0 && r.n > 1 {
+				l.full.setStarted(r.limits, now)
+			}
 		}
 		if applied {
 			return l.counted(ctx, recs, plans, counters, now), nil
@@ -837,6 +872,59 @@ func (l *limiter) use(ctx context.Context, k APIKey, now time.Time, spend bool) 
 		tries++
 	}
 	return refused, nil
+}
+
+// startRecordsZero makes sure, before a use spends credits that spread
+// over several records from another record than 0, that record 0 holds
+// the period's counter (startRecordZero): the first time in the process
+// per key (or organization) and period; a use that writes record 0
+// starts it itself.
+func (l *limiter) startRecordsZero(ctx context.Context, recs []usageRecord, plans []usagePlan, now time.Time) error {
+	for i, r := range recs {
+		if plans[i].credit == "" || r.n == 1 || r.shard == 0 || l.full.started(r.limits, now) {
+			continue
+		}
+		if err := l.startRecordZero(ctx, r.limits, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startRecordZero writes the counter of k's spread credits for now's
+// period on record 0, started at record 0's share, unless it is there,
+// and with a refill the next period's too (as every use of record 0
+// does): the previous release (0.1.0) counts on record 0 alone, from
+// if_not_exists(counter, the whole count), and would give again what
+// this release spends on the other records. Once it is there, 0.1.0
+// spends record 0's share and no more.
+func (l *limiter) startRecordZero(ctx context.Context, k KeyLimits, now time.Time) error {
+	u := plan(k, now, 0, k.Credits.records(), true)
+	var steps []CounterStep
+	for _, st := range u.change.Steps {
+		if st.Name == u.credit || st.Name == u.next {
+			st.Delta = 0
+			steps = append(steps, st)
+		}
+	}
+	if _, _, err := l.store.ChangeKeyUsage(ctx, k.KeyID, 0, UsageChange{Steps: steps, ExpiresAt: u.change.ExpiresAt}); err != nil {
+		return storeErr(err)
+	}
+	l.full.setStarted(k, now)
+	return nil
+}
+
+// startCredits starts record 0 of credits just set on several records
+// (startRecordZero), so that 0.1.0 finds it even when it serves their
+// first use. Best effort: the setting is stored, and this release's
+// first use in each process starts the record anyway.
+func (s *Service) startCredits(ctx context.Context, k KeyLimits) {
+	if k.Credits == nil || k.Credits.records() == 1 {
+		return
+	}
+	if err := s.verifier.limiter.startRecordZero(ctx, k, k.Credits.SetAt); err != nil {
+		s.log.WarnContext(ctx, "record 0 of spread credits was not started", "key_id", k.KeyID, "error", err.Error())
+	}
 }
 
 // nextCredits moves r, whose record this use found without credits, to

@@ -75,6 +75,7 @@ func (s *Service) CreateOrganization(ctx context.Context, p Principal, req NewOr
 	if err := s.store.CreateOrganization(ctx, p.Write, o); err != nil {
 		return Organization{}, storeErr(err)
 	}
+	s.startCredits(ctx, KeyLimits{KeyID: o.ID, Credits: o.Credits})
 	return o, nil
 }
 
@@ -251,6 +252,9 @@ func (s *Service) UpdateOrganization(ctx context.Context, p Principal, id string
 	o, err := s.store.UpdateOrganization(ctx, p.Write, id, patch)
 	if err != nil {
 		return Organization{}, storeErr(err)
+	}
+	if patch.Credits != nil {
+		s.startCredits(ctx, KeyLimits{KeyID: o.ID, Credits: o.Credits})
 	}
 	return s.organizationShown(ctx, o)
 }

@@ -348,6 +348,10 @@ func TestDocs_CostArithmetic(t *testing.T) {
 		if got, want := money(cells("DynamoDB of a use on a key's last credits")[1]), 3*wruPerM+62*rruPerM; fmt.Sprintf("%.2f", got) != fmt.Sprintf("%.2f", want) {
 			t.Errorf("docs/cost.md, a use on a key's last credits: $%.3f, computed $%.3f", got, want)
 		}
+		// Starting record 0 of spread credits: one write.
+		if got := money(cells("DynamoDB of starting record 0")[1]); fmt.Sprintf("%.3f", got) != fmt.Sprintf("%.3f", wruPerM) {
+			t.Errorf("docs/cost.md, starting record 0 of spread credits: $%.3f, computed $%.3f", got, wruPerM)
+		}
 		verifyAll := total[0] + added
 		if got := money(totals[2]); fmt.Sprintf("%.2f", got) != fmt.Sprintf("%.2f", verifyAll) {
 			t.Errorf("docs/cost.md, a limited key's verify in all: $%.2f, computed $%.2f ($%.2f + $%.2f)", got, verifyAll, total[0], added)

@@ -1,6 +1,7 @@
 package tablestore_test
 
 import (
+	"crypto/ed25519"
 	"fmt"
 	"slices"
 	"strings"
@@ -15,7 +16,8 @@ import (
 // TestCreditsBudget measures, on DynamoDB Local, what a verification of a
 // key whose credits spread over 10 usage records (5,000 a second, 1,000
 // credits) costs: normally one BatchGetItem and one UpdateItem, as with
-// one record; on its last credits, when the two records a use tries are
+// one record, and the first time in a process one UpdateItem more, which
+// starts record 0 for the previous release (startRecordZero); on its last credits, when the two records a use tries are
 // spent, one strongly consistent BatchGetItem of the 8 others and the
 // write to one that has credits; once every record is spent, that once
 // in a process, then nothing but the verify's own read.
@@ -23,23 +25,41 @@ func TestCreditsBudget(t *testing.T) {
 	var m meter
 	client := dynamotest.NewClient(t, m.option)
 	store := dynamostore.New(client, dynamotest.NewTable(t, client), dynamostore.WithTimeout(dynamotest.Timeout)).ReadCopy(1)
-	svc := newService(t, store).Service
+	_, priv, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := newServiceSigning(t, store, priv).Service
 	admin := account.NewAPIKeySecret()
-	if err := svc.EnsureBootstrapKey(t.Context(), admin, time.Time{}); err != nil {
+	if err = svc.EnsureBootstrapKey(t.Context(), admin, time.Time{}); err != nil {
 		t.Fatalf("EnsureBootstrapKey: %v", err)
 	}
 	p, err := svc.Authenticate(t.Context(), admin)
 	if err != nil {
 		t.Fatalf("Authenticate: %v", err)
 	}
-	k, secret, err := svc.CreateAPIKey(t.Context(), p, account.NewAPIKey{
-		Name: "fast", Scopes: []string{"read:users"},
-		RateLimits: []account.RateLimitRequest{{Name: "second", Limit: 5000, Period: "1s"}},
-		Credits:    &account.CreditsRequest{Remaining: 1000},
+	var k account.APIKey
+	var secret string
+	created := m.measure(func() {
+		k, secret, err = svc.CreateAPIKey(t.Context(), p, account.NewAPIKey{
+			Name: "fast", Scopes: []string{"read:users"},
+			RateLimits: []account.RateLimitRequest{{Name: "second", Limit: 5000, Period: "1s"}},
+			Credits:    &account.CreditsRequest{Remaining: 1000},
+		})
 	})
 	if err != nil {
 		t.Fatalf("CreateAPIKey: %v", err)
 	}
+	// Its last request starts record 0 of the credits (startCredits).
+	if last := created[len(created)-1]; last.op != "UpdateItem" || last.capacity != 1 {
+		t.Errorf("the creation of a key with credits on 10 records: requests %v, want an UpdateItem of 1 WRU last", created)
+	}
+	t.Logf("the creation of a key with credits on 10 records: %d requests, %+v", len(created), created)
+	// The key's requests and verifications run in another process, which
+	// did not set the credits (that one started their record 0:
+	// startCredits). Its read of the formats item goes with the token's
+	// issuance, unmeasured.
+	svc = newServiceSigning(t, store, priv).Service
 	kp, err := svc.Authenticate(t.Context(), secret)
 	if err != nil {
 		t.Fatalf("Authenticate: %v", err)
@@ -85,6 +105,12 @@ func TestCreditsBudget(t *testing.T) {
 		if got != want {
 			t.Errorf("%s: %g capacity units, want %g", what, got, want)
 		}
+	}
+	// The first use in the process starts record 0 (one UpdateItem more)
+	// unless it lands there: 1 chance in 10.
+	first := verify("the first use in a process", true, []string{batch, upd}, []string{batch, upd, upd})
+	if first != 2 && first != 3 {
+		t.Errorf("the first use: %g capacity units, want 2 or 3", first)
 	}
 	units("a use", verify("a use", true, []string{batch, upd}), 2)
 	// Every record spent but one, which keeps a credit.

@@ -36,6 +36,13 @@ func newService(t *testing.T, store account.Store) *assembly.Assembly {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newServiceSigning(t, store, priv)
+}
+
+// newServiceSigning is newService signing with priv: another process of
+// the same deployment.
+func newServiceSigning(t *testing.T, store account.Store, priv ed25519.PrivateKey) *assembly.Assembly {
+	t.Helper()
 	// The clock stands still, so that each key's use is recorded once, at
 	// its first request, however long the test takes.
 	now := time.Now()
