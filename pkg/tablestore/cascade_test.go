@@ -406,7 +406,7 @@ func TestDeleteAPIKey_BeyondOneTransaction(t *testing.T) {
 	must(t, f.s.CreateAPIKey(ctx, account.WriteOptions{}, other), "CreateAPIKey")
 	all := append([]account.APIKey{root}, below...)
 	itemsBefore := f.itemsLeft(all)
-	copies := tablestore.ReadShards - 1
+	copies := tablestore.MaxReadCopies
 	if want := 2 + copies + (3+copies)*len(below); itemsBefore != want {
 		t.Fatalf("fixture: %d items, want %d", itemsBefore, want)
 	}

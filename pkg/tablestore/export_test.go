@@ -56,7 +56,7 @@ func (s *Store) APIKeyItems(ctx context.Context, k account.APIKey) (int, error) 
 		return 0, err
 	}
 	// The read copies, but for the tombstones a delete leaves (no hash).
-	copies, err := s.batchGet(ctx, copyKeys(k.ID, apiKeyCopyKey))
+	copies, err := s.batchGet(ctx, keyCopyKeys(k.ID))
 	for _, av := range copies {
 		if _, ok := av["hash"].(B); ok {
 			items = append(items, av)
@@ -65,11 +65,13 @@ func (s *Store) APIKeyItems(ctx context.Context, k account.APIKey) (int, error) 
 	return len(items), err
 }
 
-// ReadShards and EventShards are the numbers of read copies (the item
-// included) and of event shards (see shards.go).
+// ReadShards and EventShards are the numbers of read copies of an
+// organization or an entry (the item included) and of event shards;
+// MaxReadCopies the most verify copies of a key (see shards.go).
 const (
-	ReadShards  = readShards
-	EventShards = eventShards
+	MaxReadCopies = maxReadCopies
+	ReadShards    = readShards
+	EventShards   = eventShards
 )
 
 // ReadCopy makes every verify of s read copy n of its items (see

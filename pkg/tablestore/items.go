@@ -236,11 +236,12 @@ type apiKeyItem struct {
 	// more than one transaction, before the first: the key and every key
 	// below it are then gone to readers.
 	Deleting bool `dynamodbav:"deleting,omitempty"`
-	// CopiesSince is when the key got its read copies (see shards.go): at
-	// its creation, or, for a key created before they existed, at its
-	// first change since. A token issued before then may have been
-	// revoked with no copy of its revocation entry, so a verify of it
-	// reads the entry itself too. Nil on a key that has no copies.
+	// CopiesSince is the previous release's (0.1.0) time since which its
+	// read copies and entry copies were written; it copies it from this
+	// item onto the 15 copies it writes at each change, and then trusts
+	// the entry copies of tokens issued since. This release writes none
+	// and removes it from this item at every key change: its revocations
+	// write no entry copy for 0.1.0 (see copies.entryCopies).
 	CopiesSince *time.Time `dynamodbav:"copies_since,omitempty"`
 	// Revoked holds the inline revocations of the key's tokens that carry
 	// the claim (account.TokenClaims.InlineRevocation), by token ID, on the
@@ -254,6 +255,18 @@ type apiKeyItem struct {
 	// a new one.
 	Revoked              map[string]inlineRevocation `dynamodbav:"revoked,omitempty"`
 	RevokedOverflowUntil *time.Time                  `dynamodbav:"revoked_overflow_until,omitempty"`
+	// On the verify copies only (see shards.go); none on a copy the
+	// previous release wrote. ReadCopies is the key's number of verify
+	// copies, N: copies 1..N exist and are current. CopiesVersion counts
+	// the writes of the copies: every one is conditional on copy 1's.
+	// EntryCopiesSince is when revocations of the key's tokens began to
+	// write entry copies 1..N: a token issued before it has its entry
+	// read itself. KeyWithoutSince: the item under the ID has no
+	// copies_since (see copies.entryCopies).
+	ReadCopies       int        `dynamodbav:"read_copies,omitempty"`
+	CopiesVersion    int        `dynamodbav:"copies_version,omitempty"`
+	EntryCopiesSince *time.Time `dynamodbav:"entry_copies_since,omitempty"`
+	KeyWithoutSince  bool       `dynamodbav:"key_without_since,omitempty"`
 }
 
 // inlineRevocation is a token's revocation on its key: short names and
@@ -311,8 +324,6 @@ func newAPIKeyItems(k account.APIKey) (byID, byHash apiKeyItem) {
 	if !k.ExpiresAt.IsZero() {
 		byID.ExpireAt = k.ExpiresAt.Add(account.ExpiredKeyRetention).Unix()
 	}
-	since := byID.CreatedAt
-	byID.CopiesSince = &since
 	return byID, byID.hashCopy()
 }
 
@@ -325,6 +336,7 @@ func (it apiKeyItem) hashCopy() apiKeyItem {
 	// A secret authenticates the key, not a token: no revocations, so a
 	// revocation need not write this copy.
 	it.Revoked, it.RevokedOverflowUntil = nil, nil
+	it.ReadCopies, it.CopiesVersion, it.EntryCopiesSince, it.KeyWithoutSince = 0, 0, nil, false
 	return it
 }
 

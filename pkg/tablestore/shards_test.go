@@ -217,11 +217,12 @@ func testReadCopiesSeenAtOnce(t *testing.T, inline bool) {
 	// every returns the status of tok as each copy has it.
 	every := func(tokenID string) []account.TokenStatus {
 		t.Helper()
-		out := make([]account.TokenStatus, tablestore.ReadShards)
-		for n := range out {
+		out := make([]account.TokenStatus, tablestore.MaxReadCopies)
+		for i := range out {
+			n := i + 1
 			st, err := s.TokenStatusOfCopy(ctx, n, tokenID, child.ID, child.Ancestors, org.ID, inline)
 			must(t, err, "TokenStatus")
-			out[n] = st
+			out[i] = st
 		}
 		return out
 	}
@@ -464,7 +465,7 @@ func TestVerify_OneItem(t *testing.T) {
 		{"a token with the claim of a key below a key", child, true, 2},
 		{"a token with the claim of a key bound to an organization", bound, true, 2},
 	} {
-		for n := range tablestore.ReadShards {
+		for n := 1; n <= tablestore.MaxReadCopies; n++ {
 			m.reset()
 			got := calls.measure(func() {
 				st, err := s.TokenStatusOfCopy(ctx, n, tok, c.k.ID, c.k.Ancestors, c.k.OrganizationID, c.inline)
@@ -504,7 +505,7 @@ func TestReadCopies_Overflow(t *testing.T) {
 		_, err := s.RevokeToken(ctx, account.WriteOptions{}, last)
 		must(t, err, "RevokeToken")
 	}
-	for n := range tablestore.ReadShards {
+	for n := 1; n <= tablestore.MaxReadCopies; n++ {
 		st, err := s.TokenStatusOfCopy(ctx, n, last.TokenID, k.ID, nil, "", true)
 		must(t, err, "TokenStatus")
 		if !st.RevokedAt.Equal(last.RevokedAt) || st.Key == nil {

@@ -52,6 +52,8 @@ type Store struct {
 	// readCopy is the copy every verify reads, or -1 (New's) for one at
 	// random (see verifyCopy).
 	readCopy int
+	// copies remembers each key's number of verify copies (see pickCopy).
+	copies copiesMemo
 }
 
 var _ account.Store = (*Store)(nil)
