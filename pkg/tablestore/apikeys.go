@@ -382,7 +382,7 @@ func (s *Store) updateAPIKey(ctx context.Context, opts account.WriteOptions, id 
 	if at.IsZero() {
 		at = time.Now()
 	}
-	copies, err := s.copyWrites(content, nextCopies(first, at, true))
+	copies, err := s.copyWrites(content, s.sizedCopies(ctx, id, nextCopies(first, at, true), at))
 	if err != nil {
 		return account.APIKey{}, err
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"latchkey/pkg/account"
 )
 
@@ -109,4 +111,74 @@ func (s *Store) StoredEvent(ctx context.Context, id string, at time.Time, org st
 		return "", "", err
 	}
 	return day.Event, ofOrg.Event, nil
+}
+
+// ItemBytes is an item's size by DynamoDB's rule.
+func ItemBytes(av map[string]types.AttributeValue) int { return itemBytes(av) }
+
+// PickCopy is the copy a verify of the key id reads (see pickCopy).
+func (s *Store) PickCopy(id string) int { return s.pickCopy(id) }
+
+// VerifyCopies returns the numbers of the verify copies of the key id that
+// are there, read strongly consistently, tombstones left out.
+func (s *Store) VerifyCopies(ctx context.Context, id string) ([]int, error) {
+	var out []int
+	for n := 1; n <= maxReadCopies; n++ {
+		av, err := s.getRaw(ctx, apiKeyCopyKey(id, n))
+		if err != nil {
+			return nil, err
+		}
+		if _, ok := av["hash"].(B); ok {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// ForgetUsage deletes the usage buckets of the subject id: its rate is
+// then none.
+func (s *Store) ForgetUsage(ctx context.Context, id string) error {
+	var keys []key
+	err := s.queryPages(ctx, Query{Partition: prefixUsage + id, Consistent: true}, func(items []Item) (bool, error) {
+		for _, av := range items {
+			k, err := keyOf(av)
+			if err != nil {
+				return false, err
+			}
+			keys = append(keys, k)
+		}
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	dels, err := s.dels(keys)
+	if err != nil || len(dels) == 0 {
+		return err
+	}
+	return s.transact(ctx, change{}, dels)
+}
+
+// PutPreviousCopies writes the verify copies of the key id as release
+// 0.1.0 writes them at a change: all 15, from the item under the ID, with
+// its copies_since, without this release's attributes or revocations.
+func (s *Store) PutPreviousCopies(ctx context.Context, id string) error {
+	var it apiKeyItem
+	if _, err := s.getItem(ctx, apiKeyKey(id), &it); err != nil {
+		return err
+	}
+	since := time.Now().UTC()
+	it.CopiesSince = &since
+	var puts []Write
+	for n := 1; n <= maxReadCopies; n++ {
+		c := it.hashCopy()
+		c.key = apiKeyCopyKey(id, n)
+		c.CopiesSince = &since
+		put, err := s.putAlways(c)
+		if err != nil {
+			return err
+		}
+		puts = append(puts, put)
+	}
+	return s.transact(ctx, change{}, puts)
 }

@@ -259,9 +259,10 @@ type apiKeyItem struct {
 	// previous release wrote. ReadCopies is the key's number of verify
 	// copies, N: copies 1..N exist and are current. CopiesVersion counts
 	// the writes of the copies: every one is conditional on copy 1's.
-	// EntryCopiesSince is when revocations of the key's tokens began to
-	// write entry copies 1..N: a token issued before it has its entry
-	// read itself. KeyWithoutSince: the item under the ID has no
+	// EntryCopiesSince is when this release began to write the key's
+	// copies (at its creation, or its first write over the previous
+	// release's): a token issued before it may have been revoked with no
+	// entry copy (before copies existed), so its entry is read itself. KeyWithoutSince: the item under the ID has no
 	// copies_since (see copies.entryCopies).
 	ReadCopies       int        `dynamodbav:"read_copies,omitempty"`
 	CopiesVersion    int        `dynamodbav:"copies_version,omitempty"`

@@ -118,9 +118,14 @@ func (s *Store) foldCopy(id string, n int) int {
 	return 1 + (n-1)%s.copies.get(id)
 }
 
-// copiesSeen records that the key id has n verify copies (a copy read
-// says so); 0, a copy the previous release wrote, counts as 1.
-func (s *Store) copiesSeen(id string, n int) {
+// copiesSeen records the verify copies of the key id as the copy it read
+// says: ReadCopies; all 15 for a copy the previous release wrote; one
+// for the item of a key without copies, or a tombstone.
+func (s *Store) copiesSeen(id string, it *apiKeyItem) {
+	n := it.ReadCopies
+	if n == 0 && it.PK != apiKeyKey(id).PK && !it.Deleting {
+		n = readShards - 1
+	}
 	s.copies.set(id, max(n, 1))
 }
 
@@ -168,8 +173,8 @@ func (cm *copiesMemo) set(id string, n int) {
 }
 
 // defaultCopies is the number of copies a verify assumes of a key it has
-// not read yet.
-const defaultCopies = maxReadCopies
+// not read yet: copy 1, which every key with copies has, tells it more.
+const defaultCopies = 1
 
 // eventTurn counts the events this process has written; eventShard takes
 // their shards in turn from a random start, so that every process spreads
@@ -204,7 +209,11 @@ func orgEventShard(id string) int {
 // (and Version) it read (firstCopyIs), deleting in the same transaction
 // every copy above N it may leave, so that any copy a reader may pick is
 // current.
-const maxReadCopies = 16
+//
+// maxReadCopies is 15, the copies the previous release writes: the entry
+// copies it wrote (1..15) serve this release's reads of them as they are,
+// and 30,000 verifies a second of one key put 2,000 on each copy.
+const maxReadCopies = readShards - 1
 
 // keyCopyKeys returns the keys of every verify copy a key may have.
 func keyCopyKeys(id string) []key {
@@ -228,11 +237,16 @@ type copies struct {
 }
 
 // nextCopies returns what a write at now of the key's copies, whose copy 1
-// reads first (nil if none), puts on them; keyWithoutSince when the write
+// reads first (nil if none), puts on them, as many as there are (one for
+// a key without; sizedCopies resizes); keyWithoutSince when the write
 // removes copies_since from the item under the ID.
 func nextCopies(first *apiKeyItem, now time.Time, keyWithoutSince bool) copies {
-	c := copies{first: first, n: maxReadCopies, entrySince: now.UTC(), keyWithoutSince: keyWithoutSince}
+	c := copies{first: first, n: 1, entrySince: now.UTC(), keyWithoutSince: keyWithoutSince}
+	if first != nil && first.ReadCopies == 0 {
+		c.n = maxReadCopies // the previous release's, all there
+	}
 	if first != nil && first.ReadCopies > 0 {
+		c.n = first.ReadCopies
 		// Ours: entry copies have been written for n = 1..N since then.
 		if first.EntryCopiesSince != nil {
 			c.entrySince = *first.EntryCopiesSince
@@ -243,20 +257,18 @@ func nextCopies(first *apiKeyItem, now time.Time, keyWithoutSince bool) copies {
 }
 
 // entryCopies returns how many copies of a revocation entry a revocation
-// writes beside the key's copies c: n (a verify of a token read by its
-// entry reads entry copy n with key copy n), or, for a token read by its
-// key (inline), none. But every copy 0.1.0 may read while the item under
-// the ID still has a copies_since: 0.1.0, after a rollback, rewrites the
-// copies from that item at its next change, and then trusts its entry
-// copies for the tokens issued since.
+// writes beside the key's copies c: all maxReadCopies, which a verify of a
+// token read by its entry reads (entry copy n with key copy n, whatever N
+// the key has then or later: so a growth leaves every earlier revocation
+// where the new copies' readers read it); none for a token read by its
+// key (inline), but while the item under the ID still has a copies_since:
+// 0.1.0, after a rollback, rewrites the copies from that item at its next
+// change, and then trusts its entry copies for the tokens issued since.
 func (c copies) entryCopies(inline bool) int {
-	switch {
-	case !c.keyWithoutSince:
-		return maxReadCopies
-	case inline:
+	if inline && c.keyWithoutSince {
 		return 0
 	}
-	return c.n
+	return maxReadCopies
 }
 
 // firstCopyIs is the condition of a write of the copies that read first

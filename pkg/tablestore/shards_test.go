@@ -105,7 +105,8 @@ func attrS(av types.AttributeValue) string {
 }
 
 // TestHotItems_Verify: over 1,000 verifies of one token, of a key bound to
-// an organization and below another key, no item and no partition is read
+// an organization and below another key, once a usage flush has shown
+// the key hot (30,000 verifies a second, which grows its copies), no item and no partition is read
 // by more than a tenth of them (DynamoDB serves one about 3,000 strongly
 // consistent reads a second: a tenth of 30,000 verifies); nor over 1,000
 // verifies spread over the tokens of two keys of one organization. Each
@@ -132,6 +133,9 @@ func testHotItemsVerify(t *testing.T, inline bool) {
 	child := newKey(at(3))
 	child.OrganizationID, child.CreatedBy, child.Ancestors = org.ID, parent.ID, []string{parent.ID}
 	must(t, s.CreateAPIKey(ctx, account.WriteOptions{}, child), "CreateAPIKey below a key")
+	// Driven hot: a flush of 30,000 verifies a second of the key below
+	// grows its copies, and those of the key above, to the most.
+	heat(t, s, child.ID, 30000)
 	var tokens []account.TokenRecord
 	for i := range 10 {
 		k := child

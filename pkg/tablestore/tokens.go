@@ -109,7 +109,7 @@ func (s *Store) revokeOnKey(ctx context.Context, c change, r account.Revocation)
 		// Its tokens are refused for that; the entry records the time.
 		return s.revokeEntry(ctx, c, r, nil, maxReadCopies)
 	}
-	cs := nextCopies(first, r.RevokedAt, false)
+	cs := s.sizedCopies(ctx, r.KeyID, nextCopies(first, r.RevokedAt, false), r.RevokedAt)
 	if r.Inline {
 		return s.revokeInline(ctx, c, r, base, cs)
 	}
@@ -363,6 +363,11 @@ func (s *Store) tokenStatus(ctx context.Context, n int, tokenID, keyID string, a
 	if err := s.addStatusRead(&st, read, &r); err != nil {
 		return account.TokenStatus{}, err
 	}
+	for _, id := range ancestors {
+		if _, ok := find(r.keys, id); !ok {
+			s.copies.set(id, 1) // fewer copies than remembered, or none
+		}
+	}
 	it, ok := find(r.keys, keyID)
 	if o, read := find(r.orgs, orgID); !ok && read && o.Deleting {
 		// Its organization's copy says it is going: so is the key (a
@@ -391,10 +396,12 @@ func (s *Store) tokenStatus(ctx context.Context, n int, tokenID, keyID string, a
 		}
 	}
 	if !ok {
-		s.copiesSeen(keyID, 1)
+		s.copies.set(keyID, 1)
 		return st, nil
 	}
-	s.copiesSeen(keyID, it.ReadCopies)
+	for _, e := range r.keys {
+		s.copiesSeen(e.id, e.item)
+	}
 	if e, held := it.Revoked[tokenID]; held && !inline && st.RevokedAt.IsZero() {
 		// A token with the claim read by its entry: revoked on its key.
 		st.RevokedAt = time.Unix(0, e.RevokedAt).UTC()
