@@ -457,6 +457,10 @@ func TestVerify_OneItem(t *testing.T) {
 		_, err := s.RevokeToken(ctx, account.WriteOptions{}, account.Revocation{TokenID: account.NewID(account.PrefixToken, at(10+i)), KeyID: root.ID, RevokedAt: at(20 + i), ExpiresAt: at(20 + i).Add(time.Hour), Inline: true})
 		must(t, err, "RevokeToken")
 	}
+	// Each with all its copies, so that every copy number is there.
+	for _, k := range []account.APIKey{child, bound} {
+		heat(t, s, k.ID, 30000)
+	}
 	tok := account.NewID(account.PrefixToken, at(30))
 	for _, c := range []struct {
 		what   string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"latchkey/pkg/account"
+	"latchkey/pkg/boltstore"
 	"latchkey/pkg/dynamostore"
 	"latchkey/pkg/dynamostore/dynamotest"
 	"latchkey/pkg/tablestore"
@@ -90,15 +92,11 @@ func (m *txMeter) wru(t *testing.T, client *dynamodb.Client, table string) (unit
 	return units, items, gsi
 }
 
-// TestReadCopies_Sized: a key's verify copies follow its read rate (see
-// sizing.go). A quiet key has one copy: its revocation writes no more than
-// 10 WRU, and no item of gsi1; its verify reads one item. Driven hot
-// (a usage flush), it grows to 15 copies, and verifies spread over them;
-// a revocation then shrinks it back (the rate is gone), deleting the
-// copies above; a reader that still remembers 15 copies falls back to
-// copy 1 and sees a revocation made after the shrink. Copies the previous
-// release wrote (no read_copies, all 15) leave no stale copy at the next
-// write.
+// TestReadCopies_Sized (DynamoDB Local): a key's verify copies follow its
+// read rate (see sizing.go). A quiet key has one copy: its revocation is
+// 2 requests and no more than 10 WRU (with and without its status list
+// flip), and writes no item of gsi1; its key change and its verify read
+// one copy, its verify 1 RRU. Driven hot, one transaction grows it to 15.
 func TestReadCopies_Sized(t *testing.T) {
 	var tx txMeter
 	var calls meter
@@ -169,10 +167,62 @@ func TestReadCopies_Sized(t *testing.T) {
 		t.Errorf("a quiet key's verify: %v, want one BatchGetItem of 1 RRU", got)
 	}
 
-	// Hot: a flush grows it, in one transaction of the 15 copies.
 	heat(t, s, k.ID, 30000)
 	units, items, _ = tx.wru(t, client, table)
 	t.Logf("growth to 15 copies: %d items, %d WRU", items, units)
+	if items != tablestore.MaxReadCopies {
+		t.Errorf("growth to 15 copies wrote %d items, want %d", items, tablestore.MaxReadCopies)
+	}
+}
+
+// TestReadCopies_Resized, on DynamoDB Local and bbolt: a key driven hot
+// (a usage flush) grows to 15 copies, and verifies spread over them; a
+// revocation then shrinks it back (the rate is gone), deleting the copies
+// above; a reader of any copy number, gone or not, sees a revocation
+// made after the shrink. Copies the previous release wrote (no
+// read_copies, all 15) leave no stale copy at the next write.
+func TestReadCopies_Resized(t *testing.T) {
+	t.Run("DynamoDBLocal", func(t *testing.T) {
+		_, _, s := newTableStore(t)
+		testReadCopiesResized(t, s)
+	})
+	t.Run("Bolt", func(t *testing.T) {
+		s, err := boltstore.Open(filepath.Join(t.TempDir(), "table.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		testReadCopiesResized(t, s)
+	})
+}
+
+func testReadCopiesResized(t *testing.T, s *tablestore.Store) {
+	ctx := t.Context()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	tick := 0
+	next := func() time.Time { tick++; return now.Add(time.Duration(tick) * time.Millisecond) }
+	k := newKey(next())
+	must(t, s.CreateAPIKey(ctx, account.WriteOptions{}, k), "CreateAPIKey")
+	copiesOf := func(what string, want int) {
+		t.Helper()
+		got, err := s.VerifyCopies(ctx, k.ID)
+		must(t, err, "VerifyCopies")
+		if len(got) != want || want > 0 && got[want-1] != want {
+			t.Errorf("%s: copies %v, want 1..%d", what, got, want)
+		}
+	}
+	revoke := func() account.Revocation {
+		at := next()
+		r := account.Revocation{TokenID: account.NewID(account.PrefixToken, at), KeyID: k.ID, RevokedAt: at, ExpiresAt: at.Add(time.Hour), Inline: true}
+		_, err := s.RevokeToken(ctx, account.WriteOptions{}, r)
+		must(t, err, "RevokeToken")
+		return r
+	}
+	early := revoke()
+	tok := account.NewID(account.PrefixToken, next())
+	copiesOf("a quiet key", 1)
+
+	heat(t, s, k.ID, 30000)
 	copiesOf("a hot key", tablestore.MaxReadCopies)
 	seen := map[int]bool{}
 	for range 200 {
@@ -180,36 +230,44 @@ func TestReadCopies_Sized(t *testing.T) {
 		seen[n] = true
 		st, err := s.TokenStatusOfCopy(ctx, n, tok, k.ID, nil, "", true)
 		must(t, err, "TokenStatus")
-		if st.Key == nil {
-			t.Fatalf("TokenStatus: %+v", st)
+		if st.Key == nil || !st.RevokedAt.IsZero() {
+			t.Fatalf("TokenStatus of a live token: %+v", st)
+		}
+		st, err = s.TokenStatusOfCopy(ctx, n, early.TokenID, k.ID, nil, "", true)
+		must(t, err, "TokenStatus")
+		if !st.RevokedAt.Equal(early.RevokedAt) {
+			t.Fatalf("copy %d of a grown key: a token revoked before the growth reads %+v", n, st)
 		}
 	}
-	if len(seen) < tablestore.MaxReadCopies-2 {
+	if len(seen) < tablestore.MaxReadCopies-3 {
 		t.Errorf("200 verifies of a hot key read copies %v, want them spread over 1..%d", seen, tablestore.MaxReadCopies)
 	}
 
-	// The rate gone (a fresh table's usage: none), a revocation shrinks it
-	// to one copy. A reader that remembers 15 (this one) reads a copy
-	// that is gone, falls back, and sees the next revocation.
-	stale := dynamostore.New(client, table, dynamostore.WithTimeout(dynamotest.Timeout))
-	_, err := stale.TokenStatusOfCopy(ctx, 7, tok, k.ID, nil, "", true)
-	must(t, err, "TokenStatus")
+	// The rate gone, a revocation shrinks it to one copy; a reader that
+	// picks a copy that is gone falls back to copy 1, and sees the next
+	// revocation.
 	must(t, s.ForgetUsage(ctx, k.ID), "ForgetUsage")
-	revoke(false)
+	revoke()
 	copiesOf("a key gone quiet, after a revocation", 1)
-	last := revoke(false)
+	last := revoke()
 	for n := 1; n <= tablestore.MaxReadCopies; n++ {
-		st, err := stale.TokenStatusOfCopy(ctx, n, last.TokenID, k.ID, nil, "", true)
-		must(t, err, "TokenStatus")
-		if !st.RevokedAt.Equal(last.RevokedAt) {
-			t.Errorf("a reader of copy %d after the shrink: %+v, want revoked at %v", n, st, last.RevokedAt)
+		for _, tokenID := range []string{last.TokenID, early.TokenID} {
+			st, err := s.TokenStatusOfCopy(ctx, n, tokenID, k.ID, nil, "", true)
+			must(t, err, "TokenStatus")
+			if st.RevokedAt.IsZero() || st.Key == nil {
+				t.Errorf("a reader of copy %d after the shrink: %+v, want revoked", n, st)
+			}
 		}
 	}
 
 	// The previous release's copies: all 15, no read_copies. A write of
-	// this release leaves copy 1 alone, and no stale copy.
+	// this release leaves only copies 1..N.
 	must(t, s.PutPreviousCopies(ctx, k.ID), "PutPreviousCopies")
 	copiesOf("the previous release's copies", tablestore.MaxReadCopies)
-	revoke(false)
+	revoke()
 	copiesOf("after a revocation over the previous release's copies", 1)
+	must(t, s.PutPreviousCopies(ctx, k.ID), "PutPreviousCopies")
+	_, err := s.UpdateAPIKey(ctx, account.WriteOptions{}, k.ID, account.APIKeyPatch{Name: &k.Name, At: next()}, nil)
+	must(t, err, "UpdateAPIKey")
+	copiesOf("after a key change over the previous release's copies", 1)
 }
