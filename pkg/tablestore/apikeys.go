@@ -340,7 +340,7 @@ func (s *Store) updateAPIKey(ctx context.Context, opts account.WriteOptions, id 
 	if next.TokensRevokedBefore != nil {
 		upd = upd.set("tokens_revoked_before", next.TokensRevokedBefore.UTC())
 	}
-	// 0.1.0's "copies since" goes: see copies.entryCopies.
+	// 0.1.0's "copies since" goes: see copyPlan.entryCopies.
 	upd = upd.remove("copies_since")
 	steps := []func() (Write, error){
 		func() (Write, error) {
@@ -435,7 +435,7 @@ func (it apiKeyItem) patched(p account.APIKeyPatch) apiKeyItem {
 	if next.PreviousHash != nil && (p.Rotate != nil || !p.At.Before(*next.PreviousExpiresAt)) {
 		next.PreviousHash, next.PreviousExpiresAt = nil, nil
 	}
-	next.CopiesSince = nil // see copies.entryCopies
+	next.CopiesSince = nil // see copyPlan.entryCopies
 	if r := p.Rotate; r != nil {
 		if !r.PreviousUntil.IsZero() {
 			until := r.PreviousUntil.UTC()

@@ -241,7 +241,7 @@ type apiKeyItem struct {
 	// item onto the 15 copies it writes at each change, and then trusts
 	// the entry copies of tokens issued since. This release writes none
 	// and removes it from this item at every key change: its revocations
-	// write no entry copy for 0.1.0 (see copies.entryCopies).
+	// write no entry copy for 0.1.0 (see copyPlan.entryCopies).
 	CopiesSince *time.Time `dynamodbav:"copies_since,omitempty"`
 	// Revoked holds the inline revocations of the key's tokens that carry
 	// the claim (account.TokenClaims.InlineRevocation), by token ID, on the
@@ -263,7 +263,7 @@ type apiKeyItem struct {
 	// copies (at its creation, or its first write over the previous
 	// release's): a token issued before it may have been revoked with no
 	// entry copy (before copies existed), so its entry is read itself. KeyWithoutSince: the item under the ID has no
-	// copies_since (see copies.entryCopies).
+	// copies_since (see copyPlan.entryCopies).
 	ReadCopies       int        `dynamodbav:"read_copies,omitempty"`
 	CopiesVersion    int        `dynamodbav:"copies_version,omitempty"`
 	EntryCopiesSince *time.Time `dynamodbav:"entry_copies_since,omitempty"`

@@ -224,9 +224,9 @@ func keyCopyKeys(id string) []key {
 	return ks
 }
 
-// copies is what a write of a key's verify copies puts on them: read from
+// copyPlan is what a write of a key's verify copies puts on them: read from
 // copy 1 (first), or from the key's item for a key without copies yet.
-type copies struct {
+type copyPlan struct {
 	first *apiKeyItem // copy 1 as read; nil if it is not there
 	// n is the number of copies to write.
 	n int
@@ -240,8 +240,8 @@ type copies struct {
 // reads first (nil if none), puts on them, as many as there are (one for
 // a key without; sizedCopies resizes); keyWithoutSince when the write
 // removes copies_since from the item under the ID.
-func nextCopies(first *apiKeyItem, now time.Time, keyWithoutSince bool) copies {
-	c := copies{first: first, n: 1, entrySince: now.UTC(), keyWithoutSince: keyWithoutSince}
+func nextCopies(first *apiKeyItem, now time.Time, keyWithoutSince bool) copyPlan {
+	c := copyPlan{first: first, n: 1, entrySince: now.UTC(), keyWithoutSince: keyWithoutSince}
 	if first != nil && first.ReadCopies == 0 {
 		c.n = maxReadCopies // the previous release's, all there
 	}
@@ -264,7 +264,7 @@ func nextCopies(first *apiKeyItem, now time.Time, keyWithoutSince bool) copies {
 // key (inline), but while the item under the ID still has a copies_since:
 // 0.1.0, after a rollback, rewrites the copies from that item at its next
 // change, and then trusts its entry copies for the tokens issued since.
-func (c copies) entryCopies(inline bool) int {
+func (c copyPlan) entryCopies(inline bool) int {
 	if inline && c.keyWithoutSince {
 		return 0
 	}
@@ -293,7 +293,7 @@ func (it apiKeyItem) readCopy(n int) apiKeyItem {
 	c := it.hashCopy()
 	c.key = apiKeyCopyKey(it.KeyID, n)
 	c.Revoked, c.RevokedOverflowUntil = it.Revoked, it.RevokedOverflowUntil
-	// The previous release's "copies since": none on ours (see copies).
+	// The previous release's "copies since": none on ours (see copyPlan.entryCopies).
 	c.CopiesSince = nil
 	return c
 }
@@ -302,7 +302,7 @@ func (it apiKeyItem) readCopy(n int) apiKeyItem {
 // (content and revocations as it has them) as c says: copies 1..c.n, the
 // first on the condition firstCopyIs, and the Deletes of every copy above
 // c.n that may be there.
-func (s *Store) copyWrites(it apiKeyItem, c copies) ([]Write, error) {
+func (s *Store) copyWrites(it apiKeyItem, c copyPlan) ([]Write, error) {
 	version := 1
 	if c.first != nil {
 		version = c.first.CopiesVersion + 1

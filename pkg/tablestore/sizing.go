@@ -32,7 +32,7 @@ import (
 //     changes), and grows the keys above it as far, since every verify of
 //     the key reads them too. An earlier revocation is on the new copies
 //     too: the key's are copied from copy 1, and an entry's copies are
-//     all 15 whatever N is (copies.entryCopies).
+//     all 15 whatever N is (copyPlan.entryCopies).
 //   - Shrink: only at a write that rewrites the copies anyway (a
 //     revocation, a key change), when the rate calls for N/4 or fewer
 //     (hysteresis); copies above the new N go in the same transaction.
@@ -76,7 +76,7 @@ func (s *Store) keyRate(ctx context.Context, id string, now time.Time) (float64,
 // for a quarter or fewer, as it is otherwise. A key with one copy reads
 // no rate (a flush grows it); nor one whose rate cannot be read, which
 // keeps its copies.
-func (s *Store) sizedCopies(ctx context.Context, id string, cs copies, now time.Time) copies {
+func (s *Store) sizedCopies(ctx context.Context, id string, cs copyPlan, now time.Time) copyPlan {
 	n := cs.n
 	if n == 1 && cs.first != nil {
 		return cs

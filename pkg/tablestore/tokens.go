@@ -130,7 +130,7 @@ func (s *Store) revokeOnKey(ctx context.Context, c change, r account.Revocation)
 // moved to the token's expiry if it is later (otherwise copy 1 is only
 // checked, and not rewritten), and the entry's copies 1..N, which a
 // verify then reads. errKeyChanged if copy 1 changed under it.
-func (s *Store) revokeInline(ctx context.Context, c change, r account.Revocation, it *apiKeyItem, cs copies) (time.Time, error) {
+func (s *Store) revokeInline(ctx context.Context, c change, r account.Revocation, it *apiKeyItem, cs copyPlan) (time.Time, error) {
 	if e, ok := it.Revoked[r.TokenID]; ok {
 		// Nothing changed: no event, and the idempotency record stays
 		// started.
