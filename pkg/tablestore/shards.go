@@ -17,18 +17,20 @@ import (
 // 3,000 strongly consistent reads and 1,000 write units a second; an item
 // never splits, and a partition key's items split only by sort key. So:
 //
-//   - Read copies. Every item a verify reads (a token's revocation entry,
-//     an API key's item under its ID, an organization's item) has
-//     readShards-1 copies, each in a partition of its own
-//     (<pk>#<n>, same sort key), written in the same transaction as every
-//     change to the item, so that they never differ from it. A verify
-//     reads copy n of each, n chosen at random (verifyCopy; copy 0 is the
-//     item itself), in its one BatchGetItem: each copy takes a
-//     readShards-th of the reads, and 30,000 verifies a second of one
-//     token put 1,875 reads a second on each of its items. A key's copies
-//     are whole copies of its item (a verify returns the whole key); an
-//     organization's carry only what a verify reads of it, deleting (an
-//     update of its name or plan does not touch them).
+//   - Read copies. Every item a verify reads has copies, each in a
+//     partition of its own (<pk>#<n>, same sort key), written in the same
+//     transaction as every change to it, so that they never differ from
+//     it. A token's revocation entry and an organization have
+//     readShards-1; a verify reads copy n of them, n at random (copy 0 is
+//     the item itself). An API key has N verify copies, 1 to
+//     maxReadCopies as its read rate calls for (below, and sizing.go),
+//     and a verify reads one of them, never its item. All in the verify's
+//     one BatchGetItem: 30,000 verifies a second of one hot key put 2,000
+//     reads a second on each of its copies. A key's copies are whole
+//     copies of its item (a verify returns the whole key) with its
+//     tokens' revocations; an organization's carry only what a verify
+//     reads of it, deleting (an update of its name or plan does not touch
+//     them).
 //   - Event shards. An event goes to one of eventShards partitions of its
 //     day, EVENT#<day>#<s> (shard 0 is EVENT#<day> as before), taken in
 //     turn by each process (eventShard); an organization's copy to one of
@@ -39,8 +41,8 @@ import (
 // Data written before the copies existed has none: a key or organization
 // whose copy is missing is read from its item (a second BatchGetItem, as
 // checkKey reads what a hint left out), and a token issued before its key
-// had copies (apiKeyItem.CopiesSince) has its revocation entry read from
-// the item too, since a revocation made then wrote no copy.
+// had copies (apiKeyItem.EntryCopiesSince) has its revocation entry read
+// from the item too, since a revocation made then wrote no copy.
 const (
 	// readShards is the number of places a verify may read an item from:
 	// the item and its copies. 16: a tenth or less of a key's verifies
