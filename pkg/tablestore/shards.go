@@ -140,16 +140,16 @@ const copiesMemoMax = 4096
 // shrinks, and a verify that picks one falls back to copy 1; a key that
 // grew is read from fewer copies until the next read tells.
 type copiesMemo struct {
-	mu sync.Mutex
+	mu sync.RWMutex
 	m  map[string]int
 }
 
 // get returns the number remembered for the key id; for a key not
 // remembered, defaultCopies.
 func (cm *copiesMemo) get(id string) int {
-	cm.mu.Lock()
+	cm.mu.RLock()
 	n, ok := cm.m[id]
-	cm.mu.Unlock()
+	cm.mu.RUnlock()
 	if !ok {
 		return defaultCopies
 	}
@@ -157,11 +157,14 @@ func (cm *copiesMemo) get(id string) int {
 }
 
 func (cm *copiesMemo) set(id string, n int) {
+	cm.mu.RLock()
+	same := cm.m[id] == n
+	cm.mu.RUnlock()
+	if same {
+		return // every verify of an unchanged key: no write lock
+	}
 	cm.mu.Lock()
 	defer cm.mu.Unlock()
-	if cm.m[id] == n {
-		return
-	}
 	if cm.m == nil {
 		cm.m = map[string]int{}
 	}
