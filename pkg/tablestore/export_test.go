@@ -159,21 +159,28 @@ func (s *Store) ForgetUsage(ctx context.Context, id string) error {
 	return s.transact(ctx, change{}, dels)
 }
 
-// PutPreviousCopies writes the verify copies of the key id as release
-// 0.1.0 writes them at a change: all 15, from the item under the ID, with
-// its copies_since, without this release's attributes or revocations.
+// PutPreviousCopies writes the key id as release 0.1.0's key change does
+// (git show 0b735a2:pkg/tablestore/apikeys.go): copies_since on its item,
+// now if it has none, and all 15 copies from the item, with it, without
+// this release's attributes or revocations.
 func (s *Store) PutPreviousCopies(ctx context.Context, id string) error {
 	var it apiKeyItem
 	if _, err := s.getItem(ctx, apiKeyKey(id), &it); err != nil {
 		return err
 	}
-	since := time.Now().UTC()
-	it.CopiesSince = &since
-	var puts []Write
+	if it.CopiesSince == nil {
+		since := time.Now().UTC()
+		it.CopiesSince = &since
+	}
+	upd, err := s.update(apiKeyKey(id), set("copies_since", it.CopiesSince.UTC()), condPresent)
+	if err != nil {
+		return err
+	}
+	puts := []Write{upd}
 	for n := 1; n <= maxReadCopies; n++ {
 		c := it.hashCopy()
 		c.key = apiKeyCopyKey(id, n)
-		c.CopiesSince = &since
+		c.CopiesSince = it.CopiesSince
 		put, err := s.putAlways(c)
 		if err != nil {
 			return err
@@ -181,4 +188,26 @@ func (s *Store) PutPreviousCopies(ctx context.Context, id string) error {
 		puts = append(puts, put)
 	}
 	return s.transact(ctx, change{}, puts)
+}
+
+// PreviousReleaseRevoked reports whether release 0.1.0's verify of copy n
+// (0 to 15) finds the token tokenID of the key keyID revoked: it reads
+// copy n of the key and of the entry, and the entry itself when the key's
+// copy is missing, has no copies_since, or the token was issued before it
+// (git show 0b735a2:pkg/tablestore/tokens.go, TokenStatus).
+func (s *Store) PreviousReleaseRevoked(ctx context.Context, tokenID, keyID string, n int) (bool, error) {
+	var entry revocationItem
+	found, err := s.getItem(ctx, revocationCopyKey(tokenID, n), &entry)
+	if err != nil || found || n == 0 {
+		return found, err
+	}
+	var it apiKeyItem
+	ok, err := s.getItem(ctx, apiKeyCopyKey(keyID, n), &it)
+	if err != nil {
+		return false, err
+	}
+	if ok && it.CopiesSince != nil && !issuedBefore(tokenID, *it.CopiesSince) {
+		return false, nil
+	}
+	return s.getItem(ctx, revocationKey(tokenID), &entry)
 }

@@ -271,3 +271,66 @@ func testReadCopiesResized(t *testing.T, s *tablestore.Store) {
 	must(t, err, "UpdateAPIKey")
 	copiesOf("after a key change over the previous release's copies", 1)
 }
+
+// TestReadCopies_PreviousReleaseReads, on DynamoDB Local and bbolt:
+// release 0.1.0, reading any of its 16 copy numbers, finds every token
+// this release revoked on the key revoked (docs/deploying.md, Formats in
+// force, rule 1), before and after a key change of its own rewrites the
+// key's copies from the key's item: for a key 0.1.0 wrote (its item has
+// copies_since, so this release writes the entry's copies too), and for
+// a key this release changed (no copies_since, no entry copies).
+func TestReadCopies_PreviousReleaseReads(t *testing.T) {
+	t.Run("DynamoDBLocal", func(t *testing.T) {
+		_, _, s := newTableStore(t)
+		testPreviousReleaseReads(t, s)
+	})
+	t.Run("Bolt", func(t *testing.T) {
+		s, err := boltstore.Open(filepath.Join(t.TempDir(), "table.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		testPreviousReleaseReads(t, s)
+	})
+}
+
+func testPreviousReleaseReads(t *testing.T, s *tablestore.Store) {
+	ctx := t.Context()
+	// The real clock, a few milliseconds a step: 0.1.0 stamps copies_since
+	// with it, and tokens are issued after one change and before the next.
+	next := func() time.Time {
+		time.Sleep(3 * time.Millisecond)
+		return time.Now().UTC().Truncate(time.Millisecond)
+	}
+	for _, c := range []struct {
+		name    string
+		changed bool // by this release, before the revocation
+	}{{"a key 0.1.0 wrote", false}, {"a key this release changed", true}} {
+		t.Run(c.name, func(t *testing.T) {
+			k := newKey(next())
+			must(t, s.CreateAPIKey(ctx, account.WriteOptions{}, k), "CreateAPIKey")
+			must(t, s.PutPreviousCopies(ctx, k.ID), "a change by 0.1.0")
+			if c.changed {
+				_, err := s.UpdateAPIKey(ctx, account.WriteOptions{}, k.ID, account.APIKeyPatch{Name: &k.Name, At: next()}, nil)
+				must(t, err, "UpdateAPIKey")
+			}
+			at := next()
+			r := account.Revocation{TokenID: account.NewID(account.PrefixToken, at), KeyID: k.ID, RevokedAt: at, ExpiresAt: at.Add(time.Hour), Inline: true}
+			_, err := s.RevokeToken(ctx, account.WriteOptions{}, r)
+			must(t, err, "RevokeToken")
+			check := func(when string) {
+				t.Helper()
+				for n := range tablestore.ReadShards {
+					revoked, err := s.PreviousReleaseRevoked(ctx, r.TokenID, k.ID, n)
+					must(t, err, "PreviousReleaseRevoked")
+					if !revoked {
+						t.Errorf("%s: 0.1.0 reading copy %d finds the token not revoked", when, n)
+					}
+				}
+			}
+			check("after the revocation")
+			must(t, s.PutPreviousCopies(ctx, k.ID), "a change by 0.1.0")
+			check("after a change by 0.1.0")
+		})
+	}
+}
