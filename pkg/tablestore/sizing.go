@@ -99,6 +99,9 @@ func (s *Store) sizedCopies(ctx context.Context, id string, cs copyPlan, now tim
 // effort: the flush is made already, and a growth that fails (a change of
 // the copies came between, the table is busy) is tried at the next.
 func (s *Store) growFromUsage(ctx context.Context, f account.UsageFlush) {
+	if s.noCopyGrowth {
+		return
+	}
 	now := time.Now()
 	for _, d := range f.Deltas {
 		if d.Interval != account.IntervalMinute || !strings.HasPrefix(d.Subject, account.PrefixAPIKey) {

@@ -96,7 +96,8 @@ func (m *txMeter) wru(t *testing.T, client *dynamodb.Client, table string) (unit
 // read rate (see sizing.go). A quiet key has one copy: its revocation is
 // 2 requests and no more than 10 WRU (with and without its status list
 // flip), and writes no item of gsi1; its key change and its verify read
-// one copy, its verify 1 RRU. Driven hot, one transaction grows it to 15.
+// one copy, its verify 1 RRU. Driven hot, one transaction grows it to 15;
+// not through a store WithoutCopyGrowth.
 func TestReadCopies_Sized(t *testing.T) {
 	var tx txMeter
 	var calls meter
@@ -172,6 +173,19 @@ func TestReadCopies_Sized(t *testing.T) {
 	t.Logf("growth to 15 copies: %d items, %d WRU", items, units)
 	if items != tablestore.MaxReadCopies {
 		t.Errorf("growth to 15 copies wrote %d items, want %d", items, tablestore.MaxReadCopies)
+	}
+
+	// A process whose role may not write the copies (the verify URL, the
+	// authorizer) grows none.
+	quiet := newKey(next())
+	must(t, s.CreateAPIKey(ctx, account.WriteOptions{}, quiet), "CreateAPIKey")
+	tx.wru(t, client, table)
+	heat(t, dynamostore.New(client, table, dynamostore.WithTimeout(dynamotest.Timeout), dynamostore.WithoutCopyGrowth()), quiet.ID, 30000)
+	if units, items, _ := tx.wru(t, client, table); items != 0 {
+		t.Errorf("a flush of a store WithoutCopyGrowth wrote %d items (%d WRU), want none", items, units)
+	}
+	if got, err := s.VerifyCopies(ctx, quiet.ID); err != nil || len(got) != 1 {
+		t.Errorf("a key heated through a store WithoutCopyGrowth: copies %v (%v), want 1", got, err)
 	}
 }
 
