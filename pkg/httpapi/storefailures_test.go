@@ -341,17 +341,6 @@ func TestStoreFailures_ConcurrentUpdate(t *testing.T) {
 		t.Fatal(err)
 	}
 	store, calls := failingStore(t, admin, now, account.ErrConcurrentUpdate("resource"), true)
-	// A revocation reads the key's verify copy 1 first: that read works,
-	// and its transaction is the race lost.
-	calls.mu.Lock()
-	calls.learning = true
-	calls.mu.Unlock()
-	if _, err := store.TokenStatus(t.Context(), account.NewID(account.PrefixToken, now), admin.ID, nil, "", true); err != nil {
-		t.Fatal(err)
-	}
-	calls.mu.Lock()
-	calls.learning = false
-	calls.mu.Unlock()
 	logs := &httpapitest.SyncBuffer{}
 	asm, err := assembly.New(assembly.Parts{
 		Store: store, CursorKey: bytes.Repeat([]byte("c"), 32), Issuer: httpapitest.Issuer,

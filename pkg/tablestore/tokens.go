@@ -31,16 +31,14 @@ func (s *Store) CreateToken(ctx context.Context, opts account.WriteOptions, t ac
 // RevokeToken records a revocation where TokenStatus reads it, with the
 // event, in one transaction, and returns the first revocation time.
 //
-// It reads copy 1 of the key's verify copies strongly consistently (see
-// shards.go): the authority for the revocations on the key. A token that
-// carries the claim (r.Inline) is revoked on the key's verify copies
-// (revokeInline), never on the item under the ID, which is listed: a
-// revocation writes no index. A token without it is revoked with its
-// entry and the entry's copies 1..N, on the condition that copy 1 is the
-// one read (a growth of the copies meanwhile makes it start again). Both
-// are retried, as UpdateAPIKey is, when another write of the copies (a
-// key change, another revocation) came between the read and the write.
-// A token of a key that is gone is revoked with its entry and every copy.
+// A token that carries the claim (r.Inline) is revoked on its key's
+// verify copies (revokeInline), never on the item under the ID, which is
+// listed: a revocation writes no index. It reads copy 1 strongly
+// consistently (see shards.go), the authority for the revocations on the
+// key, and is retried, as UpdateAPIKey is, when another write of the
+// copies (a key change, another revocation) came between its read and its
+// write. A token without the claim, or of a key that is gone, is revoked
+// with its entry and the entry's 15 copies, as before the claim existed.
 func (s *Store) RevokeToken(ctx context.Context, opts account.WriteOptions, r account.Revocation) (time.Time, error) {
 	c := newChange(opts, account.PendingEvent{Type: account.EventTokenRevoked, Data: r})
 	// Four times a PATCH's retries: a mass revocation of one key's tokens
@@ -101,6 +99,11 @@ func (s *Store) readFirstCopy(ctx context.Context, id string) (base, first *apiK
 // revokeOnKey is one pass of RevokeToken: errKeyChanged if copy 1 of the
 // key changed under it.
 func (s *Store) revokeOnKey(ctx context.Context, c change, r account.Revocation) (time.Time, error) {
+	if !r.Inline {
+		// The entry and all its copies, whatever the key's N: nothing of
+		// the key to read or write.
+		return s.revokeEntry(ctx, c, r, nil, maxReadCopies)
+	}
 	base, first, err := s.readFirstCopy(ctx, r.KeyID)
 	if err != nil {
 		return time.Time{}, err
@@ -110,14 +113,7 @@ func (s *Store) revokeOnKey(ctx context.Context, c change, r account.Revocation)
 		return s.revokeEntry(ctx, c, r, nil, maxReadCopies)
 	}
 	cs := s.sizedCopies(ctx, r.KeyID, nextCopies(first, r.RevokedAt, false), r.RevokedAt)
-	if r.Inline {
-		return s.revokeInline(ctx, c, r, base, cs)
-	}
-	check, err := s.check(apiKeyCopyKey(r.KeyID, 1), firstCopyIs(first))
-	if err != nil {
-		return time.Time{}, err
-	}
-	return s.revokeEntry(ctx, c, r, []Write{check}, cs.entryCopies(false))
+	return s.revokeInline(ctx, c, r, base, cs)
 }
 
 // revokeInline revokes a token that carries the claim on the copies cs of
