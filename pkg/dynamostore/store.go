@@ -29,6 +29,11 @@ func WithConflictRetries(n int) Option {
 	return func(c *config) { c.store = append(c.store, tablestore.WithConflictRetries(n)) }
 }
 
+// WithoutCopyGrowth is tablestore.WithoutCopyGrowth.
+func WithoutCopyGrowth() Option {
+	return func(c *config) { c.store = append(c.store, tablestore.WithoutCopyGrowth()) }
+}
+
 // New returns the account store over table. The client is the caller's:
 // build it once at cold start and share it. The store calls DynamoDB
 // through a copy of it (same HTTP client and connections, same middleware)

@@ -51,6 +51,11 @@ func storeFromEnv(fn Function, getenv func(string) string, logger *slog.Logger) 
 	db := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
 		o.BaseEndpoint = lambdaenv.Endpoint(getenv, EnvDynamoDBEndpoint)
 	})
-	store := dynamostore.New(db, cfg.TableName, dynamostore.WithTimeout(cfg.StoreTimeout))
+	opts := []dynamostore.Option{dynamostore.WithTimeout(cfg.StoreTimeout)}
+	if fn != Auth {
+		// Only the auth function's role may write a key's copies.
+		opts = append(opts, dynamostore.WithoutCopyGrowth())
+	}
+	store := dynamostore.New(db, cfg.TableName, opts...)
 	return cfg, awsCfg, Deps{Store: store, Keys: store, Logger: logger}, nil
 }

@@ -40,7 +40,8 @@ const usageWriters = 8
 // seq is below f.Seq, and sets it to f.Seq: a retried delta finds its own
 // Seq there and is skipped (its condition fails), so a flush whose answer
 // was lost is made again at no risk. No transaction: each item has one
-// writer, the process, and its flushes come one at a time.
+// writer, the process, and its flushes come one at a time. A flush that
+// shows a key busy may grow its verify copies (growFromUsage).
 func (s *Store) AddUsage(ctx context.Context, f account.UsageFlush) error {
 	var (
 		wg    sync.WaitGroup
@@ -63,6 +64,9 @@ func (s *Store) AddUsage(ctx context.Context, f account.UsageFlush) error {
 		}()
 	}
 	wg.Wait()
+	if first == nil {
+		s.growFromUsage(ctx, f)
+	}
 	return first
 }
 

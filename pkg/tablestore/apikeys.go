@@ -71,10 +71,12 @@ func (s *Store) CreateAPIKey(ctx context.Context, opts account.WriteOptions, k a
 	if err != nil {
 		return err
 	}
-	copies, err := s.keyCopyPuts(byID)
+	// Its verify copies: copy 1 on the condition that there is none.
+	copies, err := s.copyWrites(byID, nextCopies(nil, k.CreatedAt, true))
 	if err != nil {
 		return err
 	}
+	onCheckFailed = append(onCheckFailed, account.Internal(errors.New("tablestore: an API key with this ID has copies already")))
 	items = append(items, copies...)
 	c := newChange(opts, account.PendingEvent{Type: account.EventAPIKeyCreated, Data: k})
 	return s.transact(ctx, c, items, onCheckFailed...)
@@ -291,7 +293,7 @@ func (s *Store) UpdateAPIKey(ctx context.Context, opts account.WriteOptions, id 
 // updateAPIKey is one pass of UpdateAPIKey: errKeyChanged if the key
 // changed under it.
 func (s *Store) updateAPIKey(ctx context.Context, opts account.WriteOptions, id string, p account.APIKeyPatch, allow func(account.APIKey) error) (account.APIKey, error) {
-	it, k, err := s.readKeyWithUse(ctx, id)
+	it, k, first, err := s.readKeyForChange(ctx, id, true)
 	if err != nil {
 		return account.APIKey{}, err
 	}
@@ -338,9 +340,8 @@ func (s *Store) updateAPIKey(ctx context.Context, opts account.WriteOptions, id 
 	if next.TokensRevokedBefore != nil {
 		upd = upd.set("tokens_revoked_before", next.TokensRevokedBefore.UTC())
 	}
-	if next.CopiesSince != nil {
-		upd = upd.set("copies_since", next.CopiesSince.UTC())
-	}
+	// 0.1.0's "copies since" goes: see copyPlan.entryCopies.
+	upd = upd.remove("copies_since")
 	steps := []func() (Write, error){
 		func() (Write, error) {
 			return s.update(apiKeyKey(id), upd, condLive.And(versionIs(it.Version)))
@@ -370,12 +371,25 @@ func (s *Store) updateAPIKey(ctx context.Context, opts account.WriteOptions, id 
 	if err != nil {
 		return account.APIKey{}, err
 	}
-	// Every change rewrites the read copies, as it does the copy under
-	// the hash.
-	copies, err := s.keyCopyPuts(next)
+	// Every change rewrites the verify copies, as it does the copy under
+	// the hash: the content of next, the revocations of copy 1, on the
+	// condition that copy 1 is the one read (firstCopyIs).
+	content := next
+	if first != nil {
+		content.Revoked, content.RevokedOverflowUntil = first.Revoked, first.RevokedOverflowUntil
+	}
+	at := p.At
+	if at.IsZero() {
+		at = time.Now()
+	}
+	copies, err := s.copyWrites(content, s.sizedCopies(ctx, id, nextCopies(first, at, true), at))
 	if err != nil {
 		return account.APIKey{}, err
 	}
+	for len(onCheckFailed) < len(items) {
+		onCheckFailed = append(onCheckFailed, nil)
+	}
+	onCheckFailed = append(onCheckFailed, errKeyChanged)
 	items = append(items, copies...)
 	out := next.apiKey()
 	out.DisabledAbove, out.LastUsedAt = k.DisabledAbove, k.LastUsedAt
@@ -421,15 +435,7 @@ func (it apiKeyItem) patched(p account.APIKeyPatch) apiKeyItem {
 	if next.PreviousHash != nil && (p.Rotate != nil || !p.At.Before(*next.PreviousExpiresAt)) {
 		next.PreviousHash, next.PreviousExpiresAt = nil, nil
 	}
-	if next.CopiesSince == nil {
-		// A key from before read copies: it gets them now.
-		since := p.At
-		if since.IsZero() {
-			since = time.Now()
-		}
-		since = since.UTC()
-		next.CopiesSince = &since
-	}
+	next.CopiesSince = nil // see copyPlan.entryCopies
 	if r := p.Rotate; r != nil {
 		if !r.PreviousUntil.IsZero() {
 			until := r.PreviousUntil.UTC()

@@ -189,6 +189,13 @@ func storeCalls(s *tablestore.Store, user account.User, org account.Organization
 		"OrgMembershipSides":  func(ctx context.Context) error { _, err := s.OrgMembershipSides(ctx, org.ID); return err },
 		"APIKeyExpireAt":      func(ctx context.Context) error { _, _, err := s.APIKeyExpireAt(ctx, key.ID, key.Hash); return err },
 		"APIKeyItems":         func(ctx context.Context) error { _, err := s.APIKeyItems(ctx, key); return err },
+		"VerifyCopies":        func(ctx context.Context) error { _, err := s.VerifyCopies(ctx, key.ID); return err },
+		"ForgetUsage":         func(ctx context.Context) error { return s.ForgetUsage(ctx, key.ID) },
+		"PutPreviousCopies":   func(ctx context.Context) error { return s.PutPreviousCopies(ctx, key.ID) },
+		"PreviousReleaseRevoked": func(ctx context.Context) error {
+			_, err := s.PreviousReleaseRevoked(ctx, tok.ID, key.ID, 1)
+			return err
+		},
 		"TokenStatusOfCopy": func(ctx context.Context) error {
 			_, err := s.TokenStatusOfCopy(ctx, 1, tok.ID, key.ID, nil, "", false)
 			return err

@@ -5,6 +5,8 @@ import (
 	"maps"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"latchkey/pkg/account"
 )
 
@@ -57,7 +59,7 @@ func (s *Store) APIKeyItems(ctx context.Context, k account.APIKey) (int, error) 
 		return 0, err
 	}
 	// The read copies, but for the tombstones a delete leaves (no hash).
-	copies, err := s.batchGet(ctx, copyKeys(k.ID, apiKeyCopyKey))
+	copies, err := s.batchGet(ctx, keyCopyKeys(k.ID))
 	for _, av := range copies {
 		if _, ok := av["hash"].(B); ok {
 			items = append(items, av)
@@ -66,11 +68,13 @@ func (s *Store) APIKeyItems(ctx context.Context, k account.APIKey) (int, error) 
 	return len(items), err
 }
 
-// ReadShards and EventShards are the numbers of read copies (the item
-// included) and of event shards (see shards.go).
+// ReadShards and EventShards are the numbers of read copies of an
+// organization or an entry (the item included) and of event shards;
+// MaxReadCopies the most verify copies of a key (see shards.go).
 const (
-	ReadShards  = readShards
-	EventShards = eventShards
+	MaxReadCopies = maxReadCopies
+	ReadShards    = readShards
+	EventShards   = eventShards
 )
 
 // MaxInlineRevocations is how many revocations of live tokens a key's
@@ -130,4 +134,103 @@ func (s *Store) DropOverflowBound(ctx context.Context, keyID string) error {
 		}
 	}
 	return nil
+}
+
+// ItemBytes is an item's size by DynamoDB's rule.
+func ItemBytes(av map[string]types.AttributeValue) int { return itemBytes(av) }
+
+// PickCopy is the copy a verify of the key id reads (see pickCopy).
+func (s *Store) PickCopy(id string) int { return s.pickCopy(id) }
+
+// VerifyCopies returns the numbers of the verify copies of the key id that
+// are there, read strongly consistently, tombstones left out.
+func (s *Store) VerifyCopies(ctx context.Context, id string) ([]int, error) {
+	var out []int
+	for n := 1; n <= maxReadCopies; n++ {
+		av, err := s.getRaw(ctx, apiKeyCopyKey(id, n))
+		if err != nil {
+			return nil, err
+		}
+		if _, ok := av["hash"].(B); ok {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// ForgetUsage deletes the usage buckets of the subject id: its rate is
+// then none.
+func (s *Store) ForgetUsage(ctx context.Context, id string) error {
+	var keys []key
+	err := s.queryPages(ctx, Query{Partition: prefixUsage + id, Consistent: true}, func(items []Item) (bool, error) {
+		for _, av := range items {
+			k, err := keyOf(av)
+			if err != nil {
+				return false, err
+			}
+			keys = append(keys, k)
+		}
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	dels, err := s.dels(keys)
+	if err != nil || len(dels) == 0 {
+		return err
+	}
+	return s.transact(ctx, change{}, dels)
+}
+
+// PutPreviousCopies writes the key id as release 0.1.0's key change does
+// (git show 0b735a2:pkg/tablestore/apikeys.go): copies_since on its item,
+// now if it has none, and all 15 copies from the item, with it, without
+// this release's attributes or revocations.
+func (s *Store) PutPreviousCopies(ctx context.Context, id string) error {
+	var it apiKeyItem
+	if _, err := s.getItem(ctx, apiKeyKey(id), &it); err != nil {
+		return err
+	}
+	if it.CopiesSince == nil {
+		since := time.Now().UTC()
+		it.CopiesSince = &since
+	}
+	upd, err := s.update(apiKeyKey(id), set("copies_since", it.CopiesSince.UTC()), condPresent)
+	if err != nil {
+		return err
+	}
+	puts := []Write{upd}
+	for n := 1; n <= maxReadCopies; n++ {
+		c := it.hashCopy()
+		c.key = apiKeyCopyKey(id, n)
+		c.CopiesSince = it.CopiesSince
+		put, err := s.putAlways(c)
+		if err != nil {
+			return err
+		}
+		puts = append(puts, put)
+	}
+	return s.transact(ctx, change{}, puts)
+}
+
+// PreviousReleaseRevoked reports whether release 0.1.0's verify of copy n
+// (0 to 15) finds the token tokenID of the key keyID revoked: it reads
+// copy n of the key and of the entry, and the entry itself when the key's
+// copy is missing, has no copies_since, or the token was issued before it
+// (git show 0b735a2:pkg/tablestore/tokens.go, TokenStatus).
+func (s *Store) PreviousReleaseRevoked(ctx context.Context, tokenID, keyID string, n int) (bool, error) {
+	var entry revocationItem
+	found, err := s.getItem(ctx, revocationCopyKey(tokenID, n), &entry)
+	if err != nil || found || n == 0 {
+		return found, err
+	}
+	var it apiKeyItem
+	ok, err := s.getItem(ctx, apiKeyCopyKey(keyID, n), &it)
+	if err != nil {
+		return false, err
+	}
+	if ok && it.CopiesSince != nil && !issuedBefore(tokenID, *it.CopiesSince) {
+		return false, nil
+	}
+	return s.getItem(ctx, revocationKey(tokenID), &entry)
 }

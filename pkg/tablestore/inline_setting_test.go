@@ -11,6 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"latchkey/pkg/account"
 	"latchkey/pkg/assembly"
 	"latchkey/pkg/dynamostore"
@@ -26,7 +30,9 @@ import (
 // nothing on the key, and whose verify reads the key and the entry: 2
 // items in one BatchGetItem. With the setting on (the default): irv, the
 // revocation on the key and the entry with its copies too (which the
-// previous release reads after a rollback), one item read.
+// previous release reads after a rollback), one item read. Neither
+// revocation writes an item of an index (the key's listed item least of
+// all: every revocation would write the one KEYS partition of gsi1).
 func TestInlineRevocation_Setting(t *testing.T) {
 	var m itemMeter
 	var calls meter
@@ -38,13 +44,14 @@ func TestInlineRevocation_Setting(t *testing.T) {
 		keyWrites   bool
 		verifyItems int
 	}{
-		{"On", false, tablestore.ReadShards, true, 1},
-		{"Off", true, tablestore.ReadShards, false, 2},
+		{"On", false, 1, true, 1},
+		{"Off", true, 1 + tablestore.MaxReadCopies, false, 2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := t.Context()
 			// A verify reads copy 1 of its items, as in the budgets.
-			store := dynamostore.New(client, dynamotest.NewTable(t, client), dynamostore.WithTimeout(dynamotest.Timeout)).ReadCopy(1)
+			table := dynamotest.NewTable(t, client)
+			store := dynamostore.New(client, table, dynamostore.WithTimeout(dynamotest.Timeout)).ReadCopy(1)
 			if _, err := account.PutFormatsInForce(ctx, store, time.Now().Add(-time.Minute), "test"); err != nil {
 				t.Fatal(err)
 			}
@@ -98,6 +105,22 @@ func TestInlineRevocation_Setting(t *testing.T) {
 			}
 			if entries != c.entryWrites || keys != c.keyWrites {
 				t.Errorf("RevokeToken wrote %d items of the token (want %d), the key's: %v (want %v); writes %v", entries, c.entryWrites, keys, c.keyWrites, m.writes)
+			}
+			// No item it wrote is in an index: the key's listed item (gsi1
+			// KEYS) is not one of them, so no revocation writes the one
+			// KEYS partition of gsi1.
+			for k := range m.writes {
+				pk, sk, ok := strings.Cut(k, "|")
+				if !ok {
+					continue
+				}
+				out, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true), Key: map[string]types.AttributeValue{
+					"pk": &types.AttributeValueMemberS{Value: pk}, "sk": &types.AttributeValueMemberS{Value: sk},
+				}})
+				must(t, err, "GetItem")
+				if _, ok := out.Item["gsi1pk"]; ok {
+					t.Errorf("RevokeToken wrote %s, an item of gsi1", k)
+				}
 			}
 
 			m.reset()

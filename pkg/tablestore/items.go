@@ -239,11 +239,12 @@ type apiKeyItem struct {
 	// more than one transaction, before the first: the key and every key
 	// below it are then gone to readers.
 	Deleting bool `dynamodbav:"deleting,omitempty"`
-	// CopiesSince is when the key got its read copies (see shards.go): at
-	// its creation, or, for a key created before they existed, at its
-	// first change since. A token issued before then may have been
-	// revoked with no copy of its revocation entry, so a verify of it
-	// reads the entry itself too. Nil on a key that has no copies.
+	// CopiesSince is the previous release's (0.1.0) time since which its
+	// read copies and entry copies were written; it copies it from this
+	// item onto the 15 copies it writes at each change, and then trusts
+	// the entry copies of tokens issued since. This release writes none
+	// and removes it from this item at every key change: its revocations
+	// write no entry copy for 0.1.0 (see copyPlan.entryCopies).
 	CopiesSince *time.Time `dynamodbav:"copies_since,omitempty"`
 	// Revoked holds the inline revocations of the key's tokens that carry
 	// the claim (account.TokenClaims.InlineRevocation), by token ID, on the
@@ -265,6 +266,20 @@ type apiKeyItem struct {
 	// overflow begun by a commit before it existed, which then holds any
 	// token issued before RevokedOverflowUntil until it ends.
 	RevokedOverflowIssuedBefore *time.Time `dynamodbav:"revoked_overflow_issued_before,omitempty"`
+	// On the verify copies only (see shards.go); none on a copy the
+	// previous release wrote. ReadCopies is the key's number of verify
+	// copies, N: copies 1..N exist and are current. CopiesVersion counts
+	// the writes of the copies: every one is conditional on copy 1's.
+	// EntryCopiesSince is when this release began to write the key's
+	// copies (at its creation, or its first write over the previous
+	// release's): a token issued before it may have been revoked with no
+	// entry copy (before copies existed), so its entry is read itself.
+	// KeyWithoutSince: the item under the ID has no copies_since (see
+	// copyPlan.entryCopies).
+	ReadCopies       int        `dynamodbav:"read_copies,omitempty"`
+	CopiesVersion    int        `dynamodbav:"copies_version,omitempty"`
+	EntryCopiesSince *time.Time `dynamodbav:"entry_copies_since,omitempty"`
+	KeyWithoutSince  bool       `dynamodbav:"key_without_since,omitempty"`
 }
 
 // overflowMayHold reports whether the token tokenID may be one of those
@@ -332,8 +347,6 @@ func newAPIKeyItems(k account.APIKey) (byID, byHash apiKeyItem) {
 	if !k.ExpiresAt.IsZero() {
 		byID.ExpireAt = k.ExpiresAt.Add(account.ExpiredKeyRetention).Unix()
 	}
-	since := byID.CreatedAt
-	byID.CopiesSince = &since
 	return byID, byID.hashCopy()
 }
 
@@ -346,6 +359,7 @@ func (it apiKeyItem) hashCopy() apiKeyItem {
 	// A secret authenticates the key, not a token: no revocations, so a
 	// revocation need not write this copy.
 	it.Revoked, it.RevokedOverflowUntil, it.RevokedOverflowIssuedBefore = nil, nil, nil
+	it.ReadCopies, it.CopiesVersion, it.EntryCopiesSince, it.KeyWithoutSince = 0, 0, nil, false
 	return it
 }
 

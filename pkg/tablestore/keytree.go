@@ -39,11 +39,11 @@ const (
 	// apiKeyItem.PreviousHash), its links in its parent's, organization's
 	// and owner's partitions, its last use (KEYUSE#) and its read copies
 	// (see shards.go).
-	maxKeyItems = 7 + readShards - 1
+	maxKeyItems = 7 + maxReadCopies
 	// keyItems is what deleting a key below another takes without a
 	// previous secret: its item, its copy, its link, its last use and its
 	// read copies.
-	keyItems = 4 + readShards - 1
+	keyItems = 4 + maxReadCopies
 	// keyEvent is the most items of a key's api_key.deleted event, which
 	// goes into the transaction that deletes the key: the event, and its
 	// organization's copy for a key bound to one (see events.go).
@@ -298,7 +298,7 @@ func (d *treeDelete) deletes(n keyNode, parent string) ([]Write, error) {
 	if n.item != nil {
 		copies, err = d.s.keyTombstones(n.id, time.Now())
 	} else {
-		copies, err = d.s.dels(copyKeys(n.id, apiKeyCopyKey))
+		copies, err = d.s.dels(keyCopyKeys(n.id))
 	}
 	return append(items, copies...), err
 }

@@ -58,41 +58,56 @@ func (s *Store) RecordAPIKeyUse(ctx context.Context, k account.APIKey, at time.T
 // checkKey): the item as read, and the key with DisabledAbove and
 // LastUsedAt set. CodeNotFound if it is not there or not live.
 func (s *Store) readKeyWithUse(ctx context.Context, id string) (apiKeyItem, account.APIKey, error) {
-	read, err := s.batchGet(ctx, []key{apiKeyKey(id), keyUseKey(id)})
-	if err != nil {
-		return apiKeyItem{}, account.APIKey{}, err
+	it, k, _, err := s.readKeyForChange(ctx, id, false)
+	return it, k, err
+}
+
+// readKeyForChange is readKeyWithUse that reads, if withFirst, copy 1 of
+// the key's verify copies in the same BatchGetItem too (nil if there is
+// none): what a key change writes the copies on.
+func (s *Store) readKeyForChange(ctx context.Context, id string, withFirst bool) (apiKeyItem, account.APIKey, *apiKeyItem, error) {
+	keys := []key{apiKeyKey(id), keyUseKey(id)}
+	if withFirst {
+		keys = append(keys, apiKeyCopyKey(id, 1))
 	}
-	var it *apiKeyItem
+	read, err := s.batchGet(ctx, keys)
+	if err != nil {
+		return apiKeyItem{}, account.APIKey{}, nil, err
+	}
+	var it, first *apiKeyItem
 	var use keyUseItem
 	for _, av := range read {
 		var k key
 		if err := unmarshal(av, &k); err != nil {
-			return apiKeyItem{}, account.APIKey{}, err
+			return apiKeyItem{}, account.APIKey{}, nil, err
 		}
 		var err error
-		switch k.SK {
-		case sortKey:
+		switch {
+		case k == apiKeyKey(id):
 			it = &apiKeyItem{}
 			err = unmarshal(av, it)
-		case sortKeyUse:
+		case k.SK == sortKey:
+			first = &apiKeyItem{}
+			err = unmarshal(av, first)
+		case k.SK == sortKeyUse:
 			err = unmarshal(av, &use)
 		}
 		if err != nil {
-			return apiKeyItem{}, account.APIKey{}, account.Internal(err)
+			return apiKeyItem{}, account.APIKey{}, nil, account.Internal(err)
 		}
 	}
 	if it == nil {
-		return apiKeyItem{}, account.APIKey{}, account.ErrAPIKeyNotFound()
+		return apiKeyItem{}, account.APIKey{}, nil, account.ErrAPIKeyNotFound()
 	}
 	k, live, err := s.checkKey(ctx, it, nil)
 	if err != nil {
-		return apiKeyItem{}, account.APIKey{}, err
+		return apiKeyItem{}, account.APIKey{}, nil, err
 	}
 	if !live {
-		return apiKeyItem{}, account.APIKey{}, account.ErrAPIKeyNotFound()
+		return apiKeyItem{}, account.APIKey{}, nil, account.ErrAPIKeyNotFound()
 	}
 	k.LastUsedAt = use.lastUsed()
-	return *it, k, nil
+	return *it, k, first, nil
 }
 
 // withLastUses sets the LastUsedAt of each of keys from their KEYUSE#

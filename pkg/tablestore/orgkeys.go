@@ -120,7 +120,7 @@ func (s *Store) orgKeyDeletes(orgID, id string, items map[string]apiKeyItem) ([]
 	// partitions, never put, so no tombstone; the organization's own
 	// copies stay flagged, and a verify reads one of them with the key's
 	// (TokenStatus).
-	copies, err := s.dels(copyKeys(id, apiKeyCopyKey))
+	copies, err := s.dels(keyCopyKeys(id))
 	return append(dels, copies...), err
 }
 

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -16,18 +17,20 @@ import (
 // 3,000 strongly consistent reads and 1,000 write units a second; an item
 // never splits, and a partition key's items split only by sort key. So:
 //
-//   - Read copies. Every item a verify reads (a token's revocation entry,
-//     an API key's item under its ID, an organization's item) has
-//     readShards-1 copies, each in a partition of its own
-//     (<pk>#<n>, same sort key), written in the same transaction as every
-//     change to the item, so that they never differ from it. A verify
-//     reads copy n of each, n chosen at random (verifyCopy; copy 0 is the
-//     item itself), in its one BatchGetItem: each copy takes a
-//     readShards-th of the reads, and 30,000 verifies a second of one
-//     token put 1,875 reads a second on each of its items. A key's copies
-//     are whole copies of its item (a verify returns the whole key); an
-//     organization's carry only what a verify reads of it, deleting (an
-//     update of its name or plan does not touch them).
+//   - Read copies. Every item a verify reads has copies, each in a
+//     partition of its own (<pk>#<n>, same sort key), written in the same
+//     transaction as every change to it, so that they never differ from
+//     it. A token's revocation entry and an organization have
+//     readShards-1; a verify reads copy n of them, n at random (copy 0 is
+//     the item itself). An API key has N verify copies, 1 to
+//     maxReadCopies as its read rate calls for (below, and sizing.go),
+//     and a verify reads one of them, never its item. All in the verify's
+//     one BatchGetItem: 30,000 verifies a second of one hot key put 2,000
+//     reads a second on each of its copies. A key's copies are whole
+//     copies of its item (a verify returns the whole key) with its
+//     tokens' revocations; an organization's carry only what a verify
+//     reads of it, deleting (an update of its name or plan does not touch
+//     them).
 //   - Event shards. An event goes to one of eventShards partitions of its
 //     day, EVENT#<day>#<s> (shard 0 is EVENT#<day> as before), taken in
 //     turn by each process (eventShard); an organization's copy to one of
@@ -38,8 +41,8 @@ import (
 // Data written before the copies existed has none: a key or organization
 // whose copy is missing is read from its item (a second BatchGetItem, as
 // checkKey reads what a hint left out), and a token issued before its key
-// had copies (apiKeyItem.CopiesSince) has its revocation entry read from
-// the item too, since a revocation made then wrote no copy.
+// had copies (apiKeyItem.EntryCopiesSince) has its revocation entry read
+// from the item too, since a revocation made then wrote no copy.
 const (
 	// readShards is the number of places a verify may read an item from:
 	// the item and its copies. 16: a tenth or less of a key's verifies
@@ -99,16 +102,84 @@ func copyKeys(id string, copyKey func(string, int) key) []key {
 	return ks
 }
 
-// verifyCopy picks the copy a verify reads: at random, so that no pattern
-// of requests (a client cycling through its tokens, say) keeps landing on
-// one copy; or s.readCopy when a test set one (export_test.go), to measure
-// the same reads on every run.
-func (s *Store) verifyCopy() int {
+// pickCopy picks the copy of the key id a verify reads: at random among
+// the copies the key had when this process last read one (copiesMemo), so
+// that no pattern of requests (a client cycling through its tokens, say)
+// keeps landing on one copy; or s.readCopy when a test set one
+// (export_test.go), to measure the same reads on every run.
+func (s *Store) pickCopy(id string) int {
 	if s.readCopy >= 0 {
 		return s.readCopy
 	}
-	return rand.IntN(readShards)
+	return 1 + rand.IntN(s.copies.get(id))
 }
+
+// foldCopy returns copy n of a verify, folded into the copies the key id
+// had when last read: an ancestor's read with its key's.
+func (s *Store) foldCopy(id string, n int) int {
+	return 1 + (n-1)%s.copies.get(id)
+}
+
+// copiesSeen records the verify copies of the key id as the copy it read
+// says: ReadCopies; all 15 for a copy the previous release wrote; one
+// for the item of a key without copies, or a tombstone.
+func (s *Store) copiesSeen(id string, it *apiKeyItem) {
+	n := it.ReadCopies
+	if n == 0 && it.PK != apiKeyKey(id).PK && !it.Deleting {
+		n = readShards - 1
+	}
+	s.copies.set(id, max(n, 1))
+}
+
+// copiesMemoMax bounds the keys a copiesMemo remembers, as keyMemoMax.
+const copiesMemoMax = 4096
+
+// copiesMemo remembers, by key ID, the number of verify copies each key
+// had when this process last read one of them. A number that went stale
+// is safe both ways: copies above a key's number are deleted when it
+// shrinks, and a verify that picks one falls back to copy 1; a key that
+// grew is read from fewer copies until the next read tells.
+type copiesMemo struct {
+	mu sync.RWMutex
+	m  map[string]int
+}
+
+// get returns the number remembered for the key id; for a key not
+// remembered, defaultCopies.
+func (cm *copiesMemo) get(id string) int {
+	cm.mu.RLock()
+	n, ok := cm.m[id]
+	cm.mu.RUnlock()
+	if !ok {
+		return defaultCopies
+	}
+	return n
+}
+
+func (cm *copiesMemo) set(id string, n int) {
+	cm.mu.RLock()
+	same := cm.m[id] == n
+	cm.mu.RUnlock()
+	if same {
+		return // every verify of an unchanged key: no write lock
+	}
+	cm.mu.Lock()
+	defer cm.mu.Unlock()
+	if cm.m == nil {
+		cm.m = map[string]int{}
+	}
+	if _, ok := cm.m[id]; !ok && len(cm.m) >= copiesMemoMax {
+		for old := range cm.m { // any one: the map's order is random
+			delete(cm.m, old)
+			break
+		}
+	}
+	cm.m[id] = n
+}
+
+// defaultCopies is the number of copies a verify assumes of a key it has
+// not read yet: copy 1, which every key with copies has, tells it more.
+const defaultCopies = 1
 
 // eventTurn counts the events this process has written; eventShard takes
 // their shards in turn from a random start, so that every process spreads
@@ -130,20 +201,157 @@ func orgEventShard(id string) int {
 	return int(h.Sum32() % eventShards)
 }
 
-// readCopy returns copy n of the key item under the ID (it), as verify
-// reads it: the whole key, outside the list, without Children, with the
+// An API key's verify copies are KEY#<id>#<n>, n from 1 to the key's
+// ReadCopies (at most maxReadCopies); a verify reads copy n, n at random
+// in [1, N] (pickCopy), never the item under the ID. That item is listed
+// (gsi1pk KEYS) and stays the authority for the key's content and
+// Version, which only a key change writes; the copies carry the content
+// and, besides, the inline revocations of the key's tokens, so that a
+// revocation writes the copies and not the listed item, and no index.
+// Copy 1 exists for every key with copies and is the authority for the
+// revocations: every write of the copies reads it strongly and writes
+// copies 1..N on the condition that copy 1 still has the CopiesVersion
+// (and Version) it read (firstCopyIs), deleting in the same transaction
+// every copy above N it may leave, so that any copy a reader may pick is
+// current.
+//
+// maxReadCopies is 15, the copies the previous release writes: the entry
+// copies it wrote (1..15) serve this release's reads of them as they are,
+// and 30,000 verifies a second of one key put 2,000 on each copy.
+const maxReadCopies = readShards - 1
+
+// keyCopyKeys returns the keys of every verify copy a key may have.
+func keyCopyKeys(id string) []key {
+	ks := make([]key, 0, maxReadCopies)
+	for n := 1; n <= maxReadCopies; n++ {
+		ks = append(ks, apiKeyCopyKey(id, n))
+	}
+	return ks
+}
+
+// copyPlan is what a write of a key's verify copies puts on them: read from
+// copy 1 (first), or from the key's item for a key without copies yet.
+type copyPlan struct {
+	first *apiKeyItem // copy 1 as read; nil if it is not there
+	// n is the number of copies to write.
+	n int
+	// entrySince is the EntryCopiesSince of the copies written.
+	entrySince time.Time
+	// keyWithoutSince: the item under the ID carries no copies_since.
+	keyWithoutSince bool
+}
+
+// nextCopies returns what a write at now of the key's copies, whose copy 1
+// reads first (nil if none), puts on them, as many as there are (one for
+// a key without; sizedCopies resizes); keyWithoutSince when the write
+// removes copies_since from the item under the ID.
+func nextCopies(first *apiKeyItem, now time.Time, keyWithoutSince bool) copyPlan {
+	c := copyPlan{first: first, n: 1, entrySince: now.UTC(), keyWithoutSince: keyWithoutSince}
+	if first != nil && first.ReadCopies == 0 {
+		c.n = maxReadCopies // the previous release's, all there
+	}
+	if first != nil && first.ReadCopies > 0 {
+		c.n = first.ReadCopies
+		// Ours: entry copies have been written for n = 1..N since then.
+		if first.EntryCopiesSince != nil {
+			c.entrySince = *first.EntryCopiesSince
+		}
+		c.keyWithoutSince = keyWithoutSince || first.KeyWithoutSince
+	}
+	return c
+}
+
+// entryCopies returns how many copies of a revocation entry a revocation
+// writes beside the key's copies c: all maxReadCopies, which a verify of a
+// token read by its entry reads (entry copy n with key copy n, whatever N
+// the key has then or later: so a growth leaves every earlier revocation
+// where the new copies' readers read it); none for a token read by its
+// key (inline), but while the item under the ID still has a copies_since:
+// 0.1.0, after a rollback, rewrites the copies from that item at its next
+// change, and then trusts its entry copies for the tokens issued since.
+func (c copyPlan) entryCopies(inline bool) int {
+	if inline && c.keyWithoutSince {
+		return 0
+	}
+	return maxReadCopies
+}
+
+// firstCopyIs is the condition of a write of the copies that read first
+// as copy 1: that it has not changed (CopiesVersion, and Version for a
+// copy 0.1.0 wrote, which has no CopiesVersion) and is not flagged
+// deleting; or that there is still no copy 1.
+func firstCopyIs(first *apiKeyItem) Cond {
+	if first == nil {
+		return condAbsent
+	}
+	v := attr("copies_version").NotExists()
+	if first.CopiesVersion > 0 {
+		v = attr("copies_version").Equal(first.CopiesVersion)
+	}
+	return condLive.And(v).And(versionIs(first.Version))
+}
+
+// readCopy returns copy n of the key item it (the item under the ID, or a
+// copy): the whole key, outside the list, without Children, with the
 // revocations of its tokens, which the copy under the hash leaves out.
 func (it apiKeyItem) readCopy(n int) apiKeyItem {
 	c := it.hashCopy()
 	c.key = apiKeyCopyKey(it.KeyID, n)
 	c.Revoked, c.RevokedOverflowUntil, c.RevokedOverflowIssuedBefore = it.Revoked, it.RevokedOverflowUntil, it.RevokedOverflowIssuedBefore
+	// The previous release's "copies since": none on ours (see copyPlan.entryCopies).
+	c.CopiesSince = nil
 	return c
 }
 
-// keyCopyPuts returns the Puts of the copies of the key item it.
+// copyWrites returns the writes of the verify copies of the key item it
+// (content and revocations as it has them) as c says: copies 1..c.n, the
+// first on the condition firstCopyIs, and the Deletes of every copy above
+// c.n that may be there.
+func (s *Store) copyWrites(it apiKeyItem, c copyPlan) ([]Write, error) {
+	version := 1
+	if c.first != nil {
+		version = c.first.CopiesVersion + 1
+	}
+	since := c.entrySince
+	items := make([]Write, 0, maxReadCopies)
+	for n := 1; n <= c.n; n++ {
+		cp := it.readCopy(n)
+		cp.ReadCopies, cp.CopiesVersion, cp.EntryCopiesSince, cp.KeyWithoutSince = c.n, version, &since, c.keyWithoutSince
+		var w Write
+		var err error
+		if n == 1 {
+			w, err = s.put(cp, firstCopyIs(c.first))
+		} else {
+			w, err = s.putAlways(cp)
+		}
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, w)
+	}
+	above := 0
+	switch {
+	case c.first == nil:
+	case c.first.ReadCopies == 0:
+		above = maxReadCopies // the previous release's: all of them
+	default:
+		above = c.first.ReadCopies
+	}
+	for n := c.n + 1; n <= above; n++ {
+		d, err := s.del(apiKeyCopyKey(it.KeyID, n), Cond{})
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, d)
+	}
+	return items, nil
+}
+
+// keyCopyPuts returns the unconditional Puts of every verify copy of the
+// key item it: a tree delete's flag (deleting on every copy).
 func (s *Store) keyCopyPuts(it apiKeyItem) ([]Write, error) {
-	items := make([]Write, 0, readShards-1)
-	for n := 1; n < readShards; n++ {
+	items := make([]Write, 0, maxReadCopies)
+	for n := 1; n <= maxReadCopies; n++ {
 		put, err := s.putAlways(it.readCopy(n))
 		if err != nil {
 			return nil, err
@@ -165,8 +373,8 @@ const tombstoneTTL = account.MaxTokenLifetime + time.Hour
 // id, deleted at now, with tombstones: the key's ID and deleting, nothing
 // else (no hash: APIKeyItems tells them from copies by it).
 func (s *Store) keyTombstones(id string, now time.Time) ([]Write, error) {
-	items := make([]Write, 0, readShards-1)
-	for _, k := range copyKeys(id, apiKeyCopyKey) {
+	items := make([]Write, 0, maxReadCopies)
+	for _, k := range keyCopyKeys(id) {
 		put, err := s.putAlways(apiKeyItem{key: k, KeyID: id, Deleting: true, ExpireAt: now.Add(tombstoneTTL).Unix()})
 		if err != nil {
 			return nil, err
@@ -222,14 +430,14 @@ func (s *Store) orgCopyPuts(id string, deleting bool, expireAt time.Time, limits
 	return items, nil
 }
 
-// revocationCopyPuts returns the Puts of the copies of the revocation
+// revocationCopyPuts returns the Puts of copies 1..n of the revocation
 // entry it.
-func (s *Store) revocationCopyPuts(it revocationItem) ([]Write, error) {
+func (s *Store) revocationCopyPuts(it revocationItem, n int) ([]Write, error) {
 	id := idFrom(it.PK, prefixToken)
-	items := make([]Write, 0, readShards-1)
-	for _, k := range copyKeys(id, revocationCopyKey) {
+	items := make([]Write, 0, n)
+	for i := 1; i <= n; i++ {
 		c := it
-		c.key = k
+		c.key = revocationCopyKey(id, i)
 		put, err := s.putAlways(c)
 		if err != nil {
 			return nil, err

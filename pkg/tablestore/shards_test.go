@@ -105,7 +105,8 @@ func attrS(av types.AttributeValue) string {
 }
 
 // TestHotItems_Verify: over 1,000 verifies of one token, of a key bound to
-// an organization and below another key, no item and no partition is read
+// an organization and below another key, once a usage flush has shown
+// the key hot (30,000 verifies a second, which grows its copies), no item and no partition is read
 // by more than a tenth of them (DynamoDB serves one about 3,000 strongly
 // consistent reads a second: a tenth of 30,000 verifies); nor over 1,000
 // verifies spread over the tokens of two keys of one organization. Each
@@ -132,6 +133,9 @@ func testHotItemsVerify(t *testing.T, inline bool) {
 	child := newKey(at(3))
 	child.OrganizationID, child.CreatedBy, child.Ancestors = org.ID, parent.ID, []string{parent.ID}
 	must(t, s.CreateAPIKey(ctx, account.WriteOptions{}, child), "CreateAPIKey below a key")
+	// Driven hot: a flush of 30,000 verifies a second of the key below
+	// grows its copies, and those of the key above, to the most.
+	heat(t, s, child.ID, 30000)
 	var tokens []account.TokenRecord
 	for i := range 10 {
 		k := child
@@ -217,11 +221,12 @@ func testReadCopiesSeenAtOnce(t *testing.T, inline bool) {
 	// every returns the status of tok as each copy has it.
 	every := func(tokenID string) []account.TokenStatus {
 		t.Helper()
-		out := make([]account.TokenStatus, tablestore.ReadShards)
-		for n := range out {
+		out := make([]account.TokenStatus, tablestore.MaxReadCopies)
+		for i := range out {
+			n := i + 1
 			st, err := s.TokenStatusOfCopy(ctx, n, tokenID, child.ID, child.Ancestors, org.ID, inline)
 			must(t, err, "TokenStatus")
-			out[n] = st
+			out[i] = st
 		}
 		return out
 	}
@@ -452,6 +457,10 @@ func TestVerify_OneItem(t *testing.T) {
 		_, err := s.RevokeToken(ctx, account.WriteOptions{}, account.Revocation{TokenID: account.NewID(account.PrefixToken, at(10+i)), KeyID: root.ID, RevokedAt: at(20 + i), ExpiresAt: at(20 + i).Add(time.Hour), Inline: true})
 		must(t, err, "RevokeToken")
 	}
+	// Each with all its copies, so that every copy number is there.
+	for _, k := range []account.APIKey{child, bound} {
+		heat(t, s, k.ID, 30000)
+	}
 	tok := account.NewID(account.PrefixToken, at(30))
 	for _, c := range []struct {
 		what   string
@@ -464,7 +473,7 @@ func TestVerify_OneItem(t *testing.T) {
 		{"a token with the claim of a key below a key", child, true, 2},
 		{"a token with the claim of a key bound to an organization", bound, true, 2},
 	} {
-		for n := range tablestore.ReadShards {
+		for n := 1; n <= tablestore.MaxReadCopies; n++ {
 			m.reset()
 			got := calls.measure(func() {
 				st, err := s.TokenStatusOfCopy(ctx, n, tok, c.k.ID, c.k.Ancestors, c.k.OrganizationID, c.inline)
@@ -504,7 +513,7 @@ func TestReadCopies_Overflow(t *testing.T) {
 		_, err := s.RevokeToken(ctx, account.WriteOptions{}, last)
 		must(t, err, "RevokeToken")
 	}
-	for n := range tablestore.ReadShards {
+	for n := 1; n <= tablestore.MaxReadCopies; n++ {
 		st, err := s.TokenStatusOfCopy(ctx, n, last.TokenID, k.ID, nil, "", true)
 		must(t, err, "TokenStatus")
 		if !st.RevokedAt.Equal(last.RevokedAt) || st.Key == nil {

@@ -53,6 +53,10 @@ type Store struct {
 	// readCopy is the copy every verify reads, or -1 (New's) for one at
 	// random (see verifyCopy).
 	readCopy int
+	// copies remembers each key's number of verify copies (see pickCopy).
+	copies copiesMemo
+	// noCopyGrowth: see WithoutCopyGrowth.
+	noCopyGrowth bool
 }
 
 var _ account.Store = (*Store)(nil)
@@ -85,6 +89,14 @@ func WithEventLag(d time.Duration) Option {
 // committed before any later one. It overrides WithEventLag.
 func WithSerialWrites() Option {
 	return func(s *Store) { s.serial = new(sync.Mutex) }
+}
+
+// WithoutCopyGrowth makes a store whose role may not write a key's verify
+// copies (template.yaml: every function but auth) grow none from its
+// usage flushes (see sizing.go): the auth function's flushes, and every
+// revocation and key change, size them.
+func WithoutCopyGrowth() Option {
+	return func(s *Store) { s.noCopyGrowth = true }
 }
 
 // defaultEventLag is the event lag of a Store made without WithEventLag.

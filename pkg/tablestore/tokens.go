@@ -31,23 +31,21 @@ func (s *Store) CreateToken(ctx context.Context, opts account.WriteOptions, t ac
 // RevokeToken records a revocation where TokenStatus reads it, with the
 // event, in one transaction, and returns the first revocation time.
 //
-// A token that carries the claim (r.Inline) is revoked on its key
-// (revokeInline): a key change, made as UpdateAPIKey makes one, on the
-// Version read, and retried the same way when another change (a PATCH, a
-// rotation, another revocation) came between its read and its write, so
-// that neither is lost. A token without it, or of a key that is gone, is
-// revoked with its entry and the entry's read copies, as before the claim
-// existed (revokeEntry).
+// A token that carries the claim (r.Inline) is revoked on its key's
+// verify copies (revokeInline), never on the item under the ID, which is
+// listed: a revocation writes no index. It reads copy 1 strongly
+// consistently (see shards.go), the authority for the revocations on the
+// key, and is retried, as UpdateAPIKey is, when another write of the
+// copies (a key change, another revocation) came between its read and its
+// write. A token without the claim, or of a key that is gone, is revoked
+// with its entry and the entry's 15 copies, as before the claim existed.
 func (s *Store) RevokeToken(ctx context.Context, opts account.WriteOptions, r account.Revocation) (time.Time, error) {
 	c := newChange(opts, account.PendingEvent{Type: account.EventTokenRevoked, Data: r})
-	if !r.Inline {
-		return s.revokeEntry(ctx, c, r, nil, true)
-	}
 	// Four times a PATCH's retries: a mass revocation of one key's tokens
 	// is the race this path loses most, and each lost pass costs one
 	// strongly consistent read.
 	for attempt := 0; ; attempt++ {
-		at, err := s.revokeInline(ctx, c, r)
+		at, err := s.revokeOnKey(ctx, c, r)
 		if !errors.Is(err, errKeyChanged) && !errors.Is(err, errTransactionConflict) {
 			return at, err
 		}
@@ -61,10 +59,10 @@ func (s *Store) RevokeToken(ctx context.Context, opts account.WriteOptions, r ac
 }
 
 // maxInlineRevocations bounds the revocations, of tokens not yet expired,
-// that a key's item holds (apiKeyItem.Revoked): 16 of 58 bytes add 0.9 KB,
-// so a key with a few scopes, limits and some metadata stays within the
-// 4 KB of one read unit, and the largest key the limits allow takes the 3
-// RRU it took without them (TestInlineRevocations_Size).
+// that a key's copies hold (apiKeyItem.Revoked): 16 of 58 bytes add 0.9
+// KB, so a key with a few scopes, limits and some metadata stays within
+// the 4 KB of one read unit, and the largest key the limits allow takes
+// the 3 RRU it took without them (TestInlineRevocations_Size).
 const maxInlineRevocations = 16
 
 // expiredRevocationMargin is how long after its token's expiry a
@@ -72,58 +70,86 @@ const maxInlineRevocations = 16
 // the instances (token.ClockSkew).
 const expiredRevocationMargin = time.Minute
 
-// revokeInline is one pass of RevokeToken for a token that carries the
-// claim: it reads the key's item strongly consistently and writes, on
-// condition that it is still the Version read, the item with the
-// revocation added and the revocations of expired tokens dropped, and its
-// read copies, with the entry (the record of the first revocation time,
-// and what ListTokens reads) and the entry's copies (what a verify that
-// does not rely on the key reads: the previous release's, and ours until
-// the formats item puts revocations on the key in force). A key that holds
-// maxInlineRevocations already takes the revocation as an overflow, with
-// RevokedOverflowUntil moved to the token's expiry if it is later
-// (otherwise the key is only checked to be the Version read, and not
-// rewritten). errKeyChanged if the key changed under it.
-func (s *Store) revokeInline(ctx context.Context, c change, r account.Revocation) (time.Time, error) {
-	k := apiKeyKey(r.KeyID)
-	av, err := s.getRaw(ctx, k)
+// readFirstCopy reads copy 1 of the key id strongly consistently and, for
+// a key without copies (none from before they existed), its item: base is
+// the key item a write of the copies takes its content and revocations
+// from (nil if the key is gone), first copy 1 (nil if there is none).
+// Both are the memo's, which the caller does not modify.
+func (s *Store) readFirstCopy(ctx context.Context, id string) (base, first *apiKeyItem, err error) {
+	for _, k := range []key{apiKeyCopyKey(id, 1), apiKeyKey(id)} {
+		av, err := s.getRaw(ctx, k)
+		if err != nil {
+			return nil, nil, err
+		}
+		if av == nil {
+			continue
+		}
+		it, err := s.keys.decode(k, av)
+		if err != nil {
+			return nil, nil, err
+		}
+		if k.PK != apiKeyKey(id).PK {
+			first = it
+		}
+		return it, first, nil
+	}
+	return nil, nil, nil
+}
+
+// revokeOnKey is one pass of RevokeToken: errKeyChanged if copy 1 of the
+// key changed under it.
+func (s *Store) revokeOnKey(ctx context.Context, c change, r account.Revocation) (time.Time, error) {
+	if !r.Inline {
+		// The entry and all its copies, whatever the key's N: nothing of
+		// the key to read or write.
+		return s.revokeEntry(ctx, c, r, nil, maxReadCopies)
+	}
+	base, first, err := s.readFirstCopy(ctx, r.KeyID)
 	if err != nil {
 		return time.Time{}, err
 	}
-	if av == nil {
-		return s.revokeEntry(ctx, c, r, nil, true)
-	}
-	it, err := s.keys.decode(k, av)
-	if err != nil {
-		return time.Time{}, err
-	}
-	if it.Deleting {
+	if base == nil || base.Deleting {
 		// Its tokens are refused for that; the entry records the time.
-		return s.revokeEntry(ctx, c, r, nil, true)
+		return s.revokeEntry(ctx, c, r, nil, maxReadCopies)
 	}
+	cs := s.sizedCopies(ctx, r.KeyID, nextCopies(first, r.RevokedAt, false), r.RevokedAt)
+	return s.revokeInline(ctx, c, r, base, cs)
+}
+
+// revokeInline revokes a token that carries the claim on the copies cs of
+// its key, whose copy 1 (or item, for a key without copies) is it: it
+// writes the copies with the revocation added and the revocations of
+// expired tokens dropped, with the entry (the record of the first
+// revocation time, and what ListTokens reads) and the entry's copies that
+// cs.entryCopies asks for. A key whose copies hold maxInlineRevocations
+// already takes the revocation as an overflow, with RevokedOverflowUntil
+// moved to the token's expiry if it is later (otherwise copy 1 is only
+// checked, and not rewritten), and the entry's copies 1..N, which a
+// verify then reads. errKeyChanged if copy 1 changed under it.
+func (s *Store) revokeInline(ctx context.Context, c change, r account.Revocation, it *apiKeyItem, cs copyPlan) (time.Time, error) {
 	if e, ok := it.Revoked[r.TokenID]; ok {
 		// Nothing changed: no event, and the idempotency record stays
 		// started.
 		return time.Unix(0, e.RevokedAt).UTC(), nil
 	}
-	next, _ := it.withRevocation(r)
-	cond := condLive.And(versionIs(it.Version))
+	firstKey := apiKeyCopyKey(r.KeyID, 1)
+	next, overflow := it.withRevocation(r)
 	var keyItems []Write
+	var err error
 	if next == nil {
-		check, err := s.check(k, cond)
+		check, err := s.check(firstKey, firstCopyIs(cs.first))
 		if err != nil {
 			return time.Time{}, err
 		}
 		keyItems = []Write{check}
-	} else {
-		if keyItems, err = s.inlineKeyItems(k, it, *next); err != nil {
-			return time.Time{}, err
-		}
+	} else if keyItems, err = s.copyWrites(*next, cs); err != nil {
+		return time.Time{}, err
 	}
-	// The entry's copies too, overflow or not: a verify that does not rely
-	// on the key (the previous release's, and ours while the formats item
-	// does not put revocations on the key in force) reads them.
-	at, err := s.revokeEntry(ctx, c, r, keyItems, true)
+	entryCopies := cs.entryCopies(true)
+	if overflow {
+		entryCopies = cs.entryCopies(false)
+	}
+	at, err := s.revokeEntry(ctx, c, r, keyItems, entryCopies)
 	if !errors.Is(err, errRevokedOutside) {
 		return at, err
 	}
@@ -138,18 +164,18 @@ func (s *Store) revokeInline(ctx context.Context, c change, r account.Revocation
 	}
 	first := r
 	first.RevokedAt = at
-	next, overflow := it.withRevocation(first)
+	next, overflow = it.withRevocation(first)
 	if next == nil {
 		return at, nil // full, and the overflow covers it already
 	}
-	keyItems, err = s.inlineKeyItems(k, it, *next)
+	keyItems, err = s.copyWrites(*next, cs)
 	if err != nil {
 		return time.Time{}, err
 	}
 	if overflow {
 		// Full: the entry stays where it is, and the key's overflow moves
 		// to cover it; its copies rewritten, which a verify then reads.
-		puts, err := s.revocationCopyPuts(newRevocationItem(first))
+		puts, err := s.revocationCopyPuts(newRevocationItem(first), cs.entryCopies(false))
 		if err != nil {
 			return time.Time{}, err
 		}
@@ -165,48 +191,13 @@ func (s *Store) revokeInline(ctx context.Context, c change, r account.Revocation
 // time, for a token with the claim whose entry exists already.
 var errRevokedOutside = errors.New("tablestore: the token is revoked already, outside its key")
 
-// inlineKeyItems returns the writes of the key item next in place of it,
-// read at k: the item under the ID on the condition that it is the
-// Version read, and its read copies.
-func (s *Store) inlineKeyItems(k key, it *apiKeyItem, next apiKeyItem) ([]Write, error) {
-	upd := set("version", next.Version)
-	if next.Revoked != nil {
-		upd = upd.set("revoked", next.Revoked)
-	} else {
-		upd = upd.remove("revoked")
-	}
-	if next.RevokedOverflowUntil != nil {
-		upd = upd.set("revoked_overflow_until", next.RevokedOverflowUntil.UTC())
-	} else {
-		upd = upd.remove("revoked_overflow_until")
-	}
-	if next.RevokedOverflowIssuedBefore != nil {
-		upd = upd.set("revoked_overflow_issued_before", next.RevokedOverflowIssuedBefore.UTC())
-	} else {
-		upd = upd.remove("revoked_overflow_issued_before")
-	}
-	if next.CopiesSince != nil {
-		upd = upd.set("copies_since", next.CopiesSince.UTC())
-	}
-	u, err := s.update(k, upd, condLive.And(versionIs(it.Version)))
-	if err != nil {
-		return nil, err
-	}
-	// The copy under the hash holds no revocations (hashCopy): not
-	// written.
-	copies, err := s.keyCopyPuts(next)
-	if err != nil {
-		return nil, err
-	}
-	return append([]Write{u}, copies...), nil
-}
-
-// withRevocation returns the key item it with r's revocation and its
-// Version one up, and whether the revocation overflows (it is then the
-// entry's copies that a verify reads). The revocations of tokens expired by
-// r.RevokedAt are dropped, and so is an overflow that has ended. Nil, with
-// overflow, when the key need not change: it is full, and its overflow
-// covers the token already (overflowCovers).
+// withRevocation returns the key item it (copy 1, or the item of a key
+// without copies) with r's revocation, and whether the revocation
+// overflows (it is then the entry's copies that a verify reads). The
+// revocations of tokens expired by r.RevokedAt are dropped, and so is an
+// overflow that has ended. Nil, with overflow, when the copies need not
+// change: they are full, and their overflow covers the token already
+// (overflowCovers). The Version stays: a revocation does not change the key.
 func (it apiKeyItem) withRevocation(r account.Revocation) (next *apiKeyItem, overflow bool) {
 	// Dropped a while after expiry, not at once: a verifier whose clock is
 	// behind this one's still takes the token for live meanwhile.
@@ -218,21 +209,15 @@ func (it apiKeyItem) withRevocation(r account.Revocation) (next *apiKeyItem, ove
 		}
 	}
 	n := it
-	n.Version++
 	n.Revoked = live
 	if n.RevokedOverflowUntil != nil && !n.RevokedOverflowUntil.After(gone) {
 		n.RevokedOverflowUntil, n.RevokedOverflowIssuedBefore = nil, nil
-	}
-	if n.CopiesSince == nil {
-		// A key from before read copies gets them now, as with a PATCH.
-		since := r.RevokedAt.UTC()
-		n.CopiesSince = &since
 	}
 	if len(live) < maxInlineRevocations {
 		live[r.TokenID] = inlineRevocation{RevokedAt: r.RevokedAt.UnixNano(), ExpiresAt: r.ExpiresAt.Unix()}
 		return &n, false
 	}
-	if n.overflowCovers(r) && len(live) == len(it.Revoked) && it.CopiesSince != nil {
+	if n.overflowCovers(r) && len(live) == len(it.Revoked) && it.ReadCopies > 0 {
 		return nil, true
 	}
 	// An overflow begun without the bound of issuance (a commit before it
@@ -263,14 +248,14 @@ func (it *apiKeyItem) overflowCovers(r account.Revocation) bool {
 }
 
 // revokeEntry writes the revocation entry unless one exists, with its
-// read copies (see shards.go) if copies, and keyItems (revokeInline's
+// read copies 1..entryCopies (see shards.go), and keyItems (revokeInline's
 // writes of the key), in one transaction: the entry's Put is conditional
 // and asks for the old item (ReturnValuesOnConditionCheckFailure), so
 // when one exists the first revocation time comes back with the
 // cancellation, without a second request. A repeated revocation of a token
 // without the claim rewrites the copies of the entry in force, so that one
 // made by a version that wrote none reaches every copy.
-func (s *Store) revokeEntry(ctx context.Context, c change, r account.Revocation, keyItems []Write, copies bool) (time.Time, error) {
+func (s *Store) revokeEntry(ctx context.Context, c change, r account.Revocation, keyItems []Write, entryCopies int) (time.Time, error) {
 	entry := newRevocationItem(r)
 	it, err := s.put(entry, condAbsent)
 	if err != nil {
@@ -282,13 +267,11 @@ func (s *Store) revokeEntry(ctx context.Context, c change, r account.Revocation,
 	if len(keyItems) > 0 {
 		onCheckFailed = append(onCheckFailed, errKeyChanged)
 	}
-	if copies {
-		puts, err := s.revocationCopyPuts(entry)
-		if err != nil {
-			return time.Time{}, err
-		}
-		items = append(items, puts...)
+	puts, err := s.revocationCopyPuts(entry, entryCopies)
+	if err != nil {
+		return time.Time{}, err
 	}
+	items = append(items, puts...)
 	// The token's status list entry, INVALID with the revocation: a fresh
 	// fetch of the list after the answer shows it.
 	flip, err := s.revocationFlip(r)
@@ -328,7 +311,7 @@ func (s *Store) revokeEntry(ctx context.Context, c change, r account.Revocation,
 		}
 		return old.RevokedAt, nil
 	}
-	puts, err := s.revocationCopyPuts(old)
+	puts, err = s.revocationCopyPuts(old, entryCopies)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -346,29 +329,34 @@ func (s *Store) revokeEntry(ctx context.Context, c change, r account.Revocation,
 // revocation entry.
 var errRevokedAlready = errors.New("tablestore: the token is revoked already")
 
-// TokenStatus reads, in one strongly consistent BatchGetItem, read copy n
-// (see shards.go) of the issuing key's item, of the items of the ancestors
-// and the organization the token names and, for a token without the claim
-// (inline false), of its revocation entry, with n one random number for
-// all: 1 request and 1 RCU for a token with the claim of a key without
-// ancestors or organization (2 RCU without the claim; a TransactGetItems
-// would cost twice as much), 1 more RCU per ancestor and for the
-// organization. A token with the claim is revoked when its key's item says
-// so (apiKeyItem.Revoked); its entry's copy n is read only while the key
-// has an overflow that may hold it (overflowMayHold: issued before
-// RevokedOverflowUntil and not after the last token revoked that way):
-// in the one BatchGetItem when this process's last verify of the key saw
-// that overflow (overflowMemo), with a second one when it did not. The key's own
-// Ancestors and OrganizationID decide: any the hints left out, and any
-// copy that data written before copies existed lacks, are read from the
-// items themselves with a second BatchGetItem (checkKey), which a token
-// this service issued, of a key created since, never needs.
+// TokenStatus reads, in one strongly consistent BatchGetItem, verify
+// copy n (see shards.go) of the issuing key, n at random among the key's
+// copies (pickCopy), a copy of each of the ancestors and of the
+// organization the token names and, for a token without the claim (inline
+// false), copy n of its revocation entry: 1 request and 1 RCU for a token
+// with the claim of a key without ancestors or organization (2 RCU
+// without the claim; a TransactGetItems would cost twice as much), 1 more
+// RCU per ancestor and for the organization. A token with the claim is
+// revoked when its key's copy says so (apiKeyItem.Revoked); its entry's
+// copy n is read only while the key has an overflow that may hold it
+// (overflowMayHold: issued before RevokedOverflowUntil and not after the
+// last token revoked that way): in the one BatchGetItem when this
+// process's last verify of the key saw that overflow (overflowMemo), with
+// a second one when it did not. A copy n that is not there (a reader that
+// remembers more copies than the key has since it shrank, or a key
+// without copies) sends the read to copy 1, and then to the key's item: a
+// second BatchGetItem. The key's own Ancestors and OrganizationID decide:
+// any the hints left out, and any copy that is missing, are read from the
+// items themselves (checkKey).
 func (s *Store) TokenStatus(ctx context.Context, tokenID, keyID string, ancestors []string, orgID string, inline bool) (account.TokenStatus, error) {
-	return s.tokenStatus(ctx, s.verifyCopy(), tokenID, keyID, ancestors, orgID, inline)
+	return s.tokenStatus(ctx, s.pickCopy(keyID), tokenID, keyID, ancestors, orgID, inline)
 }
 
-// tokenStatus is TokenStatus reading copy n.
+// tokenStatus is TokenStatus reading copy n (1 at least) of the key, the
+// same or one below each ancestor's number of copies (foldCopy), and n
+// modulo readShards of the organization.
 func (s *Store) tokenStatus(ctx context.Context, n int, tokenID, keyID string, ancestors []string, orgID string, inline bool) (account.TokenStatus, error) {
+	n = max(n, 1)
 	if len(ancestors) > account.MaxKeyAncestors {
 		ancestors = nil // a hint, and not one this service wrote
 	}
@@ -378,10 +366,10 @@ func (s *Store) tokenStatus(ctx context.Context, n int, tokenID, keyID string, a
 	}
 	keys = append(keys, apiKeyCopyKey(keyID, n))
 	for _, id := range ancestors {
-		keys = append(keys, apiKeyCopyKey(id, n))
+		keys = append(keys, apiKeyCopyKey(id, s.foldCopy(id, n)))
 	}
 	if orgID != "" {
-		keys = append(keys, orgCopyKey(orgID, n))
+		keys = append(keys, orgCopyKey(orgID, n%readShards))
 	}
 	// A token that its key's overflow may hold, as this process last read
 	// the key: the entry's copy in this request, not in a second one.
@@ -398,6 +386,11 @@ func (s *Store) tokenStatus(ctx context.Context, n int, tokenID, keyID string, a
 	if err := s.addStatusRead(&st, read, &r); err != nil {
 		return account.TokenStatus{}, err
 	}
+	for _, id := range ancestors {
+		if _, ok := find(r.keys, id); !ok {
+			s.copies.set(id, 1) // fewer copies than remembered, or none
+		}
+	}
 	it, ok := find(r.keys, keyID)
 	if o, read := find(r.orgs, orgID); !ok && read && o.Deleting {
 		// Its organization's copy says it is going: so is the key (a
@@ -405,37 +398,35 @@ func (s *Store) tokenStatus(ctx context.Context, n int, tokenID, keyID string, a
 		// organization's delete, which leaves the organization's).
 		return st, nil
 	}
-	var more []key
-	switch {
-	case inline && !ok && n != 0:
-		// A key without copies: its item, where every revocation of a
-		// token with the claim is (revokeInline writes the copies).
-		more = []key{apiKeyKey(keyID)}
-	case inline:
-	case n != 0 && st.RevokedAt.IsZero() && (!ok || !it.Deleting && (it.CopiesSince == nil || issuedBefore(tokenID, *it.CopiesSince))):
-		// The entry itself when the copy may not be the whole story: a key
-		// without copies, or a token issued before its key had them.
-		more = []key{revocationKey(tokenID)}
-		if !ok {
-			more = append(more, apiKeyKey(keyID))
+	if !ok {
+		// Copy 1, which a key with copies always has, then the item of a
+		// key without; and the entry itself, since copy n of the key
+		// decides nothing about copy n of the entry.
+		if it, ok, err = s.fallbackCopy(ctx, &st, &r, n, tokenID, keyID, inline); err != nil {
+			return account.TokenStatus{}, err
 		}
-	}
-	if len(more) > 0 {
-		read, err := s.batchGet(ctx, more)
+		n = 1
+	} else if !inline && st.RevokedAt.IsZero() && !it.Deleting && (it.ReadCopies == 0 || it.EntryCopiesSince == nil || issuedBefore(tokenID, *it.EntryCopiesSince)) {
+		// The entry itself when its copy n may not be the whole story: a
+		// copy the previous release wrote, or a token issued before the
+		// key's entry copies reached n.
+		read, err := s.batchGet(ctx, []key{revocationKey(tokenID)})
 		if err != nil {
 			return account.TokenStatus{}, err
 		}
-		if err := s.addStatusRead(&st, read, &r); err != nil {
+		if err := s.addStatusRead(&st, read, nil); err != nil {
 			return account.TokenStatus{}, err
 		}
-		it, ok = find(r.keys, keyID)
 	}
 	if !ok {
+		s.copies.set(keyID, 1)
 		return st, nil
 	}
+	for _, e := range r.keys {
+		s.copiesSeen(e.id, e.item)
+	}
 	if e, held := it.Revoked[tokenID]; held && !inline && st.RevokedAt.IsZero() {
-		// A token with the claim read by its entry: a commit before 0.2.0
-		// revoked on the key without the entry's copies.
+		// A token with the claim read by its entry: revoked on its key.
 		st.RevokedAt = time.Unix(0, e.RevokedAt).UTC()
 	}
 	if inline && !it.Deleting {
@@ -457,19 +448,60 @@ func (s *Store) tokenStatus(ctx context.Context, n int, tokenID, keyID string, a
 	return st, nil
 }
 
+// fallbackCopy reads, for tokenStatus, what stands for the key's copy n
+// that is not there: copy 1 (unless n is 1) and, for a token read by its
+// entry, the entry itself, in one BatchGetItem; then, if copy 1 is not
+// there either (a key without copies), the key's item.
+func (s *Store) fallbackCopy(ctx context.Context, st *account.TokenStatus, r *related, n int, tokenID, keyID string, inline bool) (*apiKeyItem, bool, error) {
+	more := []key{apiKeyKey(keyID)}
+	if n != 1 {
+		more[0] = apiKeyCopyKey(keyID, 1)
+	}
+	if !inline && st.RevokedAt.IsZero() {
+		more = append(more, revocationKey(tokenID))
+	}
+	read, err := s.batchGet(ctx, more)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := s.addStatusRead(st, read, r); err != nil {
+		return nil, false, err
+	}
+	if it, ok := find(r.keys, keyID); ok || n == 1 {
+		return it, ok, nil
+	}
+	read, err = s.batchGet(ctx, []key{apiKeyKey(keyID)})
+	if err != nil {
+		return nil, false, err
+	}
+	if err := s.addStatusRead(st, read, r); err != nil {
+		return nil, false, err
+	}
+	it, ok := find(r.keys, keyID)
+	return it, ok, nil
+}
+
 // inlineStatus sets st.RevokedAt for the token tokenID, which carries the
-// claim, from its key's item it: its inline revocation, or, while an
-// overflow may hold it, copy n of its entry, read with a second request
-// unless entryRead (st has it then).
+// claim, from its key's copy it: its inline revocation, or, while an
+// overflow may hold it, copy n of its entry (the entry itself for a token
+// issued before the entry's copies reached n), read with a second request
+// unless entryRead (the first read it, and st has it then).
 func (s *Store) inlineStatus(ctx context.Context, st *account.TokenStatus, it *apiKeyItem, tokenID string, n int, entryRead bool) error {
 	if e, ok := it.Revoked[tokenID]; ok {
 		st.RevokedAt = time.Unix(0, e.RevokedAt).UTC()
 		return nil
 	}
-	if entryRead || !it.overflowMayHold(tokenID) {
+	if !it.overflowMayHold(tokenID) {
 		return nil
 	}
-	read, err := s.batchGet(ctx, []key{revocationCopyKey(tokenID, n)})
+	k := revocationCopyKey(tokenID, n)
+	if it.ReadCopies == 0 || it.EntryCopiesSince == nil || issuedBefore(tokenID, *it.EntryCopiesSince) {
+		// The first request read copy n, which may lack it: the entry.
+		k = revocationKey(tokenID)
+	} else if entryRead {
+		return nil
+	}
+	read, err := s.batchGet(ctx, []key{k})
 	if err != nil {
 		return err
 	}

@@ -174,6 +174,7 @@ func FromEnv(ctx context.Context, getenv func(string) string, logger *slog.Logge
 	db := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
 		o.BaseEndpoint = lambdaenv.Endpoint(getenv, lambdaenv.EnvDynamoDBEndpoint)
 	})
-	store := dynamostore.New(db, cfg.TableName, dynamostore.WithTimeout(cfg.StoreTimeout))
+	// Its role may not write a key's copies: the auth function grows them.
+	store := dynamostore.New(db, cfg.TableName, dynamostore.WithTimeout(cfg.StoreTimeout), dynamostore.WithoutCopyGrowth())
 	return New(ctx, cfg, Deps{Store: store, Keys: store, Logger: logger})
 }
