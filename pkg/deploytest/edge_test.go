@@ -46,14 +46,14 @@ func TestCanary_ThroughEdge(t *testing.T) {
 		Authorizer: canary.AuthorizerFunction(newAuthorizer(t, b, `{"*": {"audience": "https://orders.example.com"}}`, discard)),
 	}
 	var f *canary.Failure
-	if err := canary.Check(ctx, targets, replay.KeySecret); !errors.As(err, &f) {
+	if err := canary.Check(ctx, targets, replay.ProbeSecret); !errors.As(err, &f) {
 		t.Fatalf("without the origin secret: %v, want the check to fail", err)
 	}
 	edge := targets
 	for _, fn := range []*canary.HTTPFunction{&edge.Auth, &edge.Verify, &edge.Organizations, &edge.Users} {
 		*fn = canaryapp.ThroughEdge(*fn, secret)
 	}
-	if err := canary.Check(ctx, edge, replay.KeySecret); err != nil {
+	if err := canary.Check(ctx, edge, replay.ProbeSecret); err != nil {
 		t.Fatalf("through the edge: %v", err)
 	}
 	if canaryapp.EnvOriginSecret != lambdaenv.EnvOriginSecret || lambdaapp.EnvOriginSecret != lambdaenv.EnvOriginSecret {

@@ -81,6 +81,7 @@ func TestApp_RS256(t *testing.T) {
 		cfg.CursorKeySecret = motoSecret(t, sm, replay.CursorSecret)
 		if fn.WritesCredentials() {
 			cfg.AdminKeySecret = motoSecret(t, sm, replay.AdminSecret)
+			cfg.ProbeKeySecret = motoSecret(t, sm, replay.ProbeSecret)
 		}
 		if fn.SignsTokens() {
 			cfg.SigningKeySecret = signingARN

@@ -192,6 +192,7 @@ func storeCalls(s *tablestore.Store, user account.User, org account.Organization
 		"VerifyCopies":        func(ctx context.Context) error { _, err := s.VerifyCopies(ctx, key.ID); return err },
 		"ForgetUsage":         func(ctx context.Context) error { return s.ForgetUsage(ctx, key.ID) },
 		"PutPreviousCopies":   func(ctx context.Context) error { return s.PutPreviousCopies(ctx, key.ID) },
+		"DropOverflowBound":   func(ctx context.Context) error { return s.DropOverflowBound(ctx, key.ID) },
 		"PreviousReleaseRevoked": func(ctx context.Context) error {
 			_, err := s.PreviousReleaseRevoked(ctx, tok.ID, key.ID, 1)
 			return err
