@@ -23,6 +23,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/cfn"
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/smithy-go"
 
 	"latchkey/pkg/account"
@@ -70,11 +71,18 @@ const FormatsProperty = "Formats"
 //   - {"action":"bootstrap"}: app.Bootstrap, answered with BootstrapResult;
 //   - {"latchkey":"grow-copies","key_id":…} (copygrowth.Request), the
 //     verify URL's and the authorizer's asynchronous invocation:
-//     growCopies, answered with null;
+//     growCopies, answered with null; through the alias copygrowth.Alias,
+//     every event is taken for one (garbage is ignored);
 //   - anything else, an API Gateway HTTP API request (payload 2.0):
 //     serveHTTP, the app through httpadapter.NewV2.
 func Handler(app *lambdaapp.App, serveHTTP lambdaapp.Handler) EventHandler {
 	return func(ctx context.Context, event json.RawMessage) (any, error) {
+		if throughGrowAlias(ctx) {
+			// Whatever it holds: the alias serves the request to grow a
+			// key's copies and nothing else (copygrowth.Alias).
+			growCopies(ctx, app, event)
+			return nil, nil
+		}
 		ev, isCustom, err := customResourceEvent(event)
 		if err != nil {
 			return nil, err
@@ -110,6 +118,13 @@ func Handler(app *lambdaapp.App, serveHTTP lambdaapp.Handler) EventHandler {
 		}
 		return serveHTTP(ctx, req)
 	}
+}
+
+// throughGrowAlias reports whether the invocation came through auth's
+// alias copygrowth.Alias, as Lambda names it in the invoked ARN.
+func throughGrowAlias(ctx context.Context) bool {
+	lc, ok := lambdacontext.FromContext(ctx)
+	return ok && strings.HasSuffix(lc.InvokedFunctionArn, ":"+copygrowth.Alias)
 }
 
 // growCopies serves a copygrowth.Request: app.GrowCopies, which reads the

@@ -11,11 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/lambdacontext"
+
 	"latchkey/pkg/account"
 	"latchkey/pkg/boltstore"
 	"latchkey/pkg/dynamostore"
 	"latchkey/pkg/dynamostore/dynamotest"
 	"latchkey/pkg/lambdaapp"
+	"latchkey/pkg/lambdaapp/copygrowth"
 	"latchkey/pkg/lambdaapp/replay"
 	"latchkey/pkg/tablestore"
 	"latchkey/pkg/version"
@@ -27,7 +30,10 @@ import (
 // a quiet key it writes none; garbage (no key, another kind, a malformed
 // id, a key that is not there) is logged and ignored, never an error (an
 // asynchronous invocation would be retried) nor a panic, and no log line
-// holds what the garbage held.
+// holds what the garbage held. Through the grow alias, the one the
+// senders' roles may invoke, a custom resource's request, a bootstrap
+// and an API request are ignored too: no answer is PUT, no issuer
+// recorded, no response served.
 func TestApp_GrowCopies(t *testing.T) {
 	t.Run("DynamoDBLocal", func(t *testing.T) {
 		client := dynamotest.NewClient(t)
@@ -110,7 +116,12 @@ func testGrowCopies(t *testing.T, port tablestore.Port, store, other *tablestore
 	if got := copies(quiet); got != 1 {
 		t.Errorf("a quiet key: %d copies, want 1", got)
 	}
-	invoke("a busy key", request(busy))
+	grow := lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{
+		InvokedFunctionArn: "arn:aws:lambda:us-east-1:123456789012:function:latchkey-AuthFunction:" + copygrowth.Alias,
+	})
+	if out, err := h(grow, request(busy)); err != nil || out != nil {
+		t.Errorf("a busy key, through the grow alias: got %#v, %v; want nil, nil", out, err)
+	}
 	if got := copies(busy); got != 15 {
 		t.Errorf("a busy key: %d copies, want 15 (the most)", got)
 	}
@@ -130,12 +141,41 @@ func testGrowCopies(t *testing.T, port tablestore.Port, store, other *tablestore
 	if got := copies(quiet); got != 1 {
 		t.Errorf("after garbage: a quiet key has %d copies, want 1", got)
 	}
+	rs := newCfnResponses(t)
+	for what, ev := range map[string]json.RawMessage{
+		"IssuerConfig's Update": rs.event(t, "issuer-update.json"),
+		"Formats' Delete":       rs.event(t, "formats-delete.json"),
+		"a bootstrap":           json.RawMessage(`{"action":"bootstrap"}`),
+		"an API request":        apiEvent(t),
+	} {
+		if out, err := h(grow, ev); err != nil || out != nil {
+			t.Errorf("%s through the grow alias: got %#v, %v; want nil, nil", what, out, err)
+		}
+	}
+	select {
+	case res := <-rs.got:
+		t.Errorf("through the grow alias, a custom resource's request was served: %+v", res)
+	default:
+	}
+	if f, err := store.Formats(ctx); err != nil || f.InlineRevocationSince.IsZero() {
+		t.Errorf("after a Formats Delete through the grow alias: %+v, %v; want them in force", f, err)
+	}
 	if strings.Contains(logs.String(), "eyJ") || strings.Contains(logs.String(), "secret-looking") {
 		t.Errorf("the garbage reached the log: %s", logs.String())
 	}
-	if n := strings.Count(logs.String(), "\n"); n < 6 {
-		t.Errorf("%d log lines for 7 invocations of garbage, want one each but for null; logs:\n%s", n, logs.String())
+	if n := strings.Count(logs.String(), "\n"); n < 10 {
+		t.Errorf("%d log lines for 11 invocations of garbage, want one each but for null; logs:\n%s", n, logs.String())
 	}
+}
+
+// apiEvent reads a sample API request of events/.
+func apiEvent(t *testing.T) json.RawMessage {
+	t.Helper()
+	b, err := os.ReadFile("../../../events/auth-verify.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // newAPIKey creates a key in store.

@@ -2,11 +2,12 @@
 // (pkg/tablestore/sizing.go) from the functions whose roles may not write
 // them, the verify URL and the authorizer, to the auth function, whose
 // role may: their stores' usage flushes call Invoker's function for a
-// busy key (tablestore.WithCopyGrowthBy), which invokes auth's live alias
-// asynchronously with Request; auth reads the key's rate itself and grows
+// busy key (tablestore.WithCopyGrowthBy), which invokes auth's alias
+// Alias asynchronously with Request; auth reads the key's rate itself and grows
 // its copies (authevents.Handler, tablestore.Store.GrowCopies). Those
 // roles may invoke that alias and nothing else of Lambda: they still
-// cannot write what a verify reads.
+// cannot write, nor have auth write, anything a verify reads but the
+// copies a key's rate calls for.
 package copygrowth
 
 import (
@@ -23,10 +24,18 @@ import (
 	"latchkey/pkg/lambdaapp/lambdaenv"
 )
 
-// EnvAuthAliasARN is the ARN of the auth function's live alias (the
-// probe's variable of the same name): unset, a function grows no copies
-// and asks for none (a local run).
-const EnvAuthAliasARN = "AUTH_ALIAS_ARN"
+// EnvAuthAliasARN is the ARN of auth's alias Alias (template.yaml
+// AuthGrowAlias): unset, a function grows no copies and asks for none (a
+// local run).
+const EnvAuthAliasARN = "AUTH_GROW_ALIAS_ARN"
+
+// Alias is the name of the alias of auth that the requests go through,
+// and the only one their senders' roles may invoke. Auth serves an
+// invocation through it as Request and as nothing else (an API event, a
+// custom resource's or a bootstrap is ignored there): a holder of those
+// roles can ask for a growth, and cannot make auth record an issuer,
+// take the formats out of force or serve a forged API request.
+const Alias = "grow"
 
 // Event is the value of Request's Latchkey field.
 const Event = "grow-copies"

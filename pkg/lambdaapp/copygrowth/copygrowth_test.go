@@ -20,7 +20,7 @@ import (
 	"latchkey/pkg/tablestore"
 )
 
-const aliasARN = "arn:aws:lambda:us-east-1:123456789012:function:latchkey-AuthFunction:live"
+const aliasARN = "arn:aws:lambda:us-east-1:123456789012:function:latchkey-AuthFunction:grow"
 
 // invocation is one request the stand-in of Lambda received.
 type invocation struct {
@@ -75,9 +75,9 @@ func (f *fakeLambda) take() []invocation {
 
 // TestStoreOption_InvokesAuth (DynamoDB Local): the store of the verify
 // URL and of the authorizer, built by StoreOption from their environment,
-// asks for a busy key's growth with one asynchronous Invoke of the auth
-// alias, payload {"latchkey":"grow-copies","key_id":…}, and not again
-// within the minute; a quiet key asks nothing. Without AUTH_ALIAS_ARN it
+// asks for a busy key's growth with one asynchronous Invoke of auth's
+// grow alias, payload {"latchkey":"grow-copies","key_id":…}, and not again
+// within the minute; a quiet key asks nothing. Without AUTH_GROW_ALIAS_ARN it
 // asks nothing. A Lambda that fails or hangs costs the flush a log line
 // (with no secret) and at most the invoke's timeout, and the flush is
 // made.
