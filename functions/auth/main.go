@@ -10,7 +10,10 @@
 //   - CloudFormation custom resource requests of the template's Bootstrap
 //     and IssuerConfig resources, at deploy time;
 //   - {"action":"bootstrap"}, an operator's invocation after rotating the
-//     admin key.
+//     admin key;
+//   - {"latchkey":"grow-copies","key_id":…}, the verify URL's and the
+//     authorizer's asynchronous invocation for a busy key, whose copies
+//     their roles may not write (pkg/lambdaapp/copygrowth).
 //
 // See template.yaml for its routes, environment and role.
 package main
@@ -60,7 +63,7 @@ var app atomic.Pointer[lambdaapp.App]
 
 // start reads the configuration, builds the clients and the App (which
 // reads the secrets, publishes the public keys and ensures the bootstrap
-// admin key), and returns the handler of the three kinds of event.
+// admin key), and returns the handler of the four kinds of event.
 func start(ctx context.Context, logger *slog.Logger) (authevents.EventHandler, error) {
 	cfg, deps, err := lambdaapp.FromEnv(lambdaapp.Auth, os.Getenv, logger)
 	if err != nil {

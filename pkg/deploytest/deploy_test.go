@@ -1057,10 +1057,11 @@ func TestTemplate_CfnLintTransformed(t *testing.T) {
 		types[r.Type]++
 	}
 	// One version and one alias per function (the verify function's too,
-	// under its condition, the canary hook's and the probe's); a deployment
-	// group for each of the five gradually deployed.
-	if types["AWS::Lambda::Version"] != 8 || types["AWS::Lambda::Alias"] != 8 || types["AWS::CodeDeploy::DeploymentGroup"] != 5 {
-		t.Errorf("transformed: %d versions, %d aliases, %d deployment groups; want 8, 8, 5", types["AWS::Lambda::Version"], types["AWS::Lambda::Alias"], types["AWS::CodeDeploy::DeploymentGroup"])
+	// under its condition, the canary hook's and the probe's), and auth's
+	// grow alias (AuthGrowAlias); a deployment group for each of the five
+	// gradually deployed.
+	if types["AWS::Lambda::Version"] != 8 || types["AWS::Lambda::Alias"] != 9 || types["AWS::CodeDeploy::DeploymentGroup"] != 5 {
+		t.Errorf("transformed: %d versions, %d aliases, %d deployment groups; want 8, 9, 5", types["AWS::Lambda::Version"], types["AWS::Lambda::Alias"], types["AWS::CodeDeploy::DeploymentGroup"])
 	}
 	checkCanaryTransformed(t, out)
 	file := filepath.Join(t.TempDir(), "transformed.json")

@@ -5,6 +5,7 @@
 package dynamostore
 
 import (
+	"context"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -32,6 +33,11 @@ func WithConflictRetries(n int) Option {
 // WithoutCopyGrowth is tablestore.WithoutCopyGrowth.
 func WithoutCopyGrowth() Option {
 	return func(c *config) { c.store = append(c.store, tablestore.WithoutCopyGrowth()) }
+}
+
+// WithCopyGrowthBy is tablestore.WithCopyGrowthBy.
+func WithCopyGrowthBy(grow func(ctx context.Context, keyID string)) Option {
+	return func(c *config) { c.store = append(c.store, tablestore.WithCopyGrowthBy(grow)) }
 }
 
 // New returns the account store over table. The client is the caller's:

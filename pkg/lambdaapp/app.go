@@ -325,6 +325,24 @@ func (a *App) Bootstrap(ctx context.Context) error {
 	return nil
 }
 
+// GrowCopies grows the verify copies of the key keyID as far as its rate
+// calls for, which the store reads itself (tablestore.Store.GrowCopies):
+// what the verify URL's and the authorizer's flushes ask of auth, whose
+// role alone may write the copies. Auth only; CodeInvalidRequest for an id
+// that is not an API key's.
+func (a *App) GrowCopies(ctx context.Context, keyID string) error {
+	if !a.cfg.Function.WritesCredentials() {
+		return fmt.Errorf("lambdaapp: the %s function cannot grow a key's copies; only auth may write them", a.cfg.Function)
+	}
+	g, ok := a.deps.Store.(interface {
+		GrowCopies(ctx context.Context, id string) error
+	})
+	if !ok {
+		return errors.New("lambdaapp: the store keeps no verify copies")
+	}
+	return g.GrowCopies(ctx, keyID)
+}
+
 // ServeHTTP refreshes the keys if they are due, then serves the request with
 // the current handler. The refresh runs here because a Lambda's background
 // goroutines are frozen between invocations.

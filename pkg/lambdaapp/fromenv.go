@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"latchkey/pkg/dynamostore"
+	"latchkey/pkg/lambdaapp/copygrowth"
 	"latchkey/pkg/lambdaapp/lambdaenv"
 )
 
@@ -53,8 +54,9 @@ func storeFromEnv(fn Function, getenv func(string) string, logger *slog.Logger) 
 	})
 	opts := []dynamostore.Option{dynamostore.WithTimeout(cfg.StoreTimeout)}
 	if fn != Auth {
-		// Only the auth function's role may write a key's copies.
-		opts = append(opts, dynamostore.WithoutCopyGrowth())
+		// Only the auth function's role may write a key's copies: the
+		// verify URL asks it to grow a busy key's (AUTH_ALIAS_ARN).
+		opts = append(opts, copygrowth.StoreOption(awsCfg, getenv, logger))
 	}
 	store := dynamostore.New(db, cfg.TableName, opts...)
 	return cfg, awsCfg, Deps{Store: store, Keys: store, Logger: logger}, nil

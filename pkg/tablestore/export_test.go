@@ -234,3 +234,7 @@ func (s *Store) PreviousReleaseRevoked(ctx context.Context, tokenID, keyID strin
 	}
 	return s.getItem(ctx, revocationKey(tokenID), &entry)
 }
+
+// HandoffDue is the rate limit of WithCopyGrowthBy at now: whether the
+// key id's growth may be handed over, recorded if so.
+func (s *Store) HandoffDue(id string, now time.Time) bool { return s.handoffs.due(id, now) }

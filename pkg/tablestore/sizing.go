@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/bits"
 	"strings"
+	"sync"
 	"time"
 
 	"latchkey/pkg/account"
@@ -95,11 +96,12 @@ func (s *Store) sizedCopies(ctx context.Context, id string, cs copyPlan, now tim
 }
 
 // growFromUsage grows the copies of each key of f that this flush shows
-// busy (growCheck), if its rate across processes calls for more. Best
-// effort: the flush is made already, and a growth that fails (a change of
-// the copies came between, the table is busy) is tried at the next.
+// busy (growCheck), if its rate across processes calls for more; under
+// WithCopyGrowthBy it hands each to s.growBy instead. Best effort: the
+// flush is made already, and a growth that fails (a change of the copies
+// came between, the table is busy) is tried at the next.
 func (s *Store) growFromUsage(ctx context.Context, f account.UsageFlush) {
-	if s.noCopyGrowth {
+	if s.noCopyGrowth && s.growBy == nil {
 		return
 	}
 	now := time.Now()
@@ -114,14 +116,80 @@ func (s *Store) growFromUsage(ctx context.Context, f account.UsageFlush) {
 		if n < growCheck {
 			continue
 		}
-		rate, err := s.keyRate(ctx, d.Subject, now)
-		if err != nil {
+		if s.growBy != nil {
+			// The role may neither write the copies nor Query the
+			// usage: the grower reads the rate. A key this process saw
+			// at the most copies needs none.
+			if s.copies.get(d.Subject) < maxReadCopies && s.handoffs.due(d.Subject, now) {
+				s.growBy(ctx, d.Subject)
+			}
 			continue
 		}
-		if want := copiesFor(rate); want > 1 {
-			_ = s.growCopies(ctx, d.Subject, want, now)
+		_ = s.growToRate(ctx, d.Subject, now)
+	}
+}
+
+// GrowCopies grows the verify copies of the key id, and of the keys above
+// it, as far as its rate across processes calls for: what a flush of a
+// store that may write them does for a busy key, for a process that may
+// not (WithCopyGrowthBy). It reads the rate itself, so a caller that names
+// a quiet key, or one that is not there, changes nothing.
+// CodeInvalidRequest for an id that is not an API key's.
+func (s *Store) GrowCopies(ctx context.Context, id string) error {
+	if !account.ValidID(account.PrefixAPIKey, id) {
+		return account.Errorf(account.CodeInvalidRequest, "not an API key id")
+	}
+	return s.growToRate(ctx, id, time.Now())
+}
+
+// growToRate grows the copies of the key id to what its rate at now calls
+// for.
+func (s *Store) growToRate(ctx context.Context, id string, now time.Time) error {
+	rate, err := s.keyRate(ctx, id, now)
+	if err != nil {
+		return err
+	}
+	if want := copiesFor(rate); want > 1 {
+		return s.growCopies(ctx, id, want, now)
+	}
+	return nil
+}
+
+// growHandoffEvery is how often a process hands one key's growth over
+// (WithCopyGrowthBy): a growth takes one transaction, and the flushes of
+// the minute after it would only ask again.
+const growHandoffEvery = time.Minute
+
+// handoffMemo remembers, by key ID, when this process last handed a key's
+// growth over, for at most copiesMemoMax keys.
+type handoffMemo struct {
+	mu sync.Mutex
+	m  map[string]time.Time
+}
+
+// due reports whether the key id's growth may be handed over at now, and
+// if so records it.
+func (hm *handoffMemo) due(id string, now time.Time) bool {
+	hm.mu.Lock()
+	defer hm.mu.Unlock()
+	if last, ok := hm.m[id]; ok && now.Sub(last) < growHandoffEvery {
+		return false
+	}
+	if hm.m == nil {
+		hm.m = map[string]time.Time{}
+	}
+	if len(hm.m) >= copiesMemoMax {
+		for old, at := range hm.m {
+			if now.Sub(at) >= growHandoffEvery {
+				delete(hm.m, old)
+			}
+		}
+		if len(hm.m) >= copiesMemoMax {
+			return false // as many busy keys in the last minute: the next flush asks
 		}
 	}
+	hm.m[id] = now
+	return true
 }
 
 // growCopies makes the key id, and each key above it, have at least want

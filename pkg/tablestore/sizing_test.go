@@ -348,3 +348,115 @@ func testPreviousReleaseReads(t *testing.T, s *tablestore.Store) {
 		})
 	}
 }
+
+// TestReadCopies_GrowthHandedOff, on DynamoDB Local and bbolt: a store
+// WithCopyGrowthBy (the verify URL's, the authorizer's) whose flush shows
+// a key busy hands its growth over, once a minute per key, and writes no
+// copy itself; not for a quiet key, nor for one it saw at the most
+// copies. GrowCopies (what auth does for it) reads the rate itself: it
+// grows the busy key to 15, and leaves a quiet key, a key that is not
+// there and an id that is no key's as they are.
+func TestReadCopies_GrowthHandedOff(t *testing.T) {
+	t.Run("DynamoDBLocal", func(t *testing.T) {
+		client := dynamotest.NewClient(t)
+		table := dynamotest.NewTable(t, client)
+		testGrowthHandedOff(t, func(grow func(context.Context, string)) (*tablestore.Store, *tablestore.Store) {
+			return dynamostore.New(client, table, dynamostore.WithTimeout(dynamotest.Timeout)),
+				dynamostore.New(client, table, dynamostore.WithTimeout(dynamotest.Timeout), dynamostore.WithCopyGrowthBy(grow))
+		})
+	})
+	t.Run("Bolt", func(t *testing.T) {
+		tbl, err := boltstore.OpenTable(filepath.Join(t.TempDir(), "table.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { tbl.Close() })
+		testGrowthHandedOff(t, func(grow func(context.Context, string)) (*tablestore.Store, *tablestore.Store) {
+			return tablestore.New(tbl.Port(), tablestore.WithSerialWrites()), tablestore.New(tbl.Port(), tablestore.WithCopyGrowthBy(grow))
+		})
+	})
+	t.Run("RateLimit", func(t *testing.T) {
+		s := tablestore.New(nil, tablestore.WithCopyGrowthBy(func(context.Context, string) {}))
+		now := time.Now()
+		for _, c := range []struct {
+			id    string
+			after time.Duration
+			want  bool
+		}{{"key_a", 0, true}, {"key_a", time.Second, false}, {"key_b", time.Second, true}, {"key_a", 59 * time.Second, false}, {"key_a", time.Minute, true}} {
+			if got := s.HandoffDue(c.id, now.Add(c.after)); got != c.want {
+				t.Errorf("%s after %v: due %v, want %v", c.id, c.after, got, c.want)
+			}
+		}
+	})
+}
+
+func testGrowthHandedOff(t *testing.T, stores func(grow func(context.Context, string)) (owner, handing *tablestore.Store)) {
+	ctx := t.Context()
+	var mu sync.Mutex
+	var asked []string
+	s, h := stores(func(_ context.Context, id string) {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, id)
+	})
+	takeAsked := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		a := asked
+		asked = nil
+		return a
+	}
+	copiesOf := func(id string) int {
+		t.Helper()
+		got, err := s.VerifyCopies(ctx, id)
+		must(t, err, "VerifyCopies")
+		return len(got)
+	}
+	now := time.Now().UTC()
+	hot, quiet := newKey(now), newKey(now.Add(time.Millisecond))
+	must(t, s.CreateAPIKey(ctx, account.WriteOptions{}, hot), "CreateAPIKey")
+	must(t, s.CreateAPIKey(ctx, account.WriteOptions{}, quiet), "CreateAPIKey")
+
+	heat(t, h, hot.ID, 30000)
+	if got := takeAsked(); len(got) != 1 || got[0] != hot.ID {
+		t.Fatalf("a flush that shows %s busy asked for %v, want it once", hot.ID, got)
+	}
+	if n := copiesOf(hot.ID); n != 1 {
+		t.Errorf("the store that hands growth over wrote copies: %d, want 1", n)
+	}
+	heat(t, h, hot.ID, 30000)
+	if got := takeAsked(); len(got) != 0 {
+		t.Errorf("a second busy flush within the minute asked for %v, want nothing", got)
+	}
+	heat(t, h, quiet.ID, 1)
+	if got := takeAsked(); len(got) != 0 {
+		t.Errorf("a flush of a quiet key asked for %v, want nothing", got)
+	}
+
+	must(t, s.GrowCopies(ctx, quiet.ID), "GrowCopies of a quiet key")
+	if n := copiesOf(quiet.ID); n != 1 {
+		t.Errorf("GrowCopies of a quiet key: %d copies, want 1", n)
+	}
+	must(t, s.GrowCopies(ctx, account.NewID(account.PrefixAPIKey, now)), "GrowCopies of a key that is not there")
+	for _, id := range []string{"", "org_01", "key_../../x", "KEY#" + hot.ID} {
+		if err := s.GrowCopies(ctx, id); account.ErrorCode(err) != account.CodeInvalidRequest {
+			t.Errorf("GrowCopies(%q): %v, want %s", id, err, account.CodeInvalidRequest)
+		}
+	}
+	must(t, s.GrowCopies(ctx, hot.ID), "GrowCopies of a busy key")
+	if n := copiesOf(hot.ID); n != tablestore.MaxReadCopies {
+		t.Errorf("GrowCopies of a busy key: %d copies, want %d", n, tablestore.MaxReadCopies)
+	}
+
+	// A process that read the key at 15 copies asks for no more.
+	again := newKey(now.Add(2 * time.Millisecond))
+	must(t, s.CreateAPIKey(ctx, account.WriteOptions{}, again), "CreateAPIKey")
+	heat(t, s, again.ID, 30000)
+	if _, err := h.TokenStatus(ctx, account.NewID(account.PrefixToken, now), again.ID, nil, "", true); err != nil {
+		t.Fatal(err)
+	}
+	heat(t, h, again.ID, 30000)
+	if got := takeAsked(); len(got) != 0 {
+		t.Errorf("a busy key read at %d copies: asked for %v, want nothing", tablestore.MaxReadCopies, got)
+	}
+}

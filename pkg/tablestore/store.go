@@ -55,8 +55,11 @@ type Store struct {
 	readCopy int
 	// copies remembers each key's number of verify copies (see pickCopy).
 	copies copiesMemo
-	// noCopyGrowth: see WithoutCopyGrowth.
+	// noCopyGrowth: see WithoutCopyGrowth; growBy and handoffs: see
+	// WithCopyGrowthBy.
 	noCopyGrowth bool
+	growBy       func(ctx context.Context, keyID string)
+	handoffs     handoffMemo
 }
 
 var _ account.Store = (*Store)(nil)
@@ -93,10 +96,22 @@ func WithSerialWrites() Option {
 
 // WithoutCopyGrowth makes a store whose role may not write a key's verify
 // copies (template.yaml: every function but auth) grow none from its
-// usage flushes (see sizing.go): the auth function's flushes, and every
-// revocation and key change, size them.
+// usage flushes (see sizing.go): the auth function's flushes, the
+// requests of WithCopyGrowthBy's stores, and every revocation and key
+// change size them.
 func WithoutCopyGrowth() Option {
 	return func(s *Store) { s.noCopyGrowth = true }
+}
+
+// WithCopyGrowthBy is WithoutCopyGrowth for a store whose process may ask
+// another to grow the copies: a usage flush that shows a key busy calls
+// grow with its ID instead (the verify URL and the authorizer invoke the
+// auth function, which reads the key's rate itself: GrowCopies), at most
+// once a minute per key (growHandoffEvery), and not for a key this
+// process last read at the most copies. grow runs in the flush: it must
+// be bounded, and reports nothing.
+func WithCopyGrowthBy(grow func(ctx context.Context, keyID string)) Option {
+	return func(s *Store) { s.noCopyGrowth, s.growBy = true, grow }
 }
 
 // defaultEventLag is the event lag of a Store made without WithEventLag.

@@ -1,8 +1,9 @@
 // Package authevents is what the auth function serves besides its HTTP
 // routes: the CloudFormation custom resource requests of the template's
-// Bootstrap and IssuerConfig resources, at deploy time, and the direct
-// invocation {"action":"bootstrap"}. Lambda hands every event of a
-// function to its one handler, so Handler tells the three kinds apart;
+// Bootstrap and IssuerConfig resources, at deploy time, the direct
+// invocation {"action":"bootstrap"}, and the verify URL's and the
+// authorizer's requests to grow a busy key's copies. Lambda hands every
+// event of a function to its one handler, so Handler tells the kinds apart;
 // AfterFailedStart answers CloudFormation while the function cannot start.
 // Only auth's main imports it: the other binaries link no CloudFormation
 // code (deploytest's TestBinary_Links).
@@ -22,10 +23,12 @@ import (
 
 	"github.com/aws/aws-lambda-go/cfn"
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/smithy-go"
 
 	"latchkey/pkg/account"
 	"latchkey/pkg/lambdaapp"
+	"latchkey/pkg/lambdaapp/copygrowth"
 )
 
 // EventHandler is what auth's main passes to lambda.Start: any event in, as
@@ -58,7 +61,7 @@ const IssuerProperty = "Issuer"
 // on a format once an alias goes back.
 const FormatsProperty = "Formats"
 
-// Handler is the auth function's one handler, for the three kinds of event
+// Handler is the auth function's one handler, for the four kinds of event
 // that reach it, told apart by their fields:
 //
 //   - a CloudFormation custom resource request (RequestType and
@@ -66,10 +69,20 @@ const FormatsProperty = "Formats"
 //     answered by a PUT to the request's pre-signed ResponseURL as
 //     CloudFormation requires;
 //   - {"action":"bootstrap"}: app.Bootstrap, answered with BootstrapResult;
+//   - {"latchkey":"grow-copies","key_id":…} (copygrowth.Request), the
+//     verify URL's and the authorizer's asynchronous invocation:
+//     growCopies, answered with null; through the alias copygrowth.Alias,
+//     every event is taken for one (garbage is ignored);
 //   - anything else, an API Gateway HTTP API request (payload 2.0):
 //     serveHTTP, the app through httpadapter.NewV2.
 func Handler(app *lambdaapp.App, serveHTTP lambdaapp.Handler) EventHandler {
 	return func(ctx context.Context, event json.RawMessage) (any, error) {
+		if throughGrowAlias(ctx) {
+			// Whatever it holds: the alias serves the request to grow a
+			// key's copies and nothing else (copygrowth.Alias).
+			growCopies(ctx, app, event)
+			return nil, nil
+		}
 		ev, isCustom, err := customResourceEvent(event)
 		if err != nil {
 			return nil, err
@@ -83,6 +96,11 @@ func Handler(app *lambdaapp.App, serveHTTP lambdaapp.Handler) EventHandler {
 			return answer(ctx, ev, app.TableName(), false, func(ctx context.Context) (map[string]any, error) {
 				return customResource(ctx, app, ev)
 			})
+		}
+		var fields map[string]json.RawMessage
+		if json.Unmarshal(event, &fields) == nil && fields["latchkey"] != nil {
+			growCopies(ctx, app, event)
+			return nil, nil
 		}
 		var probe struct {
 			Action string `json:"action"`
@@ -100,6 +118,36 @@ func Handler(app *lambdaapp.App, serveHTTP lambdaapp.Handler) EventHandler {
 		}
 		return serveHTTP(ctx, req)
 	}
+}
+
+// throughGrowAlias reports whether the invocation came through auth's
+// alias copygrowth.Alias, as Lambda names it in the invoked ARN.
+func throughGrowAlias(ctx context.Context) bool {
+	lc, ok := lambdacontext.FromContext(ctx)
+	return ok && strings.HasSuffix(lc.InvokedFunctionArn, ":"+copygrowth.Alias)
+}
+
+// growCopies serves a copygrowth.Request: app.GrowCopies, which reads the
+// key's rate itself, so a request for a quiet key or none changes nothing.
+// A request it cannot serve is logged and dropped, never an error: the
+// invocation is asynchronous, Lambda would retry it, and the next busy
+// flush of its sender asks again.
+func growCopies(ctx context.Context, app *lambdaapp.App, event json.RawMessage) {
+	var req copygrowth.Request
+	if err := json.Unmarshal(event, &req); err != nil || req.Latchkey != copygrowth.Event {
+		app.Logger().WarnContext(ctx, "an invocation of an unknown kind, ignored")
+		return
+	}
+	if !account.ValidID(account.PrefixAPIKey, req.KeyID) {
+		// Not logged: whatever it is, it is no key's ID.
+		app.Logger().WarnContext(ctx, "copies: a request to grow the copies of no key, ignored")
+		return
+	}
+	if err := app.GrowCopies(ctx, req.KeyID); err != nil {
+		app.Logger().WarnContext(ctx, "copies: growing a busy key's copies failed", "key_id", req.KeyID, "error", err.Error())
+		return
+	}
+	app.Logger().InfoContext(ctx, "copies: sized to the key's rate", "key_id", req.KeyID)
 }
 
 // customResource runs Bootstrap for a Create or Update of the template's

@@ -20,6 +20,7 @@ import (
 	"latchkey/pkg/account"
 	"latchkey/pkg/authorizer"
 	"latchkey/pkg/dynamostore"
+	"latchkey/pkg/lambdaapp/copygrowth"
 	"latchkey/pkg/lambdaapp/lambdaenv"
 	"latchkey/pkg/logsample"
 	"latchkey/pkg/token"
@@ -174,7 +175,8 @@ func FromEnv(ctx context.Context, getenv func(string) string, logger *slog.Logge
 	db := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
 		o.BaseEndpoint = lambdaenv.Endpoint(getenv, lambdaenv.EnvDynamoDBEndpoint)
 	})
-	// Its role may not write a key's copies: the auth function grows them.
-	store := dynamostore.New(db, cfg.TableName, dynamostore.WithTimeout(cfg.StoreTimeout), dynamostore.WithoutCopyGrowth())
+	// Its role may not write a key's copies: it asks the auth function to
+	// grow a busy key's (AUTH_ALIAS_ARN).
+	store := dynamostore.New(db, cfg.TableName, dynamostore.WithTimeout(cfg.StoreTimeout), copygrowth.StoreOption(awsCfg, getenv, logger))
 	return New(ctx, cfg, Deps{Store: store, Keys: store, Logger: logger})
 }

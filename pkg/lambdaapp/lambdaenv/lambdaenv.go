@@ -57,6 +57,7 @@ const (
 	EnvDynamoDBEndpoint       = "AWS_ENDPOINT_URL_DYNAMODB"
 	EnvSecretsManagerEndpoint = "AWS_ENDPOINT_URL_SECRETS_MANAGER"
 	EnvEventBridgeEndpoint    = "AWS_ENDPOINT_URL_EVENTBRIDGE"
+	EnvLambdaEndpoint         = "AWS_ENDPOINT_URL_LAMBDA"
 )
 
 // InitTimeout bounds the init work (secrets, bootstrap key, public keys)
