@@ -35,8 +35,10 @@ import (
 //     too: the key's are copied from copy 1, and an entry's copies are
 //     all 15 whatever N is (copyPlan.entryCopies).
 //   - Shrink: only at a write that rewrites the copies anyway (a
-//     revocation, a key change), when the rate calls for N/4 or fewer
-//     (hysteresis); copies above the new N go in the same transaction.
+//     revocation, a key change), when four times the rate would still
+//     call for fewer than N (hysteresis: 2 copies go back to 1 below 250
+//     verifies a second, 15 to fewer below 2,000); copies above the new
+//     N go in the same transaction.
 const (
 	perCopyRate = 1000
 	// growCheck is the verifications of one key, in one flush of one
@@ -74,7 +76,7 @@ func (s *Store) keyRate(ctx context.Context, id string, now time.Time) (float64,
 
 // sizedCopies sets cs.n, for a write at now of the copies of the key id,
 // from the key's rate: grown if the rate calls for more copies, shrunk if
-// for a quarter or fewer, as it is otherwise. A key with one copy reads
+// four times it would call for fewer, as it is otherwise. A key with one copy reads
 // no rate (a flush grows it); nor one whose rate cannot be read, which
 // keeps its copies.
 func (s *Store) sizedCopies(ctx context.Context, id string, cs copyPlan, now time.Time) copyPlan {
@@ -89,7 +91,7 @@ func (s *Store) sizedCopies(ctx context.Context, id string, cs copyPlan, now tim
 	switch want := copiesFor(rate); {
 	case want > n && cs.first != nil:
 		cs.n = want
-	case want <= n/4 || cs.first == nil || cs.first.ReadCopies == 0:
+	case copiesFor(4*rate) < n || cs.first == nil || cs.first.ReadCopies == 0:
 		cs.n = want
 	}
 	return cs

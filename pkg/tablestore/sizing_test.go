@@ -274,6 +274,21 @@ func testReadCopiesResized(t *testing.T, s *tablestore.Store) {
 		}
 	}
 
+	// Two copies: kept at 600 verifies a second (hysteresis: a quarter of
+	// what grew them), shrunk to one at 200.
+	must(t, s.ForgetUsage(ctx, k.ID), "ForgetUsage")
+	heat(t, s, k.ID, 1500)
+	revoke()
+	copiesOf("a key at 1,500 verifies a second, after a revocation", 2)
+	must(t, s.ForgetUsage(ctx, k.ID), "ForgetUsage")
+	heat(t, s, k.ID, 600)
+	revoke()
+	copiesOf("a key of 2 copies at 600 verifies a second", 2)
+	must(t, s.ForgetUsage(ctx, k.ID), "ForgetUsage")
+	heat(t, s, k.ID, 200)
+	revoke()
+	copiesOf("a key of 2 copies at 200 verifies a second", 1)
+
 	// The previous release's copies: all 15, no read_copies. A write of
 	// this release leaves only copies 1..N.
 	must(t, s.PutPreviousCopies(ctx, k.ID), "PutPreviousCopies")
