@@ -196,18 +196,7 @@ func TestReadCopies_Sized(t *testing.T) {
 // made after the shrink. Copies the previous release wrote (no
 // read_copies, all 15) leave no stale copy at the next write.
 func TestReadCopies_Resized(t *testing.T) {
-	t.Run("DynamoDBLocal", func(t *testing.T) {
-		_, _, s := newTableStore(t)
-		testReadCopiesResized(t, s)
-	})
-	t.Run("Bolt", func(t *testing.T) {
-		s, err := boltstore.Open(filepath.Join(t.TempDir(), "table.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		testReadCopiesResized(t, s)
-	})
+	onBothTables(t, func(t *testing.T, _ tablestore.Port, s *tablestore.Store) { testReadCopiesResized(t, s) })
 }
 
 func testReadCopiesResized(t *testing.T, s *tablestore.Store) {
@@ -309,18 +298,7 @@ func testReadCopiesResized(t *testing.T, s *tablestore.Store) {
 // copies_since, so this release writes the entry's copies too), and for
 // a key this release changed (no copies_since, no entry copies).
 func TestReadCopies_PreviousReleaseReads(t *testing.T) {
-	t.Run("DynamoDBLocal", func(t *testing.T) {
-		_, _, s := newTableStore(t)
-		testPreviousReleaseReads(t, s)
-	})
-	t.Run("Bolt", func(t *testing.T) {
-		s, err := boltstore.Open(filepath.Join(t.TempDir(), "table.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		testPreviousReleaseReads(t, s)
-	})
+	onBothTables(t, func(t *testing.T, _ tablestore.Port, s *tablestore.Store) { testPreviousReleaseReads(t, s) })
 }
 
 func testPreviousReleaseReads(t *testing.T, s *tablestore.Store) {
