@@ -193,6 +193,7 @@ func storeCalls(s *tablestore.Store, user account.User, org account.Organization
 		"ForgetUsage":         func(ctx context.Context) error { return s.ForgetUsage(ctx, key.ID) },
 		"PutPreviousCopies":   func(ctx context.Context) error { return s.PutPreviousCopies(ctx, key.ID) },
 		"DropOverflowBound":   func(ctx context.Context) error { return s.DropOverflowBound(ctx, key.ID) },
+		"GrowCopies":          func(ctx context.Context) error { return s.GrowCopies(ctx, key.ID) },
 		"PreviousReleaseRevoked": func(ctx context.Context) error {
 			_, err := s.PreviousReleaseRevoked(ctx, tok.ID, key.ID, 1)
 			return err
