@@ -210,6 +210,20 @@ func TestLimits_CreditsFewKeepOneRecord(t *testing.T) {
 		if left := e.creditsLeft(k.ID); left != 100 {
 			t.Errorf("after 300 of 400: %d left, want 100", left)
 		}
+		// The documented bound: credits without a rate limit stay on one
+		// record, however many (docs/limits.md), so their count is exact.
+		only, onlySecret := e.create(e.secret, account.NewAPIKey{Credits: credits(100_000)})
+		writes, _ := rec.during(func() {
+			if reasons := e.verifyMany(50, []string{e.token(onlySecret)}); reasons["valid"] != 50 {
+				t.Fatalf("100,000 credits, no rate limit: %v, want 50 valid", reasons)
+			}
+		})
+		if got := len(shardsOf(writes, only.ID)); got != 1 {
+			t.Errorf("100,000 credits, no rate limit: %d records written, want 1", got)
+		}
+		if left := e.creditsLeft(only.ID); left != 100_000-50 {
+			t.Errorf("100,000 credits, no rate limit, after 50: %d left, want %d", left, 100_000-50)
+		}
 	})
 }
 
