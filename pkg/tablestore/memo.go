@@ -67,6 +67,47 @@ func (km *keyMemo) decode(k key, av Item) (*apiKeyItem, error) {
 	return e.item, nil
 }
 
+// idMemo remembers one value by key ID, for at most keyMemoMax IDs (any
+// one is forgotten to make room): what this process last read of a key,
+// which only chooses what its next read asks for. Every verify sets it,
+// so a value already held takes no write lock, and the zero value is
+// not kept.
+type idMemo[V comparable] struct {
+	mu sync.RWMutex
+	m  map[string]V
+}
+
+func (im *idMemo[V]) get(id string) (V, bool) {
+	im.mu.RLock()
+	defer im.mu.RUnlock()
+	v, ok := im.m[id]
+	return v, ok
+}
+
+// set records v for id; the zero value forgets id.
+func (im *idMemo[V]) set(id string, v V) {
+	var zero V
+	if held, ok := im.get(id); held == v && (ok || v == zero) {
+		return
+	}
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	if v == zero {
+		delete(im.m, id)
+		return
+	}
+	if im.m == nil {
+		im.m = map[string]V{}
+	}
+	if _, ok := im.m[id]; !ok && len(im.m) >= keyMemoMax {
+		for old := range im.m { // any one: the map's order is random
+			delete(im.m, old)
+			break
+		}
+	}
+	im.m[id] = v
+}
+
 // overflowMemo remembers, by key ID, the overflow of each key whose
 // revocations overflowed (apiKeyItem.RevokedOverflowUntil) as this
 // process's last verify of it read it: a verify of a token such a key may
@@ -75,22 +116,20 @@ func (km *keyMemo) decode(k key, av Item) (*apiKeyItem, error) {
 // then knows). The key read decides; this only chooses what is read with
 // it, so a stale entry costs one item too many or one request more,
 // never a revocation.
-type overflowMemo struct {
-	mu sync.RWMutex
-	m  map[string]keyOverflow
-}
+type overflowMemo struct{ idMemo[keyOverflow] }
 
 // keyOverflow is the overflow of a key: apiKeyItem's RevokedOverflowUntil
-// and RevokedOverflowIssuedBefore, in Unix nanoseconds, 0 for absent.
+// and RevokedOverflowIssuedBefore, in Unix nanoseconds; zero for none.
 type keyOverflow struct {
 	until, issuedBefore int64
 }
 
 func newKeyOverflow(it *apiKeyItem) keyOverflow {
 	var o keyOverflow
-	if it.RevokedOverflowUntil != nil {
-		o.until = it.RevokedOverflowUntil.UnixNano()
+	if it.RevokedOverflowUntil == nil {
+		return o
 	}
+	o.until = it.RevokedOverflowUntil.UnixNano()
 	if it.RevokedOverflowIssuedBefore != nil {
 		o.issuedBefore = it.RevokedOverflowIssuedBefore.UnixNano()
 	}
@@ -100,9 +139,7 @@ func newKeyOverflow(it *apiKeyItem) keyOverflow {
 // mayHold reports whether the key keyID, as last seen, has an overflow
 // that may hold the token tokenID.
 func (om *overflowMemo) mayHold(keyID, tokenID string) bool {
-	om.mu.RLock()
-	o, ok := om.m[keyID]
-	om.mu.RUnlock()
+	o, ok := om.get(keyID)
 	if !ok {
 		return false
 	}
@@ -117,31 +154,7 @@ func (om *overflowMemo) mayHold(keyID, tokenID string) bool {
 
 // saw records the overflow of the key item it, read for keyID, or that it
 // has none.
-func (om *overflowMemo) saw(keyID string, it *apiKeyItem) {
-	o := newKeyOverflow(it)
-	om.mu.RLock()
-	known := om.m[keyID]
-	om.mu.RUnlock()
-	if known == o {
-		return // as known: most often a key without an overflow
-	}
-	om.mu.Lock()
-	defer om.mu.Unlock()
-	if o.until == 0 {
-		delete(om.m, keyID)
-		return
-	}
-	if om.m == nil {
-		om.m = map[string]keyOverflow{}
-	}
-	if _, ok := om.m[keyID]; !ok && len(om.m) >= keyMemoMax {
-		for old := range om.m { // any one: the map's order is random
-			delete(om.m, old)
-			break
-		}
-	}
-	om.m[keyID] = o
-}
+func (om *overflowMemo) saw(keyID string, it *apiKeyItem) { om.set(keyID, newKeyOverflow(it)) }
 
 // keyOf returns the key of an item read, without decoding the rest.
 func keyOf(av Item) (key, error) {

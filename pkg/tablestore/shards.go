@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -131,50 +130,20 @@ func (s *Store) copiesSeen(id string, it *apiKeyItem) {
 	s.copies.set(id, max(n, 1))
 }
 
-// copiesMemoMax bounds the keys a copiesMemo remembers, as keyMemoMax.
-const copiesMemoMax = 4096
-
 // copiesMemo remembers, by key ID, the number of verify copies each key
 // had when this process last read one of them. A number that went stale
 // is safe both ways: copies above a key's number are deleted when it
 // shrinks, and a verify that picks one falls back to copy 1; a key that
 // grew is read from fewer copies until the next read tells.
-type copiesMemo struct {
-	mu sync.RWMutex
-	m  map[string]int
-}
+type copiesMemo struct{ idMemo[int] }
 
 // get returns the number remembered for the key id; for a key not
 // remembered, defaultCopies.
 func (cm *copiesMemo) get(id string) int {
-	cm.mu.RLock()
-	n, ok := cm.m[id]
-	cm.mu.RUnlock()
-	if !ok {
-		return defaultCopies
+	if n, ok := cm.idMemo.get(id); ok {
+		return n
 	}
-	return n
-}
-
-func (cm *copiesMemo) set(id string, n int) {
-	cm.mu.RLock()
-	same := cm.m[id] == n
-	cm.mu.RUnlock()
-	if same {
-		return // every verify of an unchanged key: no write lock
-	}
-	cm.mu.Lock()
-	defer cm.mu.Unlock()
-	if cm.m == nil {
-		cm.m = map[string]int{}
-	}
-	if _, ok := cm.m[id]; !ok && len(cm.m) >= copiesMemoMax {
-		for old := range cm.m { // any one: the map's order is random
-			delete(cm.m, old)
-			break
-		}
-	}
-	cm.m[id] = n
+	return defaultCopies
 }
 
 // defaultCopies is the number of copies a verify assumes of a key it has

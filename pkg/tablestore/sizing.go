@@ -76,9 +76,9 @@ func (s *Store) keyRate(ctx context.Context, id string, now time.Time) (float64,
 
 // sizedCopies sets cs.n, for a write at now of the copies of the key id,
 // from the key's rate: grown if the rate calls for more copies, shrunk if
-// four times it would call for fewer, as it is otherwise. A key with one copy reads
-// no rate (a flush grows it); nor one whose rate cannot be read, which
-// keeps its copies.
+// four times it would call for fewer, as it is otherwise. A key with one
+// copy reads no rate (a flush grows it); nor one whose rate cannot be
+// read, which keeps its copies.
 func (s *Store) sizedCopies(ctx context.Context, id string, cs copyPlan, now time.Time) copyPlan {
 	n := cs.n
 	if n == 1 && cs.first != nil {
@@ -163,7 +163,7 @@ func (s *Store) growToRate(ctx context.Context, id string, now time.Time) error 
 const growHandoffEvery = time.Minute
 
 // handoffMemo remembers, by key ID, when this process last handed a key's
-// growth over, for at most copiesMemoMax keys.
+// growth over, for at most keyMemoMax keys.
 type handoffMemo struct {
 	mu sync.Mutex
 	m  map[string]time.Time
@@ -180,13 +180,13 @@ func (hm *handoffMemo) due(id string, now time.Time) bool {
 	if hm.m == nil {
 		hm.m = map[string]time.Time{}
 	}
-	if len(hm.m) >= copiesMemoMax {
+	if len(hm.m) >= keyMemoMax {
 		for old, at := range hm.m {
 			if now.Sub(at) >= growHandoffEvery {
 				delete(hm.m, old)
 			}
 		}
-		if len(hm.m) >= copiesMemoMax {
+		if len(hm.m) >= keyMemoMax {
 			return false // as many busy keys in the last minute: the next flush asks
 		}
 	}
