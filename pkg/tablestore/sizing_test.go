@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -114,20 +115,7 @@ func TestReadCopies_Sized(t *testing.T) {
 	next := func() time.Time { tick++; return now.Add(time.Duration(tick) * time.Millisecond) }
 	k := newKey(next())
 	must(t, s.CreateAPIKey(ctx, account.WriteOptions{}, k), "CreateAPIKey")
-	copiesOf := func(what string, want int) {
-		t.Helper()
-		got, err := s.VerifyCopies(ctx, k.ID)
-		must(t, err, "VerifyCopies")
-		if len(got) != want {
-			t.Errorf("%s: copies %v, want 1..%d", what, got, want)
-		}
-		for i, n := range got {
-			if n != i+1 {
-				t.Errorf("%s: copies %v, want 1..%d", what, got, want)
-				break
-			}
-		}
-	}
+	copiesOf := func(what string, want int) { t.Helper(); wantCopies(t, s, k.ID, what, want) }
 	copiesOf("a new key", 1)
 	tx.wru(t, client, table)
 
@@ -206,14 +194,7 @@ func testReadCopiesResized(t *testing.T, s *tablestore.Store) {
 	next := func() time.Time { tick++; return now.Add(time.Duration(tick) * time.Millisecond) }
 	k := newKey(next())
 	must(t, s.CreateAPIKey(ctx, account.WriteOptions{}, k), "CreateAPIKey")
-	copiesOf := func(what string, want int) {
-		t.Helper()
-		got, err := s.VerifyCopies(ctx, k.ID)
-		must(t, err, "VerifyCopies")
-		if len(got) != want || want > 0 && got[want-1] != want {
-			t.Errorf("%s: copies %v, want 1..%d", what, got, want)
-		}
-	}
+	copiesOf := func(what string, want int) { t.Helper(); wantCopies(t, s, k.ID, what, want) }
 	revoke := func() account.Revocation {
 		at := next()
 		r := account.Revocation{TokenID: account.NewID(account.PrefixToken, at), KeyID: k.ID, RevokedAt: at, ExpiresAt: at.Add(time.Hour), Inline: true}
@@ -452,4 +433,22 @@ func testGrowthHandedOff(t *testing.T, stores func(grow func(context.Context, st
 	if got := takeAsked(); len(got) != 0 {
 		t.Errorf("a busy key read at %d copies: asked for %v, want nothing", tablestore.MaxReadCopies, got)
 	}
+}
+
+// wantCopies checks that the key id has exactly the verify copies 1..want.
+func wantCopies(t *testing.T, s *tablestore.Store, id, what string, want int) {
+	t.Helper()
+	got, err := s.VerifyCopies(t.Context(), id)
+	must(t, err, "VerifyCopies")
+	if !slices.Equal(got, wantRange(want)) {
+		t.Errorf("%s: copies %v, want 1..%d", what, got, want)
+	}
+}
+
+func wantRange(n int) []int {
+	r := make([]int, n)
+	for i := range r {
+		r[i] = i + 1
+	}
+	return r
 }
